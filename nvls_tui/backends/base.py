@@ -1,0 +1,218 @@
+"""The one interface every way of reaching a node implements, and the errors it raises.
+
+Backends never touch the UI: they return results or raise the typed errors below, and only screens
+or the CLI turn those into words for the operator.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nvls_tui.model import NodeState
+
+
+class BackendError(Exception):
+    """Base of every error a backend raises; ``str()`` is one sentence for the operator."""
+
+
+class Unreachable(BackendError):
+    """The node could not be reached (connection refused, DNS, auth, host key, dropped link)."""
+
+
+class HostKeyRejected(Unreachable):
+    """The node's host key is unknown or differs from known_hosts: never connect anyway."""
+
+
+class CommandTimeout(BackendError):
+    """A command did not finish within its timeout (a wedged nvidia-smi, a hung link)."""
+
+
+class CommandFailed(BackendError):
+    """A command exited non-zero where success was required."""
+
+    def __init__(self, message: str, result: CommandResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class ProcessGone(BackendError):
+    """The PID to signal no longer exists (not an error dialog: it is what the operator wanted)."""
+
+
+class ProcessChanged(BackendError):
+    """The PID now belongs to another process (start time or command line differ): refused."""
+
+
+class InvalidArgument(BackendError):
+    """A host, unit name or PID that could smuggle shell syntax into a command: refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """One finished command: what ran, how it ended, what it printed."""
+
+    argv: tuple[str, ...]
+    exit_status: int
+    stdout: str = ""
+    stderr: str = ""
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0."""
+        return self.exit_status == 0
+
+    @property
+    def output(self) -> str:
+        """stdout and stderr together (fuser -v writes its table to stderr)."""
+        if self.stdout and self.stderr:
+            return self.stdout + ("" if self.stdout.endswith("\n") else "\n") + self.stderr
+        return self.stdout or self.stderr
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessIdentity:
+    """What a PID must still be before it may be signalled (nvitop's ``(pid, create_time)`` idea).
+
+    Attributes:
+        pid: the process id.
+        start_time: the start time as the snapshot read it (Holder.start_time).
+        command: the command line as the snapshot read it (Holder.command).
+    """
+
+    pid: int
+    start_time: str | None
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class SignalOutcome:
+    """What happened to one signalled PID."""
+
+    pid: int
+    signalled: bool
+    reason: str = ""
+
+
+# Unit names: systemd's allowed characters only, so no quoting trick can reach a shell.
+_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]{1,255}$")
+_HOST_RE = re.compile(r"^[A-Za-z0-9_.:\[\]-]{1,253}$")
+
+
+def validate_unit(name: str) -> str:
+    """Return ``name`` if it is a plausible systemd unit name, else raise InvalidArgument."""
+    if not _UNIT_RE.match(name) or name.startswith("-"):
+        raise InvalidArgument(f"refusing unit name {name!r}: only letters, digits and :_.@- are allowed")
+    return name
+
+
+def validate_host(name: str) -> str:
+    """Return ``name`` if it is a plausible host name or address, else raise InvalidArgument."""
+    if not _HOST_RE.match(name) or name.startswith("-"):
+        raise InvalidArgument(f"refusing host name {name!r}: it contains characters a host name cannot have")
+    return name
+
+
+def validate_pid(pid: object) -> int:
+    """Return ``pid`` as an int if it is a positive integer (and not 1), else raise InvalidArgument."""
+    if isinstance(pid, bool) or not isinstance(pid, int | str):
+        raise InvalidArgument(f"refusing PID {pid!r}: not a number")
+    text = str(pid)
+    if not text.isdigit() or int(text) <= 1:
+        raise InvalidArgument(f"refusing PID {pid!r}: not a positive process id")
+    return int(text)
+
+
+def join_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """One shell-safe command line from an argv list (and ``env`` as ``VAR=value`` assignments)."""
+    parts = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items() if re.match(r"^[A-Z_][A-Z0-9_]*$", k)]
+    return " ".join(parts + [shlex.join(argv)])
+
+
+@dataclass
+class BackendOptions:
+    """Options shared by the commands that reach nodes (contract.md)."""
+
+    timeout: float = 20.0
+    sudo: bool = False
+    read_only: bool = False
+    concurrency: int = 64
+    ssh_config: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    user: str | None = None
+    jump: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class Backend(abc.ABC):
+    """How nvls-tui reaches one node. One instance per node; safe to share between workers.
+
+    Attributes:
+        host: the target as shown to the operator.
+        simulated: True when the node is simulated.
+    """
+
+    host: str
+    simulated: bool = False
+
+    @abc.abstractmethod
+    async def run(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        *,
+        privileged: bool = False,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        """Run one command to completion.
+
+        Args:
+            argv: the command as a list; never a shell string.
+            timeout: seconds before CommandTimeout (None: the backend's default).
+            privileged: prefix with ``sudo -n`` where the backend was asked to.
+            env: extra environment variables for the command.
+            stdin: text fed to the command's standard input.
+
+        Returns:
+            The finished command, whatever its exit status.
+
+        Raises:
+            Unreachable, CommandTimeout, InvalidArgument.
+        """
+
+    @abc.abstractmethod
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        pty: bool = False,
+        privileged: bool = False,
+    ) -> AsyncIterator[str]:
+        """Yield the command's output lines (stdout and stderr merged) as they arrive.
+
+        Closing the iterator (``contextlib.aclosing``) or cancelling the consumer ends the command.
+        When the stream ends the last exit status is available as ``self.last_exit_status``.
+        """
+
+    @abc.abstractmethod
+    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+        """Send ``sig`` to ``pid`` only if it is still the process the operator selected.
+
+        Raises:
+            ProcessGone: the PID no longer exists.
+            ProcessChanged: start time or command line differ from ``expected``.
+        """
+
+    @abc.abstractmethod
+    async def snapshot(self) -> NodeState:
+        """Read the node once and return its state (``reachable=False`` with ``error`` on failure)."""
+
+    async def close(self) -> None:
+        """Release connections; the backend can still be used again afterwards."""

@@ -1,0 +1,131 @@
+"""Command line: the console (default) and the headless commands of contract.md.
+
+Each subcommand's work lives in ``nvls_tui.headless.<name>.run(args) -> int``; this module only
+parses arguments and turns any stray error into one clear line on stderr (never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from nvls_tui import __version__
+
+EPILOG = """\
+targets:
+  host, user@host, user@host:port   an SSH node (host keys always verified)
+  gpu[01-08]                        a ClusterShell node set of SSH nodes
+  local                             this machine, through NVML and /proc
+  sim:SCENARIO[/NODESET]            a built-in simulated fleet (see `nvls-tui sim list`)
+  no target                         the console starts on the demo fleet (sim:seed-incident)
+"""
+
+
+def _add_reach_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by the commands that reach nodes (contract.md)."""
+    g = p.add_argument_group("reaching nodes")
+    g.add_argument("targets", nargs="*", metavar="TARGET", help="nodes to reach (see targets below)")
+    g.add_argument("--demo", action="store_true", help="the simulated demo fleet (sim:seed-incident)")
+    g.add_argument("--hosts-file", metavar="FILE", help="one target per line, # comments")
+    g.add_argument("--ssh-config", metavar="FILE", help="OpenSSH client config (default ~/.ssh/config)")
+    g.add_argument("-i", "--identity", metavar="FILE", action="append", help="private key file")
+    g.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (host keys are always verified)")
+    g.add_argument("-l", "--user", metavar="USER", help="remote user name")
+    g.add_argument("--jump", metavar="HOST", help="jump host (ProxyJump)")
+    g.add_argument("--sudo", action=argparse.BooleanOptionalAction, default=False,
+                   help="prefix privileged commands with `sudo -n`")
+    g.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="per-command timeout")
+    g.add_argument("--concurrency", type=int, default=64, metavar="N", help="connections in flight")
+    g.add_argument("--read-only", action="store_true", help="never change anything on a node")
+    g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    parser = argparse.ArgumentParser(
+        prog="nvls-tui",
+        description="Diagnose and repair NVLink SHARP (NVLS) failures on HGX NVSwitch nodes.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"nvls-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    console = sub.add_parser("console", help="the full-screen console (the default command)",
+                             epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_reach_options(console)
+    console.add_argument("--poll", type=float, default=None, metavar="SECONDS", help="poll interval")
+    console.add_argument("--config", metavar="FILE", help="config file (default XDG nvls-tui/config.toml)")
+
+    check = sub.add_parser("check", help="poll every target once and diagnose it",
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_reach_options(check)
+    check.add_argument("--json", action="store_true", help="print the JSON of contract.md")
+
+    analyze = sub.add_parser("analyze", help="recognise and parse captured command outputs")
+    analyze.add_argument("files", nargs="+", metavar="FILE", help="files to read ('-' = stdin)")
+    analyze.add_argument("--json", action="store_true", help="print the JSON of contract.md")
+
+    repair = sub.add_parser("repair", help="the repair runbook, headless",
+                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_reach_options(repair)
+    mode = repair.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    mode.add_argument("--yes", action="store_true", help="do not ask for the node names to be typed")
+    mode.add_argument("--restore", action="store_true",
+                      help="put units and settings back from an interrupted repair's record")
+    repair.add_argument("--json", action="store_true", help="print the JSON of contract.md")
+    repair.add_argument("--strategy", choices=("parallel", "serial", "canary"), default="parallel",
+                        help="how several nodes are repaired (default parallel)")
+    repair.add_argument("--smoke-threshold", type=float, default=None, metavar="GBPS",
+                        help="minimum average bus bandwidth (default per GPU model)")
+    repair.add_argument("--sigkill", action="store_true",
+                        help="allow SIGKILL for holders that ignore SIGTERM (never by default)")
+
+    report = sub.add_parser("report", help="an incident report (Markdown) from an audit log")
+    report.add_argument("log", metavar="AUDIT_LOG")
+    report.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+
+    sim = sub.add_parser("sim", help="the simulator: list scenarios, write shims for a real sshd")
+    sim_sub = sim.add_subparsers(dest="sim_command", metavar="SIMCOMMAND")
+    sim_sub.add_parser("list", help="list the built-in scenarios")
+    shims = sim_sub.add_parser("shims", help="write DIR/bin commands that behave as one simulated node")
+    shims.add_argument("dir", metavar="DIR")
+    shims.add_argument("--scenario", default="seed-incident")
+    shims.add_argument("--node", required=True, metavar="NAME")
+    shims.add_argument("--static", action="store_true",
+                       help="pre-rendered read-only outputs from /bin/sh (benchmarks; no Python per command)")
+    shims.add_argument("--speed", type=float, default=None, help="simulated clock speed-up")
+    return parser
+
+
+SUBCOMMANDS = ("console", "check", "analyze", "repair", "report", "sim")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``nvls-tui`` command. Returns the exit status (contract.md)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "console")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed a usage line
+        return 0 if exc.code in (0, None) else 2
+    if args.command == "sim" and not args.sim_command:
+        parser.parse_args(["sim", "--help"])
+        return 2
+    module = importlib.import_module(f"nvls_tui.headless.{args.command}")
+    try:
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        print("nvls-tui: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the contract: one sentence, never a traceback
+        print(f"nvls-tui: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The headless commands: one module per subcommand, each with ``run(args) -> int``."""

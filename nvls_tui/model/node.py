@@ -1,0 +1,202 @@
+"""One node's state, as read by one poll: GPUs, NVSwitches, units, holders and kernel events."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from nvls_tui.model.enums import HolderKind, Platform, Severity, Verdict
+
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(frozen=True, slots=True)
+class FabricHealth:
+    """The ``Health`` sub-block of the fabric info (580.159+ drivers); ``None`` where not printed."""
+
+    summary: str | None = None
+    bandwidth: str | None = None
+    route_recovery_in_progress: str | None = None
+    route_unhealthy: str | None = None
+    access_timeout_recovery: str | None = None
+    incorrect_configuration: str | None = None
+    partition_assigned: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FabricInfo:
+    """A GPU's fabric registration, in nvidia-smi's own words (``Completed``, ``In Progress``, ...)."""
+
+    state: str = "N/A"
+    status: str = "N/A"
+    clique_id: str | None = None
+    cluster_uuid: str | None = None
+    health: FabricHealth | None = None
+
+    @property
+    def completed_ok(self) -> bool:
+        """Completed/Success: necessary for NVLS, but not proof of health (domain.md)."""
+        return self.state == "Completed" and self.status == "Success"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuState:
+    """One GPU as nvidia-smi or NVML reports it."""
+
+    index: int
+    bus_id: str
+    name: str
+    uuid: str
+    fabric: FabricInfo = field(default_factory=FabricInfo)
+    persistence_mode: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchState:
+    """One NVSwitch device file (``/dev/nvidia-nvswitchN``) and, where known, its PCI address."""
+
+    device: str
+    bus_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceState:
+    """One systemd unit as ``systemctl show`` reports it.
+
+    Attributes:
+        name: unit name including its suffix (``nvidia-snapshot.timer``); ``.service`` may be omitted.
+        active: ActiveState (``active``, ``inactive``, ``failed``, ``activating``, ...).
+        load: LoadState (``loaded``, ``masked``, ``not-found``).
+    """
+
+    name: str
+    active: str
+    sub: str | None = None
+    load: str | None = None
+    main_pid: int | None = None
+    result: str | None = None
+    since: str | None = None
+
+    @property
+    def exists(self) -> bool:
+        """False for a unit systemd does not know (``not-found``)."""
+        return self.load != "not-found"
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """A process that holds one or more /dev/nvidia* files open.
+
+    ``start_time`` is the identity anchor re-checked before any signal: clock ticks since boot
+    (field 22 of /proc/PID/stat) or, when read through ``ps``, the ``lstart`` text.
+    """
+
+    pid: int
+    user: str
+    command: str
+    kind: HolderKind = HolderKind.OTHER
+    devices: tuple[str, ...] = ()
+    unit: str | None = None
+    pod: str | None = None
+    start_time: str | None = None
+    ppid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEvent:
+    """A kernel log line that matters for the fabric (``NV_ERR_*``, out-of-sync, Xid, SXid)."""
+
+    code: str
+    line: str
+    xid: int | None = None
+    pci: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One diagnosis result (codes and severities of contract.md)."""
+
+    code: str
+    severity: Severity
+    message: str
+    gpu: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SmokeResult:
+    """The outcome of the last NVLS all_reduce_perf smoke test run on a node."""
+
+    avg_busbw: float | None
+    passed: bool
+    out_of_bounds: int | None = None
+    nvls_used: bool = False
+    completed: bool = False
+    errors: tuple[str, ...] = ()
+    threshold: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """Everything one poll learned about one node. Immutable: a new poll makes a new object.
+
+    Attributes:
+        host: the target name as the operator wrote it (``gpu05``, ``sim:seed-incident/gpu05``).
+        reachable: False when the node could not be reached or read; ``error`` says why.
+        simulated: True for simulated nodes (always labelled as such on screen and in JSON).
+        fm_version: ``nv-fabricmanager --version`` (None where there is no host FM).
+        services: every unit of interest, by name.
+        repair_record: the crash-safe record a half-finished repair left on the node, if any.
+        fabric_since: seconds the fabric has been ``In Progress`` (for the young/stuck warning).
+    """
+
+    host: str
+    reachable: bool = True
+    simulated: bool = False
+    platform: Platform = Platform.UNKNOWN
+    driver: str | None = None
+    fm_version: str | None = None
+    gpus: tuple[GpuState, ...] = ()
+    nvswitches: tuple[SwitchState, ...] = ()
+    services: tuple[ServiceState, ...] = ()
+    holders: tuple[Holder, ...] = ()
+    kernel_events: tuple[KernelEvent, ...] = ()
+    smoke: SmokeResult | None = None
+    repair_record: dict | None = None
+    fabric_since: float | None = None
+    error: str | None = None
+    polled_at: float | None = None
+    warnings: tuple[str, ...] = ()
+
+    def service(self, name: str) -> ServiceState | None:
+        """The unit called ``name`` (``.service`` optional), or None when it was not read."""
+        wanted = {name, f"{name}.service", name.removesuffix(".service")}
+        return next((s for s in self.services if s.name in wanted), None)
+
+    def replace(self, **changes) -> NodeState:
+        """A copy with ``changes`` applied (the model is immutable)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Findings for one node and the verdict they add up to."""
+
+    findings: tuple[Finding, ...]
+    verdict: Verdict
+
+
+__all__ = [
+    "ZERO_UUID",
+    "Diagnosis",
+    "FabricHealth",
+    "FabricInfo",
+    "Finding",
+    "GpuState",
+    "Holder",
+    "KernelEvent",
+    "NodeState",
+    "ServiceState",
+    "SmokeResult",
+    "SwitchState",
+]
