@@ -13,6 +13,8 @@ from dataclasses import dataclass
 STATE_DIR = "/var/lib/nvls-tui"
 RECORD_FILE = f"{STATE_DIR}/repair.json"
 SMOKE_FILE = f"{STATE_DIR}/last-smoke.json"
+# A simulated node (shims behind a real sshd) carries this file, so it is labelled as simulated.
+SIMULATED_MARKER = f"{STATE_DIR}/SIMULATED"
 LOCK_DIR = f"{STATE_DIR}/lock"
 
 UNITS = (
@@ -75,12 +77,13 @@ SECTIONS: tuple[Section, ...] = (
     Section("holders", ("fuser", "-v", "/dev/nvidia*"), privileged=True, merge_stderr=True),
     Section(
         "kernel",
-        ("journalctl", "-k", "-b", "--no-pager"),
+        ("journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"),
         privileged=True,
         shell_tail=f"| grep -E {shlex.quote(KERNEL_PATTERN)} | tail -n 300",
     ),
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
+    Section("simulated", ("cat", SIMULATED_MARKER)),
 )
 
 # Filled per poll from the holders section: identity and cgroup of every holder PID.

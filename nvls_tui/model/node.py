@@ -134,6 +134,7 @@ class SmokeResult:
     completed: bool = False
     errors: tuple[str, ...] = ()
     threshold: float | None = None
+    at: str | None = None  # ISO 8601 time on the node's clock when the test ended
 
 
 @dataclass(frozen=True, slots=True)

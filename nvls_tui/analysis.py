@@ -1,0 +1,202 @@
+"""``analyze``: one captured output -> its kind, what it says, and findings. Pure.
+
+Each kind's ``data`` follows contract.md's ``analyze --json`` table. Findings reuse the node
+diagnosis where the text carries the same facts (fabric words, kernel lines).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from nvls_tui import diagnosis
+from nvls_tui.jsonout import finding_json, gpu_json, kernel_event_json
+from nvls_tui.model import Finding, NodeState, Platform, Severity
+from nvls_tui.parsers import nvidia_smi_misc
+from nvls_tui.parsers.base import strip_fixture_header
+from nvls_tui.parsers.detect import detect_kind
+from nvls_tui.parsers.fabricmanager_log import parse_fm_log, parse_fm_version
+from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
+from nvls_tui.parsers.kernel_log import parse_kernel_log
+from nvls_tui.parsers.nccl_json import parse_nccl_json, run_to_dict
+from nvls_tui.parsers.nccl_tests import parse_nccl_text
+from nvls_tui.parsers.nvidia_smi_csv import parse_query_csv
+from nvls_tui.parsers.nvidia_smi_q import parse_nvidia_smi_q
+from nvls_tui.parsers.nvidia_smi_reset import parse_reset
+from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
+from nvls_tui.parsers.systemctl import parse_status
+
+Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]
+
+
+def _smi_report(parsed) -> Result:
+    report = parsed.value
+    state = NodeState(host="file", gpus=report.gpus, platform=Platform.UNKNOWN)
+    data = {"driver": report.driver, "cuda": report.cuda, "gpus": [gpu_json(g) for g in report.gpus],
+            "processes": [dataclasses.asdict(p) for p in report.processes]}
+    return data, diagnosis.fabric_findings(state), parsed.warnings
+
+
+def _smi_q(text: str) -> Result:
+    return _smi_report(parse_nvidia_smi_q(text))
+
+
+def _smi_xml(text: str) -> Result:
+    return _smi_report(parse_nvidia_smi_xml(text))
+
+
+def _query_csv(text: str) -> Result:
+    parsed = parse_query_csv(text)
+    return {"header": list(parsed.value.header), "rows": [dict(r) for r in parsed.value.rows]}, [], parsed.warnings
+
+
+def _nccl_findings(run) -> list[Finding]:
+    findings = []
+    if run.errors:
+        findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
+                                f"the all-reduce test failed: {run.errors[0][:200]}"))
+    elif not run.completed:
+        findings.append(Finding("NVLS_SMOKE_FAILED", Severity.WARNING, "the test output ends before its footer"))
+    if run.out_of_bounds:
+        findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
+                                f"{run.out_of_bounds} out-of-bounds values (wrong results)"))
+    return findings
+
+
+def _nccl_text(text: str) -> Result:
+    parsed = parse_nccl_text(text)
+    return run_to_dict(parsed.value), _nccl_findings(parsed.value), parsed.warnings
+
+
+def _nccl_json(text: str) -> Result:
+    parsed = parse_nccl_json(text)
+    return run_to_dict(parsed.value), _nccl_findings(parsed.value), parsed.warnings
+
+
+def _reset(text: str) -> Result:
+    parsed = parse_reset(text)
+    r = parsed.value
+    data = {"reset": list(r.reset), "failed": [{"bus_id": b, "reason": why} for b, why in r.failed],
+            "nvswitches_reset": r.nvswitches_reset, "in_use_devices": r.in_use_devices, "all_done": r.all_done}
+    findings = []
+    if r.failed or r.in_use_devices:
+        findings.append(Finding("RESET_REFUSED", Severity.ERROR,
+                                "the reset was refused: processes still hold the devices"
+                                + (f" ({r.in_use_devices} devices in use)" if r.in_use_devices else "")))
+    return data, findings, parsed.warnings
+
+
+def _status(text: str) -> Result:
+    parsed = parse_status(text)
+    s = parsed.value
+    data = {"unit": s.name, "active": s.active, "sub": s.sub, "load": s.load, "main_pid": s.main_pid,
+            "result": s.result, "since": s.since}
+    findings = []
+    if s.name.startswith("nvidia-fabricmanager") and s.active != "active":
+        findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR, f"nvidia-fabricmanager is {s.active}"))
+    return data, findings, parsed.warnings
+
+
+def _kernel(text: str) -> Result:
+    parsed = parse_kernel_log(text)
+    state = NodeState(host="file", kernel_events=parsed.value)
+    return ({"events": [kernel_event_json(e) for e in parsed.value]}, diagnosis.kernel_findings(state),
+            parsed.warnings)
+
+
+def _fm_log(text: str) -> Result:
+    parsed = parse_fm_log(text)
+    data = {"version": parse_fm_version(text), "events": [dataclasses.asdict(e) for e in parsed.value]}
+    findings = []
+    if any(e.code == "VERSION_MISMATCH" for e in parsed.value):
+        findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
+                                "Fabric Manager refused to start: its version differs from the driver's"))
+    return data, findings, parsed.warnings
+
+
+def _fuser(text: str) -> Result:
+    parsed = parse_fuser_v(text)
+    holders = parsed.value
+    if not holders:  # terse form: PIDs (with access letters) after each device name
+        terse = parse_fuser_terse(text)
+        by_pid: dict[int, list[str]] = {}
+        for device, pids in terse.value.items():
+            for pid in pids:
+                by_pid.setdefault(pid, []).append(device)
+        data = {"holders": [{"pid": p, "user": None, "access": None, "command": None, "devices": d}
+                            for p, d in sorted(by_pid.items())]}
+        return data, _holder_findings(len(by_pid)), terse.warnings
+    data = {"holders": [dataclasses.asdict(h) | {"devices": list(h.devices)} for h in holders]}
+    return data, _holder_findings(len(holders)), parsed.warnings
+
+
+def _holder_findings(count: int) -> list[Finding]:
+    if not count:
+        return []
+    return [Finding("HOLDERS_PRESENT", Severity.INFO, f"{count} processes hold /dev/nvidia* (a reset would be "
+                                                      "refused)")]
+
+
+def _ps(text: str) -> Result:
+    parsed = parse_ps(text)
+    return {"processes": [dataclasses.asdict(p) for p in parsed.value]}, [], parsed.warnings
+
+
+def _proc_stat(text: str) -> Result:
+    parsed = parse_proc_stat(text)
+    return {"processes": [dataclasses.asdict(s) for s in parsed.value.values()]}, [], parsed.warnings
+
+
+def _simple(fn: Callable) -> Callable[[str], Result]:
+    def run(text: str) -> Result:
+        parsed = fn(text)
+        return parsed.value, [], parsed.warnings
+    return run
+
+
+HANDLERS: dict[str, Callable[[str], Result]] = {
+    "nvidia-smi-q": _smi_q,
+    "nvidia-smi-q-xml": _smi_xml,
+    "nvidia-smi-query-csv": _query_csv,
+    "nccl-tests": _nccl_text,
+    "nccl-tests-json": _nccl_json,
+    "nvidia-smi-reset": _reset,
+    "systemctl-status": _status,
+    "kernel-log": _kernel,
+    "fabricmanager-log": _fm_log,
+    "fuser": _fuser,
+    "ps": _ps,
+    "proc-stat": _proc_stat,
+    "nvidia-smi": _simple(nvidia_smi_misc.parse_smi_table),
+    "nvlink-status": _simple(nvidia_smi_misc.parse_nvlink_status),
+    "topo-matrix": _simple(nvidia_smi_misc.parse_topo_matrix),
+    "nvml-fabric": _simple(nvidia_smi_misc.parse_nvml_fabric_dump),
+}
+
+
+def analyze_text(text: str, file: str) -> dict[str, Any]:
+    """Recognise and parse one captured output.
+
+    Args:
+        text: the file's content (a public fixture's ``# source:`` header is skipped).
+        file: the name to report.
+
+    Returns:
+        contract.md's entry: ``file``, ``kind``, ``data``, ``findings`` (and ``warnings``; ``error`` for
+        unknown input).
+    """
+    body = strip_fixture_header(text)
+    kind = detect_kind(body)
+    if kind == "unknown":
+        return {"file": file, "kind": "unknown", "data": {}, "findings": [],
+                "error": "not an output nvls-tui recognises (nvidia-smi, nccl-tests, systemctl, fuser, "
+                         "kernel or Fabric Manager log)"}
+    try:
+        data, findings, warnings = HANDLERS[kind](body)
+    except Exception as exc:  # noqa: BLE001 - a parser bug must not lose the other files' results
+        return {"file": file, "kind": kind, "data": {}, "findings": [],
+                "error": f"could not parse this {kind} output ({type(exc).__name__}: {exc})"}
+    return {"file": file, "kind": kind, "data": data, "findings": [finding_json(f) for f in findings],
+            "warnings": list(warnings)}

@@ -1,0 +1,132 @@
+"""The one table of key bindings: it feeds BINDINGS, the footer, the help screen and the palette.
+
+Every action the console offers is a :class:`BindingSpec` here, with a stable id (the name a user
+remaps in ``config.toml``), a default key, a short description for the footer, a tooltip, and a
+``destructive`` flag: destructive actions change a node, so ``--read-only`` hides and refuses them.
+Screens take their ``BINDINGS`` from :func:`bindings_for`; nothing else declares keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True, slots=True)
+class BindingSpec:
+    """One action of the console.
+
+    Attributes:
+        id: stable binding id (``node.sigterm``); the key used in the config file's ``[keymap]``.
+        key: default key (Textual key names, comma-separated for several).
+        action: the action method name without ``action_`` (``sigterm``), on the scope's screen.
+        description: short words for the footer and help (``SIGTERM``).
+        tooltip: one sentence saying what happens, for the footer tooltip and the help screen.
+        scope: ``app``, ``fleet`` or ``node``: where the binding lives.
+        destructive: True when the action changes a node (hidden and refused in read-only mode).
+        show: shown in the footer.
+        palette: the palette title (``topic: verb object``; ``{host}`` is filled in), or None.
+    """
+
+    id: str
+    key: str
+    action: str
+    description: str
+    tooltip: str
+    scope: str
+    destructive: bool = False
+    show: bool = True
+    palette: str | None = None
+
+    @property
+    def key_display(self) -> str:
+        """The key as the help screen shows it (``space`` rather than ``" "``)."""
+        return self.key
+
+
+SPECS: tuple[BindingSpec, ...] = (
+    # app: reachable from every screen
+    BindingSpec("app.help", "question_mark", "help", "Help", "Every key, what it does, and its binding id.",
+                "app", palette="app: Show help"),
+    BindingSpec("app.back", "escape", "back", "Back", "Close this screen and go back to the previous one.",
+                "app", show=False),
+    BindingSpec("app.quit", "q", "quit", "Quit",
+                "Leave the console (asks first while an action is still running).", "app",
+                palette="app: Quit"),
+    # fleet screen
+    BindingSpec("fleet.open", "enter", "open_node", "Open", "Open the node under the cursor: GPUs, units, "
+                "holders, findings.", "fleet"),
+    BindingSpec("fleet.filter", "slash", "filter", "Filter", "Show only nodes whose host, verdict or "
+                "finding codes contain the text typed.", "fleet", palette="fleet: Filter nodes"),
+    BindingSpec("fleet.sort", "v", "toggle_sort", "Sort", "Toggle between fleet order and verdict order "
+                "(broken nodes first).", "fleet", palette="fleet: Toggle sort by verdict"),
+    BindingSpec("fleet.poll", "p", "poll_all", "Poll", "Poll every node now instead of waiting.", "fleet",
+                palette="fleet: Poll every node now"),
+    # node screen
+    BindingSpec("node.select", "space", "toggle_holder", "Select", "Select or unselect the holder under "
+                "the cursor.", "node", palette=None),
+    BindingSpec("node.select_all", "a", "select_all", "All", "Select every holder, or clear the selection "
+                "when all are selected.", "node", palette="holders: Select all on {host}"),
+    BindingSpec("node.sigterm", "t", "sigterm", "SIGTERM", "Send SIGTERM to the selected holders after a "
+                "confirmation; each PID is re-checked first.", "node", destructive=True,
+                palette="holders: SIGTERM selected on {host}"),
+    BindingSpec("node.unit_stop", "s", "stop_unit", "Stop unit", "Stop the unit under the cursor in the "
+                "units table (confirmed).", "node", destructive=True),
+    BindingSpec("node.unit_start", "u", "start_unit", "Start unit", "Start the unit under the cursor in "
+                "the units table (confirmed).", "node", destructive=True),
+    BindingSpec("node.poll", "p", "poll_node", "Poll", "Poll this node now.", "node",
+                palette="node: Poll {host} now"),
+)
+
+SCOPES = ("app", "fleet", "node")
+
+
+def spec(binding_id: str) -> BindingSpec:
+    """The spec with id ``binding_id`` (KeyError when there is none)."""
+    for s in SPECS:
+        if s.id == binding_id:
+            return s
+    raise KeyError(binding_id)
+
+
+def specs_for(scope: str) -> tuple[BindingSpec, ...]:
+    """The specs of one scope, in table order."""
+    return tuple(s for s in SPECS if s.scope == scope)
+
+
+def bindings_for(scope: str) -> list[Binding]:
+    """Textual ``Binding`` objects for a screen's (or the app's) ``BINDINGS``."""
+    return [
+        Binding(s.key, s.action, s.description, show=s.show, tooltip=s.tooltip, id=s.id)
+        for s in specs_for(scope)
+    ]
+
+
+def destructive_actions(scope: str | None = None) -> frozenset[str]:
+    """Action names that change a node (of one scope, or of every scope)."""
+    return frozenset(s.action for s in SPECS if s.destructive and (scope is None or s.scope == scope))
+
+
+def check_keymap(keymap: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Keep the keymap entries that name a known binding id.
+
+    Returns:
+        The accepted ``{id: keys}`` and one warning sentence per entry that was dropped.
+    """
+    known = {s.id for s in SPECS}
+    accepted: dict[str, str] = {}
+    warnings: list[str] = []
+    for binding_id, keys in keymap.items():
+        if binding_id not in known:
+            warnings.append(f"keymap: unknown binding id {binding_id!r} ignored")
+        elif not isinstance(keys, str) or not keys.strip():
+            warnings.append(f"keymap: {binding_id!r} needs a key name such as \"k\" or \"ctrl+k\"")
+        else:
+            accepted[binding_id] = keys.strip()
+    return accepted, warnings
+
+
+def current_key(binding_id: str, keymap: dict[str, str]) -> str:
+    """The key a binding answers to once the user's keymap is applied."""
+    return keymap.get(binding_id, spec(binding_id).key)

@@ -1,0 +1,165 @@
+"""The console's config file: ``$XDG_CONFIG_HOME/nvls-tui/config.toml`` (``~/.config/...`` by default).
+
+Example::
+
+    poll_interval = 5.0          # seconds between polls of one node
+    timeout = 20.0               # per-command timeout
+    targets = ["gpu[01-08]"]     # used when the command line names no target
+    read_only = false
+
+    [ssh]
+    user = "ops"
+    identity = ["~/.ssh/id_ed25519"]
+    known_hosts = "~/.ssh/known_hosts"
+    jump = "bastion"
+    sudo = true
+
+    [keymap]                     # binding id = key (see `?` in the console)
+    "node.sigterm" = "k"
+
+The command line always wins over the file; the file only fills what the command line left unset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_POLL_INTERVAL = 5.0
+
+# argparse destinations that [ssh] may fill, with the type each must have.
+_SSH_KEYS: dict[str, type | tuple[type, ...]] = {
+    "user": str,
+    "identity": (str, list),
+    "known_hosts": str,
+    "ssh_config": str,
+    "jump": str,
+    "sudo": bool,
+    "concurrency": int,
+}
+
+
+class ConfigError(Exception):
+    """The config file cannot be read or has a value of the wrong type; ``str()`` is one sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """What the config file says (defaults where it says nothing).
+
+    Attributes:
+        path: the file read, or None when there was none.
+        poll_interval: seconds between two polls of one node.
+        timeout: per-command timeout in seconds, or None for the command line's default.
+        targets: default targets when the command line names none.
+        read_only: start in read-only mode.
+        ssh: SSH options by argparse destination (``user``, ``identity``, ``known_hosts``, ...).
+        keymap: binding id -> key (validated later against the binding table).
+    """
+
+    path: Path | None = None
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    timeout: float | None = None
+    targets: tuple[str, ...] = ()
+    read_only: bool = False
+    ssh: Mapping[str, object] = field(default_factory=dict)
+    keymap: Mapping[str, str] = field(default_factory=dict)
+
+
+def default_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/nvls-tui/config.toml``, with ``~/.config`` when the variable is unset."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
+    return Path(base) / "nvls-tui" / "config.toml"
+
+
+def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> object:
+    # bool is an int in Python: refuse `poll_interval = true` rather than polling every second.
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ConfigError(f"config: {name} must be a {kinds[0].__name__}, not a boolean")
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ConfigError(f"config: {name} must be a {names}, not {type(value).__name__}")
+    return value
+
+
+def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config:
+    """Build a Config from parsed TOML, checking every type."""
+    poll = data.get("poll_interval", DEFAULT_POLL_INTERVAL)
+    poll = float(_expect("poll_interval", poll, (int, float)))  # type: ignore[arg-type]
+    if poll <= 0:
+        raise ConfigError("config: poll_interval must be more than 0 seconds")
+    timeout = data.get("timeout")
+    if timeout is not None:
+        timeout = float(_expect("timeout", timeout, (int, float)))  # type: ignore[arg-type]
+    targets = data.get("targets", [])
+    if isinstance(targets, str):
+        targets = [targets]
+    _expect("targets", targets, list)
+    for t in targets:  # type: ignore[union-attr]
+        _expect("targets[]", t, str)
+    read_only = bool(_expect("read_only", data.get("read_only", False), bool))
+    ssh_raw = _expect("[ssh]", data.get("ssh", {}), dict)
+    ssh: dict[str, object] = {}
+    for key, value in ssh_raw.items():  # type: ignore[union-attr]
+        dest = key.replace("-", "_")
+        if dest not in _SSH_KEYS:
+            raise ConfigError(f"config: unknown [ssh] option {key!r} (known: {', '.join(sorted(_SSH_KEYS))})")
+        ssh[dest] = _expect(f"ssh.{key}", value, _SSH_KEYS[dest])
+    if isinstance(ssh.get("identity"), str):
+        ssh["identity"] = [ssh["identity"]]
+    keymap_raw = _expect("[keymap]", data.get("keymap", {}), dict)
+    keymap = {str(k): str(_expect(f"keymap.{k}", v, str)) for k, v in keymap_raw.items()}  # type: ignore[union-attr]
+    return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),  # type: ignore[arg-type]
+                  read_only=read_only, ssh=ssh, keymap=keymap)
+
+
+def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read the config file.
+
+    Args:
+        path: an explicit file (``--config``): it must exist. None: the XDG default, if present.
+        env: environment for the XDG lookup (tests pass their own).
+
+    Raises:
+        ConfigError: the explicit file is missing, or any file is not valid TOML or has a bad value.
+    """
+    explicit = path is not None
+    file = Path(path).expanduser() if explicit else default_path(env)
+    if not file.is_file():
+        if explicit:
+            raise ConfigError(f"config file {file} does not exist")
+        return Config()
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
+    return parse_config(data, file)
+
+
+def merge_args(args: argparse.Namespace, config: Config) -> argparse.Namespace:
+    """A copy of ``args`` where the config fills what the command line left unset.
+
+    Targets come from the config only when the command line named none and did not ask for the demo.
+    """
+    merged = argparse.Namespace(**vars(args))
+    if not getattr(merged, "targets", None) and not getattr(merged, "demo", False) and config.targets:
+        merged.targets = list(config.targets)
+    if getattr(merged, "poll", None) is None:
+        merged.poll = config.poll_interval
+    if config.timeout is not None and getattr(merged, "timeout", None) in (None, 20.0):
+        merged.timeout = config.timeout
+    if config.read_only:
+        merged.read_only = True
+    for dest, value in config.ssh.items():
+        # argparse defaults: None for the strings, False for --sudo, 64 for --concurrency.
+        if getattr(merged, dest, None) in (None, False, 64):
+            setattr(merged, dest, value)
+    return merged

@@ -1,0 +1,199 @@
+"""NodeState -> findings and a verdict (codes and severities of contract.md). Pure.
+
+The rules encode what the incident taught: Fabric Completed/Success is not proof of health (the
+kernel's out-of-sync line wins), a single-node HGX board legitimately reports CliqueId 0 with an
+all-zero ClusterUUID, and ``In Progress`` is normal for a while after Fabric Manager starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
+from nvls_tui.model.node import Diagnosis, KernelEvent
+
+FM_UNIT = "nvidia-fabricmanager"
+
+# NVLink-related Xids (domain.md): these are errors; other Xids are warnings.
+NVLINK_XIDS = frozenset({74, 79, *range(144, 151)})
+
+# Kernel codes that mean the fabric itself is unusable.
+OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
+FM_NOT_PRESENT = "NV_ERR_FABRIC_MANAGER_NOT_PRESENT"
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisOptions:
+    """Tunables of the diagnosis.
+
+    Attributes:
+        in_progress_grace: seconds a GPU may stay ``In Progress`` before it counts as stuck (one fleet
+            tool uses 3 polls 30 s apart, so 90 s).
+    """
+
+    in_progress_grace: float = 90.0
+
+
+def _is_stale(event: KernelEvent, state: NodeState) -> bool:
+    """True when a passing NVLS smoke test ran after the event was logged (the fault was repaired).
+
+    The kernel log since boot keeps the lines of a fault that a reset has since fixed; the smoke test
+    is the proof that NVLS works again, so older lines no longer count. Both times are ISO 8601 text
+    from the same node's clock, which compares correctly as text when both carry a full timestamp.
+    """
+    smoke = state.smoke
+    if not (smoke and smoke.passed and smoke.at and event.timestamp):
+        return False
+    return event.timestamp[:19] < smoke.at[:19]
+
+
+def current_kernel_events(state: NodeState) -> tuple[KernelEvent, ...]:
+    """The kernel events that still count (see :func:`_is_stale`)."""
+    return tuple(e for e in state.kernel_events if not _is_stale(e, state))
+
+
+def fabric_findings(state: NodeState, opts: DiagnosisOptions | None = None) -> list[Finding]:
+    """Findings about each GPU's fabric registration."""
+    opts = opts or DiagnosisOptions()
+    findings = []
+    young = state.fabric_since is None or state.fabric_since < opts.in_progress_grace
+    for gpu in state.gpus:
+        fabric = gpu.fabric
+        if fabric.state == "Not Supported" and not state.platform.has_host_fm:
+            continue  # no NVSwitch fabric to speak of (PCIe boards, GH200 without NVSwitch)
+        if fabric.state != "Completed":
+            if fabric.state == "In Progress" and young:
+                findings.append(Finding("FABRIC_NOT_COMPLETED", Severity.WARNING,
+                                        f"GPU {gpu.index} fabric registration is In Progress (normal shortly "
+                                        "after Fabric Manager starts)", gpu.index))
+            else:
+                findings.append(Finding("FABRIC_NOT_COMPLETED", Severity.ERROR,
+                                        f"GPU {gpu.index} fabric state is {fabric.state}, not Completed",
+                                        gpu.index))
+        elif fabric.status != "Success":
+            findings.append(Finding("FABRIC_STATUS_ERROR", Severity.ERROR,
+                                    f"GPU {gpu.index} fabric is Completed with status {fabric.status}; "
+                                    "a reset does not fix this: escalate to the vendor", gpu.index))
+    return findings
+
+
+def kernel_findings(state: NodeState) -> list[Finding]:
+    """Findings from the kernel log lines that still count."""
+    findings: list[Finding] = []
+    codes_seen: set[str] = set()
+    for event in current_kernel_events(state):
+        if event.code == OUT_OF_SYNC and OUT_OF_SYNC not in codes_seen:
+            findings.append(Finding("FABRIC_OUT_OF_SYNC", Severity.ERROR,
+                                    "the kernel reports the NVLink fabric state cached by the driver is out of "
+                                    "sync: stop every holder, reset all GPUs and NVSwitches, then start Fabric "
+                                    "Manager"))
+        elif event.code == FM_NOT_PRESENT and FM_NOT_PRESENT not in codes_seen:
+            findings.append(Finding("FABRIC_MANAGER_NOT_PRESENT", Severity.ERROR,
+                                    "the kernel reports Fabric Manager is not loaded "
+                                    "(NV_ERR_FABRIC_MANAGER_NOT_PRESENT)"))
+        elif event.code in ("XID", "SXID"):
+            severity = Severity.ERROR if event.code == "XID" and event.xid in NVLINK_XIDS else Severity.WARNING
+            where = f" on {event.pci}" if event.pci else ""
+            findings.append(Finding("XID", severity, f"{event.code.replace('XID', 'Xid')} {event.xid}{where}"))
+        codes_seen.add(event.code)
+    return findings
+
+
+def _fm_findings(state: NodeState) -> list[Finding]:
+    findings = []
+    unit = state.service(FM_UNIT)
+    if unit is None or not unit.exists:
+        findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
+                                "no nvidia-fabricmanager unit on a board that needs a host Fabric Manager"))
+    elif unit.active != "active":
+        detail = f" (Result: {unit.result})" if unit.result and unit.result != "success" else ""
+        findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
+                                f"nvidia-fabricmanager is {unit.active}{detail}"
+                                + (": `systemctl reset-failed` is needed before a start" if unit.active == "failed"
+                                   else "")))
+    if state.fm_version and state.driver and state.fm_version != state.driver:
+        findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
+                                f"Fabric Manager {state.fm_version} differs from driver {state.driver}: "
+                                "FM will not start until they match"))
+    return findings
+
+
+def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagnosis:
+    """Findings for ``state`` and the verdict they add up to.
+
+    Args:
+        state: one poll of one node.
+        options: tunables (the In Progress grace time).
+
+    Returns:
+        The findings, most severe first, and the verdict.
+    """
+    opts = options or DiagnosisOptions()
+    if not state.reachable:
+        reason = state.error or "the node could not be reached"
+        return Diagnosis((Finding("UNREACHABLE", Severity.ERROR, reason),), Verdict.UNREACHABLE)
+
+    findings: list[Finding] = []
+    if state.repair_record:
+        started = state.repair_record.get("started", "an earlier time")
+        operator = state.repair_record.get("operator", "an operator")
+        findings.append(Finding("INTERRUPTED_REPAIR", Severity.ERROR,
+                                f"a repair started {started} by {operator} did not finish; restore its units "
+                                f"with `nvls-tui repair --restore {state.host}`"))
+    if state.platform.has_host_fm:
+        findings += _fm_findings(state)
+    elif state.platform is not Platform.UNKNOWN or not state.gpus:
+        findings.append(Finding("PLATFORM_UNSUPPORTED", Severity.WARNING,
+                                _platform_reason(state.platform)))
+    findings += fabric_findings(state, opts)
+    findings += kernel_findings(state)
+    if state.smoke and not state.smoke.passed:
+        bw = f"{state.smoke.avg_busbw:.1f} GB/s" if state.smoke.avg_busbw is not None else "no bandwidth"
+        findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
+                                f"the last NVLS smoke test failed ({bw})"))
+    if state.holders:
+        findings.append(Finding("HOLDERS_PRESENT", Severity.INFO,
+                                f"{len(state.holders)} processes hold /dev/nvidia* (a reset would be refused)"))
+    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    findings.sort(key=lambda f: order[f.severity])
+    return Diagnosis(tuple(findings), verdict_of(findings))
+
+
+def verdict_of(findings: list[Finding] | tuple[Finding, ...]) -> Verdict:
+    """broken if any error, degraded if any warning, else healthy."""
+    severities = {f.severity for f in findings}
+    if Severity.ERROR in severities:
+        return Verdict.BROKEN
+    if Severity.WARNING in severities:
+        return Verdict.DEGRADED
+    return Verdict.HEALTHY
+
+
+def _platform_reason(platform: Platform) -> str:
+    reasons = {
+        Platform.GB200_NVL: "GB200/GB300 NVL racks have no host Fabric Manager (the fabric is managed by the "
+                            "rack and needs IMEX): this H100/H200 playbook does not apply",
+        Platform.HGX_B200: "B200/B300 boards (NVLink 5) run NVLSM and reset after Fabric Manager starts: "
+                           "this H100/H200 playbook does not apply",
+        Platform.NO_NVSWITCH: "no NVSwitch on this node: there is no NVLink fabric to repair",
+        Platform.UNKNOWN: "no GPU could be read: the platform is unknown",
+    }
+    return reasons.get(platform, f"platform {platform} is not an H100/H200 NVSwitch board with a host FM")
+
+
+def carry_fabric_since(previous: NodeState | None, current: NodeState, elapsed: float) -> NodeState:
+    """Track how long any GPU has been ``In Progress`` across polls (for the stuck warning).
+
+    Args:
+        previous: the last poll of the same node, or None.
+        current: this poll.
+        elapsed: seconds between the two polls.
+    """
+    in_progress = any(g.fabric.state == "In Progress" for g in current.gpus)
+    if not in_progress:
+        return current.replace(fabric_since=None)
+    was = previous.fabric_since if previous and previous.fabric_since is not None else None
+    if was is None:
+        was_in_progress = previous is not None and any(g.fabric.state == "In Progress" for g in previous.gpus)
+        return current.replace(fabric_since=elapsed if was_in_progress else 0.0)
+    return current.replace(fabric_since=was + elapsed)

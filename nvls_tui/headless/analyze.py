@@ -1,0 +1,113 @@
+"""``nvls-tui analyze FILE... [--json]``: recognise and parse captured command outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from nvls_tui.analysis import analyze_text
+
+# Refuse to slurp something that cannot be a command output (a disk image, /dev/zero).
+MAX_BYTES = 64 * 1024 * 1024
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def read_input(name: str) -> str:
+    """The text of ``name`` ('-' = stdin), decoded leniently (outputs may hold stray bytes).
+
+    Raises:
+        OSError: the file cannot be opened or is too large.
+    """
+    if name == "-":
+        raw = sys.stdin.buffer.read(MAX_BYTES + 1)
+    else:
+        with open(name, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise OSError(f"{name} is larger than {MAX_BYTES // (1024 * 1024)} MiB; not a command output")
+    return raw.decode("utf-8", errors="replace")
+
+
+def _summary(entry: dict) -> str:
+    """One line that says what the file holds, in the operator's terms."""
+    kind, data = entry["kind"], entry["data"]
+    if kind in ("nvidia-smi-q", "nvidia-smi-q-xml"):
+        fabric = {f"{g['fabric']['state']}/{g['fabric']['status']}" for g in data["gpus"]}
+        return f"driver {data['driver']}, {len(data['gpus'])} GPUs, fabric {', '.join(sorted(fabric)) or '-'}"
+    if kind in ("nccl-tests", "nccl-tests-json"):
+        avg = data.get("avg_busbw")
+        state = "completed" if data.get("completed") else "did not complete"
+        return (f"{data.get('test') or 'nccl test'} on {data.get('ngpus')} GPUs, {len(data['rows'])} rows, "
+                f"avg bus bandwidth {avg if avg is not None else '-'} GB/s, {state}")
+    if kind == "nvidia-smi-reset":
+        return (f"{len(data['reset'])} GPUs reset, {len(data['failed'])} refused"
+                + (", NVSwitches reset" if data["nvswitches_reset"] else ""))
+    if kind == "nvidia-smi-query-csv":
+        return f"{len(data['rows'])} rows: {', '.join(data['header'][:6])}"
+    if kind == "systemctl-status":
+        return f"{data['unit']}: {data['active']} ({data['sub']}), main PID {data['main_pid']}"
+    if kind in ("kernel-log", "fabricmanager-log"):
+        codes = sorted({e.get("code") or "-" for e in data["events"]})
+        return f"{len(data['events'])} events: {', '.join(codes)}"
+    if kind == "fuser":
+        pids = [str(h["pid"]) for h in data["holders"]]
+        return f"{len(pids)} holders: PIDs {', '.join(pids) or 'none'}"
+    if kind == "nvidia-smi":
+        return f"driver {data['driver']}, {len(data['gpus'])} GPUs, {len(data['processes'])} processes"
+    if kind == "nvlink-status":
+        return ", ".join(f"GPU {g['index']}: {g['active_links']} links" for g in data["gpus"])
+    if kind == "topo-matrix":
+        return f"{len(data['matrix'])} GPUs: " + ", ".join(
+            f"{a}-{b} {v}" for a, row in data["matrix"].items() for b, v in row.items() if a < b)
+    if kind in ("ps", "proc-stat"):
+        return f"{len(data['processes'])} processes"
+    if kind == "nvml-fabric":
+        return ", ".join(f"GPU {e['gpu']} {e['api']}: {e['state']}" for e in data["entries"])
+    return ""
+
+
+def _print_rich(entries: list[dict]) -> None:
+    console = Console(highlight=False)
+    table = Table(title="nvls-tui analyze", expand=False)
+    table.add_column("file", overflow="fold")
+    table.add_column("kind", style="bold")
+    table.add_column("what it says", overflow="fold")
+    for entry in entries:
+        text = entry.get("error") or _summary(entry)
+        table.add_row(entry["file"], entry["kind"], text)
+    console.print(table)
+    for entry in entries:
+        for finding in entry["findings"]:
+            style = SEVERITY_STYLE.get(finding["severity"], "")
+            console.print(f"[{style}]{finding['severity']:>7}[/] {finding['code']}: {finding['message']} "
+                          f"[dim]({entry['file']})[/]")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Analyze every file; exit 0 all recognised and no error finding, 1 otherwise, 2 unreadable file."""
+    entries: list[dict] = []
+    unreadable = False
+    for name in args.files:
+        try:
+            text = read_input(name)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            print(f"nvls-tui: cannot read {name}: {reason}", file=sys.stderr)
+            unreadable = True
+            continue
+        entries.append(analyze_text(text, name))
+    if args.json:
+        json.dump(entries, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif entries:
+        _print_rich(entries)
+    if unreadable:
+        return 2
+    bad = any(e["kind"] == "unknown" or e.get("error") for e in entries)
+    errors = any(f["severity"] == "error" for e in entries for f in e["findings"])
+    return 1 if bad or errors else 0

@@ -1,0 +1,101 @@
+"""``nvls-tui check [TARGET ...] [--json]``: poll every target once and diagnose it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from nvls_tui.backends.base import Backend, BackendError
+from nvls_tui.diagnosis import diagnose
+from nvls_tui.jsonout import node_json
+from nvls_tui.model import NodeState, Severity, Verdict
+from nvls_tui.model.node import Diagnosis
+from nvls_tui.targets import options_from_args, resolve_backends
+
+VERDICT_STYLE = {
+    Verdict.BROKEN: "bold red",
+    Verdict.UNREACHABLE: "bold magenta",
+    Verdict.DEGRADED: "yellow",
+    Verdict.HEALTHY: "green",
+}
+
+
+async def poll_one(backend: Backend, deadline: float) -> NodeState:
+    """One snapshot; whatever goes wrong becomes an unreachable state with the reason."""
+    try:
+        return await asyncio.wait_for(backend.snapshot(), deadline)
+    except TimeoutError:
+        return NodeState(host=backend.host, reachable=False, simulated=backend.simulated,
+                         error=f"no answer within {deadline:.0f} s")
+    except BackendError as exc:
+        return NodeState(host=backend.host, reachable=False, simulated=backend.simulated, error=str(exc))
+    except OSError as exc:
+        return NodeState(host=backend.host, reachable=False, simulated=backend.simulated,
+                         error=exc.strerror or str(exc))
+
+
+async def poll_all(backends: list[Backend], deadline: float) -> list[NodeState]:
+    """Snapshots of every backend, concurrently, in the backends' order; connections closed after."""
+    try:
+        return list(await asyncio.gather(*(poll_one(b, deadline) for b in backends)))
+    finally:
+        await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
+
+
+def exit_status(results: list[tuple[NodeState, Diagnosis]]) -> int:
+    """0 all healthy, 1 any error finding, 2 no target could be reached (contract.md)."""
+    if results and all(not state.reachable for state, _ in results):
+        return 2
+    if any(f.severity is Severity.ERROR for _, d in results for f in d.findings):
+        return 1
+    return 0
+
+
+def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
+    console = Console(highlight=False)
+    simulated = any(s.simulated for s, _ in results)
+    title = "nvls-tui check" + (" — SIMULATED nodes" if simulated else "")
+    table = Table(title=title)
+    for col in ("host", "verdict", "FM", "driver", "fabric", "holders", "findings"):
+        table.add_column(col, overflow="fold")
+    for state, diag in results:
+        fm = state.service("nvidia-fabricmanager")
+        fabric = sorted({f"{g.fabric.state}/{g.fabric.status}" for g in state.gpus})
+        errors = [f.code for f in diag.findings if f.severity is not Severity.INFO]
+        table.add_row(
+            state.host,
+            f"[{VERDICT_STYLE[diag.verdict]}]{diag.verdict}[/]",
+            fm.active if fm else "-",
+            state.driver or "-",
+            ", ".join(fabric) or (state.error or "-"),
+            str(len(state.holders)),
+            ", ".join(dict.fromkeys(errors)) or "-",
+        )
+    console.print(table)
+    counts = {v: sum(1 for _, d in results if d.verdict is v) for v in Verdict}
+    console.print(" ".join(f"[{VERDICT_STYLE[v]}]{n} {v}[/]" for v, n in counts.items() if n))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Poll, diagnose, print; exit status of contract.md."""
+    backends = resolve_backends(args)
+    options = options_from_args(args)
+    # A poll is several commands; give it a few command timeouts before calling the node unreachable.
+    deadline = options.timeout * 3
+    started = time.monotonic()
+    states = asyncio.run(poll_all(backends, deadline))
+    results = [(s, diagnose(s)) for s in states]
+    if args.json:
+        doc = {"nodes": [node_json(s, d) for s, d in results],
+               "elapsed_s": round(time.monotonic() - started, 3)}
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_table(results)
+    return exit_status(results)

@@ -1,0 +1,93 @@
+"""The JSON shapes of contract.md, built from the model. Pure.
+
+Scripts rely on these names: add fields freely, never rename or drop one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from nvls_tui.model import Finding, GpuState, Holder, KernelEvent, NodeState
+from nvls_tui.model.node import Diagnosis
+
+FM_UNIT = "nvidia-fabricmanager"
+
+
+def gpu_json(gpu: GpuState) -> dict[str, Any]:
+    """One GPU as contract.md's ``gpus[]`` entry."""
+    fabric = gpu.fabric
+    return {
+        "index": gpu.index,
+        "bus_id": gpu.bus_id,
+        "name": gpu.name,
+        "uuid": gpu.uuid,
+        "persistence_mode": gpu.persistence_mode,
+        "fabric": {
+            "state": fabric.state,
+            "status": fabric.status,
+            "clique_id": fabric.clique_id,
+            "cluster_uuid": fabric.cluster_uuid,
+            "health": dataclasses.asdict(fabric.health) if fabric.health else {},
+        },
+    }
+
+
+def holder_json(holder: Holder) -> dict[str, Any]:
+    """One holder as contract.md's ``holders[]`` entry."""
+    return {
+        "pid": holder.pid,
+        "user": holder.user,
+        "command": holder.command,
+        "kind": str(holder.kind),
+        "devices": list(holder.devices),
+        "unit": holder.unit,
+        "pod": holder.pod,
+        "start_time": holder.start_time,
+        "ppid": holder.ppid,
+    }
+
+
+def kernel_event_json(event: KernelEvent) -> dict[str, Any]:
+    """One kernel event: code, line, and Xid number/PCI address where there is one."""
+    return {"code": event.code, "line": event.line, "xid": event.xid, "pci": event.pci,
+            "timestamp": event.timestamp}
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    """One finding: code, severity, message (and the GPU index when it is about one GPU)."""
+    out: dict[str, Any] = {"code": finding.code, "severity": str(finding.severity), "message": finding.message}
+    if finding.gpu is not None:
+        out["gpu"] = finding.gpu
+    return out
+
+
+def unit_key(name: str) -> str:
+    """``kubelet.service`` -> ``kubelet``; other suffixes (``.timer``) are kept."""
+    return name.removesuffix(".service")
+
+
+def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
+    """One node as contract.md's ``check --json`` entry."""
+    fm = state.service(FM_UNIT)
+    return {
+        "host": state.host,
+        "reachable": state.reachable,
+        "simulated": state.simulated,
+        "platform": str(state.platform),
+        "driver": state.driver,
+        "fabric_manager": {
+            "unit": (fm.active if fm.exists else "not-found") if fm else None,
+            "version": state.fm_version,
+        },
+        "gpus": [gpu_json(g) for g in state.gpus],
+        "nvswitches": [{"device": s.device, "bus_id": s.bus_id} for s in state.nvswitches],
+        "services": {unit_key(s.name): (s.active if s.exists else "not-found") for s in state.services},
+        "holders": [holder_json(h) for h in state.holders],
+        "kernel_events": [kernel_event_json(e) for e in state.kernel_events],
+        "smoke": dataclasses.asdict(state.smoke) if state.smoke else None,
+        "repair_record": state.repair_record,
+        "error": state.error,
+        "findings": [finding_json(f) for f in diagnosis.findings],
+        "verdict": str(diagnosis.verdict),
+    }

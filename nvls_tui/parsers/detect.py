@@ -1,0 +1,40 @@
+"""Recognise what command printed a text, by its content alone (never by the file name)."""
+
+from __future__ import annotations
+
+import re
+
+# Ordered: the first kind whose test matches wins, so the more specific tests come first.
+_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("nvidia-smi-q-xml", re.compile(r"<nvidia_smi_log\b|<!DOCTYPE nvidia_smi_log")),
+    ("nccl-tests-json", re.compile(r'^\s*\{[\s\S]*"(?:results|nccl_version)"\s*:', re.M)),
+    ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"
+                                    r"devices? (?:is|are) currently being used by one or more other")),
+    ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|Avg bus bandwidth|"
+                              r"Test NCCL failure|NCCL (?:WARN|INFO)|nvlsAllocateMem|Test failure common\.cu", re.M)),
+    ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*$[\s\S]*?State\s+:",
+                                re.M)),
+    ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:")),
+    ("fuser", re.compile(r"^\s+USER\s+PID ACCESS COMMAND|^/dev/nvidia\S*:\s+(?:\S+\s+\d+\s+[\w.]{4,5}\s|\d+\w*)",
+                         re.M)),
+    ("systemctl-status", re.compile(r"^[●×○↻*] \S+\.(?:service|timer)\b.* - |^\s+Loaded: \S+ \(", re.M)),
+    ("fabricmanager-log", re.compile(r"nv-fabricmanager\[\d+\]|nvidia-fabricmanager|Fabric Manager version is|"
+                                     r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]", re.M)),
+    ("kernel-log", re.compile(r"NVRM:|\bS?Xid \(PCI:|nvidia-nvswitch\d*:|NV_ERR_[A-Z_]+")),
+    ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp)"
+                                        r"(?:\s*,\s*[\w.\[\] ]+)+\s*$|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:", re.M)),
+    ("nvlink-status", re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)\s*\n\s+Link \d+:", re.M)),
+    ("topo-matrix", re.compile(r"^(?:\x1b\[[0-9;]*m)?\tGPU0\t|^GPU0\t\s*X\s", re.M)),
+    ("nvml-fabric", re.compile(r"^\d+ v[123] \S+ \{'", re.M)),
+    ("proc-stat", re.compile(r"^\d+ \(.+\) [RSDZTtWXxKWPI] -?\d+ -?\d+ -?\d+", re.M)),
+    ("ps", re.compile(r"^\s*\d+\s+\d+\s+\S+\s+\w{3} \w{3} +\d+ [\d:]{8} \d{4}\s", re.M)),
+)
+
+
+def detect_kind(text: str) -> str:
+    """The kind of output ``text`` is (a KIND of contract.md, or one of our extra kinds), or ``unknown``."""
+    sample = text[:200_000]
+    for kind, pattern in _RULES:
+        if pattern.search(sample):
+            return kind
+    return "unknown"

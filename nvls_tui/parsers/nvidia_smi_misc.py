@@ -1,0 +1,105 @@
+"""Parsers for the other NVIDIA views operators paste: the plain ``nvidia-smi`` table,
+``nvidia-smi nvlink -s``, ``nvidia-smi topo -m`` and an NVML fabric-info dump. Pure, never raise.
+
+None of these is a fabric-health signal on its own (NVLink links all Active does not mean NVLS
+works: domain.md), but ``analyze`` should still recognise and summarise them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from nvls_tui.parsers.base import Parsed, number
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_SMI_HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
+_SMI_GPU = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_SMI_PROC = re.compile(r"^\|\s+(\d+)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(.+?)\s+(\d+MiB|N/A)\s+\|")
+_LINK_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)")
+_LINK = re.compile(r"^\s+Link (\d+): (.+?)\s*$")
+_NVML_LINE = re.compile(r"^(\d+)\s+(v\d)\s+\S+\s+(\{.*\})\s*$")
+
+FABRIC_STATE_WORDS = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
+
+
+def parse_smi_table(text: str) -> Parsed[dict]:
+    """The plain ``nvidia-smi`` table: versions, one entry per GPU, and the process list."""
+    data: dict = {"smi_version": None, "driver": None, "cuda": None, "gpus": [], "processes": []}
+    in_processes = False
+    for line in text.splitlines():
+        if m := _SMI_HEADER.search(line):
+            data["smi_version"], data["driver"], data["cuda"] = m.groups()
+        elif "Processes:" in line:
+            in_processes = True
+        elif in_processes and (m := _SMI_PROC.match(line)):
+            gpu, gi, ci, pid, ptype, name, mem = m.groups()
+            data["processes"].append({"gpu": int(gpu), "pid": int(pid), "type": ptype, "name": name,
+                                      "memory": mem})
+        elif not in_processes and (m := _SMI_GPU.match(line)):
+            index, name, persistence, bus = m.groups()
+            data["gpus"].append({"index": int(index), "name": name.strip(), "persistence_mode": persistence,
+                                 "bus_id": bus})
+    warnings = () if data["driver"] else ("no NVIDIA-SMI header line found",)
+    return Parsed(data, warnings)
+
+
+def parse_nvlink_status(text: str) -> Parsed[dict]:
+    """``nvidia-smi nvlink -s``: per GPU, each link's speed (``inactive`` kept as the word)."""
+    gpus: list[dict] = []
+    for line in text.splitlines():
+        if m := _LINK_GPU.match(line):
+            gpus.append({"index": int(m[1]), "name": m[2], "uuid": m[3], "links": []})
+        elif (m := _LINK.match(line)) and gpus:
+            speed = m[2].removesuffix(" GB/s")
+            gpus[-1]["links"].append({"link": int(m[1]), "gbps": number(speed), "text": m[2]})
+    for gpu in gpus:
+        gpu["active_links"] = sum(1 for link in gpu["links"] if link["gbps"])
+    return Parsed({"gpus": gpus}, () if gpus else ("no GPU lines found",))
+
+
+def parse_topo_matrix(text: str) -> Parsed[dict]:
+    """``nvidia-smi topo -m``: the GPU-to-GPU connection matrix (ANSI escapes removed)."""
+    lines = [_ANSI.sub("", line) for line in text.splitlines()]
+    header: list[str] = []
+    matrix: dict[str, dict[str, str]] = {}
+    for line in lines:
+        cells = [c.strip() for c in line.split("\t")]
+        if not header and cells and cells[0].startswith("GPU0"):
+            header = [c for c in cells if c.startswith("GPU")]
+            continue
+        if header and cells and re.fullmatch(r"GPU\d+", cells[0]):
+            matrix[cells[0]] = dict(zip(header, cells[1:1 + len(header)], strict=False))
+    return Parsed({"gpus": header, "matrix": matrix}, () if matrix else ("no topology matrix found",))
+
+
+def parse_nvml_fabric_dump(text: str) -> Parsed[dict]:
+    """Lines ``<gpu> <v1|v2|v3> <how> {...}`` as printed by a pynvml fabric-info probe.
+
+    The state numbers become nvidia-smi's words; v1 results are flagged, because the deprecated v1
+    struct misreads the driver's answer (fixtures README).
+    """
+    entries = []
+    warnings = []
+    for line in text.splitlines():
+        m = _NVML_LINE.match(line)
+        if not m:
+            continue
+        try:
+            info = ast.literal_eval(m[3])
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            warnings.append(f"unreadable NVML line: {line[:80]}")
+            continue
+        if not isinstance(info, dict):
+            continue
+        state = info.get("state")
+        entries.append({
+            "gpu": int(m[1]),
+            "api": m[2],
+            "state": FABRIC_STATE_WORDS.get(state, "N/A") if isinstance(state, int) else "N/A",
+            "status": info.get("status"),
+            "clique_id": info.get("cliqueId"),
+            "cluster_uuid": info.get("clusterUuid"),
+            "trustworthy": m[2] != "v1",
+        })
+    return Parsed({"entries": entries}, tuple(warnings) if entries else ("no NVML fabric lines found",))

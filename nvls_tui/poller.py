@@ -1,0 +1,145 @@
+"""Poll workers: one loop per node, never two polls of one node at once, timeout and backoff.
+
+Each :class:`NodePoller` owns one backend. Its :meth:`NodePoller.run` loop polls, hands a
+:class:`NodePolled` message to the app, then sleeps for the poll interval (longer after failures).
+A wedged node (an ``nvidia-smi`` that never returns) only ever blocks its own loop: the poll is
+cancelled after ``timeout`` seconds and the node is shown unreachable with its last known state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from textual.message import Message
+
+from nvls_tui.backends.base import Backend
+from nvls_tui.model import NodeState, Verdict
+from nvls_tui.model.node import Diagnosis, Finding
+from nvls_tui.model.enums import Severity
+
+Clock = Callable[[], float]
+Diagnose = Callable[[NodeState], Diagnosis]
+
+
+class NodePolled(Message):
+    """A poll of one node finished (or failed: then ``state.reachable`` is False).
+
+    Attributes:
+        state: the node's state to show; after a failure, the last known state with the reason.
+        diagnosis: findings and verdict of ``state``.
+        ok: True when this poll read the node.
+    """
+
+    def __init__(self, state: NodeState, diagnosis: Diagnosis, ok: bool) -> None:
+        super().__init__()
+        self.state = state
+        self.diagnosis = diagnosis
+        self.ok = ok
+
+
+def default_diagnose(state: NodeState) -> Diagnosis:
+    """The real diagnosis (imported late so the console starts even while it is being written)."""
+    from nvls_tui.diagnosis import diagnose
+
+    return diagnose(state)
+
+
+def backoff_delay(interval: float, failures: int, ceiling: float = 60.0) -> float:
+    """Seconds to wait after ``failures`` failed polls in a row: doubling, capped at ``ceiling``."""
+    if failures <= 0:
+        return interval
+    return min(max(interval, 1.0) * (2 ** min(failures, 16)), max(ceiling, interval))
+
+
+class NodePoller:
+    """Polls one node, one poll at a time.
+
+    Args:
+        backend: how to reach the node.
+        interval: seconds between polls; None polls once and then only when poked.
+        timeout: seconds a whole poll may take before the node counts as unreachable.
+        clock: the time source that stamps ``polled_at`` (tests fix it).
+        diagnose: NodeState -> Diagnosis.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        interval: float | None,
+        timeout: float,
+        clock: Clock = time.time,
+        diagnose: Diagnose = default_diagnose,
+    ) -> None:
+        self.backend = backend
+        self.host = backend.host
+        self.interval = interval
+        self.timeout = timeout
+        self.clock = clock
+        self.diagnose = diagnose
+        self.failures = 0
+        self.last_good: NodeState | None = None
+        self.polls = 0
+        self._lock = asyncio.Lock()
+        self._poke = asyncio.Event()
+
+    @property
+    def busy(self) -> bool:
+        """True while a poll of this node is in flight."""
+        return self._lock.locked()
+
+    def poke(self) -> None:
+        """Ask for a poll now (after an action), without waiting for the interval."""
+        self._poke.set()
+
+    async def poll_once(self) -> NodePolled:
+        """Poll the node once; never raises. A poll already in flight is waited for, not doubled."""
+        if self._lock.locked():
+            async with self._lock:  # someone else polled meanwhile: report what they got
+                pass
+            if self.last_good is not None and self.failures == 0:
+                return self._message(self.last_good, ok=True)
+        async with self._lock:
+            self.polls += 1
+            try:
+                state = await asyncio.wait_for(self.backend.snapshot(), self.timeout)
+            except TimeoutError:
+                state = NodeState(self.host, reachable=False, simulated=self.backend.simulated,
+                                  error=f"no answer within {self.timeout:g} s (a command is hanging)")
+            except Exception as exc:  # noqa: BLE001 - a backend bug must not kill the poll loop
+                state = NodeState(self.host, reachable=False, simulated=self.backend.simulated,
+                                  error=str(exc) or type(exc).__name__)
+            if state.reachable:
+                self.failures = 0
+                self.last_good = state.replace(polled_at=self.clock())
+                return self._message(self.last_good, ok=True)
+            self.failures += 1
+            if self.last_good is not None:
+                # Keep what we last knew, greyed out by the screens, with the reason it is stale.
+                state = self.last_good.replace(reachable=False, error=state.error)
+            return self._message(state, ok=False)
+
+    def _message(self, state: NodeState, *, ok: bool) -> NodePolled:
+        try:
+            diagnosis = self.diagnose(state)
+        except Exception as exc:  # noqa: BLE001 - show the node rather than lose it
+            diagnosis = Diagnosis((Finding("DIAGNOSIS_FAILED", Severity.ERROR, str(exc)),), Verdict.BROKEN)
+        if not state.reachable and diagnosis.verdict is not Verdict.UNREACHABLE:
+            diagnosis = Diagnosis(diagnosis.findings, Verdict.UNREACHABLE)
+        return NodePolled(state, diagnosis, ok)
+
+    async def run(self, post: Callable[[NodePolled], object]) -> None:
+        """Poll forever (until cancelled), posting each result with ``post``."""
+        while True:
+            self._poke.clear()
+            post(await self.poll_once())
+            if self.interval is None:
+                await self._poke.wait()
+                continue
+            delay = backoff_delay(self.interval, self.failures)
+            try:
+                await asyncio.wait_for(self._poke.wait(), delay)
+            except TimeoutError:
+                pass

@@ -1,0 +1,150 @@
+"""One node's run context: the backend, the options, the event sink and the current step.
+
+Every command of a run goes through :meth:`NodeContext.run`, so every one of them is announced,
+timed, recorded in the step's outcome and reported with its exit status and output, whatever happens
+to it (a timeout or a dropped link included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from nvls_tui.backends.base import Backend, CommandResult, join_argv
+from nvls_tui.runbook.events import (
+    CommandFinished,
+    CommandStarted,
+    EventSink,
+    Note,
+    RunbookEvent,
+)
+from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.steps import RepairOptions
+
+# Output kept in an event; the audit log bounds it again (16 KB).
+EVENT_OUTPUT_LIMIT = 64 * 1024
+
+
+class Aborted(Exception):
+    """The operator aborted the run (the runbook restores everything, then reports ``failed``)."""
+
+
+class StepFailed(Exception):
+    """A step's verification failed; ``str()`` is the sentence for the operator."""
+
+    def __init__(self, message: str, *, escalate: bool = False) -> None:
+        super().__init__(message)
+        self.escalate = escalate
+
+
+class Refused(Exception):
+    """Preflight refused to start (platform, versions, lock, an earlier record)."""
+
+
+def bounded(text: str, limit: int = EVENT_OUTPUT_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters not kept]\n"
+
+
+class NodeContext:
+    """What the step functions of one node share.
+
+    Attributes:
+        backend: how the node is reached.
+        options: the run's tunables.
+        outcome: the node's outcome, filled in as steps run.
+        step: the step running now.
+        abort_requested: set by :meth:`abort`; checked before every command.
+    """
+
+    def __init__(self, backend: Backend, options: RepairOptions, sink: EventSink | None,
+                 outcome: NodeOutcome) -> None:
+        self.backend = backend
+        self.options = options
+        self.outcome = outcome
+        self.host = backend.host
+        self.step = ""
+        self.abort_requested = asyncio.Event()
+        self._sink = sink
+
+    def emit(self, event: RunbookEvent) -> None:
+        """Hand ``event`` to the sink; a broken sink must not break a repair half-way."""
+        if self._sink is None:
+            return
+        try:
+            self._sink(event)
+        except Exception:  # noqa: BLE001 - the node's state matters more than one lost UI update
+            pass
+
+    def note(self, message: str, level: str = "info") -> None:
+        """Tell the operator something about the current step."""
+        self.emit(Note(host=self.host, step=self.step, message=message, level=level))
+
+    def abort(self) -> None:
+        """Ask the run to stop at the next command; it then restores everything."""
+        self.abort_requested.set()
+
+    def check_abort(self) -> None:
+        """Raise :class:`Aborted` if the operator asked to stop."""
+        if self.abort_requested.is_set():
+            raise Aborted("aborted by the operator")
+
+    def record_command(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        """Add a command to the current step's outcome (display form)."""
+        self.outcome.step(self.step).commands.append(join_argv(list(argv), env))
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        privileged: bool = False,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+        abortable: bool = True,
+    ) -> CommandResult:
+        """Run one command on the node, announcing it and its result.
+
+        Args:
+            argv: the command.
+            timeout: seconds (default: the run's per-command timeout).
+            privileged: needs root (``sudo -n`` where the backend was asked to use it).
+            env: extra environment variables.
+            stdin: text for the command's standard input.
+            abortable: False for the restore, which must run even after an abort.
+
+        Raises:
+            Aborted: the operator asked to stop before this command.
+            Unreachable, CommandTimeout, InvalidArgument: from the backend (after the event).
+        """
+        if abortable:
+            self.check_abort()
+        argv = tuple(argv)
+        self.record_command(argv, env)
+        self.emit(CommandStarted(host=self.host, step=self.step, argv=argv, env=dict(env or {})))
+        clock = self.options.clock
+        started = clock()
+        try:
+            result = await self.backend.run(argv, timeout or self.options.command_timeout,
+                                             privileged=privileged, env=env, stdin=stdin)
+        except asyncio.CancelledError:
+            self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
+                                      duration=clock() - started, error="cancelled"))
+            raise
+        except Exception as exc:
+            self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
+                                      duration=clock() - started, error=str(exc) or type(exc).__name__))
+            raise
+        self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=result.exit_status,
+                                  output=bounded(result.output), duration=result.duration or clock() - started))
+        return result
+
+    async def pause(self) -> None:
+        """Wait one poll interval (aborts are honoured right after)."""
+        await self.options.sleep(self.options.poll_interval)
+        self.check_abort()
+
+
+__all__ = ["Aborted", "NodeContext", "Refused", "StepFailed", "bounded"]

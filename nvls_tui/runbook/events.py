@@ -1,0 +1,229 @@
+"""What the runbook tells the outside world while it works: one frozen dataclass per kind of event.
+
+The engine hands every event to a plain callback (``on_event``). The console turns them into pane
+updates, the headless command into progress lines, and the audit log into JSONL records, so each
+event carries the host and, where it applies, the step it belongs to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from nvls_tui.model import Holder, SmokeResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunbookEvent:
+    """Base of every runbook event.
+
+    Attributes:
+        host: the node the event is about.
+        step: the runbook step it belongs to ("" outside any step).
+        at: wall-clock time (``time.time()``) when it happened, on the operator's machine.
+    """
+
+    kind: ClassVar[str] = "event"
+    host: str
+    step: str = ""
+    at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``event`` names the kind; holders and results become plain dicts."""
+        data: dict[str, Any] = {"event": self.kind}
+        for f in dataclasses.fields(self):
+            data[f.name] = _plain(getattr(self, f.name))
+        return data
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses, enums and tuples to JSON-ready values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStarted(RunbookEvent):
+    """A repair (or a dry run, or a restore) of one node begins."""
+
+    kind: ClassVar[str] = "run-started"
+    run_id: str
+    dry_run: bool = False
+    mode: str = "repair"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepStarted(RunbookEvent):
+    """One step begins."""
+
+    kind: ClassVar[str] = "step-started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepFinished(RunbookEvent):
+    """One step ended with ``status`` (ok, failed, skipped, planned) after ``duration`` seconds."""
+
+    kind: ClassVar[str] = "step-finished"
+    status: str
+    duration: float = 0.0
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandStarted(RunbookEvent):
+    """A command was sent to the node (``env`` holds the extra variables, already redacted)."""
+
+    kind: ClassVar[str] = "command-started"
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandFinished(RunbookEvent):
+    """A command ended. ``exit_status`` is None when it never finished (timeout, dropped link)."""
+
+    kind: ClassVar[str] = "command-finished"
+    argv: tuple[str, ...]
+    exit_status: int | None
+    output: str = ""
+    duration: float = 0.0
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputLine(RunbookEvent):
+    """One line of a streamed command (the smoke test)."""
+
+    kind: ClassVar[str] = "output-line"
+    line: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeObserved(RunbookEvent):
+    """A summary of a fresh read of the node (``label``: before, after, ...), for the report."""
+
+    kind: ClassVar[str] = "node-observed"
+    label: str
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HoldersRemaining(RunbookEvent):
+    """Processes still hold /dev/nvidia*; ``waiting`` is True when the runbook waits for the operator."""
+
+    kind: ClassVar[str] = "holders-remaining"
+    holders: tuple[Holder, ...]
+    waiting: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessSignalled(RunbookEvent):
+    """A verified holder was sent ``signal`` (or was found gone / changed: ``outcome`` says which)."""
+
+    kind: ClassVar[str] = "process-signalled"
+    pid: int
+    signal: str
+    command: str
+    holder_kind: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FabricProgress(RunbookEvent):
+    """One poll while Fabric Manager registers the GPUs: ``states`` counts GPUs per state/status."""
+
+    kind: ClassVar[str] = "fabric-progress"
+    unit: str
+    states: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SmokeRow(RunbookEvent):
+    """One parsed all_reduce_perf row (size in bytes, out-of-place/in-place bus bandwidth in GB/s)."""
+
+    kind: ClassVar[str] = "smoke-row"
+    size: int | None
+    busbw: float | None
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SmokeFinished(RunbookEvent):
+    """The smoke test ended and was judged."""
+
+    kind: ClassVar[str] = "smoke-finished"
+    smoke: SmokeResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Restored(RunbookEvent):
+    """The restore put ``units`` back (and persistence mode on ``persistence_gpus``); ``failed`` did not."""
+
+    kind: ClassVar[str] = "restored"
+    units: tuple[str, ...] = ()
+    persistence_gpus: tuple[int, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Note(RunbookEvent):
+    """A sentence for the operator (``level``: info, warning, error)."""
+
+    kind: ClassVar[str] = "note"
+    message: str
+    level: str = "info"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFinished(RunbookEvent):
+    """The run of one node ended with ``result`` (repaired, failed, refused, planned)."""
+
+    kind: ClassVar[str] = "run-finished"
+    result: str
+    message: str = ""
+    duration: float = 0.0
+
+
+EventSink = Callable[[RunbookEvent], None]
+
+
+def fan_out(*sinks: EventSink | None) -> EventSink:
+    """One sink that hands each event to every given sink, in order (None entries are skipped)."""
+    live = [s for s in sinks if s is not None]
+
+    def sink(event: RunbookEvent) -> None:
+        for s in live:
+            s(event)
+
+    return sink
+
+
+__all__ = [
+    "CommandFinished",
+    "CommandStarted",
+    "EventSink",
+    "FabricProgress",
+    "HoldersRemaining",
+    "NodeObserved",
+    "Note",
+    "OutputLine",
+    "ProcessSignalled",
+    "Restored",
+    "RunFinished",
+    "RunStarted",
+    "RunbookEvent",
+    "SmokeFinished",
+    "SmokeRow",
+    "StepFinished",
+    "StepStarted",
+    "fan_out",
+]

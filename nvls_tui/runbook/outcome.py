@@ -1,0 +1,119 @@
+"""How a run of one node ended, in the shape of contract.md's ``repair --json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvls_tui.model import SmokeResult
+
+REPAIRED = "repaired"
+FAILED = "failed"
+PLANNED = "planned"
+REFUSED = "refused"
+# A node that turned out healthy on the re-check: nothing was reset. It counts as success (exit 0)
+# and keeps the contract's word; ``no_repair_needed`` in the JSON tells it apart from a real repair.
+NO_REPAIR_NEEDED = REPAIRED
+
+OK = "ok"
+STEP_FAILED = "failed"
+SKIPPED = "skipped"
+STEP_PLANNED = "planned"
+
+
+@dataclass
+class StepOutcome:
+    """One step of one node: its status, the commands it ran (or would run) and why it ended so.
+
+    Commands are shell-quoted display strings; the exact argv lists are in the audit log.
+    """
+
+    name: str
+    status: str = SKIPPED
+    commands: list[str] = field(default_factory=list)
+    duration: float = 0.0
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract's step object (plus duration and message)."""
+        return {"name": self.name, "status": self.status, "commands": list(self.commands),
+                "duration": round(self.duration, 3), "message": self.message}
+
+
+@dataclass
+class NodeOutcome:
+    """The whole run of one node.
+
+    Attributes:
+        host: the node.
+        dry_run: True for a plan only.
+        steps: every step of contract.md, in order.
+        restored: units the restore started again.
+        smoke: the judged smoke test, if one ran.
+        result: repaired, failed, planned or refused.
+        message: one sentence: why it failed or was refused, or what was done.
+        audit_log: the audit log's path.
+        no_repair_needed: the re-check found NVLS healthy, so nothing was reset.
+        escalate: the fault is one a reset does not fix (report it to the vendor).
+    """
+
+    host: str
+    dry_run: bool = False
+    steps: list[StepOutcome] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+    smoke: SmokeResult | None = None
+    result: str = FAILED
+    message: str = ""
+    audit_log: str | None = None
+    no_repair_needed: bool = False
+    escalate: bool = False
+    duration: float = 0.0
+
+    def step(self, name: str) -> StepOutcome:
+        """The outcome of step ``name`` (created on first use, kept in contract order)."""
+        for s in self.steps:
+            if s.name == name:
+                return s
+        created = StepOutcome(name)
+        self.steps.append(created)
+        return created
+
+    @property
+    def ok(self) -> bool:
+        """True when the node counts as a success for the exit status."""
+        return self.result in (REPAIRED, PLANNED)
+
+    def to_json(self) -> dict[str, Any]:
+        """The node object of contract.md's ``repair --json``."""
+        smoke = None
+        if self.smoke is not None:
+            smoke = {"avg_busbw": self.smoke.avg_busbw, "passed": self.smoke.passed,
+                     "out_of_bounds": self.smoke.out_of_bounds, "nvls_used": self.smoke.nvls_used,
+                     "threshold": self.smoke.threshold}
+        return {
+            "host": self.host,
+            "dry_run": self.dry_run,
+            "steps": [s.to_json() for s in self.steps],
+            "restored": list(self.restored),
+            "smoke": smoke,
+            "result": self.result,
+            "message": self.message,
+            "no_repair_needed": self.no_repair_needed,
+            "escalate": self.escalate,
+            "audit_log": self.audit_log,
+        }
+
+
+__all__ = [
+    "FAILED",
+    "NO_REPAIR_NEEDED",
+    "OK",
+    "PLANNED",
+    "REFUSED",
+    "REPAIRED",
+    "SKIPPED",
+    "STEP_FAILED",
+    "STEP_PLANNED",
+    "NodeOutcome",
+    "StepOutcome",
+]

@@ -1,0 +1,251 @@
+"""The steps of the repair, their exact commands, and the tunables of a run.
+
+Everything here is data or a pure function of a NodeState, so the dry-run plan and the engine build
+their argv lists in one place and cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from nvls_tui.model import GpuState, Holder, HolderKind, NodeState
+from nvls_tui.probe import LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
+
+STEPS = (
+    "preflight",
+    "quiesce",
+    "verify-no-holders",
+    "reset",
+    "fabric-manager",
+    "verify-fabric",
+    "smoke-test",
+    "restore",
+)
+
+FM_UNIT = "nvidia-fabricmanager.service"
+KUBELET = "kubelet.service"
+SNAPSHOT_TIMER = "nvidia-snapshot.timer"
+SNAPSHOT_SERVICE = "nvidia-snapshot.service"
+DCGM = "nvidia-dcgm.service"
+PERSISTENCED = "nvidia-persistenced.service"
+
+# Quiesce stops units in this order (clients first, FM last: FM must never restart under holders).
+QUIESCE_UNITS = (SNAPSHOT_TIMER, SNAPSHOT_SERVICE, DCGM, PERSISTENCED, KUBELET, FM_UNIT)
+# Restore starts them in this order: FM first so clients reconnect to a registered fabric.
+RESTORE_UNITS = (FM_UNIT, PERSISTENCED, DCGM, KUBELET, SNAPSHOT_TIMER, SNAPSHOT_SERVICE)
+
+RUNNING = frozenset({"active", "activating", "reloading", "deactivating"})
+
+# Device files that are not per GPU or per switch; missing ones are harmless to fuser.
+FIXED_DEVICES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+    "/dev/nvidia-nvlink",
+    "/dev/nvidia-nvswitchctl",
+)
+
+SMOKE_ENV = {"NCCL_NVLS_ENABLE": "1", "NCCL_ALGO": "NVLS", "NCCL_DEBUG": "INFO"}
+
+# Minimum average bus bandwidth (GB/s) of the 8M-128M NVLS sweep, by GPU model word.
+DEFAULT_THRESHOLDS = {"H100": 250.0, "H200": 250.0}
+FALLBACK_THRESHOLD = 250.0
+
+DATE_ARGV = ("date", "+%Y-%m-%d %H:%M:%S")
+
+
+def unit_argv(verb: str, unit: str) -> tuple[str, ...]:
+    """``systemctl VERB UNIT``."""
+    return ("systemctl", verb, unit)
+
+
+def devices_of(state: NodeState) -> tuple[str, ...]:
+    """Every /dev/nvidia* file of the node: each GPU, each NVSwitch, and the shared control files."""
+    gpus = tuple(f"/dev/nvidia{g.index}" for g in state.gpus) or tuple(f"/dev/nvidia{i}" for i in range(8))
+    switches = tuple(s.device for s in state.nvswitches if s.device.startswith("/dev/"))
+    return gpus + FIXED_DEVICES + switches
+
+
+def fuser_argv(state: NodeState) -> tuple[str, ...]:
+    """``fuser -v`` on every device file, named one by one (a glob would be quoted away over SSH)."""
+    return ("fuser", "-v", *devices_of(state))
+
+
+def reset_argv() -> tuple[str, ...]:
+    """Reset every GPU and NVSwitch of the node (no ``-i``: all of them, as the write-up did)."""
+    return ("nvidia-smi", "-r")
+
+
+def fabric_query_argv() -> tuple[str, ...]:
+    """The per-GPU fabric registration, as CSV."""
+    return ("nvidia-smi", "--query-gpu=index,fabric.state,fabric.status", "--format=csv")
+
+
+def kernel_since_argv(t0: str) -> tuple[str, ...]:
+    """Kernel lines logged since the repair began."""
+    return ("journalctl", "-k", "--since", t0, "--no-pager", "-o", "short-iso")
+
+
+def smoke_argv(gpus: int) -> tuple[str, ...]:
+    """The NVLS all-reduce sweep of the write-up (run with :data:`SMOKE_ENV`)."""
+    return ("all_reduce_perf", "-b", "8M", "-e", "128M", "-f", "2", "-g", str(max(gpus, 1)))
+
+
+def persistence_argv(enabled: bool, gpu: int | None = None) -> tuple[str, ...]:
+    """``nvidia-smi -pm 0|1`` for every GPU or one."""
+    argv = ("nvidia-smi", "-pm", "1" if enabled else "0")
+    return argv + (("-i", str(gpu)) if gpu is not None else ())
+
+
+def lock_argvs() -> tuple[tuple[str, ...], ...]:
+    """Take the per-node lock: ``mkdir`` of a directory is atomic, so only one repair wins."""
+    return (("mkdir", "-p", STATE_DIR), ("mkdir", LOCK_DIR))
+
+
+def unlock_argv() -> tuple[str, ...]:
+    """Release the per-node lock."""
+    return ("rmdir", LOCK_DIR)
+
+
+def write_file_argvs(path: str) -> tuple[tuple[str, ...], ...]:
+    """Write ``path`` atomically: tee a temporary file (content on stdin), then rename it over."""
+    return (("mkdir", "-p", STATE_DIR), ("tee", f"{path}.tmp"), ("mv", "-f", f"{path}.tmp", path))
+
+
+def record_write_argvs() -> tuple[tuple[str, ...], ...]:
+    """Write the crash-safe record."""
+    return write_file_argvs(RECORD_FILE)
+
+
+def smoke_write_argvs() -> tuple[tuple[str, ...], ...]:
+    """Write the last smoke result where ``check`` reads it."""
+    return write_file_argvs(SMOKE_FILE)
+
+
+def record_remove_argv() -> tuple[str, ...]:
+    """Remove the crash-safe record once everything is back."""
+    return ("rm", "-f", RECORD_FILE)
+
+
+def is_running(active: str | None) -> bool:
+    """True for the ActiveStates that mean a unit is up (or on its way)."""
+    return (active or "") in RUNNING
+
+
+def unit_states(state: NodeState) -> dict[str, str]:
+    """``{unit: ActiveState}`` for every unit the snapshot read and systemd knows."""
+    return {s.name if "." in s.name else f"{s.name}.service": s.active for s in state.services if s.exists}
+
+
+def persistence_modes(state: NodeState) -> dict[int, str]:
+    """``{gpu index: "Enabled"|"Disabled"}`` where the snapshot read it."""
+    return {g.index: g.persistence_mode for g in state.gpus if g.persistence_mode}
+
+
+def threshold_for(gpus: tuple[GpuState, ...], thresholds: Mapping[str, float], override: float | None) -> float:
+    """The pass threshold (GB/s) for this node's GPU model; ``override`` wins when given."""
+    if override is not None:
+        return override
+    names = " ".join(g.name for g in gpus).upper()
+    for word, value in thresholds.items():
+        if word.upper() in names:
+            return value
+    return FALLBACK_THRESHOLD
+
+
+def watch_order(holders: tuple[Holder, ...]) -> tuple[Holder, ...]:
+    """The watch loops first, then the nvidia-smi children they spawn (a child killed first respawns)."""
+    parents = [h for h in holders if h.kind is HolderKind.WATCH]
+    parent_pids = {h.pid for h in parents}
+    children = [h for h in holders if h.kind is HolderKind.NVIDIA_SMI and h.ppid in parent_pids]
+    return tuple(parents + children)
+
+
+@dataclass(frozen=True, slots=True)
+class HolderDecision:
+    """What the operator chose for holders the runbook may not stop on its own.
+
+    Attributes:
+        sigterm: PIDs the operator selected for SIGTERM (identity is re-checked before sending).
+        abort: stop the repair (the runbook restores everything).
+    """
+
+    sigterm: tuple[int, ...] = ()
+    abort: bool = False
+
+
+class Operator(Protocol):
+    """The console's side of a run: asked when holders remain that only the operator may stop."""
+
+    async def resolve_holders(self, host: str, holders: tuple[Holder, ...]) -> HolderDecision:
+        """Return the operator's choice; an empty decision means "keep waiting and re-check"."""
+
+
+@dataclass(frozen=True)
+class RepairOptions:
+    """Tunables of a run. Times are seconds of the operator's clock.
+
+    Attributes:
+        dry_run: only plan; run nothing that changes the node.
+        sigkill: allow SIGKILL for management holders that ignore SIGTERM (never by default).
+        smoke_threshold: minimum average bus bandwidth in GB/s, overriding the per-model default.
+        thresholds: per-model defaults, keyed by a word of the GPU name.
+        command_timeout: per command (``--timeout``).
+        reset_timeout: ``nvidia-smi -r`` (resetting 8 GPUs and 4 switches takes a while).
+        smoke_timeout: the whole all_reduce_perf run.
+        holder_timeout: how long verify-no-holders waits for the last holders to go.
+        term_grace: how long a SIGTERMed holder gets to exit before it counts as remaining.
+        fm_timeout: how long Fabric Manager gets to become active with every GPU registered.
+        poll_interval: pause between re-checks while waiting.
+        recheck_transient: re-run the smoke test before anything destructive when the fabric looks
+            healthy (a transient CUDA 802 clears by itself).
+        restore_attempts: tries per restore command when the link drops.
+        sleep: awaitable pause (tests may pass a faster one).
+        clock: monotonic clock for deadlines and durations.
+    """
+
+    dry_run: bool = False
+    sigkill: bool = False
+    smoke_threshold: float | None = None
+    thresholds: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    command_timeout: float = 20.0
+    reset_timeout: float = 180.0
+    smoke_timeout: float = 600.0
+    holder_timeout: float = 120.0
+    term_grace: float = 10.0
+    fm_timeout: float = 300.0
+    poll_interval: float = 2.0
+    recheck_transient: bool = True
+    restore_attempts: int = 3
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    clock: Callable[[], float] = time.monotonic
+
+
+__all__ = [
+    "DCGM",
+    "DEFAULT_THRESHOLDS",
+    "FM_UNIT",
+    "KUBELET",
+    "PERSISTENCED",
+    "QUIESCE_UNITS",
+    "RESTORE_UNITS",
+    "SMOKE_ENV",
+    "SNAPSHOT_SERVICE",
+    "SNAPSHOT_TIMER",
+    "STEPS",
+    "HolderDecision",
+    "Operator",
+    "RepairOptions",
+    "devices_of",
+    "fuser_argv",
+    "is_running",
+    "persistence_modes",
+    "threshold_for",
+    "unit_states",
+    "watch_order",
+]

@@ -1,0 +1,62 @@
+"""The ``?`` help screen, generated from the binding table (so it can never disagree with the keys)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label, Static
+
+from nvls_tui.bindings import SCOPES, specs_for
+
+SCOPE_TITLES = {"app": "everywhere", "fleet": "fleet screen", "node": "node screen"}
+
+GLYPHS = ("✔ Completed/Success   … In Progress   ○ Not Started   ✖ error status   – not supported   "
+          "◆ NVSwitch present")
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every binding: scope, key (after the user's keymap), id, what it does.
+
+    Args:
+        keymap: binding id -> key from the config file.
+        read_only: mark the actions that read-only mode refuses.
+    """
+
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", tooltip="Close the help.")]
+
+    def __init__(self, keymap: dict[str, str] | None = None, read_only: bool = False) -> None:
+        super().__init__()
+        self.keymap = dict(keymap or {})
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        """A title, the key table, the legend of the fleet glyphs."""
+        with Vertical(id="help-box"):
+            yield Label("Keys  (remap in ~/.config/nvls-tui/config.toml, [keymap] id = \"key\")",
+                        id="help-title")
+            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+            yield Static(Text("GPU cells: " + GLYPHS, style="dim"), id="help-legend")
+            yield Static(Text("ctrl+p opens the command palette: every action below as "
+                              "`topic: verb object`.", style="dim"), id="help-palette")
+
+    def on_mount(self) -> None:
+        """Fill the table from the binding table."""
+        table = self.query_one(DataTable)
+        table.add_columns("where", "key", "does", "id", "")
+        for scope in SCOPES:
+            for s in specs_for(scope):
+                key = self.keymap.get(s.id, s.key).replace("question_mark", "?").replace("slash", "/")
+                flag = Text("")
+                if s.destructive:
+                    flag = Text("refused: read-only" if self.read_only else "changes a node",
+                                style="#8a8a8a" if self.read_only else "#ffaf00")
+                table.add_row(SCOPE_TITLES[scope], Text(key, style="bold"),
+                              Text(f"{s.description}: {s.tooltip}"), Text(s.id, style="dim"), flag)
+        table.focus()
+
+    def action_close(self) -> None:
+        """Close the help."""
+        self.dismiss(None)

@@ -1,0 +1,92 @@
+"""TARGET words of contract.md -> one Backend per node.
+
+``sim:SCENARIO[/NODESET]`` builds a simulated fleet, ``local`` this machine, anything else is an
+SSH node or a ClusterShell node set of them. With no target, the demo fleet (clearly simulated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+
+from nvls_tui.backends.base import Backend, BackendOptions, InvalidArgument
+
+DEMO = "sim:seed-incident"
+
+# Tests and benchmarks speed the simulated clock up through this variable.
+SIM_SPEED_ENV = "NVLS_TUI_SIM_SPEED"
+
+
+def options_from_args(args: argparse.Namespace) -> BackendOptions:
+    """BackendOptions from the shared command-line options (missing ones take their defaults)."""
+    identity = getattr(args, "identity", None)
+    return BackendOptions(
+        timeout=getattr(args, "timeout", None) or 20.0,
+        sudo=bool(getattr(args, "sudo", False)),
+        read_only=bool(getattr(args, "read_only", False)),
+        concurrency=max(1, getattr(args, "concurrency", None) or 64),
+        ssh_config=getattr(args, "ssh_config", None),
+        identity=identity[0] if isinstance(identity, list) and len(identity) == 1 else identity,
+        known_hosts=getattr(args, "known_hosts", None),
+        user=getattr(args, "user", None),
+        jump=getattr(args, "jump", None),
+    )
+
+
+def target_words(args: argparse.Namespace) -> list[str]:
+    """The targets named on the command line, in the hosts file, or the demo fleet."""
+    words = list(getattr(args, "targets", None) or [])
+    hosts_file = getattr(args, "hosts_file", None)
+    if hosts_file:
+        from nvls_tui.ssh_targets import read_hosts_file
+
+        try:
+            words += read_hosts_file(hosts_file)
+        except OSError as exc:
+            raise InvalidArgument(f"cannot read hosts file {hosts_file}: {exc.strerror or exc}") from None
+    if getattr(args, "demo", False):
+        words.insert(0, DEMO)
+    return words or [DEMO]
+
+
+def sim_speed(default: float = 1.0) -> float:
+    """The simulated clock's speed-up (``NVLS_TUI_SIM_SPEED``), for tests and benchmarks."""
+    try:
+        return max(0.01, float(os.environ.get(SIM_SPEED_ENV, default)))
+    except ValueError:
+        return default
+
+
+def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) -> list[Backend]:
+    """One Backend per node named by ``args`` (contract.md TARGET syntax).
+
+    Raises:
+        InvalidArgument: a target that is not valid (one sentence saying why).
+    """
+    options = options_from_args(args)
+    backends: list[Backend] = []
+    ssh_words: list[str] = []
+    for word in target_words(args):
+        if word.startswith("sim:"):
+            from nvls_tui.sim.fleet import load_fleet
+
+            backends += load_fleet(word, speed=speed if speed is not None else sim_speed()).backends()
+        elif word == "local":
+            from nvls_tui.backends.local import LocalBackend
+
+            backends.append(LocalBackend(options))
+        else:
+            ssh_words.append(word)
+    if ssh_words:
+        from nvls_tui.backends.ssh import SshBackend
+        from nvls_tui.ssh_targets import parse_targets
+
+        limiter = asyncio.Semaphore(options.concurrency)
+        backends += [SshBackend(t, options, limiter) for t in parse_targets(ssh_words)]
+    seen: set[str] = set()
+    for backend in backends:
+        if backend.host in seen:
+            raise InvalidArgument(f"target {backend.host} is named twice")
+        seen.add(backend.host)
+    return backends

@@ -1,0 +1,63 @@
+"""The top of every screen: the fleet summary, the SIMULATED banner and the read-only badge."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from rich.text import Text
+from textual.widgets import Static
+
+from nvls_tui.model import Verdict
+from nvls_tui.widgets import cells
+
+
+def summary_text(verdicts: Iterable[Verdict | None], *, title: str = "nvls-tui", extra: str = "") -> Text:
+    """``nvls-tui  8 nodes  ✖ 2 broken  ▲ 1 degraded  ✔ 5 healthy`` with each count in its colour."""
+    counts = Counter(verdicts)
+    total = sum(counts.values())
+    text = Text()
+    text.append(f" {title} ", style="bold reverse")
+    text.append(f"  {total} node{'s' if total != 1 else ''}  ", style="bold")
+    for verdict in (Verdict.BROKEN, Verdict.UNREACHABLE, Verdict.DEGRADED, Verdict.HEALTHY):
+        n = counts.get(verdict, 0)
+        style = cells.STYLE[verdict.value] if n else cells.STYLE["idle"]
+        text.append(f"{cells.VERDICT_GLYPH[verdict]} {n} {verdict.value}", style=style)
+        text.append("   ")
+    if counts.get(None):
+        text.append(f"… {counts[None]} polling   ", style=cells.STYLE["polling"])
+    if extra:
+        text.append(extra, style=cells.STYLE["idle"])
+    return text
+
+
+class FleetSummary(Static):
+    """One line of fleet counts (n broken / degraded / healthy), worst first."""
+
+    def show(self, verdicts: Iterable[Verdict | None], *, title: str = "nvls-tui", extra: str = "") -> None:
+        """Redraw the counts."""
+        self.update(summary_text(verdicts, title=title, extra=extra))
+
+
+class ModeBanner(Static):
+    """A full-width warning bar: SIMULATED fleets and read-only mode are never mistaken for reality.
+
+    Shown only when one of the two applies (``display`` is off otherwise).
+    """
+
+    def __init__(self, *, simulated: bool, read_only: bool, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.simulated = simulated
+        self.read_only = read_only
+
+    def on_mount(self) -> None:
+        """Say which mode applies, once; it cannot change while the console runs."""
+        parts = []
+        if self.simulated:
+            parts.append("SIMULATED FLEET — these nodes are simulated; nothing here touches real hardware")
+        if self.read_only:
+            parts.append("READ-ONLY — every action that changes a node is hidden and refused")
+        self.set_class(self.simulated, "-simulated")
+        self.set_class(self.read_only, "-read-only")
+        self.display = bool(parts)
+        self.update("   ·   ".join(parts))

@@ -1,0 +1,120 @@
+"""Compact, coloured cells for the tables: verdicts, GPU fabric states, units, versions, bandwidth.
+
+DataTable cells are Rich ``Text`` and cannot take CSS classes, so the colours of cell content live
+in :data:`STYLE` here (one place); everything around the cells is styled in ``styles/*.tcss``.
+Every state is shown in colour *and* in a glyph or a word, so it reads without colour too.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from nvls_tui.model import FabricInfo, GpuState, NodeState, ServiceState, SmokeResult, Verdict
+
+STYLE = {
+    "broken": "bold #ff5f5f",
+    "unreachable": "bold #af87ff",
+    "degraded": "bold #ffaf00",
+    "healthy": "bold #5fd75f",
+    "polling": "#8a8a8a",
+    "ok": "#5fd75f",
+    "warn": "#ffaf00",
+    "bad": "#ff5f5f",
+    "idle": "#8a8a8a",
+    "stale": "#6c6c6c",
+    "plain": "",
+}
+
+VERDICT_GLYPH = {
+    Verdict.BROKEN: "✖",
+    Verdict.UNREACHABLE: "⊘",
+    Verdict.DEGRADED: "▲",
+    Verdict.HEALTHY: "✔",
+}
+
+
+def verdict_text(verdict: Verdict | None) -> Text:
+    """``✖ broken`` in red, ``✔ healthy`` in green...; ``… polling`` before the first poll."""
+    if verdict is None:
+        return Text("… polling", style=STYLE["polling"])
+    return Text(f"{VERDICT_GLYPH[verdict]} {verdict.value}", style=STYLE[verdict.value])
+
+
+def fabric_glyph(fabric: FabricInfo) -> tuple[str, str]:
+    """One glyph and a style key for a GPU's fabric state/status (nvidia-smi's words)."""
+    if fabric.state == "Completed":
+        return ("✔", "ok") if fabric.status == "Success" else ("✖", "bad")
+    if fabric.state == "In Progress":
+        return "…", "warn"
+    if fabric.state == "Not Started":
+        return "○", "bad"
+    if fabric.state in ("Not Supported", "N/A"):
+        return "–", "idle"
+    return "?", "bad"
+
+
+def fabric_words(fabric: FabricInfo) -> Text:
+    """``✔ Completed/Success``: the glyph and nvidia-smi's own words."""
+    glyph, style = fabric_glyph(fabric)
+    words = fabric.state if fabric.state != "Completed" else f"{fabric.state}/{fabric.status}"
+    return Text(f"{glyph} {words}", style=STYLE[style])
+
+
+def gpu_cell(gpu: GpuState | None, stale: bool = False) -> Text:
+    """The one-glyph fleet cell of a GPU (blank when the node has no such GPU)."""
+    if gpu is None:
+        return Text("")
+    glyph, style = fabric_glyph(gpu.fabric)
+    return Text(glyph, style=STYLE["stale"] if stale else STYLE[style])
+
+
+def switch_cell(present: bool, stale: bool = False) -> Text:
+    """The fleet cell of an NVSwitch: ``◆`` when its device is present."""
+    return Text("◆" if present else "", style=STYLE["stale"] if stale else STYLE["ok"])
+
+
+def unit_text(service: ServiceState | None, stale: bool = False) -> Text:
+    """A unit's ActiveState in colour (``failed`` red, ``active`` green); ``–`` when absent."""
+    if service is None or not service.exists:
+        return Text("–", style=STYLE["idle"])
+    active = service.active if service.load != "masked" else "masked"
+    style = {"active": "ok", "failed": "bad", "masked": "bad", "activating": "warn",
+             "deactivating": "warn"}.get(active, "idle")
+    return Text(active, style=STYLE["stale" if stale else style])
+
+
+def version_texts(state: NodeState, stale: bool = False) -> tuple[Text, Text]:
+    """Driver and FM version cells; both red with ``≠`` when FM differs from the driver."""
+    driver, fm = state.driver or "–", state.fm_version or "–"
+    if stale:
+        return Text(driver, style=STYLE["stale"]), Text(fm, style=STYLE["stale"])
+    if state.driver and state.fm_version and state.driver != state.fm_version:
+        return Text(driver, style=STYLE["bad"]), Text(f"≠{fm}", style=STYLE["bad"])
+    return Text(driver), Text(fm)
+
+
+def smoke_text(smoke: SmokeResult | None, stale: bool = False) -> Text:
+    """The last smoke test's average bus bandwidth (``292.0 GB/s`` green, or red when it failed)."""
+    if smoke is None:
+        return Text("–", style=STYLE["idle"])
+    if smoke.avg_busbw is None:
+        return Text("✖ failed" if not smoke.passed else "–", style=STYLE["stale" if stale else "bad"])
+    style = "ok" if smoke.passed else "bad"
+    mark = "" if smoke.passed else "✖ "
+    return Text(f"{mark}{smoke.avg_busbw:.1f} GB/s", style=STYLE["stale" if stale else style])
+
+
+def count_text(n: int, style_if_any: str = "warn", stale: bool = False) -> Text:
+    """A count, coloured when it is not zero."""
+    if n == 0:
+        return Text("0", style=STYLE["idle"])
+    return Text(str(n), style=STYLE["stale" if stale else style_if_any])
+
+
+def age_text(seconds: float | None) -> Text:
+    """How old the last good poll is: ``3s``, ``2m``, ``1h``; ``–`` before the first one."""
+    if seconds is None:
+        return Text("–", style=STYLE["idle"])
+    s = max(0, int(seconds))
+    words = f"{s}s" if s < 60 else f"{s // 60}m" if s < 3600 else f"{s // 3600}h"
+    return Text(words, style=STYLE["warn"] if s >= 60 else "")

@@ -1,0 +1,55 @@
+"""Keep a DataTable in step with new rows without losing the cursor: the node screen's tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+Cell = Text | str
+Row = tuple[str, Sequence[Cell]]
+
+
+def _sig(cell: Cell) -> tuple:
+    if isinstance(cell, Text):
+        return cell.plain, str(cell.style), tuple(cell.spans)
+    return (cell,)
+
+
+def sync_rows(table: DataTable, rows: Sequence[Row]) -> int:
+    """Make ``table`` show ``rows`` (``(key, cells)`` in order), touching only what changed.
+
+    The columns must already exist, in the order of the cells. When the row keys (or their order)
+    change, the rows are rebuilt and the cursor follows the key it was on; otherwise changed cells
+    are written with ``update_cell`` so the cursor and the scroll position stay put.
+
+    Returns:
+        The number of cells written.
+    """
+    keys = [k for k, _ in rows]
+    old_keys = [rk.value for rk in table.rows]
+    columns = list(table.columns)
+    if keys != old_keys:
+        keep = old_keys[table.cursor_row] if 0 <= table.cursor_row < len(old_keys) else None
+        table.clear()
+        for key, cells in rows:
+            table.add_row(*cells, key=key)
+        if keep in keys:
+            table.move_cursor(row=keys.index(keep), animate=False)
+        return sum(len(c) for _, c in rows)
+    written = 0
+    for key, cells in rows:
+        for col, cell in zip(columns, cells, strict=False):
+            if _sig(table.get_cell(key, col)) != _sig(cell):
+                table.update_cell(key, col, cell)
+                written += 1
+    return written
+
+
+def cursor_key(table: DataTable) -> str | None:
+    """The key of the row under the cursor, or None when the table is empty."""
+    keys = [rk.value for rk in table.rows]
+    if 0 <= table.cursor_row < len(keys):
+        return keys[table.cursor_row]
+    return None
