@@ -19,6 +19,7 @@ from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import parse_fm_log, parse_fm_version
 from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
 from nvls_tui.parsers.kernel_log import parse_kernel_log
+from nvls_tui.parsers.lspci import parse_lspci
 from nvls_tui.parsers.nccl_json import parse_nccl_json, run_to_dict
 from nvls_tui.parsers.nccl_tests import parse_nccl_text
 from nvls_tui.parsers.nvidia_smi_csv import parse_query_csv
@@ -149,6 +150,13 @@ def _proc_stat(text: str) -> Result:
     return {"processes": [dataclasses.asdict(s) for s in parsed.value.values()]}, [], parsed.warnings
 
 
+def _lspci(text: str) -> Result:
+    parsed = parse_lspci(text)
+    devices = [dataclasses.asdict(d) for d in parsed.value]
+    switches = sum(1 for d in parsed.value if "NVSwitch" in d.description or (d.vendor_device or "") == "10de:22a3")
+    return {"devices": devices, "nvswitches": switches}, [], parsed.warnings
+
+
 def _simple(fn: Callable) -> Callable[[str], Result]:
     def run(text: str) -> Result:
         parsed = fn(text)
@@ -173,6 +181,8 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "nvlink-status": _simple(nvidia_smi_misc.parse_nvlink_status),
     "topo-matrix": _simple(nvidia_smi_misc.parse_topo_matrix),
     "nvml-fabric": _simple(nvidia_smi_misc.parse_nvml_fabric_dump),
+    "nvidia-smi-help": _simple(nvidia_smi_misc.parse_help_query),
+    "lspci": _lspci,
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from textual.message import Message
 
 from nvls_tui.backends.base import Backend
+from nvls_tui.diagnosis import carry_fabric_since, diagnose
 from nvls_tui.model import NodeState, Verdict
 from nvls_tui.model.node import Diagnosis, Finding
 from nvls_tui.model.enums import Severity
@@ -40,9 +41,7 @@ class NodePolled(Message):
 
 
 def default_diagnose(state: NodeState) -> Diagnosis:
-    """The real diagnosis (imported late so the console starts even while it is being written)."""
-    from nvls_tui.diagnosis import diagnose
-
+    """The diagnosis of contract.md."""
     return diagnose(state)
 
 
@@ -113,7 +112,12 @@ class NodePoller:
                                   error=str(exc) or type(exc).__name__)
             if state.reachable:
                 self.failures = 0
-                self.last_good = state.replace(polled_at=self.clock())
+                now = self.clock()
+                if state.fabric_since is None:
+                    prev = self.last_good
+                    elapsed = now - prev.polled_at if prev and prev.polled_at is not None else 0.0
+                    state = carry_fabric_since(prev, state, max(0.0, elapsed))
+                self.last_good = state.replace(polled_at=now)
                 return self._message(self.last_good, ok=True)
             self.failures += 1
             if self.last_good is not None:

@@ -1,6 +1,6 @@
 """A real OpenSSH sshd on 127.0.0.1 serving simulated nodes, started as a child of the test run.
 
-One sshd listens on one port per simulated node. A ``Match LocalPort`` block per port puts that
+Each simulated node gets a port of its own (one sshd per 16 ports: OpenSSH's MAX_LISTEN_SOCKS). A ``Match LocalPort`` block per port puts that
 node's shim directory first on PATH (``SetEnv``), so any command run over SSH on port N behaves as
 node N. Keys, known_hosts and the config live in a temporary directory; nothing outside it is
 touched except ``/run/sshd`` (the privilege-separation directory sshd insists on when run as root).
@@ -9,6 +9,7 @@ Only loopback, ever.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import os
 import shutil
@@ -23,7 +24,12 @@ from pathlib import Path
 import asyncssh
 import psutil
 
+from nvls_tui.backends.base import BackendOptions
+from nvls_tui.backends.ssh import SshBackend
+from nvls_tui.ssh_targets import parse_target
+
 LOOPBACK = "127.0.0.1"
+PORTS_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS: sshd refuses to start with more listeners
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd")
 
 
@@ -96,10 +102,9 @@ class SshdRig:
         self.known_hosts = self.root / "known_hosts"
         self.authorized_keys = self.root / "authorized_keys"
         self.ssh_config = self.root / "ssh_config"  # empty: keeps ~/.ssh/config out of the tests
-        self.config = self.root / "sshd_config"
-        self.pid_file = self.root / "sshd.pid"
         self.log_file = self.root / "sshd.log"
-        self.proc: subprocess.Popen | None = None
+        self.configs: list[Path] = []
+        self.procs: list[subprocess.Popen] = []
         self._names = list(nodes)
         self._populate = populate
         self.nodes: dict[str, RigNode] = {}
@@ -123,12 +128,12 @@ class SshdRig:
             "".join(f"[{LOOPBACK}]:{n.port} {self.host_public}\n" for n in self.nodes.values())
         )
 
-    def _write_config(self) -> None:
-        lines = [f"Port {n.port}" for n in self.nodes.values()]
+    def _write_config(self, index: int, nodes: list[RigNode]) -> Path:
+        lines = [f"Port {n.port}" for n in nodes]
         lines += [
             f"ListenAddress {LOOPBACK}",
             f"HostKey {self.host_key}",
-            f"PidFile {self.pid_file}",
+            f"PidFile {self.root / f'sshd.{index}.pid'}",
             f"AuthorizedKeysFile {self.authorized_keys}",
             "UsePAM no",
             "StrictModes no",
@@ -146,14 +151,16 @@ class SshdRig:
             "MaxSessions 64",
             "ClientAliveInterval 0",
         ]
-        for n in self.nodes.values():
+        for n in nodes:
             # SHLVL=1 makes bash skip ~/.bashrc for sshd commands (it only reads it at level 1),
             # so a root .bashrc that prepends pyenv/cargo to PATH cannot shadow the node's shims.
             lines += [
                 f"Match LocalPort {n.port}",
                 f"    SetEnv PATH={n.bin}:/usr/bin:/bin SHLVL=1 NVLS_TUI_SIMULATED=1 NVLS_TUI_SIM_NODE={n.name}",
             ]
-        self.config.write_text("\n".join(lines) + "\n")
+        path = self.root / f"sshd_config.{index}"
+        path.write_text("\n".join(lines) + "\n")
+        return path
 
     def prepare(self) -> None:
         """Write keys, node directories (and their shims), config and known_hosts."""
@@ -166,7 +173,9 @@ class SshdRig:
             if self._populate is not None:
                 self._populate(name, node.dir)
             self.nodes[name] = node
-        self._write_config()
+        nodes = list(self.nodes.values())
+        self.configs = [self._write_config(i // PORTS_PER_SSHD, nodes[i : i + PORTS_PER_SSHD])
+                        for i in range(0, len(nodes), PORTS_PER_SSHD)]
         self._write_known_hosts()
 
     # ----- life cycle -------------------------------------------------------------------------
@@ -184,16 +193,20 @@ class SshdRig:
             # sshd refuses to start as root without its privilege-separation directory.
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         log = self.log_file.open("ab")
-        self.proc = subprocess.Popen(
-            [self.sshd, "-D", "-e", "-f", str(self.config)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-        )
+        self.procs = [
+            subprocess.Popen([self.sshd, "-D", "-e", "-f", str(config)],
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            for config in self.configs
+        ]
         log.close()
         deadline = time.monotonic() + wait
         pending = {n.port for n in self.nodes.values()}
         while pending:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"sshd exited with status {self.proc.returncode}: {self.log_tail()}")
+            for proc in self.procs:
+                if proc.poll() is not None:
+                    status = proc.returncode
+                    self.stop()
+                    raise RuntimeError(f"sshd exited with status {status}: {self.log_tail()}")
             pending = {p for p in pending if not _banner(p)}
             if pending and time.monotonic() > deadline:
                 self.stop()
@@ -203,18 +216,17 @@ class SshdRig:
         return self
 
     def stop(self) -> None:
-        """Stop sshd and every session it started (by PID), waiting a bounded time."""
-        if self.proc is None:
-            return
+        """Stop every sshd and every session they started (by PID), waiting a bounded time."""
         self.kill_connections()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self.proc = None
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+        self.procs = []
 
     def restart(self) -> None:
         """Stop sshd and start it again on the same ports with the same keys."""
@@ -224,15 +236,27 @@ class SshdRig:
     def kill_connections(self) -> int:
         """SIGKILL every per-connection sshd and session process (a node dropping off the network).
 
+        Also kills processes of those sessions that were already orphaned (reparented to init):
+        sshd makes each session its own session id, which survives reparenting.
+
         Returns:
             How many processes were killed.
         """
-        if self.proc is None:
-            return 0
-        try:
-            children = psutil.Process(self.proc.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            return 0
+        children = self.session_processes()
+        sids = set()
+        for child in children:
+            try:
+                sids.add(os.getsid(child.pid))
+            except OSError:
+                pass
+        sids.discard(os.getsid(0))
+        listeners = {p.pid for p in self.procs}
+        for proc in psutil.process_iter():
+            try:
+                if proc not in children and proc.pid not in listeners and os.getsid(proc.pid) in sids:
+                    children.append(proc)
+            except (OSError, psutil.Error):
+                pass
         for child in children:
             try:
                 child.send_signal(signal.SIGKILL)
@@ -242,13 +266,14 @@ class SshdRig:
         return len(children)
 
     def session_processes(self) -> list[psutil.Process]:
-        """Every process below the sshd listener (connections and the commands they run)."""
-        if self.proc is None:
-            return []
-        try:
-            return psutil.Process(self.proc.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            return []
+        """Every process below the sshd listeners (connections and the commands they run)."""
+        found = []
+        for proc in self.procs:
+            try:
+                found += psutil.Process(proc.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                pass
+        return found
 
     def log_tail(self, lines: int = 5) -> str:
         """The last lines sshd wrote (for failure messages)."""
@@ -270,3 +295,35 @@ class SshdRig:
         """The reach options that make nvls-tui trust this rig (and only this rig)."""
         return ["--known-hosts", str(self.known_hosts), "-i", str(self.client_key),
                 "--ssh-config", str(self.ssh_config)]
+
+
+async def until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    """Wait (bounded) until ``predicate()`` is true; fail naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:g}s waiting until {what}")
+        await asyncio.sleep(0.05)
+
+
+def processes_running(argv: list[str]) -> list[psutil.Process]:
+    """Live processes on this machine whose command line is exactly ``argv`` (the rig is loopback)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+def options_for(rig: SshdRig, **overrides) -> BackendOptions:
+    """BackendOptions that trust exactly this rig (its known_hosts, client key, empty ssh config)."""
+    values = {"timeout": 5.0, "identity": str(rig.client_key), "known_hosts": str(rig.known_hosts),
+              "ssh_config": str(rig.ssh_config)}
+    values.update(overrides)
+    return BackendOptions(**values)
+
+
+def backend_for(rig: SshdRig, name: str = "gpu01", limiter=None, **overrides) -> SshBackend:
+    """An SshBackend for one rig node."""
+    (target,) = parse_target(rig.target(name))
+    return SshBackend(target, options_for(rig, **overrides), limiter)

@@ -11,7 +11,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"
                                     r"devices? (?:is|are) currently being used by one or more other")),
     ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|Avg bus bandwidth|"
-                              r"Test NCCL failure|NCCL (?:WARN|INFO)|nvlsAllocateMem|Test failure common\.cu", re.M)),
+                              r"Test NCCL failure|NCCL (?:WARN|INFO)|nvlsAllocateMem|Failed to bind NVLink SHARP|"
+                              r"Test failure common\.cu", re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*$[\s\S]*?State\s+:",
                                 re.M)),
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:")),
@@ -20,6 +21,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("systemctl-status", re.compile(r"^[●×○↻*] \S+\.(?:service|timer)\b.* - |^\s+Loaded: \S+ \(", re.M)),
     ("fabricmanager-log", re.compile(r"nv-fabricmanager\[\d+\]|nvidia-fabricmanager|Fabric Manager version is|"
                                      r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]", re.M)),
+    ("nvidia-smi-help", re.compile(r"^List of valid properties to query for the switch", re.M)),
+    ("lspci", re.compile(r"^(?:\S+ )*?(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.\d \w[\w ]*(?: \[[0-9a-f]{4}\])?: "
+                         r"NVIDIA Corporation", re.M)),
     ("kernel-log", re.compile(r"NVRM:|\bS?Xid \(PCI:|nvidia-nvswitch\d*:|NV_ERR_[A-Z_]+")),
     ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp)"
                                         r"(?:\s*,\s*[\w.\[\] ]+)+\s*$|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:", re.M)),

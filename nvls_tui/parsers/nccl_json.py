@@ -93,9 +93,9 @@ def _salvage_results(text: str) -> list[Any]:
 def _salvage_scalars(text: str) -> dict[str, Any]:
     """Top-level facts of a document that does not decode, read one by one."""
     doc: dict[str, Any] = {}
-    if m := re.search(r'"nccl_version"\s*:\s*(\d+)', text):
+    if m := re.search(r'"nccl_version"\s*:\s*(\d{1,9})', text):
         doc["nccl_version"] = int(m.group(1))
-    if m := re.search(r'"ngpus"\s*:\s*(\d+)', text):
+    if m := re.search(r'"ngpus"\s*:\s*(\d{1,9})', text):
         doc["config"] = {"ngpus": int(m.group(1))}
     if m := re.search(r'"args"\s*:\s*\[\s*"([^"]*)"', text):
         doc["args"] = [m.group(1)]

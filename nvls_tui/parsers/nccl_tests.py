@@ -148,19 +148,19 @@ _PREFIX = re.compile(
     r"^(?:\[[^\]]{0,80}\](?:<std(?:out|err)>:)?\s*|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?\s+)+"
 )
 _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
-_LIBRARY = re.compile(r"nccl-library=(\d+)")
+_LIBRARY = re.compile(r"nccl-library=(\d{1,9})")
 _STARTING = re.compile(r"^#\s*Collective test starting\s*:\s*(\S+)")
 _CONCLUDED = re.compile(r"^#\s*Collective test concluded\s*:?\s*(\S*)")
-_NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_NTHREAD = re.compile(r"^#\s*nThread\s+(\d{1,6})\s+nGpus\s+(\d{1,6})")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\b")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\S+)\s*(\S*)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
 _BIND = re.compile(
     r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory(?: of size \d+)?\s*:\s*"
-    r"CUDA error (\d+)(?: '([^']*)')?"
+    r"CUDA error (\d{1,6})(?: '([^']*)')?"
 )
-_TEST_NCCL = re.compile(r"Test NCCL failure\s+\S+\s+'(.*?)\s*(?:/\s*)?'")
+_TEST_NCCL = re.compile(r"Test NCCL failure\s+\S+\s+'([^']*)'")
 _CUDA_FAIL = re.compile(r"(?:Test CUDA failure|Cuda failure)\s+(?:\S+\s+)?'([^']*)'")
 _CUDA_FAIL_BARE = re.compile(r"Test CUDA failure|Cuda failure|\bpid \d+: Test failure\b|Test failure \S+:\d+")
 _NCCL_ERROR = re.compile(
@@ -168,7 +168,7 @@ _NCCL_ERROR = re.compile(
     r"|ncclInvalidUsage|ncclRemoteError"
 )
 _MC_AVAILABLE = re.compile(r"NVLS multicast support is (not )?available")
-_NVLS_CHANNELS = re.compile(r"\b(\d+) nvls channels")
+_NVLS_CHANNELS = re.compile(r"\b(\d{1,6}) nvls channels")
 _NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS")
 _ALGO = re.compile(r"NCCL_ALGO set (?:by environment )?to (\S+)")
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -252,7 +252,9 @@ def _perf(names: tuple[str, ...], values: list[str]) -> NcclPerf | None:
 
 def parse_row(tokens: list[str], columns: _Columns | None) -> NcclRow | None:
     """One table row from its whitespace-separated fields, or None when it is not a valid row."""
-    if columns is None or len(tokens) < columns.width:
+    if columns is not None and len(tokens) < columns.width:
+        return None  # a cut-off row: guessing another layout would misread its numbers
+    if columns is None:
         lead = _LEAD_BY_COUNT.get(len(tokens)) or (_LEAD_BY_COUNT[13] if len(tokens) > 13 else None)
         if lead is None:
             return None
@@ -280,12 +282,9 @@ def parse_row(tokens: list[str], columns: _Columns | None) -> NcclRow | None:
 
 
 class NcclStreamParser:
-    """Reads nccl-tests output one line at a time and reports what each line meant.
+    """Reads nccl-tests output one line at a time; :meth:`feed` returns a RowEvent as each row arrives.
 
-    Example:
-        >>> p = NcclStreamParser()
-        >>> for line in lines: events = p.feed(line)   # RowEvent as each row arrives
-        >>> run = p.finish()
+    Call :meth:`finish` at the end of the output; :attr:`run` is the run as read so far.
     """
 
     def __init__(self) -> None:
@@ -380,7 +379,7 @@ class NcclStreamParser:
             events.append(InfoEvent(line))
         else:
             tokens = body.split()
-            if len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit():
+            if len(tokens) >= 2 and tokens[0].isdecimal() and tokens[1].isdecimal():
                 row = parse_row(tokens, self._columns)
                 if row is not None:
                     self._rows.append(row)
@@ -462,7 +461,8 @@ class NcclStreamParser:
                 " (a Fabric Manager or NVSwitch fault)"
             )
         elif m := _TEST_NCCL.search(line):
-            self._hint = self._hint or f"NCCL failure: {m.group(1)}"
+            # nccl-tests appends " / " and the remote error (often empty) to the message.
+            self._hint = self._hint or f"NCCL failure: {m.group(1).strip().removesuffix('/').strip()}"
         elif m := _CUDA_FAIL.search(line):
             self._hint = self._hint or f"CUDA failure: {m.group(1)}"
         elif _CUDA_FAIL_BARE.search(line) or _NCCL_ERROR.search(line):

@@ -256,8 +256,31 @@ def driver_from_query(q: QueryCsv) -> str | None:
     return None
 
 
+_HELP_ENTRY = re.compile(r'^"[A-Za-z_][A-Za-z0-9_.]*"(?:\s+or\s+"[A-Za-z_][A-Za-z0-9_.]*")*\s*$')
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+def parse_help_query(text: str) -> Parsed[tuple[str, ...]]:
+    """The field names ``nvidia-smi --help-query-gpu`` lists, aliases included, in order. Never raises.
+
+    Useful before a query: one unknown field makes nvidia-smi reject the whole ``--query-gpu``
+    (``Field "..." is not a valid field to query.``), and the fabric.health fields vary by driver.
+    """
+    if not isinstance(text, str):
+        return Parsed((), (f"Expected text, got {type(text).__name__}.",))
+    names: list[str] = []
+    try:
+        for line in text.splitlines():
+            if _HELP_ENTRY.match(line.strip()):
+                names.extend(_QUOTED.findall(line))
+    except Exception as exc:  # the never-raise promise
+        return Parsed(tuple(names), (f"Could not read the field list: {exc!r}"[:200],))
+    return Parsed(tuple(names), () if names else ("No --help-query-gpu field list was recognised.",))
+
+
 __all__ = [
     "ALIASES",
+    "parse_help_query",
     "QueryCsv",
     "bare_name",
     "convert_cell",

@@ -103,3 +103,10 @@ def parse_nvml_fabric_dump(text: str) -> Parsed[dict]:
             "trustworthy": m[2] != "v1",
         })
     return Parsed({"entries": entries}, tuple(warnings) if entries else ("no NVML fabric lines found",))
+
+
+def parse_help_query(text: str) -> Parsed[dict]:
+    """``nvidia-smi --help-query-gpu``: the field names this driver accepts (fabric ones flagged)."""
+    fields = re.findall(r'^"([\w.]+)"', text, re.M)
+    fabric = [f for f in fields if f.startswith("fabric.")]
+    return Parsed({"fields": fields, "fabric_fields": fabric}, () if fields else ("no field names found",))

@@ -307,7 +307,8 @@ class _TextReader:
             return
         pid = small_int(self.proc.get("pid"))
         if pid is None:
-            self.warnings.append(f"GPU {self.gpu.bus_id}: process id {self.proc.get('pid', '')[:40]!r} is not a number.")
+            shown = self.proc.get("pid", "")[:40]
+            self.warnings.append(f"GPU {self.gpu.bus_id}: process id {shown!r} is not a number.")
         else:
             self.processes.append(
                 SmiProcess(

@@ -28,6 +28,7 @@ from nvls_tui.parsers.nvidia_smi_q import (
 _PLAIN_DOCTYPE = re.compile(r"<!DOCTYPE\s+[\w.:-]+(?:\s+(?:SYSTEM|PUBLIC)(?:\s+(?:\"[^\"<>\[]*\"|'[^'<>\[]*'))+)?\s*>")
 _DANGEROUS = re.compile(r"<!(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 _BUS_ID = re.compile(rf"^{BUS_ID}$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _text(elem: ET.Element | None, tag: str) -> str | None:
@@ -42,7 +43,8 @@ def _text(elem: ET.Element | None, tag: str) -> str | None:
 
 def _read_tree(text: str, warnings: list[str]) -> ET.Element | None:
     """The root element, complete or as far as the input could be read."""
-    cleaned = _PLAIN_DOCTYPE.sub("", text, count=1)
+    # Lone surrogates cannot be encoded for expat and would lose the whole document: replace them.
+    cleaned = _SURROGATE.sub("\ufffd", _PLAIN_DOCTYPE.sub("", text, count=1))
     if _DANGEROUS.search(cleaned):
         warnings.append("Refused XML with a DOCTYPE internal subset or ENTITY declarations.")
         return None

@@ -19,7 +19,7 @@ from nvls_tui.runbook.events import (
     RunbookEvent,
 )
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.runbook.steps import RepairOptions
+from nvls_tui.runbook.steps import Operator, RepairOptions
 
 # Output kept in an event; the audit log bounds it again (16 KB).
 EVENT_OUTPUT_LIMIT = 64 * 1024
@@ -55,13 +55,15 @@ class NodeContext:
         backend: how the node is reached.
         options: the run's tunables.
         outcome: the node's outcome, filled in as steps run.
+        operator: asked about holders only the operator may stop (None: headless, just wait).
         step: the step running now.
         abort_requested: set by :meth:`abort`; checked before every command.
     """
 
     def __init__(self, backend: Backend, options: RepairOptions, sink: EventSink | None,
-                 outcome: NodeOutcome) -> None:
+                 outcome: NodeOutcome, operator: Operator | None = None) -> None:
         self.backend = backend
+        self.operator = operator
         self.options = options
         self.outcome = outcome
         self.host = backend.host

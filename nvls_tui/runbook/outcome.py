@@ -11,6 +11,7 @@ REPAIRED = "repaired"
 FAILED = "failed"
 PLANNED = "planned"
 REFUSED = "refused"
+RESTORED = "restored"  # `repair --restore` put a node back (not in contract.md, which covers repair only)
 # A node that turned out healthy on the re-check: nothing was reset. It counts as success (exit 0)
 # and keeps the contract's word; ``no_repair_needed`` in the JSON tells it apart from a real repair.
 NO_REPAIR_NEEDED = REPAIRED
@@ -81,7 +82,7 @@ class NodeOutcome:
     @property
     def ok(self) -> bool:
         """True when the node counts as a success for the exit status."""
-        return self.result in (REPAIRED, PLANNED)
+        return self.result in (REPAIRED, PLANNED, RESTORED)
 
     def to_json(self) -> dict[str, Any]:
         """The node object of contract.md's ``repair --json``."""
@@ -111,6 +112,7 @@ __all__ = [
     "PLANNED",
     "REFUSED",
     "REPAIRED",
+    "RESTORED",
     "SKIPPED",
     "STEP_FAILED",
     "STEP_PLANNED",

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from nvls_tui.model import GpuState, Holder, HolderKind, NodeState
+from nvls_tui.model import GpuState, Holder, NodeState
 from nvls_tui.probe import LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
 
 STEPS = (
@@ -158,14 +158,6 @@ def threshold_for(gpus: tuple[GpuState, ...], thresholds: Mapping[str, float], o
     return FALLBACK_THRESHOLD
 
 
-def watch_order(holders: tuple[Holder, ...]) -> tuple[Holder, ...]:
-    """The watch loops first, then the nvidia-smi children they spawn (a child killed first respawns)."""
-    parents = [h for h in holders if h.kind is HolderKind.WATCH]
-    parent_pids = {h.pid for h in parents}
-    children = [h for h in holders if h.kind is HolderKind.NVIDIA_SMI and h.ppid in parent_pids]
-    return tuple(parents + children)
-
-
 @dataclass(frozen=True, slots=True)
 class HolderDecision:
     """What the operator chose for holders the runbook may not stop on its own.
@@ -202,8 +194,9 @@ class RepairOptions:
         term_grace: how long a SIGTERMed holder gets to exit before it counts as remaining.
         fm_timeout: how long Fabric Manager gets to become active with every GPU registered.
         poll_interval: pause between re-checks while waiting.
-        recheck_transient: re-run the smoke test before anything destructive when the fabric looks
-            healthy (a transient CUDA 802 clears by itself).
+        recheck_transient: smoke-test a node whose fabric looks healthy before anything destructive,
+            and once more after ``transient_pause`` if that fails (a transient CUDA 802 clears by itself).
+        transient_pause: pause before that second smoke test.
         restore_attempts: tries per restore command when the link drops.
         sleep: awaitable pause (tests may pass a faster one).
         clock: monotonic clock for deadlines and durations.
@@ -221,6 +214,7 @@ class RepairOptions:
     fm_timeout: float = 300.0
     poll_interval: float = 2.0
     recheck_transient: bool = True
+    transient_pause: float = 10.0
     restore_attempts: int = 3
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     clock: Callable[[], float] = time.monotonic
@@ -247,5 +241,4 @@ __all__ = [
     "persistence_modes",
     "threshold_for",
     "unit_states",
-    "watch_order",
 ]

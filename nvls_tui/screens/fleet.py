@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -10,8 +12,15 @@ from textual.widgets import Footer, Input, Static
 
 from nvls_tui.bindings import bindings_for
 from nvls_tui.model import Fleet, Verdict
+from nvls_tui.screens.node import header_text
+from nvls_tui.widgets import cells
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
 from nvls_tui.widgets.fleet_grid import FleetGrid
+
+
+# Below this width the GPU and NVSwitch cells fold into one column each, so a 100-column terminal
+# still shows every column that matters without scrolling sideways.
+COMPACT_BELOW = 140
 
 
 def matches(query: str, host: str, verdict: Verdict | None, codes: list[str]) -> bool:
@@ -36,8 +45,9 @@ class FleetScreen(Screen[None]):
         yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
         yield Input(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
                     id="filter")
-        yield FleetGrid(id="grid")
+        yield FleetGrid(self.app.fleet.hosts, compact=self.app.size.width < COMPACT_BELOW, id="grid")
         yield Static(id="empty")
+        yield Static(id="preview", classes="panel")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -77,6 +87,7 @@ class FleetScreen(Screen[None]):
         if self.filter_text:
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
         self.query_one(FleetSummary).show(verdicts, extra=extra)
+        self.draw_preview()
         empty = self.query_one("#empty", Static)
         empty.display = not order
         if not order:
@@ -88,6 +99,36 @@ class FleetScreen(Screen[None]):
         host = self.query_one(FleetGrid).current_host
         if host:
             self.app.open_node(host)
+
+    def draw_preview(self) -> None:
+        """The findings of the node under the cursor, under the grid."""
+        preview = self.query_one("#preview", Static)
+        host = self.query_one(FleetGrid).current_host
+        state = self.app.fleet.get(host) if host else None
+        preview.display = state is not None
+        if state is None:
+            return
+        diagnosis = self.app.diagnoses.get(host)
+        age = None if state.polled_at is None else self.app.clock() - state.polled_at
+        preview.border_title = f"{host}: findings"
+        preview.border_subtitle = "Enter: GPUs, units, holders"
+        text = header_text(state, diagnosis, age)
+        text.append("\n")
+        text.append_text(cells.findings_text(diagnosis.findings if diagnosis else None, limit=8))
+        if state.holders:
+            kinds = Counter(h.kind.value for h in state.holders)
+            text.append("\nholders  ", style="bold")
+            text.append("  ".join(f"{k} ×{n}" if n > 1 else k for k, n in sorted(kinds.items())))
+        preview.update(text)
+
+    def on_data_table_row_highlighted(self, _: FleetGrid.RowHighlighted) -> None:
+        """Follow the cursor with the preview."""
+        self.draw_preview()
+
+    def on_data_table_row_selected(self, event: FleetGrid.RowSelected) -> None:
+        """Enter on a row: the grid consumes the key itself, so its selection opens the node."""
+        event.stop()
+        self.action_open_node()
 
     def action_filter(self) -> None:
         """Show the filter box and type into it."""

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Label, Static
 
 from nvls_tui.bindings import SCOPES, specs_for
 
-SCOPE_TITLES = {"app": "everywhere", "fleet": "fleet screen", "node": "node screen"}
+SCOPE_TITLES = {"app": "anywhere", "fleet": "fleet", "node": "node"}
 
 GLYPHS = ("✔ Completed/Success   … In Progress   ○ Not Started   ✖ error status   – not supported   "
           "◆ NVSwitch present")
@@ -35,7 +35,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """A title, the key table, the legend of the fleet glyphs."""
         with Vertical(id="help-box"):
-            yield Label("Keys  (remap in ~/.config/nvls-tui/config.toml, [keymap] id = \"key\")",
+            yield Label(Text("Keys  (remap in ~/.config/nvls-tui/config.toml: [keymap] id = \"key\")"),
                         id="help-title")
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
             yield Static(Text("GPU cells: " + GLYPHS, style="dim"), id="help-legend")

@@ -36,7 +36,7 @@ class PidOutcome:
         """``37538(root) dcgm-exporter: signalled`` for the notification."""
         words = {"signalled": "signalled", "gone": "already gone",
                  "changed": "changed since selected, refused", "failed": "failed"}[self.outcome]
-        tail = f" ({self.detail})" if self.detail and self.outcome != "signalled" else ""
+        tail = f" ({self.detail})" if self.detail and self.outcome in ("changed", "failed") else ""
         return f"{holder_label(self.holder)}: {words}{tail}"
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from nvls_tui.model import FabricInfo, GpuState, NodeState, ServiceState, SmokeResult, Verdict
+from collections.abc import Sequence
+
+from nvls_tui.model import FabricInfo, Finding, GpuState, NodeState, ServiceState, Severity, SmokeResult, Verdict
 
 STYLE = {
     "broken": "bold #ff5f5f",
@@ -94,14 +96,14 @@ def version_texts(state: NodeState, stale: bool = False) -> tuple[Text, Text]:
 
 
 def smoke_text(smoke: SmokeResult | None, stale: bool = False) -> Text:
-    """The last smoke test's average bus bandwidth (``292.0 GB/s`` green, or red when it failed)."""
+    """The last smoke test's average bus bandwidth in GB/s: ``✔ 291.9`` green, ``✖ 120.3`` red."""
     if smoke is None:
         return Text("–", style=STYLE["idle"])
     if smoke.avg_busbw is None:
         return Text("✖ failed" if not smoke.passed else "–", style=STYLE["stale" if stale else "bad"])
     style = "ok" if smoke.passed else "bad"
-    mark = "" if smoke.passed else "✖ "
-    return Text(f"{mark}{smoke.avg_busbw:.1f} GB/s", style=STYLE["stale" if stale else style])
+    mark = "✔" if smoke.passed else "✖"
+    return Text(f"{mark} {smoke.avg_busbw:.1f}", style=STYLE["stale" if stale else style])
 
 
 def count_text(n: int, style_if_any: str = "warn", stale: bool = False) -> Text:
@@ -118,3 +120,24 @@ def age_text(seconds: float | None) -> Text:
     s = max(0, int(seconds))
     words = f"{s}s" if s < 60 else f"{s // 60}m" if s < 3600 else f"{s // 3600}h"
     return Text(words, style=STYLE["warn"] if s >= 60 else "")
+
+
+SEVERITY_STYLE = {Severity.ERROR: "bad", Severity.WARNING: "warn", Severity.INFO: "idle"}
+
+
+def findings_text(findings: Sequence[Finding] | None, limit: int | None = None) -> Text:
+    """One line per finding: severity in colour, the code in bold, the message."""
+    text = Text()
+    if findings is None:
+        return Text("Waiting for the first poll…", style="dim")
+    if not findings:
+        return Text("No findings.", style=STYLE["ok"])
+    shown = list(findings)[:limit] if limit else list(findings)
+    for i, f in enumerate(shown):
+        text.append("\n" if i else "")
+        text.append(f"{f.severity.value:7} ", style=STYLE[SEVERITY_STYLE[f.severity]])
+        text.append(f.code, style="bold")
+        text.append(f"  {f.message}")
+    if len(shown) < len(findings):
+        text.append(f"\n… {len(findings) - len(shown)} more (Enter opens the node)", style="dim")
+    return text

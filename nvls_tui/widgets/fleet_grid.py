@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
+from nvls_tui.bindings import spec
+
+from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.model import Fleet, NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.widgets import cells
@@ -49,38 +53,49 @@ class FleetGrid(DataTable):
     """A DataTable of nodes keyed by host.
 
     Args:
+        hosts: every host (sizes the host column once, so it never jumps).
+        compact: all GPUs in one cell and all NVSwitches in another (narrow terminals).
         gpus: GPU columns (one per GPU index).
         switches: NVSwitch columns.
     """
 
-    DEFAULT_CSS = """
-    FleetGrid { height: 1fr; }
-    """
+    # Enter belongs to the DataTable (it selects the row, and the screen opens the node on that);
+    # re-declaring it from the binding table shows "Open" in the footer and honours the keymap.
+    _open = spec("fleet.open")
+    BINDINGS = [Binding(_open.key, "select_cursor", _open.description, tooltip=_open.tooltip, id=_open.id)]
 
-    def __init__(self, gpus: int = GPU_COLUMNS, switches: int = SWITCH_COLUMNS, **kwargs) -> None:
+    def __init__(self, hosts: Sequence[str] = (), gpus: int = GPU_COLUMNS, switches: int = SWITCH_COLUMNS,
+                 *, compact: bool = False, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self._hosts = tuple(hosts)
+        self.compact = compact
         self.gpu_columns = gpus
         self.switch_columns = switches
         self._order: list[str] = []
         self._shown: dict[str, dict[str, tuple]] = {}
         self._baseline: dict[str, frozenset[str]] = {}
+        self._cache: dict[str, tuple[NodeState, Diagnosis | None, dict[str, Text]]] = {}
 
     def on_mount(self) -> None:
         """Create the columns once; their keys are what ``update_cell`` addresses."""
-        self.add_column("host", key="host")
+        self.add_column("host", key="host", width=max(6, max((len(h) for h in self._hosts), default=0)))
         self.add_column("verdict", key="verdict", width=13)
-        self.add_column("FM unit", key="fm", width=10)
-        self.add_column("driver", key="driver")
-        self.add_column("FM ver", key="fmver")
-        for i in range(self.gpu_columns):
-            self.add_column(f"g{i}", key=f"g{i}", width=2)
-        for i in range(self.switch_columns):
-            self.add_column(f"s{i}", key=f"s{i}", width=2)
+        self.add_column("FM unit", key="fm", width=8)
+        self.add_column("driver", key="driver", width=9)
+        self.add_column("FM ver", key="fmver", width=10)
+        if self.compact:
+            self.add_column("GPUs", key="gpus", width=self.gpu_columns)
+            self.add_column("NVSw", key="switches", width=max(4, self.switch_columns))
+        else:
+            for i in range(self.gpu_columns):
+                self.add_column(f"g{i}", key=f"g{i}", width=2)
+            for i in range(self.switch_columns):
+                self.add_column(f"s{i}", key=f"s{i}", width=2)
         self.add_column("hold", key="holders", width=4)
-        self.add_column("kern", key="kernel", width=6)
-        self.add_column("smoke", key="smoke", width=12)
-        self.add_column("age", key="age", width=4)
-        self.add_column("findings", key="note")
+        self.add_column("kern", key="kernel", width=5)
+        self.add_column("smoke GB/s", key="smoke", width=10)
+        self.add_column("age", key="age", width=3)
+        self.add_column("findings", key="note", width=22)
 
     @property
     def current_host(self) -> str | None:
@@ -96,9 +111,9 @@ class FleetGrid(DataTable):
 
     def new_kernel_events(self, state: NodeState) -> int:
         """Kernel fabric events that appeared since the console first read this node."""
-        lines = frozenset(e.line for e in state.kernel_events)
-        if not state.reachable and state.host not in self._baseline:
-            return 0
+        lines = frozenset(e.line for e in current_kernel_events(state))
+        if state.polled_at is None and state.host not in self._baseline:
+            return 0  # a placeholder before the first poll is not a baseline
         base = self._baseline.setdefault(state.host, lines)
         return len(lines - base)
 
@@ -119,12 +134,16 @@ class FleetGrid(DataTable):
             "fmver": fmver,
         }
         gpus = {g.index: g for g in state.gpus}
-        for i in range(self.gpu_columns):
-            row[f"g{i}"] = cells.gpu_cell(gpus.get(i), stale)
-        for i in range(self.switch_columns):
-            row[f"s{i}"] = cells.switch_cell(i < len(state.nvswitches), stale)
+        gpu_cells = [cells.gpu_cell(gpus.get(i), stale) for i in range(self.gpu_columns)]
+        switch_cells = [cells.switch_cell(i < len(state.nvswitches), stale) for i in range(self.switch_columns)]
+        if self.compact:
+            row["gpus"] = Text("").join(c if c.plain else Text(" ") for c in gpu_cells)
+            row["switches"] = Text("").join(switch_cells)
+        else:
+            row.update({f"g{i}": c for i, c in enumerate(gpu_cells)})
+            row.update({f"s{i}": c for i, c in enumerate(switch_cells)})
         new = self.new_kernel_events(state)
-        kern = cells.count_text(len(state.kernel_events), "bad", stale)
+        kern = cells.count_text(len(current_kernel_events(state)), "bad", stale)
         if new:
             kern.append(f" +{new}", style=cells.STYLE["bad"])
         row["holders"] = cells.count_text(len(state.holders), "warn", stale)
@@ -146,9 +165,8 @@ class FleetGrid(DataTable):
         Returns:
             How many cells were written (0 when nothing changed).
         """
-        order = list(order)
-        rows = {h: self.row_cells(fleet.get(h), diagnoses.get(h), now) for h in order if fleet.get(h)}
-        order = [h for h in order if h in rows]
+        order = [h for h in order if fleet.get(h) is not None]
+        rows = {h: self._row(fleet.get(h), diagnoses.get(h), now) for h in order}
         if order != self._order:
             return self._rebuild(order, rows)
         written = 0
@@ -162,8 +180,21 @@ class FleetGrid(DataTable):
                     written += 1
         return written
 
+    def _row(self, state: NodeState, diagnosis: Diagnosis | None, now: float) -> dict[str, Text]:
+        # A poll of one node must not re-render 255 others: reuse rows whose state and diagnosis are
+        # the very same objects as last time, refreshing only their age.
+        cached = self._cache.get(state.host)
+        if cached and cached[0] is state and cached[1] is diagnosis:
+            row = dict(cached[2])
+            row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
+            return row
+        row = self.row_cells(state, diagnosis, now)
+        self._cache[state.host] = (state, diagnosis, row)
+        return row
+
     def _rebuild(self, order: list[str], rows: dict[str, dict[str, Text]]) -> int:
-        keep = self.current_host
+        # The cursor follows its host, except at the top: there it stays on the worst node.
+        keep = self.current_host if self.cursor_row > 0 else None
         self.clear()
         self._order = order
         self._shown = {}

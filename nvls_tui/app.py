@@ -1,0 +1,187 @@
+"""The Textual App: the fleet reactive, the poll workers, global bindings. Screens do the rest."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from textual.app import App
+from textual.reactive import reactive
+from textual.worker import Worker
+
+from nvls_tui.backends.base import Backend
+from nvls_tui.bindings import bindings_for, check_keymap
+from nvls_tui.commands import ConsoleCommands
+from nvls_tui.model import Fleet, NodeState, Verdict
+from nvls_tui.model.node import Diagnosis
+from nvls_tui.poller import Diagnose, NodePolled, NodePoller, default_diagnose
+
+STYLE_FILES = ("app.tcss", "fleet.tcss", "node.tcss", "modals.tcss")
+
+
+def style_dir() -> Path:
+    """``nvls_tui/_styles`` inside an installed wheel, else the checkout's top-level ``styles/``."""
+    packaged = Path(__file__).parent / "_styles"
+    return packaged if packaged.is_dir() else Path(__file__).parent.parent / "styles"
+
+
+class NvlsApp(App[int]):
+    """The console.
+
+    Args:
+        backends: one per node, in the operator's order.
+        read_only: hide and refuse every action that changes a node.
+        poll_interval: seconds between polls of a node; None polls each node once (tests, snapshots).
+        timeout: per-command timeout.
+        poll_timeout: how long a whole poll may take (default ``timeout`` + 5 s).
+        clock: time source for poll stamps and ages (tests fix it).
+        keymap: binding id -> key overrides (already checked against the binding table).
+        diagnose: NodeState -> Diagnosis.
+        notes: sentences to show once the console is up (config warnings).
+    """
+
+    TITLE = "nvls-tui"
+    CSS_PATH = [style_dir() / name for name in STYLE_FILES]
+    BINDINGS = bindings_for("app")
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+
+    fleet: reactive[Fleet] = reactive(Fleet, always_update=True)
+    """The latest state of every node; screens watch it and redraw what changed."""
+
+    def __init__(
+        self,
+        backends: Sequence[Backend],
+        *,
+        read_only: bool = False,
+        poll_interval: float | None = 5.0,
+        timeout: float = 20.0,
+        clock: Callable[[], float] = time.time,
+        keymap: dict[str, str] | None = None,
+        diagnose: Diagnose = default_diagnose,
+        notes: Sequence[str] = (),
+        poll_timeout: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.backends = {b.host: b for b in backends}
+        self.read_only = read_only
+        self.periodic = poll_interval is not None
+        self.timeout = timeout
+        self.clock = clock
+        self.keymap = dict(keymap or {})
+        self.notes = list(notes)
+        self.simulated = any(b.simulated for b in backends)
+        self.diagnoses: dict[str, Diagnosis] = {}
+        self.pollers = {b.host: NodePoller(b, interval=poll_interval, timeout=poll_timeout or timeout + 5, clock=clock,
+                                           diagnose=diagnose) for b in backends}
+        self.set_reactive(NvlsApp.fleet, Fleet(tuple(NodeState(b.host, simulated=b.simulated)
+                                                     for b in backends)))
+        self._first_round = asyncio.Event()
+        self._polled: set[str] = set()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> NvlsApp:
+        """Build the console from the command line and the config file (the command line wins)."""
+        from nvls_tui.config import load_config, merge_args
+        from nvls_tui.targets import resolve_backends
+
+        config = load_config(getattr(args, "config", None))
+        args = merge_args(args, config)
+        keymap, notes = check_keymap(dict(config.keymap))
+        return cls(resolve_backends(args), read_only=bool(args.read_only), poll_interval=args.poll,
+                   timeout=args.timeout, keymap=keymap, notes=notes)
+
+    def on_mount(self) -> None:
+        """Apply the keymap, show the fleet, start one poll worker per node."""
+        from nvls_tui.screens.fleet import FleetScreen
+
+        self.set_keymap(self.keymap)
+        self.push_screen(FleetScreen())
+        for host, poller in self.pollers.items():
+            self.run_worker(poller.run(self.post_message), group="poll", name=f"poll {host}",
+                            exit_on_error=False)
+        for note in self.notes:
+            self.notify(note, severity="warning", timeout=10)
+
+    def on_node_polled(self, message: NodePolled) -> None:
+        """Fold one poll into the fleet (screens redraw from the ``fleet`` watcher)."""
+        self.diagnoses[message.state.host] = message.diagnosis
+        self.fleet = self.fleet.with_node(message.state)
+        self._polled.add(message.state.host)
+        if len(self._polled) == len(self.pollers):
+            self._first_round.set()
+
+    async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
+        """Return once every node has been polled at least once (tests and snapshots)."""
+        await asyncio.wait_for(self._first_round.wait(), timeout)
+
+    # ---- what screens and the palette call ------------------------------------------------------
+    def verdict(self, host: str) -> Verdict | None:
+        """The node's verdict, or None before its first poll."""
+        diagnosis = self.diagnoses.get(host)
+        return diagnosis.verdict if diagnosis else None
+
+    def backend_for(self, host: str) -> Backend:
+        """The backend that reaches ``host``."""
+        return self.backends[host]
+
+    def poll_now(self, host: str | None = None) -> None:
+        """Poll ``host`` (or every node) now rather than at the next interval."""
+        for h, poller in self.pollers.items():
+            if host is None or h == host:
+                poller.poke()
+
+    def open_node(self, host: str) -> None:
+        """Show the node screen of ``host`` (replacing another node screen)."""
+        from nvls_tui.screens.node import NodeScreen
+
+        if isinstance(self.screen, NodeScreen):
+            self.pop_screen()
+        self.push_screen(NodeScreen(host))
+
+    def start_action(self, description: str, work: Awaitable[None]) -> Worker:
+        """Run an action that changes a node in a worker (``q`` asks first while one runs)."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception as exc:  # noqa: BLE001 - an action failure is a notification, not a crash
+                self.notify(f"{description} failed: {exc}", severity="error", timeout=10)
+
+        return self.run_worker(guarded(), group="action", name=description, exit_on_error=False)
+
+    @property
+    def actions_running(self) -> list[str]:
+        """Descriptions of the actions still running."""
+        return [w.name for w in self.workers if w.group == "action" and not w.is_finished]
+
+    # ---- global actions -------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Quit, asking first while an action is still running."""
+        running = self.actions_running
+        if not running:
+            self.exit()
+            return
+        from nvls_tui.screens.confirm import ConfirmScreen
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.exit()
+
+        self.push_screen(ConfirmScreen("An action is still running. Quit anyway?", running,
+                                       confirm_label="Quit",
+                                       note="Quitting cancels it where it stands."), done)
+
+    def action_help(self) -> None:
+        """Show every key, generated from the binding table."""
+        from nvls_tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.keymap, self.read_only))
+
+    def action_back(self) -> None:
+        """Go back one screen (never past the fleet)."""
+        if len(self.screen_stack) > 2:
+            self.pop_screen()

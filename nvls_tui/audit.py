@@ -1,0 +1,158 @@
+"""The append-only audit log: one JSONL file per run, flushed and fsynced after every record.
+
+Every command a run sends to a node, its exit status and its (bounded) output, every signal and
+every step lands here with the time, the node, the operator and the dry-run flag, so that a
+``kill -9`` of nvls-tui loses nothing that happened before it. Secrets never do: environment
+values that look like tokens or keys, ``key=value`` pairs named like secrets, and private key
+material are redacted before a record is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+OUTPUT_LIMIT = 16 * 1024
+REDACTED = "[redacted]"
+
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|PASSPHRASE|API_?KEY|PRIVATE|CREDENTIAL|AUTH|KEY$|_KEY_)", re.I)
+_TOKENISH = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_\-+/=.:]{24,}$")
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S)
+_ASSIGNMENT = re.compile(
+    r"(?i)\b([A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|api[_-]?key|access[_-]?key)[A-Za-z0-9_.-]*)"
+    r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9_\-+/=.]{8,}")
+
+
+def default_audit_dir() -> Path:
+    """``$XDG_STATE_HOME/nvls-tui/audit`` (``~/.local/state/nvls-tui/audit`` when unset)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "nvls-tui" / "audit"
+
+
+def redact_text(text: str) -> str:
+    """``text`` with private keys, bearer tokens and secret-named assignments replaced."""
+    if not text:
+        return text
+    text = _PEM.sub("[private key redacted]", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def redact_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """Environment variables with the values of secret-looking names or token-like values replaced."""
+    out: dict[str, str] = {}
+    for key, value in (env or {}).items():
+        secret = bool(_SECRET_NAME.search(key)) or bool(_TOKENISH.match(str(value)))
+        out[str(key)] = REDACTED if secret else redact_text(str(value))
+    return out
+
+
+def bound_output(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    """At most ``limit`` characters: the head and the tail, which is where tools put what matters."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
+
+
+def _iso(at: float | None) -> str:
+    moment = dt.datetime.fromtimestamp(at, dt.UTC) if at is not None else dt.datetime.now(dt.UTC)
+    return moment.isoformat(timespec="milliseconds")
+
+
+class AuditLog:
+    """One run's audit log. Call it with a runbook event (it is an event sink) or :meth:`write` a dict.
+
+    Attributes:
+        path: the JSONL file.
+        operator: who ran nvls-tui (``getpass.getuser()``).
+        dry_run: whether the run was a dry run (on every record).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, operator: str | None = None, dry_run: bool = False) -> None:
+        self.path = Path(path)
+        self.operator = operator or _whoami()
+        self.dry_run = dry_run
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # O_APPEND: records are only ever added; 0600: outputs can name hosts and users.
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    @classmethod
+    def create(cls, directory: str | os.PathLike[str] | None, run_id: str, *, kind: str = "repair",
+               operator: str | None = None, dry_run: bool = False) -> AuditLog:
+        """A new log ``DIR/KIND-RUN_ID.jsonl`` (DIR defaults to :func:`default_audit_dir`)."""
+        base = Path(directory).expanduser() if directory else default_audit_dir()
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+        return cls(base / f"{kind}-{safe}.jsonl", operator=operator, dry_run=dry_run)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record (adds time, operator, dry_run when missing); flushed and fsynced."""
+        if self._fd is None:
+            raise ValueError(f"the audit log {self.path} is closed")
+        data = {"time": _iso(None), "operator": self.operator, "dry_run": self.dry_run, **record}
+        line = json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n"
+        os.write(self._fd, line.encode("utf-8"))
+        os.fsync(self._fd)
+
+    def __call__(self, event: Any) -> None:
+        """Event sink: turn a runbook event into a record and write it."""
+        self.write(event_record(event))
+
+    def close(self) -> None:
+        """Close the file (further writes raise)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def event_record(event: Any) -> dict[str, Any]:
+    """The audit record of one runbook event: time, node, step, event, argv, exit_status, output, ..."""
+    data = dict(event.to_dict())
+    record: dict[str, Any] = {
+        "time": _iso(data.pop("at", None)),
+        "node": data.pop("host", None),
+        "step": data.pop("step", "") or None,
+        "event": data.pop("event", "event"),
+    }
+    argv = data.pop("argv", None)
+    if record["event"] == "process-signalled":
+        argv = ["kill", f"-{str(data.get('signal', 'TERM')).removeprefix('SIG')}", str(data.get("pid"))]
+    record["argv"] = [redact_text(str(a)) for a in argv] if argv is not None else None
+    if "env" in data:
+        data["env"] = redact_env(data["env"])
+    if "exit_status" in data:
+        record["exit_status"] = data.pop("exit_status")
+    if "output" in data:
+        record["output"] = redact_text(bound_output(str(data.pop("output") or "")))
+    if "line" in data:
+        data["line"] = redact_text(bound_output(str(data["line"]), 4096))
+    for key in ("message", "error"):
+        if isinstance(data.get(key), str):
+            data[key] = redact_text(data[key])
+    record.update(data)
+    return record
+
+
+def _whoami() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+__all__ = ["OUTPUT_LIMIT", "AuditLog", "bound_output", "default_audit_dir", "event_record", "redact_env",
+           "redact_text"]

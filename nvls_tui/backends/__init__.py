@@ -1,0 +1,1 @@
+"""Ways of reaching a node, behind one interface (base.Backend)."""

@@ -1,0 +1,198 @@
+"""The backend of simulated nodes: every command runs in process against a :mod:`nvls_tui.sim` node.
+
+It honours the same contract as the SSH backend (timeouts, streaming at the tool's pace, identity
+checks before a signal), so everything above it cannot tell a simulated node from a real one except
+by ``simulated = True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal as _signal
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from nvls_tui.backends.base import (
+    Backend,
+    CommandFailed,
+    CommandResult,
+    CommandTimeout,
+    ProcessChanged,
+    ProcessGone,
+    ProcessIdentity,
+    SignalOutcome,
+    join_argv,
+    validate_pid,
+)
+from nvls_tui.model import NodeState
+from nvls_tui.probe import KERNEL_PATTERN, SECTIONS, ps_argv
+from nvls_tui.sim.commands import HANG, Output, execute
+from nvls_tui.sim.processes import gpu_devices
+from nvls_tui.sim.render_nccl import Plan
+
+if TYPE_CHECKING:
+    from nvls_tui.sim.fleet import SimFleet
+    from nvls_tui.sim.state import Node, Proc
+
+# A fuser -v row: "<user> <pid> <access> <command>" (the access column is five flag characters).
+_FUSER_ROW = re.compile(r"(?:^|\s)\S+\s+(\d+)\s+[Ffrcem.]{5}\s")
+
+
+def _normalise(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+class SimulatedBackend(Backend):
+    """One simulated node of a :class:`~nvls_tui.sim.fleet.SimFleet`.
+
+    Attributes:
+        host: the node name.
+        timeout: default per-command timeout in real seconds.
+        last_exit_status: exit status of the last finished :meth:`stream` (None while running or cancelled).
+    """
+
+    simulated = True
+
+    def __init__(self, fleet: SimFleet, name: str, *, timeout: float = 20.0) -> None:
+        self.fleet = fleet
+        self.host = name
+        self.timeout = timeout
+        self.last_exit_status: int | None = None
+
+    @property
+    def node(self) -> Node:
+        """The simulated node behind this backend."""
+        return self.fleet.node(self.host)
+
+    def _spawn_smoke(self, plan: Plan, argv: Sequence[str], now: float) -> Proc:
+        # While it runs, the test holds every GPU like any CUDA application (fuser and -r see it).
+        return self.node.spawn(pid=plan.pid, ppid=1, user="root", start=now, argv=list(argv),
+                               cgroup="0::/user.slice/user-0.slice/session-9.scope", role="smoke",
+                               devices=gpu_devices(self.node, ("/dev/nvidiactl", "/dev/nvidia-uvm")),
+                               expires=now + plan.duration, access="F...m")
+
+    def _end_smoke(self, proc: Proc) -> None:
+        self.node.procs.pop(proc.pid, None)
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        *,
+        privileged: bool = False,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        """Run one command in process; a command that never returns raises CommandTimeout."""
+        argv = tuple(argv)
+        limit = self.timeout if timeout is None else timeout
+        began = time.monotonic()
+
+        async def go() -> CommandResult:
+            now = self.fleet.clock.now()
+            result = execute(self.node, argv, now, env=env, stdin=stdin)
+            if result is HANG:
+                await asyncio.Event().wait()
+            if isinstance(result, Plan):
+                proc = self._spawn_smoke(result, argv, now)
+                try:
+                    await self.fleet.clock.sleep(result.duration)
+                finally:
+                    self._end_smoke(proc)
+                return CommandResult(argv, result.exit_status, result.text(), "", time.monotonic() - began)
+            assert isinstance(result, Output)
+            await asyncio.sleep(0)
+            return CommandResult(argv, result.exit_status, result.stdout, result.stderr, time.monotonic() - began)
+
+        try:
+            return await asyncio.wait_for(go(), limit)
+        except TimeoutError as exc:
+            raise CommandTimeout(f"`{join_argv(argv)}` did not finish within {limit:g} s on {self.host}") from exc
+
+    async def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        pty: bool = False,
+        privileged: bool = False,
+    ) -> AsyncIterator[str]:
+        """Yield output lines (without their newline) at the simulated tool's pace."""
+        argv = tuple(argv)
+        self.last_exit_status = None
+        now = self.fleet.clock.now()
+        result = execute(self.node, argv, now, env=env)
+        if result is HANG:
+            await asyncio.Event().wait()
+        if isinstance(result, Output):
+            text = result.merged if result.merged is not None else CommandResult(
+                argv, result.exit_status, result.stdout, result.stderr).output
+            for line in text.splitlines():
+                yield line
+            self.last_exit_status = result.exit_status
+            return
+        assert isinstance(result, Plan)
+        proc = self._spawn_smoke(result, argv, now)
+        try:
+            for delay, line in result.steps:
+                if delay:
+                    await self.fleet.clock.sleep(delay)
+                yield line
+            self.last_exit_status = result.exit_status
+        finally:
+            self._end_smoke(proc)
+
+    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+        """Re-read ``pid`` with ps, refuse if it changed, then ``kill -SIG pid``."""
+        pid = validate_pid(pid)
+        seen = await self.run(ps_argv([pid]), privileged=True)
+        line = seen.stdout.strip()
+        if not seen.ok or not line:
+            raise ProcessGone(f"process {pid} on {self.host} is gone")
+        parts = line.split()
+        start, command = " ".join(parts[3:8]), " ".join(parts[9:])
+        if expected.start_time is not None and _normalise(expected.start_time) != _normalise(start):
+            raise ProcessChanged(f"process {pid} on {self.host} was restarted (started {start}, "
+                                 f"expected {expected.start_time}): not signalled")
+        if _normalise(expected.command) != _normalise(command):
+            raise ProcessChanged(f"process {pid} on {self.host} now runs `{command}`, not "
+                                 f"`{expected.command}`: not signalled")
+        name = _signal.Signals(sig).name.removeprefix("SIG") if sig in _signal.Signals._value2member_map_ else str(sig)
+        done = await self.run(("kill", f"-{name}", str(pid)), privileged=True)
+        if not done.ok:
+            if "No such process" in done.stderr:
+                raise ProcessGone(f"process {pid} on {self.host} is gone")
+            raise CommandFailed(f"kill -{name} {pid} failed on {self.host}: {done.stderr.strip()}", done)
+        return SignalOutcome(pid=pid, signalled=True)
+
+    async def _section(self, argv: Sequence[str], privileged: bool) -> CommandResult:
+        try:
+            return await self.run(argv, privileged=privileged)
+        except CommandTimeout as exc:
+            return CommandResult(tuple(argv), 124, "", str(exc) + "\n", float(self.timeout))
+
+    async def snapshot(self) -> NodeState:
+        """Run the read-only probe (nvls_tui.probe.SECTIONS, then ps of the holders) and assemble it."""
+        from nvls_tui.assemble import assemble_node_state
+
+        sections: dict[str, CommandResult] = {}
+        for section in SECTIONS:
+            result = await self._section(section.argv, section.privileged)
+            if section.shell_tail and section.name == "kernel":
+                # The remote script pipes this section through grep/tail; do the same here.
+                keep = [ln for ln in result.stdout.splitlines() if re.search(KERNEL_PATTERN, ln)][-300:]
+                result = CommandResult(result.argv, result.exit_status, "".join(ln + "\n" for ln in keep),
+                                       result.stderr, result.duration)
+            sections[section.name] = result
+        holders = sections.get("holders")
+        pids = sorted({int(m) for m in _FUSER_ROW.findall(holders.output if holders else "")})
+        if pids:
+            sections["processes"] = await self._section(ps_argv(pids), False)
+        else:
+            sections["processes"] = CommandResult(("ps",), 1, "", "")
+        return assemble_node_state(self.host, sections, simulated=True)
+
+    async def close(self) -> None:
+        """Nothing to release: the node lives in the fleet."""

@@ -1,0 +1,390 @@
+"""The SSH backend: a node reached from a bastion over one pooled asyncssh connection.
+
+Every command is an argv list joined with ``shlex.join``; the poll travels as one ``sh -c`` script
+(``nvls_tui.probe``). Each command line first prints the session's process-group id (sshd makes
+every session a process-group leader), so stopping a command (timeout, cancelled stream) can kill
+the whole group from a second session: OpenSSH refuses ``signal`` channel requests for root logins
+(no post-auth privilege separation), and closing a pipe channel alone would leave a ``sleep`` or an
+``all_reduce_perf`` running. A PTY session is also hung up when its channel closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+import signal as _signal
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+import asyncssh
+
+from nvls_tui.backends.base import (
+    Backend,
+    BackendError,
+    BackendOptions,
+    CommandFailed,
+    CommandResult,
+    CommandTimeout,
+    InvalidArgument,
+    ProcessChanged,
+    ProcessGone,
+    ProcessIdentity,
+    SignalOutcome,
+    Unreachable,
+    join_argv,
+    validate_host,
+    validate_pid,
+)
+from nvls_tui.backends.ssh_pool import SshConnector
+from nvls_tui.model import NodeState
+from nvls_tui.probe import SECTIONS, ps_argv, probe_script, split_probe_output
+from nvls_tui.ssh_targets import SshTarget
+
+# sshd's default MaxSessions is 10 channels per connection; stay under it.
+MAX_SESSIONS = 8
+SIGNALS = {s.value: s.name.removeprefix("SIG") for s in (
+    _signal.SIGTERM, _signal.SIGKILL, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT,
+    _signal.SIGUSR1, _signal.SIGUSR2, _signal.SIGCONT, _signal.SIGSTOP,
+)}
+_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_SUDO_PASSWORD = ("a password is required", "a terminal is required")
+_PGID_MARK = "@@nvls-tui-pgid"
+STOP_TIMEOUT = 5.0
+# Exit codes of the signal script (distinct from anything kill(1) returns).
+_GONE, _CHANGED = 3, 4
+
+
+def _short(argv: Sequence[str]) -> str:
+    text = shlex.join(argv)
+    return f"`{text[:60]}…`" if len(text) > 60 else f"`{text}`"
+
+
+def identity_text(start_time: str, command: str) -> str:
+    """``lstart`` + args with runs of blanks collapsed (ps pads ``Mar  4``; parsers may not)."""
+    return " ".join(f"{start_time} {command}".split())
+
+
+def signal_script(pid: int, signame: str, expected: ProcessIdentity, sudo: bool = False) -> str:
+    """One POSIX sh script: re-read the PID's identity, compare it, and only then signal it.
+
+    Exits 3 when the PID is gone, 4 (printing the current identity) when it changed, else kill's
+    own status with kill's messages on stdout.
+    """
+    want = identity_text(expected.start_time or "", expected.command)
+    kill = f"{'sudo -n ' if sudo else ''}kill -s {signame} {pid}"
+    return "\n".join([
+        "export LC_ALL=C",
+        "set -f",  # the command line is split into words below: never glob it
+        f"cur=$(ps -ww -o lstart=,args= -p {pid} 2>/dev/null) || exit {_GONE}",
+        f'[ -n "$cur" ] || exit {_GONE}',
+        f'case "$cur" in *"<defunct>") exit {_GONE};; esac',  # a zombie has already exited
+        "set -- $cur",
+        f'[ "$*" = {shlex.quote(want)} ] || {{ printf "%s\\n" "$*"; exit {_CHANGED}; }}',
+        f"{kill} 2>&1",
+    ]) + "\n"
+
+
+class SshBackend(Backend):
+    """One node over SSH.
+
+    Args:
+        target: the node (validated again here).
+        options: reach options; ``options.timeout`` is the default per-command timeout.
+        limiter: a semaphore shared by every backend of a fleet: it bounds connection attempts and
+            running commands in flight (``--concurrency``). Streams hold it only while opening.
+
+    Attributes:
+        host: the target as the operator wrote it (``root@gpu05:2222``).
+        last_exit_status: exit status of the last finished stream (negative: killed by that signal).
+    """
+
+    def __init__(self, target: SshTarget, options: BackendOptions, limiter: asyncio.Semaphore | None = None):
+        validate_host(target.host)
+        self.target = target
+        self.options = options
+        self.host = str(target)
+        self.simulated = False
+        self.last_exit_status: int | None = None
+        self._limiter = limiter if limiter is not None else asyncio.Semaphore(max(1, options.concurrency))
+        self._sessions = asyncio.Semaphore(MAX_SESSIONS)
+        self._connector = SshConnector(target, options)
+        self._cleanups: set[asyncio.Task] = set()
+
+    @property
+    def connector(self) -> SshConnector:
+        """The pooled connection (exposed for the console's connection indicator and tests)."""
+        return self._connector
+
+    # ----- building command lines ------------------------------------------------------------
+    def command_line(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
+                     privileged: bool = False) -> str:
+        """The remote command line for ``argv``: shlex-joined, ``sudo -n`` when asked.
+
+        Raises:
+            InvalidArgument: argv is a string or empty, holds NUL bytes, or env has odd names.
+        """
+        if isinstance(argv, str | bytes) or not argv:
+            raise InvalidArgument("refusing a command that is not a non-empty argv list")
+        if any(not isinstance(a, str) or "\0" in a for a in argv):
+            raise InvalidArgument("refusing a command argument that is not text or holds a NUL byte")
+        env = dict(env or {})
+        for key, value in env.items():
+            if not _ENV_RE.match(key) or "\0" in str(value):
+                raise InvalidArgument(f"refusing environment variable {key!r}: not a plain NAME")
+        if privileged and self.options.sudo:
+            words = ["env", *(f"{k}={v}" for k, v in env.items()), *argv] if env else list(argv)
+            return "sudo -n " + shlex.join(words)
+        return join_argv(argv, env)
+
+    # ----- sessions --------------------------------------------------------------------------
+    async def _open_process(self, line: str, timeout: float, **kwargs) -> asyncssh.SSHClientProcess:
+        """A started remote process; a stale pooled connection is replaced once (nothing ran yet)."""
+        for attempt in (1, 2):
+            conn = await self._connector.get(timeout)
+            try:
+                async with asyncio.timeout(timeout):
+                    return await conn.create_process(line, encoding="utf-8", errors="replace", **kwargs)
+            except TimeoutError:
+                raise CommandTimeout(f"{self.host}: no session opened within {timeout:g}s") from None
+            except asyncssh.ChannelOpenError as exc:
+                if not conn.is_closed():
+                    raise CommandFailed(f"{self.host}: the server refused a new session ({exc.reason})") from None
+                self._connector.discard(conn)
+            except (asyncssh.Error, OSError):
+                self._connector.discard(conn)
+            if attempt == 2:
+                raise Unreachable(self._connector.lost_reason or f"{self.host}: the connection dropped")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _start(self, line: str, timeout: float, **kwargs) -> tuple[asyncssh.SSHClientProcess, int | None, str]:
+        """Start ``line`` and read its process-group marker.
+
+        Returns:
+            The process, its process-group id (None if the marker did not come) and any output
+            that arrived in place of the marker.
+        """
+        proc = await self._open_process(f"echo {_PGID_MARK} $$; {line}", timeout, **kwargs)
+        try:
+            async with asyncio.timeout(timeout):
+                first = await proc.stdout.readline()
+        except TimeoutError:
+            self._stop(proc, None, False)
+            raise CommandTimeout(f"{self.host}: the command did not start within {timeout:g}s") from None
+        except (asyncssh.Error, OSError):
+            raise self._dropped("the start of a command") from None
+        parts = first.split()
+        if len(parts) == 2 and parts[0] == _PGID_MARK and parts[1].isdigit():
+            return proc, int(parts[1]), ""
+        return proc, None, first
+
+    def _stop(self, proc: asyncssh.SSHClientProcess, pgid: int | None, privileged: bool) -> None:
+        """End a remote command and everything it started, without waiting for it."""
+        try:
+            proc.send_signal("TERM")  # honoured for non-root logins (sshd killpg's the session)
+        except (OSError, asyncssh.Error, ValueError):
+            pass
+        proc.close()
+        if pgid is not None:
+            # A task of its own: a cancelled consumer must not cancel the clean-up with it.
+            task = asyncio.get_running_loop().create_task(self._kill_group(pgid, privileged))
+            self._cleanups.add(task)
+            task.add_done_callback(self._cleanups.discard)
+
+    async def _kill_group(self, pgid: int, privileged: bool) -> None:
+        """``kill -s TERM -- -PGID`` in a second session (best effort: the link may be gone)."""
+        conn = self._connector.current
+        if conn is None:
+            return
+        prefix = "sudo -n " if privileged and self.options.sudo else ""
+        line = prefix + shlex.join(["kill", "-s", "TERM", "--", f"-{int(pgid)}"]) + " 2>/dev/null"
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT):
+                await conn.run(line, stdin=asyncssh.DEVNULL)
+        except (TimeoutError, asyncssh.Error, OSError):
+            pass
+
+    def _dropped(self, what: str) -> Unreachable:
+        reason = self._connector.lost_reason or f"the connection to {self.host} dropped"
+        return Unreachable(f"{reason} during {what}")
+
+    def _check_sudo(self, argv: Sequence[str], privileged: bool, result: CommandResult) -> None:
+        if privileged and self.options.sudo and not result.ok and any(
+            p in result.stderr or p in result.stdout for p in _SUDO_PASSWORD
+        ):
+            raise CommandFailed(
+                f"{self.host}: sudo wants a password for {_short(argv)}; `sudo -n` never prompts, so allow "
+                f"these commands without a password (NOPASSWD) or connect as root",
+                result,
+            )
+
+    # ----- the Backend interface -------------------------------------------------------------
+    async def run(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        *,
+        privileged: bool = False,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        """Run one command to completion (see Backend.run).
+
+        Raises:
+            Unreachable: connecting failed or the link dropped while the command ran.
+            CommandTimeout: the command outlived ``timeout``; it was stopped on the node.
+            CommandFailed: sudo wanted a password.
+            InvalidArgument: argv or env would not make a safe command line.
+        """
+        timeout = self.options.timeout if timeout is None else timeout
+        line = self.command_line(argv, env, privileged)
+        started = time.monotonic()
+        async with self._limiter, self._sessions:
+            kwargs = {"input": stdin} if stdin is not None else {"stdin": asyncssh.DEVNULL}
+            proc, pgid, early = await self._start(line, timeout, **kwargs)
+            try:
+                async with asyncio.timeout(timeout):
+                    completed = await proc.wait()
+            except TimeoutError:
+                self._stop(proc, pgid, privileged)
+                raise CommandTimeout(
+                    f"{self.host}: {_short(argv)} did not finish within {timeout:g}s and was stopped"
+                ) from None
+            except (asyncssh.Error, OSError):
+                raise self._dropped(_short(argv)) from None
+            except asyncio.CancelledError:
+                self._stop(proc, pgid, privileged)
+                raise
+        if completed.returncode is None:
+            raise self._dropped(_short(argv))
+        result = CommandResult(
+            argv=tuple(argv),
+            exit_status=completed.returncode,
+            stdout=early + str(completed.stdout or ""),
+            stderr=str(completed.stderr or ""),
+            duration=time.monotonic() - started,
+        )
+        self._check_sudo(argv, privileged, result)
+        return result
+
+    async def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        pty: bool = False,
+        privileged: bool = False,
+    ) -> AsyncIterator[str]:
+        """Yield output lines (stdout and stderr merged) as the node prints them.
+
+        A privileged command under ``sudo`` always gets a PTY: the login user cannot signal root's
+        processes, but hanging up the terminal reaches them. Closing or cancelling the iterator
+        stops the remote command.
+
+        Raises:
+            Unreachable: the connection dropped before the command finished.
+        """
+        # Merge on the node (not client side): stdout and stderr travel as two SSH streams, and
+        # only one pipe keeps the lines in the order the tool printed them.
+        line = "exec 2>&1; " + self.command_line(argv, env, privileged)
+        use_pty = pty or (privileged and self.options.sudo)
+        self.last_exit_status = None
+        timeout = self.options.timeout
+        async with self._sessions:
+            async with self._limiter:
+                if use_pty:
+                    proc, pgid, early = await self._start(line, timeout, term_type="dumb", term_size=(200, 50),
+                                                          stderr=asyncssh.STDOUT)
+                else:
+                    proc, pgid, early = await self._start(line, timeout, stdin=asyncssh.DEVNULL,
+                                                          stderr=asyncssh.STDOUT)
+            finished = False
+            try:
+                if early:
+                    yield early.rstrip("\r\n")
+                try:
+                    async for text in proc.stdout:
+                        if text:  # asyncssh ends with an empty read at EOF; a blank line is "\n"
+                            yield text.rstrip("\r\n")
+                    await proc.wait_closed()
+                except (asyncssh.Error, OSError):
+                    raise self._dropped(f"the stream of {_short(argv)}") from None
+                if proc.returncode is None:
+                    raise self._dropped(f"the stream of {_short(argv)}")
+                self.last_exit_status = proc.returncode
+                finished = True
+            finally:
+                if not finished:
+                    self._stop(proc, pgid, privileged)
+
+    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+        """Signal ``pid`` after re-reading its identity in the same remote command.
+
+        SIGKILL is sent only when the caller passed ``sig=9`` itself; nothing here escalates.
+
+        Raises:
+            ProcessGone: the PID no longer exists.
+            ProcessChanged: its start time or command line differ, or no start time was recorded.
+            InvalidArgument: a bad PID or signal, or a read-only session.
+            CommandFailed: kill was refused (permissions, sudo password).
+        """
+        pid = validate_pid(pid)
+        if expected.pid != pid:
+            raise InvalidArgument(f"refusing to signal PID {pid}: the expected identity is for PID {expected.pid}")
+        if isinstance(sig, bool) or sig not in SIGNALS:
+            raise InvalidArgument(f"refusing signal {sig!r}: only TERM, KILL, INT, HUP, QUIT, USR1, USR2, "
+                                  f"CONT and STOP are sent")
+        if self.options.read_only:
+            raise InvalidArgument(f"{self.host}: read-only session, not signalling PID {pid}")
+        if not expected.start_time:
+            raise ProcessChanged(f"PID {pid} on {self.host} has no recorded start time, so it cannot be "
+                                 f"verified: poll again before signalling it")
+        name = SIGNALS[sig]
+        script = signal_script(pid, name, expected, sudo=self.options.sudo)
+        result = await self.run(["sh", "-c", script])
+        text = result.stdout.strip()
+        if result.exit_status == _GONE or "no such process" in text.lower():
+            raise ProcessGone(f"PID {pid} on {self.host} has already exited")
+        if result.exit_status == _CHANGED:
+            raise ProcessChanged(
+                f"PID {pid} on {self.host} is now {text[:120]!r}, not the process that was selected: refused"
+            )
+        if not result.ok:
+            if any(p in text for p in _SUDO_PASSWORD):
+                raise CommandFailed(f"{self.host}: sudo wants a password to signal PID {pid}; allow kill "
+                                    f"without a password (NOPASSWD) or connect as root", result)
+            raise CommandFailed(f"{self.host}: kill -s {name} {pid} failed: {text or result.exit_status}", result)
+        return SignalOutcome(pid=pid, signalled=True, reason=f"SIG{name} sent")
+
+    async def read_sections(self) -> dict[str, CommandResult]:
+        """Run the whole poll in one remote ``sh -c`` and split it back into per-section results.
+
+        A section whose end marker never arrived has exit status -1.
+
+        Raises:
+            Unreachable, CommandTimeout.
+        """
+        result = await self.run(["sh", "-c", probe_script(self.options.sudo)])
+        argv = {s.name: s.argv for s in SECTIONS}
+        sections = {}
+        for name, (status, text) in split_probe_output(result.stdout).items():
+            sections[name] = CommandResult(
+                argv=argv.get(name, ps_argv([])), exit_status=-1 if status is None else status, stdout=text,
+            )
+        return sections
+
+    async def snapshot(self) -> NodeState:
+        """Read the node once; a node that cannot be reached or read comes back ``reachable=False``."""
+        try:
+            sections = await self.read_sections()
+        except BackendError as exc:
+            return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=time.time())
+        from nvls_tui.assemble import assemble_node_state  # the lead's module; imported late on purpose
+
+        return assemble_node_state(self.host, sections, simulated=False)
+
+    async def close(self) -> None:
+        """Close the pooled connection (after any pending clean-up); the next command opens a new one."""
+        if self._cleanups:
+            await asyncio.wait(list(self._cleanups), timeout=STOP_TIMEOUT)
+        await self._connector.close()

@@ -1,0 +1,27 @@
+"""``nvls-tui report AUDIT_LOG [-o FILE]``: the Markdown incident report of one audit log."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nvls_tui.report import report_from_file
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print (or write to ``-o FILE``) the report. Exit 0, or 2 when the log cannot be read or written."""
+    try:
+        text = report_from_file(args.log)
+    except OSError as exc:
+        print(f"nvls-tui: cannot read audit log {args.log}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        print(f"nvls-tui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,93 @@
+"""Fabric Manager logs: ``journalctl -u nvidia-fabricmanager`` and ``/var/log/fabricmanager.log``.
+
+Codes name the few messages a diagnosis acts on: the configured-all-switches line that ends a good
+start, the driver/FM version mismatch that stops FM from starting, and systemd's start/stop/failure
+lines for the unit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nvls_tui.parsers.base import Parsed
+
+
+@dataclass(frozen=True, slots=True)
+class FmEvent:
+    """One log line.
+
+    Attributes:
+        level: ``INFO``/``WARNING``/``ERROR``/... from fabricmanager.log; None for journal lines.
+        message: the text after the time stamp, host and process (or level and thread) prefix.
+        code: ``CONFIGURED``, ``VERSION_MISMATCH``, ``NV_WARN_NOTHING_TO_DO`` (or another ``NV_ERR_``/
+            ``NV_WARN_`` code), ``STARTED``, ``STOPPED``, ``FAILED``; None for other lines.
+        timestamp: the line's time stamp as printed.
+    """
+
+    level: str | None
+    message: str
+    code: str | None
+    timestamp: str | None
+
+
+# fabricmanager.log: "[Nov 30 2026 08:00:01] [INFO] [tid 1234] message"
+_FM_FILE = re.compile(r"^\[(?P<ts>[^\]]{1,40})\]\s*\[(?P<level>[A-Za-z]+)\]\s*(?:\[tid\s*\d+\]\s*)?(?P<msg>.*)$")
+# journalctl short / short-iso: "Jan 05 14:45:28 host nv-fabricmanager[1120]: message"
+_JOURNAL = re.compile(
+    r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?)"
+    r"\s+\S+\s+(?P<proc>[^\s:\[]+)(?:\[\d+\])?:\s?(?P<msg>.*)$"
+)
+_INNER_LEVEL = re.compile(r"^\[(?P<level>[A-Z]+)\]\s*(?:\[tid\s*\d+\]\s*)?(?P<msg>.*)$")
+_CODES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("CONFIGURED", re.compile(r"Successfully configured all the available (?:GPUs and )?NVSwitches", re.I)),
+    ("VERSION_MISMATCH", re.compile(r"version.{0,300}?do(?:n't| not) match", re.I)),
+    ("NV_WARN_NOTHING_TO_DO", re.compile(r"NV_WARN_NOTHING_TO_DO")),
+    ("FAILED", re.compile(r"Failed to start|failed with result|Job for \S*fabricmanager\S* failed"
+                          r"|Main process exited, code=(?:killed|dumped)", re.I)),
+    ("STARTED", re.compile(r"\bStarted\b.*fabric ?manager", re.I)),
+    ("STOPPED", re.compile(r"\bStopped\b.*fabric ?manager", re.I)),
+)
+_OTHER_CODE = re.compile(r"\bNV_(?:ERR|WARN)_[A-Z0-9_]+")
+_VERSION = re.compile(r"Fabric ?Manager version is\s*:\s*(?P<v>[0-9][0-9A-Za-z.\-]*)", re.I)
+
+
+def _code(message: str) -> str | None:
+    for code, pattern in _CODES:
+        if pattern.search(message):
+            return code
+    m = _OTHER_CODE.search(message)
+    return m.group(0) if m else None
+
+
+def parse_fm_line(line: str) -> FmEvent | None:
+    """One log line as an :class:`FmEvent`; None for a line that is neither a log line nor coded."""
+    text = line.strip()
+    if not text or text.startswith("-- "):  # journal markers: "-- Boot ... --", "-- No entries --"
+        return None
+    if m := _FM_FILE.match(text):
+        msg = m.group("msg").strip()
+        return FmEvent(m.group("level").upper(), msg, _code(msg), m.group("ts").strip())
+    if m := _JOURNAL.match(text):
+        msg, level = m.group("msg").strip(), None
+        if inner := _INNER_LEVEL.match(msg):
+            msg, level = inner.group("msg").strip(), inner.group("level")
+        return FmEvent(level, msg, _code(msg), m.group("ts"))
+    code = _code(text)
+    return FmEvent(None, text, code, None) if code else None
+
+
+def parse_fm_log(text: str) -> Parsed[tuple[FmEvent, ...]]:
+    """Every log line of a Fabric Manager journal or log file, in order."""
+    events = tuple(e for line in text.splitlines() if (e := parse_fm_line(line)) is not None)
+    warnings = () if events or not text.strip() else ("no Fabric Manager log lines were found",)
+    return Parsed(events, warnings)
+
+
+def parse_fm_version(text: str) -> str | None:
+    """``nv-fabricmanager --version`` -> ``580.82.07`` (None when the line is missing)."""
+    m = _VERSION.search(text)
+    return m.group("v") if m else None
+
+
+__all__ = ["FmEvent", "parse_fm_line", "parse_fm_log", "parse_fm_version"]

@@ -1,0 +1,138 @@
+"""``fuser -v /dev/nvidia*`` (the holders table) and terse ``fuser FILE ...`` output.
+
+``nvidia-smi`` lists only processes with a CUDA context; fuser sees every process with a device file
+open, which is what decides whether ``nvidia-smi -r`` will be refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nvls_tui.parsers.base import Parsed
+
+# psmisc prints the file name only on the first line of its group; a name wider than the column
+# is printed alone on its line and the entries follow indented.
+_NAMED = re.compile(r"^(?P<name>\S[^:]*):(?:\s+(?P<rest>.*))?$")
+_STDERR_NAME = re.compile(r"^(?P<name>[^\s:][^:]*):")
+_ERRORS = ("Cannot stat", "does not exist", "No such file", "Permission denied", "Usage:")
+
+
+@dataclass(frozen=True, slots=True)
+class FuserHolder:
+    """One process holding one or more device files.
+
+    Attributes:
+        access: psmisc's access letters (``F...m``: open for writing, mmapped), merged across files.
+        command: the process name as fuser prints it (the kernel's comm, at most 15 characters).
+        devices: every file this PID holds, in the order fuser listed them.
+    """
+
+    pid: int
+    user: str
+    access: str
+    command: str
+    devices: tuple[str, ...]
+
+
+def _merge_access(a: str, b: str) -> str:
+    """Combine two access strings letter by letter (``F....`` + ``....m`` -> ``F...m``)."""
+    if len(a) != len(b):
+        return a
+    return "".join(x if x != "." else y for x, y in zip(a, b))
+
+
+def parse_fuser_v(text: str) -> Parsed[tuple[FuserHolder, ...]]:
+    """Parse ``fuser -v FILE ...`` (stderr merged): one holder per PID, devices merged.
+
+    ``kernel`` entries (a mount point on the file system) have no PID and are skipped.
+    """
+    order: list[int] = []
+    found: dict[int, FuserHolder] = {}
+    warnings: list[str] = []
+    device: str | None = None
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        rest = line
+        if not line[0].isspace():
+            if any(marker in line for marker in _ERRORS):
+                warnings.append(line.strip()[:200])
+                continue
+            m = _NAMED.match(line)
+            if m is None:
+                warnings.append(f"unreadable fuser line: {line[:200]}")
+                continue
+            device = m.group("name").strip()
+            rest = m.group("rest") or ""
+        tokens = rest.split(None, 3)
+        if not tokens or tokens[:2] == ["USER", "PID"]:
+            continue
+        if len(tokens) >= 2 and tokens[1] == "kernel":
+            continue
+        if device is None or len(tokens) < 3 or not tokens[1].isdecimal() or len(tokens[1]) > 12:
+            warnings.append(f"unreadable fuser entry: {line.strip()[:200]}")
+            continue
+        user, pid, access = tokens[0], int(tokens[1]), tokens[2]
+        command = tokens[3].strip() if len(tokens) > 3 else ""
+        if pid in found:
+            old = found[pid]
+            devices = old.devices if device in old.devices else old.devices + (device,)
+            found[pid] = FuserHolder(pid, old.user, _merge_access(old.access, access), old.command or command,
+                                     devices)
+        else:
+            order.append(pid)
+            found[pid] = FuserHolder(pid, user, access, command, (device,))
+    return Parsed(tuple(found[p] for p in order), tuple(warnings))
+
+
+_TERSE_PID = re.compile(r"^(\d{1,12})[a-zA-Z]*$")
+
+
+def _pids(tokens: list[str]) -> tuple[int, ...]:
+    got: list[int] = []
+    for token in tokens:
+        m = _TERSE_PID.match(token)
+        if m and int(m.group(1)) not in got:
+            got.append(int(m.group(1)))
+    return tuple(got)
+
+
+def parse_fuser_terse(stdout: str, stderr: str = "") -> Parsed[dict[str, tuple[int, ...]]]:
+    """Parse terse ``fuser FILE ...``: ``{file: (pid, ...)}``.
+
+    fuser writes the PIDs to stdout and the file names and access letters to stderr. When both went
+    to one stream (``2>&1``, a terminal) each line reads ``/dev/nvidia0:   560m   561m``. When they
+    were captured apart, PIDs cannot be tied to files unless there was one file; otherwise every
+    PID is filed under the key ``"*"`` (some device) with a warning.
+    """
+    result: dict[str, tuple[int, ...]] = {}
+    loose: list[str] = []
+    warnings: list[str] = []
+    for raw in stdout.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if any(marker in line for marker in _ERRORS):
+            warnings.append(line[:200])
+            continue
+        m = _NAMED.match(line)
+        if m is not None:
+            pids = _pids((m.group("rest") or "").split())
+            result[m.group("name").strip()] = tuple(dict.fromkeys(result.get(m.group("name").strip(), ()) + pids))
+        else:
+            loose.extend(line.split())
+    names = [m.group("name").strip() for raw in stderr.splitlines() if (m := _STDERR_NAME.match(raw.strip()))]
+    pids = _pids(loose)
+    if pids:
+        if len(names) == 1:
+            result[names[0]] = tuple(dict.fromkeys(result.get(names[0], ()) + pids))
+        else:
+            result["*"] = pids
+            if len(names) > 1:
+                warnings.append("fuser's PIDs and file names were captured apart; PIDs are not tied to files")
+    return Parsed(result, tuple(warnings))
+
+
+__all__ = ["FuserHolder", "parse_fuser_terse", "parse_fuser_v"]

@@ -1,0 +1,297 @@
+"""The repair of one node as an explicit state machine that cannot run its steps out of order.
+
+``Runbook(backend).run()`` walks the steps of contract.md in order; the first step that fails sends
+the run straight to ``restore``, which also runs on abort, on cancellation and on any exception, so
+the node always ends with its units and settings as they were. The engine knows nothing of screens:
+it talks to a :class:`~nvls_tui.backends.base.Backend` and reports through events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import getpass
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+
+from nvls_tui.backends.base import Backend, BackendError
+from nvls_tui.model import NodeState
+from nvls_tui.runbook import fabric, preflight, quiesce, smoke
+from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
+from nvls_tui.runbook.events import EventSink, NodeObserved, RunFinished, RunStarted, StepFinished, StepStarted
+from nvls_tui.runbook.outcome import (
+    FAILED,
+    NO_REPAIR_NEEDED,
+    OK,
+    REFUSED,
+    REPAIRED,
+    SKIPPED,
+    STEP_FAILED,
+    NodeOutcome,
+)
+from nvls_tui.runbook.record import RepairRecord
+from nvls_tui.runbook.restore import RestoreReport, restore
+from nvls_tui.runbook.steps import STEPS, Operator, RepairOptions, persistence_modes, unit_states
+from nvls_tui.runbook.summary import summarize
+
+
+def new_run_id() -> str:
+    """A short, sortable id for one run: UTC time plus a random suffix."""
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+class Runbook:
+    """The repair of one node.
+
+    Example:
+        >>> outcome = await Runbook(backend, RepairOptions(), on_event=print).run()
+
+    Attributes:
+        outcome: filled in as the run goes (readable even after a cancellation).
+        context: the node context (``abort()`` stops the run at the next command).
+    """
+
+    def __init__(self, backend: Backend, options: RepairOptions | None = None, *,
+                 on_event: EventSink | None = None, operator: Operator | None = None,
+                 run_id: str | None = None, operator_name: str | None = None,
+                 audit_log: str | None = None) -> None:
+        self.options = options or RepairOptions()
+        self.run_id = run_id or new_run_id()
+        self.operator_name = operator_name or _whoami()
+        self.outcome = NodeOutcome(host=backend.host, dry_run=self.options.dry_run, audit_log=audit_log)
+        self.context = NodeContext(backend, self.options, on_event, self.outcome, operator)
+        self._locked = False
+        self._record_written = False
+        self._prior_units: dict[str, str] = {}
+        self._prior_pm: dict[int, str] = {}
+        self._t0: str | None = None
+
+    @property
+    def host(self) -> str:
+        """The node."""
+        return self.context.host
+
+    def abort(self) -> None:
+        """Stop at the next command; everything is restored and the result is ``failed``."""
+        self.context.abort()
+
+    # -- the run ------------------------------------------------------------------------------------
+
+    async def run(self) -> NodeOutcome:
+        """Repair the node (or plan it, with ``dry_run``). Never raises except on cancellation.
+
+        Returns:
+            The node's outcome; its ``result`` is repaired, failed, refused or planned.
+        """
+        if self.options.dry_run:
+            from nvls_tui.runbook.plan import plan_node
+
+            return await plan_node(self.context, self.run_id)
+        ctx = self.context
+        started = self.options.clock()
+        for name in STEPS:
+            self.outcome.step(name)
+        ctx.emit(RunStarted(host=self.host, run_id=self.run_id, dry_run=False))
+        cancelled: asyncio.CancelledError | None = None
+        try:
+            await self._steps()
+        except Refused as exc:
+            self._fail_current(str(exc), REFUSED)
+        except StepFailed as exc:
+            self.outcome.escalate = exc.escalate
+            self._fail_current(str(exc), FAILED)
+        except Aborted as exc:
+            self._fail_current(str(exc), FAILED)
+        except BackendError as exc:
+            self._fail_current(f"lost the node during {ctx.step}: {exc}", FAILED)
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+            self._fail_current("the run was cancelled", FAILED)
+        except Exception as exc:  # noqa: BLE001 - a bug must still end in a restore
+            self._fail_current(f"internal error during {ctx.step}: {exc!r}", FAILED)
+        finally:
+            cancelled = await self._finish(cancelled) or cancelled
+        self.outcome.duration = self.options.clock() - started
+        ctx.emit(RunFinished(host=self.host, result=self.outcome.result, message=self.outcome.message,
+                             duration=self.outcome.duration))
+        if cancelled is not None:
+            raise cancelled
+        return self.outcome
+
+    async def _steps(self) -> None:
+        """preflight .. smoke-test; each raises to stop the run."""
+        state = await self._step("preflight", self._preflight)
+        if self.outcome.no_repair_needed:
+            return
+        await self._step("quiesce", lambda: quiesce.quiesce(self.context, state))
+        await self._step("verify-no-holders", lambda: quiesce.verify_no_holders(self.context, state))
+        await self._step("reset", lambda: fabric.reset(self.context))
+        await self._step("fabric-manager", lambda: self._fabric_manager(state))
+        await self._step("verify-fabric", lambda: fabric.verify_fabric(self.context, self._t0 or ""))
+        result = await self._step("smoke-test", lambda: smoke.smoke_test(self.context, state))
+        self.outcome.smoke = result
+        if not result.passed:
+            raise StepFailed("the NVLS smoke test failed after the repair: " + ("; ".join(result.errors) or
+                                                                               "no reason given"))
+        self.outcome.result = REPAIRED
+        self.outcome.message = (f"NVLS works again: average bus bandwidth {result.avg_busbw:.1f} GB/s "
+                                f"(threshold {result.threshold:.0f})")
+
+    async def _step(self, name: str, body: Callable[[], Awaitable]):
+        """Run one step: announce it, time it, mark it ok or failed (the exception goes on up)."""
+        ctx = self.context
+        ctx.step = name
+        record = self.outcome.step(name)
+        ctx.emit(StepStarted(host=self.host, step=name))
+        began = self.options.clock()
+        try:
+            value = await body()
+        except BaseException as exc:
+            record.status = STEP_FAILED
+            record.duration = self.options.clock() - began
+            record.message = str(exc) or type(exc).__name__
+            ctx.emit(StepFinished(host=self.host, step=name, status=STEP_FAILED, duration=record.duration,
+                                  message=record.message))
+            raise
+        record.status = OK
+        record.duration = self.options.clock() - began
+        if isinstance(value, str):
+            record.message = value
+        ctx.emit(StepFinished(host=self.host, step=name, status=OK, duration=record.duration,
+                              message=record.message))
+        return value
+
+    async def _fabric_manager(self, state: NodeState) -> str:
+        # FM must never start while anything holds a device (NVLS stays broken): re-prove it first,
+        # since a holder may have come back between the reset and now.
+        await quiesce.verify_no_holders(self.context, state)
+        return await fabric.start_fabric_manager(self.context, len(state.gpus))
+
+    async def _preflight(self) -> NodeState:
+        ctx = self.context
+        state = await ctx.backend.snapshot()
+        ctx.emit(NodeObserved(host=self.host, step=ctx.step, label="before", summary=summarize(state)))
+        await preflight.check(ctx, state)
+        await preflight.take_lock(ctx)
+        self._locked = True  # from here on the restore step runs, and releases the lock at the end
+        # Checked under the lock: a second run sees the lock first; a record without a lock is a run
+        # whose cleanup half-failed, and only `repair --restore` may deal with it.
+        reason = preflight.record_refusal(state)
+        if reason:
+            raise Refused(reason)
+        self._t0 = await smoke.node_time(ctx)
+        if not self._t0:
+            raise StepFailed("the node's clock could not be read (needed to check the kernel log since the repair)")
+        self._prior_units = unit_states(state)
+        self._prior_pm = persistence_modes(state)
+        if self.options.recheck_transient and preflight.fabric_looks_healthy(state):
+            if await self._recheck(state):
+                return state
+        record = RepairRecord(run_id=self.run_id, host=self.host, operator=self.operator_name,
+                              started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), t0=self._t0,
+                              units=self._prior_units, persistence=self._prior_pm, tool_pid=os.getpid(),
+                              audit_log=self.outcome.audit_log)
+        self._record_written = True  # set first: a half-written record must still be cleaned up
+        await preflight.write_record(ctx, record)
+        return state
+
+    async def _recheck(self, state: NodeState) -> bool:
+        """Smoke-test a node whose fabric looks healthy, and once more after a pause if that fails.
+
+        A CUDA 802 during a short FM stall clears by itself; resetting a node for it would take every
+        workload down for nothing. True when a test passed (the run then ends: no repair needed).
+        """
+        ctx = self.context
+        ctx.note("the fabric looks healthy: running the NVLS smoke test before anything destructive")
+        for attempt in range(2):
+            if attempt:
+                ctx.note("the smoke test failed on a healthy-looking fabric (a transient failure?): "
+                         "re-running it once", "warning")
+                await self.options.sleep(self.options.transient_pause)
+            result = await smoke.smoke_test(ctx, state)
+            self.outcome.smoke = result
+            if result.passed:
+                self.outcome.no_repair_needed = True
+                self.outcome.result = NO_REPAIR_NEEDED
+                self.outcome.message = (f"healthy, no repair needed: the NVLS smoke test passed "
+                                        f"({result.avg_busbw:.1f} GB/s)" + (" on re-check" if attempt else ""))
+                return True
+        ctx.note("the smoke test failed twice: going on with the repair", "warning")
+        return False
+
+    def _fail_current(self, message: str, result: str) -> None:
+        self.outcome.result = result
+        self.outcome.message = message
+
+    async def _finish(self, cancelled: asyncio.CancelledError | None) -> asyncio.CancelledError | None:
+        """Run the restore step, shielded so a second Ctrl-C cannot leave the node half-done."""
+        task = asyncio.ensure_future(self._restore_step())
+        while True:
+            try:
+                await asyncio.shield(task)
+                break
+            except asyncio.CancelledError as exc:
+                if task.done():
+                    break
+                cancelled = cancelled or exc
+        return cancelled
+
+    async def _restore_step(self) -> None:
+        ctx = self.context
+        record = self.outcome.step("restore")
+        if not self._locked:
+            record.status = SKIPPED
+            record.message = "nothing was changed"
+            return
+        report: RestoreReport | None = None
+
+        async def body() -> str:
+            nonlocal report
+            report = await restore(ctx, self._prior_units if self._record_written else {},
+                                   self._prior_pm if self._record_written else {},
+                                   remove_record=self._record_written, release_lock=True)
+            if not report.ok:
+                raise StepFailed("could not put back: " + ", ".join(report.failed))
+            return f"restored {', '.join(report.units) or 'nothing (nothing had been stopped)'}"
+
+        try:
+            await self._step("restore", body)
+        except StepFailed as exc:
+            self.outcome.result = FAILED
+            keep = (f"; the record stays on the node: run `nvls-tui repair --restore {self.host}`"
+                    if self._record_written else "")
+            self.outcome.message = f"{self.outcome.message}; {exc}{keep}".lstrip("; ")
+        except Exception as exc:  # noqa: BLE001 - report, never raise out of the cleanup
+            self.outcome.result = FAILED
+            self.outcome.message = f"{self.outcome.message}; restore failed: {exc}".lstrip("; ")
+        finally:
+            if report is not None:
+                self.outcome.restored = list(report.units)
+        await self._observe_after()
+
+    async def _observe_after(self) -> None:
+        """One last read of the node for the report's before/after comparison (best effort)."""
+        try:
+            state = await self.context.backend.snapshot()
+        except BackendError:
+            return
+        self.context.emit(NodeObserved(host=self.host, step="restore", label="after", summary=summarize(state)))
+
+
+def _whoami() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+async def repair_node(backend: Backend, options: RepairOptions | None = None, *, on_event: EventSink | None = None,
+                      operator: Operator | None = None, run_id: str | None = None,
+                      audit_log: str | None = None) -> NodeOutcome:
+    """Repair (or plan) one node; see :class:`Runbook`."""
+    return await Runbook(backend, options, on_event=on_event, operator=operator, run_id=run_id,
+                         audit_log=audit_log).run()
+
+
+__all__ = ["Runbook", "new_run_id", "repair_node"]

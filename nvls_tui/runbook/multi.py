@@ -1,0 +1,72 @@
+"""Several nodes: side by side (parallel), one after another (serial), or a canary first.
+
+Canary repairs the first node alone, then the rest one by one, and stops at the first failure: the
+nodes not attempted are reported ``refused`` with the reason, never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from nvls_tui.backends.base import Backend
+from nvls_tui.runbook.engine import Runbook, new_run_id
+from nvls_tui.runbook.events import EventSink, Note
+from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
+from nvls_tui.runbook.steps import STEPS, Operator, RepairOptions
+
+STRATEGIES = ("parallel", "serial", "canary")
+
+
+def _not_attempted(backend: Backend, options: RepairOptions, reason: str, audit_log: str | None) -> NodeOutcome:
+    outcome = NodeOutcome(host=backend.host, dry_run=options.dry_run, result=REFUSED, message=reason,
+                          audit_log=audit_log)
+    for name in STEPS:
+        outcome.step(name)
+    return outcome
+
+
+async def run_many(backends: Sequence[Backend], options: RepairOptions | None = None, *,
+                   strategy: str = "parallel", on_event: EventSink | None = None,
+                   operator: Operator | None = None, run_id: str | None = None,
+                   audit_log: str | None = None) -> list[NodeOutcome]:
+    """Repair (or plan) every node with ``strategy``; outcomes come back in the order of ``backends``.
+
+    Args:
+        backends: one per node.
+        options: shared by every node.
+        strategy: parallel, serial or canary.
+        on_event: receives the events of every node (each carries its host).
+        operator: asked about holders only the operator may stop.
+        run_id: one id for the whole run (the audit log's).
+        audit_log: its path, echoed in each outcome.
+
+    Raises:
+        ValueError: an unknown strategy.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
+    options = options or RepairOptions()
+    run_id = run_id or new_run_id()
+    books = [Runbook(b, options, on_event=on_event, operator=operator, run_id=run_id, audit_log=audit_log)
+             for b in backends]
+    # A dry run changes nothing, so its nodes can always be read side by side.
+    if strategy == "parallel" or options.dry_run:
+        return list(await asyncio.gather(*(book.run() for book in books)))
+    outcomes: list[NodeOutcome] = []
+    stopped: str | None = None
+    for index, book in enumerate(books):
+        if stopped:
+            outcomes.append(_not_attempted(backends[index], options, stopped, audit_log))
+            continue
+        outcome = await book.run()
+        outcomes.append(outcome)
+        if strategy == "canary" and not outcome.ok:
+            what = "the canary" if index == 0 else "an earlier node"
+            stopped = f"not attempted: {what} ({book.host}) ended {outcome.result}"
+            if on_event:
+                on_event(Note(host=book.host, message=f"canary strategy: stopping after {book.host}", level="warning"))
+    return outcomes
+
+
+__all__ = ["STRATEGIES", "run_many"]

@@ -1,0 +1,108 @@
+"""The dry run: every command a repair would run on a node, in order, from its current state.
+
+Only the read-only poll (``backend.snapshot()``) touches the node. The commands come from the same
+builders the engine uses (``quiesce_actions``, ``restore_actions``, the argv helpers of ``steps``),
+so the plan shows what a real run would do, not a description of it.
+"""
+
+from __future__ import annotations
+
+from nvls_tui.backends.base import BackendError, join_argv
+from nvls_tui.model import NodeState
+from nvls_tui.probe import QUERY_FIELDS
+from nvls_tui.runbook import preflight
+from nvls_tui.runbook.context import NodeContext
+from nvls_tui.runbook.events import NodeObserved, RunFinished, RunStarted, StepFinished
+from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
+from nvls_tui.runbook.quiesce import quiesce_actions
+from nvls_tui.runbook.restore import restore_actions
+from nvls_tui.runbook.steps import (
+    DATE_ARGV,
+    FM_UNIT,
+    SMOKE_ENV,
+    STEPS,
+    fuser_argv,
+    kernel_since_argv,
+    lock_argvs,
+    persistence_modes,
+    record_remove_argv,
+    record_write_argvs,
+    reset_argv,
+    smoke_argv,
+    smoke_write_argvs,
+    threshold_for,
+    unit_argv,
+    unit_states,
+    unlock_argv,
+)
+from nvls_tui.runbook.summary import summarize
+
+T0 = "<T0>"
+
+
+def _join(argv: tuple[str, ...], env: dict[str, str] | None = None) -> str:
+    return join_argv(list(argv), env)
+
+
+def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
+                  thresholds: dict[str, float] | None = None) -> dict[str, list[str]]:
+    """``{step: [command line, ...]}`` for a repair of ``state``, every step of contract.md in order."""
+    n = len(state.gpus) or 8
+    smoke = [_join(smoke_argv(n), SMOKE_ENV), _join(DATE_ARGV), *(_join(a) for a in smoke_write_argvs())]
+    pre = [*(_join(a) for a in lock_argvs()), _join(DATE_ARGV)]
+    if preflight.fabric_looks_healthy(state):
+        pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
+    pre += [_join(a) for a in record_write_argvs()]
+    prior_units = unit_states(state)
+    prior_pm = persistence_modes(state)
+    stopped = {u: "inactive" for u in prior_units}
+    stopped[FM_UNIT] = "active"  # the fabric-manager step started it
+    restore = [_join(argv) for _, argv in restore_actions(prior_units, prior_pm, stopped, {})]
+    restore += [_join(record_remove_argv()), _join(unlock_argv())]
+    fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
+               _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
+    return {
+        "preflight": pre,
+        "quiesce": [a.display for a in quiesce_actions(state)],
+        "verify-no-holders": [_join(fuser_argv(state))],
+        "reset": [_join(reset_argv())],
+        "fabric-manager": [_join(fuser_argv(state)), _join(unit_argv("reset-failed", FM_UNIT)),
+                           _join(unit_argv("start", FM_UNIT)),
+                           *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)],
+        "verify-fabric": [_join(kernel_since_argv(T0))],
+        "smoke-test": smoke + [f"# pass: completed, 0 out of bounds, NVLS used, avg busbw >= "
+                               f"{threshold_for(state.gpus, thresholds or {}, smoke_threshold):.0f} GB/s"],
+        "restore": restore,
+    }
+
+
+async def plan_node(ctx: NodeContext, run_id: str) -> NodeOutcome:
+    """Read the node once and fill ``ctx.outcome`` with the plan (result planned, or refused and why)."""
+    outcome = ctx.outcome
+    outcome.dry_run = True
+    ctx.emit(RunStarted(host=ctx.host, run_id=run_id, dry_run=True))
+    try:
+        state = await ctx.backend.snapshot()
+    except BackendError as exc:
+        state = NodeState(host=ctx.host, reachable=False, error=str(exc))
+    ctx.emit(NodeObserved(host=ctx.host, label="before", summary=summarize(state)))
+    commands = plan_commands(state, smoke_threshold=ctx.options.smoke_threshold,
+                             thresholds=dict(ctx.options.thresholds))
+    for name in STEPS:
+        step = outcome.step(name)
+        step.status = STEP_PLANNED
+        step.commands = commands[name]
+        ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, message="; ".join(step.commands)))
+    reason = preflight.refusal(state) or preflight.record_refusal(state) or preflight.escalation(state)
+    if reason:
+        outcome.result = REFUSED
+        outcome.message = f"a repair would stop at preflight: {reason}"
+        outcome.step("preflight").message = reason
+    else:
+        outcome.result = PLANNED
+        outcome.message = "dry run: nothing was changed"
+    ctx.emit(RunFinished(host=ctx.host, result=outcome.result, message=outcome.message))
+    return outcome
+
+
+__all__ = ["plan_commands", "plan_node"]

@@ -1,0 +1,129 @@
+"""``preflight``: decide from a fresh read whether this playbook may touch the node at all.
+
+It refuses an unsupported platform, a Fabric Manager whose version differs from the driver's, a
+masked FM unit, and a node that still holds the record of an interrupted repair; it reports a fabric
+status a reset cannot fix for escalation; it takes the per-node lock; and it records everything the
+restore will need before quiesce changes a thing.
+"""
+
+from __future__ import annotations
+
+from nvls_tui.diagnosis import NVLINK_XIDS, current_kernel_events
+from nvls_tui.model import NodeState
+from nvls_tui.probe import LOCK_DIR
+from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
+from nvls_tui.runbook.record import RepairRecord
+from nvls_tui.runbook.steps import FM_UNIT, lock_argvs, record_write_argvs
+
+_PLATFORM_WHY = {
+    "gb200-nvl": "GB200/GB300 NVL racks have no host Fabric Manager (the rack manages the fabric and needs IMEX)",
+    "hgx-b200": "B200/B300 boards run NVLSM and reset after Fabric Manager starts",
+    "no-nvswitch": "the node has no NVSwitch, so there is no NVLink fabric to repair",
+    "unknown": "the board could not be identified as an H100/H200 NVSwitch board",
+}
+
+
+def refusal(state: NodeState) -> str | None:
+    """Why the H100/H200 playbook must not run on ``state`` (None when it may)."""
+    if not state.reachable:
+        return f"the node cannot be read: {state.error or 'unreachable'}"
+    if not state.platform.has_host_fm:
+        why = _PLATFORM_WHY.get(str(state.platform), f"platform {state.platform} is not supported")
+        return f"unsupported platform ({state.platform}): {why}; this H100/H200 playbook does not apply"
+    fm = state.service(FM_UNIT)
+    if fm is None or not fm.exists:
+        return "there is no nvidia-fabricmanager unit on this node"
+    if fm.load == "masked":
+        return "nvidia-fabricmanager is masked: unmask it (`systemctl unmask nvidia-fabricmanager`) first"
+    if not state.driver or not state.fm_version:
+        return "the driver or Fabric Manager version could not be read, so they cannot be compared"
+    if state.fm_version != state.driver:
+        return (f"Fabric Manager {state.fm_version} differs from driver {state.driver}: FM will not start until "
+                "they match (install the matching nvidia-fabricmanager package)")
+    return None
+
+
+def record_refusal(state: NodeState) -> str | None:
+    """Why a node holding a repair record must not be repaired again (None without a record)."""
+    rec = state.repair_record
+    if not rec:
+        return None
+    return (f"the node holds the record of a repair that is running or was interrupted (started "
+            f"{rec.get('started', '?')} by {rec.get('operator', '?')}): if none is running, "
+            f"`nvls-tui repair --restore {state.host}` puts its units back first")
+
+
+def escalation(state: NodeState) -> str | None:
+    """A fault a reset does not fix (Completed with an error status), or None."""
+    bad = [g for g in state.gpus
+           if g.fabric.state == "Completed" and g.fabric.status not in ("Success", "N/A", "")]
+    if not bad:
+        return None
+    statuses = ", ".join(sorted({g.fabric.status for g in bad}))
+    return (f"{len(bad)} GPUs report fabric Completed with status {statuses}: a GPU reset does not fix this "
+            "(it survives reboots and GPU swaps); escalate to the hardware vendor")
+
+
+def fabric_looks_healthy(state: NodeState) -> bool:
+    """FM active, every GPU Completed/Success and no current fabric fault in the kernel log.
+
+    Such a node may only have had a transient failure (a CUDA 802 during a short FM stall), so the
+    runbook re-runs the smoke test before doing anything destructive.
+    """
+    fm = state.service(FM_UNIT)
+    if fm is None or fm.active != "active" or not state.gpus:
+        return False
+    if not all(g.fabric.completed_ok for g in state.gpus):
+        return False
+    for event in current_kernel_events(state):
+        if event.code in ("SXID",) or "FABRIC" in event.code or "OUT_OF_SYNC" in event.code:
+            return False
+        if event.code == "XID" and event.xid in NVLINK_XIDS:
+            return False
+    return True
+
+
+async def check(ctx: NodeContext, state: NodeState) -> None:
+    """The checks that need no change to the node.
+
+    Raises:
+        Refused: the playbook does not apply or the node is not in a state to start.
+        StepFailed: a fault to escalate (``escalate`` set); nothing was changed.
+    """
+    reason = refusal(state)
+    if reason:
+        raise Refused(reason)
+    reason = escalation(state)
+    if reason:
+        raise StepFailed(reason, escalate=True)
+
+
+async def take_lock(ctx: NodeContext) -> None:
+    """``mkdir`` the lock directory on the node; a second repair of the node fails right here.
+
+    Raises:
+        Refused: another repair holds the lock.
+    """
+    make_dir, make_lock = lock_argvs()
+    await ctx.run(make_dir, privileged=True)
+    result = await ctx.run(make_lock, privileged=True)
+    if not result.ok:
+        raise Refused(f"another repair of {ctx.host} holds the lock ({LOCK_DIR} exists); if none is running, "
+                      f"`nvls-tui repair --restore {ctx.host}` puts back what it stopped and clears the lock")
+
+
+async def write_record(ctx: NodeContext, record: RepairRecord) -> None:
+    """Write the crash-safe record atomically (tee to a temporary file, then rename).
+
+    Raises:
+        StepFailed: the record could not be written (then nothing is changed).
+    """
+    make_dir, tee, move = record_write_argvs()
+    await ctx.run(make_dir, privileged=True)
+    written = await ctx.run(tee, privileged=True, stdin=record.to_json())
+    moved = await ctx.run(move, privileged=True) if written.ok else written
+    if not moved.ok:
+        raise StepFailed("the crash-safe record could not be written to the node, so nothing was changed")
+
+
+__all__ = ["check", "escalation", "fabric_looks_healthy", "record_refusal", "refusal", "take_lock", "write_record"]

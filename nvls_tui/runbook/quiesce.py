@@ -1,0 +1,269 @@
+"""``quiesce`` and ``verify-no-holders``: take every client off the GPUs, then prove it.
+
+The order is the write-up's: the snapshot timer and its service, the watch loops (parent first,
+or it spawns a new nvidia-smi), DCGM, persistence mode, kubelet (or it recreates the GPU Operator
+pods), Fabric Manager; then SIGTERM to the management processes still holding a device, each one
+re-verified (start time and command line) just before the signal. Workloads (CUDA applications and
+unknown processes) are never signalled unless the operator selects them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+from dataclasses import dataclass
+
+from nvls_tui.backends.base import ProcessChanged, ProcessGone, ProcessIdentity
+from nvls_tui.model import Holder, HolderKind, NodeState
+from nvls_tui.parsers.fuser import parse_fuser_v
+from nvls_tui.parsers.holders import build_holders, classify
+from nvls_tui.parsers.ps import parse_ps
+from nvls_tui.probe import ps_argv
+from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
+from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
+from nvls_tui.runbook.steps import (
+    DCGM,
+    FM_UNIT,
+    KUBELET,
+    PERSISTENCED,
+    SNAPSHOT_SERVICE,
+    SNAPSHOT_TIMER,
+    fuser_argv,
+    is_running,
+    persistence_argv,
+    persistence_modes,
+    unit_argv,
+    unit_states,
+)
+
+# Holder kinds that belong to a unit quiesce stops anyway: signalling them would race systemd.
+_UNIT_KINDS = frozenset({HolderKind.FABRIC_MANAGER, HolderKind.PERSISTENCED})
+# How many times verify-no-holders stops management holders that came back before it gives up.
+MAX_RESPAWN_ROUNDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One thing quiesce does: a command (``argv``) or a SIGTERM to a verified process (``pid``)."""
+
+    argv: tuple[str, ...] = ()
+    pid: int | None = None
+    note: str = ""
+
+    @property
+    def display(self) -> str:
+        """The action as a command line (a signal shows as ``kill -TERM PID  # why``)."""
+        if self.pid is not None:
+            return f"kill -TERM {self.pid}  # {self.note}, identity re-checked first"
+        return shlex.join(self.argv)
+
+
+def watch_plan(holders: tuple[Holder, ...]) -> list[Action]:
+    """The watch loops and their nvidia-smi children, parent first, as far as a snapshot shows them.
+
+    ``watch`` itself opens no device, so a snapshot often shows only its nvidia-smi child; the parent
+    is then named by the child's PPID and verified with ``ps`` at run time.
+    """
+    known = {h.pid for h in holders}
+    parents = [Action(pid=h.pid, note="watch loop") for h in holders if h.kind is HolderKind.WATCH]
+    for ppid in sorted({h.ppid for h in holders
+                        if h.kind is HolderKind.NVIDIA_SMI and h.ppid and h.ppid > 1 and h.ppid not in known}):
+        parents.append(Action(pid=ppid, note="parent of an nvidia-smi, if it is a watch loop"))
+    parent_pids = {a.pid for a in parents}
+    children = [Action(pid=h.pid, note="nvidia-smi of a watch loop") for h in holders
+                if h.kind is HolderKind.NVIDIA_SMI and h.ppid in parent_pids]
+    return parents + children
+
+
+def quiesce_actions(state: NodeState) -> list[Action]:
+    """Everything quiesce would do to ``state``, in order (the dry-run plan prints exactly this)."""
+    units = unit_states(state)
+    actions: list[Action] = []
+    timer_up = is_running(units.get(SNAPSHOT_TIMER))
+    if timer_up:
+        actions.append(Action(unit_argv("stop", SNAPSHOT_TIMER)))
+    if SNAPSHOT_SERVICE in units and (timer_up or is_running(units.get(SNAPSHOT_SERVICE))):
+        actions.append(Action(unit_argv("stop", SNAPSHOT_SERVICE)))
+    actions += watch_plan(state.holders)
+    for unit in (DCGM, PERSISTENCED):
+        if is_running(units.get(unit)):
+            actions.append(Action(unit_argv("stop", unit)))
+    if any(mode == "Enabled" for mode in persistence_modes(state).values()):
+        actions.append(Action(persistence_argv(False)))
+    for unit in (KUBELET, FM_UNIT):
+        if is_running(units.get(unit)):
+            actions.append(Action(unit_argv("stop", unit)))
+    done = {a.pid for a in actions if a.pid is not None}
+    actions += [Action(pid=h.pid, note=f"{h.kind} holder") for h in stoppable(state.holders) if h.pid not in done]
+    return actions
+
+
+def stoppable(holders: tuple[Holder, ...] | list[Holder]) -> list[Holder]:
+    """The holders the runbook may SIGTERM on its own: management processes not owned by a stopped unit."""
+    return [h for h in holders if h.kind.is_management and h.kind not in _UNIT_KINDS]
+
+
+async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
+    """``fuser -v`` on every device file, then ``ps`` for each PID's identity (start time, command)."""
+    result = await ctx.run(fuser_argv(state), privileged=True)
+    entries = parse_fuser_v(result.output).value
+    pids = sorted({e.pid for e in entries})
+    if not pids:
+        return ()
+    ps = await ctx.run(ps_argv(pids))
+    return tuple(build_holders(entries, parse_ps(ps.stdout).value))
+
+
+async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[Holder]:
+    """The ``watch`` processes behind nvidia-smi holders (read with ``ps`` for their identity)."""
+    found = list({h.pid: h for h in holders if h.kind is HolderKind.WATCH}.values())
+    known = {h.pid for h in found}
+    ppids = sorted({h.ppid for h in holders
+                    if h.kind is HolderKind.NVIDIA_SMI and h.ppid and h.ppid > 1 and h.ppid not in known})
+    if ppids:
+        result = await ctx.run(ps_argv(ppids))
+        for entry in parse_ps(result.stdout).value:
+            if classify(entry.args) is HolderKind.WATCH:
+                found.append(Holder(pid=entry.pid, user=entry.user, command=entry.args, kind=HolderKind.WATCH,
+                                    start_time=entry.lstart, ppid=entry.ppid))
+    return found
+
+
+async def send(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> bool:
+    """Signal one holder after the backend re-verifies its identity. True if the signal went out."""
+    name = "SIGKILL" if sig == signal.SIGKILL else "SIGTERM"
+    ctx.check_abort()
+    ctx.record_command(("kill", f"-{name.removeprefix('SIG')}", str(holder.pid)))
+    expected = ProcessIdentity(holder.pid, holder.start_time, holder.command)
+    sent = False
+    try:
+        outcome = await ctx.backend.signal(holder.pid, sig, expected)
+        sent = outcome.signalled
+        result = "signalled" if sent else (outcome.reason or "not signalled")
+    except ProcessGone:
+        result = "already gone"
+    except ProcessChanged as exc:
+        result = f"not signalled: {exc}"
+    ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=holder.pid, signal=name, command=holder.command,
+                              holder_kind=str(holder.kind), outcome=result))
+    return sent
+
+
+async def _wait_gone(ctx: NodeContext, state: NodeState, pids: set[int]) -> tuple[Holder, ...]:
+    """Re-read the holders until none of ``pids`` is left or the grace time ends; return the holders."""
+    deadline = ctx.options.clock() + ctx.options.term_grace
+    while True:
+        holders = await read_holders(ctx, state)
+        if not {h.pid for h in holders} & pids or ctx.options.clock() >= deadline:
+            return holders
+        await ctx.pause()
+
+
+async def terminate(ctx: NodeContext, state: NodeState, holders: list[Holder]) -> tuple[Holder, ...]:
+    """SIGTERM ``holders`` (SIGKILL after the grace time only if the operator allowed it).
+
+    Returns:
+        The holders of the node afterwards.
+    """
+    sent = {h.pid for h in holders if await send(ctx, h)}
+    if not sent:
+        return await read_holders(ctx, state)
+    after = await _wait_gone(ctx, state, sent)
+    stubborn = [h for h in after if h.pid in sent]
+    if stubborn and ctx.options.sigkill:
+        killed = {h.pid for h in stubborn if await send(ctx, h, signal.SIGKILL)}
+        after = await _wait_gone(ctx, state, killed) if killed else after
+    return after
+
+
+async def quiesce(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
+    """Stop every client of the GPUs; return the holders left (the verify step deals with them).
+
+    Raises:
+        StepFailed: a unit would not stop or persistence mode could not be turned off.
+    """
+    for action in quiesce_actions(state):
+        if action.pid is not None:
+            continue  # signals go out below, to processes re-read now, with a shared grace time
+        result = await ctx.run(action.argv, privileged=True)
+        if not result.ok:
+            first = next((ln for ln in result.output.splitlines() if ln.strip()), f"exit status {result.exit_status}")
+            raise StepFailed(f"`{' '.join(action.argv)}` failed: {first.strip()}")
+    holders = await read_holders(ctx, state)
+    # A watch loop's nvidia-smi lives about a second out of two: the poll that planned the repair may
+    # have seen a child that this read missed, so both reads name parents (ps re-verifies each one).
+    parents = await watch_parents(ctx, holders + state.holders)
+    if parents:
+        await terminate(ctx, state, parents)
+        holders = await read_holders(ctx, state)
+    left = stoppable(holders)
+    if left:
+        holders = await terminate(ctx, state, left)
+    if holders:
+        ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=holders,
+                                  message=f"{len(holders)} processes still hold /dev/nvidia* after quiesce"))
+    return holders
+
+
+def _describe(holders: tuple[Holder, ...] | list[Holder]) -> str:
+    return ", ".join(f"{h.pid} ({h.command.split()[0] if h.command else '?'}, {h.user})" for h in holders[:8]) + (
+        f" and {len(holders) - 8} more" if len(holders) > 8 else "")
+
+
+async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
+    """Prove that nothing holds a device; wait for the operator (bounded) while something does.
+
+    Management holders that come back (a pod restarted by its container runtime, a timer fired) are
+    re-checked and stopped again, a bounded number of times. Workloads are listed and left to the
+    operator, who may select them for SIGTERM through the :class:`~nvls_tui.runbook.steps.Operator`.
+
+    Raises:
+        StepFailed: holders remain when the wait ends; the runbook then restores.
+        Aborted: the operator chose to abort.
+    """
+    opts = ctx.options
+    deadline = opts.clock() + opts.holder_timeout
+    rounds = 0
+    while True:
+        holders = await read_holders(ctx, state)
+        if not holders:
+            return
+        again = stoppable(holders)
+        if again and rounds < MAX_RESPAWN_ROUNDS:
+            rounds += 1
+            ctx.note(f"management processes hold devices again ({_describe(again)}): stopping them "
+                     f"(re-check {rounds} of {MAX_RESPAWN_ROUNDS})", "warning")
+            parents = await watch_parents(ctx, holders)
+            await terminate(ctx, state, parents + again)
+            continue
+        waiting = opts.clock() < deadline
+        ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=holders, waiting=waiting,
+                                  message=f"{len(holders)} processes still hold /dev/nvidia*: {_describe(holders)}"))
+        if not waiting:
+            raise StepFailed(f"{len(holders)} processes still hold /dev/nvidia* after "
+                             f"{opts.holder_timeout:.0f} s: {_describe(holders)}")
+        if ctx.operator is not None:
+            await _ask_operator(ctx, state, holders, deadline)
+        else:
+            await ctx.pause()
+
+
+async def _ask_operator(ctx: NodeContext, state: NodeState, holders: tuple[Holder, ...], deadline: float) -> None:
+    """Let the operator pick holders to SIGTERM (or abort), within what is left of the wait."""
+    remaining = max(0.0, deadline - ctx.options.clock())
+    try:
+        decision = await asyncio.wait_for(ctx.operator.resolve_holders(ctx.host, holders), remaining)
+    except TimeoutError:
+        return
+    if decision.abort:
+        raise Aborted("aborted by the operator while holders remained")
+    chosen = [h for h in holders if h.pid in set(decision.sigterm)]
+    if chosen:
+        await terminate(ctx, state, chosen)
+    else:
+        await ctx.pause()
+
+
+__all__ = ["Action", "quiesce", "quiesce_actions", "read_holders", "send", "stoppable", "terminate",
+           "verify_no_holders"]

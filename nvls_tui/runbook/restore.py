@@ -1,0 +1,152 @@
+"""``restore``: put back exactly what was running before, on every exit path.
+
+Used at the end of every run (success, failure, abort, cancellation, exception) and by
+``repair --restore`` from the record an interrupted run left on the node. Each command is retried
+a few times, because the most likely reason to be here after a failure is a link that dropped.
+The record and the lock are removed only when everything came back; otherwise the record stays,
+so the next ``check`` still reports ``INTERRUPTED_REPAIR``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nvls_tui.backends.base import BackendError, CommandResult
+from nvls_tui.model import NodeState
+from nvls_tui.runbook.context import NodeContext
+from nvls_tui.runbook.events import Restored
+from nvls_tui.runbook.steps import (
+    RESTORE_UNITS,
+    is_running,
+    persistence_argv,
+    persistence_modes,
+    record_remove_argv,
+    unit_argv,
+    unit_states,
+    unlock_argv,
+)
+
+
+@dataclass
+class RestoreReport:
+    """What a restore did.
+
+    Attributes:
+        units: units started again.
+        persistence_gpus: GPUs whose persistence mode was turned back on.
+        failed: what could not be put back, one phrase each.
+        record_removed: the on-node record is gone (everything is back).
+    """
+
+    units: list[str] = field(default_factory=list)
+    persistence_gpus: list[int] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    record_removed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when everything came back."""
+        return not self.failed
+
+
+def restore_actions(prior_units: Mapping[str, str], prior_pm: Mapping[int, str],
+                    current_units: Mapping[str, str] | None,
+                    current_pm: Mapping[int, str] | None) -> list[tuple[str, tuple[str, ...]]]:
+    """The commands that bring ``prior`` back from ``current``, as ``(what, argv)`` pairs.
+
+    With ``current`` unknown (the node could not be read), every unit that ran before is started:
+    starting a running unit does nothing, so that is safe.
+    """
+    actions: list[tuple[str, tuple[str, ...]]] = []
+    order = list(RESTORE_UNITS) + sorted(u for u in prior_units if u not in RESTORE_UNITS)
+    for unit in order:
+        if not is_running(prior_units.get(unit)):
+            continue
+        now = None if current_units is None else current_units.get(unit)
+        if current_units is not None and is_running(now):
+            continue
+        if now == "failed":
+            actions.append((unit, unit_argv("reset-failed", unit)))
+        actions.append((unit, unit_argv("start", unit)))
+    enabled = sorted(i for i, mode in prior_pm.items() if mode == "Enabled")
+    pending = [i for i in enabled if current_pm is None or current_pm.get(i) != "Enabled"]
+    if pending and len(pending) == len(prior_pm):
+        actions.append(("persistence:all", persistence_argv(True)))
+    else:
+        actions += [(f"persistence:{i}", persistence_argv(True, i)) for i in pending]
+    return actions
+
+
+async def _retrying(ctx: NodeContext, argv: tuple[str, ...], *, stdin: str | None = None) -> CommandResult | None:
+    """Run ``argv`` (never abortable), retrying when the link drops; None if it never got through."""
+    for attempt in range(max(ctx.options.restore_attempts, 1)):
+        try:
+            return await ctx.run(argv, privileged=True, abortable=False)
+        except BackendError as exc:
+            ctx.note(f"`{' '.join(argv)}` did not get through ({exc}); attempt {attempt + 1} of "
+                     f"{ctx.options.restore_attempts}", "warning")
+            await ctx.options.sleep(ctx.options.poll_interval)
+    return None
+
+
+async def _current(ctx: NodeContext) -> NodeState | None:
+    """A fresh read of the node, or None when it cannot be read (retried like the commands)."""
+    for _ in range(max(ctx.options.restore_attempts, 1)):
+        try:
+            state = await ctx.backend.snapshot()
+        except BackendError:
+            state = None
+        if state is not None and state.reachable:
+            return state
+        await ctx.options.sleep(ctx.options.poll_interval)
+    return None
+
+
+async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Mapping[int, str], *,
+                  remove_record: bool, release_lock: bool) -> RestoreReport:
+    """Start what ran before and turn persistence mode back on; then drop the record and the lock.
+
+    Args:
+        prior_units: ``{unit: ActiveState}`` before the repair.
+        prior_pm: ``{gpu: "Enabled"|"Disabled"}`` before the repair.
+        remove_record: a record was written (or is being restored from) and should go once all is back.
+        release_lock: this run holds the per-node lock.
+    """
+    report = RestoreReport()
+    state = await _current(ctx)
+    current_units = unit_states(state) if state else None
+    current_pm = persistence_modes(state) if state else None
+    if state is None:
+        ctx.note("the node cannot be read: starting every unit that ran before, blindly", "warning")
+    for what, argv in restore_actions(prior_units, prior_pm, current_units, current_pm):
+        result = await _retrying(ctx, argv)
+        ok = result is not None and result.ok
+        if argv[:2] == ("systemctl", "reset-failed"):
+            continue  # only the start that follows says whether the unit is back
+        if what.startswith("persistence:"):
+            gpus = sorted(prior_pm) if what == "persistence:all" else [int(what.split(":")[1])]
+            if ok:
+                report.persistence_gpus.extend(gpus)
+            else:
+                report.failed.append(f"persistence mode of GPU {what.split(':')[1]}")
+        elif ok:
+            report.units.append(what)
+        else:
+            report.failed.append(what)
+    if report.ok and remove_record:
+        result = await _retrying(ctx, record_remove_argv())
+        report.record_removed = result is not None and result.ok
+        if not report.record_removed:
+            report.failed.append("the on-node record")
+    if release_lock and (report.ok or not remove_record):
+        # With the record kept, the lock stays too: `repair --restore` clears both together.
+        result = await _retrying(ctx, unlock_argv())
+        if result is None or not result.ok:
+            report.failed.append("the per-node lock")
+    ctx.emit(Restored(host=ctx.host, step=ctx.step, units=tuple(report.units),
+                      persistence_gpus=tuple(report.persistence_gpus), failed=tuple(report.failed)))
+    return report
+
+
+__all__ = ["RestoreReport", "restore", "restore_actions"]

@@ -1,0 +1,124 @@
+"""``smoke-test``: the NVLS all-reduce sweep, streamed, parsed row by row and judged.
+
+Fabric Completed/Success is not proof of health (domain.md); this test is. It passes only when the
+run completes, no value is out of bounds, NVLS was really used, and the average bus bandwidth
+reaches the threshold for the GPU model. The verdict goes to the node (``last-smoke.json``) so the
+next ``check`` sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import aclosing
+
+from nvls_tui.backends.base import CommandTimeout
+from nvls_tui.model import NodeState, SmokeResult
+from nvls_tui.parsers.nccl_tests import NcclRun, NcclStreamParser, RowEvent
+from nvls_tui.runbook.context import NodeContext, bounded
+from nvls_tui.runbook.events import CommandFinished, CommandStarted, OutputLine, SmokeFinished, SmokeRow
+from nvls_tui.runbook.steps import DATE_ARGV, SMOKE_ENV, smoke_argv, smoke_write_argvs, threshold_for
+
+# Output lines kept for the command's finished event (the lines themselves went out one by one).
+_TAIL_LINES = 200
+
+
+def judge(run: NcclRun, exit_status: int | None, threshold: float, at: str | None = None) -> SmokeResult:
+    """Pass or fail one parsed run against ``threshold`` (GB/s)."""
+    errors = list(run.errors)
+    if exit_status not in (None, 0) and not errors:
+        errors.append(f"all_reduce_perf exited with status {exit_status}")
+    if run.exit_hint and not run.completed and run.exit_hint not in errors:
+        errors.append(run.exit_hint)
+    passed = (
+        run.completed
+        and exit_status in (None, 0)
+        and run.out_of_bounds == 0
+        and run.nvls.used
+        and run.nvls.bind_error is None
+        and run.avg_busbw is not None
+        and run.avg_busbw >= threshold
+    )
+    if run.completed and run.avg_busbw is not None and run.avg_busbw < threshold:
+        errors.append(f"average bus bandwidth {run.avg_busbw:.1f} GB/s is below the {threshold:.0f} GB/s threshold")
+    if run.completed and not run.nvls.used:
+        errors.append("NVLS was not used by the run (no NVLS channels or comm in the NCCL log)")
+    return SmokeResult(avg_busbw=run.avg_busbw, passed=passed, out_of_bounds=run.out_of_bounds,
+                       nvls_used=run.nvls.used, completed=run.completed, errors=tuple(errors),
+                       threshold=threshold, at=at)
+
+
+def smoke_json(smoke: SmokeResult) -> str:
+    """What goes to ``last-smoke.json`` (SmokeResult's field names, as ``assemble`` reads them)."""
+    return json.dumps({"avg_busbw": smoke.avg_busbw, "passed": smoke.passed, "out_of_bounds": smoke.out_of_bounds,
+                       "nvls_used": smoke.nvls_used, "completed": smoke.completed, "errors": list(smoke.errors),
+                       "threshold": smoke.threshold, "at": smoke.at}, indent=2) + "\n"
+
+
+async def node_time(ctx: NodeContext) -> str | None:
+    """The node's clock, ``YYYY-MM-DD HH:MM:SS`` (what ``journalctl --since`` takes)."""
+    result = await ctx.run(DATE_ARGV)
+    text = result.stdout.strip()
+    return text if result.ok and len(text) >= 19 else None
+
+
+async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int | None]:
+    """Stream the run's lines into events and the parser; end the remote command on abort or timeout."""
+    parser = NcclStreamParser()
+    tail: list[str] = []
+    ctx.check_abort()
+    ctx.record_command(argv, SMOKE_ENV)
+    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, env=dict(SMOKE_ENV)))
+    started = ctx.options.clock()
+    status: int | None = None
+    error = ""
+    try:
+        async with asyncio.timeout(ctx.options.smoke_timeout):
+            async with aclosing(ctx.backend.stream(argv, env=SMOKE_ENV)) as lines:
+                async for line in lines:
+                    line = line.rstrip("\n")
+                    tail = (tail + [line])[-_TAIL_LINES:]
+                    ctx.emit(OutputLine(host=ctx.host, step=ctx.step, line=line))
+                    for event in parser.feed(line):
+                        if isinstance(event, RowEvent):
+                            row = event.row
+                            ctx.emit(SmokeRow(host=ctx.host, step=ctx.step, size=row.size, busbw=row.oop.busbw,
+                                              row={"size": row.size, "oop_busbw": row.oop.busbw,
+                                                   "ip_busbw": row.ip.busbw, "oop_time_us": row.oop.time_us}))
+                    ctx.check_abort()
+        status = getattr(ctx.backend, "last_exit_status", None)
+    except TimeoutError:
+        error = f"all_reduce_perf did not finish within {ctx.options.smoke_timeout:.0f} s"
+        raise CommandTimeout(error) from None
+    except BaseException as exc:
+        error = str(exc) or type(exc).__name__
+        raise
+    finally:
+        ctx.emit(CommandFinished(host=ctx.host, step=ctx.step, argv=argv, exit_status=None if error else status,
+                                 output=bounded("\n".join(tail) + "\n"), duration=ctx.options.clock() - started,
+                                 error=error))
+    return parser.finish(), status
+
+
+async def smoke_test(ctx: NodeContext, state: NodeState) -> SmokeResult:
+    """Run, judge and record the NVLS smoke test on ``state``'s node.
+
+    Returns:
+        The judged result (also written to the node's last-smoke.json).
+    """
+    threshold = threshold_for(state.gpus, ctx.options.thresholds, ctx.options.smoke_threshold)
+    run, status = await _stream(ctx, smoke_argv(len(state.gpus) or 8))
+    at = await node_time(ctx)
+    smoke = judge(run, status, threshold, at.replace(" ", "T") if at else None)
+    ctx.emit(SmokeFinished(host=ctx.host, step=ctx.step, smoke=smoke))
+    mkdir, tee, mv = smoke_write_argvs()
+    await ctx.run(mkdir, privileged=True)
+    written = await ctx.run(tee, privileged=True, stdin=smoke_json(smoke))
+    if written.ok:
+        await ctx.run(mv, privileged=True)
+    else:
+        ctx.note("the smoke result could not be written to the node; `check` will not see it", "warning")
+    return smoke
+
+
+__all__ = ["judge", "node_time", "smoke_json", "smoke_test"]

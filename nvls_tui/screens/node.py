@@ -1,0 +1,312 @@
+"""The node screen: one node in full, and the holders an operator may SIGTERM."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from nvls_tui.bindings import bindings_for, destructive_actions
+from nvls_tui.model import Holder, NodeState, Verdict
+from nvls_tui.model.node import ZERO_UUID, Diagnosis
+from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.node_actions import holder_label, sigterm_holders, summarise, unit_action, unit_outcome
+from nvls_tui.widgets import cells
+from nvls_tui.widgets.banner import ModeBanner
+from nvls_tui.widgets.tables import cursor_key, sync_rows
+
+def compact_devices(devices: tuple[str, ...]) -> str:
+    """``gpu0-7 ctl uvm`` rather than eight ``/dev/nvidiaN`` paths."""
+    gpus = sorted(int(d[len("/dev/nvidia"):]) for d in devices if d[len("/dev/nvidia"):].isdigit())
+    others = [d.removeprefix("/dev/nvidia").lstrip("-") for d in devices
+              if not d[len("/dev/nvidia"):].isdigit()]
+    parts: list[str] = []
+    if gpus:
+        contiguous = gpus == list(range(gpus[0], gpus[-1] + 1))
+        parts.append(f"gpu{gpus[0]}-{gpus[-1]}" if contiguous and len(gpus) > 1
+                     else "gpu" + ",".join(map(str, gpus)))
+    return " ".join(parts + others)
+
+
+def short_cluster(uuid: str | None) -> Text:
+    """The all-zero ClusterUUID of a single-node board is normal (fixtures README): say so, briefly."""
+    if uuid is None:
+        return Text("–")
+    if uuid == ZERO_UUID:
+        return Text("all-zero", style="dim")
+    return Text(uuid)
+
+
+def owner_text(h: Holder) -> str:
+    """The unit, or the pod shortened (``pod f1b0f602…``): the full id is one poll away in ps."""
+    if h.unit:
+        return h.unit
+    if h.pod:
+        uid = h.pod.removeprefix("pod")
+        return f"pod {uid[:8]}…" if len(uid) > 12 and h.pod.startswith("pod") else h.pod
+    return "–"
+
+
+def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None) -> Text:
+    """`` gpu05  ✖ broken  hgx-h100 · driver … · FM … (failed) · polled 3s ago``."""
+    text = Text()
+    text.append(f" {state.host} ", style="bold reverse")
+    text.append("  ")
+    verdict = diagnosis.verdict if diagnosis else None
+    text.append_text(cells.verdict_text(verdict if state.reachable else Verdict.UNREACHABLE))
+    text.append(f"   {state.platform.value} · driver {state.driver or '–'} · FM {state.fm_version or '–'} ")
+    fm = state.service("nvidia-fabricmanager")
+    text.append("(")
+    text.append_text(cells.unit_text(fm))
+    text.append(")")
+    text.append(" · polled ")
+    text.append_text(cells.age_text(age))
+    text.append(" ago")
+    if not state.reachable:
+        text.append(f"   stale: {state.error}", style=cells.STYLE["unreachable"])
+    return text
+
+
+class NodeScreen(Screen[None]):
+    """GPUs, NVSwitches, units, findings, kernel events and holders of one host.
+
+    Args:
+        host: the node to show (its state comes from ``app.fleet`` and follows every poll).
+    """
+
+    BINDINGS = bindings_for("node")
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+        self.selected: dict[int, Holder] = {}
+
+    # ---- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        """Header, banner, the GPU table, findings/units/switches side by side, kernel, holders."""
+        yield Static(id="node-header")
+        yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
+        yield DataTable(id="gpus", cursor_type="row", classes="panel")
+        with Horizontal(id="node-mid"):
+            yield Static(id="findings", classes="panel")
+            yield DataTable(id="units", cursor_type="row", classes="panel")
+            yield DataTable(id="switches", cursor_type="none", classes="panel")
+        yield DataTable(id="kernel", cursor_type="row", classes="panel")
+        with Vertical(id="holders-box"):
+            yield DataTable(id="holders", cursor_type="row", classes="panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Create the columns, draw the node, follow the app's fleet."""
+        t = self.query_one
+        t("#gpus", DataTable).add_columns("#", "bus id", "name", "uuid", "fabric", "clique", "cluster uuid",
+                                          "health", "persist")
+        t("#units", DataTable).add_columns("unit", "state", "sub")
+        t("#switches", DataTable).add_columns("nvswitch", "bus id")
+        t("#kernel", DataTable).add_columns("code", "line")
+        t("#holders", DataTable).add_columns(" ", "pid", "user", "kind", "unit / pod", "devices", "started",
+                                             "command")
+        titles = {"#gpus": "GPUs", "#findings": "Findings", "#units": "Units  (s stop · u start)",
+                  "#switches": "NVSwitches", "#kernel": "Kernel fabric events (this boot)"}
+        for sel, title in titles.items():
+            self.query_one(sel).border_title = title
+        self.watch(self.app, "fleet", self.refresh_node, init=False)
+        self.refresh_node()
+        if self.app.periodic:
+            self.set_interval(1.0, self._draw_header)  # the poll age moves even when nothing else does
+        t("#holders", DataTable).focus()
+
+    @property
+    def state(self) -> NodeState | None:
+        """This node's latest state."""
+        return self.app.fleet.get(self.host)
+
+    def refresh_node(self, *_: object) -> None:
+        """Redraw from the latest state; the tables keep their cursors."""
+        state = self.state
+        if state is None:
+            return
+        diagnosis = self.app.diagnoses.get(self.host)
+        self._draw_header()
+        self._draw_gpus(state)
+        self._draw_findings(diagnosis)
+        self._draw_units(state)
+        sync_rows(self.query_one("#switches", DataTable),
+                  [(s.device, (s.device.removeprefix("/dev/"), s.bus_id or "–")) for s in state.nvswitches])
+        self.query_one("#switches").border_subtitle = f"{len(state.nvswitches)}"
+        kernel = [(f"{i}", (Text(e.code, style=cells.STYLE["bad"]), e.line.strip()))
+                  for i, e in enumerate(state.kernel_events)]
+        sync_rows(self.query_one("#kernel", DataTable), kernel)
+        self.query_one("#kernel").border_subtitle = f"{len(kernel)}" if kernel else "none"
+        self._draw_holders(state)
+        self.refresh_bindings()
+
+    def _draw_header(self) -> None:
+        state = self.state
+        if state is None:
+            return
+        age = None if state.polled_at is None else self.app.clock() - state.polled_at
+        self.query_one("#node-header", Static).update(header_text(state, self.app.diagnoses.get(self.host), age))
+
+    def _draw_gpus(self, state: NodeState) -> None:
+        rows = []
+        for g in state.gpus:
+            f = g.fabric
+            health = (f.health.summary if f.health and f.health.summary else "–")
+            rows.append((str(g.index), (str(g.index), g.bus_id, g.name, g.uuid, cells.fabric_words(f),
+                                        f.clique_id or "–", short_cluster(f.cluster_uuid), health,
+                                        g.persistence_mode or "–")))
+        sync_rows(self.query_one("#gpus", DataTable), rows)
+        ok = sum(g.fabric.completed_ok for g in state.gpus)
+        self.query_one("#gpus").border_subtitle = f"{ok}/{len(state.gpus)} Completed/Success"
+
+    def _draw_findings(self, diagnosis: Diagnosis | None) -> None:
+        self.query_one("#findings", Static).update(
+            cells.findings_text(diagnosis.findings if diagnosis else None))
+
+    def _draw_units(self, state: NodeState) -> None:
+        rows = [(s.name, (s.name.removesuffix(".service"), cells.unit_text(s), s.sub or "–"))
+                for s in state.services if s.exists]
+        sync_rows(self.query_one("#units", DataTable), rows)
+
+    def _draw_holders(self, state: NodeState) -> None:
+        # A selection survives polls only while the PID is still the same process.
+        live = {(h.pid, h.start_time) for h in state.holders}
+        self.selected = {p: h for p, h in self.selected.items() if (h.pid, h.start_time) in live}
+        rows = []
+        for h in state.holders:
+            mark = Text("●", style="bold #5fafff") if h.pid in self.selected else Text(" ")
+            rows.append((str(h.pid), (mark, str(h.pid), h.user, h.kind.value, owner_text(h),
+                                      compact_devices(h.devices), h.start_time or "–", h.command)))
+        table = self.query_one("#holders", DataTable)
+        sync_rows(table, rows)
+        box = self.query_one("#holders-box")
+        box.border_title = "Holders of /dev/nvidia*  (space select · a all · t SIGTERM)"
+        box.border_subtitle = (f"{len(self.selected)} selected of {len(rows)}" if rows
+                               else "none: a reset would not be refused")
+
+    # ---- actions ------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide what changes a node in read-only mode; grey out what has nothing to act on."""
+        if action in destructive_actions("node") and self.app.read_only:
+            return False
+        state = self.state
+        if action == "sigterm":
+            return True if self.selected else None
+        if action in ("toggle_holder", "select_all"):
+            return True if state and state.holders else None
+        if action in ("stop_unit", "start_unit"):
+            unit = self.cursor_unit()
+            if unit is None or state is None:
+                return None
+            active = next((s.active for s in state.services if s.name == unit), None)
+            return (active == "active") == (action == "stop_unit") or None
+        return True
+
+    def cursor_unit(self) -> str | None:
+        """The unit under the units table's cursor."""
+        return cursor_key(self.query_one("#units", DataTable))
+
+    def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
+        """The unit or holder under the cursor decides which actions apply."""
+        self.refresh_bindings()
+
+    def action_toggle_holder(self) -> None:
+        """Select or unselect the holder under the cursor."""
+        state, key = self.state, cursor_key(self.query_one("#holders", DataTable))
+        if state is None or key is None:
+            return
+        pid = int(key)
+        if pid in self.selected:
+            del self.selected[pid]
+        else:
+            self.selected[pid] = next(h for h in state.holders if h.pid == pid)
+        self._draw_holders(state)
+        self.refresh_bindings()
+
+    def action_select_all(self) -> None:
+        """Select every holder, or clear the selection when all are already selected."""
+        state = self.state
+        if state is None:
+            return
+        if len(self.selected) == len(state.holders):
+            self.selected = {}
+        else:
+            self.selected = {h.pid: h for h in state.holders}
+        self._draw_holders(state)
+        self.refresh_bindings()
+
+    def _refuse_read_only(self) -> bool:
+        if self.app.read_only:
+            self.notify("Read-only mode: this action would change the node, so it is refused.",
+                        severity="warning")
+            return True
+        return False
+
+    def action_sigterm(self) -> None:
+        """Confirm, then SIGTERM the selected holders (each PID re-checked by the backend)."""
+        if self._refuse_read_only():
+            return
+        holders = list(self.selected.values())
+        if not holders:
+            self.notify("Select holders first (space, or a for all).", severity="warning")
+            return
+        host = self.host
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.selected = {}
+                self.app.start_action(f"SIGTERM on {host}", self._sigterm(host, holders))
+
+        self.app.push_screen(ConfirmScreen(
+            f"Send SIGTERM to {len(holders)} process{'es' if len(holders) != 1 else ''} on {host}?",
+            [holder_label(h, 90) for h in holders],
+            confirm_label=f"SIGTERM {len(holders)}",
+            note="Each PID's start time and command line are re-checked just before the signal; "
+                 "a PID that changed is refused and reported."), done)
+
+    async def _sigterm(self, host: str, holders: list[Holder]) -> None:
+        outcomes = await sigterm_holders(self.app.backend_for(host), holders)
+        message, severity = summarise(host, outcomes)
+        self.app.notify(message, severity=severity, timeout=8)
+        self.app.poll_now(host)
+
+    def action_stop_unit(self, unit: str | None = None) -> None:
+        """Confirm, then ``systemctl stop`` the unit (default: the one under the units cursor)."""
+        self._unit("stop", unit)
+
+    def action_start_unit(self, unit: str | None = None) -> None:
+        """Confirm, then ``systemctl start`` the unit (default: the one under the units cursor)."""
+        self._unit("start", unit)
+
+    def _unit(self, verb: str, unit: str | None) -> None:
+        if self._refuse_read_only():
+            return
+        unit = unit or self.cursor_unit()
+        if unit is None:
+            self.notify("Pick a unit in the units table first (Tab moves there).", severity="warning")
+            return
+        host = self.host
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.app.start_action(f"{verb} {unit} on {host}", self._run_unit(host, verb, unit))
+
+        self.app.push_screen(ConfirmScreen(
+            f"{verb.capitalize()} {unit} on {host}?", [f"systemctl {verb} {unit}"],
+            confirm_label=f"{verb.capitalize()} {unit.removesuffix('.service')}"), done)
+
+    async def _run_unit(self, host: str, verb: str, unit: str) -> None:
+        try:
+            result = await unit_action(self.app.backend_for(host), verb, unit, self.app.timeout)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
+            result = exc
+        message, severity = unit_outcome(host, verb, unit, result)
+        self.app.notify(message, severity=severity, timeout=6)
+        self.app.poll_now(host)
+
+    def action_poll_node(self) -> None:
+        """Poll this node now."""
+        self.app.poll_now(self.host)

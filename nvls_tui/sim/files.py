@@ -1,0 +1,146 @@
+"""A tiny virtual file area (``/var/lib/nvls-tui``): the coreutils the runbook uses on a node.
+
+``mkdir D/lock`` without ``-p`` is atomic and fails with "File exists" when the directory is there:
+that is how a repair takes the node's lock, so these semantics matter more than completeness.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from nvls_tui.sim.state import Node
+
+ROOTS = ("/", "/var", "/var/lib", "/tmp", "/run")
+
+Out = tuple[int, str, str]
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path) if path else path
+
+
+def is_dir(node: Node, path: str) -> bool:
+    """True for an existing directory (the roots always exist)."""
+    return path in ROOTS or path in node.dirs
+
+
+def _parent_ok(node: Node, path: str) -> bool:
+    return is_dir(node, posixpath.dirname(path))
+
+
+def mkdir(node: Node, args: list[str]) -> Out:
+    """``mkdir [-p] DIR...``."""
+    parents = any(a in ("-p", "--parents") for a in args)
+    code, err = 0, ""
+    for raw in [a for a in args if not a.startswith("-")]:
+        path = _norm(raw)
+        if is_dir(node, path) or path in node.files:
+            if not parents or path in node.files:
+                err += f"mkdir: cannot create directory '{raw}': File exists\n"
+                code = 1
+            continue
+        if not _parent_ok(node, path):
+            if not parents:
+                err += f"mkdir: cannot create directory '{raw}': No such file or directory\n"
+                code = 1
+                continue
+            chain = []
+            cur = posixpath.dirname(path)
+            while not is_dir(node, cur):
+                chain.append(cur)
+                cur = posixpath.dirname(cur)
+            node.dirs.extend(reversed(chain))
+        node.dirs.append(path)
+    return code, "", err
+
+
+def cat(node: Node, args: list[str], stdin: str | None) -> Out:
+    """``cat FILE...`` (``-`` or no file: stdin)."""
+    out, err, code = "", "", 0
+    for raw in [a for a in args if a != "--"] or ["-"]:
+        if raw == "-":
+            out += stdin or ""
+            continue
+        path = _norm(raw)
+        if path in node.files:
+            out += node.files[path]
+        elif is_dir(node, path):
+            err += f"cat: {raw}: Is a directory\n"
+            code = 1
+        else:
+            err += f"cat: {raw}: No such file or directory\n"
+            code = 1
+    return code, out, err
+
+
+def tee(node: Node, args: list[str], stdin: str | None) -> Out:
+    """``tee [-a] FILE...``: stdin to each file and to stdout."""
+    append = any(a in ("-a", "--append") for a in args)
+    data = stdin or ""
+    code, err = 0, ""
+    for raw in [a for a in args if not a.startswith("-")]:
+        path = _norm(raw)
+        if not _parent_ok(node, path) or is_dir(node, path):
+            why = "Is a directory" if is_dir(node, path) else "No such file or directory"
+            err += f"tee: {raw}: {why}\n"
+            code = 1
+            continue
+        node.files[path] = (node.files.get(path, "") if append else "") + data
+    return code, data, err
+
+
+def mv(node: Node, args: list[str]) -> Out:
+    """``mv [-f] SRC DST`` for files (an atomic replace, as the runbook's record writes rely on)."""
+    paths = [_norm(a) for a in args if not a.startswith("-")]
+    if len(paths) != 2:
+        return 1, "", "mv: missing destination file operand\n"
+    src, dst = paths
+    if is_dir(node, dst):
+        dst = posixpath.join(dst, posixpath.basename(src))
+    if src not in node.files:
+        return 1, "", f"mv: cannot stat '{src}': No such file or directory\n"
+    if not _parent_ok(node, dst):
+        return 1, "", f"mv: cannot move '{src}' to '{dst}': No such file or directory\n"
+    node.files[dst] = node.files.pop(src)
+    return 0, "", ""
+
+
+def rm(node: Node, args: list[str]) -> Out:
+    """``rm [-f] [-r] PATH...``."""
+    flags = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    force, recursive = "f" in flags or "--force" in args, "r" in flags or "R" in flags or "--recursive" in args
+    code, err = 0, ""
+    for raw in [a for a in args if not a.startswith("-")]:
+        path = _norm(raw)
+        if path in node.files:
+            del node.files[path]
+        elif is_dir(node, path) and path not in ROOTS:
+            if not recursive:
+                err += f"rm: cannot remove '{raw}': Is a directory\n"
+                code = 1
+                continue
+            prefix = path.rstrip("/") + "/"
+            node.files = {k: v for k, v in node.files.items() if not k.startswith(prefix)}
+            node.dirs = [d for d in node.dirs if d != path and not d.startswith(prefix)]
+        elif not force:
+            err += f"rm: cannot remove '{raw}': No such file or directory\n"
+            code = 1
+    return code, "", err
+
+
+def rmdir(node: Node, args: list[str]) -> Out:
+    """``rmdir DIR...``."""
+    code, err = 0, ""
+    for raw in [a for a in args if not a.startswith("-")]:
+        path = _norm(raw)
+        if not is_dir(node, path) or path in ROOTS:
+            err += f"rmdir: failed to remove '{raw}': No such file or directory\n"
+            code = 1
+            continue
+        prefix = path.rstrip("/") + "/"
+        if any(k.startswith(prefix) for k in node.files) or any(d.startswith(prefix) for d in node.dirs):
+            err += f"rmdir: failed to remove '{raw}': Directory not empty\n"
+            code = 1
+            continue
+        node.dirs.remove(path)
+    return code, "", err

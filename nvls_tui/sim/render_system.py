@@ -1,0 +1,332 @@
+"""``systemctl`` and ``journalctl`` as systemd 249 (Ubuntu 22.04, the incident's nodes) prints them."""
+
+from __future__ import annotations
+
+import time
+
+from nvls_tui.sim import systemd
+from nvls_tui.sim.processes import SNAPSHOT_PERIOD
+from nvls_tui.sim.state import LogLine, Node, Unit
+
+# systemctl show prints the type-specific properties (Service/Timer) before the Unit ones.
+SERVICE_PROPS = ("Type", "Restart", "MainPID", "ControlPID", "Result", "ExecMainStartTimestamp",
+                 "ExecMainExitTimestamp", "ExecMainPID", "ExecMainCode", "ExecMainStatus")
+TIMER_PROPS = ("Unit", "NextElapseUSecRealtime", "Result")
+UNIT_PROPS = ("Id", "Names", "Description", "LoadState", "ActiveState", "FreezerState", "SubState",
+              "FragmentPath", "UnitFileState", "UnitFilePreset", "StateChangeTimestamp", "ActiveEnterTimestamp",
+              "ActiveExitTimestamp", "InactiveEnterTimestamp", "InactiveExitTimestamp", "CanStart", "CanStop")
+STATUS_MARK = {"active": "●", "activating": "●", "failed": "×", "inactive": "○", "deactivating": "●"}
+EXEC_CODES = {"exited": 1, "killed": 2, "dumped": 3}
+
+
+def sd_time(ts: float | None) -> str:
+    """``Mon 2026-08-10 15:45:34 UTC``; empty for never."""
+    return time.strftime("%a %Y-%m-%d %H:%M:%S UTC", time.gmtime(ts)) if ts else ""
+
+
+def relative(seconds: float, future: bool = False) -> str:
+    """systemd's ``5 days ago`` / ``3h 2min ago`` / ``14s ago`` / ``35s left``."""
+    s = int(max(0, seconds))
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    if d:
+        text = f"{d} day{'s' if d > 1 else ''}" + (f" {h}h" if h else "")
+    elif h:
+        text = f"{h}h" + (f" {m}min" if m else "")
+    elif m:
+        text = f"{m}min" + (f" {sec}s" if sec else "")
+    else:
+        text = f"{sec}s"
+    return text + (" left" if future else " ago")
+
+
+def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, str]:
+    full = node.unit_name(name)
+    if unit is None:
+        values = {"Id": full, "Names": full, "Description": full, "LoadState": "not-found",
+                  "ActiveState": "inactive", "FreezerState": "running", "SubState": "dead", "FragmentPath": "",
+                  "UnitFileState": "", "UnitFilePreset": "", "MainPID": "0", "Result": "success",
+                  "Type": "simple", "Restart": "no", "ControlPID": "0", "ExecMainPID": "0",
+                  "ExecMainCode": "0", "ExecMainStatus": "0", "CanStart": "no", "CanStop": "no"}
+        return values
+    since = sd_time(unit.since)
+    active = unit.active in ("active", "activating")
+    status = unit.exec_status
+    values = {
+        "Id": unit.name, "Names": unit.name, "Description": unit.description, "LoadState": unit.load,
+        "ActiveState": unit.active, "FreezerState": "running", "SubState": unit.sub,
+        "FragmentPath": "/dev/null" if unit.load == "masked" else unit.path,
+        "UnitFileState": unit.enabled, "UnitFilePreset": "enabled", "StateChangeTimestamp": since,
+        "ActiveEnterTimestamp": sd_time(unit.active_enter), "ActiveExitTimestamp": "" if active else since,
+        "InactiveEnterTimestamp": "" if active else since, "InactiveExitTimestamp": since if active else "",
+        "CanStart": "no" if unit.load == "masked" else "yes", "CanStop": "yes",
+        "Result": unit.result,
+    }
+    if unit.name.endswith(".timer"):
+        nxt = (int(now // SNAPSHOT_PERIOD) + 1) * SNAPSHOT_PERIOD if active else None
+        values.update({"Unit": unit.name.replace(".timer", ".service"), "NextElapseUSecRealtime": sd_time(nxt)})
+    else:
+        values.update({"Type": "forking" if "fabricmanager" in unit.name else
+                       ("oneshot" if "snapshot" in unit.name else "simple"),
+                       "Restart": "always" if unit.name == "kubelet.service" else "no",
+                       "MainPID": str(unit.main_pid), "ControlPID": "0",
+                       "ExecMainPID": str(unit.main_pid or unit.last_pid),
+                       "ExecMainCode": str(EXEC_CODES.get(unit.exec_code, 0)),
+                       "ExecMainStatus": status.split("/")[0] if status[:1].isdigit()
+                       else str(_signo(status)) if status else "0"})
+    return values
+
+
+def _signo(name: str) -> int:
+    import signal as _s
+
+    try:
+        return int(_s.Signals[f"SIG{name}"])
+    except KeyError:
+        return 0
+
+
+def show(node: Node, names: list[str], props: list[str] | None, now: float) -> str:
+    """``systemctl show [-p A,B] UNIT...``: blocks separated by a blank line."""
+    blocks = []
+    for name in names:
+        unit = node.unit(name)
+        values = _props(node, unit, name, now)
+        is_timer = node.unit_name(name).endswith(".timer")
+        order = (TIMER_PROPS if is_timer else SERVICE_PROPS) + UNIT_PROPS
+        wanted = [p for p in order if props is None or p in props]
+        blocks.append("".join(f"{p}={values[p]}\n" for p in dict.fromkeys(wanted) if p in values))
+    return "\n".join(blocks)
+
+
+def _journal_lines(node: Node, entries: list[LogLine], iso: bool = False) -> list[str]:
+    out = []
+    for e in entries:
+        stamp = (time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(e.ts)) if iso
+                 else time.strftime("%b %d %H:%M:%S", time.gmtime(e.ts)))
+        who = e.ident if e.pid is None else f"{e.ident}[{e.pid}]"
+        out.append(f"{stamp} {node.name} {who}: {e.text}")
+    return out
+
+
+def status(node: Node, names: list[str], now: float, lines: int = 10) -> tuple[int, str, str]:
+    """``systemctl status UNIT...``: (exit, stdout, stderr); 0 all active, 3 some not, 4 unknown unit."""
+    blocks, err, code = [], "", 0
+    for name in names:
+        unit = node.unit(name)
+        full = node.unit_name(name)
+        if unit is None or unit.load == "not-found":
+            err += f"Unit {full} could not be found.\n"
+            code = 4
+            continue
+        if unit.active != "active":
+            code = max(code, 3)
+        blocks.append(_status_block(node, unit, now, lines))
+    return code, "\n".join(blocks), err
+
+
+def _status_block(node: Node, unit: Unit, now: float, lines: int) -> str:
+    if unit.load == "masked":
+        return (f"○ {unit.name}\n     Loaded: masked (Reason: Unit {unit.name} is masked.)\n"
+                "     Active: inactive (dead)\n")
+    out = [f"{STATUS_MARK.get(unit.active, '○')} {unit.name} - {unit.description}",
+           f"     Loaded: {unit.load} ({unit.path}; {unit.enabled}; vendor preset: enabled)"]
+    since = f" since {sd_time(unit.since)}; {relative(now - unit.since)}" if unit.since else ""
+    if unit.active == "failed":
+        out.append(f"     Active: failed (Result: {unit.result}){since}")
+    else:
+        out.append(f"     Active: {unit.active} ({unit.sub}){since}")
+    if unit.name.endswith(".timer"):
+        if unit.active == "active":
+            nxt = (int(now // SNAPSHOT_PERIOD) + 1) * SNAPSHOT_PERIOD
+            out.append(f"    Trigger: {sd_time(nxt)}; {relative(nxt - now, future=True)}")
+        else:
+            out.append("    Trigger: n/a")
+        out.append(f"   Triggers: ● {unit.name.replace('.timer', '.service')}")
+    elif unit.main_pid and unit.main_pid in node.procs:
+        proc = node.procs[unit.main_pid]
+        members = sorted((p for p in node.procs.values() if p.unit == unit.name), key=lambda p: p.pid)
+        out += [f"   Main PID: {unit.main_pid} ({proc.comm})",
+                f"      Tasks: {8 + 2 * len(members)} (limit: 629145)", "     Memory: 39.8M",
+                f"        CPU: {unit.cpu or '1.204s'}", f"     CGroup: /system.slice/{unit.name}"]
+        for i, member in enumerate(members):
+            branch = "└─" if i == len(members) - 1 else "├─"
+            out.append(f"             {branch}{member.pid} {member.args}")
+    elif unit.last_pid:
+        how = (f"code=killed, signal={unit.exec_status}" if unit.exec_code == "killed"
+               else f"code=exited, status={unit.exec_status or '0/SUCCESS'}")
+        out.append(f"   Main PID: {unit.last_pid} ({how})")
+        if unit.cpu:
+            out.append(f"        CPU: {unit.cpu}")
+    entries = [e for e in node.journal if e.unit == unit.name and e.ts <= now][-lines:] if lines else []
+    if entries:
+        out.append("")
+        out += _journal_lines(node, entries)
+    return "\n".join(out) + "\n"
+
+
+def is_active(node: Node, names: list[str]) -> tuple[int, str]:
+    """``systemctl is-active UNIT...``: one state per line; 0 when at least one is active."""
+    states = []
+    for name in names:
+        unit = node.unit(name)
+        states.append("inactive" if unit is None or unit.load == "not-found" else unit.active)
+    return (0 if "active" in states else 3), "".join(s + "\n" for s in states)
+
+
+def is_enabled(node: Node, names: list[str]) -> tuple[int, str, str]:
+    """``systemctl is-enabled UNIT...``."""
+    out, err, code = "", "", 1
+    for name in names:
+        unit = node.unit(name)
+        if unit is None or unit.load == "not-found":
+            err += f"Failed to get unit file state for {node.unit_name(name)}: No such file or directory\n"
+            continue
+        state = "masked" if unit.load == "masked" else unit.enabled
+        out += state + "\n"
+        if state == "enabled":
+            code = 0
+    return code, out, err
+
+
+def systemctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
+    """Dispatch one ``systemctl`` command line."""
+    props: list[str] | None = None
+    lines, rest, i = 10, [], 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-p", "--property") and i + 1 < len(args):
+            props = (props or []) + args[i + 1].split(",")
+            i += 1
+        elif a.startswith("--property="):
+            props = (props or []) + a.split("=", 1)[1].split(",")
+        elif a.startswith("-p") and len(a) > 2:
+            props = (props or []) + a[2:].split(",")
+        elif a in ("-n", "--lines") and i + 1 < len(args):
+            lines = int(args[i + 1]) if args[i + 1].isdigit() else 10
+            i += 1
+        elif a.startswith("--lines="):
+            lines = int(a.split("=", 1)[1] or 10)
+        elif a in ("--no-pager", "-l", "--full", "-q", "--quiet", "--no-block", "--no-legend", "--plain",
+                   "--value", "--system", "--now"):
+            pass
+        elif a.startswith("-"):
+            return 1, "", f"systemctl: unrecognized option '{a}'\n"
+        else:
+            rest.append(a)
+        i += 1
+    if not rest:
+        return 1, "", "Too few arguments.\n"
+    verb, names = rest[0], rest[1:]
+    if verb in ("start", "stop", "restart", "reset-failed", "status", "is-active", "is-enabled") and not names \
+            and verb != "reset-failed":
+        return 1, "", "Too few arguments.\n"
+    if verb == "show":
+        return 0, show(node, names, props, now), ""
+    if verb == "status":
+        return status(node, names, now, lines)
+    if verb == "is-active":
+        code, out = is_active(node, names)
+        return code, out, ""
+    if verb == "is-enabled":
+        return is_enabled(node, names)
+    if verb in ("start", "stop", "restart", "reset-failed"):
+        code, err = 0, ""
+        for name in names:
+            if verb == "start":
+                c, e = systemd.start(node, name, now)
+            elif verb == "stop":
+                c, e = systemd.stop(node, name, now)
+            elif verb == "restart":
+                c, e = systemd.stop(node, name, now)
+                if c == 0:
+                    c, e = systemd.start(node, name, now)
+            else:
+                c, e = systemd.reset_failed(node, name)
+            code, err = max(code, c), err + e
+        return code, "", err
+    return 1, "", f"Unknown command verb {verb}.\n"
+
+
+def _parse_since(text: str) -> float | None:
+    if text.startswith("@") and text[1:].replace(".", "", 1).isdigit():
+        return float(text[1:])
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            import calendar
+
+            return float(calendar.timegm(time.strptime(text, fmt)))
+        except ValueError:
+            continue
+    return None
+
+
+def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
+    """``journalctl -k|-u UNIT [-b] [--since ...] [-n N] [-o short-iso] [--no-pager]``."""
+    kernel, units, since, until, count, iso, grep = False, [], None, None, None, False, None
+    expanded: list[str] = []
+    for a in args:  # split clusters like -xeu / -kb
+        if a.startswith("-") and not a.startswith("--") and len(a) > 2 and a[1] in "kbxequ" and a[1:].isalpha():
+            expanded += [f"-{c}" for c in a[1:]]
+        else:
+            expanded.append(a)
+    i = 0
+    while i < len(expanded):
+        a = expanded[i]
+        nxt = expanded[i + 1] if i + 1 < len(expanded) else None
+        if a in ("-k", "--dmesg"):
+            kernel = True
+        elif a in ("-u", "--unit") and nxt is not None:
+            units.append(node.unit_name(nxt))
+            i += 1
+        elif a.startswith("--unit="):
+            units.append(node.unit_name(a.split("=", 1)[1]))
+        elif a in ("--since", "-S", "--until", "-U") and nxt is not None or a.startswith(("--since=", "--until=")):
+            value = a.split("=", 1)[1] if "=" in a else nxt
+            stamp = _parse_since(value or "")
+            if stamp is None:
+                return 1, "", f"Failed to parse timestamp: {value}\n"
+            if a.startswith(("--since", "-S")):
+                since = stamp
+            else:
+                until = stamp
+            i += 0 if "=" in a else 1
+        elif a in ("-n", "--lines") and nxt is not None and nxt.lstrip("+").isdigit():
+            count = int(nxt.lstrip("+"))
+            i += 1
+        elif a.startswith("--lines="):
+            count = int(a.split("=", 1)[1])
+        elif a in ("-o", "--output") and nxt is not None:
+            iso = nxt == "short-iso"
+            i += 1
+        elif a.startswith("--output="):
+            iso = a.endswith("short-iso")
+        elif a in ("-g", "--grep") and nxt is not None:
+            grep = nxt
+            i += 1
+        elif a == "-e":
+            count = count or 1000
+        elif a in ("-b", "--boot", "--no-pager", "-x", "--catalog", "-q", "--quiet", "--no-hostname", "-a", "--all",
+                   "--pager-end"):
+            pass
+        else:
+            return 1, "", f"journalctl: invalid option -- '{a.lstrip('-')}'\n"
+        i += 1
+    if kernel:
+        entries = list(node.kernel)
+    elif units:
+        entries = [e for e in node.journal if e.unit in units]
+    else:
+        entries = sorted(node.kernel + node.journal, key=lambda e: e.ts)
+    entries = [e for e in entries if e.ts <= now and (since is None or e.ts >= since)
+               and (until is None or e.ts <= until)]
+    if grep:
+        import re
+
+        entries = [e for e in entries if re.search(grep, e.text)]
+    if count is not None:
+        entries = entries[-count:] if count else []
+    if not entries:
+        return 0, "-- No entries --\n", ""
+    return 0, "\n".join(_journal_lines(node, entries, iso)) + "\n", ""

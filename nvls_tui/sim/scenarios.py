@@ -1,0 +1,294 @@
+"""Built-in scenarios: named fleets of simulated nodes, each node built the way the incident saw it.
+
+Every fact of a node (UUIDs, serials, PIDs) derives from the node's name, so a scenario is the same
+on every run and in every process (the shims rebuild nothing: they persist the node they were given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nvls_tui.sim import fabric
+from nvls_tui.sim.processes import spawn_pod
+from nvls_tui.sim.state import (
+    GB200_BUSES,
+    GB200_NAME,
+    HGX_BUSES,
+    NVSWITCH_BUSES,
+    Gpu,
+    Node,
+    PodSpec,
+    Unit,
+    digest,
+)
+from nvls_tui.sim.systemd import spawn_unit_process
+
+FM_KILLED_AT = 1786376734.0  # Mon 2026-08-10 15:45:34 UTC: the incident's SIGKILL of FM (pid 9946)
+DAY = 86400.0
+
+UNIT_DESCRIPTIONS = {
+    "nvidia-fabricmanager.service": "NVIDIA fabric manager service",
+    "kubelet.service": "kubelet: The Kubernetes Node Agent",
+    "nvidia-snapshot.timer": "Periodic nvidia-smi snapshot",
+    "nvidia-snapshot.service": "nvidia-smi snapshot",
+    "nvidia-dcgm.service": "NVIDIA DCGM service",
+    "nvidia-persistenced.service": "NVIDIA Persistence Daemon",
+}
+# (role, container argv) of the GPU Operator pods, with the incident's PIDs on gpu05.
+PODS = (
+    ("nvidia-mig-manager", ["nvidia-mig-manager"], 37464),
+    ("dcgm-exporter", ["/usr/bin/dcgm-exporter"], 37538),
+    ("gpu-feature-discovery", ["gpu-feature-discovery"], 38665),
+    ("nvidia-device-plugin", ["nvidia-device-plugin"], 38668),
+)
+
+
+def gpu_uuid(node: str, index: int) -> str:
+    """``GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx``, stable per node and index."""
+    h = digest("uuid", node, index)
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def base_node(name: str, now: float, *, boot_age: float = 12 * DAY, platform: str = "hgx-h100",
+              start_fm: bool = True) -> Node:
+    """A healthy node: FM, DCGM, kubelet and its GPU Operator pods, the snapshot timer."""
+    node = Node(name=name, platform=platform, boot=now - boot_age, last_advance=now - boot_age)
+    node.next_pid = 2000
+    if platform == "gb200":
+        node.fm_version = None
+        node.gpus = [Gpu(index=i, bus_id=f"000000{bus}:01:00.0",
+                         uuid=gpu_uuid(name, i), name=GB200_NAME, serial=str(int(digest("sn", name, i)[:10], 16))[:13],
+                         clique_id="32766", cluster_uuid=_uuid(digest("cluster", name[:-2])), health_summary="Healthy",
+                         mem_total=189471)
+                     for i, bus in enumerate(GB200_BUSES)]
+    else:
+        node.gpus = [Gpu(index=i, bus_id=f"00000000:{bus}:00.0", uuid=gpu_uuid(name, i),
+                         serial=str(int(digest("sn", name, i)[:10], 16))[:13], temp=31 + (i * 3) % 7,
+                         power=112 + (i * 5) % 13)
+                     for i, bus in enumerate(HGX_BUSES)]
+        node.switches = list(NVSWITCH_BUSES)
+    for unit, desc in UNIT_DESCRIPTIONS.items():
+        if unit == "nvidia-fabricmanager.service" and platform == "gb200":
+            continue
+        node.units[unit] = Unit(name=unit, description=desc)
+    node.units["nvidia-persistenced.service"].enabled = "disabled"
+    _boot_kernel(node)
+    up = node.boot + 20
+    for unit in ("nvidia-fabricmanager.service", "nvidia-dcgm.service", "kubelet.service", "nvidia-snapshot.timer"):
+        if unit in node.units and (start_fm or unit != "nvidia-fabricmanager.service"):
+            _start_at(node, unit, up)
+            up += 7
+    containerd = node.spawn(ppid=1, user="root", start=node.boot + 15, argv=["/usr/bin/containerd"],
+                            cgroup="0::/system.slice/containerd.service", role="containerd")
+    for role, argv, _pid in PODS:
+        shim = node.spawn(ppid=1, user="root", start=up, cgroup="0::/system.slice/containerd.service",
+                          role="containerd-shim",
+                          argv=["/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-id",
+                                digest(name, role, "sandbox")[:64], "-address", "/run/containerd/containerd.sock"])
+        suffix = digest(name, role)[:5]
+        devices = [f"/dev/nvidia{g.index}" for g in node.gpus] + ["/dev/nvidiactl"]
+        if role == "dcgm-exporter":
+            devices.append("/dev/nvidia-uvm")
+        pod = PodSpec(name=f"{role}-daemonset-{suffix}", role=role, argv=argv, devices=devices,
+                      uid=_uuid(digest(name, role, "uid")), container=digest(name, role, 0)[:64], shim_pid=shim.pid)
+        node.pods.append(pod)
+        spawn_pod(node, pod, up + 2)
+    del containerd
+    node.last_advance = now
+    return node
+
+
+def _uuid(h: str) -> str:
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _start_at(node: Node, name: str, ts: float) -> None:
+    from nvls_tui.sim import systemd
+
+    systemd.start(node, name, ts)
+
+
+def _boot_kernel(node: Node) -> None:
+    t = node.boot
+    node.log_kernel(t + 4.1, "nvidia: module license 'NVIDIA' taints kernel.")
+    node.log_kernel(t + 4.3, f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {node.driver}  "
+                             "Sat Aug  1 00:00:00 UTC 2026")
+    for i, bus in enumerate(node.switches):
+        node.log_kernel(t + 5 + i, f"nvidia-nvswitch: Probing device 0000:{bus.lower()}:00.0, Vendor Id = 0x10de, "
+                                   "Device Id = 0x22a3, Class = 0x68000")
+        node.log_kernel(t + 5.2 + i, f"nvidia-nvswitch{i}: using MSI")
+    node.log_kernel(t + 9.5, f"nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver for UNIX platforms  "
+                             f"{node.driver}  Sat Aug  1 00:00:00 UTC 2026")
+
+
+def add_watch_loop(node: Node, start: float, bash_pid: int | None = None, watch_pid: int | None = None) -> None:
+    """An operator's forgotten ``watch -n 1 nvidia-smi`` in an SSH session (user ubuntu)."""
+    cgroup = "0::/user.slice/user-1000.slice/session-3.scope"
+    bash_pid = bash_pid or (watch_pid - 17 if watch_pid else None)
+    bash = node.spawn(pid=bash_pid, ppid=1, user="ubuntu", start=start - 40, argv=["-bash"], cgroup=cgroup,
+                      role="shell")
+    node.spawn(pid=watch_pid, ppid=bash.pid, user="ubuntu", start=start, argv=["watch", "-n", "1", "nvidia-smi"],
+               cgroup=cgroup, role="watch")
+
+
+def _incident_holders(node: Node, now: float, incident_pids: bool) -> None:
+    """Replace the pods' and DCGM's PIDs with the incident's ones and add the watch loop."""
+    if incident_pids:
+        wanted = {f"pod:{role}": pid for role, _argv, pid in PODS}
+        for proc in list(node.procs.values()):
+            if proc.role in wanted:
+                node.procs.pop(proc.pid)
+                proc.pid = wanted[proc.role]
+                node.procs[proc.pid] = proc
+        dcgm = node.units["nvidia-dcgm.service"]
+        proc = node.procs.pop(dcgm.main_pid)
+        proc.pid = dcgm.main_pid = 924303
+        node.procs[proc.pid] = proc
+        node.next_pid = 950000
+    add_watch_loop(node, now - 3 * 3600, watch_pid=node.next_pid - 80000 if incident_pids else None)
+
+
+def seed_fm_killed(name: str, now: float) -> Node:
+    """gpu05: FM SIGKILLed days ago and still failed; NVLS attempts hit FABRIC_MANAGER_NOT_PRESENT."""
+    node = base_node(name, now, boot_age=34 * DAY)
+    fm = node.units["nvidia-fabricmanager.service"]
+    fm_proc = node.procs.pop(fm.main_pid)
+    node.log_unit(FM_KILLED_AT, fm.name, "systemd",
+                  f"{fm.name}: Main process exited, code=killed, status=9/KILL", 1)
+    node.log_unit(FM_KILLED_AT, fm.name, "systemd", f"{fm.name}: Failed with result 'signal'.", 1)
+    fm.active, fm.sub, fm.result, fm.since, fm.main_pid = "failed", "failed", "signal", FM_KILLED_AT, 0
+    fm.last_pid, fm.exec_code, fm.exec_status, fm.cpu, fm.needs_reset_failed = 9946, "killed", "KILL", "27.747s", True
+    del fm_proc
+    node.needs_reset = True
+    _incident_holders(node, now, incident_pids=True)
+    for ago in (7200.0, 6900.0, 1500.0):
+        node.log_kernel(now - ago, fabric.NOT_PRESENT_LINE)
+    return node
+
+
+def seed_out_of_sync(name: str, now: float) -> Node:
+    """gpu06 after its reboot: FM active, every GPU Completed/Success, NVLS out of sync."""
+    node = base_node(name, now, boot_age=3 * 3600)
+    node.out_of_sync = True
+    _incident_holders(node, now, incident_pids=False)
+    node.log_kernel(now - 1800, fabric.OUT_OF_SYNC_LINE)
+    return node
+
+
+def healthy(name: str, now: float) -> Node:
+    """A healthy HGX H100 node (DCGM and the pods holding devices is normal)."""
+    return base_node(name, now)
+
+
+def persistence_blocks_reset(name: str, now: float) -> Node:
+    """Out of sync, and persistence mode on every GPU: the reset is refused until ``nvidia-smi -pm 0``."""
+    node = seed_out_of_sync(name, now)
+    for proc in node.alive("watch") + node.alive("shell") + node.alive("watch-child"):
+        node.procs.pop(proc.pid, None)
+    for gpu in node.gpus:
+        gpu.persistence = True
+    return node
+
+
+def version_mismatch(name: str, now: float) -> Node:
+    """FM 570 next to driver 580 after an apt upgrade: FM refuses to start."""
+    node = base_node(name, now, boot_age=2 * 3600, start_fm=False)
+    from nvls_tui.sim import systemd
+
+    node.fm_version, node.fm_mismatch = "570.172.08", True
+    for gpu in node.gpus:
+        gpu.fabric_state, gpu.fabric_status = "Not Started", "N/A"
+    node.needs_reset = False
+    systemd.start(node, "nvidia-fabricmanager.service", node.boot + 21)
+    return node
+
+
+def insufficient_resources(name: str, now: float) -> Node:
+    """Completed with ``Insufficient Resources``: a fault no reset fixes (escalate)."""
+    node = base_node(name, now)
+    node.fabric_fault = "Insufficient Resources"
+    for gpu in node.gpus:
+        gpu.fabric_status = "Insufficient Resources"
+    return node
+
+
+def stuck_in_progress(name: str, now: float) -> Node:
+    """Registration never leaves ``In Progress``."""
+    node = base_node(name, now, boot_age=2 * 3600)
+    node.stuck_in_progress = True
+    for gpu in node.gpus:
+        gpu.fabric_state, gpu.fabric_status = "In Progress", "N/A"
+    return node
+
+
+def wedged(name: str, now: float) -> Node:
+    """nvidia-smi hangs forever (a GPU fell off the bus); everything else answers."""
+    node = seed_fm_killed(name, now)
+    node.wedged = True
+    return node
+
+
+def transient_802(name: str, now: float) -> Node:
+    """A healthy node whose first NVLS smoke test fails with 802 (an FM stall) and later ones pass."""
+    node = base_node(name, now)
+    node.transient_802 = 1
+    return node
+
+
+def gb200(name: str, now: float) -> Node:
+    """A GB200 NVL72 compute tray: no host FM, no NVSwitch PCI devices, fabric state from the rack."""
+    return base_node(name, now, platform="gb200")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One named fleet: its nodes and how each is built."""
+
+    name: str
+    description: str
+    nodes: tuple[str, ...]
+    build: Callable[[str, float], Node]
+
+    def build_node(self, node: str, now: float) -> Node:
+        """Build ``node`` of this scenario at simulated time ``now``."""
+        built = self.build(node, now)
+        built.scenario = self.name
+        return built
+
+
+def _seed(name: str, now: float) -> Node:
+    return {"gpu05": seed_fm_killed, "gpu06": seed_out_of_sync}.get(name, healthy)(name, now)
+
+
+FLEET_256_BROKEN = {"gpu017": seed_fm_killed, "gpu042": seed_out_of_sync, "gpu128": insufficient_resources,
+                    "gpu201": stuck_in_progress}
+
+
+def _fleet256(name: str, now: float) -> Node:
+    return FLEET_256_BROKEN.get(name, healthy)(name, now)
+
+
+def _wedged(name: str, now: float) -> Node:
+    return wedged(name, now) if name == "gpu-wedged01" else healthy(name, now)
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("seed-incident", "the incident: gpu05 FM killed days ago, gpu06 out of sync after a reboot; "
+             "holders everywhere", tuple(f"gpu{i:02d}" for i in range(1, 9)), _seed),
+    Scenario("persistence-blocks-reset", "out of sync; persistence mode on refuses the reset until -pm 0",
+             ("gpu-pm01",), persistence_blocks_reset),
+    Scenario("version-mismatch", "FM 570 vs driver 580: FM refuses to start", ("gpu-ver01",), version_mismatch),
+    Scenario("insufficient-resources", "Completed + Insufficient Resources: a reset does not fix it",
+             ("gpu-ir01",), insufficient_resources),
+    Scenario("stuck-in-progress", "fabric registration stays In Progress", ("gpu-stuck01",), stuck_in_progress),
+    Scenario("wedged", "nvidia-smi hangs on gpu-wedged01 (timeouts); gpu-ok01 answers",
+             ("gpu-wedged01", "gpu-ok01"), _wedged),
+    Scenario("transient-802", "the first NVLS smoke test fails with 802, later ones pass", ("gpu-t802",),
+             transient_802),
+    Scenario("gb200-no-fm", "GB200 tray: no host FM, no NVSwitch PCI devices (platform unsupported)",
+             ("gb200-n01",), gb200),
+    Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
+    Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
+             tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),
+)}

@@ -1,0 +1,76 @@
+"""Entry point of the shim commands: ``python -m nvls_tui.sim.shim_main DIR CMD [ARGS...]``.
+
+Runs one simulated command against the node stored in ``DIR/state.json`` and behaves like the real
+tool: its stdout, stderr and exit status. all_reduce_perf rows are printed and flushed one by one at
+the simulated pace, with the lock released in between so other commands can run meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from nvls_tui.sim.commands import HANG, Output, execute
+from nvls_tui.sim.processes import gpu_devices
+from nvls_tui.sim.render_nccl import Plan
+from nvls_tui.sim.store import NodeStore
+
+ENV_PREFIXES = ("NCCL_", "CUDA_")
+
+
+def _write(stream, text: str) -> None:
+    if text:
+        stream.write(text)
+        stream.flush()
+
+
+def _replay(store: NodeStore, plan: Plan, argv: list[str], speed: float) -> int:
+    try:
+        for delay, line in plan.steps:
+            if delay and speed > 0:
+                time.sleep(delay / speed)
+            _write(sys.stdout, line + "\n")
+        return plan.exit_status
+    except BrokenPipeError:
+        return 141
+    finally:
+        with store.locked() as (node, _clock):
+            node.procs.pop(plan.pid, None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one shim command; returns its exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2:
+        print("usage: python -m nvls_tui.sim.shim_main DIR CMD [ARGS...]", file=sys.stderr)
+        return 2
+    store = NodeStore(args[0])
+    command = args[1:]
+    env = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)}
+    # A closed SSH channel sends SIGHUP/SIGTERM: unwind through the finally blocks (smoke process cleanup).
+    for signo in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signo, lambda *_: sys.exit(128 + 15))
+    with store.locked() as (node, clock):
+        now = clock.now()
+        result = execute(node, command, now, env=env)
+        speed = clock.speed
+        if isinstance(result, Plan):
+            node.spawn(pid=result.pid, ppid=os.getppid(), user="root", start=now, argv=list(command),
+                       cgroup="0::/user.slice/user-0.slice/session-9.scope", role="smoke",
+                       devices=gpu_devices(node, ("/dev/nvidiactl", "/dev/nvidia-uvm")),
+                       expires=now + result.duration, access="F...m")
+    if result is HANG:
+        while True:  # a wedged nvidia-smi: never returns; the caller's timeout must end it
+            time.sleep(3600)
+    if isinstance(result, Plan):
+        return _replay(store, result, command, speed)
+    assert isinstance(result, Output)
+    _write(sys.stdout, result.stdout)
+    _write(sys.stderr, result.stderr)
+    return result.exit_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Shim commands: ``DIR/bin/<tool>`` scripts that make any POSIX shell behave as one simulated node.
+
+A real sshd can then serve simulated nodes: put ``DIR/bin`` first on PATH (or copy/symlink it to
+``$HOME/bin``). Every script has DIR's absolute path baked in, so it works wherever it is called from.
+
+- Simulated tools (nvidia-smi, systemctl, ...) exec ``<python> -m nvls_tui.sim.shim_main DIR tool``.
+- File tools (mkdir, cat, tee, mv, rm, rmdir) are plain sh: paths under /var/lib/nvls-tui are remapped
+  to DIR/var/lib/nvls-tui and the real tool runs.
+- ``sudo`` strips its options and runs the simulated tool (never a real privileged command).
+- ``static=True``: read-only outputs pre-rendered once and printed by /bin/sh ``cat`` (no Python).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nvls_tui
+from nvls_tui.probe import SECTIONS, STATE_DIR, ps_argv
+from nvls_tui.sim.commands import Output, execute
+from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.sim.store import NodeStore
+
+PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
+               "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname")
+FILE_COMMANDS = ("mkdir", "cat", "tee", "mv", "rm", "rmdir")
+
+
+def _q(text: str) -> str:
+    """Single-quote for sh."""
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _real_tool(name: str) -> str:
+    for folder in ("/usr/bin", "/bin"):
+        if os.access(f"{folder}/{name}", os.X_OK):
+            return f"{folder}/{name}"
+    return shutil.which(name) or f"/bin/{name}"
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def _py_script(root: Path, command: str) -> str:
+    pkg_root = str(Path(nvls_tui.__file__).resolve().parent.parent)
+    return ("#!/bin/sh\n# nvls-tui simulated node shim (generated)\n"
+            f"PYTHONPATH={_q(pkg_root)}${{PYTHONPATH:+:$PYTHONPATH}} "
+            f"exec {_q(sys.executable)} -m nvls_tui.sim.shim_main {_q(str(root))} {command} \"$@\"\n")
+
+
+def _file_script(root: Path, command: str) -> str:
+    # Rebuild "$@" with /var/lib/nvls-tui... remapped (POSIX sh: `for` reads the list once).
+    return ("#!/bin/sh\n# nvls-tui shim: remaps the node's state directory, then runs the real tool\n"
+            f"D={_q(str(root))}\n"
+            "n=$#\n"
+            "for a do\n"
+            f"  case $a in {STATE_DIR}|{STATE_DIR}/*) a=\"$D{STATE_DIR}${{a#{STATE_DIR}}}\";; esac\n"
+            "  set -- \"$@\" \"$a\"\n"
+            "done\n"
+            "shift $n\n"
+            f"exec {_q(_real_tool(command))} \"$@\"\n")
+
+
+def _sudo_script(root: Path) -> str:
+    return ("#!/bin/sh\n# nvls-tui shim: sudo runs simulated commands only, never a real privileged one\n"
+            "while [ $# -gt 0 ]; do\n  case $1 in --) shift; break;; -*) shift;; *) break;; esac\ndone\n"
+            "[ $# -eq 0 ] && { echo 'usage: sudo -n command' >&2; exit 1; }\n"
+            "c=${1##*/}; shift\n"
+            f"if [ -x {_q(str(root / 'bin'))}/\"$c\" ]; then exec {_q(str(root / 'bin'))}/\"$c\" \"$@\"; fi\n"
+            "if [ \"$c\" = env ]; then exec env \"$@\"; fi\n"
+            "echo \"sudo: $c: refused by the nvls-tui simulator (not a simulated command)\" >&2\nexit 1\n")
+
+
+def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, static: bool = False,
+                speed: float | None = None) -> Path:
+    """Write ``DIR/bin`` and ``DIR/state.json`` so that a shell with DIR/bin first on PATH is ``node``.
+
+    Args:
+        directory: where to write (created if missing).
+        scenario: a scenario name (``seed-incident``).
+        node: one of the scenario's nodes (``gpu05``).
+        static: pre-render read-only outputs instead (benchmarks; no state changes).
+        speed: simulated clock speed (default 1: real time).
+
+    Returns:
+        The absolute DIR.
+
+    Raises:
+        ValueError: unknown scenario or node.
+    """
+    root = Path(directory).resolve()
+    fleet = load_fleet(f"sim:{scenario}/{node}", speed=1.0 if speed is None else speed)
+    state = fleet.node(node)
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    (root / "var" / "lib").mkdir(parents=True, exist_ok=True)
+    NodeStore(root).save(state, fleet.clock)
+    for command in FILE_COMMANDS:
+        _write(root / "bin" / command, _file_script(root, command))
+    _write(root / "bin" / "sudo", _sudo_script(root))
+    if static:
+        _write_static(root, fleet, node)
+    else:
+        for command in PY_COMMANDS:
+            _write(root / "bin" / command, _py_script(root, command))
+    return root
+
+
+def _write_static(root: Path, fleet, name: str) -> None:
+    """Pre-render the probe's commands; each shim is a ``case "$*"`` over the known argument lists."""
+    node = fleet.node(name)
+    now = fleet.clock.now()
+    variants: dict[str, list[tuple[str, ...]]] = {}
+    argvs = [s.argv for s in SECTIONS if s.argv[0] != "cat"]
+    argvs += [("nvidia-smi",), ("nvidia-smi", "-q"), ("nvidia-smi", "-q", "-x"), ("hostname",), ("hostname", "-s"),
+              ("fuser", "/dev/nvidia*"), ("systemctl", "is-active", "nvidia-fabricmanager")]
+    terse = execute(node, ("fuser", "/dev/nvidia*"), now)
+    pids = ",".join(terse.stdout.split()) if isinstance(terse, Output) else ""
+    if pids:
+        argvs.append(ps_argv([int(p) for p in pids.split(",")]))
+    static_dir = root / "static"
+    static_dir.mkdir(exist_ok=True)
+    for argv in argvs:
+        variants.setdefault(argv[0], []).append(argv)
+    for command in PY_COMMANDS:
+        cases = []
+        for i, argv in enumerate(variants.get(command, [])):
+            result = execute(node, argv, now)
+            if not isinstance(result, Output):
+                continue
+            base = static_dir / f"{command}.{i}"
+            Path(f"{base}.out").write_text(result.stdout)
+            Path(f"{base}.err").write_text(result.stderr)
+            key = " ".join(argv[1:])
+            if argv[0] == "ps" and pids:
+                key = " ".join(argv[1:-1]) + " " + pids
+            cat = _q(_real_tool("cat"))
+            cases.append(f"  {_q(key)}) {cat} {_q(str(base) + '.out')}; {cat} {_q(str(base) + '.err')} >&2; "
+                         f"exit {result.exit_status};;\n")
+        script = ("#!/bin/sh\n# nvls-tui static shim: pre-rendered read-only outputs\n"
+                  "case \"$*\" in\n" + "".join(cases) +
+                  f"  *) echo \"{command}: the static simulator has no output for: $*\" >&2; exit 2;;\nesac\n")
+        _write(root / "bin" / command, script)

@@ -1,0 +1,261 @@
+"""The state of one simulated node: plain, mutable, JSON-serialisable dataclasses.
+
+Behaviour lives in :mod:`nvls_tui.sim.processes` (what time and signals do) and the renderers
+(what each command prints); this module only holds the facts, so the shims can keep a node in a
+JSON file between two commands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+H100_NAME = "NVIDIA H100 80GB HBM3"
+GB200_NAME = "NVIDIA GB200"
+DRIVER = "580.82.07"
+CUDA = "13.0"
+
+# PCI buses of the eight SXM GPUs of an HGX board (the incident's 0F ... D8) and its four NVSwitches.
+HGX_BUSES = ("0F", "34", "48", "5A", "87", "AE", "C2", "D8")
+NVSWITCH_BUSES = ("05", "06", "07", "08")
+GB200_BUSES = ("08", "09", "18", "19")  # GB200 GPUs sit in PCI domains 0x8, 0x9, 0x18, 0x19
+
+FM_ARGV = ["/usr/bin/nv-fabricmanager", "-c", "/usr/share/nvidia/nvswitch/fabricmanager.cfg"]
+
+
+def digest(*parts: object) -> str:
+    """A stable hex digest: every "random" fact of a node derives from its name, never from RNG state."""
+    return hashlib.sha256("/".join(str(p) for p in parts).encode()).hexdigest()
+
+
+@dataclass
+class Gpu:
+    """One GPU and its fabric registration (nvidia-smi's own words)."""
+
+    index: int
+    bus_id: str
+    uuid: str
+    name: str = H100_NAME
+    serial: str = "1654024077178"
+    persistence: bool = False
+    fabric_state: str = "Completed"
+    fabric_status: str = "Success"
+    clique_id: str = "0"
+    cluster_uuid: str = ZERO_UUID
+    health_summary: str = "N/A"
+    temp: int = 33
+    power: int = 115
+    mem_total: int = 81559
+
+
+@dataclass
+class Unit:
+    """One systemd unit as ``systemctl show`` would describe it."""
+
+    name: str
+    description: str
+    load: str = "loaded"
+    enabled: str = "enabled"
+    active: str = "inactive"
+    sub: str = "dead"
+    main_pid: int = 0
+    result: str = "success"
+    since: float | None = None
+    exec_code: str = ""
+    exec_status: str = ""
+    last_pid: int = 0
+    cpu: str = ""
+    needs_reset_failed: bool = False
+    active_enter: float | None = None
+
+    @property
+    def path(self) -> str:
+        """The unit file (Ubuntu 22.04 layout, as in the incident's status output)."""
+        return f"/lib/systemd/system/{self.name}"
+
+
+@dataclass
+class Proc:
+    """One process: identity, place in the process tree, cgroup and the device files it holds."""
+
+    pid: int
+    ppid: int
+    user: str
+    start: float
+    argv: list[str]
+    cgroup: str
+    devices: list[str] = field(default_factory=list)
+    role: str = "other"
+    unit: str | None = None
+    pod: str | None = None
+    expires: float | None = None
+    access: str = "F...."
+
+    @property
+    def comm(self) -> str:
+        """The kernel's 15-character process name (what fuser and ``Main PID: N (comm)`` show)."""
+        return self.argv[0].rsplit("/", 1)[-1][:15]
+
+    @property
+    def args(self) -> str:
+        """The command line as ps prints it."""
+        return " ".join(self.argv)
+
+
+@dataclass
+class PodSpec:
+    """A GPU Operator container that kubelet keeps running (recreated with a new PID when killed)."""
+
+    name: str
+    role: str
+    argv: list[str]
+    devices: list[str]
+    uid: str
+    container: str
+    user: str = "root"
+    gone_at: float | None = None
+    restarts: int = 0
+    shim_pid: int = 1
+
+    @property
+    def cgroup(self) -> str:
+        """The cgroup v2 path of the container (systemd cgroup driver, containerd)."""
+        uid = self.uid.replace("-", "_")
+        return (f"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid}.slice/"
+                f"cri-containerd-{self.container}.scope")
+
+
+@dataclass
+class LogLine:
+    """One journal entry: kernel lines have ident ``kernel`` and no pid."""
+
+    ts: float
+    ident: str
+    text: str
+    pid: int | None = None
+    unit: str | None = None
+
+
+@dataclass
+class Node:
+    """One simulated node.
+
+    Attributes:
+        platform: ``hgx-h100`` (host FM, NVSwitches) or ``gb200`` (no host FM, rack fabric).
+        needs_reset: the driver's cached fabric state went stale (FM died or stopped); only a GPU
+            reset clears it. An FM start while this is set leaves NVLS out of sync.
+        out_of_sync: NVLS multicast binds fail with 802 and the kernel logs the out-of-sync line.
+        reg_in_progress_at / reg_complete_at: when the GPUs' registration moves on after an FM start.
+        stuck_in_progress: registration never completes (scenario).
+        fabric_fault: a Completed status other than Success that survives resets (scenario).
+        wedged: nvidia-smi never returns (scenario).
+        transient_802: NVLS smoke runs that still fail by themselves before the fabric settles.
+        fm_mismatch: FM refuses to start (its version differs from the driver's).
+    """
+
+    name: str
+    scenario: str = "healthy"
+    platform: str = "hgx-h100"
+    driver: str = DRIVER
+    fm_version: str | None = DRIVER
+    cuda: str = CUDA
+    boot: float = 0.0
+    gpus: list[Gpu] = field(default_factory=list)
+    switches: list[str] = field(default_factory=list)
+    units: dict[str, Unit] = field(default_factory=dict)
+    procs: dict[int, Proc] = field(default_factory=dict)
+    pods: list[PodSpec] = field(default_factory=list)
+    kernel: list[LogLine] = field(default_factory=list)
+    journal: list[LogLine] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    dirs: list[str] = field(default_factory=list)
+    cmdlog: list[list] = field(default_factory=list)
+    next_pid: int = 40000
+    last_advance: float = 0.0
+    needs_reset: bool = False
+    out_of_sync: bool = False
+    reg_in_progress_at: float | None = None
+    reg_complete_at: float | None = None
+    stuck_in_progress: bool = False
+    fabric_fault: str = ""
+    wedged: bool = False
+    transient_802: int = 0
+    fm_mismatch: bool = False
+    snapshot_last_run: float = 0.0
+    watch_cycle: int = -1
+    smoke_runs: int = 0
+
+    # ----- lookups ---------------------------------------------------------------------------
+    def unit(self, name: str) -> Unit | None:
+        """The unit called ``name`` (``.service`` optional), or None when systemd would not know it."""
+        if name in self.units:
+            return self.units[name]
+        return self.units.get(f"{name}.service")
+
+    def unit_name(self, name: str) -> str:
+        """``name`` completed with ``.service`` the way systemctl does."""
+        return name if "." in name.rsplit("@", 1)[-1] else f"{name}.service"
+
+    def alive(self, role: str | None = None) -> list[Proc]:
+        """Live processes, optionally only those of one role, by PID."""
+        return sorted((p for p in self.procs.values() if role is None or p.role == role), key=lambda p: p.pid)
+
+    def alloc_pid(self) -> int:
+        """A fresh PID: increasing, with deterministic gaps (other processes come and go too)."""
+        step = 1 + int(digest(self.name, self.next_pid)[:2], 16) % 23
+        self.next_pid += step
+        return self.next_pid
+
+    def spawn(self, **kw) -> Proc:
+        """Create a process (``pid`` optional) and return it."""
+        pid = kw.pop("pid", None) or self.alloc_pid()
+        proc = Proc(pid=pid, **kw)
+        self.procs[pid] = proc
+        return proc
+
+    def device_files(self) -> list[str]:
+        """Every /dev/nvidia* file of the node, in the order a C-locale shell glob lists them."""
+        files = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"]
+        files += [f"/dev/nvidia{g.index}" for g in self.gpus]
+        if self.switches:
+            files += ["/dev/nvidia-nvlink", "/dev/nvidia-nvswitchctl"]
+            files += [f"/dev/nvidia-nvswitch{i}" for i in range(len(self.switches))]
+        return sorted(files)
+
+    def holders(self) -> dict[str, list[Proc]]:
+        """``{device file: [processes holding it]}`` for the files somebody holds."""
+        out: dict[str, list[Proc]] = {}
+        for proc in self.alive():
+            for dev in proc.devices:
+                out.setdefault(dev, []).append(proc)
+        return out
+
+    def log_kernel(self, ts: float, text: str) -> None:
+        """Append a kernel line (kept in time order)."""
+        self.kernel.append(LogLine(ts=ts, ident="kernel", text=text))
+        self.kernel.sort(key=lambda e: e.ts)
+
+    def log_unit(self, ts: float, unit: str, ident: str, text: str, pid: int | None = None) -> None:
+        """Append a journal line of a unit (``systemd`` lines use pid 1)."""
+        self.journal.append(LogLine(ts=ts, ident=ident, text=text, pid=pid, unit=unit))
+        self.journal.sort(key=lambda e: e.ts)
+
+    # ----- persistence -----------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        data = asdict(self)
+        data["procs"] = [asdict(p) for p in self.procs.values()]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Node:
+        """Inverse of :meth:`to_dict`."""
+        data = dict(data)
+        data["gpus"] = [Gpu(**g) for g in data.get("gpus", [])]
+        data["units"] = {k: Unit(**u) for k, u in data.get("units", {}).items()}
+        data["procs"] = {int(p["pid"]): Proc(**p) for p in data.get("procs", [])}
+        data["pods"] = [PodSpec(**p) for p in data.get("pods", [])]
+        data["kernel"] = [LogLine(**e) for e in data.get("kernel", [])]
+        data["journal"] = [LogLine(**e) for e in data.get("journal", [])]
+        return cls(**data)

@@ -1,0 +1,104 @@
+"""Snapshots of the console on simulated fleets: fixed clock, frozen simulator, one poll, no live ages."""
+
+from __future__ import annotations
+
+import time
+
+from nvls_tui.app import NvlsApp
+from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.help import HelpScreen
+from nvls_tui.screens.node import NodeScreen
+from nvls_tui.sim.fleet import load_fleet
+
+FIXED_NOW = 1_785_000_000.0
+SIZE = (160, 48)
+
+
+def sim_app(spec: str = "sim:seed-incident", **kwargs) -> NvlsApp:
+    """The console on a frozen simulated fleet (speed 0), polling each node once."""
+    backends = load_fleet(spec, speed=0).backends()
+    return NvlsApp(backends, poll_interval=None, clock=lambda: FIXED_NOW, **kwargs)
+
+
+async def wait_until(pilot, condition, what: str, timeout: float = 10.0) -> None:
+    """Let the app run until ``condition()`` holds (bounded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
+
+
+async def polled(pilot) -> None:
+    """Every node answered (or timed out) once, and the screen caught up."""
+    await pilot.app.wait_for_first_poll(timeout=30)
+    await pilot.pause()
+
+
+async def gpu05(pilot) -> None:
+    await polled(pilot)
+    pilot.app.open_node("gpu05")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, NodeScreen), "the node screen")
+    await pilot.pause()
+
+
+async def holders_selected(pilot) -> None:
+    await gpu05(pilot)
+    await pilot.press("space", "down", "down", "space")
+    await pilot.pause()
+
+
+async def sigterm_confirmation(pilot) -> None:
+    await holders_selected(pilot)
+    await pilot.press("t")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), "the confirmation")
+    await pilot.pause()
+
+
+async def help_screen(pilot) -> None:
+    await polled(pilot)
+    await pilot.press("question_mark")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), "the help")
+    await pilot.pause()
+
+
+async def scrolled(pilot) -> None:
+    await polled(pilot)
+    await pilot.press("pagedown", "pagedown", "down", "down")
+    await pilot.pause()
+
+
+def test_the_seed_incident_fleet(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=polled)
+
+
+def test_the_node_screen_of_gpu05(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=gpu05)
+
+
+def test_holders_selected_on_gpu05(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=holders_selected)
+
+
+def test_the_sigterm_confirmation(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=sigterm_confirmation)
+
+
+def test_the_help_screen(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=help_screen)
+
+
+def test_read_only_mode_on_gpu05(snap_compare):
+    assert snap_compare(sim_app(read_only=True), terminal_size=SIZE, run_before=gpu05)
+
+
+def test_an_unreachable_node(snap_compare):
+    app = sim_app("sim:wedged", poll_timeout=0.5)
+    assert snap_compare(app, terminal_size=SIZE, run_before=polled)
+
+
+def test_the_fleet_256_scrolled(snap_compare):
+    assert snap_compare(sim_app("sim:fleet-256"), terminal_size=SIZE, run_before=scrolled)
+
+
+def test_the_fleet_at_100x30(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=(100, 30), run_before=polled)

@@ -1,0 +1,58 @@
+"""Shared pytest fixtures. The loopback sshd rig itself lives in tests/sshd_rig.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sshd_rig import SshdRig, find_sshd, node_names
+
+
+def _shim_writer(scenario: str):
+    """``populate(name, dir)`` writing the simulator's shims for ``scenario`` (skip if not built yet)."""
+    try:
+        from nvls_tui.sim.shims import write_shims
+    except ImportError:
+        pytest.skip("the simulator's shims (nvls_tui.sim.shims.write_shims) are not available yet")
+
+    def populate(name, node_dir):
+        write_shims(node_dir, scenario, name, static=False)
+
+    return populate
+
+
+def _need_sshd() -> None:
+    if find_sshd() is None:
+        pytest.skip("openssh-server is not installed (scripts/test.sh installs it)")
+
+
+@pytest.fixture(scope="session")
+def sshd_fleet(tmp_path_factory):
+    """Factory: ``sshd_fleet(nodes, scenario=None) -> SshdRig``, one running sshd per distinct request.
+
+    ``nodes`` is a count (``gpu01``..) or a list of names. With a scenario, each node's shims are
+    written first; without one, nodes only get an empty bin directory (plain commands work).
+    Rigs are shared across the session and stopped (by PID) at its end.
+    """
+    rigs: dict[tuple, SshdRig] = {}
+
+    def make(nodes: int | list[str] = 1, scenario: str | None = None) -> SshdRig:
+        _need_sshd()
+        names = node_names(nodes) if isinstance(nodes, int) else list(nodes)
+        key = (tuple(names), scenario)
+        if key not in rigs:
+            populate = _shim_writer(scenario) if scenario else None
+            rigs[key] = SshdRig(tmp_path_factory.mktemp("sshd"), names, populate).start()
+        return rigs[key]
+
+    yield make
+    for rig in rigs.values():
+        rig.stop()
+
+
+@pytest.fixture
+def private_sshd(tmp_path):
+    """A one-node sshd of the test's own, for tests that kill or restart it."""
+    _need_sshd()
+    rig = SshdRig(tmp_path / "sshd", ["gpu01"]).start()
+    yield rig
+    rig.stop()

@@ -1,0 +1,251 @@
+"""Pilot tests of the console on hand-built nodes: keys, modals, read-only, palette, responsiveness."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from nvls_tui.app import NvlsApp
+from nvls_tui.model import NodeState, Verdict
+from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.help import HelpScreen
+from nvls_tui.screens.node import NodeScreen
+from nvls_tui.widgets.fleet_grid import FleetGrid
+from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
+
+SIZE = (160, 48)
+
+
+def fleet(**kwargs) -> tuple[NvlsApp, dict[str, FakeBackend]]:
+    """gpu05 broken with 3 holders, gpu06 healthy; polled once, clock fixed."""
+    backends = {"gpu05": FakeBackend(make_node("gpu05", broken=True, holders=3, fm="failed")),
+                "gpu06": FakeBackend(make_node("gpu06"))}
+    app = NvlsApp(list(backends.values()), poll_interval=None, clock=fixed_clock, **kwargs)
+    return app, backends
+
+
+async def wait_until(pilot, condition, what: str, timeout: float = 5.0) -> None:
+    """Let the app run until ``condition()`` holds (bounded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.01)
+
+
+async def open_gpu05(app, pilot) -> NodeScreen:
+    await app.wait_for_first_poll()
+    await pilot.pause()
+    app.open_node("gpu05")
+    await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+    return app.screen
+
+
+async def test_the_fleet_puts_the_broken_node_first_and_enter_opens_it():
+    app, _ = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        assert grid.visible_hosts == ("gpu05", "gpu06")
+        assert app.verdict("gpu05") is Verdict.BROKEN
+        assert grid.get_cell("gpu05", "verdict").plain == "✖ broken"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        assert app.screen.host == "gpu05"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, NodeScreen), "the fleet again")
+
+
+async def test_a_repoll_writes_only_the_cells_that_changed_and_keeps_the_cursor():
+    app, backends = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        await pilot.press("down")
+        assert grid.current_host == "gpu06"
+        assert grid.show(app.fleet, app.diagnoses, grid.visible_hosts, fixed_clock()) == 0
+        backends["gpu06"].state = backends["gpu06"].state.replace(holders=())
+        app.poll_now("gpu06")
+        await wait_until(pilot, lambda: grid.get_cell("gpu06", "holders").plain == "0", "the new holder count")
+        assert grid.current_host == "gpu06"
+
+
+async def test_selecting_and_sigterming_holders_removes_them():
+    app, backends = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        node = await open_gpu05(app, pilot)
+        await pilot.press("space", "down", "space")
+        assert sorted(node.selected) == [4000, 4001]
+        await pilot.press("t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        modal = app.screen
+        assert modal.title_text == "Send SIGTERM to 2 processes on gpu05?"
+        assert modal.lines[0] == "4000(root) /usr/bin/dcgm-exporter --instance 0"
+        assert app.focused.id == "cancel"  # a stray Enter changes nothing
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: len(app.fleet.get("gpu05").holders) == 1, "the re-poll")
+        assert backends["gpu05"].signalled == [4000, 4001]
+        assert [h.pid for h in app.fleet.get("gpu05").holders] == [4002]
+        assert node.selected == {}
+
+
+async def test_the_default_answer_of_the_confirmation_is_cancel():
+    app, backends = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_gpu05(app, pilot)
+        await pilot.press("a", "t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen again")
+        assert backends["gpu05"].signalled == []
+
+
+async def test_a_pid_that_changed_is_reported_and_not_signalled():
+    app, backends = fleet()
+    notes = []
+    async with app.run_test(size=SIZE) as pilot:
+        await open_gpu05(app, pilot)
+        app.notify = lambda message, **kw: notes.append((message, kw.get("severity")))
+        backends["gpu05"].changed_pids = {4001}
+        await pilot.press("a", "t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: notes, "the outcome notification")
+        message, severity = notes[0]
+        assert backends["gpu05"].signalled == [4000, 4002]
+        assert "4001(root) /usr/bin/dcgm-exporter --instance 1: changed since selected, refused" in message
+        assert "2 of 3 signalled" in message
+        assert severity == "warning"
+
+
+async def test_read_only_hides_and_refuses_every_action_that_changes_a_node():
+    app, backends = fleet(read_only=True)
+    notes = []
+    async with app.run_test(size=SIZE) as pilot:
+        node = await open_gpu05(app, pilot)
+        await pilot.press("a")
+        assert node.check_action("sigterm", ()) is False
+        await pilot.press("t")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        app.notify = lambda message, **kw: notes.append(message)
+        node.action_sigterm()
+        node.action_stop_unit("kubelet.service")
+        assert len(notes) == 2 and all("Read-only" in n for n in notes)
+        assert backends["gpu05"].signalled == [] and backends["gpu05"].ran == []
+        footer_keys = {b.binding.id for b in app.active_bindings.values() if b.enabled}
+        assert "node.sigterm" not in footer_keys
+
+
+async def test_the_palette_runs_the_same_action_as_the_key():
+    app, _ = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        node = await open_gpu05(app, pilot)
+        await pilot.press("a")
+        assert len(node.selected) == 3
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"SIGTERM selected on gpu05")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        assert app.screen.title_text == "Send SIGTERM to 3 processes on gpu05?"
+
+
+async def test_the_palette_stops_a_unit_after_a_confirmation():
+    app, backends = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_gpu05(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"unit: Stop kubelet")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        assert app.screen.lines == ["systemctl stop kubelet.service"]
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: backends["gpu05"].ran, "systemctl")
+        assert backends["gpu05"].ran == [("systemctl", "stop", "kubelet.service")]
+        await wait_until(pilot, lambda: app.fleet.get("gpu05").service("kubelet").active == "inactive",
+                         "the re-poll")
+
+
+async def test_a_remapped_key_runs_the_action_and_the_help_shows_it():
+    app, _ = fleet(keymap={"node.sigterm": "k"})
+    async with app.run_test(size=SIZE) as pilot:
+        await open_gpu05(app, pilot)
+        await pilot.press("a", "k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen again")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        table = app.screen.query_one("#help-table")
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert ["node", "k"] == rows[[r[3] for r in rows].index("node.sigterm")][:2]
+
+
+async def test_an_unreachable_node_keeps_its_last_state_greyed_with_the_reason():
+    app, backends = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        backends["gpu06"].state = NodeState("gpu06", reachable=False, simulated=True,
+                                            error="ssh: connection refused")
+        app.poll_now("gpu06")
+        await wait_until(pilot, lambda: app.verdict("gpu06") is Verdict.UNREACHABLE, "the failed poll")
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        assert grid.get_cell("gpu06", "note").plain == "stale: ssh: connection refused"
+        assert grid.get_cell("gpu06", "holders").plain == "2"  # last known, not forgotten
+        assert grid.visible_hosts == ("gpu05", "gpu06")
+
+
+async def test_a_key_is_answered_within_100_ms_while_a_node_hangs():
+    wedged = FakeBackend(make_node("gpu09"), hang=True)
+    good = FakeBackend(make_node("gpu01"))
+    app = NvlsApp([good, wedged], poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.verdict("gpu01") is not None, "the good node")
+        await wait_until(pilot, lambda: wedged.snapshots == 1, "the wedged poll to start")
+        assert app.verdict("gpu09") is None
+        screen = app.screen
+        # Measured from the key arriving to its action having run (Pilot.press adds its own settling).
+        start = time.perf_counter()
+        app.simulate_key("v")
+        while screen.sort_by_verdict:
+            assert time.perf_counter() - start < 1.0, "the key was never answered"
+            await asyncio.sleep(0.002)
+        elapsed = time.perf_counter() - start
+        assert elapsed < 0.1, f"the key took {elapsed * 1000:.0f} ms"
+        assert app.verdict("gpu09") is None  # still hanging, and nobody waited for it
+
+
+async def test_quit_asks_first_while_an_action_is_running():
+    app, _ = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        gate = __import__("asyncio").Event()
+        app.start_action("SIGTERM on gpu05", gate.wait())
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the quit question")
+        assert app.screen.lines == ["SIGTERM on gpu05"]
+        await pilot.press("escape")
+        gate.set()
+        await wait_until(pilot, lambda: not app.actions_running, "the action to end")
+        await pilot.press("q")
+        await wait_until(pilot, lambda: app.return_code is not None or not app.is_running, "the exit")
+
+
+async def test_the_filter_narrows_the_grid_and_escape_clears_it():
+    app, _ = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        await pilot.press("slash", *"healthy", "enter")
+        await pilot.pause()
+        assert grid.visible_hosts == ("gpu06",)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert grid.visible_hosts == ("gpu05", "gpu06")
