@@ -43,6 +43,10 @@ QUERY_FIELDS = (
 NVSWITCH_PCI_ID = "10de:22a3"
 KERNEL_PATTERN = "NVRM|nvidia-nvswitch|Xid|SXid|FABRIC"
 MARK = "@@nvls-tui"
+# fuser -v rows: "... USER PID ACCESS COMMAND"; print each PID (the number before an access field).
+# (No {5} interval: Debian's default mawk does not support it.)
+_PID_AWK = ("{for (i = 1; i < NF; i++) "
+            "if ($i ~ /^[0-9]+$/ && length($(i+1)) == 5 && $(i+1) ~ /^[.FfRrCcEeMm]+$/) print $i}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +118,17 @@ def probe_script(sudo: bool = False) -> str:
         if section.shell_tail:
             cmd = f"{{ {cmd}; }} {section.shell_tail}"
         lines.append(f"echo '{MARK} begin {section.name}'")
+        if section.name == "holders":
+            # Kept in a variable: the ps step below reads the PIDs from this same table.
+            lines += [f"holders=$({cmd})", "rc=$?", 'printf \'%s\\n\' "$holders"',
+                      f"echo '{MARK} end {section.name}' $rc"]
+            continue
         lines.append(cmd)
         lines.append(f"echo '{MARK} end {section.name}' $?")
-    # PIDs: fuser prints them on stdout without -v; ask again tersely (cheap) and feed ps.
-    prefix = "sudo -n " if sudo else ""
-    lines.append(f"pids=$({prefix}fuser /dev/nvidia* 2>/dev/null | tr -s ' ' ',' | sed 's/^,//;s/,$//')")
+    # The PID is the number before the ACCESS column of each fuser -v row.
+    lines.append(f'pids=$(printf \'%s\\n\' "$holders" | awk {shlex.quote(_PID_AWK)} | sort -un | paste -sd, -)')
+    # Their parents too: a `watch nvidia-smi` loop holds nothing itself but keeps spawning holders.
+    lines.append('[ -n "$pids" ] && pids="$pids,$(ps -o ppid= -p "$pids" | sort -un | paste -sd, -)"')
     lines.append(f"echo '{MARK} begin processes'")
     lines.append(f'[ -n "$pids" ] && ps -ww -o {PS_FORMAT} -p "$pids"')
     lines.append(f"echo '{MARK} end processes' $?")

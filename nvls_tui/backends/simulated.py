@@ -189,7 +189,14 @@ class SimulatedBackend(Backend):
         holders = sections.get("holders")
         pids = sorted({int(m) for m in _FUSER_ROW.findall(holders.output if holders else "")})
         if pids:
-            sections["processes"] = await self._section(ps_argv(pids), False)
+            procs = await self._section(ps_argv(pids), False)
+            # Their parents too (as the remote probe does): a watch loop holds nothing itself.
+            ppids = sorted({int(line.split()[1]) for line in procs.stdout.splitlines()
+                            if len(line.split()) > 1 and line.split()[1].isdigit()} - set(pids) - {0, 1})
+            if ppids:
+                parents = await self._section(ps_argv(ppids), False)
+                procs = CommandResult(procs.argv, procs.exit_status, procs.stdout + parents.stdout, procs.stderr)
+            sections["processes"] = procs
         else:
             sections["processes"] = CommandResult(("ps",), 1, "", "")
         return assemble_node_state(self.host, sections, simulated=True)

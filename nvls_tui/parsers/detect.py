@@ -13,8 +13,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|Avg bus bandwidth|"
                               r"Test NCCL failure|NCCL (?:WARN|INFO)|nvlsAllocateMem|Failed to bind NVLink SHARP|"
                               r"Test failure common\.cu", re.M)),
-    ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*$[\s\S]*?State\s+:",
-                                re.M)),
+    ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:")),
     ("fuser", re.compile(r"^\s+USER\s+PID ACCESS COMMAND|^/dev/nvidia\S*:\s+(?:\S+\s+\d+\s+[\w.]{4,5}\s|\d+\w*)",
                          re.M)),
@@ -25,8 +24,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lspci", re.compile(r"^(?:\S+ )*?(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.\d \w[\w ]*(?: \[[0-9a-f]{4}\])?: "
                          r"NVIDIA Corporation", re.M)),
     ("kernel-log", re.compile(r"NVRM:|\bS?Xid \(PCI:|nvidia-nvswitch\d*:|NV_ERR_[A-Z_]+")),
-    ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp)"
-                                        r"(?:\s*,\s*[\w.\[\] ]+)+\s*$|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:", re.M)),
+    # A header of dotted field names separated by ", " (no nested quantifiers: big CSVs are common).
+    ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp), [\w.]"
+                                        r"|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:", re.M)),
     ("nvlink-status", re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)\s*\n\s+Link \d+:", re.M)),
     ("topo-matrix", re.compile(r"^(?:\x1b\[[0-9;]*m)?\tGPU0\t|^GPU0\t\s*X\s", re.M)),
     ("nvml-fabric", re.compile(r"^\d+ v[123] \S+ \{'", re.M)),

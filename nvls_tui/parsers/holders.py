@@ -129,6 +129,16 @@ def build_holders(fuser: tuple[FuserHolder, ...], ps: tuple[PsEntry, ...]) -> tu
                 ppid=entry.ppid if entry is not None else None,
             )
         )
+    # A parent that keeps spawning holders (a `watch nvidia-smi` loop) must be stopped first, so it is
+    # listed too, holding no device itself.
+    holder_pids = {h.pid for h in holders}
+    parent_pids = {h.ppid for h in holders if h.ppid}
+    for entry in ps:
+        if entry.pid in parent_pids and entry.pid not in holder_pids and classify(entry.args) is HolderKind.WATCH:
+            unit, pod = unit_and_pod(entry.cgroup)
+            holders.append(Holder(pid=entry.pid, user=entry.user, command=entry.args, kind=HolderKind.WATCH,
+                                  devices=(), unit=unit, pod=pod, start_time=entry.lstart, ppid=entry.ppid))
+            holder_pids.add(entry.pid)
     return tuple(sorted(holders, key=lambda h: h.pid))
 
 

@@ -65,8 +65,9 @@ def parse_topo_matrix(text: str) -> Parsed[dict]:
     matrix: dict[str, dict[str, str]] = {}
     for line in lines:
         cells = [c.strip() for c in line.split("\t")]
-        if not header and cells and cells[0].startswith("GPU0"):
-            header = [c for c in cells if c.startswith("GPU")]
+        # The header row starts with an empty corner cell; data rows start with their GPU name.
+        if not header and len(cells) > 1 and cells[0] == "" and cells[1] == "GPU0":
+            header = [c for c in cells if re.fullmatch(r"GPU\d+", c)]
             continue
         if header and cells and re.fullmatch(r"GPU\d+", cells[0]):
             matrix[cells[0]] = dict(zip(header, cells[1:1 + len(header)], strict=False))

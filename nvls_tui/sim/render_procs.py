@@ -80,8 +80,9 @@ def fuser(node: Node, args: list[str], now: float) -> tuple[int, str, str, str]:
             err += f"{label:<{NAME_FIELD}}"
             merged += f"{label:<{NAME_FIELD}}"
             for proc in procs:
-                out += f"{proc.pid:>6}"
-                merged += f"{proc.pid:>6}"
+                # psmisc separates PIDs with a space, so long PIDs never run together.
+                out += f" {proc.pid:>5}"
+                merged += f" {proc.pid:>5}"
                 letter = "m" if "m" in proc.access else ""
                 err += letter
                 merged += letter
@@ -161,7 +162,9 @@ def ps(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
             return 1, "", f"error: unknown user-defined format specifier \"{name}\"\n"
         base = PS_FIELDS[name]
         columns.append((name, header if has_header else base[0], int(width) if width.isdigit() else base[1]))
-    procs = node.alive() if every or pids is None else [node.procs[p] for p in pids if p in node.procs]
+    # ps lists each PID once, whatever the -p list repeats, and skips PIDs that are gone.
+    alive = {p.pid for p in node.alive()}
+    procs = node.alive() if every or pids is None else [node.procs[p] for p in sorted(set(pids)) if p in alive]
     if pids is not None and not every:
         procs = sorted(procs, key=lambda p: p.pid)
 

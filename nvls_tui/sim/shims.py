@@ -96,7 +96,9 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
     fleet = load_fleet(f"sim:{scenario}/{node}", speed=1.0 if speed is None else speed)
     state = fleet.node(node)
     (root / "bin").mkdir(parents=True, exist_ok=True)
-    (root / "var" / "lib").mkdir(parents=True, exist_ok=True)
+    (root / "var" / "lib" / "nvls-tui").mkdir(parents=True, exist_ok=True)
+    # The probe reads this marker through the remapped `cat`: nodes behind sshd are labelled simulated.
+    (root / "var" / "lib" / "nvls-tui" / "SIMULATED").write_text("simulated by nvls-tui\n")
     NodeStore(root).save(state, fleet.clock)
     for command in FILE_COMMANDS:
         _write(root / "bin" / command, _file_script(root, command))

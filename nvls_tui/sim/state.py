@@ -7,6 +7,8 @@ JSON file between two commands.
 
 from __future__ import annotations
 
+from nvls_tui.probe import SIMULATED_MARKER, STATE_DIR
+
 import hashlib
 from dataclasses import asdict, dataclass, field
 
@@ -168,8 +170,10 @@ class Node:
     pods: list[PodSpec] = field(default_factory=list)
     kernel: list[LogLine] = field(default_factory=list)
     journal: list[LogLine] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)
-    dirs: list[str] = field(default_factory=list)
+    # Every simulated node carries the marker file the probe reads, so it is labelled as simulated
+    # whether it is polled in process or through shims behind a real sshd.
+    files: dict[str, str] = field(default_factory=lambda: {SIMULATED_MARKER: "simulated by nvls-tui\n"})
+    dirs: list[str] = field(default_factory=lambda: [STATE_DIR])
     cmdlog: list[list] = field(default_factory=list)
     next_pid: int = 40000
     last_advance: float = 0.0
