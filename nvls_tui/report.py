@@ -79,9 +79,11 @@ def _timeline_entry(r: dict[str, Any]) -> str | None:
         end = f"exit {status}" if status is not None else f"did not finish ({r.get('error') or 'no status'})"
         return f"`{_cmd(r.get('argv'))}` → {end}"
     if kind == "process-signalled":
-        return f"{r.get('signal')} pid {r.get('pid')} ({r.get('holder_kind')}: {r.get('command')}) → {r.get('outcome')}"
+        who = f"({r.get('holder_kind')}: {r.get('command')})"
+        return f"{r.get('signal')} pid {r.get('pid')} {who} → {r.get('outcome')}"
     if kind == "holders-remaining":
-        return f"{len(r.get('holders') or [])} holders remain" + (" (waiting for the operator)" if r.get("waiting") else "")
+        waiting = " (waiting for the operator)" if r.get("waiting") else ""
+        return f"{len(r.get('holders') or [])} holders remain{waiting}"
     if kind == "fabric-progress":
         states = ", ".join(f"{k} ×{v}" for k, v in (r.get("states") or {}).items())
         return f"Fabric Manager {r.get('unit')}; {states}"
@@ -168,8 +170,9 @@ def _node_section(host: str, records: list[dict[str, Any]]) -> list[str]:
     results = [r.get("smoke") or {} for r in records if r.get("event") == "smoke-finished"]
     if rows:
         out += ["| size (B) | out-of-place busbw (GB/s) | in-place busbw (GB/s) |", "| ---: | ---: | ---: |"]
-        out += [f"| {r.get('size')} | {(r.get('row') or {}).get('oop_busbw')} | {(r.get('row') or {}).get('ip_busbw')} |"
-                for r in rows]
+        for r in rows:
+            row = r.get("row") or {}
+            out.append(f"| {r.get('size')} | {row.get('oop_busbw')} | {row.get('ip_busbw')} |")
         out.append("")
     for smoke in results:
         verdict = "passed" if smoke.get("passed") else "FAILED"
@@ -206,7 +209,8 @@ def render_report(contents: AuditLogContents, source: str | None = None) -> str:
             f"- from {first.get('time', '?')} to {last.get('time', '?')}",
             f"- nodes: {', '.join(hosts) or 'none'}" + (" (dry run: nothing was changed)" if dry else "")]
     if contents.unreadable:
-        out.append(f"- {len(contents.unreadable)} unreadable line(s) skipped (line {', '.join(map(str, contents.unreadable[:5]))}); "
+        where = ", ".join(map(str, contents.unreadable[:5]))
+        out.append(f"- {len(contents.unreadable)} unreadable line(s) skipped (line {where}); "
                    "a torn last line is what a killed run leaves")
     out.append("")
     if hosts:

@@ -51,9 +51,9 @@ def target_words(args: argparse.Namespace) -> list[str]:
 
 
 def sim_speed(default: float = 1.0) -> float:
-    """The simulated clock's speed-up (``NVLS_TUI_SIM_SPEED``), for tests and benchmarks."""
+    """The simulated clock's speed-up (``NVLS_TUI_SIM_SPEED``; 0 freezes it), for tests and benchmarks."""
     try:
-        return max(0.01, float(os.environ.get(SIM_SPEED_ENV, default)))
+        return max(0.0, float(os.environ.get(SIM_SPEED_ENV, default)))
     except ValueError:
         return default
 

@@ -91,19 +91,21 @@ class TestQuiesceOrder:
     def test_quiesce_stops_clients_first_and_fabric_manager_last_then_signals_management_holders(self):
         actions = [a.display for a in quiesce_actions(incident_node())]
         assert actions[:2] == ["systemctl stop nvidia-snapshot.timer", "systemctl stop nvidia-snapshot.service"]
-        assert actions[2].startswith("kill -TERM 50000")  # the watch parent, before its child
-        assert actions[3].startswith("kill -TERM 50001")
+        assert actions[2].startswith("ps -ww -e")  # every watch loop is looked for
+        assert actions[3].startswith("kill -TERM 50000")  # the watch parent, before its child
+        assert actions[4].startswith("kill -TERM 50001")
         units = [a for a in actions if a.startswith(("systemctl", "nvidia-smi"))]
         assert units[2:] == ["systemctl stop nvidia-dcgm.service", "systemctl stop nvidia-persistenced.service",
                              "nvidia-smi -pm 0", "systemctl stop kubelet.service"]
         assert any(a.startswith("kill -TERM 37538") for a in actions)
-        assert any(a.startswith("kill -TERM 924303") for a in actions)
+        assert any(a.startswith("kill -TERM 924303") for a in actions)  # no unit known: signalled
 
     def test_a_cuda_workload_is_never_signalled_by_quiesce(self):
         assert not any("61000" in a.display for a in quiesce_actions(incident_node()))
 
     def test_a_failed_fabric_manager_is_not_stopped_but_an_active_one_is(self):
-        assert "systemctl stop nvidia-fabricmanager.service" not in [a.display for a in quiesce_actions(incident_node())]
+        displays = [a.display for a in quiesce_actions(incident_node())]
+        assert "systemctl stop nvidia-fabricmanager.service" not in displays
         services = (ServiceState("nvidia-fabricmanager.service", "active", "running", "loaded"),)
         assert [a.display for a in quiesce_actions(incident_node(services=services, holders=()))][-2:] == [
             "nvidia-smi -pm 0", "systemctl stop nvidia-fabricmanager.service"]

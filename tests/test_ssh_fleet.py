@@ -66,13 +66,11 @@ def test_check_of_a_node_with_an_unknown_host_key_reports_it_unreachable_with_th
 
 
 # ----- with the simulator's shims (skipped until nvls_tui.sim.shims exists) ------------------
-@pytest.mark.xfail(
-    strict=False,
-    reason="shim fuser prints PIDs of consecutive devices without a separating space (psmisc prefixes each "
-    "PID with one), so the probe's ps misses some holders; remove this marker once the shim is fixed",
-)
-def test_check_over_eight_shimmed_nodes_matches_the_built_in_simulated_fleet(sshd_fleet, capsys):
-    rig = sshd_fleet(8, scenario="seed-incident")
+def test_check_over_eight_shimmed_nodes_matches_the_built_in_simulated_fleet(sshd_fleet, capsys, monkeypatch):
+    # Both fleets frozen at the scenario's start: a live clock lets short-lived holders (the snapshot
+    # timer's nvidia-smi) come and go between two polls, as they do on a real node.
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
+    rig = sshd_fleet(8, scenario="seed-incident", speed=0)
     _, over_ssh = check_json(capsys, [*rig.targets(), *rig.cli_args()])
     _, in_process = check_json(capsys, ["sim:seed-incident"])
 
@@ -80,6 +78,10 @@ def test_check_over_eight_shimmed_nodes_matches_the_built_in_simulated_fleet(ssh
         return [{k: v for k, v in node.items() if k not in IGNORED} for node in report["nodes"]]
 
     assert len(over_ssh["nodes"]) == 8
+    differing = {(a["host"], key): (a[key], b[key])
+                 for a, b in zip(over_ssh["nodes"], in_process["nodes"], strict=True)
+                 for key in a if key not in IGNORED and a[key] != b.get(key)}
+    assert differing == {}
     assert strip(over_ssh) == strip(in_process)
 
 

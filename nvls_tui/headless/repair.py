@@ -42,8 +42,8 @@ class ProgressPrinter:
         self.stream = stream
 
     def __call__(self, event: RunbookEvent) -> None:
-        line = self.format(event)
-        if line:
+        text = self.format(event)
+        for line in (text or "").splitlines():
             print(f"{event.host:<14} {line}", file=self.stream, flush=True)
 
     @staticmethod
@@ -51,8 +51,10 @@ class ProgressPrinter:
         """The progress line of ``event`` (None for events that would only add noise)."""
         if isinstance(event, StepStarted):
             return f"{event.step} ..."
+        if isinstance(event, StepFinished) and event.status == "planned":
+            return f"{event.step} (planned)" + "".join(f"\n  $ {c}" for c in event.commands)
         if isinstance(event, StepFinished):
-            tail = f": {event.message}" if event.message and event.status != "planned" else ""
+            tail = f": {event.message}" if event.message else ""
             return f"{event.step} {event.status} ({event.duration:.1f} s){tail}"
         if isinstance(event, CommandFinished):
             status = event.exit_status if event.exit_status is not None else f"no status ({event.error})"
@@ -84,6 +86,7 @@ def _options(args: argparse.Namespace, backends: list[Backend]) -> RepairOptions
         command_timeout=args.timeout or base.command_timeout,
         poll_interval=max(0.005, base.poll_interval / speed),
         term_grace=max(0.05, base.term_grace / speed),
+        transient_pause=max(0.005, base.transient_pause / speed),
     )
 
 

@@ -75,6 +75,7 @@ class StepFinished(RunbookEvent):
     status: str
     duration: float = 0.0
     message: str = ""
+    commands: tuple[str, ...] = ()  # the plan's command lines (dry runs only)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

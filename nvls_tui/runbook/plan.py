@@ -92,7 +92,7 @@ async def plan_node(ctx: NodeContext, run_id: str) -> NodeOutcome:
         step = outcome.step(name)
         step.status = STEP_PLANNED
         step.commands = commands[name]
-        ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, message="; ".join(step.commands)))
+        ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, commands=tuple(step.commands)))
     reason = preflight.refusal(state) or preflight.record_refusal(state) or preflight.escalation(state)
     if reason:
         outcome.result = REFUSED

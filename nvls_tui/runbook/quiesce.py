@@ -19,7 +19,7 @@ from nvls_tui.model import Holder, HolderKind, NodeState
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.parsers.holders import build_holders, classify
 from nvls_tui.parsers.ps import parse_ps
-from nvls_tui.probe import ps_argv
+from nvls_tui.probe import PS_FORMAT, ps_argv
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
 from nvls_tui.runbook.steps import (
@@ -39,6 +39,8 @@ from nvls_tui.runbook.steps import (
 
 # Holder kinds that belong to a unit quiesce stops anyway: signalling them would race systemd.
 _UNIT_KINDS = frozenset({HolderKind.FABRIC_MANAGER, HolderKind.PERSISTENCED})
+# Every process with its identity: how watch loops are found (see watch_parents).
+WATCH_PS = ("ps", "-ww", "-e", "-o", PS_FORMAT)
 # How many times verify-no-holders stops management holders that came back before it gives up.
 MAX_RESPAWN_ROUNDS = 5
 
@@ -50,6 +52,7 @@ class Action:
     argv: tuple[str, ...] = ()
     pid: int | None = None
     note: str = ""
+    read_only: bool = False
 
     @property
     def display(self) -> str:
@@ -63,14 +66,15 @@ def watch_plan(holders: tuple[Holder, ...]) -> list[Action]:
     """The watch loops and their nvidia-smi children, parent first, as far as a snapshot shows them.
 
     ``watch`` itself opens no device, so a snapshot often shows only its nvidia-smi child; the parent
-    is then named by the child's PPID and verified with ``ps`` at run time.
+    is then named by the child's PPID here, and found with ``ps -e`` at run time.
     """
     known = {h.pid for h in holders}
-    parents = [Action(pid=h.pid, note="watch loop") for h in holders if h.kind is HolderKind.WATCH]
+    parents = [Action(WATCH_PS, note="find every watch ... nvidia-smi loop", read_only=True)]
+    parents += [Action(pid=h.pid, note="watch loop") for h in holders if h.kind is HolderKind.WATCH]
     for ppid in sorted({h.ppid for h in holders
                         if h.kind is HolderKind.NVIDIA_SMI and h.ppid and h.ppid > 1 and h.ppid not in known}):
         parents.append(Action(pid=ppid, note="parent of an nvidia-smi, if it is a watch loop"))
-    parent_pids = {a.pid for a in parents}
+    parent_pids = {a.pid for a in parents if a.pid is not None}
     children = [Action(pid=h.pid, note="nvidia-smi of a watch loop") for h in holders
                 if h.kind is HolderKind.NVIDIA_SMI and h.ppid in parent_pids]
     return parents + children
@@ -95,7 +99,10 @@ def quiesce_actions(state: NodeState) -> list[Action]:
         if is_running(units.get(unit)):
             actions.append(Action(unit_argv("stop", unit)))
     done = {a.pid for a in actions if a.pid is not None}
-    actions += [Action(pid=h.pid, note=f"{h.kind} holder") for h in stoppable(state.holders) if h.pid not in done]
+    # A unit's own processes go with `systemctl stop` (nv-hostengine with nvidia-dcgm): no signal planned.
+    stopped = {" ".join(a.argv[2:]) for a in actions if a.argv[:2] == ("systemctl", "stop")}
+    actions += [Action(pid=h.pid, note=f"{h.kind} holder") for h in stoppable(state.holders)
+                if h.pid not in done and h.unit not in stopped]
     return actions
 
 
@@ -116,18 +123,18 @@ async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]
 
 
 async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[Holder]:
-    """The ``watch`` processes behind nvidia-smi holders (read with ``ps`` for their identity)."""
-    found = list({h.pid: h for h in holders if h.kind is HolderKind.WATCH}.values())
-    known = {h.pid for h in found}
-    ppids = sorted({h.ppid for h in holders
-                    if h.kind is HolderKind.NVIDIA_SMI and h.ppid and h.ppid > 1 and h.ppid not in known})
-    if ppids:
-        result = await ctx.run(ps_argv(ppids))
-        for entry in parse_ps(result.stdout).value:
-            if classify(entry.args) is HolderKind.WATCH:
-                found.append(Holder(pid=entry.pid, user=entry.user, command=entry.args, kind=HolderKind.WATCH,
-                                    start_time=entry.lstart, ppid=entry.ppid))
-    return found
+    """Every ``watch ... nvidia-smi`` loop on the node, with its identity, read with ``ps -e``.
+
+    ``watch`` opens no device itself and its nvidia-smi child lives about one second out of two, so
+    following a holder's PPID misses it whenever the child exits between fuser and ps: list them all.
+    """
+    found = {h.pid: h for h in holders if h.kind is HolderKind.WATCH}
+    result = await ctx.run(WATCH_PS)
+    for entry in parse_ps(result.stdout).value:
+        if classify(entry.args) is HolderKind.WATCH and "nvidia-smi" in entry.args and entry.pid not in found:
+            found[entry.pid] = Holder(pid=entry.pid, user=entry.user, command=entry.args, kind=HolderKind.WATCH,
+                                      start_time=entry.lstart, ppid=entry.ppid)
+    return list(found.values())
 
 
 async def send(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> bool:
@@ -184,16 +191,14 @@ async def quiesce(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
         StepFailed: a unit would not stop or persistence mode could not be turned off.
     """
     for action in quiesce_actions(state):
-        if action.pid is not None:
+        if action.pid is not None or action.read_only:
             continue  # signals go out below, to processes re-read now, with a shared grace time
         result = await ctx.run(action.argv, privileged=True)
         if not result.ok:
             first = next((ln for ln in result.output.splitlines() if ln.strip()), f"exit status {result.exit_status}")
             raise StepFailed(f"`{' '.join(action.argv)}` failed: {first.strip()}")
     holders = await read_holders(ctx, state)
-    # A watch loop's nvidia-smi lives about a second out of two: the poll that planned the repair may
-    # have seen a child that this read missed, so both reads name parents (ps re-verifies each one).
-    parents = await watch_parents(ctx, holders + state.holders)
+    parents = await watch_parents(ctx, holders)
     if parents:
         await terminate(ctx, state, parents)
         holders = await read_holders(ctx, state)
@@ -234,7 +239,8 @@ async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
             rounds += 1
             ctx.note(f"management processes hold devices again ({_describe(again)}): stopping them "
                      f"(re-check {rounds} of {MAX_RESPAWN_ROUNDS})", "warning")
-            parents = await watch_parents(ctx, holders)
+            smi = any(h.kind is HolderKind.NVIDIA_SMI for h in again)
+            parents = await watch_parents(ctx, holders) if smi else []
             await terminate(ctx, state, parents + again)
             continue
         waiting = opts.clock() < deadline

@@ -1,0 +1,51 @@
+"""nvls-tui's re-poll: the console's case, every node read again over the connections it keeps.
+
+Builds the backends exactly like ``nvls-tui check`` (same command-line options, same
+``resolve_backends``), polls every node once (connect + probe + parse + diagnose), then polls them
+all again over the open connections and reports that second round alone (``BENCH {...}``).
+
+Usage::
+
+    python -m bench.nvls_repoll [check options and targets, as for `nvls-tui check`]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from bench.measure import cpu_now, self_report
+from nvls_tui.cli import build_parser
+from nvls_tui.diagnosis import diagnose
+from nvls_tui.targets import resolve_backends
+
+
+async def _round(backends) -> list:
+    async def one(backend):
+        state = await backend.snapshot()
+        return state, diagnose(state)
+
+    return await asyncio.gather(*(one(b) for b in backends))
+
+
+async def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(["check", *argv])
+    backends = resolve_backends(args)
+    try:
+        first = await _round(backends)
+        cpu0, t0 = cpu_now(), time.perf_counter()
+        second = await _round(backends)
+        wall, cpu = time.perf_counter() - t0, cpu_now() - cpu0
+    finally:
+        await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
+    self_report(wall=round(wall, 4), cpu=round(cpu, 4), phase="repoll",
+                reachable_first=sum(s.reachable for s, _ in first))
+    for state, diag in second:
+        sys.stdout.write(f"{state.host} {'ok' if state.reachable else 'unreachable'} {diag.verdict} "
+                         f"gpus={len(state.gpus)} holders={len(state.holders)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))

@@ -1,0 +1,289 @@
+"""What one node's column shows, folded from runbook events. Pure: no Textual here.
+
+The console hands every :mod:`nvls_tui.runbook.events` event of a node to :meth:`NodeRun.apply`,
+which updates the step states, the smoke-test rows, the remaining holders and the result, and
+returns which parts of the column need a redraw. The same object drives the live screen, the
+snapshot tests (a fixed script of events) and the single actions' side pane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from nvls_tui.backends.base import Backend, join_argv
+from nvls_tui.model import Holder, SmokeResult
+from nvls_tui.runbook.events import (
+    CommandFinished,
+    CommandStarted,
+    FabricProgress,
+    HoldersRemaining,
+    Note,
+    OutputLine,
+    ProcessSignalled,
+    Restored,
+    RunbookEvent,
+    RunFinished,
+    RunStarted,
+    SmokeFinished,
+    SmokeRow,
+    StepFinished,
+    StepStarted,
+)
+from nvls_tui.runbook.steps import STEPS, RepairOptions
+
+PENDING, RUNNING, OK, FAILED, SKIPPED = "pending", "running", "ok", "failed", "skipped"
+
+# Output lines of one finished command shown in the pane; the whole output is in the audit log.
+COMMAND_OUTPUT_LINES = 24
+# A command line longer than this is shortened on screen (the audit log keeps the exact argv).
+COMMAND_WIDTH = 110
+
+
+@dataclass
+class StepView:
+    """One step as the step list shows it."""
+
+    name: str
+    status: str = PENDING
+    started: float | None = None
+    duration: float | None = None
+    message: str = ""
+
+
+@dataclass
+class SmokeView:
+    """One all_reduce_perf run as the bandwidth plot draws it.
+
+    Attributes:
+        step: the step that ran it (``preflight`` for the re-check of a healthy-looking fabric).
+        rows: (size in bytes, out-of-place busbw, in-place busbw) per row, in arrival order.
+        result: the judged result once the run ended.
+    """
+
+    step: str
+    rows: list[tuple[int, float | None, float | None]] = field(default_factory=list)
+    result: SmokeResult | None = None
+
+
+@dataclass
+class PaneLine:
+    """One line for the output pane; ``kind`` picks its style (cmd, out, ok, err, note, warn)."""
+
+    text: str
+    kind: str = "out"
+
+
+def short_command(argv: Sequence[str], env: dict[str, str] | None = None, width: int = COMMAND_WIDTH) -> str:
+    """The command as a shell line, shortened in the middle when it is too long for a pane."""
+    text = join_argv(list(argv), env or None)
+    if len(text) <= width:
+        return text
+    keep = width - 3
+    return text[: keep * 2 // 3] + " … " + text[-(keep - keep * 2 // 3):]
+
+
+@dataclass
+class NodeRun:
+    """The state of one node's run, folded from its events.
+
+    Attributes:
+        host: the node.
+        steps: every step, in contract order (single actions use their own step names).
+        current: the step running now ("" before the first and after the last).
+        command: the command running now, and when it started (the column's clock).
+        result: repaired, failed, refused, ... once the run finished.
+        smokes: every smoke-test run seen (the last one is the one on the plot).
+        holders: holders still present at verify-no-holders, and whether the runbook waits on them.
+        restored: units the restore started again; ``restore_failed`` those it could not.
+    """
+
+    host: str
+    step_names: Sequence[str] = STEPS
+    steps: dict[str, StepView] = field(default_factory=dict)
+    current: str = ""
+    command: str = ""
+    command_started: float | None = None
+    started: float | None = None
+    finished: float | None = None
+    result: str | None = None
+    message: str = ""
+    smokes: list[SmokeView] = field(default_factory=list)
+    holders: tuple[Holder, ...] = ()
+    waiting: bool = False
+    restored: tuple[str, ...] = ()
+    restore_failed: tuple[str, ...] = ()
+    fabric: dict[str, int] = field(default_factory=dict)
+    streamed: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.steps:
+            self.steps = {name: StepView(name) for name in self.step_names}
+
+    @property
+    def running(self) -> bool:
+        """True between the run's start and its end."""
+        return self.started is not None and self.result is None
+
+    @property
+    def smoke(self) -> SmokeView | None:
+        """The latest smoke-test run, if any."""
+        return self.smokes[-1] if self.smokes else None
+
+    @property
+    def done_steps(self) -> int:
+        """Steps that ended (ok, failed or skipped)."""
+        return sum(s.status in (OK, FAILED, SKIPPED) for s in self.steps.values())
+
+    def elapsed(self, now: float) -> float:
+        """Seconds since the run started (to its end once it ended)."""
+        if self.started is None:
+            return 0.0
+        return max(0.0, (self.finished if self.finished is not None else now) - self.started)
+
+    def apply(self, event: RunbookEvent, now: float) -> tuple[set[str], list[PaneLine]]:
+        """Fold one event in.
+
+        Args:
+            event: a runbook event of this node.
+            now: the column's clock (the sim clock for simulated fleets, so snapshots are fixed).
+
+        Returns:
+            The parts that changed (``steps``, ``plot``, ``holders``, ``summary``) and the lines
+            for the output pane.
+        """
+        changed: set[str] = set()
+        lines: list[PaneLine] = []
+        if isinstance(event, RunStarted):
+            self.started = now
+            changed.add("steps")
+        elif isinstance(event, StepStarted):
+            step = self._step(event.step)
+            step.status, step.started, step.duration = RUNNING, now, None
+            self.current = event.step
+            changed.add("steps")
+            lines.append(PaneLine(f"── {event.step} ──", "step"))
+        elif isinstance(event, StepFinished):
+            step = self._step(event.step)
+            step.status = {"ok": OK, "failed": FAILED, "planned": PENDING}.get(event.status, event.status)
+            step.duration = event.duration
+            step.message = event.message
+            if self.current == event.step:
+                self.current = ""
+            if event.step == "verify-no-holders" or (self.waiting and event.status != "ok"):
+                self.waiting = False
+                changed.add("holders")
+            changed.add("steps")
+            if event.status == "failed":
+                lines.append(PaneLine(f"✖ {event.step} failed: {event.message}", "err"))
+            elif event.message and event.status == "ok":
+                lines.append(PaneLine(f"✔ {event.message}", "ok"))
+        elif isinstance(event, CommandStarted):
+            self.command, self.command_started, self.streamed = short_command(event.argv, event.env), now, False
+            changed.add("steps")
+            lines.append(PaneLine(f"$ {self.command}", "cmd"))
+            if event.argv and event.argv[0] == "all_reduce_perf":
+                self.smokes.append(SmokeView(step=event.step))
+                changed.add("plot")
+        elif isinstance(event, OutputLine):
+            self.streamed = True
+            lines.append(PaneLine(event.line, "out"))
+        elif isinstance(event, CommandFinished):
+            lines += self._finished_lines(event)
+            self.command, self.command_started = "", None
+            changed.add("steps")
+        elif isinstance(event, SmokeRow):
+            if self.smoke is None:
+                self.smokes.append(SmokeView(step=event.step))
+            if event.size is not None:
+                self.smoke.rows.append((event.size, event.row.get("oop_busbw", event.busbw), event.row.get("ip_busbw")))
+                changed.add("plot")
+        elif isinstance(event, SmokeFinished):
+            if self.smoke is None:
+                self.smokes.append(SmokeView(step=event.step))
+            self.smoke.result = event.smoke
+            changed.add("plot")
+            verdict = "passed" if event.smoke.passed else "FAILED"
+            avg = f"{event.smoke.avg_busbw:.1f} GB/s" if event.smoke.avg_busbw is not None else "no average"
+            lines.append(PaneLine(f"smoke test {verdict}: {avg}" + (f" ({'; '.join(event.smoke.errors)})"
+                                                                     if event.smoke.errors else ""),
+                                  "ok" if event.smoke.passed else "err"))
+        elif isinstance(event, HoldersRemaining):
+            self.holders, self.waiting = event.holders, event.waiting
+            changed.add("holders")
+            lines.append(PaneLine(event.message or f"{len(event.holders)} holders remain", "warn"))
+        elif isinstance(event, ProcessSignalled):
+            lines.append(PaneLine(f"{event.signal} {event.pid} ({event.holder_kind}: "
+                                  f"{event.command[:60]}) → {event.outcome}", "note"))
+        elif isinstance(event, FabricProgress):
+            self.fabric = dict(event.states)
+            changed.add("steps")
+            states = ", ".join(f"{k} ×{v}" for k, v in event.states.items()) or "no GPU answered"
+            lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}", "note"))
+        elif isinstance(event, Restored):
+            self.restored, self.restore_failed = tuple(event.units), tuple(event.failed)
+            changed.add("summary")
+            lines.append(PaneLine(f"restored {', '.join(event.units) or 'no unit'}"
+                                  + (f"; could NOT restore {', '.join(event.failed)}" if event.failed else ""),
+                                  "err" if event.failed else "ok"))
+        elif isinstance(event, Note):
+            lines.append(PaneLine(event.message, {"error": "err", "warning": "warn"}.get(event.level, "note")))
+        elif isinstance(event, RunFinished):
+            self.result, self.message, self.finished = event.result, event.message, now
+            self.current, self.command, self.waiting = "", "", False
+            for step in self.steps.values():
+                if step.status in (PENDING, RUNNING):  # never reached (or cut short): say so
+                    step.status = SKIPPED if step.status == PENDING else FAILED
+            changed |= {"steps", "summary", "holders"}
+            lines.append(PaneLine(f"⇒ {event.result}: {event.message}", "ok" if event.result == "repaired" else "err"))
+        return changed, lines
+
+    def _step(self, name: str) -> StepView:
+        if name not in self.steps:
+            self.steps[name] = StepView(name)
+        return self.steps[name]
+
+    def _finished_lines(self, event: CommandFinished) -> list[PaneLine]:
+        lines: list[PaneLine] = []
+        if not self.streamed and event.output.strip():
+            out = event.output.rstrip("\n").splitlines()
+            for text in out[:COMMAND_OUTPUT_LINES]:
+                lines.append(PaneLine(text, "out"))
+            if len(out) > COMMAND_OUTPUT_LINES:
+                lines.append(PaneLine(f"… {len(out) - COMMAND_OUTPUT_LINES} more lines in the audit log", "note"))
+        if event.exit_status is None:
+            lines.append(PaneLine(f"  did not finish: {event.error or 'no exit status'} ({event.duration:.1f} s)", "err"))
+        elif event.exit_status != 0:
+            lines.append(PaneLine(f"  exit {event.exit_status} ({event.duration:.1f} s)", "warn"))
+        return lines
+
+
+def simulated_clock(backends: Sequence[Backend]) -> Callable[[], float] | None:
+    """The shared simulated clock's ``now`` when every backend is a simulated node of one fleet."""
+    clocks = {id(getattr(getattr(b, "fleet", None), "clock", None)): getattr(getattr(b, "fleet", None), "clock", None)
+              for b in backends}
+    if len(clocks) != 1 or not all(b.simulated for b in backends):
+        return None
+    clock = next(iter(clocks.values()))
+    return clock.now if clock is not None else None
+
+
+def repair_options(backends: Sequence[Backend], timeout: float | None = None, **overrides: object) -> RepairOptions:
+    """RepairOptions for the console.
+
+    A simulated fleet runs on its own clock (faster than real time, or frozen in tests): the runbook
+    then waits and times itself in simulated seconds, so the durations on screen are the node's.
+    """
+    base = RepairOptions()
+    kwargs: dict[str, object] = {"command_timeout": timeout or base.command_timeout}
+    clocks = {id(getattr(b, "fleet", None)): getattr(b, "fleet", None) for b in backends}
+    if backends and all(b.simulated for b in backends) and len(clocks) == 1:
+        fleet = next(iter(clocks.values()))
+        if fleet is not None:
+            kwargs.update(sleep=fleet.clock.sleep, clock=fleet.clock.now)
+    kwargs.update(overrides)
+    return RepairOptions(**kwargs)  # type: ignore[arg-type]
+
+
+__all__ = ["FAILED", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
+           "repair_options", "short_command", "simulated_clock"]
