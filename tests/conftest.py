@@ -7,7 +7,7 @@ import pytest
 from tests.sshd_rig import SshdRig, find_sshd, node_names
 
 
-def _shim_writer(scenario: str, speed: float | None = None):
+def _shim_writer(scenario: str, speed: float | None = None, static: bool = False):
     """``populate(name, dir)`` writing the simulator's shims for ``scenario`` (skip if not built yet)."""
     try:
         from nvls_tui.sim.shims import write_shims
@@ -15,7 +15,7 @@ def _shim_writer(scenario: str, speed: float | None = None):
         pytest.skip("the simulator's shims (nvls_tui.sim.shims.write_shims) are not available yet")
 
     def populate(name, node_dir):
-        write_shims(node_dir, scenario, name, static=False, speed=speed)
+        write_shims(node_dir, scenario, name, static=static, speed=speed)
 
     return populate
 
@@ -27,7 +27,7 @@ def _need_sshd() -> None:
 
 @pytest.fixture(scope="session")
 def sshd_fleet(tmp_path_factory):
-    """Factory: ``sshd_fleet(nodes, scenario=None, speed=None) -> SshdRig``, one running sshd per distinct request.
+    """Factory: ``sshd_fleet(nodes, scenario=None, speed=None, static=False) -> SshdRig``, one running sshd per distinct request.
 
     ``nodes`` is a count (``gpu01``..) or a list of names. With a scenario, each node's shims are
     written first; without one, nodes only get an empty bin directory (plain commands work).
@@ -35,12 +35,13 @@ def sshd_fleet(tmp_path_factory):
     """
     rigs: dict[tuple, SshdRig] = {}
 
-    def make(nodes: int | list[str] = 1, scenario: str | None = None, speed: float | None = None) -> SshdRig:
+    def make(nodes: int | list[str] = 1, scenario: str | None = None, speed: float | None = None,
+             static: bool = False) -> SshdRig:
         _need_sshd()
         names = node_names(nodes) if isinstance(nodes, int) else list(nodes)
-        key = (tuple(names), scenario, speed)
+        key = (tuple(names), scenario, speed, static)
         if key not in rigs:
-            populate = _shim_writer(scenario, speed) if scenario else None
+            populate = _shim_writer(scenario, speed, static) if scenario else None
             rigs[key] = SshdRig(tmp_path_factory.mktemp("sshd"), names, populate).start()
         return rigs[key]
 
