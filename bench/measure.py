@@ -1,9 +1,13 @@
 """Run one client as a child process and measure it: wall time, CPU (user+sys) and peak RSS.
 
-CPU and peak RSS come from ``os.wait4``: on Linux its rusage covers the child *and* every
+CPU and peak RSS come from the child's rusage (``wait4``): on Linux it covers the child *and* every
 descendant it waited for (pdsh's and clush's ssh processes, ansible's forks), so the CPU column is
 what the whole client side cost. ``ru_maxrss`` is the largest single process of that tree, not the
 sum (pdsh runs 256 ssh clients of a few MB each; nvls-tui is one process).
+
+The child is started through GNU ``time`` (``/usr/bin/time``, a small C program) rather than
+straight from this Python process: Linux keeps the pre-``exec`` high-water RSS of a forked child,
+so a tool forked from a 45 MB Python driver would report at least 45 MB whatever it used.
 
 A client may print one JSON line starting with ``BENCH `` on stderr to report a phase it timed
 itself (the re-poll drivers time their second round); that phase then replaces the wall and CPU
@@ -53,6 +57,27 @@ class Sample:
 
 
 TIMED_OUT = -999
+GNU_TIME = "/usr/bin/time"
+
+
+def _read_time(path: str) -> tuple[float | None, float | None]:
+    """(user+sys seconds, max RSS KiB) from GNU time's ``-o`` file; Nones when it wrote nothing.
+
+    GNU time writes "Command exited with non-zero status N" first when the tool failed.
+    """
+    try:
+        words = open(path).read().split("\n")
+    except OSError:
+        return None, None
+    for line in reversed(words):
+        parts = line.split()
+        if len(parts) == 4:
+            try:
+                _, user, system, rss = (float(p) for p in parts)
+            except ValueError:
+                continue
+            return user + system, rss
+    return None, None
 
 
 def run_child(tool: str, n: int, argv: list[str], *, env: dict[str, str] | None = None,
@@ -62,9 +87,11 @@ def run_child(tool: str, n: int, argv: list[str], *, env: dict[str, str] | None 
     Returns:
         The sample, the child's stdout and its stderr (text).
     """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".time") as usage_file:
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
+        timed = [GNU_TIME, "-f", "%e %U %S %M", "-o", usage_file.name, "--", *argv]
+        proc = subprocess.Popen(timed, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
                                 start_new_session=True)
         deadline = started + timeout
         status = None
@@ -89,8 +116,10 @@ def run_child(tool: str, n: int, argv: list[str], *, env: dict[str, str] | None 
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read().decode(errors="replace")
-    sample = Sample(tool=tool, n=n, wall=wall, cpu=usage.ru_utime + usage.ru_stime,
-                    rss_mb=usage.ru_maxrss / 1024.0, status=status, out_bytes=len(stdout))
+        cpu, rss_kb = _read_time(usage_file.name)
+    sample = Sample(tool=tool, n=n, wall=wall, cpu=cpu if cpu is not None else usage.ru_utime + usage.ru_stime,
+                    rss_mb=(rss_kb if rss_kb is not None else usage.ru_maxrss) / 1024.0, status=status,
+                    out_bytes=len(stdout))
     for line in stderr.splitlines():
         if line.startswith("BENCH "):
             report = json.loads(line[6:])

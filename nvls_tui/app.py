@@ -19,7 +19,7 @@ from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poller import Diagnose, NodePolled, NodePoller, default_diagnose
 
-STYLE_FILES = ("app.tcss", "fleet.tcss", "node.tcss", "modals.tcss")
+STYLE_FILES = ("app.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
 
 
 def style_dir() -> Path:
@@ -41,6 +41,7 @@ class NvlsApp(App[int]):
         keymap: binding id -> key overrides (already checked against the binding table).
         diagnose: NodeState -> Diagnosis.
         notes: sentences to show once the console is up (config warnings).
+        audit_dir: where repairs write their audit log and report (None: the XDG state directory).
     """
 
     TITLE = "nvls-tui"
@@ -63,6 +64,7 @@ class NvlsApp(App[int]):
         diagnose: Diagnose = default_diagnose,
         notes: Sequence[str] = (),
         poll_timeout: float | None = None,
+        audit_dir: str | None = None,
     ) -> None:
         super().__init__()
         self.backends = {b.host: b for b in backends}
@@ -72,6 +74,7 @@ class NvlsApp(App[int]):
         self.clock = clock
         self.keymap = dict(keymap or {})
         self.notes = list(notes)
+        self.audit_dir = audit_dir
         self.simulated = any(b.simulated for b in backends)
         self.diagnoses: dict[str, Diagnosis] = {}
         self.pollers = {b.host: NodePoller(b, interval=poll_interval, timeout=poll_timeout or timeout + 5, clock=clock,
@@ -91,7 +94,7 @@ class NvlsApp(App[int]):
         args = merge_args(args, config)
         keymap, notes = check_keymap(dict(config.keymap))
         return cls(resolve_backends(args), read_only=bool(args.read_only), poll_interval=args.poll,
-                   timeout=args.timeout, keymap=keymap, notes=notes)
+                   timeout=args.timeout, keymap=keymap, notes=notes, audit_dir=getattr(args, "audit_dir", None))
 
     def on_mount(self) -> None:
         """Apply the keymap, show the fleet, start one poll worker per node."""

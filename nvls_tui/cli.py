@@ -123,8 +123,29 @@ def main(argv: list[str] | None = None) -> int:
         print("nvls-tui: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the contract: one sentence, never a traceback
-        print(f"nvls-tui: {exc}", file=sys.stderr)
+        if isinstance(exc, (ValueError, OSError)) or type(exc).__module__.startswith("nvls_tui"):
+            print(f"nvls-tui: {exc}", file=sys.stderr)
+        else:  # a bug: keep the traceback for the report, show one line
+            print(f"nvls-tui: internal error ({type(exc).__name__}: {exc}); details in {_save_crash()}",
+                  file=sys.stderr)
         return 2
+
+
+def _save_crash() -> str:
+    """Write the current traceback to the state directory and return its path (nothing is lost)."""
+    import os
+    import time
+    import traceback
+
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    path = os.path.join(base, "nvls-tui", f"crash-{time.strftime('%Y%m%dT%H%M%S')}.log")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(traceback.format_exc())
+    except OSError:
+        return "(could not be written)"
+    return path
 
 
 if __name__ == "__main__":

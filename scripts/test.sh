@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
 bash scripts/bootstrap.sh
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -q -n 2 "$@"

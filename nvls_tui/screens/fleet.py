@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from nvls_tui.bindings import bindings_for
+from nvls_tui.bindings import bindings_for, destructive_actions
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.node import header_text
 from nvls_tui.widgets import cells
@@ -38,6 +38,7 @@ class FleetScreen(Screen[None]):
         super().__init__()
         self.sort_by_verdict = True
         self.filter_text = ""
+        self.selected: list[str] = []  # nodes picked for a repair (space), in the order picked
 
     def compose(self) -> ComposeResult:
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
@@ -82,10 +83,13 @@ class FleetScreen(Screen[None]):
         fleet = self.app.fleet
         order = self.order(fleet)
         self.query_one(FleetGrid).show(fleet, self.app.diagnoses, order, self.app.clock())
+        mark_selected(self.query_one(FleetGrid), self.selected)
         verdicts = [self.app.verdict(h) for h in fleet.hosts]
         extra = ("sorted by verdict" if self.sort_by_verdict else "fleet order")
         if self.filter_text:
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
+        if self.selected:
+            extra += f" · selected for repair: {' '.join(self.selected)} (r repairs)"
         self.query_one(FleetSummary).show(verdicts, extra=extra)
         self.draw_preview()
         empty = self.query_one("#empty", Static)
@@ -165,3 +169,68 @@ class FleetScreen(Screen[None]):
         """Poll every node now."""
         self.app.poll_now()
         self.notify(f"Polling {len(self.app.fleet)} nodes now.", timeout=2)
+
+    # ---- repair (console part 2) ----------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Read-only mode hides the repair."""
+        if action in destructive_actions("fleet") and self.app.read_only:
+            return False
+        return True
+
+    def action_toggle_node(self) -> None:
+        """Select or unselect the node under the cursor for a repair."""
+        grid = self.query_one(FleetGrid)
+        host = grid.current_host
+        if host is None:
+            return
+        if host in self.selected:
+            self.selected.remove(host)
+        else:
+            self.selected.append(host)
+        self.refresh_grid()
+        if grid.cursor_row < grid.row_count - 1:
+            grid.move_cursor(row=grid.cursor_row + 1)  # space, space, space walks down the fleet
+
+    def action_repair(self) -> None:
+        """Plan the repair of the selected nodes (or the one under the cursor), then run it."""
+        from nvls_tui.screens.plan import PlanScreen
+        from nvls_tui.screens.runbook import RunbookScreen
+
+        if self.app.read_only:
+            self.notify("Read-only mode: a repair would change the nodes, so it is refused.", severity="warning")
+            return
+        hosts = list(self.selected) or [h for h in [self.query_one(FleetGrid).current_host] if h]
+        if not hosts:
+            self.notify("Select nodes first (space).", severity="warning")
+            return
+
+        def confirmed(names: list[str] | None) -> None:
+            if names:
+                self.selected = []
+                self.refresh_grid()
+                self.app.push_screen(RunbookScreen(names))
+
+        self.app.push_screen(PlanScreen(hosts), confirmed)
+
+
+SELECTED_STYLE = "bold reverse #5fafff"
+
+
+def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
+    """Show the nodes picked for a repair in the host column (reversed blue), others as the grid drew them.
+
+    Only the host cell changes, through the DataTable's own ``update_cell``: the grid's diff keeps
+    its own idea of the cell, so a later poll that changes nothing leaves the mark in place.
+    """
+    from rich.text import Text
+
+    for host in grid.visible_hosts:
+        cell = grid.get_cell(host, "host")
+        want_mark = host in selected
+        has_mark = isinstance(cell, Text) and str(cell.style) == SELECTED_STYLE
+        if want_mark and not has_mark:
+            grid.update_cell(host, "host", Text(host, style=SELECTED_STYLE))
+        elif has_mark and not want_mark:
+            state = grid.app.fleet.get(host)
+            grid.update_cell(host, "host", grid.row_cells(state, grid.app.diagnoses.get(host),
+                                                          grid.app.clock())["host"])

@@ -1,0 +1,179 @@
+"""The plan screen: the dry run of each selected node, and the typed confirmation that starts the repair.
+
+Each node is read once (the runbook's own dry run: ``backend.snapshot()`` only) and its plan shown as
+the exact command lines, step by step, in the order a repair would run them. A node the preflight
+would refuse says why and is left out. The repair starts only once the operator has typed the names
+of the nodes it will touch; the screen then dismisses with those names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Input, Static
+
+from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.screens.runbook_state import repair_options
+from nvls_tui.widgets.banner import ModeBanner
+from nvls_tui.widgets.step_list import duration_text, spinner
+
+
+def plan_text(outcome: NodeOutcome) -> Text:
+    """One node's plan: each step, numbered, with its exact command lines."""
+    text = Text()
+    if outcome.result == "refused":
+        text.append("⊘ a repair would be refused\n", style="bold #ffaf00")
+        text.append(f"{outcome.message}\n\n", style="#ffaf00")
+    n = 0
+    for i, step in enumerate(outcome.steps, 1):
+        text.append(f"{i}. {step.name}\n", style="bold")
+        if not step.commands:
+            text.append("     (nothing to do)\n", style="#8a8a8a")
+        for command in step.commands:
+            if command.startswith("#"):
+                text.append(f"     {command}\n", style="#8a8a8a")
+                continue
+            n += 1
+            text.append(f"  {n:>2} ", style="#8a8a8a")
+            cmd, _, why = command.partition("   # ")
+            cmd, _, why2 = cmd.partition("  # ")
+            text.append(f"$ {cmd}", style="#87d7ff")
+            if why or why2:
+                text.append(f"  # {why or why2}", style="#8a8a8a")
+            text.append("\n")
+    return text
+
+
+class PlanScreen(Screen[list[str]]):
+    """The dry run of ``hosts`` and the typed confirmation; dismisses with the hosts to repair.
+
+    Args:
+        hosts: the selected nodes, in the operator's order.
+    """
+
+    def __init__(self, hosts: Sequence[str]) -> None:
+        super().__init__()
+        self.hosts = list(hosts)
+        self.outcomes: dict[str, NodeOutcome] = {}
+        self.began = time.monotonic()
+
+    def compose(self) -> ComposeResult:
+        """Header, banner, one plan per node side by side, the confirmation row, the footer."""
+        yield Static(id="plan-header")
+        yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
+        with Horizontal(id="plan-columns"):
+            for i, host in enumerate(self.hosts):
+                with VerticalScroll(id=f"plan-{i}", classes="plan-column panel"):
+                    yield Static(id=f"plan-body-{i}", classes="plan-body")
+        with Vertical(id="plan-confirm"):
+            yield Static(id="plan-note")
+            with Horizontal(id="plan-confirm-row"):
+                yield Input(placeholder="type the node names to confirm", id="plan-typed")
+                yield Button("Cancel", id="plan-cancel")
+                yield Button("Repair", id="plan-go", variant="error", disabled=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Read every node (the dry run) in a worker; show progress meanwhile."""
+        for i, host in enumerate(self.hosts):
+            self.query_one(f"#plan-{i}").border_title = host
+        self.query_one("#plan-confirm").display = False
+        self._timer = self.set_interval(0.1, self.draw_progress)
+        self.draw_progress()
+        self.run_worker(self.plan(), group="plan", name="dry run", exit_on_error=False)
+
+    async def plan(self) -> None:
+        """The runbook's dry run of every node at once (read-only)."""
+        from nvls_tui.runbook import Runbook
+
+        backends = [self.app.backend_for(h) for h in self.hosts]
+        options = repair_options(backends, self.app.timeout, dry_run=True)
+        outcomes = await asyncio.gather(*(Runbook(b, options).run() for b in backends), return_exceptions=True)
+        for host, outcome in zip(self.hosts, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                outcome = NodeOutcome(host=host, dry_run=True, result="refused",
+                                      message=f"the node could not be read: {outcome}")
+            self.outcomes[host] = outcome
+        self._timer.stop()
+        self.draw_plans()
+
+    @property
+    def repairable(self) -> list[str]:
+        """The nodes whose plan was not refused, in order."""
+        return [h for h in self.hosts if h in self.outcomes and self.outcomes[h].result == "planned"]
+
+    def draw_progress(self) -> None:
+        """While the dry run reads the nodes: a spinner and the elapsed time per node."""
+        elapsed = time.monotonic() - self.began
+        header = Text()
+        header.append(" Repair plan ", style="bold reverse")
+        header.append(f"  {' '.join(self.hosts)}  ", style="bold")
+        header.append(f"{spinner(elapsed)} dry run: reading the nodes ({duration_text(elapsed)})", style="#5fafff")
+        self.query_one("#plan-header", Static).update(header)
+        for i, host in enumerate(self.hosts):
+            if host not in self.outcomes:
+                self.query_one(f"#plan-body-{i}", Static).update(
+                    Text(f"{spinner(elapsed)} reading {host} (read-only poll) {duration_text(elapsed)}", style="#5fafff"))
+
+    def draw_plans(self) -> None:
+        """Every node's commands, then the confirmation for the repairable ones."""
+        header = Text()
+        header.append(" Repair plan ", style="bold reverse")
+        header.append(f"  {' '.join(self.hosts)}  ", style="bold")
+        header.append("dry run: nothing was changed. These are the exact commands a repair runs, in order.",
+                      style="#8a8a8a")
+        self.query_one("#plan-header", Static).update(header)
+        for i, host in enumerate(self.hosts):
+            outcome = self.outcomes[host]
+            self.query_one(f"#plan-body-{i}", Static).update(plan_text(outcome))
+            column = self.query_one(f"#plan-{i}")
+            column.border_subtitle = outcome.result
+            column.set_class(outcome.result == "refused", "-refused")
+        box = self.query_one("#plan-confirm")
+        box.display = True
+        names = self.repairable
+        note = Text()
+        if names:
+            note.append(f"This resets every GPU and NVSwitch of {' '.join(names)}. ", style="bold #ff5f5f")
+            note.append(f"Type {' '.join(names)} to go on; Esc cancels.", style="bold")
+            skipped = [h for h in self.hosts if h not in names]
+            if skipped:
+                note.append(f"  Left out (refused): {' '.join(skipped)}.", style="#ffaf00")
+            self.query_one("#plan-go", Button).label = f"Repair {len(names)} node{'s' if len(names) != 1 else ''}"
+            self.query_one("#plan-typed", Input).placeholder = f"type {' '.join(names)} to confirm"
+            self.query_one("#plan-typed").focus()
+        else:
+            note.append("No selected node can be repaired (see why above). Esc goes back.", style="bold #ffaf00")
+            self.query_one("#plan-typed").display = False
+            self.query_one("#plan-cancel").focus()
+        self.query_one("#plan-note", Static).update(note)
+
+    def typed_ok(self, value: str) -> bool:
+        """True when ``value`` names exactly the repairable nodes (any order)."""
+        names = self.repairable
+        return bool(names) and sorted(value.replace(",", " ").split()) == sorted(names)
+
+    @on(Input.Changed, "#plan-typed")
+    def _typed(self, event: Input.Changed) -> None:
+        self.query_one("#plan-go", Button).disabled = not self.typed_ok(event.value)
+
+    @on(Input.Submitted, "#plan-typed")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if self.typed_ok(event.value):
+            self.dismiss(self.repairable)
+
+    @on(Button.Pressed, "#plan-go")
+    def _go(self) -> None:
+        if self.typed_ok(self.query_one("#plan-typed", Input).value):
+            self.dismiss(self.repairable)
+
+    @on(Button.Pressed, "#plan-cancel")
+    def _cancel(self) -> None:
+        self.app.pop_screen()

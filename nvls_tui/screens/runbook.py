@@ -1,0 +1,314 @@
+"""The runbook screen: the repair of several nodes side by side, live.
+
+One column per node (two to four side by side; more go to tabs), each with its step list, the
+holders left at ``verify-no-holders``, the live bandwidth plot of the smoke test and the streamed
+output. The repair runs in a worker (``app.start_action``); every event goes to the run's audit
+log first and then to the node's column. ``a`` aborts (confirmed; everything is restored), ``t``
+SIGTERMs the holders selected in a waiting column, ``e`` writes the incident report at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from nvls_tui.bindings import bindings_for
+from nvls_tui.runbook.events import RunbookEvent
+from nvls_tui.runbook.steps import DEFAULT_THRESHOLDS, HolderDecision, RepairOptions, threshold_for
+from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.node_actions import holder_label
+from nvls_tui.screens.runbook_column import RESULT_GLYPH, RESULT_STYLE, RunbookColumn
+from nvls_tui.screens.runbook_state import repair_options
+from nvls_tui.widgets.banner import ModeBanner
+from nvls_tui.widgets.step_list import duration_text
+
+# Side by side up to this many nodes; beyond it every node gets a tab.
+MAX_SIDE_BY_SIDE = 4
+# While the runbook waits on holders, re-read them this often (real seconds) unless the operator acts.
+HOLDER_RECHECK = 2.0
+
+
+class RunbookScreen(Screen[None]):
+    """The repair of ``hosts``, one column each.
+
+    Args:
+        hosts: the nodes, in the operator's order.
+        start: run the repair on mount (False: the screen only shows events handed to :meth:`apply`,
+            which is how the snapshot tests replay a fixed script).
+        options: the runbook's tunables (default: :func:`repair_options` for the nodes' backends).
+        clock: the columns' clock (default: the options' clock, the simulated one for simulated fleets).
+        audit_dir: where the audit log and the report go (default: the app's, else the XDG state dir).
+    """
+
+    BINDINGS = [*bindings_for("runbook"), Binding("escape", "back", "Back", show=False)]
+
+    def __init__(self, hosts: Sequence[str], *, start: bool = True, options: RepairOptions | None = None,
+                 clock: Callable[[], float] | None = None, audit_dir: str | None = None) -> None:
+        super().__init__()
+        self.hosts = list(hosts)
+        self.start = start
+        self.options = options
+        self.clock = clock
+        self.audit_dir = audit_dir
+        self.run_id = ""
+        self.audit_path: Path | None = None
+        self.report_path: Path | None = None
+        self.books: dict = {}
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self.aborting = False
+
+    # ---- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        """Header, banner, the columns (or tabs), the footer."""
+        yield Static(id="runbook-header")
+        yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
+        columns = [RunbookColumn(h, threshold=self._threshold(h), id=f"col-{i}") for i, h in enumerate(self.hosts)]
+        if len(columns) <= MAX_SIDE_BY_SIDE:
+            with Horizontal(id="runbook-columns"):
+                yield from columns
+        else:
+            with TabbedContent(id="runbook-tabs"):
+                for column in columns:
+                    with TabPane(column.host, id=f"tab-{column.id}"):
+                        yield column
+        yield Footer()
+
+    def _threshold(self, host: str) -> float:
+        state = self.app.fleet.get(host)
+        gpus = state.gpus if state is not None else ()
+        override = self.options.smoke_threshold if self.options else None
+        thresholds = self.options.thresholds if self.options else DEFAULT_THRESHOLDS
+        return threshold_for(gpus, thresholds, override)
+
+    def on_mount(self) -> None:
+        """Start the clock ticks (spinners, elapsed times) and, unless replaying, the repair."""
+        if self.options is None and self.start:
+            self.options = repair_options([self.app.backend_for(h) for h in self.hosts], self.app.timeout)
+        if self.clock is None:
+            self.clock = self.options.clock if self.options else time.monotonic
+        self.set_interval(0.1, self.tick)
+        self.draw_header()
+        if self.start:
+            self.app.start_action(f"repair {' '.join(self.hosts)}", self.run_repair())
+
+    @property
+    def columns(self) -> dict[str, RunbookColumn]:
+        """The column of each node."""
+        return {c.host: c for c in self.query(RunbookColumn)}
+
+    def now(self) -> float:
+        """The columns' clock."""
+        return (self.clock or time.monotonic)()
+
+    @property
+    def running(self) -> bool:
+        """True while any node's run is going."""
+        return self.started_at is not None and self.finished_at is None
+
+    # ---- events -------------------------------------------------------------------------------
+    def apply(self, event: RunbookEvent) -> None:
+        """Show one runbook event in its node's column (and the header)."""
+        column = self.columns.get(event.host)
+        if column is None:
+            return
+        if self.started_at is None:
+            self.started_at = self.now()
+        column.apply(event, self.now())
+        if column.run.result is not None:
+            self.draw_header()
+            self.refresh_bindings()
+
+    def tick(self) -> None:
+        """Ten times a second: spinners and elapsed times."""
+        now = self.now()
+        for column in self.columns.values():
+            column.tick(now)
+        if self.running:
+            self.draw_header()
+
+    def draw_header(self) -> None:
+        """`` Repair  gpu05 gpu06  run …  ⠹ 12.3 s  audit log …``."""
+        text = Text()
+        text.append(" Repair ", style="bold reverse")
+        text.append(f"  {' '.join(self.hosts)}  ", style="bold")
+        runs = [c.run for c in self.columns.values()]
+        if runs and all(r.result is not None for r in runs):
+            for r in runs:
+                text.append(f"{RESULT_GLYPH.get(r.result, '•')} {r.host} {r.result}  ",
+                            style=RESULT_STYLE.get(r.result, "bold"))
+        elif self.started_at is not None:
+            end = self.finished_at if self.finished_at is not None else self.now()
+            text.append(f"running {duration_text(max(0.0, end - self.started_at))}  ", style="bold #5fafff")
+        if self.run_id:
+            text.append(f"run {self.run_id}  ", style="#8a8a8a")
+        if self.report_path:
+            text.append(f"report: {self.report_path}", style="bold #5fd75f")
+        elif self.audit_path:
+            text.append(f"audit log: {self.audit_path}", style="#8a8a8a")
+        self.query_one("#runbook-header", Static).update(text)
+
+    # ---- the run ------------------------------------------------------------------------------
+    async def run_repair(self) -> None:
+        """Repair every node side by side; the audit log gets every event before the screen does."""
+        from nvls_tui.audit import AuditLog
+        from nvls_tui.runbook import Runbook, new_run_id
+
+        app = self.app
+        backends = [app.backend_for(h) for h in self.hosts]
+        options = self.options or repair_options(backends, app.timeout)
+        self.run_id = new_run_id()
+        audit_dir = self.audit_dir or getattr(app, "audit_dir", None)
+        audit = await asyncio.to_thread(AuditLog.create, audit_dir, self.run_id, kind="repair")
+        self.audit_path = audit.path
+        self.started_at = self.now()
+        self.draw_header()
+
+        def sink(event: RunbookEvent) -> None:
+            try:
+                audit(event)
+            except OSError as exc:  # the repair goes on; the operator must know the log is incomplete
+                app.notify(f"audit log write failed: {exc}", severity="error", timeout=10)
+            self.apply(event)
+
+        self.books = {b.host: Runbook(b, options, on_event=sink, operator=self, run_id=self.run_id,
+                                      audit_log=str(audit.path)) for b in backends}
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                for host in self.hosts:
+                    await stack.enter_async_context(polls_paused(app, host))
+                await asyncio.gather(*(book.run() for book in self.books.values()))
+        finally:
+            audit.close()
+            self.finished_at = self.now()
+            self.draw_header()
+            self.refresh_bindings()
+            for host in self.hosts:
+                app.poll_now(host)
+        results = {h: b.outcome.result for h, b in self.books.items()}
+        bad = [h for h, r in results.items() if r != "repaired"]
+        app.notify(("Repair finished: " + ", ".join(f"{h} {r}" for h, r in results.items())
+                    + ". e writes the incident report."), severity="error" if bad else "information", timeout=8)
+
+    async def resolve_holders(self, host: str, holders: tuple) -> HolderDecision:
+        """The runbook's question at verify-no-holders: the column waits for the operator's choice."""
+        column = self.columns.get(host)
+        if column is None or self.aborting:
+            return HolderDecision(abort=self.aborting)
+        return await column.ask(HOLDER_RECHECK)
+
+    # ---- actions ------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Abort while running, SIGTERM while a column waits with a selection, report at the end."""
+        if action == "abort":
+            return True if self.running and not self.aborting else None
+        if action == "sigterm_holders":
+            if self.app.read_only:
+                return False
+            return True if any(c.asking for c in self.columns.values()) else None
+        if action == "report":
+            return True if self.finished_at is not None and self.audit_path else None
+        if action == "back":
+            return True
+        return True
+
+    def action_abort(self) -> None:
+        """Confirm, then abort every node still running (each one restores what it changed)."""
+        running = [c.run for c in self.columns.values() if c.run.running]
+        if not running:
+            self.notify("Nothing is running.", severity="warning")
+            return
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.abort()
+
+        self.app.push_screen(ConfirmScreen(
+            f"Abort the repair of {', '.join(r.host for r in running)}?",
+            [f"{r.host}: at {r.current or 'a step boundary'}; stops before its next command" for r in running],
+            confirm_label="Abort and restore",
+            note="The restore step then puts every unit and persistence setting back as it was."), done)
+
+    def abort(self) -> None:
+        """Abort every running node now (no question asked: the key's confirmation already did)."""
+        self.aborting = True
+        for host, book in self.books.items():
+            column = self.columns.get(host)
+            if column is not None and column.run.result is None:
+                book.abort()
+                column.decide(HolderDecision(abort=True))
+        self.refresh_bindings()
+        self.notify("Aborting: each node finishes its current command, then restores.", severity="warning")
+
+    def action_sigterm_holders(self) -> None:
+        """Confirm, then hand the selected holders of the waiting column(s) to the runbook for SIGTERM."""
+        if self.app.read_only:
+            self.notify("Read-only mode: this action would change the node, so it is refused.", severity="warning")
+            return
+        chosen = {c.host: c.selected_holders for c in self.columns.values() if c.asking and c.selected_holders}
+        if not chosen:
+            self.notify("Select holders in a waiting column first (space).", severity="warning")
+            return
+        lines = [f"{host}: {holder_label(h, 80)}" for host, hs in chosen.items() for h in hs]
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                for host, hs in chosen.items():
+                    self.columns[host].decide(HolderDecision(sigterm=tuple(h.pid for h in hs)))
+
+        self.app.push_screen(ConfirmScreen(
+            f"Send SIGTERM to {len(lines)} process{'es' if len(lines) != 1 else ''}?", lines,
+            confirm_label=f"SIGTERM {len(lines)}",
+            note="The runbook re-checks each PID's start time and command line just before the signal."), done)
+
+    async def action_report(self) -> None:
+        """Write the Markdown incident report next to the audit log and say where."""
+        if self.audit_path is None:
+            self.notify("No audit log yet: the report comes from it.", severity="warning")
+            return
+        from nvls_tui.report import report_from_file
+
+        path = self.audit_path.with_suffix(".md")
+        try:
+            text = await asyncio.to_thread(report_from_file, self.audit_path)
+            await asyncio.to_thread(path.write_text, text, "utf-8")
+        except OSError as exc:
+            self.notify(f"Could not write the report: {exc}", severity="error", timeout=10)
+            return
+        self.report_path = path
+        self.draw_header()
+        self.notify(f"Incident report written to {path}", timeout=15)
+
+    def action_back(self) -> None:
+        """Esc: leave once the run ended; while it runs the screen stays (``a`` aborts)."""
+        if self.running:
+            self.notify("The repair is still running: a aborts it (and restores); the screen stays until it ends.",
+                        severity="warning")
+            return
+        self.app.pop_screen()
+
+
+@contextlib.asynccontextmanager
+async def polls_paused(app, host: str):
+    """Hold the node's poller while its repair runs.
+
+    A poll runs nvidia-smi, which opens the devices: on a real node it could make the reset refuse.
+    The poller has no pause of its own, so this holds the lock that keeps it to one poll at a time.
+    """
+    poller = getattr(app, "pollers", {}).get(host)
+    lock = getattr(poller, "_lock", None)
+    if not isinstance(lock, asyncio.Lock):
+        yield
+        return
+    async with lock:
+        yield

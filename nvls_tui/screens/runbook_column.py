@@ -1,0 +1,179 @@
+"""One node's column on the runbook screen: steps, remaining holders, the bandwidth plot, the output.
+
+The column is a view of a :class:`~nvls_tui.screens.runbook_state.NodeRun`: the screen hands it
+each event of its node, it folds the event in and redraws only the parts that changed. While the
+runbook waits at ``verify-no-holders`` it also answers the runbook's question (which holders to
+SIGTERM) through :meth:`RunbookColumn.ask`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from nvls_tui.model import Holder
+from nvls_tui.runbook.events import RunbookEvent
+from nvls_tui.runbook.steps import HolderDecision
+from nvls_tui.screens.node_actions import holder_label
+from nvls_tui.screens.runbook_state import NodeRun
+from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
+from nvls_tui.widgets.output_pane import OutputPane
+from nvls_tui.widgets.step_list import StepList, duration_text
+
+RESULT_STYLE = {"repaired": "bold #5fd75f", "failed": "bold #ff5f5f", "refused": "bold #ffaf00",
+                "planned": "bold #87d7ff", "restored": "bold #5fd75f"}
+RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "restored": "✔"}
+
+
+def smoke_caption(step: str) -> str:
+    """What a smoke run is for: the re-check before anything destructive, or the proof after."""
+    return "re-check before any reset" if step == "preflight" else "NVLS all_reduce_perf"
+
+
+def summary_text(run: NodeRun) -> Text:
+    """The end of a run in a few lines: result, bandwidth, duration, what was put back."""
+    text = Text()
+    result = run.result or "running"
+    text.append(f" {RESULT_GLYPH.get(result, '•')} {result} ", style=RESULT_STYLE.get(result, "bold") + " reverse")
+    smoke = run.smoke.result if run.smoke else None
+    if smoke is not None and smoke.avg_busbw is not None:
+        text.append(f"  {smoke.avg_busbw:.1f} GB/s", style="bold")
+        text.append(f" ({'≥' if smoke.passed else '<'} {smoke.threshold or 0:.0f})", style="#8a8a8a")
+    text.append(f"  in {duration_text(run.elapsed(0.0) if run.finished is not None else None) or '–'}",
+                style="#8a8a8a")
+    if run.message:
+        text.append(f"\n {run.message}")
+    if run.restored or run.restore_failed:
+        text.append("\n restored: ", style="#8a8a8a")
+        text.append(", ".join(u.removesuffix(".service") for u in run.restored) or "nothing")
+        if run.restore_failed:
+            text.append(f"  NOT restored: {', '.join(run.restore_failed)}", style="bold #ff5f5f")
+    return text
+
+
+class RunbookColumn(Vertical):
+    """The run of one node, top to bottom: steps, holders (when waiting), plot, summary, output.
+
+    Args:
+        host: the node.
+        threshold: the smoke test's pass threshold (GB/s) drawn on the plot before the verdict.
+        step_names: the steps to list (the repair's by default; single actions pass their own).
+    """
+
+    def __init__(self, host: str, *, threshold: float | None = 250.0, step_names=None, **kwargs) -> None:
+        kwargs.setdefault("classes", "runbook-column")
+        super().__init__(**kwargs)
+        self.host = host
+        self.threshold = threshold
+        self.run = NodeRun(host) if step_names is None else NodeRun(host, step_names=tuple(step_names))
+        self._decision: asyncio.Future[HolderDecision] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Steps, holders (hidden), the plot (hidden until a smoke test), summary (hidden), output."""
+        yield StepList(classes="steps")
+        with Vertical(classes="holders-box"):
+            yield Static(classes="holders-hint")
+            yield SelectionList[int](classes="holders")
+        with Vertical(classes="smoke-box"):
+            yield BandwidthPlot(threshold=self.threshold, classes="plot")
+        yield Static(classes="summary")
+        yield OutputPane(classes="output")
+
+    def on_mount(self) -> None:
+        """Titles and the first drawing."""
+        self.border_title = self.host
+        self.query_one(".holders-box").display = False
+        self.query_one(".smoke-box").display = False
+        self.query_one(".summary").display = False
+        self.query_one(".output").border_title = "output"
+        self.redraw({"steps"}, 0.0)
+
+    # ---- events -------------------------------------------------------------------------------
+    def apply(self, event: RunbookEvent, now: float) -> None:
+        """Fold one event of this node in and redraw what it changed."""
+        changed, lines = self.run.apply(event, now)
+        if lines:
+            self.query_one(OutputPane).add(lines)
+        self.redraw(changed, now)
+
+    def tick(self, now: float) -> None:
+        """Move the spinner and the elapsed times while the run is going."""
+        if self.run.running:
+            self.redraw({"steps"}, now)
+
+    def redraw(self, parts: set[str], now: float) -> None:
+        """Redraw the named parts (``steps``, ``plot``, ``holders``, ``summary``)."""
+        run = self.run
+        if "steps" in parts:
+            self.query_one(StepList).show(run, now)
+            self.set_class(run.running, "-running")
+            done = f"{run.done_steps}/{len(run.steps)} steps"
+            self.border_subtitle = (f"{run.current or '…'} · {done} · {duration_text(run.elapsed(now))}"
+                                    if run.running else (run.result or "waiting"))
+        if "plot" in parts and run.smoke is not None:
+            box = self.query_one(".smoke-box")
+            box.display = True
+            box.border_title = f"smoke test ({run.smoke.step})"
+            self.query_one(BandwidthPlot).set_rows(run.smoke.rows, run.smoke.result, smoke_caption(run.smoke.step))
+        if "holders" in parts:
+            self._draw_holders()
+        if "summary" in parts and run.result is not None:
+            summary = self.query_one(".summary", Static)
+            summary.display = True
+            summary.update(summary_text(run))
+            for result in RESULT_STYLE:
+                self.set_class(run.result == result, f"-{result}")
+
+    def _draw_holders(self) -> None:
+        run = self.run
+        box = self.query_one(".holders-box")
+        box.display = bool(run.waiting and run.holders)
+        if not box.display:
+            return
+        box.border_title = f"{len(run.holders)} holders remain"
+        self.query_one(".holders-hint", Static).update(Text(
+            "The runbook waits: space selects, t sends SIGTERM (identity re-checked), a aborts.", style="#ffaf00"))
+        listing = self.query_one(".holders", SelectionList)
+        chosen = set(listing.selected)
+        listing.clear_options()
+        listing.add_options([Selection(holder_label(h, 70), h.pid, h.pid in chosen) for h in run.holders])
+
+    # ---- the operator's side of verify-no-holders ---------------------------------------------
+    @property
+    def selected_pids(self) -> list[int]:
+        """PIDs selected in the holders list (still present)."""
+        present = {h.pid for h in self.run.holders}
+        return [pid for pid in self.query_one(".holders", SelectionList).selected if pid in present]
+
+    @property
+    def selected_holders(self) -> list[Holder]:
+        """The selected holders, as the runbook last saw them."""
+        chosen = set(self.selected_pids)
+        return [h for h in self.run.holders if h.pid in chosen]
+
+    @property
+    def asking(self) -> bool:
+        """True while the runbook waits for this column's decision."""
+        return self._decision is not None and not self._decision.done()
+
+    async def ask(self, recheck: float) -> HolderDecision:
+        """Wait for the operator (SIGTERM or abort), or ``recheck`` seconds: then re-read the holders."""
+        self._decision = asyncio.get_running_loop().create_future()
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._decision), recheck)
+        except TimeoutError:
+            return HolderDecision()
+        finally:
+            self._decision = None
+
+    def decide(self, decision: HolderDecision) -> bool:
+        """Hand the operator's decision to a waiting runbook. False when nothing was waiting."""
+        if self._decision is None or self._decision.done():
+            return False
+        self._decision.set_result(decision)
+        return True
