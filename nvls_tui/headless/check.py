@@ -57,27 +57,42 @@ def exit_status(results: list[tuple[NodeState, Diagnosis]]) -> int:
     return 0
 
 
+def _fabric_summary(state: NodeState) -> str:
+    """``8× Completed/Success`` or the mix of words, most common first."""
+    words: dict[str, int] = {}
+    for gpu in state.gpus:
+        key = f"{gpu.fabric.state}/{gpu.fabric.status}"
+        words[key] = words.get(key, 0) + 1
+    return ", ".join(f"{n}× {w}" for w, n in sorted(words.items(), key=lambda kv: -kv[1])) or "-"
+
+
 def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     console = Console(highlight=False)
     simulated = any(s.simulated for s, _ in results)
     title = "nvls-tui check" + (" — SIMULATED nodes" if simulated else "")
     table = Table(title=title)
-    for col in ("host", "verdict", "FM", "driver", "fabric", "holders", "findings"):
-        table.add_column(col, overflow="fold")
+    for col in ("host", "verdict", "FM", "driver", "fabric", "holders"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("findings", overflow="fold")
     for state, diag in results:
         fm = state.service("nvidia-fabricmanager")
-        fabric = sorted({f"{g.fabric.state}/{g.fabric.status}" for g in state.gpus})
         errors = [f.code for f in diag.findings if f.severity is not Severity.INFO]
         table.add_row(
             state.host,
             f"[{VERDICT_STYLE[diag.verdict]}]{diag.verdict}[/]",
             fm.active if fm else "-",
             state.driver or "-",
-            ", ".join(fabric) or (state.error or "-"),
+            _fabric_summary(state),
             str(len(state.holders)),
             ", ".join(dict.fromkeys(errors)) or "-",
         )
     console.print(table)
+    # What is wrong, one line each, so nothing needs the table to be wide enough.
+    for state, diag in results:
+        for finding in diag.findings:
+            if finding.severity is Severity.ERROR:
+                console.print(f"[{VERDICT_STYLE[diag.verdict]}]{state.host}[/] {finding.code}: {finding.message}",
+                              soft_wrap=True)
     counts = {v: sum(1 for _, d in results if d.verdict is v) for v in Verdict}
     console.print(" ".join(f"[{VERDICT_STYLE[v]}]{n} {v}[/]" for v, n in counts.items() if n))
 
