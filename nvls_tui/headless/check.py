@@ -73,10 +73,8 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     table = Table(title=title)
     for col in ("host", "verdict", "FM", "driver", "fabric", "holders"):
         table.add_column(col, no_wrap=True)
-    table.add_column("findings", overflow="fold")
     for state, diag in results:
         fm = state.service("nvidia-fabricmanager")
-        errors = [f.code for f in diag.findings if f.severity is not Severity.INFO]
         table.add_row(
             state.host,
             f"[{VERDICT_STYLE[diag.verdict]}]{diag.verdict}[/]",
@@ -84,7 +82,6 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
             state.driver or "-",
             _fabric_summary(state),
             str(len(state.holders)),
-            ", ".join(dict.fromkeys(errors)) or "-",
         )
     console.print(table)
     # What is wrong, one line each, so nothing needs the table to be wide enough.
