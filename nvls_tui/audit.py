@@ -140,11 +140,22 @@ def event_record(event: Any) -> dict[str, Any]:
         record["output"] = redact_text(bound_output(str(data.pop("output") or "")))
     if "line" in data:
         data["line"] = redact_text(bound_output(str(data["line"]), 4096))
-    for key in ("message", "error"):
-        if isinstance(data.get(key), str):
-            data[key] = redact_text(data[key])
+    # Every other text too, at any depth: a signal's outcome quotes the process's command line as
+    # ps printed it, and holders' command lines (`--api-key=...`) ride in several events.
+    data = {key: (value if key == "env" else _redact_deep(value)) for key, value in data.items()}
     record.update(data)
     return record
+
+
+def _redact_deep(value: Any) -> Any:
+    """``value`` with :func:`redact_text` applied to every string inside it."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {k: _redact_deep(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_deep(v) for v in value]
+    return value
 
 
 def _whoami() -> str:

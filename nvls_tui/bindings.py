@@ -65,8 +65,8 @@ SPECS: tuple[BindingSpec, ...] = (
                 palette="fleet: Poll every node now"),
     BindingSpec("fleet.select", "space", "toggle_node", "Select", "Select or unselect the node under the "
                 "cursor for a repair.", "fleet", palette=None),
-    BindingSpec("fleet.repair", "r", "repair", "Repair", "Plan the repair of the selected nodes (or the one "
-                "under the cursor): the dry run first, then type the node names to run it.", "fleet",
+    BindingSpec("fleet.repair", "r", "repair", "Repair", "Dry-run the repair of the selected nodes, then type "
+                "their names to run it.", "fleet",
                 destructive=True, palette="fleet: Repair selected nodes"),
     # node screen
     BindingSpec("node.select", "space", "toggle_holder", "Select", "Select or unselect the holder under "
@@ -82,22 +82,22 @@ SPECS: tuple[BindingSpec, ...] = (
                 "the units table (confirmed).", "node", destructive=True),
     BindingSpec("node.poll", "p", "poll_node", "Poll", "Poll this node now.", "node",
                 palette="node: Poll {host} now"),
-    BindingSpec("node.reset", "R", "reset_gpus", "Reset", "nvidia-smi -r on every GPU and NVSwitch of this "
-                "node, refused while anything holds a device (type the node name to confirm).", "node",
+    BindingSpec("node.reset", "R", "reset_gpus", "Reset", "nvidia-smi -r, refused while a device is held "
+                "(type the node name to confirm).", "node",
                 destructive=True, palette="node: Reset GPUs of {host}"),
-    BindingSpec("node.fm_restart", "F", "restart_fm", "FM restart", "Restart Fabric Manager and watch the GPUs "
-                "register (type the node name to confirm).", "node", destructive=True,
+    BindingSpec("node.fm_restart", "F", "restart_fm", "FM restart", "Restart Fabric Manager, watch the GPUs register "
+                "(type the node name).", "node", destructive=True,
                 palette="node: Restart Fabric Manager on {host}"),
-    BindingSpec("node.smoke", "n", "smoke_test", "Smoke test", "Run the NVLS all_reduce_perf smoke test and "
-                "watch its bandwidth live (confirmed).", "node", destructive=True,
+    BindingSpec("node.smoke", "n", "smoke_test", "Smoke test", "NVLS all_reduce_perf with a live bandwidth plot "
+                "(confirmed).", "node", destructive=True,
                 palette="node: Run the NVLS smoke test on {host}"),
     # runbook screen (a repair in progress or finished)
-    BindingSpec("runbook.abort", "a", "abort", "Abort", "Abort the repair (confirmed); every node is restored to "
-                "how it was.", "runbook", palette="repair: Abort and restore"),
-    BindingSpec("runbook.sigterm", "t", "sigterm_holders", "SIGTERM", "SIGTERM the holders selected in a "
-                "column waiting at verify-no-holders (identity re-checked).", "runbook", destructive=True),
-    BindingSpec("runbook.report", "e", "report", "Report", "Write the Markdown incident report of this run "
-                "next to its audit log.", "runbook", palette="repair: Write the incident report"),
+    BindingSpec("runbook.abort", "a", "abort", "Abort", "Abort the repair (confirmed); every node is put back "
+                "as it was.", "runbook", palette="repair: Abort and restore"),
+    BindingSpec("runbook.sigterm", "t", "sigterm_holders", "SIGTERM", "SIGTERM the holders selected at "
+                "verify-no-holders (identity re-checked).", "runbook", destructive=True),
+    BindingSpec("runbook.report", "e", "report", "Report", "Write the Markdown incident report next to the "
+                "audit log.", "runbook", palette="repair: Write the incident report"),
 )
 
 SCOPES = ("app", "fleet", "node")

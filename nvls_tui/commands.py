@@ -31,7 +31,9 @@ class ConsoleCommands(Provider):
         for spec in specs_for("app"):
             if spec.palette:
                 yield spec.palette, partial(app.run_action, spec.action), spec.tooltip
-        scope = "node" if isinstance(screen, NodeScreen) else "fleet"
+        from nvls_tui.screens.runbook import RunbookScreen
+
+        scope = "node" if isinstance(screen, NodeScreen) else "runbook" if isinstance(screen, RunbookScreen) else "fleet"
         for spec in specs_for(scope):
             if spec.palette and screen.check_action(spec.action, ()) is True:
                 title = spec.palette.format(host=host)

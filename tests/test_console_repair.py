@@ -8,9 +8,11 @@ the same way. Where a test must act mid-run, a gate holds one command until the 
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 
 import pytest
+from rich.console import Console
 
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import CommandResult
@@ -60,6 +62,13 @@ class FaultBackend(SimulatedBackend):
         return await super().run(argv, timeout, **kw)
 
 
+def plain(static) -> str:
+    """What a Static shows, as plain text (its content rendered by Rich, wide enough not to wrap)."""
+    console = Console(width=300, file=io.StringIO(), color_system=None)
+    console.print(static.content)
+    return console.file.getvalue()
+
+
 def texts(widget) -> str:
     """Every line an OutputPane (RichLog) holds, as plain text."""
     return "\n".join(strip.text for strip in widget.lines)
@@ -103,7 +112,7 @@ async def test_repairing_gpu05_and_gpu06_side_by_side_ends_repaired_with_the_plo
             assert plot.result is not None and plot.result.passed
             assert plot.result.avg_busbw == pytest.approx(292, abs=5)
             assert "GB/s" in plot.title_text() and "PASSED" in plot.title_text()
-            summary = str(column.query_one(".summary").render())
+            summary = plain(column.query_one(".summary"))
             assert "repaired" in summary and f"{plot.result.avg_busbw:.1f} GB/s" in summary
             assert "nvidia-smi -r" in texts(column.query_one(OutputPane))
         # The nodes are polled again at the end: both now healthy on the fleet.
@@ -128,7 +137,7 @@ async def test_the_plan_lists_the_exact_commands_in_order_and_needs_the_typed_na
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 2,
                          "the dry run")
         plan = app.screen
-        body = str(plan.query_one("#plan-body-0").render())
+        body = plain(plan.query_one("#plan-body-0"))
         assert plan.hosts == ["gpu05", "gpu06"]
         assert body.index("$ systemctl stop nvidia-snapshot.timer") < body.index("$ nvidia-smi -r") \
             < body.index("$ systemctl start nvidia-fabricmanager.service")
@@ -164,7 +173,7 @@ async def test_a_refused_reset_shows_the_failure_and_the_restore_and_leaves_serv
         assert statuses["fabric-manager"] == statuses["smoke-test"] == "skipped"
         output = texts(column.query_one(OutputPane))
         assert "✖ reset failed: nvidia-smi -r was refused" in output and "restored " in output
-        summary = str(column.query_one(".summary").render())
+        summary = plain(column.query_one(".summary"))
         assert "failed" in summary and "restored:" in summary and "kubelet" in summary
         assert column.has_class("-failed")
     after = await backend.snapshot()
@@ -194,7 +203,11 @@ async def test_aborting_mid_run_restores_everything_and_never_starts_fabric_mana
         await pilot.pause()
         run = column.run
         assert run.result == "failed" and "aborted by the operator" in run.message
-        assert run.steps["restore"].status == "ok" and run.steps["fabric-manager"].status == "skipped"
+        assert run.steps["reset"].status == "ok" and run.steps["restore"].status == "ok"
+        # The abort lands before fabric-manager's first command: that step stops there, unstarted.
+        fm = run.steps["fabric-manager"]
+        assert fm.status == "failed" and "aborted by the operator" in fm.message
+        assert [run.steps[s].status for s in ("verify-fabric", "smoke-test")] == ["skipped", "skipped"]
         assert "kubelet.service" in run.restored and "nvidia-snapshot.timer" in run.restored
     after = await gpu05.snapshot()
     units_before, units_after = unit_states(before), unit_states(after)

@@ -72,7 +72,10 @@ def signal_script(pid: int, signame: str, expected: ProcessIdentity, sudo: bool 
     own status with kill's messages on stdout.
     """
     want = identity_text(expected.start_time or "", expected.command)
-    kill = f"{'sudo -n ' if sudo else ''}kill -s {signame} {pid}"
+    # `env kill`, not the shell's builtin: the builtin always signals a PID of the machine running
+    # the shell, so a `kill` installed on PATH (the simulator's shim, serving a simulated node from
+    # a real sshd) would be bypassed and a real process with that number hit. sudo already execs.
+    kill = f"{'sudo -n ' if sudo else 'env '}kill -s {signame} {pid}"
     return "\n".join([
         "export LC_ALL=C",
         "set -f",  # the command line is split into words below: never glob it
@@ -371,6 +374,15 @@ class SshBackend(Backend):
             sections[name] = CommandResult(
                 argv=argv.get(name, ps_argv([])), exit_status=-1 if status is None else status, stdout=text,
             )
+        # Without this, a `sudo -n` that wants a password only empties the privileged sections: the
+        # node then looks as if nothing held a device and the kernel log were clean. The holders
+        # section keeps its stderr, so sudo's refusal shows there; make it the poll's one clear error.
+        holders = sections.get("holders")
+        if self.options.sudo and holders is not None and holders.exit_status != 0 and any(
+                p in holders.stdout for p in _SUDO_PASSWORD):
+            raise CommandFailed(f"{self.host}: sudo wants a password for the privileged reads (fuser, journalctl); "
+                                f"`sudo -n` never prompts, so allow them without a password (NOPASSWD) or "
+                                f"connect as root", holders)
         return sections
 
     async def snapshot(self) -> NodeState:

@@ -106,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         doc = {"nodes": [node_json(s, d) for s, d in results],
                "elapsed_s": round(time.monotonic() - started, 3)}
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        # No indent: the C encoder is several times faster on 256 nodes (pipe to `jq .` to read it).
+        sys.stdout.write(json.dumps(doc) + "\n")
     else:
         _print_table(results)
     return exit_status(results)

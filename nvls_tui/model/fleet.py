@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from nvls_tui.model.node import NodeState
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Fleet:
     """An immutable, ordered collection of node states keyed by host."""
 
@@ -23,15 +24,22 @@ class Fleet:
         """True when any node is simulated (the UI then shows a SIMULATED banner)."""
         return any(n.simulated for n in self.nodes)
 
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        # Built once per (immutable) fleet: a 256-node console looks hosts up on every poll.
+        return {n.host: i for i, n in enumerate(self.nodes)}
+
     def get(self, host: str) -> NodeState | None:
         """The state of ``host``, or None."""
-        return next((n for n in self.nodes if n.host == host), None)
+        at = self._index.get(host)
+        return None if at is None else self.nodes[at]
 
     def with_node(self, state: NodeState) -> Fleet:
         """A new fleet with ``state`` replacing the node of the same host (or appended)."""
-        if self.get(state.host) is None:
+        at = self._index.get(state.host)
+        if at is None:
             return Fleet(self.nodes + (state,))
-        return Fleet(tuple(state if n.host == state.host else n for n in self.nodes))
+        return Fleet(self.nodes[:at] + (state,) + self.nodes[at + 1:])
 
     def __len__(self) -> int:
         return len(self.nodes)

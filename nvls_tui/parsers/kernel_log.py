@@ -32,6 +32,8 @@ _FM_NOT_LOADED_WORDS = re.compile(r"Fabric Manager is not loaded", re.IGNORECASE
 _XID = re.compile(r"\bXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
 _SXID = re.compile(r"\bSXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
 _NV_ERR = re.compile(r"\bNV_ERR_[A-Z0-9_]+")
+# One cheap test first: almost every kernel line is unrelated, and a busy node logs many.
+_MAYBE = re.compile(r"out of sync|not loaded|xid \(|NV_ERR_", re.IGNORECASE)
 
 
 def _timestamp(line: str) -> str | None:
@@ -49,7 +51,7 @@ def classify_kernel_line(line: str) -> KernelEvent | None:
         144
     """
     text = line.strip()
-    if not text:
+    if not text or not _MAYBE.search(text):
         return None
     ts = _timestamp(text)
     if OUT_OF_SYNC in text or _OUT_OF_SYNC_WORDS.search(text):

@@ -20,6 +20,8 @@ two. Keys and values:
 
 from __future__ import annotations
 
+import functools
+
 import dataclasses
 import re
 from dataclasses import dataclass
@@ -107,17 +109,23 @@ class QueryCsv:
 
     def key(self, field: str) -> str | None:
         """The header key for ``field`` (bare name, with or without unit, or an alias), or None."""
-        wanted = {field.strip(), bare_name(field)}
-        wanted.update(ALIASES.get(bare_name(field), ()))
-        for key in self.header:
-            if key in wanted or bare_name(key) in wanted:
-                return key
-        return None
+        return _header_key(self.header, field)
 
     def get(self, row: dict[str, Cell], field: str) -> Cell:
         """``row``'s value of ``field`` looked up as in :meth:`key`; None when the column is absent."""
         key = self.key(field)
         return row.get(key) if key is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_key(header: tuple[str, ...], field: str) -> str | None:
+    """Memoised: a fleet poll looks up the same few fields in the same header for every cell."""
+    wanted = {field.strip(), bare_name(field)}
+    wanted.update(ALIASES.get(bare_name(field), ()))
+    for key in header:
+        if key in wanted or bare_name(key) in wanted:
+            return key
+    return None
 
 
 def _looks_like_header(cells: list[str], fields: tuple[str, ...] | None) -> bool:

@@ -15,7 +15,7 @@ import os
 import uuid
 from collections.abc import Awaitable, Callable
 
-from nvls_tui.backends.base import Backend, BackendError
+from nvls_tui.backends.base import Backend, BackendError, CommandFailed
 from nvls_tui.model import NodeState
 from nvls_tui.runbook import fabric, preflight, quiesce, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
@@ -103,6 +103,9 @@ class Runbook:
             self._fail_current(str(exc), FAILED)
         except Aborted as exc:
             self._fail_current(str(exc), FAILED)
+        except CommandFailed as exc:
+            # The node answered but refused (sudo wants a password): not a lost node, say what it is.
+            self._fail_current(f"{ctx.step} could not go on: {exc}", FAILED)
         except BackendError as exc:
             self._fail_current(f"lost the node during {ctx.step}: {exc}", FAILED)
         except asyncio.CancelledError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nvls_tui.backends.base import BackendError, CommandResult
+from nvls_tui.backends.base import BackendError, CommandResult, InvalidArgument, validate_unit
 from nvls_tui.model import NodeState
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.events import Restored
@@ -120,6 +120,16 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
     if state is None:
         ctx.note("the node cannot be read: starting every unit that ran before, blindly", "warning")
     for what, argv in restore_actions(prior_units, prior_pm, current_units, current_pm):
+        if argv[0] == "systemctl":
+            # `repair --restore` reads the unit names from a file on the node, which anyone with root
+            # there could have edited: a name that is not a unit name never reaches a command line.
+            try:
+                validate_unit(argv[2])
+            except InvalidArgument as exc:
+                ctx.note(str(exc), "error")
+                if argv[1] == "start":
+                    report.failed.append(f"{what!r} (not a unit name)")
+                continue
         result = await _retrying(ctx, argv)
         ok = result is not None and result.ok
         if argv[:2] == ("systemctl", "reset-failed"):

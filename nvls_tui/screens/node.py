@@ -310,3 +310,22 @@ class NodeScreen(Screen[None]):
     def action_poll_node(self) -> None:
         """Poll this node now."""
         self.app.poll_now(self.host)
+
+    # ---- single actions, streamed into a side pane (console part 2) -----------------------------
+    def action_reset_gpus(self) -> None:
+        """Confirm (type the node name), then ``nvidia-smi -r`` in the side pane."""
+        from nvls_tui.screens.stream_pane import open_single_action
+
+        open_single_action(self, "reset")
+
+    def action_restart_fm(self) -> None:
+        """Confirm (type the node name), then restart Fabric Manager in the side pane."""
+        from nvls_tui.screens.stream_pane import open_single_action
+
+        open_single_action(self, "fm-restart")
+
+    def action_smoke_test(self) -> None:
+        """Confirm, then run the NVLS smoke test in the side pane, with its live bandwidth plot."""
+        from nvls_tui.screens.stream_pane import open_single_action
+
+        open_single_action(self, "smoke")

@@ -12,9 +12,12 @@ import asyncio
 import time
 from collections.abc import Sequence
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Static
@@ -25,30 +28,32 @@ from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text, spinner
 
 
-def plan_text(outcome: NodeOutcome) -> Text:
-    """One node's plan: each step, numbered, with its exact command lines."""
-    text = Text()
+def plan_text(outcome: NodeOutcome) -> Group:
+    """One node's plan: each step, numbered, with its exact command lines (wrapped under themselves)."""
+    parts: list = []
     if outcome.result == "refused":
-        text.append("⊘ a repair would be refused\n", style="bold #ffaf00")
-        text.append(f"{outcome.message}\n\n", style="#ffaf00")
+        parts.append(Text("⊘ a repair would be refused", style="bold #ffaf00"))
+        parts.append(Text(f"{outcome.message}\n", style="#ffaf00"))
     n = 0
     for i, step in enumerate(outcome.steps, 1):
-        text.append(f"{i}. {step.name}\n", style="bold")
+        parts.append(Text(f"{i}. {step.name}", style="bold"))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(justify="right", width=4, style="#8a8a8a")
+        grid.add_column(ratio=1, overflow="fold")
         if not step.commands:
-            text.append("     (nothing to do)\n", style="#8a8a8a")
+            grid.add_row("", Text("(nothing to do)", style="#8a8a8a"))
         for command in step.commands:
             if command.startswith("#"):
-                text.append(f"     {command}\n", style="#8a8a8a")
+                grid.add_row("", Text(command, style="#8a8a8a"))
                 continue
             n += 1
-            text.append(f"  {n:>2} ", style="#8a8a8a")
-            cmd, _, why = command.partition("   # ")
-            cmd, _, why2 = cmd.partition("  # ")
-            text.append(f"$ {cmd}", style="#87d7ff")
-            if why or why2:
-                text.append(f"  # {why or why2}", style="#8a8a8a")
-            text.append("\n")
-    return text
+            cmd, _, why = command.partition("  # ")
+            line = Text(f"$ {cmd.rstrip()}", style="#87d7ff")
+            if why:
+                line.append(f"  # {why}", style="#8a8a8a")
+            grid.add_row(str(n), line)
+        parts.append(grid)
+    return Group(*parts)
 
 
 class PlanScreen(Screen[list[str]]):
@@ -57,6 +62,10 @@ class PlanScreen(Screen[list[str]]):
     Args:
         hosts: the selected nodes, in the operator's order.
     """
+
+    # The typed names keep the focus, so the plans scroll from the keyboard with these.
+    BINDINGS = [Binding("pagedown", "scroll_plans(1)", "Scroll", tooltip="Scroll every plan down a page."),
+                Binding("pageup", "scroll_plans(-1)", "Scroll up", show=False, tooltip="Scroll every plan up.")]
 
     def __init__(self, hosts: Sequence[str]) -> None:
         super().__init__()
@@ -177,3 +186,11 @@ class PlanScreen(Screen[list[str]]):
     @on(Button.Pressed, "#plan-cancel")
     def _cancel(self) -> None:
         self.app.pop_screen()
+
+    def action_scroll_plans(self, pages: int) -> None:
+        """Scroll every node's plan together, a page at a time."""
+        for column in self.query(".plan-column"):
+            if pages > 0:
+                column.scroll_page_down(animate=False)
+            else:
+                column.scroll_page_up(animate=False)

@@ -97,7 +97,7 @@ class RunbookScreen(Screen[None]):
             self.options = repair_options([self.app.backend_for(h) for h in self.hosts], self.app.timeout)
         if self.clock is None:
             self.clock = self.options.clock if self.options else time.monotonic
-        self.set_interval(0.1, self.tick)
+        self.set_interval(0.2, self.tick)
         self.draw_header()
         if self.start:
             self.app.start_action(f"repair {' '.join(self.hosts)}", self.run_repair())
@@ -130,7 +130,7 @@ class RunbookScreen(Screen[None]):
             self.refresh_bindings()
 
     def tick(self) -> None:
-        """Ten times a second: spinners and elapsed times."""
+        """Five times a second: spinners and elapsed times."""
         now = self.now()
         for column in self.columns.values():
             column.tick(now)

@@ -26,8 +26,8 @@ from nvls_tui.widgets.output_pane import OutputPane
 from nvls_tui.widgets.step_list import StepList, duration_text
 
 RESULT_STYLE = {"repaired": "bold #5fd75f", "failed": "bold #ff5f5f", "refused": "bold #ffaf00",
-                "planned": "bold #87d7ff", "restored": "bold #5fd75f"}
-RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "restored": "✔"}
+                "planned": "bold #87d7ff", "restored": "bold #5fd75f", "ok": "bold #5fd75f"}
+RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "restored": "✔", "ok": "✔"}
 
 
 def smoke_caption(step: str) -> str:
@@ -126,22 +126,33 @@ class RunbookColumn(Vertical):
             summary = self.query_one(".summary", Static)
             summary.display = True
             summary.update(summary_text(run))
+            self.query_one(OutputPane).scroll_end(animate=False)  # the summary took room: keep the end in view
             for result in RESULT_STYLE:
                 self.set_class(run.result == result, f"-{result}")
 
     def _draw_holders(self) -> None:
         run = self.run
         box = self.query_one(".holders-box")
+        appearing = not box.display and bool(run.waiting and run.holders)
         box.display = bool(run.waiting and run.holders)
         if not box.display:
             return
-        box.border_title = f"{len(run.holders)} holders remain"
+        n = len(run.holders)
+        box.border_title = f"{n} holder{'s' if n != 1 else ''} still hold{'' if n != 1 else 's'} a device"
         self.query_one(".holders-hint", Static).update(Text(
             "The runbook waits: space selects, t sends SIGTERM (identity re-checked), a aborts.", style="#ffaf00"))
         listing = self.query_one(".holders", SelectionList)
-        chosen = set(listing.selected)
-        listing.clear_options()
-        listing.add_options([Selection(holder_label(h, 70), h.pid, h.pid in chosen) for h in run.holders])
+        pids = [h.pid for h in run.holders]
+        if pids != [listing.get_option_at_index(i).value for i in range(listing.option_count)]:
+            # Rebuild only when the holders changed: a re-check must not lose the cursor or the picks.
+            chosen, cursor = set(listing.selected), listing.highlighted
+            listing.clear_options()
+            listing.add_options([Selection(holder_label(h, 70), h.pid, h.pid in chosen) for h in run.holders])
+            listing.highlighted = min(cursor or 0, len(pids) - 1)
+        elif listing.highlighted is None:
+            listing.highlighted = 0
+        if appearing:
+            listing.focus()  # the operator's next keys (space, t) are for this list
 
     # ---- the operator's side of verify-no-holders ---------------------------------------------
     @property

@@ -115,6 +115,7 @@ class NodeRun:
     restore_failed: tuple[str, ...] = ()
     fabric: dict[str, int] = field(default_factory=dict)
     streamed: bool = False
+    last_output: dict[tuple[str, ...], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.steps:
@@ -223,9 +224,8 @@ class NodeRun:
         elif isinstance(event, Restored):
             self.restored, self.restore_failed = tuple(event.units), tuple(event.failed)
             changed.add("summary")
-            lines.append(PaneLine(f"restored {', '.join(event.units) or 'no unit'}"
-                                  + (f"; could NOT restore {', '.join(event.failed)}" if event.failed else ""),
-                                  "err" if event.failed else "ok"))
+            if event.failed:  # a clean restore is told by the step's own ✔ line
+                lines.append(PaneLine(f"could NOT restore {', '.join(event.failed)}", "err"))
         elif isinstance(event, Note):
             lines.append(PaneLine(event.message, {"error": "err", "warning": "warn"}.get(event.level, "note")))
         elif isinstance(event, RunFinished):
@@ -245,7 +245,12 @@ class NodeRun:
 
     def _finished_lines(self, event: CommandFinished) -> list[PaneLine]:
         lines: list[PaneLine] = []
-        if not self.streamed and event.output.strip():
+        repeated = self.last_output.get(event.argv) == event.output
+        self.last_output[event.argv] = event.output
+        if not self.streamed and event.output.strip() and repeated:
+            # A wait loop asks the same thing every poll: say so rather than print it again.
+            lines.append(PaneLine("  (same output as the last time)", "note"))
+        elif not self.streamed and event.output.strip():
             out = event.output.rstrip("\n").splitlines()
             for text in out[:COMMAND_OUTPUT_LINES]:
                 lines.append(PaneLine(text, "out"))

@@ -20,7 +20,6 @@ SWEEP = tuple(2**k * 1024 * 1024 for k in range(3, 8))
 OOP_COLOUR = (95, 175, 255)
 IP_COLOUR = (255, 175, 0)
 THRESHOLD_COLOUR = (255, 95, 95)
-PASS_COLOUR = (95, 215, 95)
 
 
 def size_label(size: int) -> str:
@@ -91,7 +90,15 @@ class BandwidthPlot(PlotextPlot):
         xs_all = [math.log2(s) for s in self.sizes]
         top = max([v for _, o, i in self.rows for v in (o, i) if v is not None] + [self.threshold or 0.0, 100.0])
         plt.xlim(xs_all[0] - 0.25, xs_all[-1] + 0.25)
-        plt.ylim(0, math.ceil(top * 1.15 / 50) * 50)
+        values = [v for _, o, i in self.rows for v in (o, i) if v is not None]
+        low = min(values + ([self.threshold] if self.threshold is not None else []), default=0.0)
+        # Start the axis a little under the lowest point (or at 0): a few terminal rows must still
+        # show the difference between 240 and 330 GB/s.
+        floor = max(0, math.floor((low - 100) / 50) * 50)
+        ceiling = math.ceil(top * 1.1 / 50) * 50
+        plt.ylim(floor, ceiling)
+        step = 50 if ceiling - floor <= 400 else 100  # round GB/s on the axis, not Plotext's sixths
+        plt.yticks(list(range(floor, ceiling + 1, step)))
         plt.xticks(xs_all, [size_label(s) for s in self.sizes])
         plt.title(self.title_text())
         plt.xlabel("message size")
@@ -106,7 +113,4 @@ class BandwidthPlot(PlotextPlot):
                 plt.plot([p[0] for p in points], [p[1] for p in points], label=label, color=colour,
                          marker="braille")
                 plt.scatter([p[0] for p in points], [p[1] for p in points], color=colour, marker="●")
-        if self.result is not None and self.result.avg_busbw is not None:
-            colour = PASS_COLOUR if self.result.passed else THRESHOLD_COLOUR
-            plt.hline(self.result.avg_busbw, colour)
         self.refresh()

@@ -49,6 +49,9 @@ def step_lines(run: NodeRun, now: float, width: int = 40) -> Text:
         if step.status == RUNNING:
             elapsed = now - step.started if step.started is not None else 0.0
             text.append(f"running {duration_text(max(0.0, elapsed))}", style=WORD_STYLE[RUNNING])
+            if step.name == "fabric-manager" and run.fabric:  # registration is the long wait: show it
+                text.append("  " + " ".join(f"{n}× {k.split('/')[0]}" for k, n in run.fabric.items()),
+                            style="#ffaf00")
         elif step.status in (OK, FAILED):
             text.append(f"{step.status:<8}", style=WORD_STYLE[step.status])
             text.append(duration_text(step.duration), style="#8a8a8a")

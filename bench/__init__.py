@@ -1,0 +1,1 @@
+"""Benchmarks of nvls-tui against the tools operators use (see bench/README.md)."""

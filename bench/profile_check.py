@@ -1,0 +1,60 @@
+"""Where a cold ``nvls-tui check`` spends its client CPU: cProfile of one run on the rig.
+
+Usage::
+
+    python -m bench.profile_check [N] [--sort tottime|cumulative] [--top 30] [--repoll]
+
+Starts a rig of N static nodes (default 256), runs ``nvls-tui check --json`` in this process under
+cProfile (output discarded) and prints the top functions. With ``--repoll`` it profiles the second
+poll over kept connections instead (``bench.nvls_repoll``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.rig import BenchRig
+from bench.tools import _nvls_args
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("n", nargs="?", type=int, default=256)
+    p.add_argument("--sort", default="tottime")
+    p.add_argument("--top", type=int, default=30)
+    p.add_argument("--repoll", action="store_true")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as work, BenchRig(args.n) as rig:
+        argv = _nvls_args(rig, args.n, Path(work))
+        prof = cProfile.Profile()
+        started = time.perf_counter()
+        sink = io.StringIO()
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            if args.repoll:
+                from bench import nvls_repoll
+
+                prof.enable()
+                asyncio.run(nvls_repoll.main(argv))
+            else:
+                from nvls_tui.cli import main as cli_main
+
+                prof.enable()
+                cli_main(["check", "--json", *argv])
+            prof.disable()
+        print(f"wall {time.perf_counter() - started:.2f}s for {args.n} nodes")
+        stats = pstats.Stats(prof)
+        stats.sort_stats(args.sort).print_stats(args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

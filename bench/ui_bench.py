@@ -1,0 +1,248 @@
+"""UI benchmarks of the console under Textual's Pilot (issue 8, part 2).
+
+Each scenario runs in a child process of its own, so its peak RSS is the console's alone:
+
+- ``startup``: time from building the app to the first full grid of the demo fleet
+  (sim:seed-incident, every node polled and shown with a verdict), and the whole process's wall time
+  (Python start-up and imports included).
+- ``keys``: key-press latency (p50/p99) while sim:fleet-256 polls every 2 s and one more node
+  (sim:wedged's gpu-wedged01) hangs in nvidia-smi. Latency is measured like
+  tests/test_console_sim.py does: from ``simulate_key("v")`` until the fleet screen's sort toggled
+  (the action ran). Also the time to the first full grid of 256 nodes and the console's peak RSS.
+- ``stream``: lines per second the output pane (widgets/output_pane.OutputPane, the RichLog with
+  ``max_lines`` that the runbook column uses) absorbs from a fast stream, while the same 256 nodes
+  keep polling; key latency during the stream and the polls folded meanwhile show the grid stays live.
+
+Usage::
+
+    python -m bench.ui_bench [--seconds 8] [--out bench/results]
+    python -m bench.ui_bench --child keys|stream|startup   (one scenario; prints BENCH {...})
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from bench.measure import Sample, run_child, self_report
+from bench.tools import ROOT, VENV, base_env
+
+SIZE = (160, 48)
+POLL_INTERVAL = 2.0
+FULL_GRID_TIMEOUT = 90.0
+KEY_TIMEOUT = 5.0
+NCCL_LINE = ("   {size:>10}   {count:>10}     float     sum      -1   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0"
+             "   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+async def _until(condition, timeout: float, what: str) -> float:
+    """Wait (bounded) for ``condition()``; returns the seconds it took."""
+    started = time.perf_counter()
+    while not condition():
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError(f"gave up after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.005)
+    return time.perf_counter() - started
+
+
+def _full_grid(app, hosts) -> bool:
+    from nvls_tui.widgets.fleet_grid import FleetGrid
+
+    try:
+        grid = app.screen.query_one(FleetGrid)
+    except Exception:  # noqa: BLE001 - the fleet screen is not mounted yet
+        return False
+    return grid.row_count >= len(hosts) and all(app.verdict(h) is not None for h in hosts)
+
+
+async def _press_and_time(app, presses: int, gap: float) -> list[float]:
+    """``presses`` presses of ``v`` (sort toggle), ``gap`` seconds apart; latencies in ms."""
+    screen = app.screen
+    latencies = []
+    for _ in range(presses):
+        before = screen.sort_by_verdict
+        started = time.perf_counter()
+        app.simulate_key("v")
+        try:
+            await _until(lambda b=before: screen.sort_by_verdict is not b, KEY_TIMEOUT, "the key to be answered")
+        except TimeoutError:
+            pass  # counted at KEY_TIMEOUT: a key never answered is the worst latency, not a crash
+        latencies.append((time.perf_counter() - started) * 1000)
+        await asyncio.sleep(gap)  # pacing between presses, like an operator typing (not a wait for state)
+    return latencies
+
+
+def _fleet_256_plus_wedged():
+    from nvls_tui.sim.fleet import load_fleet
+
+    return load_fleet("sim:fleet-256").backends() + load_fleet("sim:wedged/gpu-wedged01").backends()
+
+
+async def scenario_startup() -> dict:
+    """Build the console on the demo fleet and time the first full grid."""
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.sim.fleet import load_fleet
+
+    started = time.perf_counter()
+    app = NvlsApp(load_fleet("sim:seed-incident").backends(), poll_interval=5.0)
+    hosts = list(app.pollers)
+    async with app.run_test(size=SIZE):
+        await _until(lambda: _full_grid(app, hosts), FULL_GRID_TIMEOUT, "the first full grid")
+        first_grid = time.perf_counter() - started
+    return {"first_full_grid_s": round(first_grid, 3), "nodes": len(hosts)}
+
+
+async def scenario_keys(seconds: float) -> dict:
+    """Key latency while 256 nodes poll every 2 s and one node hangs."""
+    from nvls_tui.app import NvlsApp
+
+    started = time.perf_counter()
+    app = NvlsApp(_fleet_256_plus_wedged(), poll_interval=POLL_INTERVAL, timeout=5.0)
+    healthy = [h for h in app.pollers if h != "gpu-wedged01"]
+    async with app.run_test(size=SIZE):
+        await _until(lambda: _full_grid(app, healthy), FULL_GRID_TIMEOUT, "256 nodes on the grid")
+        first_grid = time.perf_counter() - started
+        polls0 = sum(p.polls for p in app.pollers.values())
+        gap = 0.05
+        t0 = time.perf_counter()
+        latencies = await _press_and_time(app, max(20, int(seconds / (gap + 0.01))), gap)
+        window = time.perf_counter() - t0
+        polls = sum(p.polls for p in app.pollers.values()) - polls0
+        wedged = app.verdict("gpu-wedged01")
+    return {
+        "first_full_grid_256_s": round(first_grid, 3), "presses": len(latencies),
+        "p50_ms": round(statistics.median(latencies), 2), "p99_ms": round(_percentile(latencies, 0.99), 2),
+        "max_ms": round(max(latencies), 2), "window_s": round(window, 2), "polls_in_window": polls,
+        "polls_per_s": round(polls / window, 1), "wedged_verdict": str(wedged),
+    }
+
+
+async def scenario_stream(seconds: float) -> dict:
+    """Lines per second into the output pane while 256 nodes poll; key latency meanwhile."""
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.runbook_state import PaneLine
+    from nvls_tui.widgets.output_pane import OutputPane
+
+    app = NvlsApp(_fleet_256_plus_wedged(), poll_interval=POLL_INTERVAL, timeout=5.0)
+    healthy = [h for h in app.pollers if h != "gpu-wedged01"]
+    lines = [PaneLine(NCCL_LINE.format(size=8 << i, count=2 << i, t=100.0 + i, alg=i * 1.5, bus=i * 2.6))
+             for i in range(20)]
+    async with app.run_test(size=SIZE):
+        await _until(lambda: _full_grid(app, healthy), FULL_GRID_TIMEOUT, "256 nodes on the grid")
+        pane = OutputPane(id="bench-pane")
+        await app.screen.mount(pane)
+        polls0 = sum(p.polls for p in app.pollers.values())
+        stop = asyncio.Event()
+
+        async def feed() -> int:
+            written = 0
+            # A fast stream arrives in chunks (an SSH read returns many lines): 50 lines per chunk,
+            # yielding to the event loop between chunks as the stream worker does between reads.
+            while not stop.is_set():
+                pane.add(lines[i % len(lines)] for i in range(written, written + 50))
+                written += 50
+                await asyncio.sleep(0)
+            return written
+
+        t0 = time.perf_counter()
+        feeder = asyncio.create_task(feed())
+        latencies = await _press_and_time(app, max(10, int(seconds / 0.2)), 0.15)
+        stop.set()
+        written = await feeder
+        window = time.perf_counter() - t0
+        polls = sum(p.polls for p in app.pollers.values()) - polls0
+        kept = len(pane.lines)
+    return {
+        "lines": written, "lines_per_s": round(written / window), "window_s": round(window, 2),
+        "pane_lines_kept": kept, "polls_in_window": polls, "polls_per_s": round(polls / window, 1),
+        "key_p50_ms": round(statistics.median(latencies), 2), "key_p99_ms": round(_percentile(latencies, 0.99), 2),
+    }
+
+
+def child(name: str, seconds: float) -> int:
+    """Run one scenario in this process and report it (``BENCH {...}`` on stderr)."""
+    t = time.perf_counter()
+    if name == "startup":
+        result = asyncio.run(scenario_startup())
+    elif name == "keys":
+        result = asyncio.run(scenario_keys(seconds))
+    else:
+        result = asyncio.run(scenario_stream(seconds))
+    result["scenario"] = name
+    result["scenario_s"] = round(time.perf_counter() - t, 2)
+    print(json.dumps(result))
+    self_report(**{"ui": result})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every scenario in its own child process and print the numbers."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--child", choices=("startup", "keys", "stream"))
+    p.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_UI_SECONDS", "8")))
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = p.parse_args(argv)
+    if args.child:
+        return child(args.child, args.seconds)
+    env = base_env()
+    results: dict[str, dict] = {}
+    samples: list[Sample] = []
+    for name in ("startup", "keys", "stream"):
+        sample, stdout, stderr = run_child(f"ui {name}", 0, [str(VENV / "python"), "-m", "bench.ui_bench",
+                                                             "--child", name, "--seconds", str(args.seconds)],
+                                           env=env, timeout=240.0, cwd=str(ROOT))
+        samples.append(sample)
+        result = sample.extra.get("ui")
+        if result is None:
+            print(f"ui {name}: failed (status {sample.status}): {stderr[-800:]}", file=sys.stderr)
+            continue
+        result["process_wall_s"] = round(sample.wall, 2)
+        result["peak_rss_mb"] = round(sample.rss_mb, 1)
+        results[name] = result
+    print(report(results))
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"ui-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpus": os.cpu_count(),
+                                "results": results}, indent=1))
+    print(f"raw numbers: {path}")
+    keys = results.get("keys", {})
+    ok = len(results) == 3 and keys.get("p99_ms", 1e9) <= 100 and keys.get("peak_rss_mb", 1e9) < 200
+    return 0 if ok else 1
+
+
+def report(results: dict[str, dict]) -> str:
+    """The UI numbers as a Markdown table, with the issue-8 targets."""
+    s, k, st = results.get("startup", {}), results.get("keys", {}), results.get("stream", {})
+    rows = [
+        ("demo fleet (8 nodes): build to first full grid", f"{s.get('first_full_grid_s', '-')} s", ""),
+        ("demo fleet: whole process (imports, first grid, exit)", f"{s.get('process_wall_s', '-')} s", ""),
+        ("fleet-256 + wedged node: build to first full grid", f"{k.get('first_full_grid_256_s', '-')} s", ""),
+        ("key latency p50 / p99 / max, 256 polling every 2 s + 1 hung",
+         f"{k.get('p50_ms', '-')} / {k.get('p99_ms', '-')} / {k.get('max_ms', '-')} ms "
+         f"({k.get('presses', 0)} presses, {k.get('polls_per_s', '-')} polls/s folded)",
+         "p99 <= 100 ms: " + ("MET" if k.get("p99_ms", 1e9) <= 100 else "MISSED")),
+        ("console peak RSS with 256 nodes (keys scenario)", f"{k.get('peak_rss_mb', '-')} MB",
+         "< 200 MB: " + ("MET" if k.get("peak_rss_mb", 1e9) < 200 else "MISSED")),
+        ("output pane: lines/s absorbed while 256 nodes poll", f"{st.get('lines_per_s', '-')} lines/s "
+         f"({st.get('polls_per_s', '-')} polls/s folded meanwhile, key p50/p99 "
+         f"{st.get('key_p50_ms', '-')}/{st.get('key_p99_ms', '-')} ms)", ""),
+        ("console peak RSS, stream scenario", f"{st.get('peak_rss_mb', '-')} MB", ""),
+    ]
+    lines = ["| UI measure | value | target |", "| --- | --- | --- |"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

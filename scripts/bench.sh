@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make bench`: install the anchor tools if missing, then run the benchmark (bench/README.md).
+#   BENCH_SIZES=64,256  BENCH_REPS=3  BENCH_ARGS="--patched"  BENCH_UI=1 (also the Pilot UI benchmark)
+# Loopback only; every sshd the run starts is stopped by PID when it ends (also on error).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v pdsh >/dev/null 2>&1 || need_apt+=(pdsh)
+[ -x /usr/bin/time ] || need_apt+=(time)          # GNU time measures each client's CPU and peak RSS
+[ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1 || need_apt+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "bench: installing ${need_apt[*]} (Debian packages)"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# clush comes with ClusterShell, already a dependency of nvls-tui in .venv.
+[ -x .venv/bin/clush ] || .venv/bin/python -m pip install -q ClusterShell
+
+# ansible-core and parallel-ssh live in a venv of their own, so the project's venv stays clean.
+ANCHORS=bench/.venv-anchors
+if [ ! -x "$ANCHORS/bin/ansible" ] || ! "$ANCHORS/bin/python" -c 'import pssh' 2>/dev/null; then
+    echo "bench: installing ansible-core and parallel-ssh into $ANCHORS"
+    [ -x "$ANCHORS/bin/python" ] || python3 -m venv "$ANCHORS"
+    "$ANCHORS/bin/python" -m pip install -q ansible-core parallel-ssh
+fi
+
+status=0
+# shellcheck disable=SC2086 # BENCH_ARGS is a list of options
+.venv/bin/python -m bench.run ${BENCH_ARGS:-} || status=$?
+if [ "${BENCH_UI:-1}" = "1" ]; then
+    .venv/bin/python -m bench.ui_bench || status=$?
+fi
+exit $status

@@ -1,0 +1,103 @@
+"""Snapshots of the repair console: the plan, the runbook mid-smoke-test, the finished summary.
+
+Deterministic by construction: the simulated fleets are frozen (speed 0), and the runbook screens
+replay a fixed script of events, recorded from a real run of the runbook against a second, identical
+frozen fleet, each event shown at the simulated time it happened.
+"""
+
+from __future__ import annotations
+
+import time
+
+from nvls_tui.app import NvlsApp
+from nvls_tui.runbook import Runbook
+from nvls_tui.runbook.events import RunbookEvent, SmokeRow
+from nvls_tui.screens.plan import PlanScreen
+from nvls_tui.screens.runbook import RunbookScreen
+from nvls_tui.screens.runbook_state import repair_options
+from nvls_tui.sim.fleet import load_fleet
+
+FIXED_NOW = 1_785_000_000.0
+SIZE = (160, 48)
+HOSTS = ["gpu05", "gpu06"]
+
+
+def sim_app() -> NvlsApp:
+    """The console on the frozen seed-incident fleet, polling each node once."""
+    return NvlsApp(load_fleet("sim:seed-incident", speed=0).backends(), poll_interval=None, clock=lambda: FIXED_NOW)
+
+
+async def wait_until(pilot, condition, what: str, timeout: float = 20.0) -> None:
+    """Let the app run until ``condition()`` holds (bounded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
+
+
+async def recorded_run() -> list[tuple[float, RunbookEvent]]:
+    """Every event of a real repair of gpu05 and gpu06 with the simulated time it happened at."""
+    import asyncio
+
+    fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
+    backends = fleet.backends()
+    options = repair_options(backends)
+    events: list[tuple[float, RunbookEvent]] = []
+    books = [Runbook(b, options, on_event=lambda e: events.append((fleet.clock.now(), e)), run_id="snapshot")
+             for b in backends]
+    await asyncio.gather(*(book.run() for book in books))
+    return events
+
+
+async def replay(pilot, stop_after_rows: int | None = None) -> None:
+    """Show the recorded run on a runbook screen; stop once each node has ``stop_after_rows`` smoke rows."""
+    await pilot.app.wait_for_first_poll(timeout=30)
+    events = await recorded_run()
+    now = [events[0][0]]
+    screen = RunbookScreen(HOSTS, start=False, clock=lambda: now[0])
+    pilot.app.push_screen(screen)
+    await wait_until(pilot, lambda: pilot.app.screen is screen and len(screen.columns) == 2, "the runbook screen")
+    cut = {h: len(events) for h in HOSTS}
+    if stop_after_rows is not None:
+        for host in HOSTS:
+            rows = [i for i, (_, e) in enumerate(events)
+                    if e.host == host and isinstance(e, SmokeRow) and e.step == "smoke-test"]
+            cut[host] = rows[stop_after_rows - 1]
+    for i, (at, event) in enumerate(events):
+        if i <= cut[event.host]:
+            now[0] = at
+            screen.apply(event)
+    if stop_after_rows is None:
+        screen.finished_at = now[0]
+    screen.tick()
+    await pilot.pause()
+    await pilot.pause(0.1)
+
+
+async def plan(pilot) -> None:
+    await pilot.app.wait_for_first_poll(timeout=30)
+    await pilot.pause()
+    await pilot.press("space", "space", "r")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen) and len(pilot.app.screen.outcomes) == 2,
+                     "the dry run")
+    await pilot.pause()
+
+
+async def mid_smoke(pilot) -> None:
+    await replay(pilot, stop_after_rows=3)
+
+
+async def finished(pilot) -> None:
+    await replay(pilot)
+
+
+def test_the_plan_screen_of_gpu05_and_gpu06(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=plan)
+
+
+def test_the_runbook_mid_smoke_test(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=mid_smoke)
+
+
+def test_the_finished_repair_summary(snap_compare):
+    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=finished)

@@ -1,0 +1,142 @@
+"""Pilot tests of the node screen's single actions (side pane) and of the holders a repair waits on.
+
+Frozen simulated fleets (speed 0): the actions wait in simulated time, so each ends in well under a
+real second and always the same way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nvls_tui.app import NvlsApp
+from nvls_tui.probe import LOCK_DIR
+from nvls_tui.runbook.steps import unit_states
+from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.node import NodeScreen
+from nvls_tui.screens.runbook import RunbookScreen
+from nvls_tui.screens.runbook_column import RunbookColumn
+from nvls_tui.screens.stream_pane import StreamPane
+from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.sim.processes import gpu_devices
+from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
+from tests.test_console_fakes import fixed_clock
+from tests.test_console_repair import SIZE, start_repair, wait_until
+
+
+async def open_node(app, pilot, host: str) -> NodeScreen:
+    await app.wait_for_first_poll(timeout=30)
+    await pilot.pause()
+    app.open_node(host)
+    await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+    await pilot.pause()
+    return app.screen
+
+
+async def confirm(app, pilot, typed: str | None = None) -> None:
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    if typed is not None:
+        assert app.screen.query_one("#confirm").disabled  # nothing happens before the name is typed
+        await pilot.press(*typed)
+        await pilot.pause()
+    await pilot.click("#confirm")
+    await wait_until(pilot, lambda: isinstance(app.screen, StreamPane), "the side pane")
+
+
+async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_the_side_pane(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_node(app, pilot, "gpu01")
+        await pilot.press("n")
+        await confirm(app, pilot)
+        pane = app.screen
+        await wait_until(pilot, lambda: pane.column.run.result is not None, "the smoke test to end")
+        run = pane.column.run
+        assert run.result == "ok", run.message
+        assert [s.status for s in run.steps.values()] == ["ok", "ok", "ok"]  # lock, smoke-test, unlock
+        plot = pane.column.query_one(BandwidthPlot)
+        assert len(plot.rows) == 5 and plot.result.passed
+        assert plot.result.avg_busbw == pytest.approx(292, abs=5)
+        assert "passed" in run.message and "GB/s" in run.message
+        # The result went where `check` reads it: the re-poll shows it on the fleet.
+        await wait_until(pilot, lambda: (app.fleet.get("gpu01").smoke or None) is not None
+                         and app.fleet.get("gpu01").smoke.passed, "the re-poll with the smoke result")
+        assert LOCK_DIR not in fleet.node("gpu01").dirs
+        assert list(tmp_path.glob("smoke-*.jsonl"))  # every command went to an audit log
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen again")
+
+
+async def test_a_reset_while_holders_remain_is_refused_before_nvidia_smi_runs(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_node(app, pilot, "gpu05")
+        await pilot.press("R")
+        await confirm(app, pilot, typed="gpu05")
+        pane = app.screen
+        await wait_until(pilot, lambda: pane.column.run.result is not None, "the reset to end")
+        run = pane.column.run
+        assert run.result == "failed" and "processes hold /dev/nvidia*" in run.message
+        assert run.steps["verify-no-holders"].status == "failed" and run.steps["reset"].status == "skipped"
+        assert run.steps["unlock"].status == "ok"
+        assert not any(argv[:2] == ["nvidia-smi", "-r"] for _, argv in fleet.node("gpu05").cmdlog)
+        assert LOCK_DIR not in fleet.node("gpu05").dirs
+
+
+async def test_a_fabric_manager_restart_brings_a_failed_unit_back_and_shows_registration(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_node(app, pilot, "gpu05")
+        await pilot.press("F")
+        await confirm(app, pilot, typed="gpu05")
+        pane = app.screen
+        await wait_until(pilot, lambda: pane.column.run.result is not None, "the FM restart to end")
+        run = pane.column.run
+        assert run.steps["stop"].status == "ok" and run.steps["fabric-manager"].status in ("ok", "failed")
+        assert run.fabric, "registration progress was shown"
+        commands = [argv for _, argv in fleet.node("gpu05").cmdlog]
+        assert ["systemctl", "reset-failed", "nvidia-fabricmanager.service"] in commands
+        assert ["systemctl", "start", "nvidia-fabricmanager.service"] in commands
+    state = await fleet.backends()[fleet.names.index("gpu05")].snapshot()
+    assert unit_states(state)["nvidia-fabricmanager.service"] == "active"
+
+
+async def test_read_only_mode_hides_the_single_actions():
+    fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        node = await open_node(app, pilot, "gpu05")
+        assert [node.check_action(a, ()) for a in ("reset_gpus", "restart_fm", "smoke_test")] == [False] * 3
+        await pilot.press("R", "n")
+        await pilot.pause()
+        assert isinstance(app.screen, NodeScreen)
+
+
+async def test_a_workload_holder_waits_for_the_operator_who_selects_and_sigterms_it_inline(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    node = fleet.node("gpu05")
+    job = node.spawn(ppid=1, user="alice", start=fleet.clock.now() - 600, argv=["python3", "train.py", "--tp", "4"],
+                     cgroup="0::/user.slice/user-1000.slice/session-5.scope", role="app",
+                     devices=gpu_devices(node, ("/dev/nvidiactl", "/dev/nvidia-uvm")))
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await start_repair(app, pilot, ["gpu05"], select=False)
+        column = screen.query_one(RunbookColumn)
+        await wait_until(pilot, lambda: column.asking, "the runbook to wait on the workload")
+        assert [h.pid for h in column.run.holders] == [job.pid]
+        assert column.query_one(".holders-box").display
+        assert screen.check_action("sigterm_holders", ()) is True
+        assert app.focused is column.query_one(".holders")  # the list takes the keys as it appears
+        await pilot.press("space")  # select the one holder listed
+        assert column.selected_pids == [job.pid]
+        await pilot.press("t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the SIGTERM confirmation")
+        assert "python3 train.py" in str(app.screen.lines)
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: screen.finished_at is not None, "the repair to go on and end")
+        assert column.run.result == "repaired", column.run.message
+        assert job.pid not in node.procs
+        assert not column.query_one(".holders-box").display
+        assert isinstance(app.screen, RunbookScreen)
