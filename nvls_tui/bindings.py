@@ -100,7 +100,7 @@ SPECS: tuple[BindingSpec, ...] = (
                 "audit log.", "runbook", palette="repair: Write the incident report"),
 )
 
-SCOPES = ("app", "fleet", "node")
+SCOPES = ("app", "fleet", "node", "runbook")
 
 
 def spec(binding_id: str) -> BindingSpec:

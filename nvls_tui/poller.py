@@ -9,6 +9,7 @@ cancelled after ``timeout`` seconds and the node is shown unreachable with its l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -88,6 +89,13 @@ class NodePoller:
     def busy(self) -> bool:
         """True while a poll of this node is in flight."""
         return self._lock.locked()
+
+    @contextlib.asynccontextmanager
+    async def paused(self):
+        """Hold every poll of this node for the duration (a repair: a poll's nvidia-smi opens the
+        devices and could make the reset refuse). A poll in flight is waited for first."""
+        async with self._lock:
+            yield
 
     def poke(self) -> None:
         """Ask for a poll now (after an action), without waiting for the interval."""

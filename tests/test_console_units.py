@@ -28,8 +28,10 @@ def test_every_binding_id_is_unique_and_names_an_existing_action_method():
 
 
 def test_only_node_changing_actions_are_destructive():
-    assert destructive_actions() == frozenset({"sigterm", "stop_unit", "start_unit"})
-    assert destructive_actions("fleet") == frozenset()
+    assert destructive_actions() == frozenset({"sigterm", "stop_unit", "start_unit", "repair", "reset_gpus",
+                                               "restart_fm", "smoke_test", "sigterm_holders"})
+    assert destructive_actions("fleet") == frozenset({"repair"})
+    assert destructive_actions("runbook") == frozenset({"sigterm_holders"})
 
 
 def test_bindings_carry_id_description_and_tooltip_from_the_table():

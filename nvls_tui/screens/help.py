@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Label, Static
 
 from nvls_tui.bindings import SCOPES, specs_for
 
-SCOPE_TITLES = {"app": "anywhere", "fleet": "fleet", "node": "node"}
+SCOPE_TITLES = {"app": "anywhere", "fleet": "fleet", "node": "node", "runbook": "repair"}
 
 GLYPHS = ("✔ Completed/Success   … In Progress   ○ Not Started   ✖ error status   – not supported   "
           "◆ NVSwitch present")

@@ -300,15 +300,10 @@ class RunbookScreen(Screen[None]):
 
 @contextlib.asynccontextmanager
 async def polls_paused(app, host: str):
-    """Hold the node's poller while its repair runs.
-
-    A poll runs nvidia-smi, which opens the devices: on a real node it could make the reset refuse.
-    The poller has no pause of its own, so this holds the lock that keeps it to one poll at a time.
-    """
+    """Hold the node's poller while its repair runs (see NodePoller.paused)."""
     poller = getattr(app, "pollers", {}).get(host)
-    lock = getattr(poller, "_lock", None)
-    if not isinstance(lock, asyncio.Lock):
+    if poller is None:
         yield
         return
-    async with lock:
+    async with poller.paused():
         yield

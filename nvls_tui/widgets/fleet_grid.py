@@ -166,13 +166,20 @@ class FleetGrid(DataTable):
             How many cells were written (0 when nothing changed).
         """
         order = [h for h in order if fleet.get(h) is not None]
-        rows = {h: self._row(fleet.get(h), diagnoses.get(h), now) for h in order}
+        fresh: set[str] = set()
+        rows = {}
+        for h in order:
+            rows[h], is_fresh = self._row(fleet.get(h), diagnoses.get(h), now)
+            if is_fresh:
+                fresh.add(h)
         if order != self._order:
             return self._rebuild(order, rows)
         written = 0
         for host in order:
             shown = self._shown[host]
-            for key, text in rows[host].items():
+            # A row rebuilt from the cache differs at most in its age: compare only that cell.
+            items = rows[host].items() if host in fresh else (("age", rows[host]["age"]),)
+            for key, text in items:
                 sig = _sig(text)
                 if shown.get(key) != sig:
                     self.update_cell(host, key, text)
@@ -180,17 +187,17 @@ class FleetGrid(DataTable):
                     written += 1
         return written
 
-    def _row(self, state: NodeState, diagnosis: Diagnosis | None, now: float) -> dict[str, Text]:
+    def _row(self, state: NodeState, diagnosis: Diagnosis | None, now: float) -> tuple[dict[str, Text], bool]:
         # A poll of one node must not re-render 255 others: reuse rows whose state and diagnosis are
-        # the very same objects as last time, refreshing only their age.
+        # the very same objects as last time, refreshing only their age. Returns (row, rebuilt).
         cached = self._cache.get(state.host)
         if cached and cached[0] is state and cached[1] is diagnosis:
             row = dict(cached[2])
             row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
-            return row
+            return row, False
         row = self.row_cells(state, diagnosis, now)
         self._cache[state.host] = (state, diagnosis, row)
-        return row
+        return row, True
 
     def _rebuild(self, order: list[str], rows: dict[str, dict[str, Text]]) -> int:
         # The cursor follows its host, except at the top: there it stays on the worst node.
