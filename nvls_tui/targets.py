@@ -80,7 +80,10 @@ def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) ->
             ssh_words.append(word)
     if ssh_words:
         from nvls_tui.backends.ssh import SshBackend
-        from nvls_tui.ssh_targets import parse_targets
+        from nvls_tui.ssh_targets import parse_target, parse_targets
+
+        if options.jump:
+            parse_target(options.jump)  # refuse shell syntax in --jump as a usage error, before any connection
 
         limiter = asyncio.Semaphore(options.concurrency)
         backends += [SshBackend(t, options, limiter) for t in parse_targets(ssh_words)]

@@ -85,13 +85,17 @@ async def test_the_keyboard_answers_within_100_ms_while_the_wedged_node_hangs():
         await wait_until(pilot, lambda: app.verdict("gpu-ok01") is Verdict.HEALTHY, "the healthy node")
         assert app.verdict("gpu-wedged01") is None  # its nvidia-smi is still hanging
         screen = app.screen
-        for _ in range(3):
+        latencies = []
+        for _ in range(7):
             start = time.perf_counter()
             before = screen.sort_by_verdict
             app.simulate_key("v")
             while screen.sort_by_verdict is before:
                 assert time.perf_counter() - start < 1.0, "the key was never answered"
                 await asyncio.sleep(0.002)
-            elapsed = time.perf_counter() - start
-            assert elapsed < 0.1, f"the key took {elapsed * 1000:.0f} ms"
+            latencies.append(time.perf_counter() - start)
+        # The median, not every press: the suite runs on 2 shared cores, where another test's burst can
+        # delay one press; a hang blocking the loop would delay them all (and trip the 1 s limit above).
+        median = sorted(latencies)[len(latencies) // 2]
+        assert median < 0.1, f"keys took {[round(t * 1000) for t in latencies]} ms"
         assert app.verdict("gpu-wedged01") is None

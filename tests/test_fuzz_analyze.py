@@ -37,7 +37,7 @@ INFO_LINES = [
     "gpu05:951:951 [0] NCCL INFO NCCL_ALGO set by environment to NVLS",
 ]
 WEIRD = ["nan", "NaN", "-nan", "inf", "-inf", "1e400", "9" * 300, "-1", "N/A", "1.2.3", "", "\u00b2"]
-# An integer too large for a float (310+ digits) in a perf column: see the xfail test at the end.
+# An integer too large for a float (310+ digits) in a perf column: see the test at the end.
 HUGE_INT = "9" * 4000
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _TMP = tempfile.TemporaryDirectory(prefix="nvls-fuzz-analyze-")  # hypothesis and function fixtures do not mix
@@ -212,8 +212,6 @@ def test_huge_or_nan_bandwidths_never_reach_the_json_as_nan_or_infinity(weird, d
     assert entry["kind"] == "nccl-tests" and len(entry["data"]["rows"]) >= 4
 
 
-@pytest.mark.xfail(strict=True, reason="parsers/nccl_tests.py _float: float() of an int past 1e308 raises "
-                   "OverflowError, so analyze loses the whole file (reported to the lead)")
 def test_a_bandwidth_with_four_thousand_digits_loses_that_value_not_the_whole_file():
     lines = NCCL.splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if re.match(r"^\s+\d+\s+\d+\s+float", line))

@@ -223,7 +223,10 @@ def _float(text: str) -> float | None | bool:
     value = number(text)
     if value is None:
         return None if text.upper() == "N/A" or text.lower() in ("nan", "-nan", "inf", "-inf") else False
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer past 1e308 (garbled output): not a measurement
+        return None
 
 
 def _perf(names: tuple[str, ...], values: list[str]) -> NcclPerf | None:
