@@ -81,29 +81,6 @@ def pad_node(node_dir: Path, target_bytes: int = PROBE_BYTES) -> int:
     return probe_bytes(node_dir)
 
 
-def fix_ps_shim(node_dir: Path) -> None:
-    """Make the static ``ps`` shim answer the probe's current PID lists.
-
-    ``write_shims(static=True)`` keys ``ps`` on the duplicated PID list of terse ``fuser``, but the
-    probe now de-duplicates the PIDs of ``fuser -v`` and adds their parents (``ps -o ppid= -p``), so
-    the processes section would come back empty. Until the shims follow, answer any PID list with
-    the pre-rendered table (and its PPID column).
-    """
-    table = node_dir / "static" / "ps.0.out"
-    if not table.exists():
-        return
-    ppids = node_dir / "static" / "ps.ppid.out"
-    ppids.write_text("".join(f"{line.split()[1]}\n" for line in table.read_text().splitlines() if line.split()))
-    fields = "-ww -o pid=,ppid=,user:32=,lstart=,cgroup=,args= -p "
-    (node_dir / "bin" / "ps").write_text(
-        "#!/bin/sh\n# nvls-tui benchmark: static ps for any PID list (see bench/rig.py fix_ps_shim)\n"
-        'case "$*" in\n'
-        f"  '{fields}'*) exec /bin/cat '{table}';;\n"
-        f"  '-o ppid= -p '*) exec /bin/cat '{ppids}';;\n"
-        '  *) echo "ps: the static simulator has no output for: $*" >&2; exit 2;;\nesac\n'
-    )
-
-
 def probe_bytes(node_dir: Path) -> int:
     """Bytes one probe prints on this node (run locally through /bin/sh with the node's shims)."""
     env = {"PATH": f"{node_dir / 'bin'}:/usr/bin:/bin", "LC_ALL": "C", "HOME": str(node_dir)}
@@ -131,7 +108,6 @@ class BenchRig:
     def _populate(self, name: str, node_dir: Path) -> None:
         scenario_node = name if int(name[3:]) <= 256 else "gpu001"
         write_shims(node_dir, SCENARIO, scenario_node, static=True)
-        fix_ps_shim(node_dir)
         self.sizes[name] = pad_node(node_dir, self.probe_target) if self.probe_target else probe_bytes(node_dir)
 
     # ----- life cycle -------------------------------------------------------------------------

@@ -33,6 +33,8 @@ def test_check_reaches_sixty_four_simulated_nodes_behind_the_loopback_sshd_in_on
     nodes = report["nodes"]
     assert [n["host"] for n in nodes] == rig.targets()
     assert all(n["reachable"] and n["simulated"] and len(n["gpus"]) == 8 for n in nodes)
+    holders = [h for n in nodes for h in n["holders"]]
+    assert holders and all(h["start_time"] and h["user"] for h in holders)  # ps answered for every holder
     broken = {names[i] for i, n in enumerate(nodes) if n["verdict"] == "broken"}
     assert broken == {"gpu017", "gpu042"}  # the scenario's broken nodes among the first 64
     assert status == 1

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import nvls_tui
+from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.probe import SECTIONS, STATE_DIR, ps_argv
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.fleet import load_fleet
@@ -119,10 +120,17 @@ def _write_static(root: Path, fleet, name: str) -> None:
     argvs = [s.argv for s in SECTIONS if s.argv[0] != "cat"]
     argvs += [("nvidia-smi",), ("nvidia-smi", "-q"), ("nvidia-smi", "-q", "-x"), ("hostname",), ("hostname", "-s"),
               ("fuser", "/dev/nvidia*"), ("systemctl", "is-active", "nvidia-fabricmanager")]
-    terse = execute(node, ("fuser", "/dev/nvidia*"), now)
-    pids = ",".join(terse.stdout.split()) if isinstance(terse, Output) else ""
-    if pids:
-        argvs.append(ps_argv([int(p) for p in pids.split(",")]))
+    # The probe asks ps for the holders of the fuser -v table and then for their parents; a static
+    # node answers any PID list with that same pre-rendered table.
+    table = execute(node, ("fuser", "-v", "/dev/nvidia*"), now)
+    holders = sorted({h.pid for h in parse_fuser_v(table.merged or table.stderr).value}) \
+        if isinstance(table, Output) else []
+    ppid_argv = ("ps", "-o", "ppid=", "-p", ",".join(map(str, holders)))
+    parents: list[int] = []
+    if holders:
+        found = execute(node, ppid_argv, now)
+        parents = sorted({int(w) for w in found.stdout.split() if w.isdigit()} - set(holders) - {0, 1})
+        argvs += [ps_argv(holders + parents), ppid_argv]
     static_dir = root / "static"
     static_dir.mkdir(exist_ok=True)
     for argv in argvs:
@@ -137,10 +145,11 @@ def _write_static(root: Path, fleet, name: str) -> None:
             Path(f"{base}.out").write_text(result.stdout)
             Path(f"{base}.err").write_text(result.stderr)
             key = " ".join(argv[1:])
-            if argv[0] == "ps" and pids:
-                key = " ".join(argv[1:-1]) + " " + pids
+            if argv[0] == "ps":
+                key = " ".join(argv[1:-1]) + " *"  # any PID list (see above)
             cat = _q(_real_tool("cat"))
-            cases.append(f"  {_q(key)}) {cat} {_q(str(base) + '.out')}; {cat} {_q(str(base) + '.err')} >&2; "
+            pattern = _q(key[:-1]) + "*" if key.endswith(" *") else _q(key)
+            cases.append(f"  {pattern}) {cat} {_q(str(base) + '.out')}; {cat} {_q(str(base) + '.err')} >&2; "
                          f"exit {result.exit_status};;\n")
         script = ("#!/bin/sh\n# nvls-tui static shim: pre-rendered read-only outputs\n"
                   "case \"$*\" in\n" + "".join(cases) +
