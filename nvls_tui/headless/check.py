@@ -8,9 +8,6 @@ import json
 import sys
 import time
 
-from rich.console import Console
-from rich.table import Table
-
 from nvls_tui.backends.base import Backend, BackendError
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.jsonout import node_json
@@ -67,6 +64,10 @@ def _fabric_summary(state: NodeState) -> str:
 
 
 def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
+    # rich is imported here: `check --json` on hundreds of nodes should not pay for it.
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console(highlight=False)
     simulated = any(s.simulated for s, _ in results)
     title = "nvls-tui check" + (" — SIMULATED nodes" if simulated else "")
