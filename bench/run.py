@@ -169,14 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "64,256"), help="node counts, comma-separated")
     p.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "3")), help="repetitions")
     p.add_argument("--tools", nargs="*", help="only tools whose names start with these words")
-    p.add_argument("--patched", action="store_true",
-                   help="also run nvls-tui check with the proposed fixes (bench/patched_check.py)")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the raw JSON")
     args = p.parse_args(argv)
     sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()})
     if not sizes or min(sizes) < 1 or args.reps < 1:
         p.error("sizes and reps must be positive")
-    return run(sizes, args.reps, by_name(args.tools, args.patched), args.out)
+    return run(sizes, args.reps, by_name(args.tools), args.out)
 
 
 if __name__ == "__main__":

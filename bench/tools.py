@@ -134,17 +134,9 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 
-# Opt-in rows (``--tools nvls-tui``, ``--patched``): the fixes of bench/patched_check.py, measured.
-PATCHED: tuple[Tool, ...] = (
-    Tool("nvls-tui check (patched)",
-         lambda rig, n, w: [str(VENV / "python"), "-m", "bench.patched_check", "--json", *_nvls_args(rig, n, w)],
-         _check_json),
-)
-
-
-def by_name(names: list[str] | None, patched: bool = False) -> list[Tool]:
+def by_name(names: list[str] | None) -> list[Tool]:
     """The tools whose names start with one of ``names`` (the standard set when None)."""
-    pool = list(TOOLS) + (list(PATCHED) if patched else [])
+    pool = list(TOOLS)
     if not names:
         return pool
     return [t for t in pool if any(t.name.startswith(x) for x in names)]

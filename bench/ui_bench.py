@@ -67,15 +67,23 @@ def _full_grid(app, hosts) -> bool:
 
 
 async def _press_and_time(app, presses: int, gap: float) -> list[float]:
-    """``presses`` presses of ``v`` (sort toggle), ``gap`` seconds apart; latencies in ms."""
-    screen = app.screen
+    """``presses`` cursor moves (down, then up), ``gap`` seconds apart; latencies in ms.
+
+    The key an operator presses most is a cursor move; its latency is the time the event loop takes
+    to get to the key, which is what a slow poll or a hung node would stretch.
+    """
+    from nvls_tui.widgets.fleet_grid import FleetGrid
+
+    grid = app.screen.query_one(FleetGrid)
+    grid.focus()
     latencies = []
-    for _ in range(presses):
-        before = screen.sort_by_verdict
+    for i in range(presses):
+        before = grid.cursor_row
+        key = "down" if i % 2 == 0 else "up"
         started = time.perf_counter()
-        app.simulate_key("v")
+        app.simulate_key(key)
         try:
-            await _until(lambda b=before: screen.sort_by_verdict is not b, KEY_TIMEOUT, "the key to be answered")
+            await _until(lambda b=before: grid.cursor_row != b, KEY_TIMEOUT, "the key to be answered")
         except TimeoutError:
             pass  # counted at KEY_TIMEOUT: a key never answered is the worst latency, not a crash
         latencies.append((time.perf_counter() - started) * 1000)
