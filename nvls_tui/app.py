@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -26,6 +27,28 @@ def style_dir() -> Path:
     """``nvls_tui/_styles`` inside an installed wheel, else the checkout's top-level ``styles/``."""
     packaged = Path(__file__).parent / "_styles"
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "styles"
+
+
+def settle_garbage_collector() -> None:
+    """Keep the collector from pausing the keyboard once the console has settled.
+
+    With hundreds of nodes a full (generation 2) collection walked every widget and every node
+    state and stopped the event loop for 200-500 ms at a time (bench/ui_bench.py). Freezing what
+    exists after the first full poll takes those long-lived objects out of every later collection,
+    and larger thresholds make the collections that remain rarer.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+
+
+def release_garbage_collector() -> None:
+    """Undo :func:`settle_garbage_collector` (the app is gone; its objects may be collected)."""
+    gc.unfreeze()
+    gc.set_threshold(*DEFAULT_GC_THRESHOLD)
+
+
+DEFAULT_GC_THRESHOLD = gc.get_threshold()
 
 
 class NvlsApp(App[int]):
@@ -96,6 +119,10 @@ class NvlsApp(App[int]):
         return cls(resolve_backends(args), read_only=bool(args.read_only), poll_interval=args.poll,
                    timeout=args.timeout, keymap=keymap, notes=notes, audit_dir=getattr(args, "audit_dir", None))
 
+    def on_unmount(self) -> None:
+        """Give the frozen objects back to the collector when the console ends."""
+        release_garbage_collector()
+
     def on_mount(self) -> None:
         """Apply the keymap, show the fleet, start one poll worker per node."""
         from nvls_tui.screens.fleet import FleetScreen
@@ -113,8 +140,9 @@ class NvlsApp(App[int]):
         self.diagnoses[message.state.host] = message.diagnosis
         self.fleet = self.fleet.with_node(message.state)
         self._polled.add(message.state.host)
-        if len(self._polled) == len(self.pollers):
+        if len(self._polled) == len(self.pollers) and not self._first_round.is_set():
             self._first_round.set()
+            settle_garbage_collector()
 
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
         """Return once every node has been polled at least once (tests and snapshots)."""

@@ -91,6 +91,9 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("node.smoke", "n", "smoke_test", "Smoke test", "NVLS all_reduce_perf with a live bandwidth plot "
                 "(confirmed).", "node", destructive=True,
                 palette="node: Run the NVLS smoke test on {host}"),
+    BindingSpec("node.restore", "U", "restore_repair", "Restore", "Put back every unit and setting an "
+                "interrupted repair changed, from the record on the node (confirmed).", "node",
+                destructive=True, palette="node: Restore the interrupted repair on {host}"),
     # runbook screen (a repair in progress or finished)
     BindingSpec("runbook.abort", "a", "abort", "Abort", "Abort the repair (confirmed); every node is put back "
                 "as it was.", "runbook", palette="repair: Abort and restore"),

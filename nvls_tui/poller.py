@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Callable
 
@@ -150,7 +151,9 @@ class NodePoller:
             if self.interval is None:
                 await self._poke.wait()
                 continue
-            delay = backoff_delay(self.interval, self.failures)
+            # Jitter: pollers started together would otherwise stay in step, and 256 polls landing in
+            # the same instant every interval stall the keyboard (bench/ui_bench.py).
+            delay = backoff_delay(self.interval, self.failures) * random.uniform(0.8, 1.2)
             try:
                 await asyncio.wait_for(self._poke.wait(), delay)
             except TimeoutError:

@@ -29,7 +29,8 @@ def test_every_binding_id_is_unique_and_names_an_existing_action_method():
 
 def test_only_node_changing_actions_are_destructive():
     assert destructive_actions() == frozenset({"sigterm", "stop_unit", "start_unit", "repair", "reset_gpus",
-                                               "restart_fm", "smoke_test", "sigterm_holders"})
+                                               "restart_fm", "smoke_test", "sigterm_holders",
+                                               "restore_repair"})
     assert destructive_actions("fleet") == frozenset({"repair"})
     assert destructive_actions("runbook") == frozenset({"sigterm_holders"})
 

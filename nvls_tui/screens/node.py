@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -62,7 +64,7 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     text.append_text(cells.unit_text(fm))
     text.append(")")
     text.append(" · polled ")
-    text.append_text(cells.age_text(age))
+    text.append_text(cells.age_text(age, exact=True))
     text.append(" ago")
     if not state.reachable:
         text.append(f"   stale: {state.error}", style=cells.STYLE["unreachable"])
@@ -197,6 +199,8 @@ class NodeScreen(Screen[None]):
             return True if self.selected else None
         if action in ("toggle_holder", "select_all"):
             return True if state and state.holders else None
+        if action == "restore_repair":
+            return True if state and state.repair_record else None
         if action in ("stop_unit", "start_unit"):
             unit = self.cursor_unit()
             if unit is None or state is None:
@@ -310,6 +314,43 @@ class NodeScreen(Screen[None]):
     def action_poll_node(self) -> None:
         """Poll this node now."""
         self.app.poll_now(self.host)
+
+    def action_restore_repair(self) -> None:
+        """Confirm, then put the node back from an interrupted repair's record (repair --restore)."""
+        if self._refuse_read_only():
+            return
+        state, host = self.state, self.host
+        if state is None or not state.repair_record:
+            self.notify(f"{host} holds no record of an interrupted repair.", severity="warning")
+            return
+        record = state.repair_record
+        units = [f"{u}: was {a}" for u, a in sorted((record.get("units") or {}).items())]
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self.app.start_action(f"restore on {host}", self._restore(host))
+
+        self.app.push_screen(ConfirmScreen(
+            f"Restore {host} from the interrupted repair's record?",
+            units or ["(the record names no unit)"], confirm_label="Restore",
+            note=f"Started {record.get('started', '?')} by {record.get('operator', '?')}. Every unit and "
+                 "persistence setting goes back as recorded; the record and the lock are removed."), done)
+
+    async def _restore(self, host: str) -> None:
+        from nvls_tui.audit import AuditLog
+        from nvls_tui.runbook import new_run_id, restore_node
+
+        run_id = new_run_id()
+        audit = await asyncio.to_thread(AuditLog.create, getattr(self.app, "audit_dir", None), run_id, kind="restore")
+        try:
+            outcome = await restore_node(self.app.backend_for(host), on_event=audit, run_id=run_id,
+                                         audit_log=str(audit.path))
+        finally:
+            audit.close()
+        ok = outcome.result == "restored"
+        self.app.notify(f"{host}: {outcome.message or outcome.result}", severity="information" if ok else "error",
+                        timeout=10)
+        self.app.poll_now(host)
 
     # ---- single actions, streamed into a side pane (console part 2) -----------------------------
     def action_reset_gpus(self) -> None:

@@ -113,12 +113,20 @@ def count_text(n: int, style_if_any: str = "warn", stale: bool = False) -> Text:
     return Text(str(n), style=STYLE["stale" if stale else style_if_any])
 
 
-def age_text(seconds: float | None) -> Text:
-    """How old the last good poll is: ``3s``, ``2m``, ``1h``; ``–`` before the first one."""
+def age_text(seconds: float | None, exact: bool = False) -> Text:
+    """How old the last good poll is: ``<10s``, ``20s``, ``2m``, ``1h``; ``–`` before the first one.
+
+    In the grid the age moves in steps (``exact=False``): a cell that changes every second on 256
+    rows makes the table re-render all the time (each cell update empties its whole render cache),
+    and "fresh" is all an operator needs until a node falls behind.
+    """
     if seconds is None:
         return Text("–", style=STYLE["idle"])
     s = max(0, int(seconds))
-    words = f"{s}s" if s < 60 else f"{s // 60}m" if s < 3600 else f"{s // 3600}h"
+    if s < 60:
+        words = f"{s}s" if exact else ("<10s" if s < 10 else f"{s // 10 * 10}s")
+    else:
+        words = f"{s // 60}m" if s < 3600 else f"{s // 3600}h"
     return Text(words, style=STYLE["warn"] if s >= 60 else "")
 
 

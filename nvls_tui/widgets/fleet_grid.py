@@ -94,7 +94,7 @@ class FleetGrid(DataTable):
         self.add_column("hold", key="holders", width=4)
         self.add_column("kern", key="kernel", width=5)
         self.add_column("smoke GB/s", key="smoke", width=10)
-        self.add_column("age", key="age", width=3)
+        self.add_column("age", key="age", width=4)
         self.add_column("findings", key="note", width=22)
 
     @property
