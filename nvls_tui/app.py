@@ -147,6 +147,10 @@ class NvlsApp(App[int]):
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
         """Return once every node has been polled at least once (tests and snapshots)."""
         await asyncio.wait_for(self._first_round.wait(), timeout)
+        for screen in self.screen_stack:  # a coalesced grid redraw may still be waiting: do it now
+            flush = getattr(screen, "flush_pending_draw", None)
+            if flush is not None:
+                flush()
 
     # ---- what screens and the palette call ------------------------------------------------------
     def verdict(self, host: str) -> Verdict | None:

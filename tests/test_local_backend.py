@@ -92,6 +92,10 @@ async def test_signal_checks_identity_before_it_sends_sigterm():
     proc = subprocess.Popen(["sleep", "30"])
     try:
         ps = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 5
+        while ps.cmdline() != ["sleep", "30"]:  # between fork and exec it is still a copy of us
+            assert time.monotonic() < deadline, "sleep never started"
+            await asyncio.sleep(0.01)
         identity = ProcessIdentity(proc.pid, lstart(ps.create_time()), "sleep 30")
         with pytest.raises(ProcessChanged):
             await backend.signal(proc.pid, signal.SIGTERM,

@@ -109,9 +109,9 @@ def test_a_hosts_file_line_with_shell_syntax_is_refused_before_any_connection(no
 
 def test_a_jump_host_with_shell_syntax_is_refused_before_any_connection(no_connect):
     code, out, err = run_cli("check", "root@127.0.0.1:1", "--jump", "bastion;id", "--json", "--timeout", "2")
-    (node,) = json.loads(out)["nodes"]
-    assert code == 2 and node["verdict"] == "unreachable"
-    assert "refusing target 'bastion;id'" in node["findings"][0]["message"]
+    # A usage error: one line, no JSON, and no connection attempted to anything.
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [err.strip()] and "refusing target 'bastion;id'" in err
     assert no_connect == []
 
 

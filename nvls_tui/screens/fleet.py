@@ -94,6 +94,11 @@ class FleetScreen(Screen[None]):
             self._draw_pending = True
             self.set_timer(REDRAW_EVERY - since, self.refresh_grid)
 
+    def flush_pending_draw(self) -> None:
+        """Draw now if a coalesced redraw is still waiting (so callers see the latest fleet)."""
+        if self._draw_pending:
+            self.refresh_grid()
+
     def refresh_grid(self, *_: object) -> None:
         """Diff the grid against the app's fleet (only changed cells are written)."""
         self._last_draw = time.monotonic()
