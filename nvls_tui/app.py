@@ -105,6 +105,7 @@ class NvlsApp(App[int]):
         self.set_reactive(NvlsApp.fleet, Fleet(tuple(NodeState(b.host, simulated=b.simulated)
                                                      for b in backends)))
         self._first_round = asyncio.Event()
+        self._gc_settled = False
         self._polled: set[str] = set()
 
     @classmethod
@@ -140,9 +141,12 @@ class NvlsApp(App[int]):
         self.diagnoses[message.state.host] = message.diagnosis
         self.fleet = self.fleet.with_node(message.state)
         self._polled.add(message.state.host)
+        if not self._gc_settled and len(self._polled) >= 0.9 * len(self.pollers):
+            # Most nodes in: do not wait for a hung node before settling (it may take a timeout).
+            self._gc_settled = True
+            settle_garbage_collector()
         if len(self._polled) == len(self.pollers) and not self._first_round.is_set():
             self._first_round.set()
-            settle_garbage_collector()
 
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
         """Return once every node has been polled at least once (tests and snapshots)."""

@@ -146,7 +146,8 @@ class FleetScreen(Screen[None]):
             kinds = Counter(h.kind.value for h in state.holders)
             text.append("\nholders  ", style="bold")
             text.append("  ".join(f"{k} ×{n}" if n > 1 else k for k, n in sorted(kinds.items())))
-        preview.update(text)
+        # Its height is fixed by the layout (1fr): skip the relayout, which repaints the whole grid.
+        preview.update(text, layout=False)
 
     def on_data_table_row_highlighted(self, _: FleetGrid.RowHighlighted) -> None:
         """Follow the cursor with the preview."""

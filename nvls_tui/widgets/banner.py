@@ -36,7 +36,7 @@ class FleetSummary(Static):
 
     def show(self, verdicts: Iterable[Verdict | None], *, title: str = "nvls-tui", extra: str = "") -> None:
         """Redraw the counts."""
-        self.update(summary_text(verdicts, title=title, extra=extra))
+        self.update(summary_text(verdicts, title=title, extra=extra), layout=False)  # one line, fixed height
 
 
 class ModeBanner(Static):

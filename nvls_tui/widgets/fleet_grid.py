@@ -173,7 +173,9 @@ class FleetGrid(DataTable):
             if is_fresh:
                 fresh.add(h)
         if order != self._order:
-            return self._rebuild(order, rows)
+            if set(order) != set(self._order):
+                return self._rebuild(order, rows)
+            self._reorder(order)  # the same rows in another order: move them, do not rebuild 256 rows
         written = 0
         for host in order:
             shown = self._shown[host]
@@ -198,6 +200,15 @@ class FleetGrid(DataTable):
         row = self.row_cells(state, diagnosis, now)
         self._cache[state.host] = (state, diagnosis, row)
         return row, True
+
+    def _reorder(self, order: list[str]) -> None:
+        # The cursor follows its host, except at the top: there it stays on the worst node.
+        keep = self.current_host if self.cursor_row > 0 else None
+        rank = {host: i for i, host in enumerate(order)}
+        self.sort("host", key=lambda cell: rank[cell.plain if isinstance(cell, Text) else str(cell)])
+        self._order = order
+        if keep in rank:
+            self.move_cursor(row=rank[keep], animate=False)
 
     def _rebuild(self, order: list[str], rows: dict[str, dict[str, Text]]) -> int:
         # The cursor follows its host, except at the top: there it stays on the worst node.

@@ -1,0 +1,35 @@
+"""The fleet grid reorders its rows in place when only the order changes (no rebuild of every row)."""
+
+from __future__ import annotations
+
+from textual.app import App
+
+from nvls_tui.diagnosis import diagnose
+from nvls_tui.model import Fleet, NodeState
+from nvls_tui.widgets.fleet_grid import FleetGrid
+
+HOSTS = [f"gpu{i:02d}" for i in range(1, 7)]
+
+
+class GridApp(App):
+    def compose(self):
+        yield FleetGrid(HOSTS, id="grid")
+
+
+async def test_a_new_order_moves_the_rows_and_the_cursor_follows_its_host():
+    fleet = Fleet(tuple(NodeState(host=h, reachable=False, error="down") for h in HOSTS))
+    diagnoses = {n.host: diagnose(n) for n in fleet.nodes}
+    app = GridApp()
+    async with app.run_test() as pilot:
+        grid = app.query_one(FleetGrid)
+        assert grid.show(fleet, diagnoses, HOSTS, now=0.0) > 0  # first draw: every cell
+        grid.move_cursor(row=2)  # gpu03
+        await pilot.pause()
+        rebuilt = []
+        grid._rebuild = lambda *a: rebuilt.append(a)  # must not be needed for a pure reorder
+        reversed_order = list(reversed(HOSTS))
+        assert grid.show(fleet, diagnoses, reversed_order, now=0.0) == 0  # no cell changed
+        assert rebuilt == []
+        assert grid.visible_hosts == tuple(reversed_order)
+        assert [grid.get_row_at(i)[0].plain for i in range(len(HOSTS))] == reversed_order
+        assert grid.current_host == "gpu03" and grid.cursor_row == reversed_order.index("gpu03")
