@@ -64,7 +64,7 @@ class FleetScreen(Screen[None]):
         self.refresh_grid()
         self.query_one(FleetGrid).focus()
         if self.app.periodic:
-            self.set_interval(1.0, self.refresh_grid)  # poll ages move even when nothing else does
+            self.set_interval(5.0, self.refresh_grid)  # poll ages (in 10 s steps) move even when nothing else does
 
     def order(self, fleet: Fleet) -> list[str]:
         """Visible hosts: filtered, then sorted by verdict (broken first) if asked, else fleet order."""
