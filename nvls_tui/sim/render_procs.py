@@ -148,8 +148,8 @@ def ps(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
         elif a.isdigit():
             pids = (pids or []) + [int(a)]
         else:
-            return 1, "", f"error: unsupported option (BSD syntax)\n" if not a.startswith("-") else \
-                f"error: unknown gnu long option\n" if a.startswith("--") else f"error: unsupported SysV option\n"
+            return 1, "", "error: unsupported option (BSD syntax)\n" if not a.startswith("-") else \
+                "error: unknown gnu long option\n" if a.startswith("--") else "error: unsupported SysV option\n"
         i += 1
     if full and not fmt:
         fmt = ["user=UID,pid,ppid,stime=STIME,tty,etimes=TIME,cmd"]

@@ -22,7 +22,6 @@ from nvls_tui.sim.state import (
     Unit,
     digest,
 )
-from nvls_tui.sim.systemd import spawn_unit_process
 
 FM_KILLED_AT = 1786376734.0  # Mon 2026-08-10 15:45:34 UTC: the incident's SIGKILL of FM (pid 9946)
 DAY = 86400.0
