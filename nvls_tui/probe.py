@@ -59,6 +59,7 @@ class Section:
         privileged: needs root on a real node (prefixed with ``sudo -n`` when asked).
         shell_tail: a fixed filter appended in the remote script only (bounds the output size).
         merge_stderr: the tool writes what we need to stderr (``fuser -v``).
+        fallback: run instead when ``argv`` fails (an older tool that rejects a newer option).
     """
 
     name: str
@@ -66,10 +67,15 @@ class Section:
     privileged: bool = False
     shell_tail: str = ""
     merge_stderr: bool = False
+    fallback: tuple[str, ...] | None = None
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("gpus", ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv")),
+    # Drivers 535-550 know fabric.state/status but no fabric.health.*, and nvidia-smi rejects the
+    # whole query for one unknown field: ask again without it.
+    Section("gpus", ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"),
+            fallback=("nvidia-smi", f"--query-gpu={','.join(f for f in QUERY_FIELDS if '.health.' not in f)}",
+                      "--format=csv")),
     Section("fm_version", ("nv-fabricmanager", "--version"), merge_stderr=True),
     Section(
         "units",
@@ -115,6 +121,10 @@ def probe_script(sudo: bool = False) -> str:
         prefix = "sudo -n " if sudo and section.privileged else ""
         redirect = " 2>&1" if section.merge_stderr else " 2>/dev/null"
         cmd = f"{prefix}{_glob_safe_join(section.argv)}{redirect}"
+        if section.fallback:
+            # Only one of the two outputs is kept: a rejected query prints its complaint on stdout.
+            again = f"{prefix}{_glob_safe_join(section.fallback)}{redirect}"
+            cmd = f"{{ out=$({cmd}) || out=$({again}); rc=$?; printf '%s\\n' \"$out\"; (exit $rc); }}"
         if section.shell_tail:
             cmd = f"{{ {cmd}; }} {section.shell_tail}"
         lines.append(f"echo '{MARK} begin {section.name}'")

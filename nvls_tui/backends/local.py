@@ -222,7 +222,10 @@ class LocalBackend(Backend):
             if section.name in ("gpus", "holders"):
                 continue
             try:
-                sections[section.name] = await self.run(section.argv, privileged=section.privileged)
+                result = await self.run(section.argv, privileged=section.privileged)
+                if not result.ok and section.fallback:
+                    result = await self.run(section.fallback, privileged=section.privileged)
+                sections[section.name] = result
             except CommandTimeout as exc:
                 sections[section.name] = CommandResult(section.argv, 124, "", str(exc))
         return assemble_node_state(self.host, sections, simulated=False, polled_at=polled,

@@ -180,6 +180,8 @@ class SimulatedBackend(Backend):
         sections: dict[str, CommandResult] = {}
         for section in SECTIONS:
             result = await self._section(section.argv, section.privileged)
+            if not result.ok and section.fallback:
+                result = await self._section(section.fallback, section.privileged)
             if section.shell_tail and section.name == "kernel":
                 # The remote script pipes this section through grep/tail; do the same here.
                 keep = [ln for ln in result.stdout.splitlines() if re.search(KERNEL_PATTERN, ln)][-300:]
