@@ -8,7 +8,8 @@ import psutil
 import pytest
 
 from nvls_tui.backends.base import CommandFailed, InvalidArgument, ProcessChanged, ProcessGone, ProcessIdentity
-from nvls_tui.backends.ssh import identity_text, signal_script
+from nvls_tui.backends.base import identity_text
+from nvls_tui.backends.ssh import signal_script
 from tests.sshd_rig import backend_for, until
 
 pytestmark = pytest.mark.ssh

@@ -89,6 +89,12 @@ class ProcessIdentity:
     command: str
 
 
+def identity_text(start_time: str | None, command: str | None) -> str:
+    """``lstart`` + args with runs of blanks collapsed: the form two identities are compared in
+    (ps pads the day of the month, ``Mar  4``; a parser may not)."""
+    return " ".join(f"{start_time or ''} {command or ''}".split())
+
+
 @dataclass(frozen=True, slots=True)
 class SignalOutcome:
     """What happened to one signalled PID."""

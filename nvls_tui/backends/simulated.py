@@ -23,10 +23,12 @@ from nvls_tui.backends.base import (
     ProcessGone,
     ProcessIdentity,
     SignalOutcome,
+    identity_text,
     join_argv,
     validate_pid,
 )
 from nvls_tui.model import NodeState
+from nvls_tui.parsers.ps import parse_ps
 from nvls_tui.probe import KERNEL_PATTERN, SECTIONS, ps_argv
 from nvls_tui.sim.commands import HANG, Output, execute
 from nvls_tui.sim.processes import gpu_devices
@@ -38,10 +40,6 @@ if TYPE_CHECKING:
 
 # A fuser -v row: "<user> <pid> <access> <command>" (the access column is five flag characters).
 _FUSER_ROW = re.compile(r"(?:^|\s)\S+\s+(\d+)\s+[Ffrcem.]{5}\s")
-
-
-def _normalise(text: str | None) -> str:
-    return " ".join((text or "").split())
 
 
 class SimulatedBackend(Backend):
@@ -153,10 +151,10 @@ class SimulatedBackend(Backend):
             raise ProcessGone(f"process {pid} on {self.host} is gone")
         parts = line.split()
         start, command = " ".join(parts[3:8]), " ".join(parts[9:])
-        if expected.start_time is not None and _normalise(expected.start_time) != _normalise(start):
+        if expected.start_time is not None and identity_text(expected.start_time, "") != identity_text(start, ""):
             raise ProcessChanged(f"process {pid} on {self.host} was restarted (started {start}, "
                                  f"expected {expected.start_time}): not signalled")
-        if _normalise(expected.command) != _normalise(command):
+        if identity_text("", expected.command) != identity_text("", command):
             raise ProcessChanged(f"process {pid} on {self.host} now runs `{command}`, not "
                                  f"`{expected.command}`: not signalled")
         name = _signal.Signals(sig).name.removeprefix("SIG") if sig in _signal.Signals._value2member_map_ else str(sig)
@@ -193,8 +191,7 @@ class SimulatedBackend(Backend):
         if pids:
             procs = await self._section(ps_argv(pids), False)
             # Their parents too (as the remote probe does): a watch loop holds nothing itself.
-            ppids = sorted({int(line.split()[1]) for line in procs.stdout.splitlines()
-                            if len(line.split()) > 1 and line.split()[1].isdigit()} - set(pids) - {0, 1})
+            ppids = sorted({e.ppid for e in parse_ps(procs.stdout).value if e.ppid} - set(pids) - {1})
             if ppids:
                 parents = await self._section(ps_argv(ppids), False)
                 procs = CommandResult(procs.argv, procs.exit_status, procs.stdout + parents.stdout, procs.stderr)

@@ -32,6 +32,7 @@ from nvls_tui.backends.base import (
     ProcessIdentity,
     SignalOutcome,
     Unreachable,
+    identity_text,
     join_argv,
     validate_host,
     validate_pid,
@@ -58,11 +59,6 @@ _GONE, _CHANGED = 3, 4
 def _short(argv: Sequence[str]) -> str:
     text = shlex.join(argv)
     return f"`{text[:60]}…`" if len(text) > 60 else f"`{text}`"
-
-
-def identity_text(start_time: str, command: str) -> str:
-    """``lstart`` + args with runs of blanks collapsed (ps pads ``Mar  4``; parsers may not)."""
-    return " ".join(f"{start_time} {command}".split())
 
 
 def signal_script(pid: int, signame: str, expected: ProcessIdentity, sudo: bool = False) -> str:
