@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from nvls_tui import diagnosis
-from nvls_tui.jsonout import finding_json, gpu_json, kernel_event_json
+from nvls_tui.backends.base import CommandResult
+from nvls_tui.jsonout import finding_json, gpu_json, kernel_event_json, node_json
 from nvls_tui.model import Finding, NodeState, Platform, Severity
 from nvls_tui.parsers import nvidia_smi_misc
 from nvls_tui.parsers.base import strip_fixture_header
@@ -28,6 +29,8 @@ from nvls_tui.parsers.nvidia_smi_reset import parse_reset
 from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
+from nvls_tui.probe import probe_mark, section_argv, split_probe_output
+from nvls_tui.textsafe import clean
 
 Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]
 
@@ -157,6 +160,18 @@ def _lspci(text: str) -> Result:
     return {"devices": devices, "nvswitches": switches}, [], parsed.warnings
 
 
+def _probe(text: str) -> Result:
+    """A poll script's whole output, captured by hand: the node it describes, as ``check`` reads it."""
+    from nvls_tui.assemble import assemble_node_state  # the probe's own assembly, not a second one
+
+    mark = probe_mark(text)
+    sections = {name: CommandResult(section_argv(name), -1 if status is None else status, body)
+                for name, (status, body) in split_probe_output(text, mark=mark).items()}
+    state = assemble_node_state("file", sections, simulated=False)
+    diag = diagnosis.diagnose(state)
+    return node_json(state, diag), list(diag.findings), state.warnings
+
+
 def _simple(fn: Callable) -> Callable[[str], Result]:
     def run(text: str) -> Result:
         parsed = fn(text)
@@ -165,6 +180,7 @@ def _simple(fn: Callable) -> Callable[[str], Result]:
 
 
 HANDLERS: dict[str, Callable[[str], Result]] = {
+    "nvls-tui-probe": _probe,
     "nvidia-smi-q": _smi_q,
     "nvidia-smi-q-xml": _smi_xml,
     "nvidia-smi-query-csv": _query_csv,
@@ -197,7 +213,7 @@ def analyze_text(text: str, file: str) -> dict[str, Any]:
         contract.md's entry: ``file``, ``kind``, ``data``, ``findings`` (and ``warnings``; ``error`` for
         unknown input).
     """
-    body = strip_fixture_header(text)
+    body = clean(strip_fixture_header(text))  # a captured file is node text: no escape gets through
     kind = detect_kind(body)
     if kind == "unknown":
         return {"file": file, "kind": "unknown", "data": {}, "findings": [],

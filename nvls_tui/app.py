@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.worker import Worker
 
@@ -19,6 +20,7 @@ from nvls_tui.commands import ConsoleCommands
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poller import Diagnose, NodePolled, NodePoller, default_diagnose
+from nvls_tui.textsafe import clean
 
 STYLE_FILES = ("app.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
 
@@ -119,6 +121,13 @@ class NvlsApp(App[int]):
         keymap, notes = check_keymap(dict(config.keymap))
         return cls(resolve_backends(args), read_only=bool(args.read_only), poll_interval=args.poll,
                    timeout=args.timeout, keymap=keymap, notes=notes, audit_dir=getattr(args, "audit_dir", None))
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A toast whose text is plain by default: toasts quote node text (process command lines,
+        unit results, tool errors), and node text is data, never markup (``x [/x]`` must not raise)."""
+        super().notify(clean(message), title=clean(title), severity=severity,
+                       timeout=timeout, markup=markup)
 
     def on_unmount(self) -> None:
         """Give the frozen objects back to the collector when the console ends."""

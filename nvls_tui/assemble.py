@@ -1,31 +1,47 @@
 """Probe sections -> one immutable NodeState. Pure: the same code reads real and simulated nodes.
 
 Every backend that polls with the commands of :mod:`nvls_tui.probe` (SSH in one script, the
-simulator one command at a time) hands the outputs here, so a parser fix helps every backend.
+simulator one command at a time, the local backend beside NVML) hands the outputs here, so a parser
+fix helps every backend, and the same facts give the same state whichever backend read them.
+
+Fail closed: a section that could not be read (see :mod:`nvls_tui.evidence`) is listed in
+``NodeState.missing`` and contributes nothing, never an empty "all clear".
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from nvls_tui.backends.base import CommandResult
-from nvls_tui.model import GpuState, NodeState, Platform, SmokeResult, SwitchState
+from nvls_tui.evidence import missing_evidence, missing_from_unparsed
+from nvls_tui.model import GpuState, MissingEvidence, NodeState, Platform, SmokeResult, SwitchState
 from nvls_tui.parsers.fabricmanager_log import parse_fm_version
-from nvls_tui.parsers.fuser import parse_fuser_v
+from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders
 from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.lspci import parse_lspci
 from nvls_tui.parsers.nvidia_smi_csv import driver_from_query, gpus_from_query, parse_query_csv
-from nvls_tui.parsers.ps import parse_ps
+from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
 from nvls_tui.parsers.systemctl import parse_show
+from nvls_tui.textsafe import clean_deep
 
 # What nvidia-smi prints when the driver is not loaded or no GPU answers: the node cannot be read.
-_SMI_FATAL = ("NVIDIA-SMI has failed", "No devices were found", "couldn't communicate with the NVIDIA driver")
+_SMI_FATAL = ("NVIDIA-SMI has failed", "No devices were found", "couldn't communicate with the NVIDIA driver",
+              "Failed to initialize NVML")
+FM_UNIT = "nvidia-fabricmanager.service"
 
 
-def detect_platform(gpus: tuple[GpuState, ...], nvswitches: tuple[SwitchState, ...]) -> Platform:
-    """The board family, from the GPU model and whether NVSwitches sit on the host's PCI bus."""
+def detect_platform(gpus: tuple[GpuState, ...], nvswitches: tuple[SwitchState, ...] | None,
+                    fm_unit_loaded: bool = False) -> Platform:
+    """The board family, from the GPU model and whether NVSwitches sit on the host's PCI bus.
+
+    Args:
+        gpus: the node's GPUs.
+        nvswitches: the NVSwitches lspci listed, or None when lspci could not be read.
+        fm_unit_loaded: a ``nvidia-fabricmanager`` unit is installed (without lspci, the only sign of
+            a host Fabric Manager board left).
+    """
     names = " ".join(g.name for g in gpus).upper()
     if not gpus:
         return Platform.UNKNOWN
@@ -33,10 +49,12 @@ def detect_platform(gpus: tuple[GpuState, ...], nvswitches: tuple[SwitchState, .
         return Platform.GB200_NVL
     if "B200" in names or "B300" in names:
         return Platform.HGX_B200
-    if not nvswitches:
-        # A VM slice (fabric managed outside) or a board without NVSwitch: no host FM to repair.
-        fabric_words = {g.fabric.state for g in gpus}
-        return Platform.NO_NVSWITCH if fabric_words <= {"Not Supported", "N/A"} else Platform.UNKNOWN
+    if all(not g.fabric.supported for g in gpus):
+        # The GPUs themselves say there is no fabric (a PCIe board, a VM slice without NVSwitch).
+        return Platform.NO_NVSWITCH
+    if not nvswitches and not (nvswitches is None and fm_unit_loaded):
+        # A VM slice whose fabric is managed outside, or the switches could not be listed.
+        return Platform.UNKNOWN
     if "H200" in names:
         return Platform.HGX_H200
     if "H100" in names or "H800" in names or "H20" in names:
@@ -44,20 +62,12 @@ def detect_platform(gpus: tuple[GpuState, ...], nvswitches: tuple[SwitchState, .
     return Platform.UNKNOWN
 
 
-def _text(result: CommandResult | None) -> str:
-    return result.output if result is not None else ""
-
-
-def _ok(result: CommandResult | None) -> bool:
-    return result is not None and result.exit_status == 0
-
-
 def _smoke(result: CommandResult | None, warnings: list[str]) -> SmokeResult | None:
     """The last smoke result the runbook left on the node (JSON with SmokeResult's field names)."""
-    if not _ok(result) or not result.stdout.strip():
+    if result is None or not result.ok or not result.stdout.strip():
         return None
     try:
-        data = json.loads(result.stdout)
+        data = clean_deep(json.loads(result.stdout))
         return SmokeResult(
             avg_busbw=float(data["avg_busbw"]) if data.get("avg_busbw") is not None else None,
             passed=bool(data.get("passed")),
@@ -75,14 +85,29 @@ def _smoke(result: CommandResult | None, warnings: list[str]) -> SmokeResult | N
 
 def _record(result: CommandResult | None, warnings: list[str]) -> dict | None:
     """The crash-safe record of an unfinished repair, if the node holds one."""
-    if not _ok(result) or not result.stdout.strip():
+    if result is None or not result.ok or not result.stdout.strip():
         return None
     try:
-        data = json.loads(result.stdout)
+        data = clean_deep(json.loads(result.stdout))
     except ValueError:
         warnings.append("the node holds an unreadable repair record")
         return {"unreadable": True}
     return data if isinstance(data, dict) else {"unreadable": True}
+
+
+def _uid(result: CommandResult | None) -> int | None:
+    text = result.stdout.strip() if result is not None and result.ok else ""
+    return int(text) if text.isdecimal() and len(text) < 12 else None
+
+
+def _unreachable(host: str, simulated: bool, polled_at: float | None, result: CommandResult | None,
+                 missing: MissingEvidence | None, warnings: list[str]) -> NodeState:
+    text = result.output if result is not None else ""
+    reason = next((line.strip() for line in text.splitlines() if any(m in line for m in _SMI_FATAL)), None)
+    if reason is None and missing is not None:
+        reason = missing.detail
+    return NodeState(host=host, reachable=False, simulated=simulated, polled_at=polled_at,
+                     error=reason or "no GPU could be read from nvidia-smi", warnings=tuple(warnings))
 
 
 def assemble_node_state(
@@ -94,67 +119,95 @@ def assemble_node_state(
     gpus: tuple[GpuState, ...] | None = None,
     driver: str | None = None,
     holders: tuple | None = None,
+    sudo: bool = False,
+    missing: Sequence[MissingEvidence] = (),
 ) -> NodeState:
     """Build a NodeState from the probe's sections.
 
     Args:
         host: the target name to show.
-        sections: outputs keyed by :data:`nvls_tui.probe.SECTIONS` names plus ``processes``.
+        sections: outputs keyed by :data:`nvls_tui.probe.SECTION_NAMES`; a section that is absent never ran.
         simulated: the node is simulated (labelled as such everywhere).
         polled_at: wall-clock time of the poll.
         gpus, driver, holders: read another way (NVML and /proc in local mode) instead of from the
             ``gpus``/``holders`` sections.
+        sudo: the privileged sections ran under ``sudo -n`` (as root).
+        missing: evidence the backend itself could not read (the local /proc scan).
 
     Returns:
         The node's state; ``reachable=False`` with a reason when its GPUs could not be read at all.
     """
     warnings: list[str] = []
-    simulated = simulated or (_ok(sections.get("simulated")) and bool(sections["simulated"].stdout.strip()))
-    gpus_result = sections.get("gpus")
+    lost: list[MissingEvidence] = list(missing)
+    marker = sections.get("simulated")
+    simulated = simulated or (marker is not None and marker.ok and bool(marker.stdout.strip()))
+    root = True if sudo else (None if (uid := _uid(sections.get("identity"))) is None else uid == 0)
+
+    def read(name: str, *, as_root: bool | None = True) -> CommandResult | None:
+        result = sections.get(name)
+        why = missing_evidence(name, result, root=as_root)
+        if why is not None:
+            lost.append(why)
+            return None
+        return result
+
     if gpus is None:
-        query = parse_query_csv(gpus_result.stdout if gpus_result else "")
+        result = sections.get("gpus")
+        why = missing_evidence("gpus", result)
+        if why is not None:
+            return _unreachable(host, simulated, polled_at, result, why, warnings)
+        query = parse_query_csv(result.output)
         warnings += query.warnings
         gpus = gpus_from_query(query.value)
         driver = driver_from_query(query.value)
-    if not gpus:
-        reason = next((line.strip() for line in _text(gpus_result).splitlines()
-                       if any(m in line for m in _SMI_FATAL)), None)
-        if gpus_result is None or gpus_result.exit_status is None:
-            reason = "nvidia-smi did not answer"
-        return NodeState(host=host, reachable=False, simulated=simulated, polled_at=polled_at,
-                         error=reason or "no GPU could be read from nvidia-smi", warnings=tuple(warnings))
+        if not gpus:
+            return _unreachable(host, simulated, polled_at, result, None, warnings)
 
-    switches_parsed = parse_lspci(_text(sections.get("nvswitches")))
-    nvswitches = tuple(SwitchState(device=f"/dev/nvidia-nvswitch{i}", bus_id=dev.bus_id)
-                       for i, dev in enumerate(switches_parsed.value))
+    services = ()
+    if (units := read("units")) is not None:
+        services = parse_show(units.output).value
 
-    units = parse_show(sections["units"].stdout) if _ok(sections.get("units")) else None
-    services = units.value if units else ()
+    fm_version = None
+    if (fm := read("fm_version")) is not None:
+        fm_version = parse_fm_version(fm.output)
+        if fm_version is None:
+            lost.append(missing_from_unparsed("fm_version", "`nv-fabricmanager --version` printed no version"))
 
-    fm_version = parse_fm_version(_text(sections.get("fm_version")))
+    nvswitches: tuple[SwitchState, ...] | None = None
+    if (lspci := read("nvswitches")) is not None:
+        # `lspci -d 10de:22a3` lists only NVSwitches (an old pci.ids names them "Device 22a3").
+        nvswitches = tuple(SwitchState(device=f"/dev/nvidia-nvswitch{i}", bus_id=dev.bus_id)
+                           for i, dev in enumerate(parse_lspci(lspci.output).value))
 
     if holders is None:
-        fuser = parse_fuser_v(_text(sections.get("holders")))
-        ps = parse_ps(_text(sections.get("processes")))
-        holders = build_holders(fuser.value, ps.value)
-        warnings += fuser.warnings
+        holders = ()
+        if (table := read("holders", as_root=root)) is not None:
+            fuser = parse_fuser_streams(table.stdout, table.stderr)
+            warnings += fuser.warnings
+            entries = parse_ps(ps.output).value if (ps := read("processes")) is not None else ()
+            cgroups = parse_ps_cgroups(cg.output).value if (cg := read("cgroups")) is not None else {}
+            holders = build_holders(fuser.value, entries, cgroups)
 
-    kernel = parse_kernel_log(_text(sections.get("kernel")))
+    events = ()
+    if (kernel := read("kernel", as_root=root)) is not None:
+        events = parse_kernel_log(kernel.output).value
 
+    fm_loaded = any(s.name == FM_UNIT and s.exists for s in services)
     return NodeState(
         host=host,
         reachable=True,
         simulated=simulated,
-        platform=detect_platform(gpus, nvswitches),
+        platform=detect_platform(gpus, nvswitches, fm_loaded),
         driver=driver,
         fm_version=fm_version,
         gpus=gpus,
-        nvswitches=nvswitches,
+        nvswitches=nvswitches or (),
         services=tuple(services),
         holders=holders,
-        kernel_events=kernel.value,
-        smoke=_smoke(sections.get("smoke"), warnings),
-        repair_record=_record(sections.get("record"), warnings),
+        kernel_events=events,
+        smoke=_smoke(read("smoke"), warnings),
+        repair_record=_record(read("record"), warnings),
         polled_at=polled_at,
         warnings=tuple(warnings),
+        missing=tuple(lost),
     )

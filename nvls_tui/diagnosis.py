@@ -10,12 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
-from nvls_tui.model.node import Diagnosis, KernelEvent
+from nvls_tui.model.node import Diagnosis, KernelEvent, MissingEvidence
 
 FM_UNIT = "nvidia-fabricmanager"
 
 # NVLink-related Xids (domain.md): these are errors; other Xids are warnings.
 NVLINK_XIDS = frozenset({74, 79, *range(144, 151)})
+
+# The sections a repair's guards need (they refuse without them): on a board the playbook applies to,
+# not reading one of them is an error; elsewhere a warning. Either way the node is never healthy.
+GUARDED_SECTIONS = frozenset({"holders", "processes", "units", "kernel", "fm_version", "nvswitches", "record"})
+# Sections whose absence needs no word of its own (the marker; the user id shows through ``holders``).
+SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke"})
 
 # Kernel codes that mean the fabric itself is unusable.
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
@@ -59,8 +65,8 @@ def fabric_findings(state: NodeState, opts: DiagnosisOptions | None = None) -> l
     young = state.fabric_since is None or state.fabric_since < opts.in_progress_grace
     for gpu in state.gpus:
         fabric = gpu.fabric
-        if fabric.state == "Not Supported" and not state.platform.has_host_fm:
-            continue  # no NVSwitch fabric to speak of (PCIe boards, GH200 without NVSwitch)
+        if not fabric.supported and not state.platform.has_host_fm:
+            continue  # no NVSwitch fabric to speak of (PCIe boards, GH200, a VM without NVSwitch)
         if fabric.state != "Completed":
             if fabric.state == "In Progress" and young:
                 findings.append(Finding("FABRIC_NOT_COMPLETED", Severity.WARNING,
@@ -99,10 +105,32 @@ def kernel_findings(state: NodeState) -> list[Finding]:
     return findings
 
 
+def evidence_findings(state: NodeState) -> list[Finding]:
+    """``EVIDENCE_MISSING`` for every section the poll could not read (contract.md)."""
+    findings = []
+    for missing in state.missing:
+        if missing.section in SILENT_SECTIONS:
+            continue
+        if missing.section == "fm_version" and not state.platform.has_host_fm:
+            continue  # no host Fabric Manager on this board: nothing to compare
+        findings.append(_evidence_finding(state, missing))
+    return findings
+
+
+def _evidence_finding(state: NodeState, missing: MissingEvidence) -> Finding:
+    guarded = missing.section in GUARDED_SECTIONS and state.platform.has_host_fm
+    severity = Severity.ERROR if guarded else Severity.WARNING
+    tail = "; a repair refuses until it can be read" if guarded else ""
+    return Finding("EVIDENCE_MISSING", severity, f"{missing.detail} ({missing.reason}){tail}",
+                   section=missing.section, reason=missing.reason)
+
+
 def _fm_findings(state: NodeState) -> list[Finding]:
     findings = []
     unit = state.service(FM_UNIT)
-    if unit is None or not unit.exists:
+    if unit is None and not state.was_read("units"):
+        pass  # unknown, not absent: EVIDENCE_MISSING says so
+    elif unit is None or not unit.exists:
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
                                 "no nvidia-fabricmanager unit on a board that needs a host Fabric Manager"))
     elif unit.active != "active":
@@ -142,11 +170,12 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
                                 f"with `nvls-tui repair --restore {state.host}`"))
     if state.platform.has_host_fm:
         findings += _fm_findings(state)
-    elif state.platform is not Platform.UNKNOWN or not state.gpus:
+    elif state.platform is not Platform.UNKNOWN or not state.gpus or not state.was_read("nvswitches"):
         findings.append(Finding("PLATFORM_UNSUPPORTED", Severity.WARNING,
                                 _platform_reason(state.platform)))
     findings += fabric_findings(state, opts)
     findings += kernel_findings(state)
+    findings += evidence_findings(state)
     if state.smoke and not state.smoke.passed:
         bw = f"{state.smoke.avg_busbw:.1f} GB/s" if state.smoke.avg_busbw is not None else "no bandwidth"
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
@@ -176,7 +205,7 @@ def _platform_reason(platform: Platform) -> str:
         Platform.HGX_B200: "B200/B300 boards (NVLink 5) run NVLSM and reset after Fabric Manager starts: "
                            "this H100/H200 playbook does not apply",
         Platform.NO_NVSWITCH: "no NVSwitch on this node: there is no NVLink fabric to repair",
-        Platform.UNKNOWN: "no GPU could be read: the platform is unknown",
+        Platform.UNKNOWN: "the board could not be identified as an H100/H200 NVSwitch board",
     }
     return reasons.get(platform, f"platform {platform} is not an H100/H200 NVSwitch board with a host FM")
 

@@ -59,6 +59,9 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     out: dict[str, Any] = {"code": finding.code, "severity": str(finding.severity), "message": finding.message}
     if finding.gpu is not None:
         out["gpu"] = finding.gpu
+    if finding.section is not None:
+        out["section"] = finding.section
+        out["reason"] = finding.reason
     return out
 
 
@@ -88,6 +91,7 @@ def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
         "smoke": dataclasses.asdict(state.smoke) if state.smoke else None,
         "repair_record": state.repair_record,
         "error": state.error,
+        "missing": [{"section": m.section, "reason": m.reason, "detail": m.detail} for m in state.missing],
         "findings": [finding_json(f) for f in diagnosis.findings],
         "verdict": str(diagnosis.verdict),
     }

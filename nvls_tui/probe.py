@@ -1,12 +1,22 @@
 """The read-only commands that make one poll of a node, and how they travel as one remote script.
 
 Every SSH exec starts a login shell, so a poll runs all its commands in one ``sh`` script whose output
-is split back into sections by marker lines. The simulated backend runs the same argv lists one by
-one in process. Either way the sections go through the same parsers (see ``nvls_tui.assemble``).
+is split back into sections by marker lines. The simulated and local backends run the same argv lists
+one by one. Either way the sections go through the same parsers (see ``nvls_tui.assemble``).
+
+What the real tools taught (tests/fixtures/real/nvidia-h200):
+
+- Each section keeps its command's own exit status and its stderr (``2>&1``): a pipeline that ends in
+  ``tail`` would report tail's status, and a missing journalctl would read as a clean kernel log.
+- procps pads ``ps -o ppid=`` output and refuses a list like ``516,  429``; awk joins the PIDs.
+- procps cuts every column but the last to its width (``cgroup`` to 27 characters), so the identity
+  (``args`` last) and the cgroup (``cgroup`` last) are read by two ``ps`` runs.
+- The marker carries a random nonce per poll, so no text on the node can end a section early.
 """
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from dataclasses import dataclass
 
@@ -42,11 +52,27 @@ QUERY_FIELDS = (
 
 NVSWITCH_PCI_ID = "10de:22a3"
 KERNEL_PATTERN = "NVRM|nvidia-nvswitch|Xid|SXid|FABRIC"
+KERNEL_LINES = 300
 MARK = "@@nvls-tui"
-# fuser -v rows: "... USER PID ACCESS COMMAND"; print each PID (the number before an access field).
+# fuser -v rows: "... USER PID ACCESS COMMAND"; each PID once, joined by commas (procps's list syntax).
 # (No {5} interval: Debian's default mawk does not support it.)
-_PID_AWK = ("{for (i = 1; i < NF; i++) "
-            "if ($i ~ /^[0-9]+$/ && length($(i+1)) == 5 && $(i+1) ~ /^[.FfRrCcEeMm]+$/) print $i}")
+_PID_AWK = ("{for (i = 1; i < NF; i++) if ($i ~ /^[0-9]+$/ && length($(i+1)) == 5 && $(i+1) ~ /^[.FfRrCcEeMm]+$/"
+            " && !s[$i]++) o = o (o == \"\" ? \"\" : \",\") $i} END {print o}")
+# The parents of those PIDs (init and the PIDs themselves left out), joined the same way.
+_PPID_AWK = ("BEGIN {n = split(have, h, \",\"); for (i = 1; i <= n; i++) s[h[i]] = 1}"
+             " $1 ~ /^[0-9]+$/ && $1 > 1 && !s[$1]++ {o = o (o == \"\" ? \"\" : \",\") $1} END {print o}")
+# The kernel log, filtered and bounded on the node in one awk: journal lines that match the pattern
+# (the last KERNEL_LINES of them), journalctl's own messages (its errors and permission hints, at most
+# 20), and the end marker with journalctl's exit status, which the pipeline would otherwise hide.
+_KERNEL_AWK = (
+    "index($0, m \" status \") == 1 {st = substr($0, length(m) + 9); next}"
+    " /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/ {if ($0 ~ /" + KERNEL_PATTERN + "/) {r[n % " + str(KERNEL_LINES)
+    + "] = $0; n++}; next}"
+    " /^-- / {next}"
+    " {if (e < 20) msg[e++] = $0}"
+    " END {for (i = 0; i < e; i++) print msg[i]; for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES)
+    + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; print m \" end kernel \" st}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,52 +83,67 @@ class Section:
         name: key of the section in the probe output.
         argv: the command.
         privileged: needs root on a real node (prefixed with ``sudo -n`` when asked).
-        shell_tail: a fixed filter appended in the remote script only (bounds the output size).
-        merge_stderr: the tool writes what we need to stderr (``fuser -v``).
         fallback: run instead when ``argv`` fails (an older tool that rejects a newer option).
     """
 
     name: str
     argv: tuple[str, ...]
     privileged: bool = False
-    shell_tail: str = ""
-    merge_stderr: bool = False
     fallback: tuple[str, ...] | None = None
 
 
 SECTIONS: tuple[Section, ...] = (
+    Section("identity", ("id", "-u")),
     # Drivers 535-550 know fabric.state/status but no fabric.health.*, and nvidia-smi rejects the
     # whole query for one unknown field: ask again without it.
     Section("gpus", ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"),
             fallback=("nvidia-smi", f"--query-gpu={','.join(f for f in QUERY_FIELDS if '.health.' not in f)}",
                       "--format=csv")),
-    Section("fm_version", ("nv-fabricmanager", "--version"), merge_stderr=True),
+    Section("fm_version", ("nv-fabricmanager", "--version")),
     Section(
         "units",
         ("systemctl", "show", "--no-pager",
          "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result,ActiveEnterTimestamp", *UNITS),
     ),
     Section("nvswitches", ("lspci", "-D", "-d", NVSWITCH_PCI_ID)),
-    # fuser's table goes to stderr; the glob is expanded by the remote shell (or by the simulator).
-    Section("holders", ("fuser", "-v", "/dev/nvidia*"), privileged=True, merge_stderr=True),
-    Section(
-        "kernel",
-        ("journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"),
-        privileged=True,
-        shell_tail=f"| grep -E {shlex.quote(KERNEL_PATTERN)} | tail -n 300",
-    ),
+    # The glob is expanded by the remote shell (or by the local and simulated backends).
+    Section("holders", ("fuser", "-v", "/dev/nvidia*"), privileged=True),
+    Section("kernel", ("journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"), privileged=True),
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
 )
+# Filled per poll from the holders section (their identities and cgroups): see ps_argv, cgroup_argv.
+DERIVED_SECTIONS = ("processes", "cgroups")
+SECTION_NAMES = tuple(s.name for s in SECTIONS) + DERIVED_SECTIONS
 
-# Filled per poll from the holders section: identity and cgroup of every holder PID.
-PS_FORMAT = "pid=,ppid=,user:32=,lstart=,cgroup=,args="
+# The identity of a process, args last so procps never cuts it: pid ppid user lstart(5 words) args.
+PS_FORMAT = "pid=,ppid=,user:32=,lstart=,args="
+CGROUP_FORMAT = "pid=,cgroup="
+
+
+def _pid_list(pids: list[int]) -> str:
+    return ",".join(str(int(p)) for p in pids)
 
 
 def ps_argv(pids: list[int]) -> tuple[str, ...]:
-    """``ps`` for the given PIDs, one line each: pid ppid user lstart(5 words) cgroup args."""
-    return ("ps", "-ww", "-o", PS_FORMAT, "-p", ",".join(str(int(p)) for p in pids))
+    """``ps`` for the given PIDs, one line each: pid ppid user lstart(5 words) args."""
+    return ("ps", "-ww", "-o", PS_FORMAT, "-p", _pid_list(pids))
+
+
+def cgroup_argv(pids: list[int]) -> tuple[str, ...]:
+    """``ps`` of the given PIDs' cgroups, the cgroup last so that procps prints it whole."""
+    return ("ps", "-ww", "-o", CGROUP_FORMAT, "-p", _pid_list(pids))
+
+
+def ppid_argv(pids: list[int]) -> tuple[str, ...]:
+    """The parents of the given PIDs (procps pads each one: parse, never paste)."""
+    return ("ps", "-o", "ppid=", "-p", _pid_list(pids))
+
+
+def new_nonce() -> str:
+    """A fresh random marker suffix for one poll."""
+    return secrets.token_hex(8)
 
 
 def _glob_safe_join(argv: tuple[str, ...]) -> str:
@@ -110,53 +151,72 @@ def _glob_safe_join(argv: tuple[str, ...]) -> str:
     return " ".join(a if a == "/dev/nvidia*" else shlex.quote(a) for a in argv)
 
 
-def probe_script(sudo: bool = False) -> str:
-    """The whole poll as one POSIX sh script (the PS step reads the PIDs fuser printed).
+def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None) -> str:
+    """The whole poll as one POSIX sh script.
 
     Args:
         sudo: prefix the privileged commands with ``sudo -n`` (never prompts).
+        nonce: the marker suffix of this poll (letters and digits: :func:`new_nonce`).
+        only: the section names to read (default: all); ``processes``/``cgroups`` need ``holders``.
+
+    Returns:
+        The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
+        and ``@@nvls-tui-NONCE end NAME STATUS``.
     """
-    lines = ["export LC_ALL=C"]
+    if not nonce.isalnum():
+        raise ValueError("the probe nonce must be letters and digits")
+    mark = f"{MARK}-{nonce}"
+    wanted = set(SECTION_NAMES if only is None else only)
+    lines = ["export LC_ALL=C", f"m={mark}"]
     for section in SECTIONS:
-        prefix = "sudo -n " if sudo and section.privileged else ""
-        redirect = " 2>&1" if section.merge_stderr else " 2>/dev/null"
-        cmd = f"{prefix}{_glob_safe_join(section.argv)}{redirect}"
-        if section.fallback:
-            # Only one of the two outputs is kept: a rejected query prints its complaint on stdout.
-            again = f"{prefix}{_glob_safe_join(section.fallback)}{redirect}"
-            cmd = f"{{ out=$({cmd}) || out=$({again}); rc=$?; printf '%s\\n' \"$out\"; (exit $rc); }}"
-        if section.shell_tail:
-            cmd = f"{{ {cmd}; }} {section.shell_tail}"
-        lines.append(f"echo '{MARK} begin {section.name}'")
-        if section.name == "holders":
-            # Kept in a variable: the ps step below reads the PIDs from this same table.
-            lines += [f"holders=$({cmd})", "rc=$?", 'printf \'%s\\n\' "$holders"',
-                      f"echo '{MARK} end {section.name}' $rc"]
+        if section.name not in wanted:
             continue
-        lines.append(cmd)
-        lines.append(f"echo '{MARK} end {section.name}' $?")
-    # The PID is the number before the ACCESS column of each fuser -v row.
-    lines.append(f'pids=$(printf \'%s\\n\' "$holders" | awk {shlex.quote(_PID_AWK)} | sort -un | paste -sd, -)')
-    # Their parents too: a `watch nvidia-smi` loop holds nothing itself but keeps spawning holders.
-    lines.append('[ -n "$pids" ] && pids="$pids,$(ps -o ppid= -p "$pids" | sort -un | paste -sd, -)"')
-    lines.append(f"echo '{MARK} begin processes'")
-    lines.append(f'[ -n "$pids" ] && ps -ww -o {PS_FORMAT} -p "$pids"')
-    lines.append(f"echo '{MARK} end processes' $?")
+        prefix = "sudo -n " if sudo and section.privileged else ""
+        cmd = f"{prefix}{_glob_safe_join(section.argv)} 2>&1"
+        begin, end = f'echo "$m begin {section.name}"', f'echo "$m end {section.name} $rc"'
+        if section.fallback:
+            again = f"{prefix}{_glob_safe_join(section.fallback)} 2>&1"
+            # Only one of the two outputs is kept: a rejected query prints its complaint on stdout.
+            lines += [begin, f"out=$({cmd}) || out=$({again}); rc=$?", "printf '%s\\n' \"$out\"", end]
+        elif section.name == "holders":
+            # Kept in a variable: the ps steps below read the PIDs from this same table.
+            lines += [begin, f"holders=$({cmd}); rc=$?", "printf '%s\\n' \"$holders\"", end]
+        elif section.name == "kernel":
+            lines += [begin, f"{{ {cmd}; echo \"$m status $?\"; }} | awk -v m=\"$m\" {shlex.quote(_KERNEL_AWK)}"]
+        else:
+            lines += [begin, cmd, "rc=$?", end]
+    if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
+        lines.append(f"pids=$(printf '%s\\n' \"$holders\" | awk {shlex.quote(_PID_AWK)})")
+        # Their parents too: a `watch nvidia-smi` loop holds nothing itself but keeps spawning holders.
+        lines.append("ppids=")
+        lines.append(f'[ -n "$pids" ] && ppids=$(ps -o ppid= -p "$pids" 2>/dev/null | awk -v have="$pids" '
+                     f'{shlex.quote(_PPID_AWK)})')
+        lines.append('all=$pids${ppids:+,$ppids}')
+        for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
+            if name in wanted:
+                lines += [f'echo "$m begin {name}"',
+                          f'if [ -n "$pids" ]; then ps -ww -o {fmt} -p "$all" 2>&1; rc=$?; else rc=0; fi',
+                          f'echo "$m end {name} $rc"']
     return "\n".join(lines) + "\n"
 
 
-def split_probe_output(text: str) -> dict[str, tuple[int | None, str]]:
+def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) -> dict[str, tuple[int | None, str]]:
     """Split a probe script's output into ``{section: (exit status, text)}``.
 
     A section whose end marker never came (the link dropped, a command hung) has exit status None.
+    Only lines with this poll's nonce count as markers (``mark`` overrides the whole marker, for
+    captured outputs of older probes, whose marker was the bare ``@@nvls-tui``).
     """
+    mark = mark or f"{MARK}-{nonce}"
     sections: dict[str, tuple[int | None, str]] = {}
     current: str | None = None
     body: list[str] = []
     for line in text.splitlines():
-        if line.startswith(MARK):
+        if line.startswith(mark + " "):
             parts = line.split()
             if len(parts) >= 3 and parts[1] == "begin":
+                if current is not None:
+                    sections[current] = (None, "\n".join(body) + ("\n" if body else ""))
                 current, body = parts[2], []
                 continue
             if len(parts) >= 3 and parts[1] == "end" and current == parts[2]:
@@ -169,3 +229,42 @@ def split_probe_output(text: str) -> dict[str, tuple[int | None, str]]:
     if current is not None:
         sections[current] = (None, "\n".join(body) + ("\n" if body else ""))
     return sections
+
+
+def probe_mark(text: str) -> str | None:
+    """The marker of a captured probe output (its first ``... begin NAME`` line), or None."""
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[1] == "begin" and (words[0] == MARK or words[0].startswith(MARK + "-")):
+            return words[0]
+    return None
+
+
+def section_argv(name: str) -> tuple[str, ...]:
+    """The command a section runs (for results and messages)."""
+    for section in SECTIONS:
+        if section.name == name:
+            return section.argv
+    return {"processes": ("ps", "-ww", "-o", PS_FORMAT), "cgroups": ("ps", "-ww", "-o", CGROUP_FORMAT)}.get(
+        name, ("sh",))
+
+
+__all__ = [
+    "DERIVED_SECTIONS",
+    "LOCK_DIR",
+    "QUERY_FIELDS",
+    "RECORD_FILE",
+    "SECTIONS",
+    "SECTION_NAMES",
+    "SIMULATED_MARKER",
+    "SMOKE_FILE",
+    "STATE_DIR",
+    "cgroup_argv",
+    "new_nonce",
+    "probe_mark",
+    "ppid_argv",
+    "probe_script",
+    "ps_argv",
+    "section_argv",
+    "split_probe_output",
+]

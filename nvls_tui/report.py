@@ -10,9 +10,10 @@ import datetime as dt
 import json
 import os
 import shlex
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from nvls_tui.textsafe import clean_deep, markdown_code, markdown_text
 
 
 @dataclass
@@ -35,7 +36,7 @@ def load_audit_log(path: str | os.PathLike[str]) -> AuditLogContents:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = clean_deep(json.loads(line))
             except ValueError:
                 contents.unreadable.append(number)
                 continue
@@ -46,59 +47,78 @@ def load_audit_log(path: str | os.PathLike[str]) -> AuditLogContents:
     return contents
 
 
-def _cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell."""
-    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ").strip()
+def _t(value: Any) -> str:
+    """A value from the log as Markdown prose: escaped (the log holds node text, which is data)."""
+    return markdown_text(value)
 
 
-def _clock(iso: str | None) -> str:
+def _code(value: Any) -> str:
+    """A value from the log as a Markdown code span (a command line, a unit name)."""
+    return markdown_code(value)
+
+
+def _cell(markdown: str) -> str:
+    """Already-escaped Markdown made safe inside a table cell (``|`` splits cells, even in code)."""
+    return markdown.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _clock(iso: Any) -> str:
     """``HH:MM:SS.mmm`` of an ISO time (the date is in the header)."""
     if not iso:
         return ""
     try:
-        return dt.datetime.fromisoformat(iso).strftime("%H:%M:%S.%f")[:-3]
+        return dt.datetime.fromisoformat(str(iso)).strftime("%H:%M:%S.%f")[:-3]
     except ValueError:
-        return iso
+        return _t(iso)
 
 
-def _cmd(argv: Iterable[str] | None) -> str:
-    return shlex.join([str(a) for a in argv]) if argv else ""
+def _cmd(argv: Any) -> str:
+    if not isinstance(argv, list | tuple) or not argv:
+        return ""
+    return shlex.join([str(a) for a in argv])
+
+
+def _number(value: Any, fmt: str = "{:.1f}") -> str:
+    return fmt.format(value) if isinstance(value, int | float) and not isinstance(value, bool) else _t(value)
 
 
 def _timeline_entry(r: dict[str, Any]) -> str | None:
-    """One timeline line for a record, or None for records the timeline leaves out (output lines)."""
+    """One timeline line (Markdown, node text escaped) for a record, or None for records the
+    timeline leaves out (output lines)."""
     kind = r.get("event")
     if kind == "step-started":
         return "step started"
     if kind == "step-finished":
-        dur = f" in {r.get('duration', 0):.1f} s" if isinstance(r.get("duration"), int | float) else ""
-        msg = f": {r['message']}" if r.get("message") else ""
-        return f"**{r.get('status')}**{dur}{msg}"
+        dur = f" in {r['duration']:.1f} s" if isinstance(r.get("duration"), int | float) else ""
+        msg = f": {_t(r['message'])}" if r.get("message") else ""
+        return f"**{_t(r.get('status'))}**{dur}{msg}"
     if kind == "command-finished":
         status = r.get("exit_status")
-        end = f"exit {status}" if status is not None else f"did not finish ({r.get('error') or 'no status'})"
-        return f"`{_cmd(r.get('argv'))}` → {end}"
+        end = f"exit {_t(status)}" if status is not None else f"did not finish ({_t(r.get('error') or 'no status')})"
+        return f"{_code(_cmd(r.get('argv')))} → {end}"
     if kind == "process-signalled":
-        who = f"({r.get('holder_kind')}: {r.get('command')})"
-        return f"{r.get('signal')} pid {r.get('pid')} {who} → {r.get('outcome')}"
+        who = f"({_t(r.get('holder_kind'))}: {_t(r.get('command'))})"  # a process's words: prose, escaped
+        return f"{_t(r.get('signal'))} pid {_t(r.get('pid'))} {who} → {_t(r.get('outcome'))}"
     if kind == "holders-remaining":
         waiting = " (waiting for the operator)" if r.get("waiting") else ""
-        return f"{len(r.get('holders') or [])} holders remain{waiting}"
+        holders = r.get("holders")
+        return f"{len(holders) if isinstance(holders, list) else 0} holders remain{waiting}"
     if kind == "fabric-progress":
-        states = ", ".join(f"{k} ×{v}" for k, v in (r.get("states") or {}).items())
-        return f"Fabric Manager {r.get('unit')}; {states}"
+        states = r.get("states") if isinstance(r.get("states"), dict) else {}
+        return f"Fabric Manager {_t(r.get('unit'))}; " + ", ".join(f"{_t(k)} ×{_t(v)}" for k, v in states.items())
     if kind == "smoke-finished":
-        smoke = r.get("smoke") or {}
-        return f"smoke test {'passed' if smoke.get('passed') else 'FAILED'}: avg {smoke.get('avg_busbw')} GB/s"
+        smoke = r.get("smoke") if isinstance(r.get("smoke"), dict) else {}
+        return f"smoke test {'passed' if smoke.get('passed') else 'FAILED'}: avg {_t(smoke.get('avg_busbw'))} GB/s"
     if kind == "restored":
-        failed = f"; could not restore {', '.join(r.get('failed') or [])}" if r.get("failed") else ""
-        return f"restored {', '.join(r.get('units') or []) or 'no unit'}{failed}"
+        failed = f"; could not restore {_t(', '.join(map(str, r.get('failed') or [])))}" if r.get("failed") else ""
+        return f"restored {_t(', '.join(map(str, r.get('units') or [])) or 'no unit')}{failed}"
     if kind == "note":
-        return f"_{r.get('level', 'info')}_: {r.get('message')}"
+        return f"_{_t(r.get('level', 'info'))}_: {_t(r.get('message'))}"
     if kind == "run-started":
-        return f"run {r.get('run_id')} started ({r.get('mode', 'repair')}{', dry run' if r.get('dry_run') else ''})"
+        return (f"run {_t(r.get('run_id'))} started ({_t(r.get('mode', 'repair'))}"
+                f"{', dry run' if r.get('dry_run') else ''})")
     if kind == "run-finished":
-        return f"run finished: **{r.get('result')}** {r.get('message') or ''}".rstrip()
+        return f"run finished: **{_t(r.get('result'))}** {_t(r.get('message') or '')}".rstrip()
     return None
 
 
@@ -107,79 +127,86 @@ def _before_after(before: dict[str, Any] | None, after: dict[str, Any] | None) -
         return ["No node state was recorded."]
 
     def row(label: str, fn) -> str:
-        return f"| {label} | {_cell(fn(before) if before else '–')} | {_cell(fn(after) if after else '–')} |"
+        return f"| {label} | {_cell(_t(fn(before)) if before else '–')} | {_cell(_t(fn(after)) if after else '–')} |"
 
     def fabric(s: dict[str, Any]) -> str:
         counts: dict[str, int] = {}
         for g in s.get("fabric") or []:
-            key = f"{g.get('state')}/{g.get('status')}"
+            key = f"{g.get('state')}/{g.get('status')}" if isinstance(g, dict) else str(g)
             counts[key] = counts.get(key, 0) + 1
         return ", ".join(f"{n}× {k}" for k, n in counts.items()) or "–"
 
     def units(s: dict[str, Any]) -> str:
-        return ", ".join(f"{u} {a}" for u, a in (s.get("units") or {}).items()) or "–"
+        items = (s.get("units") or {}).items() if isinstance(s.get("units"), dict) else ()
+        return ", ".join(f"{u} {a}" for u, a in items) or "–"
 
     def smoke(s: dict[str, Any]) -> str:
         sm = s.get("smoke")
-        return "–" if not sm else f"{'passed' if sm.get('passed') else 'failed'} ({sm.get('avg_busbw')} GB/s)"
+        return "–" if not isinstance(sm, dict) else f"{'passed' if sm.get('passed') else 'failed'} ({sm.get('avg_busbw')} GB/s)"
+
+    def listed(key: str, empty: str):
+        return lambda s: ", ".join(map(str, s.get(key) or [])) or empty
 
     return [
         "| | before | after |",
         "| --- | --- | --- |",
         row("verdict", lambda s: s.get("verdict")),
-        row("findings", lambda s: ", ".join(s.get("findings") or []) or "none"),
-        row("Fabric Manager", lambda s: (s.get("units") or {}).get("nvidia-fabricmanager.service", "?")),
+        row("findings", listed("findings", "none")),
+        row("Fabric Manager", lambda s: (s.get("units") or {}).get("nvidia-fabricmanager.service", "?")
+            if isinstance(s.get("units"), dict) else "?"),
         row("fabric (per GPU)", fabric),
         row("units", units),
         row("holders of /dev/nvidia*", lambda s: len(s.get("holders") or [])),
-        row("kernel events", lambda s: ", ".join(s.get("kernel_events") or []) or "none"),
+        row("kernel events", listed("kernel_events", "none")),
         row("last smoke test", smoke),
         row("driver / FM", lambda s: f"{s.get('driver')} / {s.get('fm_version')}"),
     ]
 
 
 def _node_section(host: str, records: list[dict[str, Any]]) -> list[str]:
-    out = [f"## {host}", ""]
+    out = [f"## {_t(host)}", ""]
     finished = next((r for r in reversed(records) if r.get("event") == "run-finished"), None)
     if finished:
-        out += [f"**Result: {finished.get('result')}** — {finished.get('message') or ''}".rstrip(" —"), ""]
+        message = f" — {_t(finished.get('message'))}" if finished.get("message") else ""
+        out += [f"**Result: {_t(finished.get('result'))}**{message}", ""]
     else:
         last = records[-1] if records else {}
-        out += [f"**Unfinished**: the log ends at {last.get('time', '?')} during step "
-                f"`{last.get('step') or '?'}` (nvls-tui stopped mid-run?). The node keeps its repair record: "
-                f"`nvls-tui repair --restore {host}` puts its units back.", ""]
+        out += [f"**Unfinished**: the log ends at {_t(last.get('time', '?'))} during step "
+                f"{_code(last.get('step') or '?')} (nvls-tui stopped mid-run?). The node keeps its repair record: "
+                f"{_code(f'nvls-tui repair --restore {host}')} puts its units back.", ""]
     observed = {r.get("label"): r.get("summary") for r in records if r.get("event") == "node-observed"}
-    out += ["### Before and after", "", *_before_after(observed.get("before"), observed.get("after")), ""]
+    out += ["### Before and after", "", *_before_after(_dict(observed.get("before")), _dict(observed.get("after"))), ""]
 
     signals = [r for r in records if r.get("event") == "process-signalled"]
     out += ["### Holders stopped", ""]
     if signals:
         out += ["| pid | kind | command | signal | outcome |", "| --- | --- | --- | --- | --- |"]
-        out += [f"| {r.get('pid')} | {_cell(r.get('holder_kind'))} | {_cell(r.get('command'))} | {r.get('signal')} | "
-                f"{_cell(r.get('outcome'))} |" for r in signals]
+        out += [f"| {_cell(_t(r.get('pid')))} | {_cell(_t(r.get('holder_kind')))} | {_cell(_t(r.get('command')))} | "
+                f"{_cell(_t(r.get('signal')))} | {_cell(_t(r.get('outcome')))} |" for r in signals]
     else:
         out.append("No process was signalled.")
     stopped = [r for r in records if r.get("event") == "command-finished" and r.get("step") == "quiesce"
-               and (r.get("argv") or [])[:2] == ["systemctl", "stop"]]
+               and isinstance(r.get("argv"), list) and r["argv"][:2] == ["systemctl", "stop"]]
     if stopped:
-        out += ["", "Units stopped: " + ", ".join(f"`{r['argv'][2]}`" for r in stopped if len(r["argv"]) > 2)]
+        out += ["", "Units stopped: " + ", ".join(_code(r["argv"][2]) for r in stopped if len(r["argv"]) > 2)]
     out.append("")
 
     out += ["### Smoke test", ""]
     rows = [r for r in records if r.get("event") == "smoke-row"]
-    results = [r.get("smoke") or {} for r in records if r.get("event") == "smoke-finished"]
+    results = [r["smoke"] for r in records if r.get("event") == "smoke-finished" and isinstance(r.get("smoke"), dict)]
     if rows:
         out += ["| size (B) | out-of-place busbw (GB/s) | in-place busbw (GB/s) |", "| ---: | ---: | ---: |"]
         for r in rows:
-            row = r.get("row") or {}
-            out.append(f"| {r.get('size')} | {row.get('oop_busbw')} | {row.get('ip_busbw')} |")
+            row = r.get("row") if isinstance(r.get("row"), dict) else {}
+            out.append(f"| {_cell(_t(r.get('size')))} | {_cell(_t(row.get('oop_busbw')))} | "
+                       f"{_cell(_t(row.get('ip_busbw')))} |")
         out.append("")
     for smoke in results:
         verdict = "passed" if smoke.get("passed") else "FAILED"
-        out.append(f"- {verdict}: average bus bandwidth {smoke.get('avg_busbw')} GB/s (threshold "
-                   f"{smoke.get('threshold')}), out of bounds {smoke.get('out_of_bounds')}, NVLS used "
-                   f"{smoke.get('nvls_used')}" + (f"; {'; '.join(smoke.get('errors') or [])}" if smoke.get("errors")
-                                                  else ""))
+        errors = smoke.get("errors") if isinstance(smoke.get("errors"), list) else []
+        out.append(f"- {verdict}: average bus bandwidth {_t(smoke.get('avg_busbw'))} GB/s (threshold "
+                   f"{_t(smoke.get('threshold'))}), out of bounds {_t(smoke.get('out_of_bounds'))}, NVLS used "
+                   f"{_t(smoke.get('nvls_used'))}" + (f"; {_t('; '.join(map(str, errors)))}" if errors else ""))
     if not rows and not results:
         out.append("No smoke test ran.")
     out.append("")
@@ -188,26 +215,31 @@ def _node_section(host: str, records: list[dict[str, Any]]) -> list[str]:
     for r in records:
         entry = _timeline_entry(r)
         if entry is not None:
-            out.append(f"| {_clock(r.get('time'))} | {_cell(r.get('step') or '')} | {_cell(entry)} |")
+            out.append(f"| {_clock(r.get('time'))} | {_cell(_t(r.get('step') or ''))} | {_cell(entry)} |")
     out.append("")
     return out
 
 
+def _dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
 def render_report(contents: AuditLogContents, source: str | None = None) -> str:
-    """The Markdown incident report of one audit log."""
+    """The Markdown incident report of one audit log; every value from the log is escaped."""
     records = contents.records
     first = records[0] if records else {}
     last = records[-1] if records else {}
     hosts: list[str] = []
     for r in records:
-        if r.get("node") and r["node"] not in hosts:
-            hosts.append(r["node"])
+        node = r.get("node")
+        if node and isinstance(node, str) and node not in hosts:
+            hosts.append(node)
     dry = any(r.get("dry_run") for r in records)
     out = ["# NVLS repair incident report", ""]
-    out += [f"- audit log: `{source}`" if source else "- audit log: (stdin)",
-            f"- operator: {first.get('operator', '?')}",
-            f"- from {first.get('time', '?')} to {last.get('time', '?')}",
-            f"- nodes: {', '.join(hosts) or 'none'}" + (" (dry run: nothing was changed)" if dry else "")]
+    out += [f"- audit log: {_code(source)}" if source else "- audit log: (stdin)",
+            f"- operator: {_t(first.get('operator', '?'))}",
+            f"- from {_t(first.get('time', '?'))} to {_t(last.get('time', '?'))}",
+            f"- nodes: {', '.join(_t(h) for h in hosts) or 'none'}" + (" (dry run: nothing was changed)" if dry else "")]
     if contents.unreadable:
         where = ", ".join(map(str, contents.unreadable[:5]))
         out.append(f"- {len(contents.unreadable)} unreadable line(s) skipped (line {where}); "
@@ -218,9 +250,10 @@ def render_report(contents: AuditLogContents, source: str | None = None) -> str:
         for host in hosts:
             mine = [r for r in records if r.get("node") == host]
             fin = next((r for r in reversed(mine) if r.get("event") == "run-finished"), {})
-            smoke = next((r.get("smoke") or {} for r in reversed(mine) if r.get("event") == "smoke-finished"), {})
-            out.append(f"| {host} | {fin.get('result', 'unfinished')} | {smoke.get('avg_busbw', '–')} | "
-                       f"{_cell(fin.get('message', ''))} |")
+            smoke = next((r["smoke"] for r in reversed(mine)
+                          if r.get("event") == "smoke-finished" and isinstance(r.get("smoke"), dict)), {})
+            out.append(f"| {_cell(_t(host))} | {_cell(_t(fin.get('result', 'unfinished')))} | "
+                       f"{_cell(_t(smoke.get('avg_busbw', '–')))} | {_cell(_t(fin.get('message', '')))} |")
         out.append("")
     for host in hosts:
         out += _node_section(host, [r for r in records if r.get("node") == host])

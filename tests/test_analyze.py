@@ -54,6 +54,29 @@ EXPECTED_KINDS = {
     "public/nvidia-smi-q/h200-590-q-idle.txt": "nvidia-smi-q",
     "public/nvlink-topo/h100-hgx-nvlink-status-gpu0-1.txt": "nvlink-status",
     "public/nvlink-topo/lspci-iommu-h200-hgx-nvswitch-22a3.txt": "lspci",
+    "real/h200-1gpu-vm/fuser-v-one-cuda-process.txt": "fuser",
+    "real/h200-1gpu-vm/probe-output-with-cuda-holder.txt": "nvls-tui-probe",
+    "real/h200-1gpu-vm/probe-script.sh": "unknown",  # a script, not an output
+    "real/h200-1gpu-vm/ps-holder-identity.txt": "ps",
+    "real/h200-1gpu-vm/query-gpu-probe-fields.csv": "nvidia-smi-query-csv",
+    "real/nvidia-h200/check-local-before-fix.json": "unknown",  # nvls-tui's own JSON
+    "real/nvidia-h200/check-ssh-before-fix.json": "unknown",
+    "real/nvidia-h200/dmesg-nvidia-lines.txt": "kernel-log",
+    "real/nvidia-h200/fuser-v-one-cuda-process.txt": "fuser",
+    "real/nvidia-h200/ls-l-dev-nvidia.txt": "unknown",
+    "real/nvidia-h200/nvidia-smi-q-x.xml": "nvidia-smi-q-xml",
+    "real/nvidia-h200/nvidia-smi-q.txt": "nvidia-smi-q",
+    "real/nvidia-h200/nvidia-smi.txt": "nvidia-smi",
+    "real/nvidia-h200/nvml-fabric-v3.txt": "unknown",
+    "real/nvidia-h200/probe-output-before-fix.txt": "nvls-tui-probe",
+    "real/nvidia-h200/proc-pid-cgroup-stat-fd.txt": "proc-stat",
+    "real/nvidia-h200/ps-holder-identity.txt": "ps",
+    "real/nvidia-h200/ps-ppid-of-holder.txt": "unknown",  # "  429": nothing to recognise it by
+    "real/nvidia-h200/query-gpu-fabric-health.csv": "nvidia-smi-query-csv",
+    "real/nvidia-h200/query-gpu-invalid-field.txt": "nvidia-smi-query-csv",
+    "real/nvidia-h200/query-gpu-probe-fields.csv": "nvidia-smi-query-csv",
+    "real/nvidia-h200/sysfs-pci-nvidia.txt": "unknown",
+    "real/nvidia-h200/topo-m.txt": "topo-matrix",
 }
 
 
@@ -74,8 +97,11 @@ def test_each_fixture_is_recognised_by_its_content_not_its_name(capsys, tmp_path
     shutil.copy(FIXTURES / name, renamed)
     code, (entry,) = analyze(capsys, str(renamed))
     assert entry["kind"] == kind
-    assert "error" not in entry
-    assert code in (0, 1)
+    if kind == "unknown":
+        assert entry["error"] and code == 1  # said, not guessed
+    else:
+        assert "error" not in entry
+        assert code in (0, 1)
 
 
 def test_analyze_of_the_real_h200_directory_prints_every_kind_and_exits_0(capsys):
@@ -205,3 +231,21 @@ def test_the_nvml_dump_flags_the_misreading_v1_call():
         (0, "v1", "Not Supported", False), (0, "v2", "Completed", True), (0, "v3", "Completed", True),
         (1, "v1", "Not Supported", False), (1, "v2", "Completed", True), (1, "v3", "Completed", True)]
     assert {e["status"] for e in entries} == {0}
+
+
+@pytest.mark.parametrize("prose", ["README.md", "docs/design.md", "docs/console.md"])
+def test_prose_that_quotes_tool_output_is_not_taken_for_that_output(capsys, prose):
+    # The README quotes "was successfully reset.", NCCL's WARN and NV_ERR_* codes in sentences.
+    code, (entry,) = analyze(capsys, str(pathlib.Path(__file__).parent.parent / prose))
+    assert entry["kind"] == "unknown" and code == 1
+
+
+def test_a_probe_output_captured_on_the_real_h200_is_read_as_the_node_it_describes(capsys):
+    code, (entry,) = analyze(capsys, str(FIXTURES / "real/nvidia-h200/probe-output-before-fix.txt"))
+    node = entry["data"]
+    assert entry["kind"] == "nvls-tui-probe" and code == 0  # warnings only: degraded, not broken
+    assert node["platform"] == "no-nvswitch" and node["verdict"] == "degraded"
+    assert [g["uuid"] for g in node["gpus"]] == ["GPU-4c92883e-14e5-36c3-30b6-025e29fe6609"]
+    missing = {m["section"]: m["reason"] for m in node["missing"]}
+    assert missing["units"] == missing["nvswitches"] == "tool missing"  # no systemctl, no lspci there
+    assert "FABRIC_NOT_COMPLETED" not in {f["code"] for f in entry["findings"]}  # N/A: no fabric, not broken

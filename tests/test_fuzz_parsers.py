@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.parsers.fabricmanager_log import parse_fm_log, parse_fm_version
-from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
+from nvls_tui.parsers.fuser import parse_fuser_streams, parse_fuser_terse, parse_fuser_v
 from nvls_tui.parsers.holders import build_holders, classify, unit_and_pod
 from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.nccl_json import parse_nccl_json, run_to_dict
 from nvls_tui.parsers.nccl_tests import NcclStreamParser, parse_nccl_text
-from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
+from nvls_tui.parsers.ps import parse_proc_stat, parse_ps, parse_ps_cgroups
 from nvls_tui.parsers.systemctl import parse_show, parse_status_details
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -55,7 +55,10 @@ def run_every_parser(text: str) -> None:
     parse_show(text)
     fuser = parse_fuser_v(text)
     parse_fuser_terse(text, text)
+    parse_fuser_streams(text, text)
+    parse_fuser_streams(" ".join(str(n) for n in range(2000)) + " x", text)  # linear time, even when it fails
     ps = parse_ps(text)
+    parse_ps_cgroups(text)
     parse_proc_stat(text)
     parse_kernel_log(text)
     parse_fm_log(text)

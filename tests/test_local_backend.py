@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -40,11 +44,57 @@ def test_check_local_without_a_gpu_exits_2_with_the_reason(capsys):
     assert code == 2 and "no NVIDIA GPU can be read" in out
 
 
-def test_the_proc_scan_finds_no_holder_where_no_device_file_is_open():
-    holders = scan_holders()
-    assert all(d.startswith("/dev/nvidia") for h in holders for d in h.devices)
-    if not any(p.startswith("nvidia") for p in __import__("os").listdir("/dev")):
-        assert holders == ()
+# Run inside a private mount and PID namespace (root only): /dev is a tmpfs there with stand-in
+# device files, and the holders are real processes with real open files, so the /proc scan of the
+# local backend and the real fuser + ps of the SSH probe read the very same processes.
+NAMESPACED_SCAN = r"""
+import json, os, subprocess, sys, time
+from nvls_tui.backends.local import scan_holders
+from nvls_tui.parsers.fuser import parse_fuser_streams
+from nvls_tui.parsers.holders import build_holders
+from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
+from nvls_tui.probe import cgroup_argv, ps_argv
+holder = subprocess.Popen([sys.executable, "-c",
+    "import time; fs=[open(p) for p in ('/dev/nvidia0', '/dev/nvidiactl', '/dev/nvidia-caps/nvidia-cap1')];"
+    " print('up', flush=True); time.sleep(60)", "--served-by=trainer"], stdout=subprocess.PIPE, text=True)
+assert holder.stdout.readline().strip() == "up"
+fuser, entries, why = scan_holders(True)
+local = build_holders(fuser, entries)
+table = subprocess.run("fuser -v /dev/nvidia* 2>&1", shell=True, capture_output=True, text=True)
+held = parse_fuser_streams(table.stdout).value
+pids = sorted({h.pid for h in held})
+ps = subprocess.run(ps_argv(pids), capture_output=True, text=True).stdout
+cg = subprocess.run(cgroup_argv(pids), capture_output=True, text=True).stdout
+probe = build_holders(held, parse_ps(ps).value, parse_ps_cgroups(cg).value)
+def key(h):
+    return [h.pid, h.ppid, h.user, " ".join((h.start_time or "").split()), h.command, str(h.kind), list(h.devices), h.unit]
+print(json.dumps({"local": [key(h) for h in local], "probe": [key(h) for h in probe], "why": why and why.detail,
+                  "pid": holder.pid}))
+holder.kill()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("fuser") is None,
+                    reason="needs root, unshare and psmisc for a private /dev")
+def test_the_proc_scan_reads_real_holders_exactly_as_the_probe_s_fuser_and_ps_do(tmp_path):
+    (tmp_path / "scan.py").write_text(NAMESPACED_SCAN)
+    setup = ("mount -t tmpfs tmpfs /dev && mkdir /dev/nvidia-caps && "
+             "touch /dev/nvidia0 /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-caps/nvidia-cap1 && "
+             f"exec {sys.executable} {tmp_path / 'scan.py'}")
+    done = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", "sh", "-c", setup], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["why"] is None
+    assert seen["local"] == seen["probe"]  # one truth, whichever way the node is read
+    (holder,) = seen["local"]
+    assert holder[0] == seen["pid"] and holder[4].endswith("--served-by=trainer") and holder[5] == "cuda-app"
+    assert holder[6] == ["/dev/nvidia0", "/dev/nvidiactl"]  # /dev/nvidia-caps/* is not /dev/nvidia*, as for fuser
+
+
+def test_a_non_root_proc_scan_says_it_cannot_vouch_for_other_users():
+    _fuser, _entries, why = scan_holders(False)
+    assert why is not None and why.reason == "permission denied" and "root" in why.detail
 
 
 def test_lstart_matches_what_ps_prints_for_the_same_process():

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvls_tui.model import NodeState
+from nvls_tui.textsafe import clean
 
 
 class BackendError(Exception):
@@ -53,13 +54,26 @@ class InvalidArgument(BackendError):
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
-    """One finished command: what ran, how it ended, what it printed."""
+    """One finished command: what ran, how it ended, what it printed.
+
+    Attributes:
+        exit_status: the command's own status; -1 when it never reported one (it was stopped, or
+            the link dropped before its end).
+        truncated: the command printed more than the byte cap and was stopped; the output is the
+            head that arrived before that.
+    """
 
     argv: tuple[str, ...]
     exit_status: int
     stdout: str = ""
     stderr: str = ""
     duration: float = 0.0
+    truncated: bool = False
+
+    def __post_init__(self) -> None:
+        # The one door every byte from a node comes through: escapes and controls stop here.
+        object.__setattr__(self, "stdout", clean(self.stdout))
+        object.__setattr__(self, "stderr", clean(self.stderr))
 
     @property
     def ok(self) -> bool:
@@ -93,6 +107,21 @@ def identity_text(start_time: str | None, command: str | None) -> str:
     """``lstart`` + args with runs of blanks collapsed: the form two identities are compared in
     (ps pads the day of the month, ``Mar  4``; a parser may not)."""
     return " ".join(f"{start_time or ''} {command or ''}".split())
+
+
+def require_identity(host: str, pid: int, expected: ProcessIdentity) -> None:
+    """Refuse a signal whose target cannot be verified (every backend calls this first).
+
+    Raises:
+        InvalidArgument: ``expected`` is for another PID.
+        ProcessChanged: no start time or command line was recorded, so a reused PID could not be told
+            apart (fail closed: poll again, with the processes section readable).
+    """
+    if expected.pid != pid:
+        raise InvalidArgument(f"refusing to signal PID {pid}: the expected identity is for PID {expected.pid}")
+    if not expected.start_time or not (expected.command or "").strip():
+        raise ProcessChanged(f"PID {pid} on {host} has no recorded start time or command line, so it cannot be "
+                             f"verified: poll again before signalling it")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import dataclasses
 import glob
 import os
-import signal as signals
 import socket
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -27,14 +27,18 @@ from nvls_tui.backends.base import (
     ProcessGone,
     ProcessIdentity,
     SignalOutcome,
+    identity_text,
+    require_identity,
     validate_pid,
 )
-from nvls_tui.model import FabricInfo, GpuState, Holder, NodeState
-from nvls_tui.parsers.holders import classify, unit_and_pod
+from nvls_tui.evidence import PERMISSION
+from nvls_tui.model import FabricInfo, GpuState, MissingEvidence, NodeState
+from nvls_tui.parsers.fuser import FuserHolder
+from nvls_tui.parsers.holders import build_holders
+from nvls_tui.parsers.nvml import fabric_from_nvml
+from nvls_tui.parsers.ps import PsEntry, cgroup_column
 from nvls_tui.probe import SECTIONS
-
-FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
-
+from nvls_tui.textsafe import clean, clean_line
 
 def lstart(create_time: float) -> str:
     """A process start time in ``ps -o lstart`` form (the identity text used everywhere)."""
@@ -56,16 +60,10 @@ def _fabric(pynvml, handle) -> FabricInfo:
             pynvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
         except pynvml.NVMLError:
             continue
-        state = FABRIC_STATES.get(int(info.state), "N/A")
-        status = "N/A"
-        if state == "Completed":
-            # status is an NVML return code; nvidia-smi prints its words (e.g. "Insufficient Resources").
-            code = int(info.status)
-            status = "Success" if code == 0 else str(pynvml.nvmlErrorString(code))
-        uuid_hex = bytes(info.clusterUuid).hex()
-        cluster = f"{uuid_hex[:8]}-{uuid_hex[8:12]}-{uuid_hex[12:16]}-{uuid_hex[16:20]}-{uuid_hex[20:32]}"
-        return FabricInfo(state=state, status=status, clique_id=str(int(info.cliqueId)), cluster_uuid=cluster)
-    return FabricInfo(state="Not Supported", status="N/A")
+        return fabric_from_nvml(int(info.state), int(info.status), int(info.cliqueId), bytes(info.clusterUuid),
+                                health_summary=getattr(info, "healthSummary", None),
+                                error_string=lambda code: str(pynvml.nvmlErrorString(code)))
+    return FabricInfo(state="N/A", status="N/A")
 
 
 def read_nvml() -> tuple[str, tuple[GpuState, ...]]:
@@ -91,21 +89,30 @@ def read_nvml() -> tuple[str, tuple[GpuState, ...]]:
                 pm = "Enabled" if pynvml.nvmlDeviceGetPersistenceMode(handle) else "Disabled"
             except pynvml.NVMLError:
                 pm = None
-            gpus.append(GpuState(index=index, bus_id=bus, name=str(pynvml.nvmlDeviceGetName(handle)),
-                                 uuid=str(pynvml.nvmlDeviceGetUUID(handle)), fabric=_fabric(pynvml, handle),
+            gpus.append(GpuState(index=index, bus_id=bus, name=clean(str(pynvml.nvmlDeviceGetName(handle))),
+                                 uuid=clean(str(pynvml.nvmlDeviceGetUUID(handle))), fabric=_fabric(pynvml, handle),
                                  persistence_mode=pm))
         return str(driver), tuple(gpus)
     finally:
         pynvml.nvmlShutdown()
 
 
-def scan_holders() -> tuple[Holder, ...]:
-    """Every process with a /dev/nvidia* file open, from /proc/PID/fd (blocking; run in a thread).
+def scan_holders(root: bool) -> tuple[tuple[FuserHolder, ...], tuple[PsEntry, ...], MissingEvidence | None]:
+    """Every process with a ``/dev/nvidia*`` file open, read from /proc as fuser and ps would print it
+    (blocking; run it in a thread).
 
     NVML's process list misses holders without a CUDA context (nvidia-smi, DCGM, watch loops), so the
-    file descriptors are the only complete answer.
+    file descriptors are the only complete answer. Only files directly in /dev count, as the probe's
+    ``/dev/nvidia*`` glob does (not ``/dev/nvidia-caps/*``). The parents of holders are returned too:
+    :func:`~nvls_tui.parsers.holders.build_holders` turns a ``watch nvidia-smi`` parent into a holder.
+
+    Returns:
+        (holders as fuser lists them, their identities and parents' as ps prints them, why the scan
+        is incomplete or None).
     """
-    holders = []
+    held: list[FuserHolder] = []
+    entries: dict[int, PsEntry] = {}
+    hidden: list[int] = []
     for proc in psutil.process_iter(["pid", "ppid", "username", "cmdline", "create_time", "name"]):
         devices = set()
         try:
@@ -114,20 +121,54 @@ def scan_holders() -> tuple[Holder, ...]:
                     target = os.readlink(entry.path)
                 except OSError:
                     continue
-                if target.startswith("/dev/nvidia"):
+                if target.startswith("/dev/nvidia") and "/" not in target[len("/dev/"):]:
                     devices.add(target)
-            cgroup = open(f"/proc/{proc.pid}/cgroup").read().splitlines()[-1] if devices else None
-        except (PermissionError, FileNotFoundError, ProcessLookupError):
+        except PermissionError:
+            hidden.append(proc.pid)
             continue
-        if not devices:
+        except (FileNotFoundError, ProcessLookupError):
             continue
-        info = proc.info
-        command = " ".join(info["cmdline"] or []) or f"[{info['name']}]"
-        unit, pod = unit_and_pod(cgroup)
-        holders.append(Holder(pid=info["pid"], user=info["username"] or "?", command=command,
-                              kind=classify(command), devices=tuple(sorted(devices)), unit=unit, pod=pod,
-                              start_time=lstart(info["create_time"]), ppid=info["ppid"]))
-    return tuple(sorted(holders, key=lambda h: h.pid))
+        if devices:
+            held.append(FuserHolder(proc.pid, clean(proc.info["username"] or "?"), "F....", clean(proc.info["name"] or "?"),
+                                    tuple(sorted(devices))))
+    wanted = {h.pid for h in held}
+    wanted |= {ppid for pid in list(wanted) if (ppid := _ppid(pid)) and ppid > 1}
+    for pid in sorted(wanted):
+        entry = _ps_entry(pid)
+        if entry is not None:
+            entries[pid] = entry
+    why = None
+    if not root:
+        why = MissingEvidence("holders", PERMISSION, "the processes holding /dev/nvidia* could not be read: "
+                              "nvls-tui does not run as root, so other users' open files are invisible")
+    elif hidden:
+        why = MissingEvidence("holders", PERMISSION, f"the processes holding /dev/nvidia* could not be read: the "
+                              f"open files of PID {hidden[0]} cannot be read" + (f" (and {len(hidden) - 1} more)"
+                                                                                  if len(hidden) > 1 else ""))
+    return tuple(sorted(held, key=lambda h: h.pid)), tuple(entries.values()), why
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
+        return None
+
+
+def _ps_entry(pid: int) -> PsEntry | None:
+    """One process as ``ps -o pid=,ppid=,user:32=,lstart=,args=`` and ``-o cgroup=`` would print it."""
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            # A command line is anybody's text: cleaned like everything else read from the node.
+            args = clean(" ".join(proc.cmdline()) or f"[{proc.name()}]")
+            entry = PsEntry(pid=pid, ppid=proc.ppid(), user=clean(proc.username() or "?"),
+                            lstart=" ".join(lstart(proc.create_time()).split()), cgroup=None, args=args)
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as fh:
+            cgroup = cgroup_column(fh.read())
+    except (psutil.Error, OSError):
+        return None
+    return dataclasses.replace(entry, cgroup=None if cgroup == "-" else cgroup)
 
 
 class LocalBackend(Backend):
@@ -180,7 +221,7 @@ class LocalBackend(Backend):
         try:
             assert proc.stdout is not None
             async for raw in proc.stdout:
-                yield raw.decode(errors="replace").rstrip("\n")
+                yield clean_line(raw.decode(errors="replace"))
             self.last_exit_status = await proc.wait()
         finally:
             if proc.returncode is None:
@@ -193,15 +234,16 @@ class LocalBackend(Backend):
     async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
         """Signal ``pid`` after re-reading its start time and command line (psutil)."""
         pid = validate_pid(pid)
-        if sig == signals.SIGKILL and expected.pid != pid:
-            raise InvalidArgument("SIGKILL needs the exact PID the operator selected")
+        require_identity(self.host, pid, expected)
+        if self.options.read_only:
+            raise InvalidArgument(f"{self.host}: read-only session, not signalling PID {pid}")
         try:
             proc = psutil.Process(pid)
             start = lstart(proc.create_time())
-            command = " ".join(proc.cmdline()) or f"[{proc.name()}]"
+            command = clean(" ".join(proc.cmdline()) or f"[{proc.name()}]")
         except psutil.NoSuchProcess:
             raise ProcessGone(f"PID {pid} has already exited") from None
-        if (expected.start_time and start != expected.start_time) or command != expected.command:
+        if identity_text(start, command) != identity_text(expected.start_time, expected.command):
             raise ProcessChanged(f"PID {pid} is now another process ({command[:60]}): not signalled")
         try:
             os.kill(pid, sig)
@@ -216,7 +258,8 @@ class LocalBackend(Backend):
             driver, gpus = await asyncio.to_thread(read_nvml)
         except RuntimeError as exc:
             return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=polled)
-        holders = await asyncio.to_thread(scan_holders)
+        fuser, entries, incomplete = await asyncio.to_thread(scan_holders, os.geteuid() == 0)
+        holders = build_holders(fuser, entries)
         sections = {}
         for section in SECTIONS:
             if section.name in ("gpus", "holders"):
@@ -228,5 +271,6 @@ class LocalBackend(Backend):
                 sections[section.name] = result
             except CommandTimeout as exc:
                 sections[section.name] = CommandResult(section.argv, 124, "", str(exc))
-        return assemble_node_state(self.host, sections, simulated=False, polled_at=polled,
-                                   gpus=gpus, driver=driver, holders=holders)
+        return assemble_node_state(self.host, sections, simulated=False, polled_at=polled, gpus=gpus,
+                                   driver=driver, holders=holders, sudo=self.options.sudo,
+                                   missing=(incomplete,) if incomplete else ())

@@ -25,11 +25,14 @@ from nvls_tui.backends.base import (
     SignalOutcome,
     identity_text,
     join_argv,
+    require_identity,
     validate_pid,
 )
 from nvls_tui.model import NodeState
+from nvls_tui.textsafe import clean_line
+from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
-from nvls_tui.probe import KERNEL_PATTERN, SECTIONS, ps_argv
+from nvls_tui.probe import KERNEL_LINES, KERNEL_PATTERN, SECTIONS, cgroup_argv, ppid_argv, ps_argv
 from nvls_tui.sim.commands import HANG, Output, execute
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.sim.render_nccl import Plan
@@ -39,7 +42,6 @@ if TYPE_CHECKING:
     from nvls_tui.sim.state import Node, Proc
 
 # A fuser -v row: "<user> <pid> <access> <command>" (the access column is five flag characters).
-_FUSER_ROW = re.compile(r"(?:^|\s)\S+\s+(\d+)\s+[Ffrcem.]{5}\s")
 
 
 class SimulatedBackend(Backend):
@@ -128,7 +130,7 @@ class SimulatedBackend(Backend):
             text = result.merged if result.merged is not None else CommandResult(
                 argv, result.exit_status, result.stdout, result.stderr).output
             for line in text.splitlines():
-                yield line
+                yield clean_line(line)
             self.last_exit_status = result.exit_status
             return
         assert isinstance(result, Plan)
@@ -137,7 +139,7 @@ class SimulatedBackend(Backend):
             for delay, line in result.steps:
                 if delay:
                     await self.fleet.clock.sleep(delay)
-                yield line
+                yield clean_line(line)
             self.last_exit_status = result.exit_status
         finally:
             self._end_smoke(proc)
@@ -145,13 +147,13 @@ class SimulatedBackend(Backend):
     async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
         """Re-read ``pid`` with ps, refuse if it changed, then ``kill -SIG pid``."""
         pid = validate_pid(pid)
+        require_identity(self.host, pid, expected)
         seen = await self.run(ps_argv([pid]), privileged=True)
-        line = seen.stdout.strip()
-        if not seen.ok or not line:
+        entry = next(iter(parse_ps(seen.stdout).value), None)
+        if not seen.ok or entry is None:
             raise ProcessGone(f"process {pid} on {self.host} is gone")
-        parts = line.split()
-        start, command = " ".join(parts[3:8]), " ".join(parts[9:])
-        if expected.start_time is not None and identity_text(expected.start_time, "") != identity_text(start, ""):
+        start, command = entry.lstart, entry.args
+        if identity_text(expected.start_time, "") != identity_text(start, ""):
             raise ProcessChanged(f"process {pid} on {self.host} was restarted (started {start}, "
                                  f"expected {expected.start_time}): not signalled")
         if identity_text("", expected.command) != identity_text("", command):
@@ -166,13 +168,26 @@ class SimulatedBackend(Backend):
         return SignalOutcome(pid=pid, signalled=True)
 
     async def _section(self, argv: Sequence[str], privileged: bool) -> CommandResult:
+        """One probe command with stderr merged into stdout, as the remote script's ``2>&1`` does."""
+        argv = tuple(argv)
+        began = time.monotonic()
         try:
-            return await self.run(argv, privileged=privileged)
-        except CommandTimeout as exc:
-            return CommandResult(tuple(argv), 124, "", str(exc) + "\n", float(self.timeout))
+            result = execute(self.node, argv, self.fleet.clock.now())
+        except Exception as exc:  # noqa: BLE001 - a simulator bug reads as a failed command, not a crash
+            return CommandResult(argv, 1, f"simulator error: {exc!r}\n")
+        await asyncio.sleep(0)
+        if result is HANG:
+            await asyncio.sleep(self.timeout)  # a wedged tool costs the poll its whole timeout, as on a node
+            return CommandResult(argv, 124, f"`{join_argv(argv)}` did not finish within {self.timeout:g} s\n", "",
+                                 float(self.timeout))
+        if not isinstance(result, Output):
+            return CommandResult(argv, 1, "", "")
+        merged = result.merged if result.merged is not None else CommandResult(
+            argv, result.exit_status, result.stdout, result.stderr).output
+        return CommandResult(argv, result.exit_status, merged, "", time.monotonic() - began)
 
     async def snapshot(self) -> NodeState:
-        """Run the read-only probe (nvls_tui.probe.SECTIONS, then ps of the holders) and assemble it."""
+        """Run the read-only probe as the remote script does, one command at a time, and assemble it."""
         from nvls_tui.assemble import assemble_node_state
 
         sections: dict[str, CommandResult] = {}
@@ -180,24 +195,23 @@ class SimulatedBackend(Backend):
             result = await self._section(section.argv, section.privileged)
             if not result.ok and section.fallback:
                 result = await self._section(section.fallback, section.privileged)
-            if section.shell_tail and section.name == "kernel":
-                # The remote script pipes this section through grep/tail; do the same here.
-                keep = [ln for ln in result.stdout.splitlines() if re.search(KERNEL_PATTERN, ln)][-300:]
-                result = CommandResult(result.argv, result.exit_status, "".join(ln + "\n" for ln in keep),
-                                       result.stderr, result.duration)
+            if section.name == "kernel" and result.ok:
+                # The remote script filters this section on the node (awk); do the same here.
+                lines = result.stdout.splitlines()
+                keep = [ln for ln in lines if ln[:4].isdigit() and re.search(KERNEL_PATTERN, ln)][-KERNEL_LINES:]
+                notes = [ln for ln in lines if not ln[:4].isdigit() and not ln.startswith("-- ")][:20]
+                result = CommandResult(result.argv, result.exit_status, "".join(ln + "\n" for ln in notes + keep),
+                                       "", result.duration)
             sections[section.name] = result
-        holders = sections.get("holders")
-        pids = sorted({int(m) for m in _FUSER_ROW.findall(holders.output if holders else "")})
+        # The script's derived reads: identities and cgroups of the holders and of their parents.
+        pids = sorted({h.pid for h in parse_fuser_streams(sections["holders"].stdout).value})
         if pids:
-            procs = await self._section(ps_argv(pids), False)
-            # Their parents too (as the remote probe does): a watch loop holds nothing itself.
-            ppids = sorted({e.ppid for e in parse_ps(procs.stdout).value if e.ppid} - set(pids) - {1})
-            if ppids:
-                parents = await self._section(ps_argv(ppids), False)
-                procs = CommandResult(procs.argv, procs.exit_status, procs.stdout + parents.stdout, procs.stderr)
-            sections["processes"] = procs
+            parents = await self._section(ppid_argv(pids), False)
+            ppids = sorted({int(w) for w in parents.stdout.split() if w.isdigit()} - set(pids) - {0, 1})
+            sections["processes"] = await self._section(ps_argv(pids + ppids), False)
+            sections["cgroups"] = await self._section(cgroup_argv(pids + ppids), False)
         else:
-            sections["processes"] = CommandResult(("ps",), 1, "", "")
+            sections["processes"] = sections["cgroups"] = CommandResult(("ps",), 0, "")
         return assemble_node_state(self.host, sections, simulated=True)
 
     async def close(self) -> None:

@@ -34,12 +34,14 @@ from nvls_tui.backends.base import (
     Unreachable,
     identity_text,
     join_argv,
+    require_identity,
     validate_host,
     validate_pid,
 )
 from nvls_tui.backends.ssh_pool import SshConnector
 from nvls_tui.model import NodeState
-from nvls_tui.probe import SECTIONS, ps_argv, probe_script, split_probe_output
+from nvls_tui.textsafe import clean_line
+from nvls_tui.probe import new_nonce, probe_script, section_argv, split_probe_output
 from nvls_tui.ssh_targets import SshTarget
 
 # sshd's default MaxSessions is 10 channels per connection; stay under it.
@@ -300,11 +302,11 @@ class SshBackend(Backend):
             finished = False
             try:
                 if early:
-                    yield early.rstrip("\r\n")
+                    yield clean_line(early)
                 try:
                     async for text in proc.stdout:
                         if text:  # asyncssh ends with an empty read at EOF; a blank line is "\n"
-                            yield text.rstrip("\r\n")
+                            yield clean_line(text)
                     await proc.wait_closed()
                 except (asyncssh.Error, OSError):
                     raise self._dropped(f"the stream of {_short(argv)}") from None
@@ -328,16 +330,12 @@ class SshBackend(Backend):
             CommandFailed: kill was refused (permissions, sudo password).
         """
         pid = validate_pid(pid)
-        if expected.pid != pid:
-            raise InvalidArgument(f"refusing to signal PID {pid}: the expected identity is for PID {expected.pid}")
+        require_identity(self.host, pid, expected)
         if isinstance(sig, bool) or sig not in SIGNALS:
             raise InvalidArgument(f"refusing signal {sig!r}: only TERM, KILL, INT, HUP, QUIT, USR1, USR2, "
                                   f"CONT and STOP are sent")
         if self.options.read_only:
             raise InvalidArgument(f"{self.host}: read-only session, not signalling PID {pid}")
-        if not expected.start_time:
-            raise ProcessChanged(f"PID {pid} on {self.host} has no recorded start time, so it cannot be "
-                                 f"verified: poll again before signalling it")
         name = SIGNALS[sig]
         script = signal_script(pid, name, expected, sudo=self.options.sudo)
         result = await self.run(["sh", "-c", script])
@@ -363,13 +361,12 @@ class SshBackend(Backend):
         Raises:
             Unreachable, CommandTimeout.
         """
-        result = await self.run(["sh", "-c", probe_script(self.options.sudo)])
-        argv = {s.name: s.argv for s in SECTIONS}
+        nonce = new_nonce()
+        result = await self.run(["sh", "-c", probe_script(self.options.sudo, nonce)])
         sections = {}
-        for name, (status, text) in split_probe_output(result.stdout).items():
-            sections[name] = CommandResult(
-                argv=argv.get(name, ps_argv([])), exit_status=-1 if status is None else status, stdout=text,
-            )
+        for name, (status, text) in split_probe_output(result.stdout, nonce).items():
+            sections[name] = CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
+                                           stdout=text)
         # Without this, a `sudo -n` that wants a password only empties the privileged sections: the
         # node then looks as if nothing held a device and the kernel log were clean. The holders
         # section keeps its stderr, so sudo's refusal shows there; make it the poll's one clear error.
@@ -389,7 +386,7 @@ class SshBackend(Backend):
             return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=time.time())
         from nvls_tui.assemble import assemble_node_state  # the lead's module; imported late on purpose
 
-        return assemble_node_state(self.host, sections, simulated=False)
+        return assemble_node_state(self.host, sections, simulated=False, sudo=self.options.sudo)
 
     async def close(self) -> None:
         """Close the pooled connection (after any pending clean-up); the next command opens a new one."""

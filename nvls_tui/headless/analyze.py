@@ -7,8 +7,10 @@ import json
 import sys
 
 from rich.console import Console
+from rich.text import Text
 from rich.table import Table
 
+from nvls_tui.textsafe import one_line
 from nvls_tui.analysis import analyze_text
 
 # Refuse to slurp something that cannot be a command output (a disk image, /dev/zero).
@@ -72,20 +74,22 @@ def _summary(entry: dict) -> str:
 
 
 def _print_rich(entries: list[dict]) -> None:
-    console = Console(highlight=False)
+    # Plain Text everywhere: the files' words (and their names) are data, never markup.
+    console = Console(highlight=False, markup=False, emoji=False)
     table = Table(title="nvls-tui analyze", expand=False)
     table.add_column("file", overflow="fold")
     table.add_column("kind", style="bold")
     table.add_column("what it says", overflow="fold")
     for entry in entries:
         text = entry.get("error") or _summary(entry)
-        table.add_row(entry["file"], entry["kind"], text)
+        table.add_row(Text(one_line(entry["file"])), Text(entry["kind"]), Text(one_line(text)))
     console.print(table)
     for entry in entries:
         for finding in entry["findings"]:
-            style = SEVERITY_STYLE.get(finding["severity"], "")
-            console.print(f"[{style}]{finding['severity']:>7}[/] {finding['code']}: {finding['message']} "
-                          f"[dim]({entry['file']})[/]")
+            line = Text(f"{finding['severity']:>7}", style=SEVERITY_STYLE.get(finding["severity"], ""))
+            line.append(f" {finding['code']}: {one_line(finding['message'])} ")
+            line.append(f"({one_line(entry['file'])})", style="dim")
+            console.print(line)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from nvls_tui.jsonout import node_json
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.targets import options_from_args, resolve_backends
+from nvls_tui.textsafe import one_line
 
 VERDICT_STYLE = {
     Verdict.BROKEN: "bold red",
@@ -67,8 +68,11 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     # rich is imported here: `check --json` on hundreds of nodes should not pay for it.
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(highlight=False)
+    # Every cell and line is a Text, never markup: a node's words (a driver string, a unit state, a
+    # finding that quotes a process) are data, and one hostile node must not hide the others.
+    console = Console(highlight=False, markup=False, emoji=False)
     simulated = any(s.simulated for s, _ in results)
     title = "nvls-tui check" + (" — SIMULATED nodes" if simulated else "")
     table = Table(title=title)
@@ -77,22 +81,23 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     for state, diag in results:
         fm = state.service("nvidia-fabricmanager")
         table.add_row(
-            state.host,
-            f"[{VERDICT_STYLE[diag.verdict]}]{diag.verdict}[/]",
-            fm.active if fm else "-",
-            state.driver or "-",
-            _fabric_summary(state),
-            str(len(state.holders)),
+            Text(state.host),
+            Text(str(diag.verdict), style=VERDICT_STYLE[diag.verdict]),
+            Text(fm.active if fm else "-"),
+            Text(state.driver or "-"),
+            Text(_fabric_summary(state)),
+            Text(str(len(state.holders))),
         )
     console.print(table)
     # What is wrong, one line each, so nothing needs the table to be wide enough.
     for state, diag in results:
         for finding in diag.findings:
             if finding.severity is Severity.ERROR:
-                console.print(f"[{VERDICT_STYLE[diag.verdict]}]{state.host}[/] {finding.code}: {finding.message}",
-                              soft_wrap=True)
+                line = Text(state.host, style=VERDICT_STYLE[diag.verdict])
+                line.append(f" {finding.code}: {one_line(finding.message)}")
+                console.print(line, soft_wrap=True)
     counts = {v: sum(1 for _, d in results if d.verdict is v) for v in Verdict}
-    console.print(" ".join(f"[{VERDICT_STYLE[v]}]{n} {v}[/]" for v, n in counts.items() if n))
+    console.print(Text(" ").join(Text(f"{n} {v}", style=VERDICT_STYLE[v]) for v, n in counts.items() if n))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from nvls_tui.model.enums import HolderKind, Platform, Severity, Verdict
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+# The fabric states of a GPU that has no fabric (see FabricInfo.supported).
+NO_FABRIC = frozenset({"Not Supported", "N/A"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,15 @@ class FabricInfo:
     def completed_ok(self) -> bool:
         """Completed/Success: necessary for NVLS, but not proof of health (domain.md)."""
         return self.state == "Completed" and self.status == "Success"
+
+    @property
+    def supported(self) -> bool:
+        """False where the GPU has no fabric at all.
+
+        NVML says ``Not Supported``; ``nvidia-smi`` 580 prints ``N/A`` for the same GPU (both seen on
+        one real H200 without NVSwitch, tests/fixtures/real/nvidia-h200), so both words mean it.
+        """
+        return self.state not in NO_FABRIC
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +126,35 @@ class KernelEvent:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One diagnosis result (codes and severities of contract.md)."""
+    """One diagnosis result (codes and severities of contract.md).
+
+    Attributes:
+        section, reason: for ``EVIDENCE_MISSING``, the section that could not be read and why.
+    """
 
     code: str
     severity: Severity
     message: str
     gpu: int | None = None
+    section: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MissingEvidence:
+    """One section of a poll that could not be read: unknown, which is never "fine".
+
+    Attributes:
+        section: the probe section (``gpus``, ``units``, ``fm_version``, ``nvswitches``, ``holders``,
+            ``processes``, ``kernel``, ``record``, ``smoke``, ...).
+        reason: one of :data:`nvls_tui.evidence.REASONS` (``tool missing``, ``permission denied``,
+            ``timed out``, ``unparseable``, ``over the size cap``, ``failed``, ``not run``).
+        detail: one sentence for the operator: the command and what it said.
+    """
+
+    section: str
+    reason: str
+    detail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +183,7 @@ class NodeState:
         services: every unit of interest, by name.
         repair_record: the crash-safe record a half-finished repair left on the node, if any.
         fabric_since: seconds the fabric has been ``In Progress`` (for the young/stuck warning).
+        missing: the sections this poll could not read (each one makes the node not ``healthy``).
     """
 
     host: str
@@ -168,6 +203,15 @@ class NodeState:
     error: str | None = None
     polled_at: float | None = None
     warnings: tuple[str, ...] = ()
+    missing: tuple[MissingEvidence, ...] = ()
+
+    def was_read(self, section: str) -> bool:
+        """True when the poll read ``section`` (False for an unreachable node)."""
+        return self.reachable and all(m.section != section for m in self.missing)
+
+    def missing_section(self, section: str) -> MissingEvidence | None:
+        """Why ``section`` could not be read, or None when it was read."""
+        return next((m for m in self.missing if m.section == section), None)
 
     def service(self, name: str) -> ServiceState | None:
         """The unit called ``name`` (``.service`` optional), or None when it was not read."""
@@ -196,6 +240,8 @@ __all__ = [
     "GpuState",
     "Holder",
     "KernelEvent",
+    "MissingEvidence",
+    "NO_FABRIC",
     "NodeState",
     "ServiceState",
     "SmokeResult",

@@ -6,27 +6,40 @@ import re
 
 # Ordered: the first kind whose test matches wins, so the more specific tests come first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
     ("nvidia-smi-q-xml", re.compile(r"<nvidia_smi_log\b|<!DOCTYPE nvidia_smi_log")),
     ("nccl-tests-json", re.compile(r'^\s*\{[\s\S]*"(?:results|nccl_version)"\s*:', re.M)),
-    ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"
-                                    r"devices? (?:is|are) currently being used by one or more other")),
-    ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|Avg bus bandwidth|"
-                              r"Test NCCL failure|NCCL (?:WARN|INFO)|nvlsAllocateMem|Failed to bind NVLink SHARP|"
-                              r"Test failure common\.cu", re.M)),
+    # Anchored to nvidia-smi's own lines: prose that quotes them (a README, a ticket) is not a reset.
+    ("nvidia-smi-reset", re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d was successfully reset\.\s*$|"
+                                    r"^The following GPUs could not be reset:$|"
+                                    r"^\d+ devices? (?:is|are) currently being used by one or more other", re.M)),
+    # nccl-tests' own lines and NCCL's log lines (``host:pid:tid [dev] NCCL INFO``), never the words
+    # alone: prose that quotes them (a README, a ticket) is not a run.
+    ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|^#\s+Avg bus bandwidth\s*:|"
+                              r"Test NCCL failure common\.cu:\d|\S+:\d+:\d+ \[\d+\] (?:\S+ )?(?:\(\w+\) )?NCCL (?:WARN|INFO) |"
+                              r"pid \d+: Test failure common\.cu:\d|"
+                              r"^Failed to bind NVLink SHARP \(NVLS\) Multicast memory of size \d+ : CUDA error \d+",
+                              re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:")),
     ("fuser", re.compile(r"^\s+USER\s+PID ACCESS COMMAND|^/dev/nvidia\S*:\s+(?:\S+\s+\d+\s+[\w.]{4,5}\s|\d+\w*)",
                          re.M)),
     ("systemctl-status", re.compile(r"^[●×○↻*] \S+\.(?:service|timer)\b.* - |^\s+Loaded: \S+ \(", re.M)),
-    ("fabricmanager-log", re.compile(r"nv-fabricmanager\[\d+\]|nvidia-fabricmanager|Fabric Manager version is|"
+    # Journal lines of FM itself or of systemd about its unit, `--version`, or FM's own log file.
+    ("fabricmanager-log", re.compile(r"\snv-fabricmanager\[\d+\]:|\ssystemd\[\d+\]: .*nvidia-fabricmanager|"
+                                     r"^Fabric Manager version is|"
                                      r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]", re.M)),
     ("nvidia-smi-help", re.compile(r"^List of valid properties to query for the switch", re.M)),
     ("lspci", re.compile(r"^(?:\S+ )*?(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.\d \w[\w ]*(?: \[[0-9a-f]{4}\])?: "
                          r"NVIDIA Corporation", re.M)),
-    ("kernel-log", re.compile(r"NVRM:|\bS?Xid \(PCI:|nvidia-nvswitch\d*:|NV_ERR_[A-Z_]+")),
+    # Kernel lines by their shape: a journal/dmesg/kmsg prefix (or none), then the driver's own tag.
+    ("kernel-log", re.compile(r"^(?:\S+ +\d+ [\d:.]+ \S+ kernel: |\d{4}-\d\d-\d\dT\S+ \S+ kernel: |\[[^\]]*\] ?|"
+                              r"\d+,\d+,\d+,[^;]*;)?(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
+                              re.M)),
     # A header of dotted field names separated by ", " (no nested quantifiers: big CSVs are common).
     ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp), [\w.]"
-                                        r"|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:", re.M)),
+                                        r"|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:|^Field \"[\w.]+\" is not a valid field to query\.",
+                                        re.M)),
     ("nvlink-status", re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)\s*\n\s+Link \d+:", re.M)),
     ("topo-matrix", re.compile(r"^(?:\x1b\[[0-9;]*m)?\tGPU0\t|^GPU0\t\s*X\s", re.M)),
     ("nvml-fabric", re.compile(r"^\d+ v[123] \S+ \{'", re.M)),

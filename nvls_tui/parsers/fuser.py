@@ -42,6 +42,29 @@ def _merge_access(a: str, b: str) -> str:
     return "".join(x if x != "." else y for x, y in zip(a, b))
 
 
+def _table_lines(text: str, warnings: list[str]):
+    """The lines of a ``-v`` table as ``(file name or None, the rest)``; errors and junk go to warnings.
+
+    psmisc prints the file name only on the first line of its group (a name wider than the column
+    stands alone on its line); the other lines are indented.
+    """
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if line[0].isspace():
+            yield None, line
+            continue
+        if any(marker in line for marker in _ERRORS):
+            warnings.append(line.strip()[:200])
+            continue
+        m = _NAMED.match(line)
+        if m is None:
+            warnings.append(f"unreadable fuser line: {line[:200]}")
+            continue
+        yield m.group("name").strip(), m.group("rest") or ""
+
+
 def parse_fuser_v(text: str) -> Parsed[tuple[FuserHolder, ...]]:
     """Parse ``fuser -v FILE ...`` (stderr merged): one holder per PID, devices merged.
 
@@ -51,21 +74,10 @@ def parse_fuser_v(text: str) -> Parsed[tuple[FuserHolder, ...]]:
     found: dict[int, FuserHolder] = {}
     warnings: list[str] = []
     device: str | None = None
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not line.strip():
-            continue
-        rest = line
-        if not line[0].isspace():
-            if any(marker in line for marker in _ERRORS):
-                warnings.append(line.strip()[:200])
-                continue
-            m = _NAMED.match(line)
-            if m is None:
-                warnings.append(f"unreadable fuser line: {line[:200]}")
-                continue
-            device = m.group("name").strip()
-            rest = m.group("rest") or ""
+    for name, rest in _table_lines(text, warnings):
+        if name is not None:
+            device = name
+        line = rest
         tokens = rest.split(None, 3)
         if not tokens or tokens[:2] == ["USER", "PID"]:
             continue
@@ -85,6 +97,42 @@ def parse_fuser_v(text: str) -> Parsed[tuple[FuserHolder, ...]]:
             order.append(pid)
             found[pid] = FuserHolder(pid, user, access, command, (device,))
     return Parsed(tuple(found[p] for p in order), tuple(warnings))
+
+
+
+
+def parse_fuser_streams(stdout: str, stderr: str = "") -> Parsed[tuple[FuserHolder, ...]]:
+    """``fuser -v FILE ...`` as a program reads it: stdout and stderr apart, or merged into one.
+
+    psmisc writes each PID to stdout and the rest of its ``-v`` table (user, access, command) to
+    stderr, so only a merged stream (``2>&1``, a terminal) has the PID inside its row. Read apart
+    (an SSH exec, a subprocess), the rows of stderr take the PIDs of stdout in order.
+    """
+    words = stdout.split()
+    if not words or not all(_TERSE_PID.match(w) for w in words):
+        return parse_fuser_v(stdout + ("" if not stdout or stdout.endswith("\n") else "\n") + stderr)
+    pids = [int(m.group(1)) for token in words if (m := _TERSE_PID.match(token))]
+    rows: list[str] = []
+    warnings: list[str] = []
+    for name, rest in _table_lines(stderr, warnings):
+        label, line = (f"{name}:" if name is not None else ""), rest
+        tokens = rest.split(None, 2)
+        if not tokens and label:
+            rows.append(label)  # a long file name stands alone; its rows follow indented
+            continue
+        if not tokens or tokens[:2] == ["USER", "PID"]:
+            continue
+        if len(tokens) >= 2 and tokens[1] == "kernel":
+            continue
+        if not pids:
+            warnings.append(f"a fuser row without a PID on stdout: {line.strip()[:200]}")
+            continue
+        user, access, command = (tokens + ["", ""])[:3]
+        rows.append(f"{label:<20} {user} {pids.pop(0)} {access} {command}")
+    if pids:
+        warnings.append(f"{len(pids)} PIDs on fuser's stdout had no row on stderr")
+    parsed = parse_fuser_v("\n".join(rows) + "\n")
+    return Parsed(parsed.value, tuple(warnings) + parsed.warnings)
 
 
 _TERSE_PID = re.compile(r"^(\d{1,12})[a-zA-Z]*$")
@@ -135,4 +183,4 @@ def parse_fuser_terse(stdout: str, stderr: str = "") -> Parsed[dict[str, tuple[i
     return Parsed(result, tuple(warnings))
 
 
-__all__ = ["FuserHolder", "parse_fuser_terse", "parse_fuser_v"]
+__all__ = ["FuserHolder", "parse_fuser_streams", "parse_fuser_terse", "parse_fuser_v"]

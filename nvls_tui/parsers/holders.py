@@ -110,14 +110,30 @@ def unit_and_pod(cgroup: str | None) -> tuple[str | None, str | None]:
     return (parts[-1] if parts else None), None
 
 
-def build_holders(fuser: tuple[FuserHolder, ...], ps: tuple[PsEntry, ...]) -> tuple[Holder, ...]:
-    """Join fuser's holders with ps's entries by PID into model :class:`Holder` objects, sorted by PID."""
+def build_holders(fuser: tuple[FuserHolder, ...], ps: tuple[PsEntry, ...],
+                  cgroups: dict[int, str] | None = None) -> tuple[Holder, ...]:
+    """Join fuser's holders with ps's entries (and cgroups) by PID into :class:`Holder` objects, by PID.
+
+    Args:
+        fuser: who holds which device file.
+        ps: identities (start time, parent, user, full command line) of those PIDs and their parents.
+        cgroups: ``{pid: cgroup}`` read with the cgroup as ps's last column (whole); without it the
+            entries' own cgroup column is used (which procps may have cut).
+    """
     by_pid = {entry.pid: entry for entry in ps}
+    cgroups = cgroups or {}
+
+    def cgroup_of(pid: int) -> str | None:
+        if pid in cgroups:
+            return cgroups[pid]
+        entry = by_pid.get(pid)
+        return entry.cgroup if entry is not None else None
+
     holders: list[Holder] = []
     for f in fuser:
         entry = by_pid.get(f.pid)
         command = entry.args if entry is not None and entry.args else f.command
-        unit, pod = unit_and_pod(entry.cgroup if entry is not None else None)
+        unit, pod = unit_and_pod(cgroup_of(f.pid))
         holders.append(
             Holder(
                 pid=f.pid,
@@ -137,7 +153,7 @@ def build_holders(fuser: tuple[FuserHolder, ...], ps: tuple[PsEntry, ...]) -> tu
     parent_pids = {h.ppid for h in holders if h.ppid}
     for entry in ps:
         if entry.pid in parent_pids and entry.pid not in holder_pids and classify(entry.args) is HolderKind.WATCH:
-            unit, pod = unit_and_pod(entry.cgroup)
+            unit, pod = unit_and_pod(cgroup_of(entry.pid))
             holders.append(Holder(pid=entry.pid, user=entry.user, command=entry.args, kind=HolderKind.WATCH,
                                   devices=(), unit=unit, pod=pod, start_time=entry.lstart, ppid=entry.ppid))
             holder_pids.add(entry.pid)

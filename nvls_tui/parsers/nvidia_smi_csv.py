@@ -175,9 +175,14 @@ def parse_query_csv(text: str, fields: tuple[str, ...] | list[str] | None = None
             return Parsed(QueryCsv(header=wanted or ()), tuple(warnings))
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         header: tuple[str, ...]
-        if lines and _looks_like_header([c.strip() for c in lines[0][1].split(",")], wanted):
-            header = tuple(c.strip() for c in lines[0][1].split(","))
-            lines = lines[1:]
+        # The header is found by its field names, not by its position: nvidia-smi prints driver
+        # warnings ("WARNING: infoROM is corrupted at gpu ...") on stdout, before the table too.
+        at = next((i for i, (_n, line) in enumerate(lines)
+                   if _looks_like_header([c.strip() for c in line.split(",")], wanted)), None)
+        if at is not None:
+            warnings += [f"nvidia-smi said: {line.strip()[:200]}" for _n, line in lines[:at]]
+            header = tuple(c.strip() for c in lines[at][1].split(","))
+            lines = lines[at + 1:]
         elif wanted is not None:
             header = wanted
         else:
@@ -191,7 +196,11 @@ def parse_query_csv(text: str, fields: tuple[str, ...] | list[str] | None = None
         text_only = [bare_name(k) in _TEXT_COLUMNS for k in header]
         rows = []
         for n, line in lines:
-            cells = _fit([c.strip() for c in line.split(",")], header, n, warnings)
+            raw_cells = [c.strip() for c in line.split(",")]
+            if len(raw_cells) == 1 and len(header) > 1:
+                warnings.append(f"nvidia-smi said: {line.strip()[:200]}")  # a message, not a row
+                continue
+            cells = _fit(raw_cells, header, n, warnings)
             rows.append({k: convert_cell(c, u, t) for k, c, u, t in zip(header, cells, units, text_only)})
         return Parsed(QueryCsv(header, tuple(rows)), tuple(warnings))
     except Exception as exc:  # the never-raise promise

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from nvls_tui.evidence import missing_evidence
 from nvls_tui.model import GpuState, KernelEvent
 from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
@@ -49,9 +50,11 @@ def _fabric_counts(gpus: tuple[GpuState, ...]) -> dict[str, int]:
 
 
 async def read_fabric(ctx: NodeContext) -> tuple[GpuState, ...]:
-    """Every GPU's fabric registration, read now."""
+    """Every GPU's fabric registration, read now; none when nvidia-smi could not answer (never "done")."""
     result = await ctx.run(FABRIC_QUERY)
-    return gpus_from_query(parse_query_csv(result.stdout).value)
+    if missing_evidence("gpus", result) is not None:
+        return ()
+    return gpus_from_query(parse_query_csv(result.output).value)
 
 
 async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
@@ -106,6 +109,9 @@ async def verify_fabric(ctx: NodeContext, t0: str) -> str:
         StepFailed: naming the first new line.
     """
     result = await ctx.run(kernel_since_argv(t0), privileged=True)
+    why = missing_evidence("kernel", result)
+    if why is not None:
+        raise StepFailed(f"cannot verify that the kernel logged no new fabric error: {why.detail}")
     faults = fabric_faults(parse_kernel_log(result.output).value)
     if faults:
         raise StepFailed(f"{len(faults)} new fabric/Xid kernel lines since {t0}: {faults[0].line.strip()[:200]}")

@@ -8,7 +8,7 @@ restore will need before quiesce changes a thing.
 
 from __future__ import annotations
 
-from nvls_tui.diagnosis import NVLINK_XIDS, current_kernel_events
+from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_events
 from nvls_tui.model import NodeState
 from nvls_tui.probe import LOCK_DIR
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
@@ -23,6 +23,18 @@ _PLATFORM_WHY = {
 }
 
 
+def blind_spot(state: NodeState) -> str | None:
+    """Why the guards of a repair cannot see enough of ``state`` to act (None when they can).
+
+    A guard that cannot see refuses: without the holders table no reset; without the units no
+    faithful restore; without the kernel log no verdict on the fabric; and so on (GUARDED_SECTIONS).
+    """
+    for missing in state.missing:
+        if missing.section in GUARDED_SECTIONS:
+            return f"{missing.detail} ({missing.reason}); a guard that cannot see refuses, so nothing was changed"
+    return None
+
+
 def refusal(state: NodeState) -> str | None:
     """Why the H100/H200 playbook must not run on ``state`` (None when it may)."""
     if not state.reachable:
@@ -30,6 +42,9 @@ def refusal(state: NodeState) -> str | None:
     if not state.platform.has_host_fm:
         why = _PLATFORM_WHY.get(str(state.platform), f"platform {state.platform} is not supported")
         return f"unsupported platform ({state.platform}): {why}; this H100/H200 playbook does not apply"
+    blind = blind_spot(state)
+    if blind:
+        return blind
     fm = state.service(FM_UNIT)
     if fm is None or not fm.exists:
         return "there is no nvidia-fabricmanager unit on this node"
@@ -126,4 +141,4 @@ async def write_record(ctx: NodeContext, record: RepairRecord) -> None:
         raise StepFailed("the crash-safe record could not be written to the node, so nothing was changed")
 
 
-__all__ = ["check", "escalation", "fabric_looks_healthy", "record_refusal", "refusal", "take_lock", "write_record"]
+__all__ = ["blind_spot", "check", "escalation", "fabric_looks_healthy", "record_refusal", "refusal", "take_lock", "write_record"]

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 from nvls_tui.backends.base import ProcessChanged, ProcessGone, ProcessIdentity
 from nvls_tui.model import Holder, HolderKind, NodeState
-from nvls_tui.parsers.fuser import parse_fuser_v
+from nvls_tui.evidence import missing_evidence
+from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders, classify
-from nvls_tui.parsers.ps import parse_ps
-from nvls_tui.probe import PS_FORMAT, ps_argv
+from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
+from nvls_tui.probe import PS_FORMAT, cgroup_argv, ps_argv
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
 from nvls_tui.runbook.steps import (
@@ -112,14 +113,25 @@ def stoppable(holders: tuple[Holder, ...] | list[Holder]) -> list[Holder]:
 
 
 async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
-    """``fuser -v`` on every device file, then ``ps`` for each PID's identity (start time, command)."""
+    """``fuser -v`` on every device file, then ``ps`` for each PID's identity and cgroup.
+
+    Fail closed: "no holder" is believed only from a fuser that really ran and could see every
+    process; anything else stops the step, so no reset can follow.
+
+    Raises:
+        StepFailed: fuser is missing, was denied, timed out, or could not read some process's files.
+    """
     result = await ctx.run(fuser_argv(state), privileged=True)
-    entries = parse_fuser_v(result.output).value
+    why = missing_evidence("holders", result)
+    if why is not None:
+        raise StepFailed(f"cannot prove that no process holds a GPU device: {why.detail}")
+    entries = parse_fuser_streams(result.stdout, result.stderr).value
     pids = sorted({e.pid for e in entries})
     if not pids:
         return ()
     ps = await ctx.run(ps_argv(pids))
-    return tuple(build_holders(entries, parse_ps(ps.stdout).value))
+    cgroups = await ctx.run(cgroup_argv(pids))
+    return tuple(build_holders(entries, parse_ps(ps.stdout).value, parse_ps_cgroups(cgroups.stdout).value))
 
 
 async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[Holder]:

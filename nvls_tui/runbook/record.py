@@ -10,6 +10,8 @@ The lock is a directory: ``mkdir`` is atomic, so of two repairs of one node only
 from __future__ import annotations
 
 import json
+
+from nvls_tui.textsafe import clean_deep
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +85,7 @@ class RepairRecord:
     def from_json(cls, text: str) -> RepairRecord | None:
         """Parse ``cat repair.json`` output; None when it is empty or not a record."""
         try:
-            data = json.loads(text)
+            data = clean_deep(json.loads(text))  # decoded \\u001b escapes are node text too
         except (ValueError, TypeError):
             return None
         return cls.from_dict(data) if isinstance(data, dict) else None

@@ -50,14 +50,14 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """The question, the list, the optional typed check, Cancel first."""
         with Vertical(id="confirm-box"):
-            yield Label(self.title_text, id="confirm-title")
+            yield Label(Text(self.title_text), id="confirm-title")  # node text: plain, never markup
             with VerticalScroll(id="confirm-list"):
                 body = Text()
                 for i, line in enumerate(self.lines):
                     body.append(("\n" if i else "") + "• " + line)
                 yield Static(body, id="confirm-lines")
             if self.note:
-                yield Static(self.note, id="confirm-note")
+                yield Static(Text(self.note), id="confirm-note")
             if self.type_to_confirm:
                 yield Input(placeholder=f"type {self.type_to_confirm} to confirm", id="confirm-typed")
             with Horizontal(id="confirm-buttons"):

@@ -147,7 +147,7 @@ class RunbookColumn(Vertical):
             # Rebuild only when the holders changed: a re-check must not lose the cursor or the picks.
             chosen, cursor = set(listing.selected), listing.highlighted
             listing.clear_options()
-            listing.add_options([Selection(holder_label(h, 70), h.pid, h.pid in chosen) for h in run.holders])
+            listing.add_options([Selection(Text(holder_label(h, 70)), h.pid, h.pid in chosen) for h in run.holders])
             listing.highlighted = min(cursor or 0, len(pids) - 1)
         elif listing.highlighted is None:
             listing.highlighted = 0

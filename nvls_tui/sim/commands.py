@@ -10,19 +10,30 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nvls_tui.sim import fabric, files, render_nccl, render_procs, render_smi, render_system
+from nvls_tui.sim import fabric, files, procps, render_nccl, render_procs, render_smi, render_system
 from nvls_tui.sim.processes import advance
 from nvls_tui.sim.state import Node
 
 
 @dataclass(frozen=True)
 class Output:
-    """A finished command. ``merged`` is the interleaved stdout+stderr where they differ in order."""
+    """A finished command.
+
+    Attributes:
+        merged: the interleaved stdout+stderr where they differ in order (fuser).
+        chunks: the writes in the order the tool makes them, as ``(fd, text)``: replayed by the shims
+            so that a shell's ``2>&1`` interleaves them exactly as with the real tool.
+    """
 
     exit_status: int
     stdout: str = ""
     stderr: str = ""
     merged: str | None = None
+    chunks: tuple[tuple[int, str], ...] | None = None
+
+    def writes(self) -> tuple[tuple[int, str], ...]:
+        """``chunks``, or stdout then stderr."""
+        return self.chunks if self.chunks is not None else ((1, self.stdout), (2, self.stderr))
 
 
 class _Hang:
@@ -36,7 +47,7 @@ HANG = _Hang()
 Result = Output | render_nccl.Plan | _Hang
 
 SIM_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
-                "nv-fabricmanager", "lspci", "hostname", "all_reduce_perf", "date",
+                "nv-fabricmanager", "lspci", "hostname", "id", "all_reduce_perf", "date",
                 "mkdir", "cat", "tee", "mv", "rm", "rmdir")
 
 
@@ -72,23 +83,26 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
     if not args:
         return Output(0)
     name, rest = args[0].rsplit("/", 1)[-1], args[1:]
+    if name in node.missing_tools:
+        return Output(127, "", f"sh: 1: {args[0]}: not found\n")
     if name == "nvidia-smi":
         return HANG if node.wedged else _nvidia_smi(node, rest, now)
     if name == "all_reduce_perf":
         return render_nccl.all_reduce_perf(node, rest, env_, now)
     if name == "fuser":
-        code, out, err, merged = render_procs.fuser(node, rest, now)
-        return Output(code, out, err, merged)
+        code, out, err, merged, chunks = render_procs.fuser_writes(node, rest, now)
+        return Output(code, out, err, merged, chunks)
     simple = {
         "systemctl": lambda: render_system.systemctl(node, rest, now),
         "journalctl": lambda: render_system.journalctl(node, rest, now),
-        "ps": lambda: render_procs.ps(node, rest, now),
+        "ps": lambda: procps.ps(node, rest, now),
         "kill": lambda: render_procs.kill(node, rest, now),
         "pgrep": lambda: render_procs.pgrep(node, rest, now),
         "pkill": lambda: render_procs.pgrep(node, rest, now, kill=True),
         "lspci": lambda: render_procs.lspci(node, rest),
         "nv-fabricmanager": lambda: _fabricmanager(node, rest),
         "hostname": lambda: (0, node.name + "\n", ""),
+        "id": lambda: _id(rest),
         "date": lambda: _date(rest, now),
         "mkdir": lambda: files.mkdir(node, rest),
         "cat": lambda: files.cat(node, rest, stdin),
@@ -111,6 +125,15 @@ def _fabricmanager(node: Node, args: list[str]) -> tuple[int, str, str]:
     if args[:1] in (["--version"], ["-v"]):
         return 0, f"Fabric Manager version is : {node.fm_version}\n", ""
     return 1, "", "nv-fabricmanager: unrecognized option; run as a service (nvidia-fabricmanager.service)\n"
+
+
+def _id(args: list[str]) -> tuple[int, str, str]:
+    """coreutils ``id``: simulated nodes are polled as root."""
+    if args == ["-u"]:
+        return 0, "0\n", ""
+    if not args:
+        return 0, "uid=0(root) gid=0(root) groups=0(root)\n", ""
+    return 1, "", f"id: invalid option -- '{args[0].lstrip('-')[:1]}'\nTry 'id --help' for more information.\n"
 
 
 def _date(args: list[str], now: float) -> tuple[int, str, str]:

@@ -1,13 +1,12 @@
-"""Process tools: ``fuser``, ``ps``, ``pgrep``/``pkill``, ``kill`` and ``lspci`` in their real formats."""
+"""Process tools: ``fuser``, ``pgrep``/``pkill``, ``kill`` and ``lspci`` in their real formats (``ps``: procps.py)."""
 
 from __future__ import annotations
 
 import re
 import signal as _signal
-import time
 
 from nvls_tui.sim.processes import send_signal
-from nvls_tui.sim.state import Node, Proc
+from nvls_tui.sim.state import Node
 
 NAME_FIELD = 20  # psmisc's NAME_FIELD: file names are padded to this width
 
@@ -25,10 +24,62 @@ def expand_devices(node: Node, paths: list[str]) -> list[str]:
     return out
 
 
-def fuser(node: Node, args: list[str], now: float) -> tuple[int, str, str, str]:
-    """``fuser [-v] [-k] [-s] FILE...``: (exit, stdout, stderr, merged) like psmisc 23.
+FUSER_USAGE = """Usage: fuser [-fIMuvw] [-a|-s] [-4|-6] [-c|-m|-n SPACE]
+             [-k [-i] [-SIGNAL]] NAME...
+       fuser -l
+       fuser -V
+Show which processes use the named files, sockets, or filesystems.
 
-    ``merged`` is what a terminal (or ``2>&1``) shows, with stdout and stderr interleaved.
+  -a,--all              display unused files too
+  -i,--interactive      ask before killing (ignored without -k)
+  -I,--inode            use always inodes to compare files
+  -k,--kill             kill processes accessing the named file
+  -l,--list-signals     list available signal names
+  -m,--mount            show all processes using the named filesystems or
+                        block device
+  -M,--ismountpoint     fulfill request only if NAME is a mount point
+  -n,--namespace SPACE  search in this name space (file, udp, or tcp)
+  -s,--silent           silent operation
+  -SIGNAL               send this signal instead of SIGKILL
+  -u,--user             display user IDs
+  -v,--verbose          verbose output
+  -w,--writeonly        kill only processes with write access
+  -V,--version          display version information
+  -4,--ipv4             search IPv4 sockets only
+  -6,--ipv6             search IPv6 sockets only
+  udp/tcp names: [local_port][,[rmt_host][,[rmt_port]]]
+
+"""
+
+
+class _Streams:
+    """stdout, stderr and the two interleaved as a terminal (or ``2>&1``) shows them."""
+
+    def __init__(self) -> None:
+        self.out = self.err = self.merged = ""
+        self.chunks: list[tuple[int, str]] = []
+
+    def stdout(self, text: str) -> None:
+        self.out += text
+        self.merged += text
+        self.chunks.append((1, text))
+
+    def stderr(self, text: str) -> None:
+        self.err += text
+        self.merged += text
+        self.chunks.append((2, text))
+
+
+def fuser(node: Node, args: list[str], now: float) -> tuple[int, str, str, str]:
+    """``fuser [-v] [-k] [-s] FILE...``: (exit, stdout, stderr, merged); see :func:`fuser_writes`."""
+    return fuser_writes(node, args, now)[:4]
+
+
+def fuser_writes(node: Node, args: list[str], now: float) -> tuple[int, str, str, str, tuple[tuple[int, str], ...]]:
+    """``fuser [-v] [-k] [-s] FILE...``: (exit, stdout, stderr, merged, writes) exactly like psmisc 23.6.
+
+    As in psmisc, the PIDs go to stdout (``" %5d"`` each, no newline at the end) and everything else,
+    the ``-v`` table included, to stderr: only the merged stream has each PID in its table row.
     """
     verbose = kill = silent = False
     files: list[str] = []
@@ -40,19 +91,17 @@ def fuser(node: Node, args: list[str], now: float) -> tuple[int, str, str, str]:
         else:
             files.append(a)
     if not files:
-        usage = "No process specification given\n"
-        return 1, "", usage, usage
+        usage = "No process specification given\n" + FUSER_USAGE
+        return 1, "", usage, usage, ((2, usage),)
     files = expand_devices(node, files)
     known = set(node.device_files())
     holders = node.holders()
-    out = err = merged = ""
+    io = _Streams()
     found = False
     header_done = False
     for path in files:
         if path not in known:
-            msg = f"Specified filename {path} does not exist.\n"
-            err += msg
-            merged += msg
+            io.stderr(f"Specified filename {path} does not exist.\n")
             continue
         procs = sorted(holders.get(path, []), key=lambda p: p.pid)
         if not procs:
@@ -60,128 +109,29 @@ def fuser(node: Node, args: list[str], now: float) -> tuple[int, str, str, str]:
         found = True
         if silent:
             continue
+        label = f"{path}:"
         if verbose:
             if not header_done:
-                line = " " * (NAME_FIELD + 1) + "USER        PID ACCESS COMMAND\n"
-                err += line
-                merged += line
+                io.stderr(" " * (NAME_FIELD + 1) + "USER        PID ACCESS COMMAND\n")
                 header_done = True
-            label = f"{path}:"
             for i, proc in enumerate(procs):
                 if i == 0 and len(label) > NAME_FIELD:
                     first = label + "\n" + " " * (NAME_FIELD + 1)
                 else:
                     first = f"{label:<{NAME_FIELD}} " if i == 0 else " " * (NAME_FIELD + 1)
-                line = f"{first}{proc.user:<8}{proc.pid:>7} {proc.access} {proc.comm}\n"
-                err += line
-                merged += line
+                io.stderr(f"{first}{proc.user:<8} ")
+                io.stdout(f" {proc.pid:>5}")
+                io.stderr(f" {proc.access} {proc.comm}\n")
         else:
-            label = f"{path}:"
-            err += f"{label:<{NAME_FIELD}}"
-            merged += f"{label:<{NAME_FIELD}}"
+            io.stderr(f"{label:<{NAME_FIELD}}")
             for proc in procs:
-                # psmisc separates PIDs with a space, so long PIDs never run together.
-                out += f" {proc.pid:>5}"
-                merged += f" {proc.pid:>5}"
-                letter = "m" if "m" in proc.access else ""
-                err += letter
-                merged += letter
-            err += "\n"
-            merged += "\n"
+                io.stdout(f" {proc.pid:>5}")
+                io.stderr("m" if "m" in proc.access else "")
+            io.stderr("\n")
     if kill and found:
         for pid in sorted({p.pid for f in files for p in holders.get(f, [])}):
             send_signal(node, pid, _signal.SIGKILL, now)
-    if out:
-        out += "\n"
-    return (0 if found else 1), out, err, merged
-
-
-# ---- ps ------------------------------------------------------------------------------------------
-PS_FIELDS = {  # name: (header, width, right-aligned)
-    "pid": ("PID", 7, True), "ppid": ("PPID", 7, True), "user": ("USER", 8, False), "uid": ("UID", 5, True),
-    "lstart": ("STARTED", 24, False), "cgroup": ("CGROUP", 27, False), "comm": ("COMMAND", 15, False),
-    "etimes": ("ELAPSED", 7, True), "stat": ("STAT", 4, False), "args": ("COMMAND", 0, False),
-    "cmd": ("CMD", 0, False), "command": ("COMMAND", 0, False), "tty": ("TT", 8, False),
-}
-
-
-def lstart(ts: float) -> str:
-    """ps's ``lstart``: ``Mon Aug 10 15:45:34 2026`` (day of month space-padded)."""
-    t = time.gmtime(ts)
-    return time.strftime("%a %b ", t) + f"{t.tm_mday:>2}" + time.strftime(" %H:%M:%S %Y", t)
-
-
-def _value(proc: Proc, field: str, now: float) -> str:
-    return {
-        "pid": str(proc.pid), "ppid": str(proc.ppid), "user": proc.user, "uid": "0" if proc.user == "root" else "1000",
-        "lstart": lstart(proc.start), "cgroup": proc.cgroup, "comm": proc.comm,
-        "etimes": str(int(now - proc.start)), "stat": "Ssl" if proc.ppid == 1 else "S", "args": proc.args,
-        "cmd": proc.args, "command": proc.args, "tty": "?",
-    }[field]
-
-
-def ps(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
-    """``ps [-ww] [-e] -o FMT [-p PIDS]`` (also ``-eo``, ``-ef``)."""
-    fmt: list[str] = []
-    pids: list[int] | None = None
-    every = full = False
-    i = 0
-    while i < len(args):
-        a = args[i]
-        nxt = args[i + 1] if i + 1 < len(args) else None
-        if a in ("-o", "--format", "-eo", "-Ao") and nxt is not None:
-            fmt.append(nxt)
-            every |= a in ("-eo", "-Ao")
-            i += 1
-        elif a in ("-p", "--pid", "-q") and nxt is not None:
-            try:
-                pids = (pids or []) + [int(x) for x in re.split(r"[,\s]+", nxt.strip()) if x]
-            except ValueError:
-                return 1, "", "error: process ID list syntax error\n"
-            i += 1
-        elif a in ("-e", "-A"):
-            every = True
-        elif a in ("-ef", "-fe"):
-            every = full = True
-        elif a in ("-w", "-ww", "--no-headers", "--cols", "-f"):
-            full |= a == "-f"
-        elif a.isdigit():
-            pids = (pids or []) + [int(a)]
-        else:
-            return 1, "", "error: unsupported option (BSD syntax)\n" if not a.startswith("-") else \
-                "error: unknown gnu long option\n" if a.startswith("--") else "error: unsupported SysV option\n"
-        i += 1
-    if full and not fmt:
-        fmt = ["user=UID,pid,ppid,stime=STIME,tty,etimes=TIME,cmd"]
-    columns: list[tuple[str, str | None, int]] = []
-    for spec in ",".join(fmt or ["pid,tty,etimes,cmd"]).split(","):
-        name, has_header, header = spec.partition("=")
-        name, _colon, width = name.partition(":")
-        name = {"stime": "lstart"}.get(name, name)
-        if name not in PS_FIELDS:
-            return 1, "", f"error: unknown user-defined format specifier \"{name}\"\n"
-        base = PS_FIELDS[name]
-        columns.append((name, header if has_header else base[0], int(width) if width.isdigit() else base[1]))
-    # ps lists each PID once, whatever the -p list repeats, and skips PIDs that are gone.
-    alive = {p.pid for p in node.alive()}
-    procs = node.alive() if every or pids is None else [node.procs[p] for p in sorted(set(pids)) if p in alive]
-    if pids is not None and not every:
-        procs = sorted(procs, key=lambda p: p.pid)
-
-    def row(cells: list[str]) -> str:
-        parts = []
-        for (name, _h, width), cell in zip(columns, cells, strict=True):
-            right = PS_FIELDS[name][2]
-            last = name == columns[-1][0]
-            parts.append(cell.rjust(width) if right else (cell if last else cell.ljust(width)))
-        return " ".join(parts).rstrip()
-
-    lines = []
-    if any(h for _n, h, _w in columns):
-        lines.append(row([h or "" for _n, h, _w in columns]))
-    lines += [row([_value(p, n, now) for n, _h, _w in columns]) for p in procs]
-    code = 0 if procs else 1
-    return code, "".join(line + "\n" for line in lines), ""
+    return (0 if found else 1), io.out, io.err, io.merged, tuple(io.chunks)
 
 
 # ---- pgrep / pkill / kill ------------------------------------------------------------------------
@@ -249,18 +199,43 @@ def pgrep(node: Node, args: list[str], now: float, kill: bool = False) -> tuple[
     return (0 if matched else 1), "".join(line + "\n" for line in lines), ""
 
 
+KILL_USAGE = (
+    "\n"
+    "Usage:\n"
+    " kill [options] <pid> [...]\n"
+    "\n"
+    "Options:\n"
+    " <pid> [...]            send signal to every <pid> listed\n"
+    " -<signal>, -s, --signal <signal>\n"
+    "                        specify the <signal> to be sent\n"
+    " -q, --queue <value>    integer value to be sent with the signal\n"
+    " -l, --list=[<signal>]  list all signal names, or convert one to a name\n"
+    " -L, --table            list all signal names in a nice table\n"
+    "\n"
+    " -h, --help     display this help and exit\n"
+    " -V, --version  output version information and exit\n"
+    "\n"
+    "For more details see kill(1).\n"
+)
+_PID_ARG = re.compile(r"^-?\d{1,10}$")
+
+
 def kill(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
-    """procps ``kill [-SIG|-s SIG|-n N] PID...``."""
-    signo = int(_signal.SIGTERM)
+    """procps-ng 4.0 ``kill [-SIG|-s SIG] [--] PID...``, with its messages and exit status.
+
+    As in procps, an unknown name after ``-s`` is not refused up front: the kill(2) call fails per
+    PID (``Invalid argument``, or ``No such process`` for a PID that does not exist), while an
+    unknown ``-NAME`` is a usage error naming its first letter.
+    """
+    signo: int | None = int(_signal.SIGTERM)
     pids: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("-s", "-n", "--signal") and i + 1 < len(args):
-            number = _signal_number(args[i + 1])
-            if number is None:
-                return 1, "", f"kill: unknown signal name {args[i + 1]}\n"
-            signo = number
+        if a in ("-s", "--signal") and not pids:
+            if i + 1 >= len(args):
+                return 1, "", f"kill: option requires an argument -- 's'\n{KILL_USAGE}"
+            signo = _signal_number(args[i + 1])
             i += 1
         elif a == "-l":
             return 0, " ".join(s.name.removeprefix("SIG") for s in _signal.Signals if s.value < 32) + "\n", ""
@@ -270,22 +245,26 @@ def kill(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
         elif a.startswith("-") and len(a) > 1 and not pids:
             number = _signal_number(a[1:])
             if number is None:
-                return 1, "", f"kill: unknown signal name {a[1:]}\n"
+                return 1, "", f"kill: invalid argument {a[1]}\n{KILL_USAGE}"
             signo = number
         else:
             pids.append(a)
         i += 1
     if not pids:
-        return 1, "", "kill: not enough arguments\n"
+        return 1, "", f"kill: not enough arguments\n{KILL_USAGE}"
     code, err = 0, ""
     for text in pids:
-        if not text.isdigit():
-            err += f"kill: failed to parse argument: '{text}'\n"
-            code = 1
-            continue
-        if not send_signal(node, int(text), signo, now):
+        if not _PID_ARG.match(text):
+            return 1, "", f"{err}kill: failed to parse argument: '{text}'\n"
+        pid = abs(int(text))  # a negative PID names a process group: its leader stands for it here
+        if pid not in node.procs:
             err += f"kill: ({text}): No such process\n"
             code = 1
+        elif signo is None or not 0 <= signo <= 64:
+            err += f"kill: ({text}): Invalid argument\n"
+            code = 1
+        else:
+            send_signal(node, pid, signo, now)
     return code, "", err
 
 

@@ -15,6 +15,9 @@ TIMER_PROPS = ("Unit", "NextElapseUSecRealtime", "Result")
 UNIT_PROPS = ("Id", "Names", "Description", "LoadState", "ActiveState", "FreezerState", "SubState",
               "FragmentPath", "UnitFileState", "UnitFilePreset", "StateChangeTimestamp", "ActiveEnterTimestamp",
               "ActiveExitTimestamp", "InactiveEnterTimestamp", "InactiveExitTimestamp", "CanStart", "CanStop")
+JOURNAL_HINT = ("Hint: You are currently not seeing messages from other users and the system.\n"
+                "      Users in groups 'adm', 'systemd-journal' can see all messages.\n"
+                "      Pass -q to turn off this notice.\n")
 STATUS_MARK = {"active": "●", "activating": "●", "failed": "×", "inactive": "○", "deactivating": "●"}
 EXEC_CODES = {"exited": 1, "killed": 2, "dumped": 3}
 
@@ -264,6 +267,11 @@ def _parse_since(text: str) -> float | None:
 
 def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     """``journalctl -k|-u UNIT [-b] [--since ...] [-n N] [-o short-iso] [--no-pager]``."""
+    if node.journal_access == "denied":
+        return 1, "", "No journal files were opened due to insufficient permissions.\n"
+    if node.journal_access == "hint":
+        # systemd prints this to a user outside the adm/systemd-journal groups and exits 0.
+        return 0, "-- No entries --\n", JOURNAL_HINT
     kernel, units, since, until, count, iso, grep = False, [], None, None, None, False, None
     expanded: list[str] = []
     for a in args:  # split clusters like -xeu / -kb

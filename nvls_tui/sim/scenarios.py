@@ -240,6 +240,34 @@ def gb200(name: str, now: float) -> Node:
     return base_node(name, now, platform="gb200")
 
 
+# What any user of a node can put in front of the operator: process names and arguments, the kernel's
+# Xid lines (which quote the process name), and the record file's operator field.
+HOSTILE_TEXT = ("x [/x] [@click=app.quit]click me[/] [bold red]PWNED[/] "
+                "\x1b]0;pwned-title\x07\x1b[2J\x1b[31m<img src=x onerror=alert(1)>\x1b[0m "
+                "\u202eevil\u202c `tick` | pipe *star* _under_")
+
+
+def hostile(name: str, now: float) -> Node:
+    """A node whose users are hostile: every text it prints carries markup, escapes and HTML."""
+    from nvls_tui.probe import RECORD_FILE
+
+    node = seed_out_of_sync(name, now)
+    cgroup = "0::/user.slice/user-1000.slice/session-7.scope"
+    node.spawn(ppid=1, user="mallory", start=now - 600, argv=["python3", "-c", "train()", HOSTILE_TEXT],
+               cgroup=cgroup, devices=["/dev/nvidia0", "/dev/nvidiactl"], role="user", access="F...m")
+    node.spawn(ppid=1, user="mallory", start=now - 500, argv=["[/x]\x1b[2J", "--job", HOSTILE_TEXT],
+               cgroup=cgroup, devices=["/dev/nvidia1"], role="user")
+    # A management process the repair stops on its own: its hostile command line reaches the report.
+    node.spawn(ppid=1, user="root", start=now - 400, argv=["/usr/bin/dcgm-exporter", "--label", HOSTILE_TEXT],
+               cgroup="0::/system.slice/dcgm-exporter-evil.service", devices=["/dev/nvidia2"], role="user")
+    node.log_kernel(now - 300, "NVRM: Xid (PCI:0000:34:00): 79, pid=4242, name=" + HOSTILE_TEXT
+                    + ", GPU has fallen off the bus.")
+    node.files[RECORD_FILE] = ('{"run_id": "x", "operator": "' + HOSTILE_TEXT.replace("\\", "\\\\")
+                               .replace('"', '\\"').replace("\x1b", "\\u001b").replace("\x07", "\\u0007")
+                               + '", "started": "2026-12-01T00:00:00+00:00"}\n')
+    return node
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One named fleet: its nodes and how each is built."""
@@ -287,6 +315,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              transient_802),
     Scenario("gb200-no-fm", "GB200 tray: no host FM, no NVSwitch PCI devices (platform unsupported)",
              ("gb200-n01",), gb200),
+    Scenario("hostile", "gpu-evil01: users' process names, Xid lines and a record file full of markup, "
+             "escapes and HTML (text from a node is data); gpu-ok01 is healthy", ("gpu-evil01", "gpu-ok01"),
+             lambda name, now: hostile(name, now) if name == "gpu-evil01" else healthy(name, now)),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),

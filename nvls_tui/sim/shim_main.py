@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(result, Plan):
         return _replay(store, result, command, speed)
     assert isinstance(result, Output)
-    _write(sys.stdout, result.stdout)
-    _write(sys.stderr, result.stderr)
+    for fd, text in result.writes():  # in the tool's own order: a `2>&1` interleaves them as it would
+        _write(sys.stdout if fd == 1 else sys.stderr, text)
     return result.exit_status
 
 

@@ -19,13 +19,22 @@ from pathlib import Path
 
 import nvls_tui
 from nvls_tui.parsers.fuser import parse_fuser_v
-from nvls_tui.probe import SECTIONS, STATE_DIR, ps_argv
+from nvls_tui.probe import SECTIONS, STATE_DIR, cgroup_argv, ppid_argv, ps_argv
+from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.store import NodeStore
 
 PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
                "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname")
+# A static ps answers any PID list with the same table, but refuses what procps refuses first.
+_STATIC_PS_CHECK = (
+    'for a do last=$a; done\n'
+    'case "$last" in\n'
+    '  *[!0-9,\\ ]*|"") ;;\n'
+    '  ,*|*,|*,,*|*", "*|*" ,"*|*"  "*|" "*|*" ") printf \'error: improper list\\n%s\' "$usage" >&2; exit 1;;\n'
+    'esac\n'
+)
 FILE_COMMANDS = ("mkdir", "cat", "tee", "mv", "rm", "rmdir")
 
 
@@ -125,12 +134,11 @@ def _write_static(root: Path, fleet, name: str) -> None:
     table = execute(node, ("fuser", "-v", "/dev/nvidia*"), now)
     holders = sorted({h.pid for h in parse_fuser_v(table.merged or table.stderr).value}) \
         if isinstance(table, Output) else []
-    ppid_argv = ("ps", "-o", "ppid=", "-p", ",".join(map(str, holders)))
     parents: list[int] = []
     if holders:
-        found = execute(node, ppid_argv, now)
+        found = execute(node, ppid_argv(holders), now)
         parents = sorted({int(w) for w in found.stdout.split() if w.isdigit()} - set(holders) - {0, 1})
-        argvs += [ps_argv(holders + parents), ppid_argv]
+        argvs += [ps_argv(holders + parents), cgroup_argv(holders + parents), ppid_argv(holders)]
     static_dir = root / "static"
     static_dir.mkdir(exist_ok=True)
     for argv in argvs:
@@ -149,9 +157,16 @@ def _write_static(root: Path, fleet, name: str) -> None:
                 key = " ".join(argv[1:-1]) + " *"  # any PID list (see above)
             cat = _q(_real_tool("cat"))
             pattern = _q(key[:-1]) + "*" if key.endswith(" *") else _q(key)
-            cases.append(f"  {pattern}) {cat} {_q(str(base) + '.out')}; {cat} {_q(str(base) + '.err')} >&2; "
-                         f"exit {result.exit_status};;\n")
-        script = ("#!/bin/sh\n# nvls-tui static shim: pre-rendered read-only outputs\n"
+            if result.chunks is not None:
+                # Replay the tool's writes in order with the shell's builtin printf: fuser writes each
+                # PID to stdout between the pieces of its row on stderr, and `2>&1` must see them so.
+                body = " ".join(f"printf '%s' {_q(text)}{' >&2' if fd == 2 else ''};"
+                                for fd, text in result.chunks if text)
+            else:
+                body = f"{cat} {_q(str(base) + '.out')}; {cat} {_q(str(base) + '.err')} >&2;"
+            cases.append(f"  {pattern}) {body} exit {result.exit_status};;\n")
+        check = (f"usage={_q(PS_USAGE)}\n" + _STATIC_PS_CHECK) if command == "ps" else ""
+        script = ("#!/bin/sh\n# nvls-tui static shim: pre-rendered read-only outputs\n" + check +
                   "case \"$*\" in\n" + "".join(cases) +
                   f"  *) echo \"{command}: the static simulator has no output for: $*\" >&2; exit 2;;\nesac\n")
         _write(root / "bin" / command, script)

@@ -176,6 +176,13 @@ class Node:
     dirs: list[str] = field(default_factory=lambda: [STATE_DIR])
     cmdlog: list[list] = field(default_factory=list)
     next_pid: int = 40000
+    # /proc/sys/kernel/pid_max: systemd raises it to 2^22 on 64-bit hosts; ps sizes its PID columns by it.
+    pid_max: int = 4194304
+    # Faults of the node's tools (fail-closed tests): commands not installed, and what journalctl
+    # does for the poll's user: "ok", "hint" (a user without journal access: the hint, exit 0) or
+    # "denied" (no journal file could be opened, exit 1).
+    missing_tools: list[str] = field(default_factory=list)
+    journal_access: str = "ok"
     last_advance: float = 0.0
     needs_reset: bool = False
     out_of_sync: bool = False

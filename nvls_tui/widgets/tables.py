@@ -17,8 +17,16 @@ def _sig(cell: Cell) -> tuple:
     return (cell,)
 
 
+def plain(cell: Cell) -> Text:
+    """A cell as plain text: a DataTable parses a ``str`` cell as markup, and node text is data
+    (a process named ``x [/x]`` would raise, ``[@click=app.quit]`` would be a live link)."""
+    return cell if isinstance(cell, Text) else Text(str(cell))
+
+
 def sync_rows(table: DataTable, rows: Sequence[Row]) -> int:
     """Make ``table`` show ``rows`` (``(key, cells)`` in order), touching only what changed.
+
+    ``str`` cells are shown as plain text (see :func:`plain`).
 
     The columns must already exist, in the order of the cells. When the row keys (or their order)
     change, the rows are rebuilt and the cursor follows the key it was on; otherwise changed cells
@@ -27,6 +35,7 @@ def sync_rows(table: DataTable, rows: Sequence[Row]) -> int:
     Returns:
         The number of cells written.
     """
+    rows = [(key, [plain(c) for c in cells]) for key, cells in rows]
     keys = [k for k, _ in rows]
     old_keys = [rk.value for rk in table.rows]
     columns = list(table.columns)

@@ -1,0 +1,89 @@
+"""Text from a node is data: no control sequence of it reaches a terminal, a widget or a report.
+
+Any user of a GPU node names their processes, and tools print escapes (``nvidia-smi topo -m``
+colours its header). Every byte a backend brings back passes :func:`clean` once, where it enters
+nvls-tui (``CommandResult``, each streamed line, NVML and /proc strings): ESC and CSI/OSC/DCS
+sequences are removed whole (``ESC ] 0 ; title BEL`` leaves nothing behind), then every other C0
+and C1 control and the bidirectional overrides that can make a line read backwards. Tab and newline
+stay where the text has lines; :func:`one_line` folds them for a cell or a toast.
+
+Markup is the other half: node text is always rendered as plain text (``rich.text.Text``,
+``markup=False``), never parsed; :func:`markdown_text` escapes it for the incident report.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC (ESC P|X|^|_ ... ST), two-byte
+# ESC sequences, and their 8-bit C1 forms (CSI 0x9b, OSC 0x9d, DCS 0x90, ...).
+_SEQUENCES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?"
+    r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c)?"
+)
+# What is left: C0 but tab and newline, DEL, C1, and the bidi embedding/override/isolate controls.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_ANY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Inline Markdown: emphasis, code, links/images, strikethrough. ("|" is left to the table code,
+# report._cell, which must escape it inside code spans as well; line-start markers such as "#", "-"
+# or "1." cannot occur, since node text is never put at the start of a line.)
+_MARKDOWN = re.compile(r"([\\`*_\[\]~])")
+
+
+def clean(text: str) -> str:
+    """``text`` without escape sequences or control characters (tab and newline kept)."""
+    if not text or _ANY.search(text) is None:
+        return text  # the common case: one C-level scan, no copy
+    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
+
+
+def clean_deep(value: object) -> object:
+    """``value`` with :func:`clean` applied to every string in it, keys included.
+
+    JSON read from a node (the repair record, the last smoke result) decodes ``\\u001b`` escapes into
+    real control characters after the byte boundary: they are cleaned again here.
+    """
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean_deep(k): clean_deep(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_deep(v) for v in value]
+    return value
+
+
+def clean_line(line: str) -> str:
+    """One line of a stream, cleaned, without its line ending."""
+    return clean(line.rstrip("\r\n"))
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` cleaned and folded onto one line (tabs and newlines become spaces), cut with a mark."""
+    folded = " ".join(clean(text).replace("\t", " ").split("\n")).strip()
+    if limit is not None and len(folded) > limit:
+        return folded[: max(0, limit - 1)] + "…"
+    return folded
+
+
+def markdown_text(text: object) -> str:
+    """Node text for Markdown prose: cleaned, on one line, every Markdown and HTML character escaped."""
+    plain = one_line(str(text if text is not None else ""))
+    plain = plain.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # "://" escaped: a bare URL would become a live link (GFM autolinks).
+    return _MARKDOWN.sub(r"\\\1", plain).replace("://", "\\://")
+
+
+def markdown_code(text: object) -> str:
+    """Node text as a Markdown code span: cleaned, on one line, fenced with more backticks than it holds."""
+    plain = one_line(str(text if text is not None else ""))
+    longest = max((len(run) for run in re.findall(r"`+", plain)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if plain.startswith("`") or plain.endswith("`") or not plain else ""
+    return f"{fence}{pad}{plain}{pad}{fence}"
+
+
+__all__ = ["clean", "clean_deep", "clean_line", "markdown_code", "markdown_text", "one_line"]

@@ -1,0 +1,151 @@
+"""Text from a node is data: markup, escapes, HTML and bidi controls in process names, kernel lines and
+record files reach no terminal, widget, JSON or report as anything but plain characters.
+
+The hostile node is ``sim:hostile/gpu-evil01``: its users' processes, an Xid line and the record file
+carry ``HOSTILE_TEXT``. It goes through the real probe path (the tools' outputs), so the boundary
+(``CommandResult``) and every renderer are tested, not a hand-built state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.text import Text
+
+from nvls_tui.app import NvlsApp
+from nvls_tui.audit import AuditLog
+from nvls_tui.backends.base import CommandResult
+from nvls_tui.cli import main
+from nvls_tui.report import report_from_file
+from nvls_tui.runbook import RepairOptions, Runbook
+from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.node import NodeScreen
+from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.textsafe import clean, markdown_code, markdown_text, one_line
+from tests.test_console_fakes import fixed_clock
+from tests.test_console_repair import wait_until
+
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=0.5, fm_timeout=3.0, smoke_timeout=30.0,
+                     transient_pause=0.01)
+
+
+def test_clean_removes_whole_escape_sequences_and_keeps_tabs_and_newlines():
+    assert clean("a\x1b]0;title\x07b\x1b[2J\x1b[31mc\x1b[0m") == "abc"
+    assert clean("x\x9b31my\x9d0;t\x07z") == "xyz"  # 8-bit CSI and OSC
+    assert clean("col1\tcol2\nline2\r\x00\x7f") == "col1\tcol2\nline2"
+    assert clean("\u202eevil\u202c") == "evil"
+    assert clean("plain [/x] <b>") == "plain [/x] <b>"  # markup is not clean's business: renderers show it plain
+    assert one_line("a\n\tb", limit=3) == "a …"
+
+
+def test_markdown_escapes_node_text_so_it_renders_as_written():
+    assert markdown_text("<img src=x> *b* [l](u) http://x") == r"&lt;img src=x&gt; \*b\* \[l\](u) http\://x"
+    assert markdown_code("a `b` c") == "``a `b` c``"
+
+
+def test_a_command_result_is_cleaned_at_the_boundary():
+    result = CommandResult(("x",), 0, "ok\x1b[2J\x1b]0;t\x07", "err\x1b[31m")
+    assert (result.stdout, result.stderr) == ("ok", "err")
+
+
+def test_plain_check_shows_every_node_and_no_control_sequence_even_when_piped(capsys):
+    code = main(["check", "sim:hostile"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "gpu-evil01" in out and "gpu-ok01" in out  # one hostile node hides no other
+    assert "[@click=app.quit]click me[/]" in out and "[bold red]PWNED[/]" in out  # shown, not interpreted
+    assert not RAW.search(out)
+
+
+def test_check_json_of_the_hostile_node_is_valid_and_carries_no_control_character(capsys):
+    code = main(["check", "sim:hostile", "--json"])
+    out = capsys.readouterr().out
+    doc = json.loads(out)
+    assert code == 1 and [n["host"] for n in doc["nodes"]] == ["gpu-evil01", "gpu-ok01"]
+    assert "\\u001b" not in out and "\\u0007" not in out
+    evil = doc["nodes"][0]
+    assert any("[/x]" in h["command"] for h in evil["holders"])
+
+
+async def test_the_console_shows_hostile_names_as_plain_text_on_the_node_screen_and_in_toasts():
+    fleet = load_fleet("sim:hostile", speed=0)
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        await pilot.pause()
+        app.open_node("gpu-evil01")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        screen = app.screen
+        await pilot.pause()
+        table = screen.query_one("#holders")
+        commands = [table.get_cell(key, list(table.columns)[-1]) for key in [r.value for r in table.rows]]
+        assert all(isinstance(c, Text) for c in commands)
+        hostile = [c for c in commands if "[@click=app.quit]" in c.plain]
+        assert hostile and all(not span.style or "@click" not in str(span.style) for c in hostile for span in c.spans)
+        kernel = screen.query_one("#kernel")
+        lines = [kernel.get_cell(r.value, list(kernel.columns)[-1]).plain for r in kernel.rows]
+        assert any("name=x [/x]" in line for line in lines)
+        # Select the hostile holders and SIGTERM them: the confirmation and the toast quote their names.
+        for i, row in enumerate(table.rows):
+            if "[/x]" in table.get_cell(row.value, list(table.columns)[-1]).plain:
+                table.move_cursor(row=i)
+                await pilot.press("space")
+        await pilot.press("t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen again")
+        await wait_until(pilot, lambda: any("SIGTERM on gpu-evil01" in n.message for n in app._notifications),
+                     "the outcome toast")
+        toast = next(n for n in app._notifications if "SIGTERM on gpu-evil01" in n.message)
+        assert toast.markup is False and "[/x]" in toast.message and not RAW.search(toast.message)
+        assert app.is_running  # [@click=app.quit] was never a live action
+
+
+def test_the_report_of_a_repair_of_the_hostile_node_escapes_its_text(tmp_path):
+    fleet = load_fleet("sim:hostile/gpu-evil01", speed=2000.0)
+    node = fleet.node("gpu-evil01")
+    node.files.pop("/var/lib/nvls-tui/repair.json")  # else the run is refused before it reads a holder
+    with AuditLog.create(tmp_path, "evil") as audit:
+        outcome = asyncio.run(Runbook(fleet.backends()[0], FAST, on_event=audit).run())
+    assert outcome.result == "failed"  # the users' workloads hold the GPUs: nobody signals them unasked
+    text = report_from_file(audit.path)
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "[@click=app.quit]" not in text and r"\[@click=app.quit\]" in text
+    assert not RAW.search(text)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_in_a_real_terminal_a_hostile_node_can_neither_retitle_nor_clear_the_pane(tmp_path):
+    from tests.test_e2e_tmux import Tmux
+
+    tmux = Tmux(f"nvls-evil-{int(time.time() * 1000) % 100000}")
+    exe = Path(sys.executable).with_name("nvls-tui")
+    try:
+        tmux.start(f"env -u COLUMNS -u LINES TERM=xterm-256color XDG_STATE_HOME={tmp_path} {exe} sim:hostile")
+        tmux.tmux("select-pane", "-t", tmux.name, "-T", "operator-title")
+        tmux.wait_for("the grid", lambda s: "gpu-evil01" in s and "gpu-ok01" in s, 60)
+        tmux.keys("Enter")  # the hostile node sorts first: open it
+        screen = tmux.wait_for("the node screen", lambda s: "Holders of /dev/nvidia" in s, 30)
+        assert "[/x]" in screen and "gpu-evil01" in screen
+        title = tmux.tmux("display-message", "-p", "-t", tmux.name, "#{pane_title}").strip()
+        assert title == "operator-title"  # the OSC 0 in the process name did not reach the terminal
+        tmux.keys("q")
+    finally:
+        tmux.kill()
+
+
+def test_a_process_named_like_markup_is_rendered_by_check_over_a_real_shell_too(tmp_path):
+    """The same text through a real sh: the probe's holders table as psmisc would print it."""
+    line = "/dev/nvidia0:        mallory   4242 F...m [/x]\x1b]0;t\x07\n"
+    done = subprocess.run(["sh", "-c", f"printf '%s' {json.dumps(line)}"], capture_output=True, text=True)
+    result = CommandResult(("fuser",), 0, done.stdout)
+    assert "\x1b" not in result.stdout and "[/x]" in result.stdout
