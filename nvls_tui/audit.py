@@ -10,13 +10,17 @@ material are redacted before a record is written.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import getpass
 import json
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from nvls_tui.localfiles import PRIVATE_FLAGS, UnsafeLocation, private_dir
 
 OUTPUT_LIMIT = 16 * 1024
 REDACTED = "[redacted]"
@@ -29,6 +33,22 @@ _ASSIGNMENT = re.compile(
     r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
 )
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9_\-+/=.]{8,}")
+
+
+# Free space an audit directory must have before a run starts (a long repair writes a few MB).
+HEADROOM = 8 * 1024 * 1024
+
+
+class AuditWriteError(OSError):
+    """The audit log cannot take a record: the run must stop (and restore); ``str()`` says why."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "the audit log could not be written"
+
+
+def _free_bytes(folder: Path) -> int:
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize
 
 
 def default_audit_dir() -> Path:
@@ -81,26 +101,72 @@ class AuditLog:
         self.path = Path(path)
         self.operator = operator or _whoami()
         self.dry_run = dry_run
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # O_APPEND: records are only ever added; 0600: outputs can name hosts and users.
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        private_dir(self.path.parent)  # 0700 and ours, or refused with one sentence
+        # O_APPEND: records are only ever added; 0600: outputs can name hosts and users; O_NOFOLLOW:
+        # a link planted where the log goes is refused, never written through.
+        try:
+            self._fd: int | None = os.open(self.path, PRIVATE_FLAGS | os.O_APPEND, 0o600)
+        except FileExistsError:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            st = os.fstat(self._fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                os.close(self._fd)
+                self._fd = None
+                raise UnsafeLocation(f"refusing the audit log {self.path}: it is not a regular file of yours") from None
 
     @classmethod
     def create(cls, directory: str | os.PathLike[str] | None, run_id: str, *, kind: str = "repair",
-               operator: str | None = None, dry_run: bool = False) -> AuditLog:
-        """A new log ``DIR/KIND-RUN_ID.jsonl`` (DIR defaults to :func:`default_audit_dir`)."""
+               operator: str | None = None, dry_run: bool = False, headroom: int = HEADROOM) -> AuditLog:
+        """A new log ``DIR/KIND-RUN_ID.jsonl`` (DIR defaults to :func:`default_audit_dir`), proven writable.
+
+        Audit first: nothing may change a node that the log cannot record. The directory must have
+        ``headroom`` bytes free, and a first record is written and fsynced before anything else.
+
+        Raises:
+            UnsafeLocation: the directory is not private (another owner, group/world-writable, a link).
+            AuditWriteError: too little room, or the first record could not be written.
+            OSError: the directory or the file cannot be created.
+        """
         base = Path(directory).expanduser() if directory else default_audit_dir()
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
-        return cls(base / f"{kind}-{safe}.jsonl", operator=operator, dry_run=dry_run)
+        log = cls(base / f"{kind}-{safe}.jsonl", operator=operator, dry_run=dry_run)
+        try:
+            free = _free_bytes(log.path.parent)
+            if free < headroom:
+                raise AuditWriteError(f"the audit directory {log.path.parent} has {free // 1024} KiB free, less than "
+                                      f"the {headroom // (1024 * 1024)} MiB a run needs for its audit log")
+            log.write({"event": "audit-opened", "node": None, "kind": kind, "run_id": run_id})
+        except BaseException:
+            log.close()
+            raise
+        return log
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Append one record (adds time, operator, dry_run when missing); flushed and fsynced."""
+        """Append one record (adds time, operator, dry_run when missing); flushed and fsynced.
+
+        A record is on disk whole or not at all: a short or failed write (a full disk) is cut back
+        off the file, so the log never ends in a torn record.
+
+        Raises:
+            AuditWriteError: the record could not be written (the file is as it was before).
+        """
         if self._fd is None:
             raise ValueError(f"the audit log {self.path} is closed")
         data = {"time": _iso(None), "operator": self.operator, "dry_run": self.dry_run, **record}
-        line = json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n"
-        os.write(self._fd, line.encode("utf-8"))
-        os.fsync(self._fd)
+        line = (json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+        size = os.fstat(self._fd).st_size
+        try:
+            written = os.write(self._fd, line)
+            if written != len(line):
+                # A short write is a full disk (or quota); the part that landed is cut off below.
+                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({written} of {len(line)} bytes written)")
+            os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise AuditWriteError(f"the audit log {self.path} could not be written: {exc.strerror or exc}") from exc
 
     def __call__(self, event: Any) -> None:
         """Event sink: turn a runbook event into a record and write it."""
@@ -165,5 +231,5 @@ def _whoami() -> str:
         return "unknown"
 
 
-__all__ = ["OUTPUT_LIMIT", "AuditLog", "bound_output", "default_audit_dir", "event_record", "redact_env",
+__all__ = ["HEADROOM", "OUTPUT_LIMIT", "AuditLog", "AuditWriteError", "bound_output", "default_audit_dir", "event_record", "redact_env",
            "redact_text"]

@@ -22,6 +22,16 @@ targets:
 """
 
 
+def _size(text: str) -> int:
+    """``4M`` -> 4194304 (argparse type: a bad size is a usage error, one sentence)."""
+    units = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+    word = text.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (word[:-1], word[-1]) if word[-1:] in units and word[-1:] else (word, "")
+    if not number.isdecimal() or int(number) < 1024 // units[unit] or int(number) * units[unit] < 1024:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size of at least 1K (like 512K, 4M)")
+    return int(number) * units[unit]
+
+
 def _add_reach_options(p: argparse.ArgumentParser) -> None:
     """Options shared by the commands that reach nodes (contract.md)."""
     g = p.add_argument_group("reaching nodes")
@@ -37,6 +47,9 @@ def _add_reach_options(p: argparse.ArgumentParser) -> None:
                    help="prefix privileged commands with `sudo -n`")
     g.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="per-command timeout")
     g.add_argument("--concurrency", type=int, default=64, metavar="N", help="connections in flight")
+    g.add_argument("--max-output", type=_size, default=None, metavar="BYTES",
+                   help="what one command may print before it is stopped and its section is unknown "
+                        "(default 4M; suffixes K, M, G)")
     g.add_argument("--read-only", action="store_true", help="never change anything on a node")
     g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui)")
 
@@ -132,20 +145,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _save_crash() -> str:
-    """Write the current traceback to the state directory and return its path (nothing is lost)."""
+    """Write the current traceback to the state directory and return its path (nothing is lost).
+
+    Private like every file of nvls-tui's (a traceback can quote hosts and command lines): 0600, new,
+    never through a link, in a directory of the operator's own.
+    """
     import os
     import time
     import traceback
 
+    from nvls_tui.localfiles import create_private, private_dir
+
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    path = os.path.join(base, "nvls-tui", f"crash-{time.strftime('%Y%m%dT%H%M%S')}.log")
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
+        folder = private_dir(os.path.join(base, "nvls-tui"))
+        path = folder / f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+        with os.fdopen(create_private(path), "w", encoding="utf-8") as fh:
             fh.write(traceback.format_exc())
     except OSError:
         return "(could not be written)"
-    return path
+    return str(path)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,75 @@ def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) 
     return sections
 
 
+class SectionReader:
+    """Splits a probe's output into sections as it arrives, holding at most ``cap`` characters of each.
+
+    Fed chunk by chunk (:meth:`feed`); once a section passes the cap it stops: that section is kept
+    cut (``overflow`` names it) and the caller stops the script, so a tool that prints without end
+    costs the bastion ``cap`` characters, not its memory.
+    """
+
+    def __init__(self, nonce: str, cap: int) -> None:
+        self.mark = f"{MARK}-{nonce} "
+        self.cap = cap
+        self.sections: dict[str, tuple[int | None, str]] = {}
+        self.overflow: str | None = None
+        self._current: str | None = None
+        self._body: list[str] = []
+        self._size = 0
+        self._partial = ""
+
+    def feed(self, chunk: str) -> bool:
+        """Take the next piece of output. False when a section went past the cap (stop the script)."""
+        if self.overflow is not None:
+            return False
+        lines = (self._partial + chunk).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if not self._line(line):
+                return False
+        if len(self._partial) > self.cap:  # one endless line
+            return self._over()
+        return True
+
+    def _line(self, line: str) -> bool:
+        if line.startswith(self.mark):
+            parts = line.split()
+            if len(parts) >= 3 and parts[1] == "begin":
+                self._close(None)
+                self._current, self._body, self._size = parts[2], [], 0
+                return True
+            if len(parts) >= 3 and parts[1] == "end" and self._current == parts[2]:
+                status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
+                self._close(status)
+                return True
+        if self._current is None:
+            return True  # between sections: nothing kept
+        self._size += len(line) + 1
+        if self._size > self.cap:
+            return self._over()
+        self._body.append(line)
+        return True
+
+    def _over(self) -> bool:
+        self.overflow = self._current
+        self._close(None)
+        return False
+
+    def _close(self, status: int | None) -> None:
+        if self._current is not None:
+            self.sections[self._current] = (status, "\n".join(self._body) + ("\n" if self._body else ""))
+        self._current, self._body, self._size = None, [], 0
+
+    def finish(self) -> dict[str, tuple[int | None, str]]:
+        """The sections read (a section without its end marker has status None)."""
+        if self.overflow is None and self._partial:
+            self._line(self._partial)
+        self._partial = ""
+        self._close(None)
+        return self.sections
+
+
 def probe_mark(text: str) -> str | None:
     """The marker of a captured probe output (its first ``... begin NAME`` line), or None."""
     for line in text.splitlines():
@@ -255,6 +324,7 @@ __all__ = [
     "QUERY_FIELDS",
     "RECORD_FILE",
     "SECTIONS",
+    "SectionReader",
     "SECTION_NAMES",
     "SIMULATED_MARKER",
     "SMOKE_FILE",

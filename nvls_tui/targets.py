@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import os
 
-from nvls_tui.backends.base import Backend, BackendOptions, InvalidArgument
+from nvls_tui.backends.base import DEFAULT_MAX_OUTPUT, Backend, BackendOptions, InvalidArgument
 
 DEMO = "sim:seed-incident"
 
@@ -31,6 +31,7 @@ def options_from_args(args: argparse.Namespace) -> BackendOptions:
         known_hosts=getattr(args, "known_hosts", None),
         user=getattr(args, "user", None),
         jump=getattr(args, "jump", None),
+        max_output=getattr(args, "max_output", None) or DEFAULT_MAX_OUTPUT,
     )
 
 

@@ -57,3 +57,22 @@ def private_sshd(tmp_path):
     rig = SshdRig(tmp_path / "sshd", ["gpu01"]).start()
     yield rig
     rig.stop()
+
+
+@pytest.fixture
+def rigs(tmp_path):
+    """Factory: ``rigs({name: (scenario, scenario node)}, static=False) -> SshdRig`` of the test's own
+    (its repairs change the nodes' shim state), all stopped (by PID) at its end."""
+    from tests.test_faults_ssh import make_rig
+
+    started: list[SshdRig] = []
+
+    def make(nodes: dict[str, tuple[str, str]], *, static: bool = False) -> SshdRig:
+        _need_sshd()
+        rig = make_rig(tmp_path / f"rig{len(started)}", nodes, static=static)
+        started.append(rig)
+        return rig
+
+    yield make
+    for rig in started:
+        rig.stop()

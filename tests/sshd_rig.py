@@ -93,8 +93,11 @@ class SshdRig:
         populate: called as ``populate(name, node_dir)`` to write each node's shims.
     """
 
-    def __init__(self, root: Path, nodes: list[str], populate: Callable[[str, Path], None] | None = None):
+    def __init__(self, root: Path, nodes: list[str], populate: Callable[[str, Path], None] | None = None,
+                 path_tails: dict[str, str] | None = None):
         self.root = Path(root)
+        # What follows a node's own bin directory on its PATH (a node "without fuser" gets none).
+        self.path_tails = dict(path_tails or {})
         self.sshd = find_sshd()
         self.user = getpass.getuser()
         self.host_key = self.root / "ssh_host_ed25519_key"
@@ -156,7 +159,8 @@ class SshdRig:
             # so a root .bashrc that prepends pyenv/cargo to PATH cannot shadow the node's shims.
             lines += [
                 f"Match LocalPort {n.port}",
-                f"    SetEnv PATH={n.bin}:/usr/bin:/bin SHLVL=1 NVLS_TUI_SIMULATED=1 NVLS_TUI_SIM_NODE={n.name}",
+                f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} SHLVL=1 NVLS_TUI_SIMULATED=1 "
+                f"NVLS_TUI_SIM_NODE={n.name}",
             ]
         path = self.root / f"sshd_config.{index}"
         path.write_text("\n".join(lines) + "\n")

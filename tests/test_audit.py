@@ -21,7 +21,8 @@ def test_each_event_becomes_one_record_with_time_node_step_argv_status_output_op
         log(CommandStarted(host="gpu05", step="reset", argv=("nvidia-smi", "-r")))
         log(CommandFinished(host="gpu05", step="reset", argv=("nvidia-smi", "-r"), exit_status=0,
                             output="All done.\n", duration=1.5))
-    records = lines(tmp_path / "repair-run1.jsonl")
+    opened, *records = lines(tmp_path / "repair-run1.jsonl")
+    assert opened["event"] == "audit-opened" and opened["run_id"] == "run1"  # the proof it can be written
     assert [r["event"] for r in records] == ["command-started", "command-finished"]
     last = records[-1]
     assert last["node"] == "gpu05" and last["step"] == "reset" and last["argv"] == ["nvidia-smi", "-r"]

@@ -202,7 +202,7 @@ async def test_aborting_mid_run_restores_everything_and_never_starts_fabric_mana
         await wait_until(pilot, lambda: screen.finished_at is not None, "the aborted run to end")
         await pilot.pause()
         run = column.run
-        assert run.result == "failed" and "aborted by the operator" in run.message
+        assert run.result == "aborted" and "aborted by the operator" in run.message
         assert run.steps["reset"].status == "ok" and run.steps["restore"].status == "ok"
         # The abort lands before fabric-manager's first command: that step stops there, unstarted.
         fm = run.steps["fabric-manager"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_e2e_tmux import Tmux
-from tests.test_faults_ssh import RUNNING_BEFORE, rigs, states_over_ssh, wait_for_record  # noqa: F401 - rigs is a fixture
+from tests.test_faults_ssh import RUNNING_BEFORE, states_over_ssh, wait_for_record
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -36,7 +36,7 @@ def console_command(rig, target: str, audit_dir: Path, pid_file: Path, tmp_path:
     return f"sh -c {shlex.quote(inner)}"
 
 
-def test_a_console_killed_mid_repair_restarts_shows_interrupted_repair_and_restores(rigs, tmp_path):  # noqa: F811
+def test_a_console_killed_mid_repair_restarts_shows_interrupted_repair_and_restores(rigs, tmp_path):
     rig = rigs({"gpu05": ("seed-incident", "gpu05")})
     target, audit_dir, pid_file = rig.target("gpu05"), tmp_path / "audit", tmp_path / "console.pid"
     first = Tmux(f"nvls-kill-{os.getpid()}-a")

@@ -50,21 +50,6 @@ def make_rig(root: Path, nodes: dict[str, tuple[str, str]], *, static: bool = Fa
     return SshdRig(root, list(nodes), populate).start()
 
 
-@pytest.fixture
-def rigs(tmp_path):
-    """Factory for rigs of the test's own, all stopped (by PID) at its end."""
-    started: list[SshdRig] = []
-
-    def make(nodes: dict[str, tuple[str, str]], *, static: bool = False) -> SshdRig:
-        rig = make_rig(tmp_path / f"rig{len(started)}", nodes, static=static)
-        started.append(rig)
-        return rig
-
-    yield make
-    for rig in started:
-        rig.stop()
-
-
 def cli(rig: SshdRig, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """``nvls-tui ARGS`` as a real subprocess trusting exactly ``rig``."""
     return subprocess.Popen([*NVLS_TUI, *args, *rig.cli_args()], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -188,7 +173,7 @@ def test_kill_9_mid_repair_keeps_every_audit_event_check_reports_it_and_restore_
     assert code == -signal.SIGKILL
 
     records = audit_records(audit_dir)  # every line whole JSON, fsynced up to the kill
-    assert records[0]["event"] == "run-started"
+    assert [r["event"] for r in records[:2]] == ["audit-opened", "run-started"]
     assert any(r["event"] == "step-started" and r["step"] == "quiesce" for r in records)
     assert not any(r["event"] == "run-finished" for r in records)
     assert states_over_ssh(rig, "gpu05")["kubelet.service"] == "inactive"

@@ -168,9 +168,81 @@ def join_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
     return " ".join(parts + [shlex.join(argv)])
 
 
+# Characters one command may print (stdout and stderr each) before it is stopped: generous for any
+# real tool (nvidia-smi -q -x of 8 GPUs is ~250 KB), small enough that 64 nodes in flight stay bounded.
+DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024
+
+
+class CappedText:
+    """Text gathered up to a cap; what comes past it is dropped, and :meth:`add` says stop."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.size = 0
+        self.parts: list[str] = []
+
+    def add(self, chunk: str) -> bool:
+        """Keep ``chunk`` (its head, at the cap). False once the cap is reached."""
+        room = self.cap - self.size
+        if len(chunk) > room:
+            self.parts.append(chunk[: max(0, room)])
+            self.size = self.cap
+            return False
+        self.parts.append(chunk)
+        self.size += len(chunk)
+        return True
+
+    def text(self) -> str:
+        """What was kept."""
+        return "".join(self.parts)
+
+
+class OutputTooLarge(BackendError):
+    """A streamed command printed more than the byte cap; it was stopped."""
+
+
+# A streamed line longer than this is cut into pieces (nccl-tests lines are ~120 characters).
+STREAM_LINE_CAP = 64 * 1024
+
+
+class LineSplitter:
+    """Chunks of a stream -> lines, never holding more than one capped line, counting the total."""
+
+    def __init__(self, total_cap: int, line_cap: int = STREAM_LINE_CAP) -> None:
+        self.total_cap = total_cap
+        self.line_cap = line_cap
+        self.total = 0
+        self._partial = ""
+
+    def feed(self, chunk: str) -> list[str]:
+        """The complete lines ``chunk`` ends (without their newline).
+
+        Raises:
+            OutputTooLarge: the stream passed ``total_cap`` characters.
+        """
+        self.total += len(chunk)
+        if self.total > self.total_cap:
+            raise OutputTooLarge(f"the command printed more than {self.total_cap} characters and was stopped")
+        lines = (self._partial + chunk).split("\n")
+        self._partial = lines.pop()
+        while len(self._partial) > self.line_cap:
+            lines.append(self._partial[: self.line_cap])
+            self._partial = self._partial[self.line_cap:]
+        return lines
+
+    def finish(self) -> list[str]:
+        """The last line, if the stream did not end with a newline."""
+        rest, self._partial = self._partial, ""
+        return [rest] if rest else []
+
+
 @dataclass
 class BackendOptions:
-    """Options shared by the commands that reach nodes (contract.md)."""
+    """Options shared by the commands that reach nodes (contract.md).
+
+    Attributes:
+        max_output: characters a command may print (stdout and stderr each) before it is stopped.
+    """
 
     timeout: float = 20.0
     sudo: bool = False
@@ -181,6 +253,7 @@ class BackendOptions:
     known_hosts: str | None = None
     user: str | None = None
     jump: str | None = None
+    max_output: int = DEFAULT_MAX_OUTPUT
     extra: dict = field(default_factory=dict)
 
 

@@ -6,10 +6,12 @@ NVML and /proc scans block, so they run in a thread (``asyncio.to_thread``): the
 from __future__ import annotations
 
 import asyncio
+import codecs
 import ctypes
 import dataclasses
 import glob
 import os
+import signal as signals
 import socket
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -20,7 +22,9 @@ from nvls_tui.assemble import assemble_node_state
 from nvls_tui.backends.base import (
     Backend,
     BackendOptions,
+    CappedText,
     CommandResult,
+    LineSplitter,
     CommandTimeout,
     InvalidArgument,
     ProcessChanged,
@@ -171,6 +175,17 @@ def _ps_entry(pid: int) -> PsEntry | None:
     return dataclasses.replace(entry, cgroup=None if cgroup == "-" else cgroup)
 
 
+CHUNK = 64 * 1024
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL a command started in a session of its own, and everything it started."""
+    try:
+        os.killpg(proc.pid, signals.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class LocalBackend(Backend):
     """The machine nvls-tui runs on (target ``local``)."""
 
@@ -187,25 +202,61 @@ class LocalBackend(Backend):
 
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
                   env: Mapping[str, str] | None = None, stdin: str | None = None) -> CommandResult:
-        """Run a local command without a shell."""
+        """Run a local command without a shell; past ``options.max_output`` it is stopped (truncated)."""
         started = time.monotonic()
+        limit = timeout or self.options.timeout
         full = self._argv(argv, privileged)
         try:
+            # A session of its own: a stopped `sudo journalctl` takes its child with it.
             proc = await asyncio.create_subprocess_exec(
                 *full, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env={**os.environ, **(env or {})})
+                env={**os.environ, **(env or {})}, start_new_session=True)
         except FileNotFoundError:
             return CommandResult(tuple(argv), 127, "", f"{argv[0]}: command not found\n")
+        out, err = CappedText(self.options.max_output), CappedText(self.options.max_output)
+
+        async def pump(stream, sink: CappedText) -> bool:
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span chunks
+            while chunk := await stream.read(CHUNK):
+                if not sink.add(decoder.decode(chunk)):
+                    return True
+            sink.add(decoder.decode(b"", final=True))
+            return False
+
+        async def feed() -> bool:
+            if stdin is not None and proc.stdin is not None:
+                proc.stdin.write(stdin.encode())
+                await proc.stdin.drain()
+                proc.stdin.close()
+            return False
+
+        tasks = [asyncio.ensure_future(c) for c in (pump(proc.stdout, out), pump(proc.stderr, err), feed())]
+        over = False
         try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None),
-                                              timeout or self.options.timeout)
+            async with asyncio.timeout(limit):
+                pending = set(tasks)
+                while pending and not over:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    over = any(t.result() for t in done)
+                if over:
+                    _kill_group(proc)  # past the cap: stopped, not read to its end
+                await asyncio.gather(*tasks)
+                await proc.wait()
         except TimeoutError:
-            proc.kill()
+            _kill_group(proc)
             await proc.wait()
-            raise CommandTimeout(f"{argv[0]} did not finish within {timeout or self.options.timeout:.0f} s") from None
-        return CommandResult(tuple(argv), proc.returncode or 0, out.decode(errors="replace"),
-                             err.decode(errors="replace"), time.monotonic() - started)
+            raise CommandTimeout(f"{argv[0]} did not finish within {limit:.0f} s") from None
+        except asyncio.CancelledError:
+            _kill_group(proc)  # its own session: nothing else would stop it
+            raise
+        finally:
+            for task in tasks:
+                task.cancel()
+        if over:
+            return CommandResult(tuple(argv), -1, out.text(), err.text(), time.monotonic() - started, truncated=True)
+        return CommandResult(tuple(argv), proc.returncode if proc.returncode is not None else -1, out.text(),
+                             err.text(), time.monotonic() - started)
 
     async def stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, pty: bool = False,
                      privileged: bool = False) -> AsyncIterator[str]:
@@ -218,10 +269,15 @@ class LocalBackend(Backend):
             self.last_exit_status = 127
             yield f"{argv[0]}: command not found"
             return
+        splitter = LineSplitter(self.options.max_output)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         try:
             assert proc.stdout is not None
-            async for raw in proc.stdout:
-                yield clean_line(raw.decode(errors="replace"))
+            while raw := await proc.stdout.read(CHUNK):
+                for line in splitter.feed(decoder.decode(raw)):
+                    yield clean_line(line)
+            for line in splitter.finish():
+                yield clean_line(line)
             self.last_exit_status = await proc.wait()
         finally:
             if proc.returncode is None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from nvls_tui.backends.base import (
     Backend,
+    DEFAULT_MAX_OUTPUT,
     CommandFailed,
     CommandResult,
     CommandTimeout,
@@ -55,10 +56,12 @@ class SimulatedBackend(Backend):
 
     simulated = True
 
-    def __init__(self, fleet: SimFleet, name: str, *, timeout: float = 20.0) -> None:
+    def __init__(self, fleet: SimFleet, name: str, *, timeout: float = 20.0,
+                 max_output: int = DEFAULT_MAX_OUTPUT) -> None:
         self.fleet = fleet
         self.host = name
         self.timeout = timeout
+        self.max_output = max_output
         self.last_exit_status: int | None = None
 
     @property
@@ -104,7 +107,7 @@ class SimulatedBackend(Backend):
                 return CommandResult(argv, result.exit_status, result.text(), "", time.monotonic() - began)
             assert isinstance(result, Output)
             await asyncio.sleep(0)
-            return CommandResult(argv, result.exit_status, result.stdout, result.stderr, time.monotonic() - began)
+            return self._capped(argv, result.exit_status, result.stdout, result.stderr, time.monotonic() - began)
 
         try:
             return await asyncio.wait_for(go(), limit)
@@ -184,7 +187,13 @@ class SimulatedBackend(Backend):
             return CommandResult(argv, 1, "", "")
         merged = result.merged if result.merged is not None else CommandResult(
             argv, result.exit_status, result.stdout, result.stderr).output
-        return CommandResult(argv, result.exit_status, merged, "", time.monotonic() - began)
+        return self._capped(argv, result.exit_status, merged, "", time.monotonic() - began)
+
+    def _capped(self, argv: tuple[str, ...], status: int, out: str, err: str, took: float) -> CommandResult:
+        """The result as the SSH and local backends would give it: past the cap, cut and marked."""
+        if len(out) > self.max_output or len(err) > self.max_output:
+            return CommandResult(argv, -1, out[: self.max_output], err[: self.max_output], took, truncated=True)
+        return CommandResult(argv, status, out, err, took)
 
     async def snapshot(self) -> NodeState:
         """Run the read-only probe as the remote script does, one command at a time, and assemble it."""

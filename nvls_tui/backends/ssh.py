@@ -15,7 +15,7 @@ import re
 import shlex
 import signal as _signal
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 import asyncssh
 
@@ -25,8 +25,11 @@ from nvls_tui.backends.base import (
     BackendOptions,
     CommandFailed,
     CommandResult,
+    CappedText,
     CommandTimeout,
     InvalidArgument,
+    LineSplitter,
+    OutputTooLarge,
     ProcessChanged,
     ProcessGone,
     ProcessIdentity,
@@ -41,7 +44,7 @@ from nvls_tui.backends.base import (
 from nvls_tui.backends.ssh_pool import SshConnector
 from nvls_tui.model import NodeState
 from nvls_tui.textsafe import clean_line
-from nvls_tui.probe import new_nonce, probe_script, section_argv, split_probe_output
+from nvls_tui.probe import DERIVED_SECTIONS, SECTION_NAMES, SectionReader, new_nonce, probe_script, section_argv
 from nvls_tui.ssh_targets import SshTarget
 
 # sshd's default MaxSessions is 10 channels per connection; stay under it.
@@ -54,6 +57,7 @@ _ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SUDO_PASSWORD = ("a password is required", "a terminal is required")
 _PGID_MARK = "@@nvls-tui-pgid"
 STOP_TIMEOUT = 5.0
+CHUNK = 64 * 1024
 # Exit codes of the signal script (distinct from anything kill(1) returns).
 _GONE, _CHANGED = 3, 4
 
@@ -220,31 +224,67 @@ class SshBackend(Backend):
             )
 
     # ----- the Backend interface -------------------------------------------------------------
-    async def run(
-        self,
-        argv: Sequence[str],
-        timeout: float | None = None,
-        *,
-        privileged: bool = False,
-        env: Mapping[str, str] | None = None,
-        stdin: str | None = None,
-    ) -> CommandResult:
-        """Run one command to completion (see Backend.run).
+    async def _collect(self, proc: asyncssh.SSHClientProcess, on_stdout: Callable[[str], bool],
+                       stderr_cap: int) -> tuple[str, bool]:
+        """Read a command's two streams as they come, without ever holding more than the caps.
 
-        Raises:
-            Unreachable: connecting failed or the link dropped while the command ran.
-            CommandTimeout: the command outlived ``timeout``; it was stopped on the node.
-            CommandFailed: sudo wanted a password.
-            InvalidArgument: argv or env would not make a safe command line.
+        Args:
+            proc: the started command.
+            on_stdout: called with each stdout chunk; returns False to stop the command (cap reached).
+            stderr_cap: characters of stderr kept (and the stderr cap of the command).
+
+        Returns:
+            (stderr, stopped): stopped is True when a cap was reached (the caller stops the command).
         """
-        timeout = self.options.timeout if timeout is None else timeout
-        line = self.command_line(argv, env, privileged)
+        err: list[str] = []
+        size = 0
+
+        async def read_out() -> bool:
+            while chunk := await proc.stdout.read(CHUNK):
+                if not on_stdout(chunk):
+                    return True
+            return False
+
+        async def read_err() -> bool:
+            nonlocal size
+            while chunk := await proc.stderr.read(CHUNK):
+                if size + len(chunk) > stderr_cap:
+                    err.append(chunk[: stderr_cap - size])
+                    return True
+                err.append(chunk)
+                size += len(chunk)
+            return False
+
+        tasks = [asyncio.ensure_future(read_out()), asyncio.ensure_future(read_err())]
+        try:
+            while tasks:
+                done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                if any(t.result() for t in done):
+                    return "".join(err), True
+                tasks = list(pending)
+        finally:
+            for task in tasks:
+                task.cancel()
+        return "".join(err), False
+
+    async def _execute(self, argv: Sequence[str], line: str, timeout: float, privileged: bool, stdin: str | None,
+                       on_stdout: Callable[[str], bool]) -> tuple[int, str, bool, float]:
+        """Run ``line`` with capped reading: (exit status or -1, stderr, stopped at a cap, seconds)."""
         started = time.monotonic()
         async with self._limiter, self._sessions:
             kwargs = {"input": stdin} if stdin is not None else {"stdin": asyncssh.DEVNULL}
             proc, pgid, early = await self._start(line, timeout, **kwargs)
+            if early and not on_stdout(early):
+                self._stop(proc, pgid, privileged)
+                return -1, "", True, time.monotonic() - started
             try:
                 async with asyncio.timeout(timeout):
+                    stderr, stopped = await self._collect(proc, on_stdout, self.options.max_output)
+                    if stopped:
+                        # Past the cap: the command is stopped, not read to its end (a broken lspci that
+                        # prints without end grew the bastion by 1.5 GB in 10 s).
+                        self._stop(proc, pgid, privileged)
+                        return -1, stderr, True, time.monotonic() - started
                     completed = await proc.wait()
             except TimeoutError:
                 self._stop(proc, pgid, privileged)
@@ -258,13 +298,34 @@ class SshBackend(Backend):
                 raise
         if completed.returncode is None:
             raise self._dropped(_short(argv))
-        result = CommandResult(
-            argv=tuple(argv),
-            exit_status=completed.returncode,
-            stdout=early + str(completed.stdout or ""),
-            stderr=str(completed.stderr or ""),
-            duration=time.monotonic() - started,
-        )
+        return completed.returncode, stderr, False, time.monotonic() - started
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        *,
+        privileged: bool = False,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        """Run one command to completion (see Backend.run).
+
+        Output past ``options.max_output`` characters (stdout and stderr each) stops the command: the
+        result then has ``truncated=True``, exit status -1 and the head of the output.
+
+        Raises:
+            Unreachable: connecting failed or the link dropped while the command ran.
+            CommandTimeout: the command outlived ``timeout``; it was stopped on the node.
+            CommandFailed: sudo wanted a password.
+            InvalidArgument: argv or env would not make a safe command line.
+        """
+        timeout = self.options.timeout if timeout is None else timeout
+        line = self.command_line(argv, env, privileged)
+        sink = CappedText(self.options.max_output)
+        status, stderr, stopped, took = await self._execute(argv, line, timeout, privileged, stdin, sink.add)
+        result = CommandResult(argv=tuple(argv), exit_status=status, stdout=sink.text(), stderr=stderr,
+                               duration=took, truncated=stopped)
         self._check_sudo(argv, privileged, result)
         return result
 
@@ -303,13 +364,19 @@ class SshBackend(Backend):
             try:
                 if early:
                     yield clean_line(early)
+                # Chunks, not readline: one line that never ends must not grow the bastion without bound.
+                splitter = LineSplitter(self.options.max_output)
                 try:
-                    async for text in proc.stdout:
-                        if text:  # asyncssh ends with an empty read at EOF; a blank line is "\n"
+                    while chunk := await proc.stdout.read(CHUNK):
+                        for text in splitter.feed(chunk):
                             yield clean_line(text)
+                    for text in splitter.finish():
+                        yield clean_line(text)
                     await proc.wait_closed()
                 except (asyncssh.Error, OSError):
                     raise self._dropped(f"the stream of {_short(argv)}") from None
+                except OutputTooLarge as exc:
+                    raise OutputTooLarge(f"{self.host}: {_short(argv)}: {exc}") from None
                 if proc.returncode is None:
                     raise self._dropped(f"the stream of {_short(argv)}")
                 self.last_exit_status = proc.returncode
@@ -356,17 +423,35 @@ class SshBackend(Backend):
     async def read_sections(self) -> dict[str, CommandResult]:
         """Run the whole poll in one remote ``sh -c`` and split it back into per-section results.
 
-        A section whose end marker never arrived has exit status -1.
+        Each section may print ``options.max_output`` characters; past that the script is stopped,
+        the section is kept as truncated (EVIDENCE_MISSING, over the cap), and the sections it had not
+        reached yet are read by a second script, so one flooding tool hides nothing else. A section
+        whose end marker never arrived has exit status -1.
 
         Raises:
             Unreachable, CommandTimeout.
         """
-        nonce = new_nonce()
-        result = await self.run(["sh", "-c", probe_script(self.options.sudo, nonce)])
-        sections = {}
-        for name, (status, text) in split_probe_output(result.stdout, nonce).items():
-            sections[name] = CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
-                                           stdout=text)
+        pending = list(SECTION_NAMES)
+        sections: dict[str, CommandResult] = {}
+        for _attempt in SECTION_NAMES:  # each round settles at least the section that overflowed
+            if not pending:
+                break
+            nonce = new_nonce()
+            reader = SectionReader(nonce, self.options.max_output)
+            script = probe_script(self.options.sudo, nonce, only=tuple(pending))
+            argv = ["sh", "-c", script]
+            await self._execute(argv, self.command_line(argv), self.options.timeout, False, None, reader.feed)
+            for name, (status, text) in reader.finish().items():
+                sections[name] = CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
+                                               stdout=text, truncated=name == reader.overflow)
+            if reader.overflow is None:
+                break
+            pending = [n for n in pending if n not in sections]
+            if any(n in pending for n in DERIVED_SECTIONS):
+                if sections.get("holders") is not None and sections["holders"].truncated:
+                    pending = [n for n in pending if n not in DERIVED_SECTIONS]  # no PID list to read them by
+                else:
+                    pending.append("holders")  # the ps reads take their PIDs from the same script's fuser
         # Without this, a `sudo -n` that wants a password only empties the privileged sections: the
         # node then looks as if nothing held a device and the kernel log were clean. The holders
         # section keeps its stderr, so sudo's refusal shows there; make it the poll's one clear error.

@@ -12,12 +12,13 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 from typing import TextIO
 
-from nvls_tui.audit import AuditLog
+from nvls_tui.audit import AuditLog, AuditWriteError
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
-from nvls_tui.runbook import RepairOptions, new_run_id, restore_node, run_many
+from nvls_tui.runbook import STEPS, RepairOptions, RunGroup, new_run_id, restore_node, run_many
 from nvls_tui.runbook.events import (
     CommandFinished,
     HoldersRemaining,
@@ -31,20 +32,57 @@ from nvls_tui.runbook.events import (
     StepStarted,
     fan_out,
 )
-from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.targets import resolve_backends, sim_speed
+from nvls_tui.textsafe import one_line
+
+
+def say(stream: TextIO, text: str) -> bool:
+    """Print one line; False when the terminal is gone (SIGHUP: the operator's SSH session dropped)."""
+    try:
+        print(text, file=stream, flush=True)
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 class ProgressPrinter:
-    """Event sink printing one short line per meaningful event, prefixed by the node."""
+    """Event sink printing one short line per meaningful event, prefixed by the node.
+
+    A terminal that went away (EIO after a hang-up) silences it; the audit log still has everything.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.gone = False
 
     def __call__(self, event: RunbookEvent) -> None:
         text = self.format(event)
         for line in (text or "").splitlines():
-            print(f"{event.host:<14} {line}", file=self.stream, flush=True)
+            if self.gone or not say(self.stream, f"{event.host:<14} {one_line(line)}"):
+                self.gone = True
+                return
+
+
+class AuditGuard:
+    """The audit log as a sink that stops the run when it can no longer write (a full disk).
+
+    The runbook's event sink must never raise (a lost UI update must not break a repair), so a
+    failed audit write is turned into an interrupt instead: every node stops and restores.
+    """
+
+    def __init__(self, audit: AuditLog, on_failure) -> None:
+        self.audit = audit
+        self.on_failure = on_failure
+        self.failed: AuditWriteError | None = None
+
+    def __call__(self, event: RunbookEvent) -> None:
+        try:
+            self.audit(event)
+        except AuditWriteError as exc:
+            if self.failed is None:
+                self.failed = exc
+                self.on_failure(exc)
 
     @staticmethod
     def format(event: RunbookEvent) -> str | None:
@@ -104,15 +142,73 @@ def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO) -> tuple[bool, str]
 
 
 async def _run(backends: list[Backend], args: argparse.Namespace, options: RepairOptions, sink,
-               run_id: str, audit_path: str) -> list[NodeOutcome]:
+               run_id: str, audit_path: str, group: RunGroup) -> list[NodeOutcome]:
     try:
         if args.restore:
-            return list(await asyncio.gather(*(restore_node(b, options, on_event=sink, run_id=run_id,
-                                                            audit_log=audit_path) for b in backends)))
+            # A restore is never aborted: it is what an interrupted repair needs (signals only say so).
+            return list(await asyncio.gather(*(asyncio.shield(restore_node(b, options, on_event=sink, run_id=run_id,
+                                                                           audit_log=audit_path))
+                                               for b in backends)))
         return await run_many(backends, options, strategy=args.strategy, on_event=sink, run_id=run_id,
-                              audit_log=audit_path)
+                              audit_log=audit_path, group=group)
     finally:
         await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
+
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+async def _guarded(backends: list[Backend], args: argparse.Namespace, options: RepairOptions, sink,
+                   run_id: str, audit_path: str, group: RunGroup, stream: TextIO) -> list[NodeOutcome]:
+    """:func:`_run` with SIGINT, SIGTERM and SIGHUP turned into an orderly abort and restore.
+
+    The first signal stops every node at once (the step in flight is cancelled, its remote command
+    ended) and each node restores what it changed. The restore itself is shielded: a second signal
+    only prints the exact commands that finish the job should this process be killed outright.
+    """
+    loop = asyncio.get_running_loop()
+    hosts = [b.host for b in backends]
+    seen: list[str] = []
+
+    def on_signal(name: str) -> None:
+        seen.append(name)
+        if len(seen) == 1 and not args.restore:
+            say(stream, f"nvls-tui: {name}: aborting the repair of {' '.join(hosts)}; every node is being restored")
+            group.interrupt(f"{name} received")
+            return
+        say(stream, f"nvls-tui: {name}: the restore goes on. If nvls-tui is killed before it ends, run: "
+                    + "; ".join(f"nvls-tui repair --restore {h}" for h in hosts))
+
+    for sig in INTERRUPTS:
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    try:
+        return await _run(backends, args, options, sink, run_id, audit_path, group)
+    finally:
+        for sig in INTERRUPTS:
+            loop.remove_signal_handler(sig)
+
+
+def _refused_all(backends: list[Backend], options: RepairOptions, reason: str) -> list[NodeOutcome]:
+    """Every node refused before anything ran (an audit log that cannot be written)."""
+    outcomes = []
+    for b in backends:
+        outcome = NodeOutcome(host=b.host, dry_run=options.dry_run, result=REFUSED, message=reason)
+        for name in STEPS:
+            outcome.step(name)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: str | None) -> None:
+    """The JSON of contract.md, or one line per node (a terminal that is gone is no error)."""
+    if args.json:
+        say(sys.stdout, json.dumps({"nodes": [o.to_json() for o in outcomes]}, indent=2))
+        return
+    for o in outcomes:
+        smoke = f", {o.smoke.avg_busbw:.1f} GB/s" if o.smoke and o.smoke.avg_busbw is not None else ""
+        say(sys.stdout, f"{o.host}: {o.result}{smoke} - {one_line(o.message)}")
+    if audit_path:
+        say(sys.stdout, f"audit log: {audit_path}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,17 +235,22 @@ def run(args: argparse.Namespace) -> int:
     kind = "restore" if args.restore else ("dry-run" if args.dry_run else "repair")
     try:
         audit = AuditLog.create(args.audit_dir, run_id, kind=kind, dry_run=options.dry_run)
+    except AuditWriteError as exc:
+        # Audit first: a run the log cannot record does not start. Nothing was changed.
+        outcomes = _refused_all(backends, options, f"refused before any command: {exc}")
+        say(sys.stderr, f"nvls-tui: {exc}; nothing was changed")
+        _report(outcomes, args, None)
+        return 1
     except OSError as exc:
         print(f"nvls-tui: cannot create the audit log: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    progress = ProgressPrinter(sys.stderr if args.json else sys.stdout)
+    stream = sys.stderr if args.json else sys.stdout
+    progress = ProgressPrinter(stream)
+    group = RunGroup()
+    guard = AuditGuard(audit, lambda exc: (say(sys.stderr, f"nvls-tui: {exc}: aborting, every node is being restored"),
+                                           group.interrupt(f"the audit log could not be written ({exc})")))
     with audit:
-        outcomes = asyncio.run(_run(backends, args, options, fan_out(audit, progress), run_id, str(audit.path)))
-    if args.json:
-        print(json.dumps({"nodes": [o.to_json() for o in outcomes]}, indent=2))
-    else:
-        for o in outcomes:
-            smoke = f", {o.smoke.avg_busbw:.1f} GB/s" if o.smoke and o.smoke.avg_busbw is not None else ""
-            print(f"{o.host}: {o.result}{smoke} - {o.message}")
-        print(f"audit log: {audit.path}")
+        outcomes = asyncio.run(_guarded(backends, args, options, fan_out(guard, progress), run_id, str(audit.path),
+                                        group, sys.stderr))
+    _report(outcomes, args, str(audit.path))
     return 0 if all(o.ok for o in outcomes) else 1

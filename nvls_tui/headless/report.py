@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nvls_tui.localfiles import write_private
 from nvls_tui.report import report_from_file
 
 
@@ -19,8 +20,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     try:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_private(args.output, text)  # 0600; a link planted at the path is replaced, not followed
     except OSError as exc:
         print(f"nvls-tui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,9 @@ _BY_NAME: tuple[tuple[str, HolderKind], ...] = (
     ("nvidia-smi", HolderKind.NVIDIA_SMI),
 )
 _COMM_LEN = 15
+# Programs that run another one named in their arguments: a shell running a script, the dynamic
+# loader running a binary (the real H200 VM's nvidia-smi showed as ``ld-linux-x86-64``), env.
+_LAUNCHER = re.compile(r"^(?:sh|bash|dash|env|ld-linux[\w.-]*\.so[\d.]*|ld-[\w.-]+\.so[\d.]*)$")
 _CUDA_APP = re.compile(
     r"^(?:python[\d.]*|vllm|torchrun|pt_main_thread|all_reduce_perf|\w+_perf(?:_mpi)?|tritonserver)$"
 )
@@ -69,6 +72,13 @@ def classify(command: str) -> HolderKind:
     kind = _named(words[0])
     if kind is not None:
         return kind
+    if _LAUNCHER.match(base):
+        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        if words[1:2] == ["-c"] and len(words) > 2:  # sh -c 'nvidia-smi -q': the command's first word
+            rest = words[2].split()[:1]
+        inner = _named(rest[0]) if rest else None
+        if inner is not None:
+            return inner
     if _CUDA_APP.match(base):
         # `python3 -m vllm ...` and `python3 /usr/bin/dcgm-exporter` are told apart by what runs.
         for word in words[1:3]:

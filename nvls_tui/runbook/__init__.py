@@ -12,7 +12,7 @@ smoke-test, restore (restore runs on every exit path).
 """
 
 from nvls_tui.runbook.engine import Runbook, new_run_id, repair_node
-from nvls_tui.runbook.multi import STRATEGIES, run_many
+from nvls_tui.runbook.multi import STRATEGIES, RunGroup, run_many
 from nvls_tui.runbook.outcome import NodeOutcome, StepOutcome
 from nvls_tui.runbook.plan import plan_commands
 from nvls_tui.runbook.record import RepairRecord
@@ -27,6 +27,7 @@ __all__ = [
     "Operator",
     "RepairOptions",
     "RepairRecord",
+    "RunGroup",
     "Runbook",
     "StepOutcome",
     "new_run_id",

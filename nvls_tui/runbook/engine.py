@@ -15,12 +15,13 @@ import os
 import uuid
 from collections.abc import Awaitable, Callable
 
-from nvls_tui.backends.base import Backend, BackendError, CommandFailed
+from nvls_tui.backends.base import Backend, BackendError, CommandFailed, CommandTimeout, OutputTooLarge
 from nvls_tui.model import NodeState
 from nvls_tui.runbook import fabric, preflight, quiesce, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.events import EventSink, NodeObserved, RunFinished, RunStarted, StepFinished, StepStarted
 from nvls_tui.runbook.outcome import (
+    ABORTED,
     FAILED,
     NO_REPAIR_NEEDED,
     OK,
@@ -66,6 +67,8 @@ class Runbook:
         self._prior_units: dict[str, str] = {}
         self._prior_pm: dict[int, str] = {}
         self._t0: str | None = None
+        self._interrupted: str | None = None
+        self._steps_task: asyncio.Future | None = None
 
     @property
     def host(self) -> str:
@@ -73,8 +76,20 @@ class Runbook:
         return self.context.host
 
     def abort(self) -> None:
-        """Stop at the next command; everything is restored and the result is ``failed``."""
+        """Stop at the next command; everything is restored and the result is ``aborted``."""
         self.context.abort()
+
+    def interrupt(self, reason: str) -> None:
+        """Stop now, even inside a long command (a reset, the smoke test), then restore.
+
+        The step in flight is cancelled (its remote command is ended), the restore runs shielded,
+        and the result is ``aborted`` with ``reason`` (``SIGTERM received``). A run not started yet
+        never starts.
+        """
+        self._interrupted = self._interrupted or reason
+        self.context.abort()
+        if self._steps_task is not None and not self._steps_task.done():
+            self._steps_task.cancel()
 
     # -- the run ------------------------------------------------------------------------------------
 
@@ -95,17 +110,30 @@ class Runbook:
         ctx.emit(RunStarted(host=self.host, run_id=self.run_id, dry_run=False))
         cancelled: asyncio.CancelledError | None = None
         try:
-            await self._steps()
+            if self._interrupted:
+                raise Aborted(self._interrupted)
+            self._steps_task = asyncio.ensure_future(self._steps())
+            try:
+                await self._steps_task
+            except asyncio.CancelledError:
+                me = asyncio.current_task()
+                if self._interrupted and not (me is not None and me.cancelling()):
+                    raise Aborted(self._interrupted) from None  # our own interrupt, not a cancel of run()
+                raise
         except Refused as exc:
             self._fail_current(str(exc), REFUSED)
         except StepFailed as exc:
             self.outcome.escalate = exc.escalate
             self._fail_current(str(exc), FAILED)
         except Aborted as exc:
-            self._fail_current(str(exc), FAILED)
+            self.outcome.reason = f"{ctx.step or 'preflight'}: {exc}"
+            self._fail_current(f"aborted during {ctx.step or 'preflight'}: {exc}", ABORTED)
         except CommandFailed as exc:
             # The node answered but refused (sudo wants a password): not a lost node, say what it is.
             self._fail_current(f"{ctx.step} could not go on: {exc}", FAILED)
+        except (CommandTimeout, OutputTooLarge) as exc:
+            # The node answered, but a command hung or printed without end: it was stopped.
+            self._fail_current(f"{ctx.step} stopped: {exc}", FAILED)
         except BackendError as exc:
             self._fail_current(f"lost the node during {ctx.step}: {exc}", FAILED)
         except asyncio.CancelledError as exc:
@@ -153,7 +181,8 @@ class Runbook:
         except BaseException as exc:
             record.status = STEP_FAILED
             record.duration = self.options.clock() - began
-            record.message = str(exc) or type(exc).__name__
+            interrupted = isinstance(exc, asyncio.CancelledError) and self._interrupted
+            record.message = f"interrupted: {self._interrupted}" if interrupted else (str(exc) or type(exc).__name__)
             ctx.emit(StepFinished(host=self.host, step=name, status=STEP_FAILED, duration=record.duration,
                                   message=record.message))
             raise

@@ -18,6 +18,25 @@ from nvls_tui.runbook.steps import STEPS, Operator, RepairOptions
 STRATEGIES = ("parallel", "serial", "canary")
 
 
+class RunGroup:
+    """The runbooks of one run, so that a signal (or the console's quit) stops them all at once.
+
+    Attributes:
+        books: every node's runbook, once :func:`run_many` made them.
+        interrupted: why the run was interrupted (None while it was not).
+    """
+
+    def __init__(self) -> None:
+        self.books: list[Runbook] = []
+        self.interrupted: str | None = None
+
+    def interrupt(self, reason: str) -> None:
+        """Stop every node now (each restores what it changed); nodes not started yet never start."""
+        self.interrupted = self.interrupted or reason
+        for book in self.books:
+            book.interrupt(reason)
+
+
 def _not_attempted(backend: Backend, options: RepairOptions, reason: str, audit_log: str | None) -> NodeOutcome:
     outcome = NodeOutcome(host=backend.host, dry_run=options.dry_run, result=REFUSED, message=reason,
                           audit_log=audit_log)
@@ -29,7 +48,7 @@ def _not_attempted(backend: Backend, options: RepairOptions, reason: str, audit_
 async def run_many(backends: Sequence[Backend], options: RepairOptions | None = None, *,
                    strategy: str = "parallel", on_event: EventSink | None = None,
                    operator: Operator | None = None, run_id: str | None = None,
-                   audit_log: str | None = None) -> list[NodeOutcome]:
+                   audit_log: str | None = None, group: RunGroup | None = None) -> list[NodeOutcome]:
     """Repair (or plan) every node with ``strategy``; outcomes come back in the order of ``backends``.
 
     Args:
@@ -40,6 +59,7 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
         operator: asked about holders only the operator may stop.
         run_id: one id for the whole run (the audit log's).
         audit_log: its path, echoed in each outcome.
+        group: where the runbooks are registered, to interrupt them (signals).
 
     Raises:
         ValueError: an unknown strategy.
@@ -50,12 +70,16 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
     run_id = run_id or new_run_id()
     books = [Runbook(b, options, on_event=on_event, operator=operator, run_id=run_id, audit_log=audit_log)
              for b in backends]
+    group = group if group is not None else RunGroup()
+    group.books.extend(books)
     # A dry run changes nothing, so its nodes can always be read side by side.
     if strategy == "parallel" or options.dry_run:
         return list(await asyncio.gather(*(book.run() for book in books)))
     outcomes: list[NodeOutcome] = []
     stopped: str | None = None
     for index, book in enumerate(books):
+        if group.interrupted and not stopped:
+            stopped = f"not attempted: the run was interrupted ({group.interrupted})"
         if stopped:
             outcomes.append(_not_attempted(backends[index], options, stopped, audit_log))
             continue
@@ -69,4 +93,4 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
     return outcomes
 
 
-__all__ = ["STRATEGIES", "run_many"]
+__all__ = ["STRATEGIES", "RunGroup", "run_many"]

@@ -11,6 +11,7 @@ REPAIRED = "repaired"
 FAILED = "failed"
 PLANNED = "planned"
 REFUSED = "refused"
+ABORTED = "aborted"  # stopped by the operator or a signal; ``reason`` names the step
 RESTORED = "restored"  # `repair --restore` put a node back (not in contract.md, which covers repair only)
 # A node that turned out healthy on the re-check: nothing was reset. It counts as success (exit 0)
 # and keeps the contract's word; ``no_repair_needed`` in the JSON tells it apart from a real repair.
@@ -51,11 +52,12 @@ class NodeOutcome:
         steps: every step of contract.md, in order.
         restored: units the restore started again.
         smoke: the judged smoke test, if one ran.
-        result: repaired, failed, planned or refused.
+        result: repaired, failed, planned, refused or aborted.
         message: one sentence: why it failed or was refused, or what was done.
         audit_log: the audit log's path.
         no_repair_needed: the re-check found NVLS healthy, so nothing was reset.
         escalate: the fault is one a reset does not fix (report it to the vendor).
+        reason: for ``aborted``, the step it stopped at and why (``smoke-test: SIGTERM``).
     """
 
     host: str
@@ -69,6 +71,7 @@ class NodeOutcome:
     no_repair_needed: bool = False
     escalate: bool = False
     duration: float = 0.0
+    reason: str = ""
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (created on first use, kept in contract order)."""
@@ -101,11 +104,13 @@ class NodeOutcome:
             "message": self.message,
             "no_repair_needed": self.no_repair_needed,
             "escalate": self.escalate,
+            "reason": self.reason or None,
             "audit_log": self.audit_log,
         }
 
 
 __all__ = [
+    "ABORTED",
     "FAILED",
     "NO_REPAIR_NEEDED",
     "OK",

@@ -146,7 +146,9 @@ async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[H
         if classify(entry.args) is HolderKind.WATCH and "nvidia-smi" in entry.args and entry.pid not in found:
             found[entry.pid] = Holder(pid=entry.pid, user=entry.user, command=entry.args, kind=HolderKind.WATCH,
                                       start_time=entry.lstart, ppid=entry.ppid)
-    return list(found.values())
+    # A watch loop forks before each run, and its child reads "watch -n 1 nvidia-smi" until it execs
+    # (seen with procps watch on a real node): only the loops themselves are stopped.
+    return [w for w in found.values() if w.ppid not in found]
 
 
 async def send(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> bool:

@@ -9,6 +9,7 @@ removes the record and the lock. Without a record it only clears a stale lock.
 from __future__ import annotations
 
 from nvls_tui.backends.base import Backend, BackendError
+from nvls_tui.evidence import missing_evidence
 from nvls_tui.probe import RECORD_FILE
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.engine import new_run_id
@@ -38,6 +39,9 @@ async def restore_node(backend: Backend, options: RepairOptions | None = None, *
     began = options.clock()
     try:
         found = await ctx.run(("cat", RECORD_FILE), privileged=True, abortable=False)
+        unreadable = missing_evidence("record", found)
+        if unreadable is not None:  # fail closed: "no record" must be a fact, not a failed cat
+            raise ValueError(f"{unreadable.detail}; restore the units by hand or fix that first")
         record = RepairRecord.from_json(found.stdout) if found.ok else None
         if record is None:
             if found.ok and found.stdout.strip():

@@ -276,12 +276,13 @@ class RunbookScreen(Screen[None]):
         if self.audit_path is None:
             self.notify("No audit log yet: the report comes from it.", severity="warning")
             return
+        from nvls_tui.localfiles import write_private
         from nvls_tui.report import report_from_file
 
         path = self.audit_path.with_suffix(".md")
         try:
             text = await asyncio.to_thread(report_from_file, self.audit_path)
-            await asyncio.to_thread(path.write_text, text, "utf-8")
+            await asyncio.to_thread(write_private, path, text)  # 0600, never through a planted link
         except OSError as exc:
             self.notify(f"Could not write the report: {exc}", severity="error", timeout=10)
             return

@@ -26,8 +26,9 @@ from nvls_tui.widgets.output_pane import OutputPane
 from nvls_tui.widgets.step_list import StepList, duration_text
 
 RESULT_STYLE = {"repaired": "bold #5fd75f", "failed": "bold #ff5f5f", "refused": "bold #ffaf00",
-                "planned": "bold #87d7ff", "restored": "bold #5fd75f", "ok": "bold #5fd75f"}
-RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "restored": "✔", "ok": "✔"}
+                "aborted": "bold #ffaf00", "planned": "bold #87d7ff", "restored": "bold #5fd75f",
+                "ok": "bold #5fd75f"}
+RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "aborted": "■", "restored": "✔", "ok": "✔"}
 
 
 def smoke_caption(step: str) -> str:

@@ -63,11 +63,6 @@ shrun ps-ppid-raw "ps -o ppid= -p $PIDS | od -c | head -20"
 shrun ps-ppid-paste "ps -o ppid= -p $PIDS | sort -un | paste -sd, -"
 shrun ps-holders "ps -ww -o pid=,ppid=,user:32=,lstart=,cgroup=,args= -p $PIDS"
 shrun proc-cgroup "for p in \$(echo $PIDS | tr , ' '); do echo \"== \$p\"; cat /proc/\$p/cgroup; cat /proc/\$p/stat; echo; ls -l /proc/\$p/fd 2>/dev/null | grep nvidia; done"
-python3 - >"$C/probe-old.sh" <<'PY'
-from nvls_tui.probe import probe_script
-print(probe_script(), end="")
-PY
-run probe-old sh "$C/probe-old.sh"
 python3 - >"$C/nvml.out" 2>"$C/nvml.err" <<'PY'
 import ctypes, pynvml
 from nvls_tui.backends.local import read_nvml
@@ -94,6 +89,13 @@ python3 scripts/device/loopback_ssh.py $S $PORT >"$C/sshd.log" 2>&1 &
 for _ in $(seq 1 100); do [ -f $S/ready ] && break; sleep 0.1; done
 run check-ssh python3 -m nvls_tui.cli check root@127.0.0.1:$PORT --known-hosts $S/known_hosts -i $S/client_key --ssh-config $S/ssh_config --json
 run check-ssh-plain python3 -m nvls_tui.cli check root@127.0.0.1:$PORT --known-hosts $S/known_hosts -i $S/client_key --ssh-config $S/ssh_config
+python3 scripts/device/compare_checks.py "$C/check-local.out" "$C/check-ssh.out" >"$C/agree.txt" 2>&1
+python3 - >"$C/probe-new.sh" <<'PY'
+from nvls_tui.probe import probe_script
+print(probe_script(nonce="device"), end="")
+PY
+run probe-new sh "$C/probe-new.sh"
+run console-shot python3 scripts/device/console_shot.py "$C/console" root@127.0.0.1:$PORT $S/known_hosts $S/client_key $S/ssh_config
 [ -n "${EXTRA:-}" ] && eval "$EXTRA"
 kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
 tar -C "$OUT" -czf "$OUT/$LABEL.tar.gz" "$LABEL" && rm -rf "$C"

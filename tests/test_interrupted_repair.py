@@ -1,0 +1,142 @@
+"""A headless repair interrupted by SIGTERM, SIGHUP or two Ctrl-Cs, or by a full audit disk, over a real
+sshd: every node is restored to how it was, the JSON still comes with result ``aborted`` (or
+``refused``), the exit status is 1, and the audit log ends in a whole record.
+
+Before: SIGTERM or SIGHUP mid-repair left kubelet, DCGM and the snapshot timer stopped and printed no
+JSON (exit 143), a second Ctrl-C cancelled the restore, and a full disk let the run go on and say
+"repaired" with a torn audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.sshd_rig import find_sshd
+from tests.test_faults_ssh import NVLS_TUI, RUNNING_BEFORE, audit_records, cli, finish, states_over_ssh, wait_for_record
+
+pytestmark = [pytest.mark.ssh, pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]
+ROOT = Path(__file__).parent.parent
+
+
+def stopped_kubelet(record: dict) -> bool:
+    return record.get("argv") == ["systemctl", "stop", "kubelet.service"] and record.get("exit_status") == 0
+
+
+def aborted_node(out: str) -> dict:
+    (node,) = json.loads(out)["nodes"]
+    return node
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_signal_mid_repair_aborts_restores_every_unit_and_still_prints_the_json(rigs, tmp_path, signame):
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    target, audit_dir = rig.target("gpu05"), tmp_path / "audit"
+    repair = cli(rig, "repair", target, "--yes", "--json", "--audit-dir", str(audit_dir))
+    wait_for_record(audit_dir, stopped_kubelet, "quiesce has stopped kubelet")
+    repair.send_signal(getattr(signal, signame))
+    code, out, err = finish(repair, timeout=90)
+    node = aborted_node(out)
+    assert code == 1, err
+    assert node["result"] == "aborted" and node["reason"].endswith(f"{signame} received"), node
+    assert node["reason"].split(":")[0] in ("quiesce", "verify-no-holders")
+    assert {s["name"]: s["status"] for s in node["steps"]}["restore"] == "ok"
+    assert set(RUNNING_BEFORE) <= set(node["restored"])
+    assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
+    records = audit_records(audit_dir)
+    assert records[-1]["event"] == "run-finished" and records[-1]["result"] == "aborted"
+    code, out, _ = finish(cli(rig, "check", target, "--json"))
+    assert "INTERRUPTED_REPAIR" not in {f["code"] for f in json.loads(out)["nodes"][0]["findings"]}
+    assert "Traceback" not in err
+
+
+def test_a_second_ctrl_c_during_the_restore_is_answered_and_the_restore_goes_on(rigs, tmp_path):
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    target, audit_dir = rig.target("gpu05"), tmp_path / "audit"
+    repair = cli(rig, "repair", target, "--yes", "--json", "--audit-dir", str(audit_dir))
+    wait_for_record(audit_dir, stopped_kubelet, "quiesce has stopped kubelet")
+    repair.send_signal(signal.SIGINT)
+    wait_for_record(audit_dir, lambda r: r.get("event") == "step-started" and r.get("step") == "restore",
+                    "the restore to begin")
+    repair.send_signal(signal.SIGINT)
+    code, out, err = finish(repair, timeout=90)
+    node = aborted_node(out)
+    assert code == 1 and node["result"] == "aborted" and "SIGINT received" in node["reason"]
+    assert f"nvls-tui repair --restore {target}" in err  # what to run should this process be killed now
+    assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
+    assert audit_records(audit_dir)[-1]["event"] == "run-finished"
+
+
+def test_sigterm_during_the_smoke_test_stops_it_on_the_node_at_once_and_restores(rigs, tmp_path):
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    target, audit_dir = rig.target("gpu05"), tmp_path / "audit"
+    repair = cli(rig, "repair", target, "--yes", "--json", "--audit-dir", str(audit_dir))
+    wait_for_record(audit_dir, lambda r: r.get("event") == "smoke-row", "the smoke test's first row")
+    sent = time.monotonic()
+    repair.send_signal(signal.SIGTERM)
+    code, out, err = finish(repair, timeout=90)
+    node = aborted_node(out)
+    assert code == 1 and node["result"] == "aborted" and node["reason"].startswith("smoke-test:"), node
+    steps = {s["name"]: s for s in node["steps"]}
+    assert steps["smoke-test"]["status"] == "failed" and "interrupted" in steps["smoke-test"]["message"]
+    assert time.monotonic() - sent < 60  # not the whole sweep, nor the smoke timeout
+    assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
+    assert not any(p for p in rig.session_processes() if "all_reduce_perf" in " ".join(p.cmdline()))
+
+
+needs_mounts = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                                  reason="needs root and unshare for a small private tmpfs")
+
+
+def in_small_tmpfs(rig, size: str, args: list[str], out_dir: Path, fill_after: str | None = None):
+    """``nvls-tui ARGS`` with its audit directory on a private tmpfs of ``size`` (a mount namespace).
+
+    With ``fill_after``, a background job fills the tmpfs once the audit log holds that text. The
+    log is copied to ``out_dir`` before the namespace (and its tmpfs) goes away.
+    """
+    audit = "/tmp/nvls-audit-tmpfs"
+    fill = ""
+    if fill_after:
+        fill = (f"( while ! grep -qs {shlex.quote(fill_after)} {audit}/*.jsonl; do sleep 0.05; done; "
+                f"dd if=/dev/zero of={audit}/filler bs=64k 2>/dev/null ) & ")
+    cmd = " ".join(shlex.quote(a) for a in [*NVLS_TUI, *args, "--audit-dir", audit, *rig.cli_args()])
+    script = (f"mkdir -p {audit} && mount -t tmpfs -o size={size},mode=0700 tmpfs {audit} && {fill}"
+              f"{cmd}; rc=$?; cp {audit}/*.jsonl {shlex.quote(str(out_dir))}/ 2>/dev/null; exit $rc")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(["unshare", "-m", "sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@needs_mounts
+def test_an_audit_directory_without_room_refuses_the_repair_before_any_command(rigs, tmp_path):
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    target = rig.target("gpu05")
+    code, out, err = finish(in_small_tmpfs(rig, "1m", ["repair", target, "--yes", "--json"], tmp_path / "logs"))
+    node = aborted_node(out)
+    assert code == 1 and node["result"] == "refused" and "audit" in node["message"], err
+    assert all(s["commands"] == [] for s in node["steps"])
+    assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
+
+
+@needs_mounts
+def test_a_disk_that_fills_mid_repair_aborts_restores_and_leaves_no_torn_record(rigs, tmp_path):
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    target, logs = rig.target("gpu05"), tmp_path / "logs"
+    proc = in_small_tmpfs(rig, "9m", ["repair", target, "--yes", "--json"], logs,
+                          fill_after='"step": "quiesce"')
+    code, out, err = finish(proc, timeout=120)
+    node = aborted_node(out)
+    assert code == 1 and node["result"] == "aborted" and "audit log could not be written" in node["reason"], err
+    assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
+    (log,) = logs.glob("*.jsonl")
+    text = log.read_text()
+    assert text.endswith("\n") and all(json.loads(line) for line in text.splitlines())  # whole records only
+    assert "No space left on device" in err
