@@ -61,6 +61,9 @@ EXPECTED_KINDS = {
     "real/h200-1gpu-vm/query-gpu-probe-fields.csv": "nvidia-smi-query-csv",
     "real/nvidia-h200/check-local-before-fix.json": "unknown",  # nvls-tui's own JSON
     "real/nvidia-h200/check-ssh-before-fix.json": "unknown",
+    "real/nvidia-h200/check-local-after-fix.json": "unknown",
+    "real/nvidia-h200/check-ssh-after-fix.json": "unknown",
+    "real/nvidia-h200/probe-output-after-fix.txt": "nvls-tui-probe",
     "real/nvidia-h200/dmesg-nvidia-lines.txt": "kernel-log",
     "real/nvidia-h200/fuser-v-one-cuda-process.txt": "fuser",
     "real/nvidia-h200/ls-l-dev-nvidia.txt": "unknown",

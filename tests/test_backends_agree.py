@@ -164,3 +164,29 @@ def test_before_the_fix_the_two_real_checks_disagreed():
     ssh = json.loads((REAL / "nvidia-h200" / "check-ssh-before-fix.json").read_text())["nodes"][0]
     assert (local["verdict"], ssh["verdict"]) == ("degraded", "broken")
     assert ssh["holders"][0]["start_time"] is None and ssh["holders"][0]["command"] == "python3"
+
+
+def test_on_the_real_h200_after_the_fix_check_local_and_check_over_ssh_agree():
+    """Captured on the device (nvidia-h200) with this code: NVML and /proc vs the probe over SSH."""
+    import json
+
+    def facts(name):
+        (node,) = json.loads((REAL / "nvidia-h200" / name).read_text())["nodes"]
+        return {"verdict": node["verdict"], "platform": node["platform"],
+                "findings": sorted((f["code"], f["severity"], f.get("section")) for f in node["findings"]),
+                "gpus": [(g["bus_id"], g["uuid"], g["fabric"]["state"], g["fabric"]["status"], g["fabric"]["clique_id"],
+                          g["fabric"]["cluster_uuid"]) for g in node["gpus"]],
+                "holders": [(h["pid"], h["ppid"], h["user"], " ".join(h["start_time"].split()), h["command"], h["kind"])
+                            for h in node["holders"] if h["kind"] == "cuda-app"],
+                "missing": sorted((m["section"], m["reason"]) for m in node["missing"])}
+
+    local, ssh = facts("check-local-after-fix.json"), facts("check-ssh-after-fix.json")
+    assert local == ssh
+    assert local["verdict"] == "degraded" and local["platform"] == "no-nvswitch"
+    assert local["gpus"] == [("00000000:00:06.0", "GPU-349b81cf-b65c-a238-4269-a4db9a4cbf8f", "N/A", "N/A", None, None)]
+    (holder,) = local["holders"]
+    assert holder[:3] == (515, 428, "root") and holder[3] == "Tue Dec 1 09:46:13 2026"
+    assert holder[4].startswith('python3 -c import torch,time; x=torch.ones(1024, device="cuda");')
+    # The probe's cgroups section on that machine: the whole cgroup (60 characters), not procps's 27.
+    probe = (REAL / "nvidia-h200" / "probe-output-after-fix.txt").read_text()
+    assert "  515 0::/process_api/7e65a1adf240fd430c3576c98b676aeb\n" in probe

@@ -161,3 +161,29 @@ def test_verify_fabric_fails_when_the_kernel_log_cannot_be_read():
     step = outcome.step("verify-fabric")
     assert step.status == "failed" and "cannot verify" in step.message
     assert outcome.result == "failed"
+
+
+async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none_or_zero():
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.node import NodeScreen
+    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from tests.test_console_fakes import fixed_clock
+    from tests.test_console_repair import wait_until
+
+    fleet = load_fleet("sim:healthy/hgx01", speed=0)
+    fleet.node("hgx01").missing_tools = ["fuser", "journalctl", "lspci"]
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        assert grid.get_cell("hgx01", "verdict").plain != "✔ healthy"
+        assert grid.get_cell("hgx01", "holders").plain == "?" and grid.get_cell("hgx01", "kernel").plain == "?"
+        assert grid.get_cell("hgx01", "s0").plain == "?"
+        app.open_node("hgx01")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.query_one("#holders-box").border_subtitle == "unknown: tool missing"  # not "none: ..."
+        assert screen.query_one("#kernel").border_subtitle == "unknown: tool missing"
+        assert screen.query_one("#switches").border_subtitle == "unknown: tool missing"

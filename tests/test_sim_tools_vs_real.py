@@ -196,3 +196,16 @@ FUSER_CASES = [["-v"], ["-v", "/nonexistent/nvidia9"], []]
 @pytest.mark.parametrize("args", FUSER_CASES, ids=[" ".join(a) or "-" for a in FUSER_CASES])
 def test_simulated_fuser_errors_match_psmisc(args):
     assert render_procs.fuser(Node(name="n"), args, time.time())[:3] == real("fuser", *args)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="simulated nodes are polled as root, like the real id here")
+@pytest.mark.parametrize("args", [["-u"], [], ["-Z"]], ids=["-u", "none", "-Z"])
+def test_simulated_id_answers_like_coreutils_id_for_root(args):
+    from nvls_tui.sim.commands import execute
+
+    sim = execute(Node(name="n"), ["id", *args], time.time())
+    code, out, err = real("id", *args)
+    if args == ["-Z"]:  # SELinux context: not on this machine, and not simulated; both refuse
+        assert sim.exit_status == code == 1
+    else:
+        assert (sim.exit_status, sim.stdout, sim.stderr) == (code, out, err)

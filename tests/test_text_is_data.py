@@ -149,3 +149,27 @@ def test_a_process_named_like_markup_is_rendered_by_check_over_a_real_shell_too(
     done = subprocess.run(["sh", "-c", f"printf '%s' {json.dumps(line)}"], capture_output=True, text=True)
     result = CommandResult(("fuser",), 0, done.stdout)
     assert "\x1b" not in result.stdout and "[/x]" in result.stdout
+
+
+async def test_the_runbook_s_holder_selection_lists_hostile_names_as_plain_text(tmp_path):
+    from textual.widgets import SelectionList
+
+    from nvls_tui.screens.runbook_column import RunbookColumn
+    from tests.test_console_repair import start_repair
+
+    fleet = load_fleet("sim:hostile/gpu-evil01", speed=0)
+    fleet.node("gpu-evil01").files.pop("/var/lib/nvls-tui/repair.json")  # a repair that may start
+    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await start_repair(app, pilot, ["gpu-evil01"], select=False)
+        column = screen.query_one(RunbookColumn)
+        await wait_until(pilot, lambda: column.asking, "the runbook to wait on the users' workloads")
+        await pilot.pause()
+        listing = column.query_one(".holders", SelectionList)
+        prompts = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+        assert any("[/x]" in p for p in prompts) and not any(RAW.search(p) for p in prompts)
+        await pilot.press("a")  # abort (confirmed): the runbook restores and ends
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the abort confirmation")
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: screen.finished_at is not None, "the aborted run to end")
+        assert column.run.result == "aborted"

@@ -178,6 +178,24 @@ def _ps_entry(pid: int) -> PsEntry | None:
 CHUNK = 64 * 1024
 
 
+async def _drain(stream) -> None:
+    """Read a pipe to its end, dropping what comes (bounded by the process's end)."""
+    if stream is not None:
+        while await stream.read(CHUNK):
+            pass
+
+
+async def _reap(proc: asyncio.subprocess.Process, reading: asyncio.Future | None = None) -> None:
+    """After a kill: let the readers see the pipes close and the exit be reported (bounded)."""
+    try:
+        async with asyncio.timeout(5):
+            if reading is not None:
+                await asyncio.gather(reading, return_exceptions=True)
+            await proc.wait()
+    except TimeoutError:
+        pass
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL a command started in a session of its own, and everything it started."""
     try:
@@ -215,44 +233,45 @@ class LocalBackend(Backend):
         except FileNotFoundError:
             return CommandResult(tuple(argv), 127, "", f"{argv[0]}: command not found\n")
         out, err = CappedText(self.options.max_output), CappedText(self.options.max_output)
+        full = asyncio.Event()
 
-        async def pump(stream, sink: CappedText) -> bool:
+        async def pump(stream, sink: CappedText) -> None:
+            # Read to the end whatever happens: past the cap the rest is dropped, but a pipe that is no
+            # longer read is never seen to close, and the process's exit would never be reported.
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span chunks
+            kept = True
             while chunk := await stream.read(CHUNK):
-                if not sink.add(decoder.decode(chunk)):
-                    return True
-            sink.add(decoder.decode(b"", final=True))
-            return False
+                if kept and not sink.add(decoder.decode(chunk)):
+                    kept = False
+                    full.set()
+            if kept:
+                sink.add(decoder.decode(b"", final=True))
 
-        async def feed() -> bool:
+        async def feed() -> None:
             if stdin is not None and proc.stdin is not None:
                 proc.stdin.write(stdin.encode())
                 await proc.stdin.drain()
                 proc.stdin.close()
-            return False
 
-        tasks = [asyncio.ensure_future(c) for c in (pump(proc.stdout, out), pump(proc.stderr, err), feed())]
-        over = False
+        reading = asyncio.ensure_future(asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed()))
+        capped = asyncio.ensure_future(full.wait())
         try:
             async with asyncio.timeout(limit):
-                pending = set(tasks)
-                while pending and not over:
-                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    over = any(t.result() for t in done)
+                await asyncio.wait([reading, capped], return_when=asyncio.FIRST_COMPLETED)
+                over = full.is_set()
                 if over:
                     _kill_group(proc)  # past the cap: stopped, not read to its end
-                await asyncio.gather(*tasks)
+                await reading
                 await proc.wait()
         except TimeoutError:
             _kill_group(proc)
-            await proc.wait()
+            await _reap(proc, reading)
             raise CommandTimeout(f"{argv[0]} did not finish within {limit:.0f} s") from None
         except asyncio.CancelledError:
             _kill_group(proc)  # its own session: nothing else would stop it
             raise
         finally:
-            for task in tasks:
-                task.cancel()
+            capped.cancel()
         if over:
             return CommandResult(tuple(argv), -1, out.text(), err.text(), time.monotonic() - started, truncated=True)
         return CommandResult(tuple(argv), proc.returncode if proc.returncode is not None else -1, out.text(),
@@ -282,10 +301,14 @@ class LocalBackend(Backend):
         finally:
             if proc.returncode is None:
                 proc.terminate()
+                # Drain what is left, or the pipe (no longer read) would never be seen to close.
+                drain = asyncio.ensure_future(_drain(proc.stdout))
                 try:
                     await asyncio.wait_for(proc.wait(), 5)
                 except TimeoutError:
                     proc.kill()
+                    await _reap(proc)
+                await asyncio.gather(drain, return_exceptions=True)
 
     async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
         """Signal ``pid`` after re-reading its start time and command line (psutil)."""

@@ -80,19 +80,22 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
         table.add_column(col, no_wrap=True)
     for state, diag in results:
         fm = state.service("nvidia-fabricmanager")
+        # "?" where the poll could not read the section: unknown is never shown as a count or a state.
+        fm_text = "?" if state.reachable and not state.was_read("units") else (fm.active if fm else "-")
+        holders = "?" if state.reachable and not state.was_read("holders") else str(len(state.holders))
         table.add_row(
             Text(state.host),
             Text(str(diag.verdict), style=VERDICT_STYLE[diag.verdict]),
-            Text(fm.active if fm else "-"),
+            Text(fm_text),
             Text(state.driver or "-"),
             Text(_fabric_summary(state)),
-            Text(str(len(state.holders))),
+            Text(holders),
         )
     console.print(table)
-    # What is wrong, one line each, so nothing needs the table to be wide enough.
+    # What is wrong (and what could not be seen), one line each, so nothing needs a wide table.
     for state, diag in results:
         for finding in diag.findings:
-            if finding.severity is Severity.ERROR:
+            if finding.severity is Severity.ERROR or finding.code == "EVIDENCE_MISSING":
                 line = Text(state.host, style=VERDICT_STYLE[diag.verdict])
                 line.append(f" {finding.code}: {one_line(finding.message)}")
                 console.print(line, soft_wrap=True)

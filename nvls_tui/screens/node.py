@@ -51,6 +51,15 @@ def owner_text(h: Holder) -> str:
     return "–"
 
 
+def unread_subtitle(state: NodeState, section: str, otherwise: str) -> str:
+    """A panel's subtitle: ``unknown (why)`` when the poll could not read its section, else ``otherwise``.
+
+    A panel must never read "none" for something that could not be seen (fail closed).
+    """
+    missing = state.missing_section(section)
+    return f"unknown: {missing.reason}" if missing is not None else otherwise
+
+
 def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None) -> Text:
     """`` gpu05  ✖ broken  hgx-h100 · driver … · FM … (failed) · polled 3s ago``."""
     text = Text()
@@ -137,11 +146,12 @@ class NodeScreen(Screen[None]):
         self._draw_units(state)
         sync_rows(self.query_one("#switches", DataTable),
                   [(s.device, (s.device.removeprefix("/dev/"), s.bus_id or "–")) for s in state.nvswitches])
-        self.query_one("#switches").border_subtitle = f"{len(state.nvswitches)}"
+        self.query_one("#switches").border_subtitle = unread_subtitle(state, "nvswitches", f"{len(state.nvswitches)}")
         kernel = [(f"{i}", (Text(e.code, style=cells.STYLE["bad"]), e.line.strip()))
                   for i, e in enumerate(state.kernel_events)]
         sync_rows(self.query_one("#kernel", DataTable), kernel)
-        self.query_one("#kernel").border_subtitle = f"{len(kernel)}" if kernel else "none"
+        self.query_one("#kernel").border_subtitle = unread_subtitle(state, "kernel",
+                                                                    f"{len(kernel)}" if kernel else "none")
         self._draw_holders(state)
         self.refresh_bindings()
 
@@ -172,6 +182,7 @@ class NodeScreen(Screen[None]):
         rows = [(s.name, (s.name.removesuffix(".service"), cells.unit_text(s), s.sub or "–"))
                 for s in state.services if s.exists]
         sync_rows(self.query_one("#units", DataTable), rows)
+        self.query_one("#units").border_subtitle = unread_subtitle(state, "units", "")
 
     def _draw_holders(self, state: NodeState) -> None:
         # A selection survives polls only while the PID is still the same process.
@@ -186,8 +197,8 @@ class NodeScreen(Screen[None]):
         sync_rows(table, rows)
         box = self.query_one("#holders-box")
         box.border_title = "Holders of /dev/nvidia*  (space select · a all · t SIGTERM)"
-        box.border_subtitle = (f"{len(self.selected)} selected of {len(rows)}" if rows
-                               else "none: a reset would not be refused")
+        box.border_subtitle = unread_subtitle(state, "holders", f"{len(self.selected)} selected of {len(rows)}"
+                                              if rows else "none: a reset would not be refused")
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -106,6 +106,11 @@ def smoke_text(smoke: SmokeResult | None, stale: bool = False) -> Text:
     return Text(f"{mark} {smoke.avg_busbw:.1f}", style=STYLE["stale" if stale else style])
 
 
+def unknown_text(stale: bool = False) -> Text:
+    """A cell whose evidence could not be read: never a green 0 or an empty "fine"."""
+    return Text("?", style=STYLE["stale" if stale else "warn"])
+
+
 def count_text(n: int, style_if_any: str = "warn", stale: bool = False) -> Text:
     """A count, coloured when it is not zero."""
     if n == 0:

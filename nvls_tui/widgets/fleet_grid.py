@@ -126,16 +126,21 @@ class FleetGrid(DataTable):
         else:
             verdict = cells.verdict_text(diagnosis.verdict if diagnosis else None)
         driver, fmver = cells.version_texts(state, stale)
+        # What a poll could not read shows as "?" (unknown), never as a reassuring 0 or blank.
+        unread = {m.section for m in state.missing}
+        fm_cell = (cells.unknown_text(stale) if "units" in unread else
+                   cells.unit_text(state.service(FM_UNIT), stale) if state.services else Text("–"))
         row: dict[str, Text] = {
             "host": Text(state.host, style=host_style),
             "verdict": verdict,
-            "fm": cells.unit_text(state.service(FM_UNIT), stale) if state.services else Text("–"),
+            "fm": fm_cell,
             "driver": driver,
             "fmver": fmver,
         }
         gpus = {g.index: g for g in state.gpus}
         gpu_cells = [cells.gpu_cell(gpus.get(i), stale) for i in range(self.gpu_columns)]
-        switch_cells = [cells.switch_cell(i < len(state.nvswitches), stale) for i in range(self.switch_columns)]
+        switch_cells = ([cells.unknown_text(stale)] * self.switch_columns if "nvswitches" in unread else
+                        [cells.switch_cell(i < len(state.nvswitches), stale) for i in range(self.switch_columns)])
         if self.compact:
             row["gpus"] = Text("").join(c if c.plain else Text(" ") for c in gpu_cells)
             row["switches"] = Text("").join(switch_cells)
@@ -146,7 +151,11 @@ class FleetGrid(DataTable):
         kern = cells.count_text(len(current_kernel_events(state)), "bad", stale)
         if new:
             kern.append(f" +{new}", style=cells.STYLE["bad"])
-        row["holders"] = cells.count_text(len(state.holders), "warn", stale)
+        if "kernel" in unread:
+            kern = cells.unknown_text(stale)
+        holders_unread = "holders" in unread
+        row["holders"] = cells.unknown_text(stale) if holders_unread else cells.count_text(len(state.holders), "warn",
+                                                                                              stale)
         row["kernel"] = kern
         row["smoke"] = cells.smoke_text(state.smoke, stale)
         row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
