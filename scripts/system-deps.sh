@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs: OpenSSH's sshd (the real server the SSH tests talk to) and tmux
-# (the end-to-end terminal test). Installed only when missing.
+# Debian packages the test suite needs: OpenSSH's sshd (the real server the SSH tests talk to), tmux
+# (the end-to-end terminal tests), and the real tools the simulator is checked against and the
+# real-process node runs (procps ps/kill/watch, psmisc fuser, util-linux unshare). Installed only when
+# missing.
 set -euo pipefail
 need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v ps >/dev/null 2>&1 && command -v watch >/dev/null 2>&1 || need+=(procps)
+command -v fuser >/dev/null 2>&1 || need+=(psmisc)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"

@@ -27,6 +27,7 @@ from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import LOOPBACK, SshdRig, _banner, find_sshd
 
 GPUS = 8
+OPERATOR = "operator1"  # a non-root login that exists only inside the node
 DEVICES = ([f"/dev/nvidia{i}" for i in range(GPUS)] + ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
            "/dev/nvidia-modeset", "/dev/nvidia-nvlink", "/dev/nvidia-nvswitchctl"]
            + [f"/dev/nvidia-nvswitch{i}" for i in range(4)])
@@ -41,7 +42,7 @@ WORKLOAD_ARGS = ["train.py", "--epochs", "90", "--data", "/datasets/imagenet-21k
 # nvidia-smi as the node's only NVIDIA tool that must see the real processes: it holds every GPU file
 # while it runs (a watch loop's child is a holder), and `-r` is refused while fuser sees any holder.
 NVIDIA_SMI = """#!/bin/sh
-echo "$*" >> {log}
+echo "$*" >> {log} 2>/dev/null  # only root's calls are logged (the log is the test's)
 exec 3<>/dev/nvidia0 4<>/dev/nvidia1 5<>/dev/nvidia2 6<>/dev/nvidia3 7<>/dev/nvidia4 8<>/dev/nvidia5 \\
      9<>/dev/nvidia6
 case "$*" in
@@ -116,8 +117,16 @@ for d in null zero full random urandom tty; do touch /dev/$d; mount --bind $R/ho
 mkdir /dev/pts /dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts /dev/pts
 ln -s pts/ptmx /dev/ptmx
-for f in {devices}; do touch $f; done
+for f in {devices}; do touch $f; chmod 666 $f; done  # crw-rw-rw- on real nodes too
 mkdir -p /run/sshd
+# An operator account that is not root (the probe then cannot vouch for other users' processes).
+for f in passwd group shadow; do cp /etc/$f $R/$f; done
+echo "{user}:x:4242:4242:non-root operator:/tmp:/bin/sh" >> $R/passwd
+echo "{user}:x:4242:" >> $R/group
+echo "{user}:*:20228:0:99999:7:::" >> $R/shadow
+for f in passwd group shadow; do mount --bind $R/$f /etc/$f; done
+# sshd reads authorized_keys as the user logging in: a copy operator1 may read, on the private /dev.
+cp {keys} /dev/.nvls-authorized-keys && chmod 644 /dev/.nvls-authorized-keys
 exec {python} $R/init.py $R {sshd} {configs}
 """
 
@@ -180,13 +189,23 @@ class RealNode:
     def start(self, wait: float = 30.0) -> RealNode:
         """Boot the namespace, its holders and sshd; wait until every port answers."""
         self.rig.prepare()
+        # operator1 must reach the node's tools: let others traverse (only traverse) the test's folders.
+        for folder in [self.root, *self.root.parents]:
+            if folder == Path("/"):
+                break
+            folder.chmod(folder.stat().st_mode | 0o111)
+        for config in self.rig.configs:
+            text = config.read_text().replace(f"AuthorizedKeysFile {self.rig.authorized_keys}",
+                                              f"AuthorizedKeysFile {self.rig.authorized_keys} /dev/.nvls-authorized-keys")
+            config.write_text(text)
         (self.root / "init.py").write_text(INIT)
         bin_dir = next(iter(self.rig.nodes.values())).bin
         env = {**os.environ, "NODE_DEVICES": json.dumps(DEVICES), "POD_CGROUP": POD_CGROUP,
                "DCGM_CGROUP": DCGM_CGROUP, "CGROUP_ROOTS": json.dumps(CGROUP_ROOTS),
                "WORKLOAD_ARGS": json.dumps(WORKLOAD_ARGS), "PATH": f"{bin_dir}:/usr/bin:/bin"}
         setup = SETUP.format(root=self.root, devices=" ".join(DEVICES), python=sys.executable, sshd=self.rig.sshd,
-                             configs=" ".join(str(c) for c in self.rig.configs))
+                             configs=" ".join(str(c) for c in self.rig.configs), user=OPERATOR,
+                             keys=self.rig.authorized_keys)
         self._init = subprocess.Popen(["unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private",
                                        "sh", "-c", setup], env=env, stdin=subprocess.DEVNULL,
                                       stdout=open(self.root / "node.log", "ab"), stderr=subprocess.STDOUT,
@@ -221,9 +240,9 @@ class RealNode:
         log = self.root / "nvidia-smi.log"
         return log.read_text().splitlines() if log.exists() else []
 
-    def target(self, variant: str) -> str:
-        """``root@127.0.0.1:PORT`` of one variant."""
-        return f"root@{LOOPBACK}:{self.rig.nodes[variant].port}"
+    def target(self, variant: str, user: str = "root") -> str:
+        """``USER@127.0.0.1:PORT`` of one variant (``OPERATOR`` for a non-root login)."""
+        return f"{user}@{LOOPBACK}:{self.rig.nodes[variant].port}"
 
 
-__all__ = ["POD_UID", "RealNode", "WORKLOAD_ARGS", "available"]
+__all__ = ["OPERATOR", "POD_UID", "RealNode", "WORKLOAD_ARGS", "available"]

@@ -87,8 +87,10 @@ def test_the_demo_repairs_gpu05_and_gpu06_side_by_side_in_a_real_terminal(sessio
     session.wait_for("the plan", lambda s: "Type gpu05 gpu06 to go on" in s and "nvidia-smi -r" in s, timeout=15)
     session.keys("gpu05 gpu06", literal=True)
     session.keys("Enter")
-    done = session.wait_for("both repairs to end",
-                            lambda s: "✔ gpu05 repaired" in s and "✔ gpu06 repaired" in s, timeout=30)
+    # The header says "repaired" a frame before each column draws its summary: wait for both.
+    done = session.wait_for("both repairs to end with their summaries",
+                            lambda s: "✔ gpu05 repaired" in s and "✔ gpu06 repaired" in s
+                            and len(re.findall(r"✔ repaired\s+\d+\.\d GB/s", s)) == 2, timeout=30)
     bandwidths = [float(b) for b in re.findall(r"✔ repaired\s+(\d+\.\d) GB/s", done)]
     assert len(bandwidths) == 2, done
     assert all(280 < b < 300 for b in bandwidths), bandwidths

@@ -25,7 +25,7 @@ from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.quiesce import watch_parents
 from nvls_tui.ssh_targets import parse_target
-from tests.realnode import POD_UID, WORKLOAD_ARGS, RealNode, available
+from tests.realnode import OPERATOR, POD_UID, WORKLOAD_ARGS, RealNode, available
 from tests.sshd_rig import options_for
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(available() is not None, reason=available() or "")]
@@ -38,13 +38,13 @@ def node(tmp_path_factory):
     real.stop()
 
 
-def backend(node: RealNode, variant: str = "full") -> SshBackend:
-    (target,) = parse_target(node.target(variant))
+def backend(node: RealNode, variant: str = "full", user: str = "root") -> SshBackend:
+    (target,) = parse_target(node.target(variant, user))
     return SshBackend(target, options_for(node.rig, timeout=20))
 
 
-async def poll(node: RealNode, variant: str = "full"):
-    b = backend(node, variant)
+async def poll(node: RealNode, variant: str = "full", user: str = "root"):
+    b = backend(node, variant, user)
     try:
         return await b.snapshot()
     finally:
@@ -121,6 +121,22 @@ async def test_without_fuser_the_node_is_not_healthy_and_names_the_missing_tool(
     assert missing is not None and missing.reason == "tool missing" and "psmisc" in missing.detail
     assert state.holders == ()
     assert diagnose(state).verdict is Verdict.BROKEN  # a guard of the repair needs it: an error, not a shrug
+
+
+async def test_a_non_root_login_without_sudo_says_it_cannot_see_every_holder(node):
+    state = await poll(node, "full", OPERATOR)
+    missing = state.missing_section("holders")
+    assert missing is not None and missing.reason == "permission denied" and "--sudo" in missing.detail
+    # The real fuser, as operator1, saw none of root's or nobody's holders: believing it would read "none".
+    raw = await on_node(node, "sh", "-c", "fuser -v /dev/nvidia* 2>&1; echo rc=$?")
+    b = backend(node, "full", OPERATOR)
+    try:
+        as_operator = (await b.run(["sh", "-c", "fuser -v /dev/nvidia* 2>&1; echo rc=$?"])).stdout
+    finally:
+        await b.close()
+    assert "dcgm-exporter" in raw or "sleep" in raw
+    assert as_operator.strip().endswith("rc=1")  # nothing found, no error: the silent gap the probe now names
+    assert diagnose(state).verdict is not Verdict.HEALTHY
 
 
 def test_without_fuser_a_repair_is_refused_and_nvidia_smi_r_never_runs(node, tmp_path, capsys):

@@ -173,3 +173,32 @@ async def test_the_runbook_s_holder_selection_lists_hostile_names_as_plain_text(
         await pilot.click("#confirm")
         await wait_until(pilot, lambda: screen.finished_at is not None, "the aborted run to end")
         assert column.run.result == "aborted"
+
+
+def test_nul_and_invalid_utf8_from_a_real_shell_over_ssh_reach_neither_json_nor_terminal(tmp_path, capsys):
+    from nvls_tui.sim.shims import write_shims
+    from tests.sshd_rig import SshdRig, find_sshd
+
+    if find_sshd() is None:
+        pytest.skip("openssh-server is not installed (scripts/test.sh installs it)")
+
+    def populate(name, node_dir):
+        write_shims(node_dir, "healthy", "hgx01", static=True)
+        lspci = node_dir / "bin" / "lspci"
+        lspci.write_text("#!/bin/sh\nprintf '0000:05:00.0 Bridge: NVIDIA Corporation GH100 [H100 NVSwitch] "
+                         "\\000\\377\\376[/x]\\033]0;t\\007 (rev a1)\\n'\n")
+        lspci.chmod(0o755)
+
+    rig = SshdRig(tmp_path / "rig", ["gpu01"], populate).start()
+    try:
+        code = main(["check", rig.target("gpu01"), "--json", *rig.cli_args()])
+        out = capsys.readouterr().out
+        (node,) = json.loads(out)["nodes"]
+        assert node["reachable"] and [s["bus_id"] for s in node["nvswitches"]] == ["0000:05:00.0"]
+        assert "\\u0000" not in out and "\\u001b" not in out and code == 0
+        assert main(["check", rig.target("gpu01"), *rig.cli_args()]) == 0
+        plain_out = capsys.readouterr().out
+        assert "1 healthy" in plain_out and "root@127.0.0.1" in plain_out
+        assert not RAW.search(plain_out) and "\x00" not in plain_out
+    finally:
+        rig.stop()
