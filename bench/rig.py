@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nvls_tui.probe import probe_script
+from nvls_tui.poll.probe import probe_script
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import LOOPBACK, SshdRig
 

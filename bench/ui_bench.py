@@ -21,6 +21,7 @@ Usage::
 
 from __future__ import annotations
 
+from nvls_tui.backends.simulated import sim_backends
 import argparse
 import asyncio
 import json
@@ -104,7 +105,7 @@ async def _press_and_time(app, presses: int, gap: float) -> list[float]:
 def _fleet_256_plus_wedged():
     from nvls_tui.sim.fleet import load_fleet
 
-    return load_fleet("sim:fleet-256").backends() + load_fleet("sim:wedged/gpu-wedged01").backends()
+    return sim_backends(load_fleet("sim:fleet-256")) + sim_backends(load_fleet("sim:wedged/gpu-wedged01"))
 
 
 async def scenario_startup() -> dict:
@@ -113,7 +114,7 @@ async def scenario_startup() -> dict:
     from nvls_tui.sim.fleet import load_fleet
 
     started = time.perf_counter()
-    app = NvlsApp(load_fleet("sim:seed-incident").backends(), poll_interval=5.0)
+    app = NvlsApp(sim_backends(load_fleet("sim:seed-incident")), poll_interval=5.0)
     hosts = list(app.pollers)
     async with app.run_test(size=SIZE):
         await _until(lambda: _full_grid(app, hosts), FULL_GRID_TIMEOUT, "the first full grid")
@@ -149,7 +150,7 @@ async def scenario_keys(seconds: float) -> dict:
 async def scenario_stream(seconds: float) -> dict:
     """Lines per second into the output pane while 256 nodes poll; key latency meanwhile."""
     from nvls_tui.app import NvlsApp
-    from nvls_tui.screens.runbook_state import PaneLine
+    from nvls_tui.views.runbook import PaneLine
     from nvls_tui.widgets.output_pane import OutputPane
 
     app = NvlsApp(_fleet_256_plus_wedged(), poll_interval=POLL_INTERVAL, timeout=5.0)

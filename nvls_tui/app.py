@@ -19,7 +19,8 @@ from nvls_tui.bindings import bindings_for, check_keymap
 from nvls_tui.commands import ConsoleCommands
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
-from nvls_tui.poller import Diagnose, NodePolled, NodePoller, default_diagnose
+from nvls_tui.messages import NodePolled
+from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.textsafe import clean
 
 STYLE_FILES = ("app.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
@@ -114,7 +115,7 @@ class NvlsApp(App[int]):
     def from_args(cls, args: argparse.Namespace) -> NvlsApp:
         """Build the console from the command line and the config file (the command line wins)."""
         from nvls_tui.config import load_config, merge_args
-        from nvls_tui.targets import resolve_backends
+        from nvls_tui.backends.targets import resolve_backends
 
         config = load_config(getattr(args, "config", None))
         args = merge_args(args, config)
@@ -140,8 +141,8 @@ class NvlsApp(App[int]):
         self.set_keymap(self.keymap)
         self.push_screen(FleetScreen())
         for host, poller in self.pollers.items():
-            self.run_worker(poller.run(self.post_message), group="poll", name=f"poll {host}",
-                            exit_on_error=False)
+            self.run_worker(poller.run(lambda r: self.post_message(NodePolled.of(r))), group="poll",
+                            name=f"poll {host}", exit_on_error=False)
         for note in self.notes:
             self.notify(note, severity="warning", timeout=10)
 

@@ -154,7 +154,7 @@ def _save_crash() -> str:
     import time
     import traceback
 
-    from nvls_tui.localfiles import create_private, private_dir
+    from nvls_tui.records.localfiles import create_private, private_dir
 
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     try:

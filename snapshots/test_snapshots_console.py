@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.help import HelpScreen
@@ -16,7 +17,7 @@ SIZE = (160, 48)
 
 def sim_app(spec: str = "sim:seed-incident", **kwargs) -> NvlsApp:
     """The console on a frozen simulated fleet (speed 0), polling each node once."""
-    backends = load_fleet(spec, speed=0).backends()
+    backends = sim_backends(load_fleet(spec, speed=0))
     return NvlsApp(backends, poll_interval=None, clock=lambda: FIXED_NOW, **kwargs)
 
 

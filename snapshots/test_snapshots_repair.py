@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.events import RunbookEvent, SmokeRow
 from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.screens.runbook import RunbookScreen
-from nvls_tui.screens.runbook_state import repair_options
+from nvls_tui.views.runbook import repair_options
 from nvls_tui.sim.fleet import load_fleet
 
 FIXED_NOW = 1_785_000_000.0
@@ -24,7 +25,7 @@ HOSTS = ["gpu05", "gpu06"]
 
 def sim_app() -> NvlsApp:
     """The console on the frozen seed-incident fleet, polling each node once."""
-    return NvlsApp(load_fleet("sim:seed-incident", speed=0).backends(), poll_interval=None, clock=lambda: FIXED_NOW)
+    return NvlsApp(sim_backends(load_fleet("sim:seed-incident", speed=0)), poll_interval=None, clock=lambda: FIXED_NOW)
 
 
 async def wait_until(pilot, condition, what: str, timeout: float = 20.0) -> None:
@@ -40,7 +41,7 @@ async def recorded_run() -> list[tuple[float, RunbookEvent]]:
     import asyncio
 
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
-    backends = fleet.backends()
+    backends = sim_backends(fleet)
     options = repair_options(backends)
     events: list[tuple[float, RunbookEvent]] = []
     books = [Runbook(b, options, on_event=lambda e: events.append((fleet.clock.now(), e)), run_id="snapshot")

@@ -26,7 +26,7 @@ import psutil
 
 from nvls_tui.backends.base import BackendOptions
 from nvls_tui.backends.ssh import SshBackend
-from nvls_tui.ssh_targets import parse_target
+from nvls_tui.backends.ssh.targets import parse_target
 
 LOOPBACK = "127.0.0.1"
 PORTS_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS: sshd refuses to start with more listeners

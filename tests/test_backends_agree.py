@@ -26,8 +26,8 @@ from nvls_tui.model import GpuState
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column, parse_ps
-from nvls_tui.probe import section_argv
-from nvls_tui.ssh_targets import parse_target
+from nvls_tui.poll.probe import section_argv
+from nvls_tui.backends.ssh.targets import parse_target
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 ABSENT = "cat: {}: No such file or directory\n"

@@ -14,6 +14,7 @@ import time
 import pytest
 from rich.console import Console
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.backends.simulated import SimulatedBackend
@@ -95,7 +96,7 @@ async def start_repair(app, pilot, names: list[str], select: bool = True) -> Run
 
 async def test_repairing_gpu05_and_gpu06_side_by_side_ends_repaired_with_the_plot_filled(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         screen = await start_repair(app, pilot, ["gpu05", "gpu06"])
         await wait_until(pilot, lambda: screen.finished_at is not None, "both repairs to end")
@@ -129,7 +130,7 @@ async def test_repairing_gpu05_and_gpu06_side_by_side_ends_repaired_with_the_plo
 
 async def test_the_plan_lists_the_exact_commands_in_order_and_needs_the_typed_names(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_for_first_poll(timeout=30)
         await pilot.pause()
@@ -218,7 +219,7 @@ async def test_aborting_mid_run_restores_everything_and_never_starts_fabric_mana
 
 async def test_read_only_mode_hides_and_refuses_the_repair():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, read_only=True)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_for_first_poll(timeout=30)
         await pilot.pause()
@@ -232,7 +233,7 @@ async def test_read_only_mode_hides_and_refuses_the_repair():
 async def test_five_nodes_go_to_tabs_instead_of_columns(tmp_path):
     fleet = load_fleet("sim:healthy", speed=0)
     extra = load_fleet("sim:seed-incident/gpu05", speed=0)
-    app = NvlsApp(fleet.backends() + extra.backends(), poll_interval=None, clock=fixed_clock)
+    app = NvlsApp(sim_backends(fleet) + sim_backends(extra), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_for_first_poll(timeout=30)
         screen = RunbookScreen(list(app.backends), start=False, clock=lambda: 0.0)

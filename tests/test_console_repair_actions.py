@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
-from nvls_tui.probe import LOCK_DIR
+from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen
@@ -44,7 +45,7 @@ async def confirm(app, pilot, typed: str | None = None) -> None:
 
 async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_the_side_pane(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await open_node(app, pilot, "gpu01")
         await pilot.press("n")
@@ -69,7 +70,7 @@ async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_th
 
 async def test_a_reset_while_holders_remain_is_refused_before_nvidia_smi_runs(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await open_node(app, pilot, "gpu05")
         await pilot.press("R")
@@ -86,7 +87,7 @@ async def test_a_reset_while_holders_remain_is_refused_before_nvidia_smi_runs(tm
 
 async def test_a_fabric_manager_restart_brings_a_failed_unit_back_and_shows_registration(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await open_node(app, pilot, "gpu05")
         await pilot.press("F")
@@ -99,13 +100,13 @@ async def test_a_fabric_manager_restart_brings_a_failed_unit_back_and_shows_regi
         commands = [argv for _, argv in fleet.node("gpu05").cmdlog]
         assert ["systemctl", "reset-failed", "nvidia-fabricmanager.service"] in commands
         assert ["systemctl", "start", "nvidia-fabricmanager.service"] in commands
-    state = await fleet.backends()[fleet.names.index("gpu05")].snapshot()
+    state = await sim_backends(fleet)[fleet.names.index("gpu05")].snapshot()
     assert unit_states(state)["nvidia-fabricmanager.service"] == "active"
 
 
 async def test_read_only_mode_hides_the_single_actions():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, read_only=True)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         node = await open_node(app, pilot, "gpu05")
         assert [node.check_action(a, ()) for a in ("reset_gpus", "restart_fm", "smoke_test")] == [False] * 3
@@ -120,7 +121,7 @@ async def test_a_workload_holder_waits_for_the_operator_who_selects_and_sigterms
     job = node.spawn(ppid=1, user="alice", start=fleet.clock.now() - 600, argv=["python3", "train.py", "--tp", "4"],
                      cgroup="0::/user.slice/user-1000.slice/session-5.scope", role="app",
                      devices=gpu_devices(node, ("/dev/nvidiactl", "/dev/nvidia-uvm")))
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         screen = await start_repair(app, pilot, ["gpu05"], select=False)
         column = screen.query_one(RunbookColumn)

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model import Holder, HolderKind, SmokeResult
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.events import (
@@ -22,7 +23,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
-from nvls_tui.screens.runbook_state import NodeRun, repair_options, short_command
+from nvls_tui.views.runbook import NodeRun, repair_options, short_command
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.bandwidth_plot import SWEEP, size_label
 from nvls_tui.widgets.step_list import duration_text, spinner, step_lines
@@ -31,7 +32,7 @@ from nvls_tui.widgets.step_list import duration_text, spinner, step_lines
 def recorded(spec: str = "sim:seed-incident/gpu05") -> list:
     """Every event of a real repair on a frozen simulated node."""
     fleet = load_fleet(spec, speed=0)
-    backends = fleet.backends()
+    backends = sim_backends(fleet)
     events: list = []
     asyncio.run(Runbook(backends[0], repair_options(backends), on_event=events.append).run())
     return events
@@ -141,7 +142,7 @@ def test_sizes_and_durations_read_as_an_operator_writes_them():
 
 def test_a_simulated_fleet_repairs_on_its_own_clock_and_other_backends_on_the_real_one():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
-    options = repair_options(fleet.backends(), 7.0)
+    options = repair_options(sim_backends(fleet), 7.0)
     before = options.clock()
     asyncio.run(options.sleep(30.0))  # a frozen simulated clock moves when the runbook waits
     assert options.clock() - before == pytest.approx(30.0)

@@ -6,7 +6,7 @@ import time
 
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend
-from nvls_tui.probe import RECORD_FILE
+from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.screens.confirm import ConfirmScreen

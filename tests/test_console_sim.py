@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
 from nvls_tui.model import Verdict
 from nvls_tui.screens.confirm import ConfirmScreen
@@ -37,7 +38,7 @@ async def confirm_sigterm(app, pilot) -> None:
 
 async def test_sigterm_on_gpu05_removes_the_holders_and_kubelet_brings_the_pods_back():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_for_first_poll()
         before = {h.pid: h for h in holders(app)}
@@ -61,7 +62,7 @@ async def test_sigterm_on_gpu05_removes_the_holders_and_kubelet_brings_the_pods_
 
 async def test_a_holder_that_exited_after_selection_is_reported_gone_and_the_rest_are_signalled():
     fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     notes: list[tuple[str, str]] = []
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_for_first_poll()
@@ -80,7 +81,7 @@ async def test_a_holder_that_exited_after_selection_is_reported_gone_and_the_res
 
 
 async def test_the_keyboard_answers_within_100_ms_while_the_wedged_node_hangs():
-    app = NvlsApp(load_fleet("sim:wedged", speed=0).backends(), poll_interval=None, clock=fixed_clock)
+    app = NvlsApp(sim_backends(load_fleet("sim:wedged", speed=0)), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.verdict("gpu-ok01") is Verdict.HEALTHY, "the healthy node")
         assert app.verdict("gpu-wedged01") is None  # its nvidia-smi is still hanging

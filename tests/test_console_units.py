@@ -10,7 +10,7 @@ import pytest
 from nvls_tui.bindings import SPECS, bindings_for, check_keymap, current_key, destructive_actions, specs_for
 from nvls_tui.config import ConfigError, default_path, load_config, merge_args
 from nvls_tui.model import FabricInfo, NodeState, Verdict
-from nvls_tui.poller import NodePoller, backoff_delay
+from nvls_tui.poll.poller import NodePoller, backoff_delay
 from nvls_tui.screens.fleet import FleetScreen, matches
 from nvls_tui.screens.node import NodeScreen, compact_devices
 from nvls_tui.widgets import cells

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from nvls_tui.assemble import assemble_node_state
+from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Severity, Verdict
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
-from nvls_tui.probe import section_argv, split_probe_output
+from nvls_tui.poll.probe import section_argv, split_probe_output
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import StepStarted
 from nvls_tui.sim.fleet import load_fleet
@@ -29,7 +30,7 @@ FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=3.0, fm_
 
 def poll(spec: str, **faults):
     fleet = load_fleet(spec, speed=2000.0)
-    backend = fleet.backends()[0]
+    backend = sim_backends(fleet)[0]
     node = fleet.node(backend.host)
     for key, value in faults.items():
         setattr(node, key, value)
@@ -126,7 +127,7 @@ def resets(fleet, name: str) -> int:
 def test_no_reset_runs_when_fuser_is_missing_from_the_start():
     fleet = load_fleet("sim:seed-incident/gpu05", speed=2000.0)
     fleet.node("gpu05").missing_tools = ["fuser"]
-    outcome = asyncio.run(Runbook(fleet.backends()[0], FAST).run())
+    outcome = asyncio.run(Runbook(sim_backends(fleet)[0], FAST).run())
     assert outcome.result == "refused"
     assert "holding /dev/nvidia*" in outcome.message and "tool missing" in outcome.message
     assert resets(fleet, "gpu05") == 0
@@ -140,7 +141,7 @@ def test_no_reset_runs_when_fuser_goes_missing_after_preflight():
         if isinstance(event, StepStarted) and event.step == "quiesce":
             node.missing_tools = ["fuser"]
 
-    outcome = asyncio.run(Runbook(fleet.backends()[0], FAST, on_event=sink).run())
+    outcome = asyncio.run(Runbook(sim_backends(fleet)[0], FAST, on_event=sink).run())
     assert outcome.result == "failed"
     failed = {s.name: s for s in outcome.steps}
     assert failed["quiesce"].status == "failed" and "cannot prove" in failed["quiesce"].message
@@ -157,7 +158,7 @@ def test_verify_fabric_fails_when_the_kernel_log_cannot_be_read():
         if isinstance(event, StepStarted) and event.step == "verify-fabric":
             node.journal_access = "hint"
 
-    outcome = asyncio.run(Runbook(fleet.backends()[0], FAST, on_event=sink).run())
+    outcome = asyncio.run(Runbook(sim_backends(fleet)[0], FAST, on_event=sink).run())
     step = outcome.step("verify-fabric")
     assert step.status == "failed" and "cannot verify" in step.message
     assert outcome.result == "failed"
@@ -172,7 +173,7 @@ async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none
 
     fleet = load_fleet("sim:healthy/hgx01", speed=0)
     fleet.node("hgx01").missing_tools = ["fuser", "journalctl", "lspci"]
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_for_first_poll(timeout=30)
         await pilot.pause()

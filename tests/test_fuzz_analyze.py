@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nvls_tui.analysis import analyze_text
+from nvls_tui.diagnosis.captured import analyze_text
 from nvls_tui.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -18,6 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.sshd_rig import find_sshd
@@ -89,7 +90,19 @@ def test_sigterm_during_the_smoke_test_stops_it_on_the_node_at_once_and_restores
     assert steps["smoke-test"]["status"] == "failed" and "interrupted" in steps["smoke-test"]["message"]
     assert time.monotonic() - sent < 60  # not the whole sweep, nor the smoke timeout
     assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
-    assert not any(p for p in rig.session_processes() if "all_reduce_perf" in " ".join(p.cmdline()))
+    assert not any("all_reduce_perf" in line for line in command_lines(rig))
+
+
+def command_lines(rig) -> list[str]:
+    """The command lines of every live process the rig's sessions left (zombies and the gone skipped)."""
+    lines = []
+    for proc in rig.session_processes():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                lines.append(" ".join(proc.cmdline()))
+        except psutil.Error:
+            pass
+    return lines
 
 
 needs_mounts = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,

@@ -1,57 +1,33 @@
-"""The pure cores import no UI, transport or hardware library (architecture.md's one-way layers)."""
+"""The direction of imports (docs/design.md), checked by a tool: import-linter's contracts in
+pyproject.toml. One test runs them on the package; one proves they catch a wrong-way import."""
 
 from __future__ import annotations
 
-import ast
-import pathlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
-import pytest
-
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "nvls_tui"
-FORBIDDEN = ("textual", "asyncssh", "pynvml", "psutil")
-PURE = ["model", "parsers", "runbook", "diagnosis.py", "assemble.py", "analysis.py", "jsonout.py", "probe.py"]
-
-
-def _modules(entry: str) -> list[pathlib.Path]:
-    path = PACKAGE / entry
-    return sorted(path.rglob("*.py")) if path.is_dir() else [path]
+ROOT = Path(__file__).resolve().parent.parent
+LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"]
 
 
-def _imports(path: pathlib.Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
+def lint(cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*LINT, "--no-cache"], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"})
 
 
-@pytest.mark.parametrize("entry", PURE)
-def test_pure_layers_import_no_textual_asyncssh_pynvml_or_psutil(entry):
-    modules = [m for m in _modules(entry) if m.exists()]
-    assert modules, f"{entry} should exist"
-    offenders = {str(m.relative_to(PACKAGE)): sorted(_imports(m) & set(FORBIDDEN)) for m in modules}
-    assert {k: v for k, v in offenders.items() if v} == {}
+def test_every_import_contract_of_pyproject_holds():
+    done = lint(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 5 kept, 0 broken." in done.stdout
 
 
-def test_the_pure_core_really_loads_without_those_libraries(tmp_path):
-    """Import the cores in a fresh interpreter where the forbidden modules cannot be imported."""
-    import subprocess
-    import sys
-
-    blocker = tmp_path / "sitecustomize.py"
-    blocker.write_text(
-        "import sys\n"
-        "class _Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        f"        if name.split('.')[0] in {FORBIDDEN!r}:\n"
-        "            raise ImportError('blocked: ' + name)\n"
-        "sys.meta_path.insert(0, _Block())\n"
-    )
-    code = ("import nvls_tui.model, nvls_tui.diagnosis, nvls_tui.assemble, nvls_tui.analysis, "
-            "nvls_tui.jsonout, nvls_tui.probe; print('ok')")
-    env = {"PYTHONPATH": f"{tmp_path}:{PACKAGE.parent}", "PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
-    assert result.stdout.strip() == "ok", result.stderr
+def test_a_wrong_way_import_breaks_a_contract(tmp_path):
+    shutil.copytree(ROOT / "nvls_tui", tmp_path / "nvls_tui", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    parser = tmp_path / "nvls_tui" / "parsers" / "ps.py"
+    parser.write_text(parser.read_text() + "\nfrom nvls_tui.screens import node  # noqa: E402 - the wrong way\n")
+    done = lint(tmp_path)
+    assert done.returncode == 1
+    assert "nvls_tui.parsers.ps -> nvls_tui.screens.node" in done.stdout

@@ -53,7 +53,7 @@ from nvls_tui.backends.local import scan_holders
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
-from nvls_tui.probe import cgroup_argv, ps_argv
+from nvls_tui.poll.probe import cgroup_argv, ps_argv
 holder = subprocess.Popen([sys.executable, "-c",
     "import time; fs=[open(p) for p in ('/dev/nvidia0', '/dev/nvidiactl', '/dev/nvidia-caps/nvidia-cap1')];"
     " print('up', flush=True); time.sleep(60)", "--served-by=trainer"], stdout=subprocess.PIPE, text=True)

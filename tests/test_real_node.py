@@ -24,7 +24,7 @@ from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.quiesce import watch_parents
-from nvls_tui.ssh_targets import parse_target
+from nvls_tui.backends.ssh.targets import parse_target
 from tests.realnode import OPERATOR, POD_UID, WORKLOAD_ARGS, RealNode, available
 from tests.sshd_rig import options_for
 

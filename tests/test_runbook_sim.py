@@ -11,12 +11,13 @@ import json
 
 import pytest
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.backends.base import Unreachable
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.cli import main
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Verdict
-from nvls_tui.probe import LOCK_DIR, RECORD_FILE
+from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE
 from nvls_tui.runbook import STEPS, RepairOptions, Runbook, restore_node, run_many
 from nvls_tui.runbook.events import StepStarted
 from nvls_tui.runbook.steps import persistence_modes, unit_states
@@ -30,7 +31,7 @@ CHANGING = {"mkdir", "tee", "mv", "rm", "rmdir", "kill", "pkill", "all_reduce_pe
 
 def fleet_of(spec: str):
     fleet = load_fleet(spec, speed=SPEED)
-    return fleet, fleet.backends()
+    return fleet, sim_backends(fleet)
 
 
 async def units_and_pm(backend) -> tuple[dict, dict]:
@@ -311,7 +312,7 @@ async def test_a_workload_holder_is_never_signalled_and_the_wait_gives_up_and_re
 
 
 async def test_a_run_killed_mid_repair_leaves_a_record_that_check_reports_and_restore_undoes(tmp_path):
-    from nvls_tui.audit import AuditLog
+    from nvls_tui.records.audit import AuditLog
 
     fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
     before = await units_and_pm(SimulatedBackend(fleet, "gpu05"))

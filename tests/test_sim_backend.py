@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.backends.base import ProcessChanged, ProcessGone, ProcessIdentity
 from nvls_tui.model import Verdict
 from nvls_tui.sim.fleet import load_fleet
@@ -16,8 +17,8 @@ from tests.test_sim_incident import NVLS_ENV, SMOKE
 def test_load_fleet_selects_nodes_with_a_clustershell_node_set():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=10)
     assert fleet.names == ["gpu05", "gpu06"]
-    assert [b.host for b in fleet.backends()] == ["gpu05", "gpu06"]
-    assert all(b.simulated for b in fleet.backends())
+    assert [b.host for b in sim_backends(fleet)] == ["gpu05", "gpu06"]
+    assert all(b.simulated for b in sim_backends(fleet))
 
 
 def test_load_fleet_refuses_unknown_scenarios_and_nodes():
@@ -28,13 +29,13 @@ def test_load_fleet_refuses_unknown_scenarios_and_nodes():
 
 
 async def test_run_returns_what_the_command_printed_and_its_status():
-    backend = load_fleet("sim:seed-incident/gpu05", speed=100).backends()[0]
+    backend = sim_backends(load_fleet("sim:seed-incident/gpu05", speed=100))[0]
     result = await backend.run(["systemctl", "is-active", "nvidia-fabricmanager"], timeout=1)
     assert (result.exit_status, result.stdout) == (3, "failed\n")
 
 
 async def test_stream_yields_smoke_rows_one_by_one_at_the_simulated_pace():
-    backend = load_fleet("sim:healthy/hgx01", speed=20).backends()[0]
+    backend = sim_backends(load_fleet("sim:healthy/hgx01", speed=20))[0]
     arrivals: list[tuple[float, str]] = []
     async with contextlib.aclosing(backend.stream(SMOKE, env=NVLS_ENV)) as lines:
         async for line in lines:
@@ -47,7 +48,7 @@ async def test_stream_yields_smoke_rows_one_by_one_at_the_simulated_pace():
 
 
 async def test_closing_a_stream_early_ends_the_smoke_process_on_the_node():
-    backend = load_fleet("sim:healthy/hgx01", speed=20).backends()[0]
+    backend = sim_backends(load_fleet("sim:healthy/hgx01", speed=20))[0]
     async with contextlib.aclosing(backend.stream(SMOKE, env=NVLS_ENV)) as lines:
         async for line in lines:
             if line.startswith("#  Rank  7"):
@@ -58,7 +59,7 @@ async def test_closing_a_stream_early_ends_the_smoke_process_on_the_node():
 
 
 async def test_signal_refuses_a_pid_whose_start_time_changed_and_reports_a_gone_pid():
-    backend = load_fleet("sim:seed-incident/gpu05", speed=100).backends()[0]
+    backend = sim_backends(load_fleet("sim:seed-incident/gpu05", speed=100))[0]
     ps = await backend.run(["ps", "-ww", "-o", "pid=,ppid=,user:32=,lstart=,cgroup=,args=", "-p", "924303"])
     start = " ".join(ps.stdout.split()[3:8])
     with pytest.raises(ProcessChanged):
@@ -78,7 +79,7 @@ async def test_snapshot_of_the_demo_marks_gpu05_and_gpu06_broken_and_the_others_
 
     fleet = load_fleet("sim:seed-incident", speed=50)
     verdicts = {}
-    for backend in fleet.backends():
+    for backend in sim_backends(fleet):
         state = await backend.snapshot()
         assert state.simulated and state.reachable
         verdicts[state.host] = diagnose(state).verdict

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.backends.base import CommandTimeout
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.scenarios import SCENARIOS
@@ -70,7 +71,7 @@ def test_stuck_registration_stays_in_progress_for_ever():
 
 async def test_a_wedged_nvidia_smi_times_out_while_other_commands_and_nodes_answer():
     fleet = load_fleet("sim:wedged", speed=100)
-    wedged, ok = fleet.backends()[0], fleet.backends()[1]
+    wedged, ok = sim_backends(fleet)[0], sim_backends(fleet)[1]
     assert wedged.host == "gpu-wedged01"
     began = time.monotonic()
     with pytest.raises(CommandTimeout):

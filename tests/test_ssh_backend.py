@@ -10,7 +10,7 @@ import time
 import pytest
 
 from nvls_tui.backends.base import CommandTimeout, Unreachable
-from nvls_tui.probe import SECTION_NAMES
+from nvls_tui.poll.probe import SECTION_NAMES
 from tests.sshd_rig import backend_for, processes_running, until
 
 pytestmark = pytest.mark.ssh
@@ -166,7 +166,7 @@ async def test_a_closed_port_is_unreachable_within_the_timeout(closing):
         port = s.getsockname()[1]
     from nvls_tui.backends.base import BackendOptions
     from nvls_tui.backends.ssh import SshBackend
-    from nvls_tui.ssh_targets import SshTarget
+    from nvls_tui.backends.ssh.targets import SshTarget
 
     backend = SshBackend(SshTarget("127.0.0.1", "root", port), BackendOptions(timeout=2.0))
     closing(backend)
@@ -184,7 +184,7 @@ async def test_failed_connects_back_off_exponentially_and_say_when_the_next_atte
 
     from nvls_tui.backends.base import BackendOptions
     from nvls_tui.backends.ssh import SshBackend
-    from nvls_tui.ssh_targets import SshTarget
+    from nvls_tui.backends.ssh.targets import SshTarget
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ from nvls_tui.backends.base import (
     validate_unit,
 )
 from nvls_tui.backends.ssh import SshBackend
-from nvls_tui.ssh_targets import SshTarget
+from nvls_tui.backends.ssh.targets import SshTarget
 from tests.sshd_rig import backend_for
 
 pytestmark = pytest.mark.ssh

@@ -20,11 +20,12 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
-from nvls_tui.audit import AuditLog
+from nvls_tui.records.audit import AuditLog
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.cli import main
-from nvls_tui.report import report_from_file
+from nvls_tui.records.report import report_from_file
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen
@@ -78,7 +79,7 @@ def test_check_json_of_the_hostile_node_is_valid_and_carries_no_control_characte
 
 async def test_the_console_shows_hostile_names_as_plain_text_on_the_node_screen_and_in_toasts():
     fleet = load_fleet("sim:hostile", speed=0)
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_for_first_poll(timeout=30)
         await pilot.pause()
@@ -115,7 +116,7 @@ def test_the_report_of_a_repair_of_the_hostile_node_escapes_its_text(tmp_path):
     node = fleet.node("gpu-evil01")
     node.files.pop("/var/lib/nvls-tui/repair.json")  # else the run is refused before it reads a holder
     with AuditLog.create(tmp_path, "evil") as audit:
-        outcome = asyncio.run(Runbook(fleet.backends()[0], FAST, on_event=audit).run())
+        outcome = asyncio.run(Runbook(sim_backends(fleet)[0], FAST, on_event=audit).run())
     assert outcome.result == "failed"  # the users' workloads hold the GPUs: nobody signals them unasked
     text = report_from_file(audit.path)
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
@@ -159,7 +160,7 @@ async def test_the_runbook_s_holder_selection_lists_hostile_names_as_plain_text(
 
     fleet = load_fleet("sim:hostile/gpu-evil01", speed=0)
     fleet.node("gpu-evil01").files.pop("/var/lib/nvls-tui/repair.json")  # a repair that may start
-    app = NvlsApp(fleet.backends(), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await start_repair(app, pilot, ["gpu-evil01"], select=False)
         column = screen.query_one(RunbookColumn)

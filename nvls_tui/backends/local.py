@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 import psutil
 
-from nvls_tui.assemble import assemble_node_state
+from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.backends.base import (
     Backend,
     BackendOptions,
@@ -35,13 +35,13 @@ from nvls_tui.backends.base import (
     require_identity,
     validate_pid,
 )
-from nvls_tui.evidence import PERMISSION
+from nvls_tui.poll.evidence import PERMISSION
 from nvls_tui.model import FabricInfo, GpuState, MissingEvidence, NodeState
 from nvls_tui.parsers.fuser import FuserHolder
 from nvls_tui.parsers.holders import build_holders
 from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column
-from nvls_tui.probe import SECTIONS
+from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.textsafe import clean, clean_line
 
 def lstart(create_time: float) -> str:
@@ -133,8 +133,8 @@ def scan_holders(root: bool) -> tuple[tuple[FuserHolder, ...], tuple[PsEntry, ..
         except (FileNotFoundError, ProcessLookupError):
             continue
         if devices:
-            held.append(FuserHolder(proc.pid, clean(proc.info["username"] or "?"), "F....", clean(proc.info["name"] or "?"),
-                                    tuple(sorted(devices))))
+            held.append(FuserHolder(proc.pid, clean(proc.info["username"] or "?"), "F....",
+                                    clean(proc.info["name"] or "?"), tuple(sorted(devices))))
     wanted = {h.pid for h in held}
     wanted |= {ppid for pid in list(wanted) if (ppid := _ppid(pid)) and ppid > 1}
     for pid in sorted(wanted):

@@ -33,7 +33,7 @@ from nvls_tui.model import NodeState
 from nvls_tui.textsafe import clean_line
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
-from nvls_tui.probe import KERNEL_LINES, KERNEL_PATTERN, SECTIONS, cgroup_argv, ppid_argv, ps_argv
+from nvls_tui.poll.probe import KERNEL_LINES, KERNEL_PATTERN, SECTIONS, cgroup_argv, ppid_argv, ps_argv
 from nvls_tui.sim.commands import HANG, Output, execute
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.sim.render_nccl import Plan
@@ -197,7 +197,7 @@ class SimulatedBackend(Backend):
 
     async def snapshot(self) -> NodeState:
         """Run the read-only probe as the remote script does, one command at a time, and assemble it."""
-        from nvls_tui.assemble import assemble_node_state
+        from nvls_tui.poll.assemble import assemble_node_state
 
         sections: dict[str, CommandResult] = {}
         for section in SECTIONS:
@@ -225,3 +225,8 @@ class SimulatedBackend(Backend):
 
     async def close(self) -> None:
         """Nothing to release: the node lives in the fleet."""
+
+
+def sim_backends(fleet: SimFleet, **kwargs) -> list[SimulatedBackend]:
+    """One :class:`SimulatedBackend` per selected node of ``fleet``, in order."""
+    return [SimulatedBackend(fleet, name, **kwargs) for name in fleet.names]

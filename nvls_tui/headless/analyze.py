@@ -11,7 +11,7 @@ from rich.text import Text
 from rich.table import Table
 
 from nvls_tui.textsafe import one_line
-from nvls_tui.analysis import analyze_text
+from nvls_tui.diagnosis.captured import analyze_text
 
 # Refuse to slurp something that cannot be a command output (a disk image, /dev/zero).
 MAX_BYTES = 64 * 1024 * 1024

@@ -16,7 +16,7 @@ import signal
 import sys
 from typing import TextIO
 
-from nvls_tui.audit import AuditLog, AuditWriteError
+from nvls_tui.records.audit import AuditLog, AuditWriteError
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
 from nvls_tui.runbook import STEPS, RepairOptions, RunGroup, new_run_id, restore_node, run_many
 from nvls_tui.runbook.events import (
@@ -33,7 +33,7 @@ from nvls_tui.runbook.events import (
     fan_out,
 )
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
-from nvls_tui.targets import resolve_backends, sim_speed
+from nvls_tui.backends.targets import resolve_backends, sim_speed
 from nvls_tui.textsafe import one_line
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nvls_tui.localfiles import write_private
-from nvls_tui.report import report_from_file
+from nvls_tui.records.localfiles import write_private
+from nvls_tui.records.report import report_from_file
 
 
 def run(args: argparse.Namespace) -> int:

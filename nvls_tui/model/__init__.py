@@ -4,6 +4,7 @@ Everything here is a frozen dataclass or an enum built from the standard library
 parsers, the diagnosis and the runbook can share it without pulling in a UI or a transport.
 """
 
+from nvls_tui.model.command import CommandResult
 from nvls_tui.model.enums import HolderKind, Platform, Severity, Verdict
 from nvls_tui.model.fleet import Fleet
 from nvls_tui.model.node import (
@@ -21,6 +22,7 @@ from nvls_tui.model.node import (
 )
 
 __all__ = [
+    "CommandResult",
     "FabricHealth",
     "FabricInfo",
     "Finding",

@@ -147,7 +147,7 @@ class MissingEvidence:
     Attributes:
         section: the probe section (``gpus``, ``units``, ``fm_version``, ``nvswitches``, ``holders``,
             ``processes``, ``kernel``, ``record``, ``smoke``, ...).
-        reason: one of :data:`nvls_tui.evidence.REASONS` (``tool missing``, ``permission denied``,
+        reason: one of :data:`nvls_tui.poll.evidence.REASONS` (``tool missing``, ``permission denied``,
             ``timed out``, ``unparseable``, ``over the size cap``, ``failed``, ``not run``).
         detail: one sentence for the operator: the command and what it said.
     """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nvls_tui.backends.base import BackendError, join_argv
 from nvls_tui.model import NodeState
-from nvls_tui.probe import QUERY_FIELDS
+from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.runbook import preflight
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.events import NodeObserved, RunFinished, RunStarted, StepFinished

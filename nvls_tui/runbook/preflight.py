@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_events
 from nvls_tui.model import NodeState
-from nvls_tui.probe import LOCK_DIR
+from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.steps import FM_UNIT, lock_argvs, record_write_argvs

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from nvls_tui.backends.base import ProcessChanged, ProcessGone, ProcessIdentity
 from nvls_tui.model import Holder, HolderKind, NodeState
-from nvls_tui.evidence import missing_evidence
+from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders, classify
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
-from nvls_tui.probe import PS_FORMAT, cgroup_argv, ps_argv
+from nvls_tui.poll.probe import PS_FORMAT, cgroup_argv, ps_argv
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
 from nvls_tui.runbook.steps import (

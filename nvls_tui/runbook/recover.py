@@ -9,8 +9,8 @@ removes the record and the lock. Without a record it only clears a stale lock.
 from __future__ import annotations
 
 from nvls_tui.backends.base import Backend, BackendError
-from nvls_tui.evidence import missing_evidence
-from nvls_tui.probe import RECORD_FILE
+from nvls_tui.poll.evidence import missing_evidence
+from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.engine import new_run_id
 from nvls_tui.runbook.events import EventSink, RunFinished, RunStarted, StepFinished, StepStarted

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from nvls_tui.model import GpuState, Holder, NodeState
-from nvls_tui.probe import LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
+from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
 
 STEPS = (
     "preflight",

@@ -14,7 +14,7 @@ from nvls_tui.bindings import bindings_for, destructive_actions
 from nvls_tui.model import Holder, NodeState, Verdict
 from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node_actions import holder_label, sigterm_holders, summarise, unit_action, unit_outcome
+from nvls_tui.runbook.actions import holder_label, sigterm_holders, summarise, unit_action, unit_outcome
 from nvls_tui.widgets import cells
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.tables import cursor_key, sync_rows
@@ -348,7 +348,7 @@ class NodeScreen(Screen[None]):
                  "persistence setting goes back as recorded; the record and the lock are removed."), done)
 
     async def _restore(self, host: str) -> None:
-        from nvls_tui.audit import AuditLog
+        from nvls_tui.records.audit import AuditLog
         from nvls_tui.runbook import new_run_id, restore_node
 
         run_id = new_run_id()

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Static
 
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.screens.runbook_state import repair_options
+from nvls_tui.views.runbook import repair_options
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text, spinner
 

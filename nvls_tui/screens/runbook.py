@@ -26,9 +26,9 @@ from nvls_tui.bindings import bindings_for
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.steps import DEFAULT_THRESHOLDS, HolderDecision, RepairOptions, threshold_for
 from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node_actions import holder_label
+from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.runbook_column import RESULT_GLYPH, RESULT_STYLE, RunbookColumn
-from nvls_tui.screens.runbook_state import repair_options
+from nvls_tui.views.runbook import repair_options
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text
 
@@ -161,7 +161,7 @@ class RunbookScreen(Screen[None]):
     # ---- the run ------------------------------------------------------------------------------
     async def run_repair(self) -> None:
         """Repair every node side by side; the audit log gets every event before the screen does."""
-        from nvls_tui.audit import AuditLog
+        from nvls_tui.records.audit import AuditLog
         from nvls_tui.runbook import Runbook, new_run_id
 
         app = self.app
@@ -276,8 +276,8 @@ class RunbookScreen(Screen[None]):
         if self.audit_path is None:
             self.notify("No audit log yet: the report comes from it.", severity="warning")
             return
-        from nvls_tui.localfiles import write_private
-        from nvls_tui.report import report_from_file
+        from nvls_tui.records.localfiles import write_private
+        from nvls_tui.records.report import report_from_file
 
         path = self.audit_path.with_suffix(".md")
         try:

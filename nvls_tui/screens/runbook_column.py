@@ -1,6 +1,6 @@
 """One node's column on the runbook screen: steps, remaining holders, the bandwidth plot, the output.
 
-The column is a view of a :class:`~nvls_tui.screens.runbook_state.NodeRun`: the screen hands it
+The column is a view of a :class:`~nvls_tui.views.runbook.NodeRun`: the screen hands it
 each event of its node, it folds the event in and redraws only the parts that changed. While the
 runbook waits at ``verify-no-holders`` it also answers the runbook's question (which holders to
 SIGTERM) through :meth:`RunbookColumn.ask`.
@@ -19,8 +19,8 @@ from textual.widgets.selection_list import Selection
 from nvls_tui.model import Holder
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.steps import HolderDecision
-from nvls_tui.screens.node_actions import holder_label
-from nvls_tui.screens.runbook_state import NodeRun
+from nvls_tui.runbook.actions import holder_label
+from nvls_tui.views.runbook import NodeRun
 from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from nvls_tui.widgets.output_pane import OutputPane
 from nvls_tui.widgets.step_list import StepList, duration_text

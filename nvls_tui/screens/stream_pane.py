@@ -26,7 +26,7 @@ from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.steps import DEFAULT_THRESHOLDS, FM_UNIT, RepairOptions, threshold_for, unit_argv, unlock_argv
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RunbookColumn
-from nvls_tui.screens.runbook_state import repair_options
+from nvls_tui.views.runbook import repair_options
 from nvls_tui.widgets.step_list import duration_text
 
 
@@ -214,7 +214,7 @@ class StreamPane(ModalScreen[None]):
 
     async def run_action(self) -> None:
         """Run the action with its own audit log; tell the operator the outcome, re-poll the node."""
-        from nvls_tui.audit import AuditLog
+        from nvls_tui.records.audit import AuditLog
         from nvls_tui.runbook import new_run_id
 
         app = self.app

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
-
 from nvls_tui.sim.clock import SimClock
 from nvls_tui.sim.commands import Output, Result, execute
 from nvls_tui.sim.scenarios import SCENARIOS, Scenario
 from nvls_tui.sim.state import Node
-
-if TYPE_CHECKING:
-    from nvls_tui.backends.simulated import SimulatedBackend
 
 DEFAULT_SCENARIO = "seed-incident"
 
@@ -56,12 +51,6 @@ class SimFleet:
                 self.clock.advance(result.duration)
             return Output(result.exit_status, result.text(), "")
         raise TimeoutError(f"{' '.join(argv)} never returns on {name}")
-
-    def backends(self) -> list[SimulatedBackend]:
-        """One :class:`SimulatedBackend` per selected node, in order."""
-        from nvls_tui.backends.simulated import SimulatedBackend
-
-        return [SimulatedBackend(self, name) for name in self.names]
 
     def __len__(self) -> int:
         return len(self.names)

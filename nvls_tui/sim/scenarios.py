@@ -249,7 +249,7 @@ HOSTILE_TEXT = ("x [/x] [@click=app.quit]click me[/] [bold red]PWNED[/] "
 
 def hostile(name: str, now: float) -> Node:
     """A node whose users are hostile: every text it prints carries markup, escapes and HTML."""
-    from nvls_tui.probe import RECORD_FILE
+    from nvls_tui.poll.probe import RECORD_FILE
 
     node = seed_out_of_sync(name, now)
     cgroup = "0::/user.slice/user-1000.slice/session-7.scope"

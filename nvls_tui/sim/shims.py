@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nvls_tui
 from nvls_tui.parsers.fuser import parse_fuser_v
-from nvls_tui.probe import SECTIONS, STATE_DIR, cgroup_argv, ppid_argv, ps_argv
+from nvls_tui.poll.probe import SECTIONS, STATE_DIR, cgroup_argv, ppid_argv, ps_argv
 from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.fleet import load_fleet

@@ -7,7 +7,7 @@ JSON file between two commands.
 
 from __future__ import annotations
 
-from nvls_tui.probe import SIMULATED_MARKER, STATE_DIR
+from nvls_tui.poll.probe import SIMULATED_MARKER, STATE_DIR
 
 import hashlib
 from dataclasses import asdict, dataclass, field

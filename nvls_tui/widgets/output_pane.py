@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from rich.text import Text
 from textual.widgets import RichLog
 
-from nvls_tui.screens.runbook_state import PaneLine
+from nvls_tui.views.runbook import PaneLine
 
 MAX_LINES = 2000
 

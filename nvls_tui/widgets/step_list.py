@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from nvls_tui.screens.runbook_state import FAILED, OK, PENDING, RUNNING, SKIPPED, NodeRun
+from nvls_tui.views.runbook import FAILED, OK, PENDING, RUNNING, SKIPPED, NodeRun
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 

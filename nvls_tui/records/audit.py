@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nvls_tui.localfiles import PRIVATE_FLAGS, UnsafeLocation, private_dir
+from nvls_tui.records.localfiles import PRIVATE_FLAGS, UnsafeLocation, private_dir
 
 OUTPUT_LIMIT = 16 * 1024
 REDACTED = "[redacted]"

@@ -2,7 +2,7 @@
 
 Every SSH exec starts a login shell, so a poll runs all its commands in one ``sh`` script whose output
 is split back into sections by marker lines. The simulated and local backends run the same argv lists
-one by one. Either way the sections go through the same parsers (see ``nvls_tui.assemble``).
+one by one. Either way the sections go through the same parsers (see ``nvls_tui.poll.assemble``).
 
 What the real tools taught (tests/fixtures/real/nvidia-h200):
 

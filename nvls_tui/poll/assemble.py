@@ -1,10 +1,10 @@
 """Probe sections -> one immutable NodeState. Pure: the same code reads real and simulated nodes.
 
-Every backend that polls with the commands of :mod:`nvls_tui.probe` (SSH in one script, the
+Every backend that polls with the commands of :mod:`nvls_tui.poll.probe` (SSH in one script, the
 simulator one command at a time, the local backend beside NVML) hands the outputs here, so a parser
 fix helps every backend, and the same facts give the same state whichever backend read them.
 
-Fail closed: a section that could not be read (see :mod:`nvls_tui.evidence`) is listed in
+Fail closed: a section that could not be read (see :mod:`nvls_tui.poll.evidence`) is listed in
 ``NodeState.missing`` and contributes nothing, never an empty "all clear".
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from nvls_tui.backends.base import CommandResult
-from nvls_tui.evidence import missing_evidence, missing_from_unparsed
+from nvls_tui.model import CommandResult
+from nvls_tui.poll.evidence import missing_evidence, missing_from_unparsed
 from nvls_tui.model import GpuState, MissingEvidence, NodeState, Platform, SmokeResult, SwitchState
 from nvls_tui.parsers.fabricmanager_log import parse_fm_version
 from nvls_tui.parsers.fuser import parse_fuser_streams
@@ -126,7 +126,7 @@ def assemble_node_state(
 
     Args:
         host: the target name to show.
-        sections: outputs keyed by :data:`nvls_tui.probe.SECTION_NAMES`; a section that is absent never ran.
+        sections: outputs keyed by :data:`nvls_tui.poll.probe.SECTION_NAMES`; a section that is absent never ran.
         simulated: the node is simulated (labelled as such everywhere).
         polled_at: wall-clock time of the poll.
         gpus, driver, holders: read another way (NVML and /proc in local mode) instead of from the

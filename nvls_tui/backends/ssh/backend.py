@@ -1,7 +1,7 @@
 """The SSH backend: a node reached from a bastion over one pooled asyncssh connection.
 
 Every command is an argv list joined with ``shlex.join``; the poll travels as one ``sh -c`` script
-(``nvls_tui.probe``). Each command line first prints the session's process-group id (sshd makes
+(``nvls_tui.poll.probe``). Each command line first prints the session's process-group id (sshd makes
 every session a process-group leader), so stopping a command (timeout, cancelled stream) can kill
 the whole group from a second session: OpenSSH refuses ``signal`` channel requests for root logins
 (no post-auth privilege separation), and closing a pipe channel alone would leave a ``sleep`` or an
@@ -41,11 +41,11 @@ from nvls_tui.backends.base import (
     validate_host,
     validate_pid,
 )
-from nvls_tui.backends.ssh_pool import SshConnector
+from nvls_tui.backends.ssh.pool import SshConnector
 from nvls_tui.model import NodeState
 from nvls_tui.textsafe import clean_line
-from nvls_tui.probe import DERIVED_SECTIONS, SECTION_NAMES, SectionReader, new_nonce, probe_script, section_argv
-from nvls_tui.ssh_targets import SshTarget
+from nvls_tui.poll.probe import DERIVED_SECTIONS, SECTION_NAMES, SectionReader, new_nonce, probe_script, section_argv
+from nvls_tui.backends.ssh.targets import SshTarget
 
 # sshd's default MaxSessions is 10 channels per connection; stay under it.
 MAX_SESSIONS = 8
@@ -469,7 +469,7 @@ class SshBackend(Backend):
             sections = await self.read_sections()
         except BackendError as exc:
             return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=time.time())
-        from nvls_tui.assemble import assemble_node_state  # the lead's module; imported late on purpose
+        from nvls_tui.poll.assemble import assemble_node_state  # the lead's module; imported late on purpose
 
         return assemble_node_state(self.host, sections, simulated=False, sudo=self.options.sudo)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from nvls_tui.backends.base import CommandResult
+from nvls_tui.model import CommandResult
 from nvls_tui.model import MissingEvidence
 
 TOOL_MISSING = "tool missing"

@@ -1,7 +1,8 @@
 """Poll workers: one loop per node, never two polls of one node at once, timeout and backoff.
 
 Each :class:`NodePoller` owns one backend. Its :meth:`NodePoller.run` loop polls, hands a
-:class:`NodePolled` message to the app, then sleeps for the poll interval (longer after failures).
+:class:`PollResult` to its caller (the console wraps it in a message), then sleeps for the poll
+interval (longer after failures). Nothing here knows Textual.
 A wedged node (an ``nvidia-smi`` that never returns) only ever blocks its own loop: the poll is
 cancelled after ``timeout`` seconds and the node is shown unreachable with its last known state.
 """
@@ -14,7 +15,7 @@ import random
 import time
 from collections.abc import Callable
 
-from textual.message import Message
+from dataclasses import dataclass
 
 from nvls_tui.backends.base import Backend
 from nvls_tui.diagnosis import carry_fabric_since, diagnose
@@ -26,7 +27,8 @@ Clock = Callable[[], float]
 Diagnose = Callable[[NodeState], Diagnosis]
 
 
-class NodePolled(Message):
+@dataclass(frozen=True, slots=True)
+class PollResult:
     """A poll of one node finished (or failed: then ``state.reachable`` is False).
 
     Attributes:
@@ -35,11 +37,9 @@ class NodePolled(Message):
         ok: True when this poll read the node.
     """
 
-    def __init__(self, state: NodeState, diagnosis: Diagnosis, ok: bool) -> None:
-        super().__init__()
-        self.state = state
-        self.diagnosis = diagnosis
-        self.ok = ok
+    state: NodeState
+    diagnosis: Diagnosis
+    ok: bool
 
 
 def default_diagnose(state: NodeState) -> Diagnosis:
@@ -102,7 +102,7 @@ class NodePoller:
         """Ask for a poll now (after an action), without waiting for the interval."""
         self._poke.set()
 
-    async def poll_once(self) -> NodePolled:
+    async def poll_once(self) -> PollResult:
         """Poll the node once; never raises. A poll already in flight is waited for, not doubled."""
         if self._lock.locked():
             async with self._lock:  # someone else polled meanwhile: report what they got
@@ -134,16 +134,16 @@ class NodePoller:
                 state = self.last_good.replace(reachable=False, error=state.error)
             return self._message(state, ok=False)
 
-    def _message(self, state: NodeState, *, ok: bool) -> NodePolled:
+    def _message(self, state: NodeState, *, ok: bool) -> PollResult:
         try:
             diagnosis = self.diagnose(state)
         except Exception as exc:  # noqa: BLE001 - show the node rather than lose it
             diagnosis = Diagnosis((Finding("DIAGNOSIS_FAILED", Severity.ERROR, str(exc)),), Verdict.BROKEN)
         if not state.reachable and diagnosis.verdict is not Verdict.UNREACHABLE:
             diagnosis = Diagnosis(diagnosis.findings, Verdict.UNREACHABLE)
-        return NodePolled(state, diagnosis, ok)
+        return PollResult(state, diagnosis, ok)
 
-    async def run(self, post: Callable[[NodePolled], object]) -> None:
+    async def run(self, post: Callable[[PollResult], object]) -> None:
         """Poll forever (until cancelled), posting each result with ``post``."""
         while True:
             self._poke.clear()

@@ -40,7 +40,7 @@ def target_words(args: argparse.Namespace) -> list[str]:
     words = list(getattr(args, "targets", None) or [])
     hosts_file = getattr(args, "hosts_file", None)
     if hosts_file:
-        from nvls_tui.ssh_targets import read_hosts_file
+        from nvls_tui.backends.ssh.targets import read_hosts_file
 
         try:
             words += read_hosts_file(hosts_file)
@@ -70,9 +70,10 @@ def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) ->
     ssh_words: list[str] = []
     for word in target_words(args):
         if word.startswith("sim:"):
+            from nvls_tui.backends.simulated import sim_backends
             from nvls_tui.sim.fleet import load_fleet
 
-            backends += load_fleet(word, speed=speed if speed is not None else sim_speed()).backends()
+            backends += sim_backends(load_fleet(word, speed=speed if speed is not None else sim_speed()))
         elif word == "local":
             from nvls_tui.backends.local import LocalBackend
 
@@ -81,7 +82,7 @@ def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) ->
             ssh_words.append(word)
     if ssh_words:
         from nvls_tui.backends.ssh import SshBackend
-        from nvls_tui.ssh_targets import parse_target, parse_targets
+        from nvls_tui.backends.ssh.targets import parse_target, parse_targets
 
         if options.jump:
             parse_target(options.jump)  # refuse shell syntax in --jump as a usage error, before any connection

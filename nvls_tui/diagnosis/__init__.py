@@ -1,0 +1,36 @@
+"""Diagnosis, pure: a node's state -> findings and a verdict (``node``), and captured outputs ->
+their kind, data and findings (``captured``, the ``analyze`` command)."""
+
+from nvls_tui.diagnosis.node import (
+    FM_NOT_PRESENT,
+    FM_UNIT,
+    GUARDED_SECTIONS,
+    NVLINK_XIDS,
+    OUT_OF_SYNC,
+    SILENT_SECTIONS,
+    DiagnosisOptions,
+    carry_fabric_since,
+    current_kernel_events,
+    diagnose,
+    evidence_findings,
+    fabric_findings,
+    kernel_findings,
+    verdict_of,
+)
+
+__all__ = [
+    "FM_NOT_PRESENT",
+    "FM_UNIT",
+    "GUARDED_SECTIONS",
+    "NVLINK_XIDS",
+    "OUT_OF_SYNC",
+    "SILENT_SECTIONS",
+    "DiagnosisOptions",
+    "carry_fabric_since",
+    "current_kernel_events",
+    "diagnose",
+    "evidence_findings",
+    "fabric_findings",
+    "kernel_findings",
+    "verdict_of",
+]
