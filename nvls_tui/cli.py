@@ -43,10 +43,12 @@ def _add_reach_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (host keys are always verified)")
     g.add_argument("-l", "--user", metavar="USER", help="remote user name")
     g.add_argument("--jump", metavar="HOST", help="jump host (ProxyJump)")
-    g.add_argument("--sudo", action=argparse.BooleanOptionalAction, default=False,
-                   help="prefix privileged commands with `sudo -n`")
-    g.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="per-command timeout")
-    g.add_argument("--concurrency", type=int, default=64, metavar="N", help="connections in flight")
+    # Defaults are None so that an explicit value is told apart from an unset one: the command line
+    # beats the config file, which beats the built-in default (applied by backends.targets).
+    g.add_argument("--sudo", action=argparse.BooleanOptionalAction, default=None,
+                   help="prefix privileged commands with `sudo -n` (default: no)")
+    g.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="per-command timeout (default 20)")
+    g.add_argument("--concurrency", type=int, default=None, metavar="N", help="connections in flight (default 64)")
     g.add_argument("--max-output", type=_size, default=None, metavar="BYTES",
                    help="what one command may print before it is stopped and its section is unknown "
                         "(default 4M; suffixes K, M, G)")

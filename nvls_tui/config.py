@@ -144,6 +144,9 @@ def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, st
     return parse_config(data, file)
 
 
+DEFAULT_TIMEOUT = 20.0
+
+
 def merge_args(args: argparse.Namespace, config: Config) -> argparse.Namespace:
     """A copy of ``args`` where the config fills what the command line left unset.
 
@@ -154,12 +157,14 @@ def merge_args(args: argparse.Namespace, config: Config) -> argparse.Namespace:
         merged.targets = list(config.targets)
     if getattr(merged, "poll", None) is None:
         merged.poll = config.poll_interval
-    if config.timeout is not None and getattr(merged, "timeout", None) in (None, 20.0):
+    if config.timeout is not None and getattr(merged, "timeout", None) is None:
         merged.timeout = config.timeout
     if config.read_only:
-        merged.read_only = True
+        merged.read_only = True  # the safe direction always wins
     for dest, value in config.ssh.items():
-        # argparse defaults: None for the strings, False for --sudo, 64 for --concurrency.
-        if getattr(merged, dest, None) in (None, False, 64):
+        # Every reach option's command-line default is None: anything else was given explicitly.
+        if getattr(merged, dest, None) is None:
             setattr(merged, dest, value)
+    if getattr(merged, "timeout", None) is None:
+        merged.timeout = DEFAULT_TIMEOUT
     return merged

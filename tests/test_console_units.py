@@ -166,3 +166,19 @@ def test_the_filter_matches_host_verdict_and_finding_codes():
     assert matches("broken", "gpu05", Verdict.BROKEN, [])
     assert matches("out_of sync", "gpu06", Verdict.BROKEN, ["FABRIC_OUT_OF_SYNC"])
     assert not matches("gpu05", "gpu06", Verdict.HEALTHY, [])
+
+
+def test_an_explicit_default_value_on_the_command_line_still_beats_the_config_file(tmp_path):
+    """--no-sudo, --timeout 20 and --concurrency 64 are the built-in defaults, yet said on purpose."""
+    from nvls_tui.cli import build_parser
+
+    path = tmp_path / "c.toml"
+    path.write_text('timeout = 5\n[ssh]\nsudo = true\nconcurrency = 8\n')
+    explicit = build_parser().parse_args(["check", "gpu01", "--no-sudo", "--timeout", "20", "--concurrency", "64"])
+    merged = merge_args(explicit, load_config(path))
+    assert (merged.sudo, merged.timeout, merged.concurrency) == (False, 20.0, 64)
+    unset = merge_args(build_parser().parse_args(["check", "gpu01"]), load_config(path))
+    assert (unset.sudo, unset.timeout, unset.concurrency) == (True, 5.0, 8)
+    no_file = load_config(None, env={"XDG_CONFIG_HOME": str(tmp_path / "nothing-here")})
+    neither = merge_args(build_parser().parse_args(["check", "gpu01"]), no_file)
+    assert (neither.sudo, neither.timeout, neither.concurrency) == (None, 20.0, None)  # defaults come later
