@@ -86,7 +86,7 @@ class FakeBackend(Backend):
             await asyncio.Event().wait()
         return self.state
 
-    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
         if pid in self.changed_pids:
             raise ProcessChanged(f"PID {pid} is now another process")
         if not any(h.pid == pid for h in self.state.holders):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import re
+import signal as _signal
 import shlex
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,6 +96,12 @@ class SignalOutcome:
     signalled: bool
     reason: str = ""
 
+
+# The signals a backend sends (by number), and their names for kill(1).
+SIGNALS = {s.value: s.name.removeprefix("SIG") for s in (
+    _signal.SIGTERM, _signal.SIGKILL, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT,
+    _signal.SIGUSR1, _signal.SIGUSR2, _signal.SIGCONT, _signal.SIGSTOP,
+)}
 
 # Unit names: systemd's allowed characters only, so no quoting trick can reach a shell.
 _UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]{1,255}$")
@@ -272,9 +279,37 @@ class Backend(abc.ABC):
         When the stream ends the last exit status is available as ``self.last_exit_status``.
         """
 
-    @abc.abstractmethod
+    @property
+    def read_only(self) -> bool:
+        """True for a session that must change nothing (``--read-only``)."""
+        options = getattr(self, "options", None)
+        return bool(getattr(options, "read_only", False) or getattr(self, "_read_only", False))
+
     async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
         """Send ``sig`` to ``pid`` only if it is still the process the operator selected.
+
+        The guards every backend shares live here, in one place: a real PID (not 0 or 1), the
+        identity recorded for exactly that PID with a start time and a command line, a signal from
+        the short list, and a session that may change the node. Only then does the backend re-read
+        the identity on the node and deliver (:meth:`_deliver`). Nothing here escalates to SIGKILL.
+
+        Raises:
+            InvalidArgument: a bad PID or signal, an identity for another PID, a read-only session.
+            ProcessGone: the PID no longer exists.
+            ProcessChanged: no identity was recorded, or start time or command line differ.
+        """
+        pid = validate_pid(pid)
+        require_identity(self.host, pid, expected)
+        if isinstance(sig, bool) or sig not in SIGNALS:
+            raise InvalidArgument(f"refusing signal {sig!r}: only TERM, KILL, INT, HUP, QUIT, USR1, USR2, "
+                                  f"CONT and STOP are sent")
+        if self.read_only:
+            raise InvalidArgument(f"{self.host}: read-only session, not signalling PID {pid}")
+        return await self._deliver(pid, sig, expected)
+
+    @abc.abstractmethod
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+        """Re-read ``pid``'s identity on the node and, only if it matches ``expected``, signal it.
 
         Raises:
             ProcessGone: the PID no longer exists.

@@ -26,14 +26,11 @@ from nvls_tui.backends.base import (
     CommandResult,
     LineSplitter,
     CommandTimeout,
-    InvalidArgument,
     ProcessChanged,
     ProcessGone,
     ProcessIdentity,
     SignalOutcome,
     identity_text,
-    require_identity,
-    validate_pid,
 )
 from nvls_tui.poll.evidence import PERMISSION
 from nvls_tui.model import FabricInfo, GpuState, MissingEvidence, NodeState
@@ -310,12 +307,8 @@ class LocalBackend(Backend):
                     await _reap(proc)
                 await asyncio.gather(drain, return_exceptions=True)
 
-    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
-        """Signal ``pid`` after re-reading its start time and command line (psutil)."""
-        pid = validate_pid(pid)
-        require_identity(self.host, pid, expected)
-        if self.options.read_only:
-            raise InvalidArgument(f"{self.host}: read-only session, not signalling PID {pid}")
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+        """Re-read the PID's start time and command line (psutil), then signal it (see Backend.signal)."""
         try:
             proc = psutil.Process(pid)
             start = lstart(proc.create_time())

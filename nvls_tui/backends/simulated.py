@@ -26,8 +26,6 @@ from nvls_tui.backends.base import (
     SignalOutcome,
     identity_text,
     join_argv,
-    require_identity,
-    validate_pid,
 )
 from nvls_tui.model import NodeState
 from nvls_tui.textsafe import clean_line
@@ -57,7 +55,8 @@ class SimulatedBackend(Backend):
     simulated = True
 
     def __init__(self, fleet: SimFleet, name: str, *, timeout: float = 20.0,
-                 max_output: int = DEFAULT_MAX_OUTPUT) -> None:
+                 max_output: int = DEFAULT_MAX_OUTPUT, read_only: bool = False) -> None:
+        self._read_only = read_only
         self.fleet = fleet
         self.host = name
         self.timeout = timeout
@@ -147,10 +146,8 @@ class SimulatedBackend(Backend):
         finally:
             self._end_smoke(proc)
 
-    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
-        """Re-read ``pid`` with ps, refuse if it changed, then ``kill -SIG pid``."""
-        pid = validate_pid(pid)
-        require_identity(self.host, pid, expected)
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+        """Re-read ``pid`` with ps, refuse if it changed, then ``kill -SIG pid`` (see Backend.signal)."""
         seen = await self.run(ps_argv([pid]), privileged=True)
         entry = next(iter(parse_ps(seen.stdout).value), None)
         if not seen.ok or entry is None:

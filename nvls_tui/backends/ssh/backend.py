@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
-import signal as _signal
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
@@ -33,13 +32,12 @@ from nvls_tui.backends.base import (
     ProcessChanged,
     ProcessGone,
     ProcessIdentity,
+    SIGNALS,
     SignalOutcome,
     Unreachable,
     identity_text,
     join_argv,
-    require_identity,
     validate_host,
-    validate_pid,
 )
 from nvls_tui.backends.ssh.pool import SshConnector
 from nvls_tui.model import NodeState
@@ -49,10 +47,6 @@ from nvls_tui.backends.ssh.targets import SshTarget
 
 # sshd's default MaxSessions is 10 channels per connection; stay under it.
 MAX_SESSIONS = 8
-SIGNALS = {s.value: s.name.removeprefix("SIG") for s in (
-    _signal.SIGTERM, _signal.SIGKILL, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT,
-    _signal.SIGUSR1, _signal.SIGUSR2, _signal.SIGCONT, _signal.SIGSTOP,
-)}
 _ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SUDO_PASSWORD = ("a password is required", "a terminal is required")
 _PGID_MARK = "@@nvls-tui-pgid"
@@ -385,24 +379,12 @@ class SshBackend(Backend):
                 if not finished:
                     self._stop(proc, pgid, privileged)
 
-    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
-        """Signal ``pid`` after re-reading its identity in the same remote command.
-
-        SIGKILL is sent only when the caller passed ``sig=9`` itself; nothing here escalates.
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+        """Re-read the PID's identity and signal it in one remote command (see Backend.signal).
 
         Raises:
-            ProcessGone: the PID no longer exists.
-            ProcessChanged: its start time or command line differ, or no start time was recorded.
-            InvalidArgument: a bad PID or signal, or a read-only session.
-            CommandFailed: kill was refused (permissions, sudo password).
+            ProcessGone, ProcessChanged, CommandFailed: kill was refused (permissions, sudo password).
         """
-        pid = validate_pid(pid)
-        require_identity(self.host, pid, expected)
-        if isinstance(sig, bool) or sig not in SIGNALS:
-            raise InvalidArgument(f"refusing signal {sig!r}: only TERM, KILL, INT, HUP, QUIT, USR1, USR2, "
-                                  f"CONT and STOP are sent")
-        if self.options.read_only:
-            raise InvalidArgument(f"{self.host}: read-only session, not signalling PID {pid}")
         name = SIGNALS[sig]
         script = signal_script(pid, name, expected, sudo=self.options.sudo)
         result = await self.run(["sh", "-c", script])
