@@ -21,6 +21,7 @@ from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.messages import NodePolled
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
+from nvls_tui.runbook.session import Session
 from nvls_tui.textsafe import clean
 
 STYLE_FILES = ("app.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
@@ -68,6 +69,9 @@ class NvlsApp(App[int]):
         diagnose: NodeState -> Diagnosis.
         notes: sentences to show once the console is up (config warnings).
         audit_dir: where repairs write their audit log and report (None: the XDG state directory).
+
+    Attributes:
+        session: every node-changing action goes through it (audited, polls paused, the ledger).
     """
 
     TITLE = "nvls-tui"
@@ -107,6 +111,8 @@ class NvlsApp(App[int]):
                                            diagnose=diagnose) for b in backends}
         self.set_reactive(NvlsApp.fleet, Fleet(tuple(NodeState(b.host, simulated=b.simulated)
                                                      for b in backends)))
+        self.session = Session(self.backends, audit_dir=audit_dir, timeout=timeout, pause=self.polls_paused,
+                               read_only=read_only, on_audit_failure=self._audit_failed)
         self._first_round = asyncio.Event()
         self._gc_settled = False
         self._polled: set[str] = set()
@@ -130,9 +136,17 @@ class NvlsApp(App[int]):
         super().notify(clean(message), title=clean(title), severity=severity,
                        timeout=timeout, markup=markup)
 
-    def on_unmount(self) -> None:
-        """Give the frozen objects back to the collector when the console ends."""
+    async def on_unmount(self) -> None:
+        """Close the session's audit log; give the frozen objects back to the collector."""
+        await self.session.close()
         release_garbage_collector()
+
+    def polls_paused(self, host: str):
+        """Hold ``host``'s poller while an action runs on it (the session asks for this)."""
+        return self.pollers[host].paused()
+
+    def _audit_failed(self, message: str) -> None:
+        self.notify(f"audit log write failed: {message}", severity="error", timeout=15)
 
     def on_mount(self) -> None:
         """Apply the keymap, show the fleet, start one poll worker per node."""
@@ -190,6 +204,19 @@ class NvlsApp(App[int]):
             self.pop_screen()
         self.push_screen(NodeScreen(host))
 
+    def plan_repair(self, hosts: Sequence[str], on_approved: Callable[[], object] | None = None) -> None:
+        """The dry run of ``hosts`` on the plan screen; once approved (typed names), the runbook screen."""
+        from nvls_tui.screens.plan import PlanScreen
+        from nvls_tui.screens.runbook import RunbookScreen
+
+        def approved(approval) -> None:
+            if approval and approval.hosts:
+                if on_approved is not None:
+                    on_approved()
+                self.push_screen(RunbookScreen(list(approval.hosts), approval=approval))
+
+        self.push_screen(PlanScreen(hosts), approved)
+
     def start_action(self, description: str, work: Awaitable[None]) -> Worker:
         """Run an action that changes a node in a worker (``q`` asks first while one runs)."""
 
@@ -208,20 +235,65 @@ class NvlsApp(App[int]):
 
     # ---- global actions -------------------------------------------------------------------------
     async def action_quit(self) -> None:
-        """Quit, asking first while an action is still running."""
+        """Quit; while a repair runs, ask whether to abort and restore first or to stay."""
+        repairs = self.session.running
         running = self.actions_running
-        if not running:
+        if not running and not repairs:
             self.exit()
             return
         from nvls_tui.screens.confirm import ConfirmScreen
 
+        if repairs:
+            hosts = [h for r in repairs for h in r.hosts]
+
+            def answer(ok: bool | None) -> None:
+                if ok:
+                    self.run_worker(self._abort_and_quit(), group="quit", exit_on_error=False)
+
+            self.push_screen(ConfirmScreen(
+                f"A repair is running on {' '.join(hosts)}. Abort it, restore every node, then quit?",
+                [f"{h}: stops before its next command, then puts back what it stopped" for h in hosts],
+                confirm_label="Abort, restore, quit", cancel_label="Stay",
+                note="Staying lets the repair finish. Quitting waits for every restore to end."), answer)
+            return
+
         def done(ok: bool | None) -> None:
             if ok:
-                self.exit()
+                self.exit(return_code=1, message=self.exit_summary())
 
         self.push_screen(ConfirmScreen("An action is still running. Quit anyway?", running,
                                        confirm_label="Quit",
-                                       note="Quitting cancels it where it stands."), done)
+                                       note="The action stops where it stands; its audit log says how far it got."),
+                         done)
+
+    async def _abort_and_quit(self) -> None:
+        """Interrupt every repair, wait for the restores, then exit with the summary printed."""
+        self.session.interrupt("the operator quit the console")
+        self.notify("Aborting: every node restores what it stopped; the console quits when they are done.",
+                    severity="warning", timeout=30)
+        for worker in [w for w in self.workers if w.group == "action" and not w.is_finished]:
+            await worker.wait()
+        outcomes = [o for r in self.session.repairs for o in r.outcomes]
+        self.exit(return_code=0 if all(o.ok for o in outcomes) else 1, message=self.exit_summary())
+
+    def exit_summary(self) -> str:
+        """What the terminal shows after the console: each repair's nodes, the logs, the restore hint."""
+        from nvls_tui.textsafe import one_line
+
+        lines: list[str] = []
+        for run in self.session.repairs:
+            for o in run.outcomes:
+                lines.append(f"{o.host}: {o.result} - {one_line(o.message)}")
+            left = [o.host for o in run.outcomes if o.result in ("failed", "aborted") and "--restore" in o.message]
+            if not run.finished:
+                left = run.hosts
+            for host in left:
+                lines.append(f"  to put {host} back by hand: nvls-tui repair --restore {host}")
+            if run.audit_log:
+                lines.append(f"audit log: {run.audit_log}")
+        if self.session.audit_path:
+            lines.append(f"session audit log: {self.session.audit_path}")
+        return "\n".join(lines)
 
     def action_help(self) -> None:
         """Show every key, generated from the binding table."""

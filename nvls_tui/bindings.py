@@ -95,8 +95,12 @@ SPECS: tuple[BindingSpec, ...] = (
                 "interrupted repair changed, from the record on the node (confirmed).", "node",
                 destructive=True, palette="node: Restore the interrupted repair on {host}"),
     # runbook screen (a repair in progress or finished)
-    BindingSpec("runbook.abort", "a", "abort", "Abort", "Abort the repair (confirmed); every node is put back "
-                "as it was.", "runbook", palette="repair: Abort and restore"),
+    BindingSpec("runbook.abort", "a", "abort", "Abort node", "Abort the repair of the node whose column has "
+                "the focus (confirmed); it is put back as it was, the others go on.", "runbook",
+                palette="repair: Abort this node and restore it"),
+    BindingSpec("runbook.abort_all", "A", "abort_all", "Abort all", "Abort the repair of every node still "
+                "running (confirmed); each is put back as it was.", "runbook",
+                palette="repair: Abort every node and restore them"),
     BindingSpec("runbook.sigterm", "t", "sigterm_holders", "SIGTERM", "SIGTERM the holders selected at "
                 "verify-no-holders (identity re-checked).", "runbook", destructive=True),
     BindingSpec("runbook.report", "e", "report", "Report", "Write the Markdown incident report next to the "

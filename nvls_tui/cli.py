@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="minimum average bus bandwidth (default per GPU model)")
     repair.add_argument("--sigkill", action="store_true",
                         help="allow SIGKILL for holders that ignore SIGTERM (never by default)")
+    repair.add_argument("--plan", metavar="FILE",
+                        help="hold each node to this approved plan (the JSON of `repair --dry-run --json`): "
+                             "a node that changed since is refused")
 
     report = sub.add_parser("report", help="an incident report (Markdown) from an audit log")
     report.add_argument("log", metavar="AUDIT_LOG")

@@ -7,6 +7,12 @@ import pytest
 from tests.sshd_rig import SshdRig, find_sshd, node_names
 
 
+@pytest.fixture(autouse=True)
+def _private_state_home(tmp_path, monkeypatch):
+    """Audit logs of tests that name no audit directory land in the test's own folder, never in ~."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+
+
 def _shim_writer(scenario: str, speed: float | None = None, static: bool = False):
     """``populate(name, dir)`` writing the simulator's shims for ``scenario`` (skip if not built yet)."""
     try:

@@ -98,6 +98,9 @@ class FakeBackend(Backend):
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
                   env=None, stdin=None) -> CommandResult:
         self.ran.append(tuple(argv))
+        if tuple(argv[:2]) == ("systemctl", "is-active"):
+            active = next((s.active for s in self.state.services if s.name == argv[2]), "inactive")
+            return CommandResult(tuple(argv), 0 if active == "active" else 3, active + "\n")
         if argv[:2] == ["systemctl", "stop"] or tuple(argv[:2]) == ("systemctl", "stop"):
             self.state = self.state.replace(services=tuple(
                 s.__class__(s.name, "inactive", "dead", s.load) if s.name == argv[2] else s

@@ -165,8 +165,11 @@ async def test_the_palette_stops_a_unit_after_a_confirmation():
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert app.screen.lines == ["systemctl stop kubelet.service"]
         await pilot.click("#confirm")
-        await wait_until(pilot, lambda: backends["gpu05"].ran, "systemctl")
-        assert backends["gpu05"].ran == [("systemctl", "stop", "kubelet.service")]
+        await wait_until(pilot, lambda: ("systemctl", "stop", "kubelet.service") in backends["gpu05"].ran,
+                         "systemctl")
+        # The state before is asked first (it goes to the ledger and the audit log), then the stop.
+        assert backends["gpu05"].ran == [("systemctl", "is-active", "kubelet.service"),
+                                         ("systemctl", "stop", "kubelet.service")]
         await wait_until(pilot, lambda: app.fleet.get("gpu05").service("kubelet").active == "inactive",
                          "the re-poll")
 

@@ -63,7 +63,8 @@ async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_th
         await wait_until(pilot, lambda: (app.fleet.get("gpu01").smoke or None) is not None
                          and app.fleet.get("gpu01").smoke.passed, "the re-poll with the smoke result")
         assert LOCK_DIR not in fleet.node("gpu01").dirs
-        assert list(tmp_path.glob("smoke-*.jsonl"))  # every command went to an audit log
+        logs = list(tmp_path.glob("session-*.jsonl"))  # every command went to the session's audit log
+        assert logs and '"argv": ["all_reduce_perf"' in logs[0].read_text()
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen again")
 

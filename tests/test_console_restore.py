@@ -49,4 +49,5 @@ async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every
     after = unit_states(state)
     for unit in ("kubelet.service", "nvidia-snapshot.timer", "nvidia-dcgm.service"):
         assert after[unit] == before[unit] == "active"
-    assert list(tmp_path.glob("restore-*.jsonl"))  # the restore's commands are in an audit log
+    logs = list(tmp_path.glob("session-*.jsonl"))  # the restore's commands are in the session's audit log
+    assert logs and '"mode": "restore"' in logs[0].read_text()

@@ -70,7 +70,8 @@ def test_a_console_killed_mid_repair_restarts_shows_interrupted_repair_and_resto
         second.wait_for("the restore's outcome", lambda s: "INTERRUPTED_REPAIR" not in s and "restored" in s,
                         timeout=30)
         assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
-        assert list((audit_dir / "second").glob("restore-*.jsonl"))
+        logs = list((audit_dir / "second").glob("session-*.jsonl"))
+        assert logs and '"mode": "restore"' in logs[0].read_text()
     finally:
         first.kill()
         second.kill()

@@ -249,6 +249,7 @@ async def test_the_link_dropping_mid_step_ends_with_every_unit_as_it_was(rigs, t
     # A reset and a unit start take seconds on a real node: long enough for the link to drop under them.
     wrap_tool(rig, "gpu05", "nvidia-smi", 'if [ "$1" = -r ]; then sleep 2; fi')
     wrap_tool(rig, "gpu05", "systemctl", 'if [ "$1" = start ]; then sleep 1; fi')
+    pace_output(rig, "gpu05", "all_reduce_perf", 0.05)
     drop = DropAt(*whens)
     outcome, units, records = await repair_with_fault(rig, "gpu05", tmp_path, drop)
     assert sorted(drop.fired) == list(range(len(whens))), f"only faults {drop.fired} fired"
@@ -353,6 +354,20 @@ def wrap_tool(rig: SshdRig, name: str, tool: str, prelude: str) -> None:
     (bin_dir / tool).rename(bin_dir / f"{tool}.sim")
     wrapper = bin_dir / tool
     wrapper.write_text(f"#!/bin/sh\n{prelude}\nexec '{bin_dir}/{tool}.sim' \"$@\"\n")
+    wrapper.chmod(0o755)
+
+
+def pace_output(rig: SshdRig, name: str, tool: str, seconds: float) -> None:
+    """Make one shim tool print a line every ``seconds``, as a real sweep does (not all at once).
+
+    A sweep whose whole output already sits in our receive buffer when the link drops would read to
+    its end; the drop must land mid-run, as it does on a real node.
+    """
+    bin_dir = rig.nodes[name].bin
+    (bin_dir / tool).rename(bin_dir / f"{tool}.sim")
+    wrapper = bin_dir / tool
+    wrapper.write_text(f"#!/bin/sh\n'{bin_dir}/{tool}.sim' \"$@\" | while IFS= read -r line; do "
+                       f"printf '%s\\n' \"$line\"; sleep {seconds}; done\n")
     wrapper.chmod(0o755)
 
 

@@ -1,9 +1,13 @@
-"""``nvls-tui repair TARGET ... [--dry-run | --yes | --restore] [--json]``: the runbook, headless.
+"""``nvls-tui repair TARGET ... [--dry-run | --yes | --restore] [--plan FILE] [--json]``: the runbook, headless.
 
-Without ``--yes`` (or ``--dry-run`` / ``--restore``) the operator types the node names to confirm;
-with no terminal to type on (a pipe, CI) the repair is refused with one line. Every event goes to
-the run's audit log; progress goes to stdout (to stderr with ``--json``, which keeps stdout for the
-JSON of contract.md). Exit: 0 every node repaired, 1 any node failed or refused, 2 usage.
+Without ``--yes`` (or ``--dry-run`` / ``--restore``) the plan is read and shown first, then the
+operator types the node names to approve it; with no terminal to type on (a pipe, CI) the repair is
+refused with one line. An approved plan binds: a node that changed since (a job that started on a
+GPU, a unit that came up) is refused at preflight, exit 1. ``--plan FILE`` approves a saved dry run
+(``repair --dry-run --json``) the same way, for pipelines. The run goes through the same
+:class:`~nvls_tui.runbook.session.Session` as the console. Every event goes to the run's audit log;
+progress goes to stdout (to stderr with ``--json``, which keeps stdout for the JSON of contract.md).
+Exit: 0 every node repaired, 1 any node failed, was refused or aborted, 2 usage.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import signal
 import sys
 from typing import TextIO
 
-from nvls_tui.records.audit import AuditLog, AuditWriteError
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
-from nvls_tui.runbook import STEPS, RepairOptions, RunGroup, new_run_id, restore_node, run_many
+from nvls_tui.records.audit import AuditWriteError
+from nvls_tui.runbook import STEPS, RepairOptions
+from nvls_tui.runbook.session import Session
 from nvls_tui.runbook.events import (
     CommandFinished,
     HoldersRemaining,
@@ -30,7 +35,6 @@ from nvls_tui.runbook.events import (
     SmokeRow,
     StepFinished,
     StepStarted,
-    fan_out,
 )
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.backends.targets import resolve_backends, sim_speed
@@ -62,27 +66,6 @@ class ProgressPrinter:
             if self.gone or not say(self.stream, f"{event.host:<14} {one_line(line)}"):
                 self.gone = True
                 return
-
-
-class AuditGuard:
-    """The audit log as a sink that stops the run when it can no longer write (a full disk).
-
-    The runbook's event sink must never raise (a lost UI update must not break a repair), so a
-    failed audit write is turned into an interrupt instead: every node stops and restores.
-    """
-
-    def __init__(self, audit: AuditLog, on_failure) -> None:
-        self.audit = audit
-        self.on_failure = on_failure
-        self.failed: AuditWriteError | None = None
-
-    def __call__(self, event: RunbookEvent) -> None:
-        try:
-            self.audit(event)
-        except AuditWriteError as exc:
-            if self.failed is None:
-                self.failed = exc
-                self.on_failure(exc)
 
     @staticmethod
     def format(event: RunbookEvent) -> str | None:
@@ -128,11 +111,19 @@ def _options(args: argparse.Namespace, backends: list[Backend]) -> RepairOptions
     )
 
 
-def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO) -> tuple[bool, str]:
-    """Ask the operator to type the node names. Returns (confirmed, why not)."""
+def can_confirm(stdin: TextIO) -> tuple[bool, str]:
+    """Whether there is a terminal to type the node names on. Returns (yes, why not)."""
     if not stdin.isatty() or os.environ.get("CI"):
         return False, ("refusing to repair without --yes: there is no terminal to type the node names on "
-                       "(run it interactively, or pass --yes)")
+                       "(run it interactively, or pass --yes, or approve a saved dry run with --plan FILE)")
+    return True, ""
+
+
+def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO) -> tuple[bool, str]:
+    """Ask the operator to type the node names. Returns (confirmed, why not)."""
+    interactive, why = can_confirm(stdin)
+    if not interactive:
+        return False, why
     print(f"This resets every GPU and NVSwitch of: {' '.join(hosts)}", file=stderr)
     print("Type the node names to go on (anything else cancels): ", end="", file=stderr, flush=True)
     typed = stdin.readline().split()
@@ -141,40 +132,65 @@ def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO) -> tuple[bool, str]
     return True, ""
 
 
-async def _run(backends: list[Backend], args: argparse.Namespace, options: RepairOptions, sink,
-               run_id: str, audit_path: str, group: RunGroup) -> list[NodeOutcome]:
-    try:
-        if args.restore:
-            # A restore is never aborted: it is what an interrupted repair needs (signals only say so).
-            return list(await asyncio.gather(*(asyncio.shield(restore_node(b, options, on_event=sink, run_id=run_id,
-                                                                           audit_log=audit_path))
-                                               for b in backends)))
-        return await run_many(backends, options, strategy=args.strategy, on_event=sink, run_id=run_id,
-                              audit_log=audit_path, group=group)
-    finally:
-        await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
+def load_plan(path: str, hosts: list[str]) -> dict[str, dict]:
+    """The approved basis of each target from a saved ``repair --dry-run --json``.
+
+    Raises:
+        ValueError: the file is not such a plan, lacks a target, or planned a refusal (one sentence).
+        OSError: it cannot be read.
+    """
+    with open(path, encoding="utf-8") as handle:
+        try:
+            data = json.load(handle)
+        except ValueError as exc:
+            raise ValueError(f"the plan {path} is not JSON ({exc})") from None
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, list):
+        raise ValueError(f"the plan {path} is not the JSON of `repair --dry-run --json`")
+    plans = {n.get("host"): n for n in nodes if isinstance(n, dict)}
+    bases: dict[str, dict] = {}
+    for host in hosts:
+        node = plans.get(host)
+        if node is None:
+            raise ValueError(f"the plan {path} has no plan for {host}")
+        if node.get("result") != "planned" or not isinstance(node.get("basis"), dict):
+            raise ValueError(f"the plan {path} did not plan a repair of {host} ({node.get('result')}: "
+                             f"{one_line(str(node.get('message') or ''))})")
+        bases[host] = node["basis"]
+    return bases
+
+
+def print_plan(outcomes: list[NodeOutcome], stream: TextIO) -> None:
+    """The plan of each node as the operator approves it: what was changed by hand, each step's commands."""
+    for o in outcomes:
+        say(stream, f"== {o.host}: {o.result}" + (f" ({one_line(o.message)})" if o.result != "planned" else ""))
+        for line in o.manual:
+            say(stream, f"  changed by hand: {one_line(line)}")
+        for step in o.steps:
+            say(stream, f"  {step.name}")
+            for command in step.commands:
+                say(stream, f"    $ {one_line(command)}")
 
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-async def _guarded(backends: list[Backend], args: argparse.Namespace, options: RepairOptions, sink,
-                   run_id: str, audit_path: str, group: RunGroup, stream: TextIO) -> list[NodeOutcome]:
-    """:func:`_run` with SIGINT, SIGTERM and SIGHUP turned into an orderly abort and restore.
+async def _run(session: Session, hosts: list[str], args: argparse.Namespace, options: RepairOptions, sink,
+               stream: TextIO, approved: dict[str, dict] | None) -> list[NodeOutcome]:
+    """The run, with SIGINT, SIGTERM and SIGHUP turned into an orderly abort and restore.
 
     The first signal stops every node at once (the step in flight is cancelled, its remote command
     ended) and each node restores what it changed. The restore itself is shielded: a second signal
     only prints the exact commands that finish the job should this process be killed outright.
     """
     loop = asyncio.get_running_loop()
-    hosts = [b.host for b in backends]
     seen: list[str] = []
 
     def on_signal(name: str) -> None:
         seen.append(name)
         if len(seen) == 1 and not args.restore:
             say(stream, f"nvls-tui: {name}: aborting the repair of {' '.join(hosts)}; every node is being restored")
-            group.interrupt(f"{name} received")
+            session.interrupt(f"{name} received")
             return
         say(stream, f"nvls-tui: {name}: the restore goes on. If nvls-tui is killed before it ends, run: "
                     + "; ".join(f"nvls-tui repair --restore {h}" for h in hosts))
@@ -182,17 +198,27 @@ async def _guarded(backends: list[Backend], args: argparse.Namespace, options: R
     for sig in INTERRUPTS:
         loop.add_signal_handler(sig, on_signal, sig.name)
     try:
-        return await _run(backends, args, options, sink, run_id, audit_path, group)
+        if args.restore:
+            return await session.restore_nodes(hosts, on_event=sink)
+        kind = "dry-run" if options.dry_run else "repair"
+        run = session.start_repair(hosts, args.strategy)
+        return await session.repair(run, options, on_event=sink, approved=approved, kind=kind)
     finally:
         for sig in INTERRUPTS:
             loop.remove_signal_handler(sig)
+        await asyncio.gather(*(b.close() for b in session.backends.values()), return_exceptions=True)
 
 
-def _refused_all(backends: list[Backend], options: RepairOptions, reason: str) -> list[NodeOutcome]:
+async def _plan_first(session: Session, hosts: list[str], options: RepairOptions) -> list[NodeOutcome]:
+    plans = await session.plan(hosts, options)
+    return [plans[h] for h in hosts]
+
+
+def _refused_all(hosts: list[str], options: RepairOptions, reason: str) -> list[NodeOutcome]:
     """Every node refused before anything ran (an audit log that cannot be written)."""
     outcomes = []
-    for b in backends:
-        outcome = NodeOutcome(host=b.host, dry_run=options.dry_run, result=REFUSED, message=reason)
+    for host in hosts:
+        outcome = NodeOutcome(host=host, dry_run=options.dry_run, result=REFUSED, message=reason)
         for name in STEPS:
             outcome.step(name)
         outcomes.append(outcome)
@@ -225,32 +251,51 @@ def run(args: argparse.Namespace) -> int:
         print("nvls-tui: --read-only forbids changing a node; use --dry-run to see the plan", file=sys.stderr)
         return 2
     hosts = [b.host for b in backends]
-    if not (args.yes or args.dry_run or args.restore):
+    plan_file = getattr(args, "plan", None)
+    if plan_file and (args.dry_run or args.restore):
+        print("nvls-tui: --plan approves a repair; it goes with neither --dry-run nor --restore", file=sys.stderr)
+        return 2
+    options = _options(args, backends)
+    stream = sys.stderr if args.json else sys.stdout
+    session = Session({b.host: b for b in backends}, audit_dir=args.audit_dir, options=options,
+                      on_audit_failure=lambda m: say(sys.stderr, f"nvls-tui: {m}: aborting, every node is being restored"))
+    approved: dict[str, dict] | None = None
+    if plan_file:
+        try:
+            approved = load_plan(plan_file, hosts)
+        except (OSError, ValueError) as exc:
+            print(f"nvls-tui: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+            return 2
+    elif not (args.yes or args.dry_run or args.restore):
+        interactive, why = can_confirm(sys.stdin)
+        if not interactive:
+            print(f"nvls-tui: {why}", file=sys.stderr)
+            return 2
+        # Plan first: what the operator types the names for is this plan, and the repair holds to it.
+        plans = asyncio.run(_plan_first(session, hosts, options))
+        print_plan(plans, sys.stderr)
+        refused = [o.host for o in plans if o.result != "planned"]
+        if refused:
+            print(f"nvls-tui: a repair of {' '.join(refused)} would be refused (see above); nothing was changed",
+                  file=sys.stderr)
+            _report(plans, args, None)
+            return 1
         ok, why = confirm(hosts, sys.stdin, sys.stderr)
         if not ok:
             print(f"nvls-tui: {why}", file=sys.stderr)
             return 2
-    options = _options(args, backends)
-    run_id = new_run_id()
-    kind = "restore" if args.restore else ("dry-run" if args.dry_run else "repair")
+        approved = {o.host: o.basis or {} for o in plans}
+    progress = ProgressPrinter(stream)
     try:
-        audit = AuditLog.create(args.audit_dir, run_id, kind=kind, dry_run=options.dry_run)
+        outcomes = asyncio.run(_run(session, hosts, args, options, progress, stream, approved))
     except AuditWriteError as exc:
         # Audit first: a run the log cannot record does not start. Nothing was changed.
-        outcomes = _refused_all(backends, options, f"refused before any command: {exc}")
         say(sys.stderr, f"nvls-tui: {exc}; nothing was changed")
-        _report(outcomes, args, None)
+        _report(_refused_all(hosts, options, f"refused before any command: {exc}"), args, None)
         return 1
     except OSError as exc:
         print(f"nvls-tui: cannot create the audit log: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    stream = sys.stderr if args.json else sys.stdout
-    progress = ProgressPrinter(stream)
-    group = RunGroup()
-    guard = AuditGuard(audit, lambda exc: (say(sys.stderr, f"nvls-tui: {exc}: aborting, every node is being restored"),
-                                           group.interrupt(f"the audit log could not be written ({exc})")))
-    with audit:
-        outcomes = asyncio.run(_guarded(backends, args, options, fan_out(guard, progress), run_id, str(audit.path),
-                                        group, sys.stderr))
-    _report(outcomes, args, str(audit.path))
+    audit_path = next((o.audit_log for o in outcomes if o.audit_log), None)
+    _report(outcomes, args, audit_path)
     return 0 if all(o.ok for o in outcomes) else 1

@@ -141,25 +141,37 @@ class AuditLog:
             raise
         return log
 
+    def encode(self, record: Mapping[str, Any]) -> bytes:
+        """One record as its JSONL line (time, operator and dry_run added when missing)."""
+        data = {"time": _iso(None), "operator": self.operator, "dry_run": self.dry_run, **record}
+        return (json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record (adds time, operator, dry_run when missing); flushed and fsynced.
-
-        A record is on disk whole or not at all: a short or failed write (a full disk) is cut back
-        off the file, so the log never ends in a torn record.
 
         Raises:
             AuditWriteError: the record could not be written (the file is as it was before).
         """
+        self.append([self.encode(record)])
+
+    def append(self, lines: list[bytes]) -> None:
+        """Append encoded records in one write and one fsync (a group commit).
+
+        The records are on disk whole or not at all: a short or failed write (a full disk) is cut
+        back off the file, so the log never ends in a torn record.
+
+        Raises:
+            AuditWriteError: the records could not be written (the file is as it was before).
+        """
         if self._fd is None:
             raise ValueError(f"the audit log {self.path} is closed")
-        data = {"time": _iso(None), "operator": self.operator, "dry_run": self.dry_run, **record}
-        line = (json.dumps(data, sort_keys=False, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+        data = b"".join(lines)
         size = os.fstat(self._fd).st_size
         try:
-            written = os.write(self._fd, line)
-            if written != len(line):
+            written = os.write(self._fd, data)
+            if written != len(data):
                 # A short write is a full disk (or quota); the part that landed is cut off below.
-                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({written} of {len(line)} bytes written)")
+                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({written} of {len(data)} bytes written)")
             os.fsync(self._fd)
         except OSError as exc:
             try:

@@ -117,6 +117,8 @@ def _timeline_entry(r: dict[str, Any]) -> str | None:
     if kind == "run-started":
         return (f"run {_t(r.get('run_id'))} started ({_t(r.get('mode', 'repair'))}"
                 f"{', dry run' if r.get('dry_run') else ''})")
+    if kind == "manual-changes":
+        return f"{len(r.get('changes') or [])} change(s) made by hand before this run"
     if kind == "run-finished":
         return f"run finished: **{_t(r.get('result'))}** {_t(r.get('message') or '')}".rstrip()
     return None
@@ -174,6 +176,7 @@ def _node_section(host: str, records: list[dict[str, Any]]) -> list[str]:
         out += [f"**Unfinished**: the log ends at {_t(last.get('time', '?'))} during step "
                 f"{_code(last.get('step') or '?')} (nvls-tui stopped mid-run?). The node keeps its repair record: "
                 f"{_code(f'nvls-tui repair --restore {host}')} puts its units back.", ""]
+    out += _manual_section(records)
     observed = {r.get("label"): r.get("summary") for r in records if r.get("event") == "node-observed"}
     out += ["### Before and after", "", *_before_after(_dict(observed.get("before")), _dict(observed.get("after"))), ""]
 
@@ -218,6 +221,32 @@ def _node_section(host: str, records: list[dict[str, Any]]) -> list[str]:
             out.append(f"| {_clock(r.get('time'))} | {_cell(_t(r.get('step') or ''))} | {_cell(entry)} |")
     out.append("")
     return out
+
+
+def _manual_section(records: list[dict[str, Any]]) -> list[str]:
+    """What the operator changed by hand before the repair (the console's ledger), if anything."""
+    listed = next((r for r in records if r.get("event") == "manual-changes"), None)
+    changes = [c for c in (listed or {}).get("changes") or [] if isinstance(c, dict)]
+    if not changes:
+        return []
+    out = ["### Changed by hand before the repair", ""]
+    for c in changes:
+        if c.get("what") == "signalled":
+            out.append(f"- {_t(c.get('signal') or 'SIGTERM')} pid {_t(c.get('pid'))} "
+                       f"({_t(c.get('holder_kind'))}: {_t(c.get('command'))}) at {_clock(_iso_of(c.get('at')))}")
+        else:
+            was = f" (it was {_t(c.get('before'))})" if c.get("before") else ""
+            out.append(f"- {_t(c.get('what'))} {_code(c.get('unit'))} at {_clock(_iso_of(c.get('at')))}{was}")
+    put_back = listed.get("put_back") if listed else None
+    out += ["", "The restore put the stopped units back." if put_back else
+            "The operator chose to leave the units stopped by hand as they were.", ""]
+    return out
+
+
+def _iso_of(at: Any) -> str:
+    if isinstance(at, int | float) and not isinstance(at, bool):
+        return dt.datetime.fromtimestamp(at, dt.UTC).isoformat()
+    return str(at or "")
 
 
 def _dict(value: Any) -> dict[str, Any] | None:

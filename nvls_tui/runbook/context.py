@@ -8,7 +8,7 @@ to it (a timeout or a dropped link included).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from nvls_tui.backends.base import Backend, CommandResult, join_argv
 from nvls_tui.runbook.events import (
@@ -58,10 +58,13 @@ class NodeContext:
         operator: asked about holders only the operator may stop (None: headless, just wait).
         step: the step running now.
         abort_requested: set by :meth:`abort`; checked before every command.
+        durable: awaited before every command goes out; True once the audit log holds every event so
+            far (the record of a change lands before the change). None: the sink writes synchronously.
     """
 
     def __init__(self, backend: Backend, options: RepairOptions, sink: EventSink | None,
-                 outcome: NodeOutcome, operator: Operator | None = None) -> None:
+                 outcome: NodeOutcome, operator: Operator | None = None,
+                 durable: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.backend = backend
         self.operator = operator
         self.options = options
@@ -69,6 +72,7 @@ class NodeContext:
         self.host = backend.host
         self.step = ""
         self.abort_requested = asyncio.Event()
+        self.durable = durable
         self._sink = sink
 
     def emit(self, event: RunbookEvent) -> None:
@@ -92,6 +96,21 @@ class NodeContext:
         """Raise :class:`Aborted` if the operator asked to stop."""
         if self.abort_requested.is_set():
             raise Aborted("aborted by the operator")
+
+    async def audit_first(self, argv: tuple[str, ...], *, abortable: bool = True) -> None:
+        """Wait until the audit log holds the command's announcement; refuse to send it otherwise.
+
+        Only what may be aborted is refused: the restore runs even when the log cannot record it,
+        since a node left with its services stopped is worse than a gap in the log.
+
+        Raises:
+            Aborted: the audit log could not be written (the command was not sent).
+        """
+        if self.durable is None or await self.durable() or not abortable:
+            return
+        self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
+                                  error="not sent: the audit log could not be written"))
+        raise Aborted("the audit log could not be written")
 
     def record_command(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         """Add a command to the current step's outcome (display form)."""
@@ -126,6 +145,7 @@ class NodeContext:
         argv = tuple(argv)
         self.record_command(argv, env)
         self.emit(CommandStarted(host=self.host, step=self.step, argv=argv, env=dict(env or {})))
+        await self.audit_first(argv, abortable=abortable)
         clock = self.options.clock
         started = clock()
         try:

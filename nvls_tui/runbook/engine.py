@@ -13,13 +13,25 @@ import datetime as dt
 import getpass
 import os
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from nvls_tui.backends.base import Backend, BackendError, CommandFailed, CommandTimeout, OutputTooLarge
 from nvls_tui.model import NodeState
 from nvls_tui.runbook import fabric, preflight, quiesce, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
-from nvls_tui.runbook.events import EventSink, NodeObserved, RunFinished, RunStarted, StepFinished, StepStarted
+from nvls_tui.runbook.drift import drift
+from nvls_tui.runbook.events import (
+    EventSink,
+    ManualChanges,
+    NodeObserved,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
+from nvls_tui.runbook.ledger import ManualChange, put_back
+from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.outcome import (
     ABORTED,
     FAILED,
@@ -37,6 +49,24 @@ from nvls_tui.runbook.steps import STEPS, Operator, RepairOptions, persistence_m
 from nvls_tui.runbook.summary import summarize
 
 
+def aborted_words(outcome: NodeOutcome, step: str) -> str:
+    """``aborted at fabric-manager: GPUs reset, fabric not verified — run the repair again``.
+
+    What an abort leaves behind depends on how far the run got; the operator must read that, not
+    a bare "aborted" (an abort after the reset leaves the GPUs reset and the fabric unproven).
+    """
+    done = {s.name for s in outcome.steps if s.status == OK}
+    if step == "reset" and "reset" not in done:
+        where = "the reset may have begun, fabric not verified"  # cut short in flight: assume the worst
+    elif "reset" not in done:
+        where = "nothing was reset; the node is as it was"
+    elif "verify-fabric" not in done:
+        where = "GPUs reset, fabric not verified"
+    else:
+        where = "GPUs reset and fabric verified, NVLS not smoke-tested"
+    return f"aborted at {step}: {where} — run the repair again"
+
+
 def new_run_id() -> str:
     """A short, sortable id for one run: UTC time plus a random suffix."""
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
@@ -51,17 +81,26 @@ class Runbook:
     Attributes:
         outcome: filled in as the run goes (readable even after a cancellation).
         context: the node context (``abort()`` stops the run at the next command).
+        approved: the basis of the plan the operator approved (:func:`~nvls_tui.runbook.drift.plan_basis`);
+            preflight refuses when the node differs from it in what matters. None: no plan to hold to.
+        manual: what the operator changed by hand on the node before this run (the ledger); units
+            stopped by hand are put back by the restore unless ``put_back_manual`` is False.
     """
 
     def __init__(self, backend: Backend, options: RepairOptions | None = None, *,
                  on_event: EventSink | None = None, operator: Operator | None = None,
                  run_id: str | None = None, operator_name: str | None = None,
-                 audit_log: str | None = None) -> None:
+                 audit_log: str | None = None, approved: Mapping[str, Any] | None = None,
+                 manual: Sequence[ManualChange] = (), put_back_manual: bool = True,
+                 durable: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.options = options or RepairOptions()
         self.run_id = run_id or new_run_id()
         self.operator_name = operator_name or _whoami()
+        self.approved = approved
+        self.manual = tuple(manual)
+        self.put_back_manual = put_back_manual
         self.outcome = NodeOutcome(host=backend.host, dry_run=self.options.dry_run, audit_log=audit_log)
-        self.context = NodeContext(backend, self.options, on_event, self.outcome, operator)
+        self.context = NodeContext(backend, self.options, on_event, self.outcome, operator, durable)
         self._locked = False
         self._record_written = False
         self._prior_units: dict[str, str] = {}
@@ -102,7 +141,8 @@ class Runbook:
         if self.options.dry_run:
             from nvls_tui.runbook.plan import plan_node
 
-            return await plan_node(self.context, self.run_id)
+            return await plan_node(self.context, self.run_id, manual=self.manual,
+                                   put_back_manual=self.put_back_manual)
         ctx = self.context
         started = self.options.clock()
         for name in STEPS:
@@ -126,8 +166,9 @@ class Runbook:
             self.outcome.escalate = exc.escalate
             self._fail_current(str(exc), FAILED)
         except Aborted as exc:
-            self.outcome.reason = f"{ctx.step or 'preflight'}: {exc}"
-            self._fail_current(f"aborted during {ctx.step or 'preflight'}: {exc}", ABORTED)
+            step = ctx.step or "preflight"
+            self.outcome.reason = f"{step}: {exc}"
+            self._fail_current(f"{aborted_words(self.outcome, step)} ({exc})", ABORTED)
         except CommandFailed as exc:
             # The node answered but refused (sudo wants a password): not a lost node, say what it is.
             self._fail_current(f"{ctx.step} could not go on: {exc}", FAILED)
@@ -204,7 +245,16 @@ class Runbook:
         ctx = self.context
         state = await ctx.backend.snapshot()
         ctx.emit(NodeObserved(host=self.host, step=ctx.step, label="before", summary=summarize(state)))
+        if self.manual:
+            ctx.emit(ManualChanges(host=self.host, step=ctx.step, changes=tuple(c.to_dict() for c in self.manual),
+                                   put_back=self.put_back_manual))
         await preflight.check(ctx, state)
+        if self.approved is not None:
+            changes = drift(self.approved, state)
+            if changes:
+                self.outcome.drift = changes
+                raise Refused("the node changed since the plan was approved: " + "; ".join(changes)
+                              + " (plan again)")
         await preflight.take_lock(ctx)
         self._locked = True  # from here on the restore step runs, and releases the lock at the end
         # Checked under the lock: a second run sees the lock first; a record without a lock is a run
@@ -215,7 +265,9 @@ class Runbook:
         self._t0 = await smoke.node_time(ctx)
         if not self._t0:
             raise StepFailed("the node's clock could not be read (needed to check the kernel log since the repair)")
-        self._prior_units = unit_states(state)
+        self._prior_units = prior_units(state, put_back(self.manual) if self.put_back_manual else None)
+        for unit in sorted(set(self._prior_units.items()) - set(unit_states(state).items())):
+            ctx.note(f"{unit[0]} was stopped by hand in this console; the restore starts it again")
         self._prior_pm = persistence_modes(state)
         if self.options.recheck_transient and preflight.fabric_looks_healthy(state):
             if await self._recheck(state):

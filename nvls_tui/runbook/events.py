@@ -194,6 +194,27 @@ class RunFinished(RunbookEvent):
     duration: float = 0.0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManualChanged(RunbookEvent):
+    """The operator changed the node by hand (a unit stopped or started): one ledger entry."""
+
+    kind: ClassVar[str] = "manual-change"
+    change: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The change's fields at the top level of the record (``what``, ``unit``, ``before``, ...)."""
+        return {"event": self.kind, "host": self.host, "step": self.step, "at": self.at, **self.change}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManualChanges(RunbookEvent):
+    """What was changed by hand on the node before this repair, and whether the restore puts it back."""
+
+    kind: ClassVar[str] = "manual-changes"
+    changes: tuple[dict[str, Any], ...] = ()
+    put_back: bool = True
+
+
 EventSink = Callable[[RunbookEvent], None]
 
 
@@ -214,6 +235,8 @@ __all__ = [
     "EventSink",
     "FabricProgress",
     "HoldersRemaining",
+    "ManualChanged",
+    "ManualChanges",
     "NodeObserved",
     "Note",
     "OutputLine",

@@ -7,12 +7,14 @@ nodes not attempted are reported ``refused`` with the reason, never touched.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from nvls_tui.backends.base import Backend
 from nvls_tui.runbook.engine import Runbook, new_run_id
 from nvls_tui.runbook.events import EventSink, Note
-from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
+from nvls_tui.runbook.ledger import ManualChange
+from nvls_tui.runbook.outcome import ABORTED, REFUSED, NodeOutcome
 from nvls_tui.runbook.steps import STEPS, Operator, RepairOptions
 
 STRATEGIES = ("parallel", "serial", "canary")
@@ -24,11 +26,20 @@ class RunGroup:
     Attributes:
         books: every node's runbook, once :func:`run_many` made them.
         interrupted: why the run was interrupted (None while it was not).
+        aborted: nodes the operator aborted one by one (a node not started yet never starts).
     """
 
     def __init__(self) -> None:
         self.books: list[Runbook] = []
         self.interrupted: str | None = None
+        self.aborted: set[str] = set()
+
+    def abort(self, host: str) -> None:
+        """Abort one node at its next command (it restores what it changed); the others go on."""
+        self.aborted.add(host)
+        for book in self.books:
+            if book.host == host:
+                book.abort()
 
     def interrupt(self, reason: str) -> None:
         """Stop every node now (each restores what it changed); nodes not started yet never start."""
@@ -37,8 +48,9 @@ class RunGroup:
             book.interrupt(reason)
 
 
-def _not_attempted(backend: Backend, options: RepairOptions, reason: str, audit_log: str | None) -> NodeOutcome:
-    outcome = NodeOutcome(host=backend.host, dry_run=options.dry_run, result=REFUSED, message=reason,
+def _not_attempted(backend: Backend, options: RepairOptions, reason: str, audit_log: str | None,
+                   result: str = REFUSED) -> NodeOutcome:
+    outcome = NodeOutcome(host=backend.host, dry_run=options.dry_run, result=result, message=reason,
                           audit_log=audit_log)
     for name in STEPS:
         outcome.step(name)
@@ -48,7 +60,10 @@ def _not_attempted(backend: Backend, options: RepairOptions, reason: str, audit_
 async def run_many(backends: Sequence[Backend], options: RepairOptions | None = None, *,
                    strategy: str = "parallel", on_event: EventSink | None = None,
                    operator: Operator | None = None, run_id: str | None = None,
-                   audit_log: str | None = None, group: RunGroup | None = None) -> list[NodeOutcome]:
+                   audit_log: str | None = None, group: RunGroup | None = None,
+                   approved: Mapping[str, Mapping[str, Any]] | None = None,
+                   manual: Mapping[str, Sequence[ManualChange]] | None = None, put_back_manual: bool = True,
+                   durable: Callable[[], Awaitable[bool]] | None = None) -> list[NodeOutcome]:
     """Repair (or plan) every node with ``strategy``; outcomes come back in the order of ``backends``.
 
     Args:
@@ -59,7 +74,11 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
         operator: asked about holders only the operator may stop.
         run_id: one id for the whole run (the audit log's).
         audit_log: its path, echoed in each outcome.
-        group: where the runbooks are registered, to interrupt them (signals).
+        group: where the runbooks are registered, to interrupt them (signals) or abort one.
+        approved: per node, the basis of the plan the operator approved (drift is refused).
+        manual: per node, what was changed by hand before the run (the console's ledger).
+        put_back_manual: the restore starts the units stopped by hand again.
+        durable: awaited before each command (the audit log holds everything so far).
 
     Raises:
         ValueError: an unknown strategy.
@@ -68,7 +87,9 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
         raise ValueError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
     options = options or RepairOptions()
     run_id = run_id or new_run_id()
-    books = [Runbook(b, options, on_event=on_event, operator=operator, run_id=run_id, audit_log=audit_log)
+    books = [Runbook(b, options, on_event=on_event, operator=operator, run_id=run_id, audit_log=audit_log,
+                     approved=(approved or {}).get(b.host), manual=(manual or {}).get(b.host, ()),
+                     put_back_manual=put_back_manual, durable=durable)
              for b in backends]
     group = group if group is not None else RunGroup()
     group.books.extend(books)
@@ -82,6 +103,10 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
             stopped = f"not attempted: the run was interrupted ({group.interrupted})"
         if stopped:
             outcomes.append(_not_attempted(backends[index], options, stopped, audit_log))
+            continue
+        if book.host in group.aborted:
+            outcomes.append(_not_attempted(backends[index], options, "aborted by the operator before it started; "
+                                           "nothing was changed", audit_log, ABORTED))
             continue
         outcome = await book.run()
         outcomes.append(outcome)

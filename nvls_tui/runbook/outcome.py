@@ -58,6 +58,9 @@ class NodeOutcome:
         no_repair_needed: the re-check found NVLS healthy, so nothing was reset.
         escalate: the fault is one a reset does not fix (report it to the vendor).
         reason: for ``aborted``, the step it stopped at and why (``smoke-test: SIGTERM``).
+        basis: for a dry run, what the plan was made from (the approval a repair holds the node to).
+        drift: how the node differed from the approved plan, when that refused the run.
+        manual: what was changed by hand on the node before the run (the console's ledger), described.
     """
 
     host: str
@@ -72,6 +75,9 @@ class NodeOutcome:
     escalate: bool = False
     duration: float = 0.0
     reason: str = ""
+    basis: dict[str, Any] | None = None
+    drift: list[str] = field(default_factory=list)
+    manual: list[str] = field(default_factory=list)
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (created on first use, kept in contract order)."""
@@ -106,6 +112,9 @@ class NodeOutcome:
             "escalate": self.escalate,
             "reason": self.reason or None,
             "audit_log": self.audit_log,
+            "basis": self.basis,
+            "drift": list(self.drift),
+            "manual_changes": list(self.manual),
         }
 
 

@@ -7,12 +7,16 @@ so the plan shows what a real run would do, not a description of it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from nvls_tui.backends.base import BackendError, join_argv
 from nvls_tui.model import NodeState
 from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.runbook import preflight
 from nvls_tui.runbook.context import NodeContext
-from nvls_tui.runbook.events import NodeObserved, RunFinished, RunStarted, StepFinished
+from nvls_tui.runbook.drift import plan_basis
+from nvls_tui.runbook.events import ManualChanges, NodeObserved, RunFinished, RunStarted, StepFinished
+from nvls_tui.runbook.ledger import ManualChange, put_back
 from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
 from nvls_tui.runbook.quiesce import quiesce_actions
 from nvls_tui.runbook.restore import restore_actions
@@ -32,6 +36,7 @@ from nvls_tui.runbook.steps import (
     smoke_write_argvs,
     threshold_for,
     unit_argv,
+    is_running,
     unit_states,
     unlock_argv,
 )
@@ -44,20 +49,34 @@ def _join(argv: tuple[str, ...], env: dict[str, str] | None = None) -> str:
     return join_argv(list(argv), env)
 
 
+def prior_units(state: NodeState, restore_also: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The units' states a restore goes back to: as read, with units stopped by hand as they were before."""
+    units = unit_states(state)
+    for unit, before in (restore_also or {}).items():
+        if is_running(before) and not is_running(units.get(unit)):
+            units[unit] = before
+    return units
+
+
 def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
-                  thresholds: dict[str, float] | None = None) -> dict[str, list[str]]:
-    """``{step: [command line, ...]}`` for a repair of ``state``, every step of contract.md in order."""
+                  thresholds: dict[str, float] | None = None,
+                  restore_also: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """``{step: [command line, ...]}`` for a repair of ``state``, every step of contract.md in order.
+
+    ``restore_also`` names units the operator stopped by hand (``{unit: state before}``): the
+    restore starts them again too.
+    """
     n = len(state.gpus) or 8
     smoke = [_join(smoke_argv(n), SMOKE_ENV), _join(DATE_ARGV), *(_join(a) for a in smoke_write_argvs())]
     pre = [*(_join(a) for a in lock_argvs()), _join(DATE_ARGV)]
     if preflight.fabric_looks_healthy(state):
         pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
     pre += [_join(a) for a in record_write_argvs()]
-    prior_units = unit_states(state)
+    prior = prior_units(state, restore_also)
     prior_pm = persistence_modes(state)
-    stopped = {u: "inactive" for u in prior_units}
+    stopped = {u: "inactive" for u in prior}
     stopped[FM_UNIT] = "active"  # the fabric-manager step started it
-    restore = [_join(argv) for _, argv in restore_actions(prior_units, prior_pm, stopped, {})]
+    restore = [_join(argv) for _, argv in restore_actions(prior, prior_pm, stopped, {})]
     restore += [_join(record_remove_argv()), _join(unlock_argv())]
     fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
                _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
@@ -76,8 +95,13 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     }
 
 
-async def plan_node(ctx: NodeContext, run_id: str) -> NodeOutcome:
-    """Read the node once and fill ``ctx.outcome`` with the plan (result planned, or refused and why)."""
+async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualChange] = (),
+                    put_back_manual: bool = True) -> NodeOutcome:
+    """Read the node once and fill ``ctx.outcome`` with the plan (result planned, or refused and why).
+
+    The outcome keeps the plan's ``basis`` (what the node looked like), which a repair approved from
+    this plan holds the node to, and lists ``manual`` changes made by hand before it.
+    """
     outcome = ctx.outcome
     outcome.dry_run = True
     ctx.emit(RunStarted(host=ctx.host, run_id=run_id, dry_run=True))
@@ -86,8 +110,14 @@ async def plan_node(ctx: NodeContext, run_id: str) -> NodeOutcome:
     except BackendError as exc:
         state = NodeState(host=ctx.host, reachable=False, error=str(exc))
     ctx.emit(NodeObserved(host=ctx.host, label="before", summary=summarize(state)))
+    if state.reachable:
+        outcome.basis = plan_basis(state)
+    restore_also = put_back(manual) if put_back_manual else {}
+    if manual:
+        outcome.manual = [c.describe() for c in manual]
+        ctx.emit(ManualChanges(host=ctx.host, changes=tuple(c.to_dict() for c in manual), put_back=put_back_manual))
     commands = plan_commands(state, smoke_threshold=ctx.options.smoke_threshold,
-                             thresholds=dict(ctx.options.thresholds))
+                             thresholds=dict(ctx.options.thresholds), restore_also=restore_also)
     for name in STEPS:
         step = outcome.step(name)
         step.status = STEP_PLANNED
@@ -105,4 +135,4 @@ async def plan_node(ctx: NodeContext, run_id: str) -> NodeOutcome:
     return outcome
 
 
-__all__ = ["plan_commands", "plan_node"]
+__all__ = ["plan_commands", "plan_node", "prior_units"]

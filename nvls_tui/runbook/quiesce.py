@@ -151,24 +151,40 @@ async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[H
     return [w for w in found.values() if w.ppid not in found]
 
 
-async def send(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> bool:
-    """Signal one holder after the backend re-verifies its identity. True if the signal went out."""
+SIGNALLED, GONE, CHANGED = "signalled", "gone", "changed"
+
+
+async def signal_holder(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> tuple[str, str]:
+    """Signal one holder after the backend re-verifies its identity.
+
+    Returns:
+        ``(outcome, detail)``: ``signalled``, ``gone`` (it had exited) or ``changed`` (the PID is
+        another process now, or the node refused the signal: nothing was sent).
+    """
     name = "SIGKILL" if sig == signal.SIGKILL else "SIGTERM"
     ctx.check_abort()
-    ctx.record_command(("kill", f"-{name.removeprefix('SIG')}", str(holder.pid)))
+    argv = ("kill", f"-{name.removeprefix('SIG')}", str(holder.pid))
+    ctx.record_command(argv)
+    # Audit first: the intent is on disk before the signal leaves (the outcome follows it).
+    ctx.note(f"sending {name} to {holder.pid} ({holder.kind}, {holder.user}: {holder.command[:120]})")
+    await ctx.audit_first(argv)
     expected = ProcessIdentity(holder.pid, holder.start_time, holder.command)
-    sent = False
     try:
         outcome = await ctx.backend.signal(holder.pid, sig, expected)
-        sent = outcome.signalled
-        result = "signalled" if sent else (outcome.reason or "not signalled")
-    except ProcessGone:
-        result = "already gone"
+        kind, detail = (SIGNALLED, "") if outcome.signalled else (CHANGED, outcome.reason or "not signalled")
+        result = "signalled" if outcome.signalled else (outcome.reason or "not signalled")
+    except ProcessGone as exc:
+        kind, detail, result = GONE, str(exc), "already gone"
     except ProcessChanged as exc:
-        result = f"not signalled: {exc}"
+        kind, detail, result = CHANGED, str(exc), f"not signalled: {exc}"
     ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=holder.pid, signal=name, command=holder.command,
                               holder_kind=str(holder.kind), outcome=result))
-    return sent
+    return kind, detail
+
+
+async def send(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> bool:
+    """:func:`signal_holder`, True if the signal went out."""
+    return (await signal_holder(ctx, holder, sig))[0] == SIGNALLED
 
 
 async def _wait_gone(ctx: NodeContext, state: NodeState, pids: set[int]) -> tuple[Holder, ...]:

@@ -69,6 +69,7 @@ async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int
     ctx.check_abort()
     ctx.record_command(argv, SMOKE_ENV)
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, env=dict(SMOKE_ENV)))
+    await ctx.audit_first(argv)
     started = ctx.options.clock()
     status: int | None = None
     error = ""

@@ -27,6 +27,7 @@ class ConfirmScreen(ModalScreen[bool]):
         confirm_label: the confirm button's words (``SIGTERM 3``).
         type_to_confirm: text the operator must type before the confirm button works.
         note: a last sentence under the list (what happens after, what is re-checked).
+        cancel_label: the cancel button's words (``Stay``).
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without doing anything.")]
@@ -39,6 +40,7 @@ class ConfirmScreen(ModalScreen[bool]):
         confirm_label: str = "Confirm",
         type_to_confirm: str | None = None,
         note: str = "",
+        cancel_label: str = "Cancel",
     ) -> None:
         super().__init__()
         self.title_text = title
@@ -46,6 +48,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.confirm_label = confirm_label
         self.type_to_confirm = type_to_confirm
         self.note = note
+        self.cancel_label = cancel_label
 
     def compose(self) -> ComposeResult:
         """The question, the list, the optional typed check, Cancel first."""
@@ -61,7 +64,7 @@ class ConfirmScreen(ModalScreen[bool]):
             if self.type_to_confirm:
                 yield Input(placeholder=f"type {self.type_to_confirm} to confirm", id="confirm-typed")
             with Horizontal(id="confirm-buttons"):
-                yield Button("Cancel", id="cancel", variant="default")
+                yield Button(self.cancel_label, id="cancel", variant="default")
                 yield Button(self.confirm_label, id="confirm", variant="error",
                              disabled=bool(self.type_to_confirm))
 

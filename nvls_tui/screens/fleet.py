@@ -217,9 +217,6 @@ class FleetScreen(Screen[None]):
 
     def action_repair(self) -> None:
         """Plan the repair of the selected nodes (or the one under the cursor), then run it."""
-        from nvls_tui.screens.plan import PlanScreen
-        from nvls_tui.screens.runbook import RunbookScreen
-
         if self.app.read_only:
             self.notify("Read-only mode: a repair would change the nodes, so it is refused.", severity="warning")
             return
@@ -228,13 +225,11 @@ class FleetScreen(Screen[None]):
             self.notify("Select nodes first (space).", severity="warning")
             return
 
-        def confirmed(names: list[str] | None) -> None:
-            if names:
-                self.selected = []
-                self.refresh_grid()
-                self.app.push_screen(RunbookScreen(names))
+        def clear() -> None:
+            self.selected = []
+            self.refresh_grid()
 
-        self.app.push_screen(PlanScreen(hosts), confirmed)
+        self.app.plan_repair(hosts, clear)
 
 
 SELECTED_STYLE = "bold reverse #5fafff"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -14,7 +12,7 @@ from nvls_tui.bindings import bindings_for, destructive_actions
 from nvls_tui.model import Holder, NodeState, Verdict
 from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.runbook.actions import holder_label, sigterm_holders, summarise, unit_action, unit_outcome
+from nvls_tui.runbook.actions import holder_label
 from nvls_tui.widgets import cells
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.tables import cursor_key, sync_rows
@@ -283,9 +281,8 @@ class NodeScreen(Screen[None]):
                  "a PID that changed is refused and reported."), done)
 
     async def _sigterm(self, host: str, holders: list[Holder]) -> None:
-        outcomes = await sigterm_holders(self.app.backend_for(host), holders)
-        message, severity = summarise(host, outcomes)
-        self.app.notify(message, severity=severity, timeout=8)
+        done = await self.app.session.sigterm(host, holders)
+        self.app.notify(done.message, severity=done.severity, timeout=8)
         self.app.poll_now(host)
 
     def action_stop_unit(self, unit: str | None = None) -> None:
@@ -314,12 +311,10 @@ class NodeScreen(Screen[None]):
             confirm_label=f"{verb.capitalize()} {unit.removesuffix('.service')}"), done)
 
     async def _run_unit(self, host: str, verb: str, unit: str) -> None:
-        try:
-            result = await unit_action(self.app.backend_for(host), verb, unit, self.app.timeout)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
-            result = exc
-        message, severity = unit_outcome(host, verb, unit, result)
-        self.app.notify(message, severity=severity, timeout=6)
+        state = self.state
+        seen = next((s.active for s in state.services if s.name == unit), None) if state else None
+        done = await self.app.session.unit(host, verb, unit, seen=seen)
+        self.app.notify(done.message, severity=done.severity, timeout=6)
         self.app.poll_now(host)
 
     def action_poll_node(self) -> None:
@@ -348,19 +343,8 @@ class NodeScreen(Screen[None]):
                  "persistence setting goes back as recorded; the record and the lock are removed."), done)
 
     async def _restore(self, host: str) -> None:
-        from nvls_tui.records.audit import AuditLog
-        from nvls_tui.runbook import new_run_id, restore_node
-
-        run_id = new_run_id()
-        audit = await asyncio.to_thread(AuditLog.create, getattr(self.app, "audit_dir", None), run_id, kind="restore")
-        try:
-            outcome = await restore_node(self.app.backend_for(host), on_event=audit, run_id=run_id,
-                                         audit_log=str(audit.path))
-        finally:
-            audit.close()
-        ok = outcome.result == "restored"
-        self.app.notify(f"{host}: {outcome.message or outcome.result}", severity="information" if ok else "error",
-                        timeout=10)
+        done = await self.app.session.restore(host)
+        self.app.notify(done.message, severity=done.severity, timeout=10)
         self.app.poll_now(host)
 
     # ---- single actions, streamed into a side pane (console part 2) -----------------------------

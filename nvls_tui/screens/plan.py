@@ -1,14 +1,16 @@
 """The plan screen: the dry run of each selected node, and the typed confirmation that starts the repair.
 
 Each node is read once (the runbook's own dry run: ``backend.snapshot()`` only) and its plan shown as
-the exact command lines, step by step, in the order a repair would run them. A node the preflight
-would refuse says why and is left out. The repair starts only once the operator has typed the names
-of the nodes it will touch; the screen then dismisses with those names.
+the exact command lines, step by step, in the order a repair would run them, under what was
+changed by hand on it in this console (the session's ledger). A node the preflight would refuse says
+why and is left out. The operator picks the strategy (parallel, serial, canary) and whether the
+restore puts back what was stopped by hand; the repair starts only once the names of the nodes it
+will touch are typed. The screen then dismisses with an :class:`Approval` that holds each node's
+plan basis: the repair refuses a node that changed since.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 
@@ -20,10 +22,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Input, Static
+from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
 
+from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.views.runbook import repair_options
+from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text, spinner
 
@@ -31,6 +34,11 @@ from nvls_tui.widgets.step_list import duration_text, spinner
 def plan_text(outcome: NodeOutcome) -> Group:
     """One node's plan: each step, numbered, with its exact command lines (wrapped under themselves)."""
     parts: list = []
+    if outcome.manual:
+        parts.append(Text("Changed by hand in this console:", style="bold #ffaf00"))
+        for line in outcome.manual:
+            parts.append(Text(f"  {line}", style="#ffaf00"))
+        parts.append(Text(""))
     if outcome.result == "refused":
         parts.append(Text("⊘ a repair would be refused", style="bold #ffaf00"))
         parts.append(Text(f"{outcome.message}\n", style="#ffaf00"))
@@ -56,8 +64,12 @@ def plan_text(outcome: NodeOutcome) -> Group:
     return Group(*parts)
 
 
-class PlanScreen(Screen[list[str]]):
-    """The dry run of ``hosts`` and the typed confirmation; dismisses with the hosts to repair.
+STRATEGY_WORDS = {"parallel": "parallel: every node at once", "serial": "serial: one node after another",
+                  "canary": "canary: the first alone, stop at a failure"}
+
+
+class PlanScreen(Screen[Approval]):
+    """The dry run of ``hosts`` and the typed confirmation; dismisses with the :class:`Approval`.
 
     Args:
         hosts: the selected nodes, in the operator's order.
@@ -84,6 +96,9 @@ class PlanScreen(Screen[list[str]]):
         with Vertical(id="plan-confirm"):
             yield Static(id="plan-note")
             with Horizontal(id="plan-confirm-row"):
+                yield Select([(STRATEGY_WORDS[s], s) for s in STRATEGIES], value="parallel", allow_blank=False,
+                             id="plan-strategy")
+                yield Checkbox("put back what was stopped by hand", value=True, id="plan-put-back")
                 yield Input(placeholder="type the node names to confirm", id="plan-typed")
                 yield Button("Cancel", id="plan-cancel")
                 yield Button("Repair", id="plan-go", variant="error", disabled=True)
@@ -94,24 +109,32 @@ class PlanScreen(Screen[list[str]]):
         for i, host in enumerate(self.hosts):
             self.query_one(f"#plan-{i}").border_title = host
         self.query_one("#plan-confirm").display = False
+        self.query_one("#plan-put-back").display = False
+        self.query_one("#plan-strategy").display = len(self.hosts) > 1
         self._timer = self.set_interval(0.1, self.draw_progress)
         self.draw_progress()
         self.run_worker(self.plan(), group="plan", name="dry run", exit_on_error=False)
 
     async def plan(self) -> None:
-        """The runbook's dry run of every node at once (read-only)."""
-        from nvls_tui.runbook import Runbook
-
+        """The runbook's dry run of every node at once (read-only), through the session's ledger."""
         backends = [self.app.backend_for(h) for h in self.hosts]
         options = repair_options(backends, self.app.timeout, dry_run=True)
-        outcomes = await asyncio.gather(*(Runbook(b, options).run() for b in backends), return_exceptions=True)
-        for host, outcome in zip(self.hosts, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                outcome = NodeOutcome(host=host, dry_run=True, result="refused",
-                                      message=f"the node could not be read: {outcome}")
-            self.outcomes[host] = outcome
+        ledger = self.app.session.ledger
+        if any(ledger.changes(h) for h in self.hosts):
+            self.query_one("#plan-put-back").display = True
+        put_back = self.query_one("#plan-put-back", Checkbox).value
+        self.outcomes.update(await self.app.session.plan(self.hosts, options, put_back_manual=put_back))
         self._timer.stop()
         self.draw_plans()
+
+    @property
+    def approval(self) -> Approval:
+        """What typing the names approves: the repairable nodes, the strategy, each plan's basis."""
+        names = self.repairable
+        strategy = self.query_one("#plan-strategy", Select).value
+        return Approval(tuple(names), str(strategy) if strategy in STRATEGIES else "parallel",
+                        {h: self.outcomes[h].basis or {} for h in names},
+                        put_back_manual=self.query_one("#plan-put-back", Checkbox).value)
 
     @property
     def repairable(self) -> list[str]:
@@ -169,6 +192,12 @@ class PlanScreen(Screen[list[str]]):
         names = self.repairable
         return bool(names) and sorted(value.replace(",", " ").split()) == sorted(names)
 
+    @on(Checkbox.Changed, "#plan-put-back")
+    def _put_back(self) -> None:
+        # The restore's commands differ: plan again so that what is shown is what will run.
+        if len(self.outcomes) == len(self.hosts):
+            self.run_worker(self.plan(), group="plan", name="dry run", exit_on_error=False)
+
     @on(Input.Changed, "#plan-typed")
     def _typed(self, event: Input.Changed) -> None:
         self.query_one("#plan-go", Button).disabled = not self.typed_ok(event.value)
@@ -176,12 +205,12 @@ class PlanScreen(Screen[list[str]]):
     @on(Input.Submitted, "#plan-typed")
     def _submitted(self, event: Input.Submitted) -> None:
         if self.typed_ok(event.value):
-            self.dismiss(self.repairable)
+            self.dismiss(self.approval)
 
     @on(Button.Pressed, "#plan-go")
     def _go(self) -> None:
         if self.typed_ok(self.query_one("#plan-typed", Input).value):
-            self.dismiss(self.repairable)
+            self.dismiss(self.approval)
 
     @on(Button.Pressed, "#plan-cancel")
     def _cancel(self) -> None:

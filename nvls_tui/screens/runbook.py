@@ -3,14 +3,15 @@
 One column per node (two to four side by side; more go to tabs), each with its step list, the
 holders left at ``verify-no-holders``, the live bandwidth plot of the smoke test and the streamed
 output. The repair runs in a worker (``app.start_action``); every event goes to the run's audit
-log first and then to the node's column. ``a`` aborts (confirmed; everything is restored), ``t``
-SIGTERMs the holders selected in a waiting column, ``e`` writes the incident report at the end.
+log first and then to the node's column. ``a`` aborts the node whose column has the focus, ``A``
+every node (confirmed; each restores what it changed), ``t`` SIGTERMs the holders selected in a
+waiting column, ``e`` writes the incident report at the end. The run itself is the app session's
+(:meth:`~nvls_tui.runbook.session.Session.repair`): this screen only starts it and shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,12 +24,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from nvls_tui.bindings import bindings_for
+from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
+from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.session import Busy, RepairRun
 from nvls_tui.runbook.steps import DEFAULT_THRESHOLDS, HolderDecision, RepairOptions, threshold_for
 from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.runbook_column import RESULT_GLYPH, RESULT_STYLE, RunbookColumn
-from nvls_tui.views.runbook import repair_options
+from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text
 
@@ -47,26 +50,28 @@ class RunbookScreen(Screen[None]):
             which is how the snapshot tests replay a fixed script).
         options: the runbook's tunables (default: :func:`repair_options` for the nodes' backends).
         clock: the columns' clock (default: the options' clock, the simulated one for simulated fleets).
-        audit_dir: where the audit log and the report go (default: the app's, else the XDG state dir).
+        approval: what the operator approved on the plan screen (strategy, each node's plan basis);
+            None runs in parallel with no plan to hold the nodes to.
     """
 
     BINDINGS = [*bindings_for("runbook"), Binding("escape", "back", "Back", show=False)]
 
     def __init__(self, hosts: Sequence[str], *, start: bool = True, options: RepairOptions | None = None,
-                 clock: Callable[[], float] | None = None, audit_dir: str | None = None) -> None:
+                 clock: Callable[[], float] | None = None, approval: Approval | None = None) -> None:
         super().__init__()
         self.hosts = list(hosts)
         self.start = start
         self.options = options
         self.clock = clock
-        self.audit_dir = audit_dir
+        self.approval = approval or Approval(tuple(hosts))
         self.run_id = ""
         self.audit_path: Path | None = None
         self.report_path: Path | None = None
-        self.books: dict = {}
+        self.repair: RepairRun | None = None
+        self.outcomes: list[NodeOutcome] = []
         self.started_at: float | None = None
         self.finished_at: float | None = None
-        self.aborting = False
+        self.aborting: set[str] = set()
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -142,6 +147,8 @@ class RunbookScreen(Screen[None]):
         text = Text()
         text.append(" Repair ", style="bold reverse")
         text.append(f"  {' '.join(self.hosts)}  ", style="bold")
+        if len(self.hosts) > 1:
+            text.append(f"{self.approval.strategy}  ", style="#8a8a8a")
         runs = [c.run for c in self.columns.values()]
         if runs and all(r.result is not None for r in runs):
             for r in runs:
@@ -160,95 +167,131 @@ class RunbookScreen(Screen[None]):
 
     # ---- the run ------------------------------------------------------------------------------
     async def run_repair(self) -> None:
-        """Repair every node side by side; the audit log gets every event before the screen does."""
-        from nvls_tui.records.audit import AuditLog
-        from nvls_tui.runbook import Runbook, new_run_id
-
+        """Run the repair through the session; the run log gets every event before the screen does."""
         app = self.app
-        backends = [app.backend_for(h) for h in self.hosts]
-        options = self.options or repair_options(backends, app.timeout)
-        self.run_id = new_run_id()
-        audit_dir = self.audit_dir or getattr(app, "audit_dir", None)
-        audit = await asyncio.to_thread(AuditLog.create, audit_dir, self.run_id, kind="repair")
-        self.audit_path = audit.path
+        options = self.options or repair_options([app.backend_for(h) for h in self.hosts], app.timeout)
+        self.repair = app.session.start_repair(self.hosts, self.approval.strategy)
         self.started_at = self.now()
         self.draw_header()
-
-        def sink(event: RunbookEvent) -> None:
-            try:
-                audit(event)
-            except OSError as exc:  # the repair goes on; the operator must know the log is incomplete
-                app.notify(f"audit log write failed: {exc}", severity="error", timeout=10)
-            self.apply(event)
-
-        self.books = {b.host: Runbook(b, options, on_event=sink, operator=self, run_id=self.run_id,
-                                      audit_log=str(audit.path)) for b in backends}
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                for host in self.hosts:
-                    await stack.enter_async_context(polls_paused(app, host))
-                await asyncio.gather(*(book.run() for book in self.books.values()))
+            self.outcomes = await app.session.repair(
+                self.repair, options, on_event=self.apply, operator=self, approved=self.approval.bases or None,
+                put_back_manual=self.approval.put_back_manual)
+        except (Busy, OSError) as exc:
+            app.notify(f"The repair did not start: {exc}", severity="error", timeout=15)
+            return
         finally:
-            audit.close()
+            if self.repair.audit_log:
+                self.audit_path = Path(self.repair.audit_log)
             self.finished_at = self.now()
             self.draw_header()
             self.refresh_bindings()
             for host in self.hosts:
                 app.poll_now(host)
-        results = {h: b.outcome.result for h, b in self.books.items()}
+        results = {o.host: o.result for o in self.outcomes}
         bad = [h for h, r in results.items() if r != "repaired"]
         app.notify(("Repair finished: " + ", ".join(f"{h} {r}" for h, r in results.items())
                     + ". e writes the incident report."), severity="error" if bad else "information", timeout=8)
+        drifted = [o for o in self.outcomes if o.drift]
+        if drifted and self.is_attached:
+            self.ask_again(drifted)
+
+    def ask_again(self, drifted: list[NodeOutcome]) -> None:
+        """A node changed between plan and apply: show how, and offer a fresh plan of it."""
+        hosts = [o.host for o in drifted]
+
+        def answer(ok: bool | None) -> None:
+            if ok:
+                self.app.plan_repair(hosts)
+
+        self.app.push_screen(ConfirmScreen(
+            f"{' '.join(hosts)} changed since the plan was approved: plan again?",
+            [f"{o.host}: {change}" for o in drifted for change in o.drift],
+            confirm_label="Plan again", cancel_label="Leave it",
+            note="Nothing was changed on these nodes: the repair stopped at preflight."), answer)
 
     async def resolve_holders(self, host: str, holders: tuple) -> HolderDecision:
         """The runbook's question at verify-no-holders: the column waits for the operator's choice."""
         column = self.columns.get(host)
-        if column is None or self.aborting:
-            return HolderDecision(abort=self.aborting)
+        if column is None or host in self.aborting:
+            return HolderDecision(abort=host in self.aborting)
         return await column.ask(HOLDER_RECHECK)
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Abort while running, SIGTERM while a column waits with a selection, report at the end."""
         if action == "abort":
-            return True if self.running and not self.aborting else None
+            return True if self.abort_target() else None
+        if action == "abort_all":
+            return True if self.running and self._running_hosts() else None
         if action == "sigterm_holders":
             if self.app.read_only:
                 return False
             return True if any(c.asking for c in self.columns.values()) else None
         if action == "report":
             return True if self.finished_at is not None and self.audit_path else None
-        if action == "back":
-            return True
         return True
 
+    def _running_hosts(self) -> list[str]:
+        return [h for h, c in self.columns.items() if c.run.result is None and h not in self.aborting]
+
+    def abort_target(self) -> str | None:
+        """The node ``a`` aborts: the one whose column has the focus (or the visible tab), else the only one running."""
+        running = self._running_hosts()
+        if not self.running or not running:
+            return None
+        node = self.focused
+        while node is not None and not isinstance(node, RunbookColumn):
+            node = node.parent
+        if node is None and self.query("TabbedContent"):
+            active = self.query_one(TabbedContent).active_pane
+            node = next(iter(active.query(RunbookColumn)), None) if active is not None else None
+        if isinstance(node, RunbookColumn) and node.host in running:
+            return node.host
+        return running[0] if len(running) == 1 else None
+
     def action_abort(self) -> None:
+        """Confirm, then abort the focused node (it restores what it changed); the others go on."""
+        host = self.abort_target()
+        if host is None:
+            self.notify("Move to a running node's column first (Tab), or A aborts every node.", severity="warning")
+            return
+        self._confirm_abort([host])
+
+    def action_abort_all(self) -> None:
         """Confirm, then abort every node still running (each one restores what it changed)."""
-        running = [c.run for c in self.columns.values() if c.run.running]
-        if not running:
+        hosts = self._running_hosts()
+        if not hosts:
             self.notify("Nothing is running.", severity="warning")
             return
+        self._confirm_abort(hosts)
+
+    def _confirm_abort(self, hosts: list[str]) -> None:
+        runs = [self.columns[h].run for h in hosts]
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.abort()
+                self.abort(hosts)
 
         self.app.push_screen(ConfirmScreen(
-            f"Abort the repair of {', '.join(r.host for r in running)}?",
-            [f"{r.host}: at {r.current or 'a step boundary'}; stops before its next command" for r in running],
+            f"Abort the repair of {', '.join(hosts)}?",
+            [f"{r.host}: at {r.current or 'a step boundary'}; stops before its next command" for r in runs],
             confirm_label="Abort and restore",
-            note="The restore step then puts every unit and persistence setting back as it was."), done)
+            note="The restore step then puts every unit and persistence setting back as it was."
+                 + ("" if len(hosts) == len(self._running_hosts()) else " The other nodes go on.")), done)
 
-    def abort(self) -> None:
-        """Abort every running node now (no question asked: the key's confirmation already did)."""
-        self.aborting = True
-        for host, book in self.books.items():
+    def abort(self, hosts: Sequence[str] | None = None) -> None:
+        """Abort ``hosts`` (every running node when None) now: the key's confirmation already asked."""
+        targets = list(hosts) if hosts is not None else self._running_hosts()
+        for host in targets:
+            self.aborting.add(host)
+            self.app.session.abort(host)
             column = self.columns.get(host)
             if column is not None and column.run.result is None:
-                book.abort()
                 column.decide(HolderDecision(abort=True))
         self.refresh_bindings()
-        self.notify("Aborting: each node finishes its current command, then restores.", severity="warning")
+        self.notify(f"Aborting {', '.join(targets)}: each finishes its current command, then restores.",
+                    severity="warning")
 
     def action_sigterm_holders(self) -> None:
         """Confirm, then hand the selected holders of the waiting column(s) to the runbook for SIGTERM."""
@@ -298,13 +341,3 @@ class RunbookScreen(Screen[None]):
             return
         self.app.pop_screen()
 
-
-@contextlib.asynccontextmanager
-async def polls_paused(app, host: str):
-    """Hold the node's poller while its repair runs (see NodePoller.paused)."""
-    poller = getattr(app, "pollers", {}).get(host)
-    if poller is None:
-        yield
-        return
-    async with poller.paused():
-        yield

@@ -8,8 +8,9 @@ snapshot tests (a fixed script of events) and the single actions' side pane.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nvls_tui.backends.base import Backend, join_argv
 from nvls_tui.model import Holder, SmokeResult
@@ -263,6 +264,23 @@ class NodeRun:
         return lines
 
 
+@dataclass(frozen=True)
+class Approval:
+    """What the operator approved on the plan screen.
+
+    Attributes:
+        hosts: the nodes to repair, in order.
+        strategy: parallel, serial or canary.
+        bases: each node's plan basis; the repair refuses a node that drifted from it.
+        put_back_manual: the restore starts again what was stopped by hand in this console.
+    """
+
+    hosts: tuple[str, ...]
+    strategy: str = "parallel"
+    bases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    put_back_manual: bool = True
+
+
 def simulated_clock(backends: Sequence[Backend]) -> Callable[[], float] | None:
     """The shared simulated clock's ``now`` when every backend is a simulated node of one fleet."""
     clocks = {id(getattr(getattr(b, "fleet", None), "clock", None)): getattr(getattr(b, "fleet", None), "clock", None)
@@ -290,5 +308,5 @@ def repair_options(backends: Sequence[Backend], timeout: float | None = None, **
     return RepairOptions(**kwargs)  # type: ignore[arg-type]
 
 
-__all__ = ["FAILED", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
+__all__ = ["FAILED", "Approval", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
            "repair_options", "short_command", "simulated_clock"]

@@ -1,0 +1,69 @@
+"""Plan -> apply: the node a repair meets must be the node the operator approved.
+
+A dry run records its basis (who held the devices, which units ran, the versions, the platform).
+Right before a repair changes anything, preflight compares the node it finds with that basis and
+refuses when it differs in what matters: a workload that appeared on a GPU (a job that started
+after the plan was read), a unit that came up or went down, another driver or Fabric Manager, a
+repair record. Holders that went away are not drift: there is less to stop. Nor is a new PID of a
+management kind (each run of a watch loop's or a snapshot timer's nvidia-smi is a new process; a pod
+kubelet recreated): the plan already stops those, whatever their PIDs. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvls_tui.model import NodeState
+from nvls_tui.runbook.steps import SNAPSHOT_SERVICE, is_running, unit_states
+
+# Oneshot units their timer starts every few minutes: activating or inactive by the second, and
+# stopped by quiesce either way, so a flip between plan and apply changes nothing the plan does.
+FLAPPING_UNITS = frozenset({SNAPSHOT_SERVICE})
+
+
+def plan_basis(state: NodeState) -> dict[str, Any]:
+    """What a plan was made from, as plain JSON (``repair --dry-run --json`` carries it as ``basis``)."""
+    return {
+        "platform": str(state.platform),
+        "driver": state.driver,
+        "fm_version": state.fm_version,
+        "gpus": len(state.gpus),
+        "units": unit_states(state),
+        "holders": [{"pid": h.pid, "start_time": h.start_time, "kind": str(h.kind), "command": h.command}
+                    for h in state.holders],
+        "record": bool(state.repair_record),
+    }
+
+
+def _same_process(a: dict[str, Any], pid: int, start: str | None) -> bool:
+    return a.get("pid") == pid and " ".join(str(a.get("start_time") or "").split()) == " ".join((start or "").split())
+
+
+def drift(basis: dict[str, Any], state: NodeState) -> list[str]:
+    """How ``state`` differs from the approved ``basis`` in what matters, one sentence each ([] when not)."""
+    changes: list[str] = []
+    for key, words in (("platform", "the platform"), ("driver", "the driver"), ("fm_version", "Fabric Manager")):
+        now = str(state.platform) if key == "platform" else getattr(state, key)
+        if basis.get(key) != now:
+            changes.append(f"{words} was {basis.get(key) or 'unknown'}, now {now or 'unknown'}")
+    if basis.get("gpus") != len(state.gpus):
+        changes.append(f"{basis.get('gpus')} GPUs were planned for, {len(state.gpus)} answer now")
+    approved = basis.get("holders") or []
+    for h in state.holders:
+        if h.kind.is_management:
+            continue  # stopped by the plan's own quiesce, whatever its PID
+        if not any(_same_process(a, h.pid, h.start_time) for a in approved):
+            changes.append(f"a process appeared on the GPUs: {h.pid} ({h.kind}, {h.user}: {h.command[:60]})")
+    before = basis.get("units") or {}
+    for unit, active in unit_states(state).items():
+        if unit in FLAPPING_UNITS:
+            continue
+        was = before.get(unit)
+        if was is not None and is_running(was) != is_running(active):
+            changes.append(f"{unit} was {was}, now {active}")
+    if state.repair_record and not basis.get("record"):
+        changes.append("the node now holds the record of another repair")
+    return changes
+
+
+__all__ = ["drift", "plan_basis"]
