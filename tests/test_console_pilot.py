@@ -153,7 +153,7 @@ async def test_the_palette_runs_the_same_action_as_the_key():
         assert app.screen.title_text == "Send SIGTERM to 3 processes on gpu05?"
 
 
-async def test_the_palette_stops_a_unit_after_a_confirmation():
+async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
         await open_gpu05(app, pilot)
@@ -172,6 +172,9 @@ async def test_the_palette_stops_a_unit_after_a_confirmation():
                                          ("systemctl", "stop", "kubelet.service")]
         await wait_until(pilot, lambda: app.fleet.get("gpu05").service("kubelet").active == "inactive",
                          "the re-poll")
+    # From the palette as from the key: the stop is in the session's audit log.
+    (log,) = (tmp_path / "xdg-state" / "nvls-tui" / "audit").glob("session-*.jsonl")
+    assert '"argv": ["systemctl", "stop", "kubelet.service"]' in log.read_text()
 
 
 async def test_a_remapped_key_runs_the_action_and_the_help_shows_it():

@@ -12,6 +12,7 @@ import asyncio
 import json
 
 from nvls_tui.app import NvlsApp
+from nvls_tui.messages import NodePolled
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.screens.confirm import ConfirmScreen
@@ -19,7 +20,6 @@ from nvls_tui.screens.node import NodeScreen
 from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.screens.runbook import RunbookScreen
 from nvls_tui.screens.runbook_column import RunbookColumn
-from nvls_tui.screens.stream_pane import StreamPane
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.sim.systemd import stop
@@ -222,21 +222,30 @@ async def test_a_poll_during_a_single_action_reset_does_not_run(tmp_path):
         snapshots.append(fleet.clock.now())
         return await real_snapshot()
 
+    polled: list[str] = []  # the NodePolled messages that flowed, as the app saw them
+
+    def hook(message) -> None:
+        if isinstance(message, NodePolled):
+            polled.append(message.state.host)
+
     app = NvlsApp([backend], poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
         await open_node(app, pilot, "gpu01")
         await pilot.press("R")
         await confirm(app, pilot, typed="gpu01")
         pane = app.screen
         await wait_until(pilot, backend.at_gate.is_set, "the reset to be under way")
         backend.snapshot = counted  # from here on, count the poller's reads
+        seen = len(polled)
         app.poll_now("gpu01")
         await pilot.pause(0.3)
         assert snapshots == [], "a poll ran while the reset was in flight"
+        assert len(polled) == seen, "a poll result reached the app while the reset was in flight"
         gate.set()
         await wait_until(pilot, lambda: pane.column.run.result is not None, "the reset to end")
         assert pane.column.run.result == "ok", pane.column.run.message
         await wait_until(pilot, lambda: snapshots, "the poll held back until the reset ended")
+        await wait_until(pilot, lambda: len(polled) > seen, "its NodePolled message")
     recs = records(tmp_path, "session-*.jsonl")
     assert ["nvidia-smi", "-r"] in commands(recs, "gpu01")
 
@@ -354,3 +363,41 @@ async def test_quitting_mid_repair_asks_then_aborts_restores_and_exits_with_a_su
     assert "gpu05: aborted - aborted at reset: the reset may have begun, fabric not verified" in summary
     assert "audit log: " + str(tmp_path) in summary
     assert unit_states(await gpu05.snapshot()) == before  # everything the repair stopped is back
+
+
+async def test_a_fabric_manager_restart_from_the_node_screen_is_in_the_session_audit_log(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_node(app, pilot, "gpu05")
+        await pilot.press("F")
+        await confirm(app, pilot, typed="gpu05")
+        pane = app.screen
+        await wait_until(pilot, lambda: pane.column.run.result is not None, "the FM restart to end")
+    recs = records(tmp_path, "session-*.jsonl")
+    argvs = commands(recs, "gpu05")
+    assert ["systemctl", "stop", "nvidia-fabricmanager.service"] in argvs
+    assert ["systemctl", "start", "nvidia-fabricmanager.service"] in argvs
+    finished = [r for r in recs if r.get("event") == "run-finished" and r.get("node") == "gpu05"]
+    assert finished and finished[-1]["result"] in ("ok", "failed") and finished[-1]["message"]
+
+
+async def test_a_sigterm_from_a_waiting_runbook_column_is_in_the_repair_audit_log(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    node = fleet.node("gpu05")
+    job = node.spawn(ppid=1, user="alice", start=fleet.clock.now() - 600, argv=["python3", "train.py"],
+                     cgroup="0::/user.slice/user-1000.slice/session-5.scope", role="app",
+                     devices=gpu_devices(node, ("/dev/nvidiactl",)))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await start_repair(app, pilot, ["gpu05"], select=False)
+        column = screen.query_one(RunbookColumn)
+        await wait_until(pilot, lambda: column.asking, "the runbook to wait on the workload")
+        await pilot.press("space", "t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the SIGTERM confirmation")
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: screen.finished_at is not None, "the repair to end")
+    recs = records(tmp_path, "repair-*.jsonl")
+    signalled = [r for r in recs if r.get("event") == "process-signalled" and r.get("pid") == job.pid]
+    assert [(r["signal"], r["outcome"], r["step"]) for r in signalled] == [("SIGTERM", "signalled",
+                                                                          "verify-no-holders")]
