@@ -16,9 +16,9 @@ import sys
 import time
 
 from bench.measure import cpu_now, self_report
+from nvls_tui.backends.targets import resolve_backends
 from nvls_tui.cli import build_parser
 from nvls_tui.diagnosis import diagnose
-from nvls_tui.backends.targets import resolve_backends
 
 
 async def _round(backends) -> list:

@@ -21,7 +21,6 @@ Usage::
 
 from __future__ import annotations
 
-from nvls_tui.backends.simulated import sim_backends
 import argparse
 import asyncio
 import json
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from bench.measure import Sample, run_child, self_report
 from bench.tools import ROOT, VENV, base_env
+from nvls_tui.backends.simulated import sim_backends
 
 SIZE = (160, 48)
 POLL_INTERVAL = 2.0

@@ -17,9 +17,9 @@ from textual.worker import Worker
 from nvls_tui.backends.base import Backend
 from nvls_tui.bindings import bindings_for, check_keymap
 from nvls_tui.commands import ConsoleCommands
+from nvls_tui.messages import NodePolled
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
-from nvls_tui.messages import NodePolled
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.runbook.session import Session
 from nvls_tui.textsafe import clean
@@ -120,8 +120,8 @@ class NvlsApp(App[int]):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> NvlsApp:
         """Build the console from the command line and the config file (the command line wins)."""
-        from nvls_tui.config import load_config, merge_args
         from nvls_tui.backends.targets import resolve_backends
+        from nvls_tui.config import load_config, merge_args
 
         config = load_config(getattr(args, "config", None))
         args = merge_args(args, config)
@@ -302,7 +302,7 @@ class NvlsApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.keymap, self.read_only))
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         """Go back one screen (never past the fleet)."""
         if len(self.screen_stack) > 2:
             self.pop_screen()

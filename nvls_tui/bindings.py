@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ def specs_for(scope: str) -> tuple[BindingSpec, ...]:
     return tuple(s for s in SPECS if s.scope == scope)
 
 
-def bindings_for(scope: str) -> list[Binding]:
+def bindings_for(scope: str) -> list[BindingType]:
     """Textual ``Binding`` objects for a screen's (or the app's) ``BINDINGS``."""
     return [
         Binding(s.key, s.action, s.description, show=s.show, tooltip=s.tooltip, id=s.id)

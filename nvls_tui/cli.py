@@ -159,11 +159,11 @@ def _save_crash() -> str:
     import time
     import traceback
 
+    from nvls_tui.paths import state_dir
     from nvls_tui.records.localfiles import create_private, private_dir
 
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     try:
-        folder = private_dir(os.path.join(base, "nvls-tui"))
+        folder = private_dir(state_dir())
         path = folder / f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
         with os.fdopen(create_private(path), "w", encoding="utf-8") as fh:
             fh.write(traceback.format_exc())

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from nvls_tui.bindings import specs_for
+
+if TYPE_CHECKING:
+    from nvls_tui.app import NvlsApp
 
 Command = tuple[str, Callable[[], object], str]
 
@@ -23,9 +27,10 @@ class ConsoleCommands(Provider):
 
     def commands(self) -> Iterator[Command]:
         """Every command that applies where the palette was opened: (title, callback, help)."""
-        from nvls_tui.screens.node import NodeScreen  # the screens import this module's neighbours
+        # Imported here: the screens import this module's neighbours.
+        from nvls_tui.screens.node import NodeScreen
 
-        app, screen = self.app, self.screen
+        app, screen = cast("NvlsApp", self.app), self.screen
         # Base screen of a modal (the palette itself is a modal over the screen it was opened on).
         host = getattr(screen, "host", None)
         for spec in specs_for("app"):

@@ -28,6 +28,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from nvls_tui import paths
 
 DEFAULT_POLL_INTERVAL = 5.0
 
@@ -70,14 +73,12 @@ class Config:
     keymap: Mapping[str, str] = field(default_factory=dict)
 
 
-def default_path(env: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CONFIG_HOME/nvls-tui/config.toml``, with ``~/.config`` when the variable is unset."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
-    return Path(base) / "nvls-tui" / "config.toml"
+def default_path() -> Path:
+    """``$XDG_CONFIG_HOME/nvls-tui/config.toml``, with ``~/.config`` when the variable is unset (platformdirs)."""
+    return paths.config_file()
 
 
-def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> object:
+def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> Any:
     # bool is an int in Python: refuse `poll_interval = true` rather than polling every second.
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if isinstance(value, bool) and bool not in kinds:
@@ -91,22 +92,20 @@ def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> object:
 def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config:
     """Build a Config from parsed TOML, checking every type."""
     poll = data.get("poll_interval", DEFAULT_POLL_INTERVAL)
-    poll = float(_expect("poll_interval", poll, (int, float)))  # type: ignore[arg-type]
+    poll = float(_expect("poll_interval", poll, (int, float)))
     if poll <= 0:
         raise ConfigError("config: poll_interval must be more than 0 seconds")
     timeout = data.get("timeout")
     if timeout is not None:
-        timeout = float(_expect("timeout", timeout, (int, float)))  # type: ignore[arg-type]
-    targets = data.get("targets", [])
-    if isinstance(targets, str):
-        targets = [targets]
-    _expect("targets", targets, list)
-    for t in targets:  # type: ignore[union-attr]
+        timeout = float(_expect("timeout", timeout, (int, float)))
+    raw_targets = data.get("targets", [])
+    targets: list[Any] = _expect("targets", [raw_targets] if isinstance(raw_targets, str) else raw_targets, list)
+    for t in targets:
         _expect("targets[]", t, str)
     read_only = bool(_expect("read_only", data.get("read_only", False), bool))
     ssh_raw = _expect("[ssh]", data.get("ssh", {}), dict)
     ssh: dict[str, object] = {}
-    for key, value in ssh_raw.items():  # type: ignore[union-attr]
+    for key, value in ssh_raw.items():
         dest = key.replace("-", "_")
         if dest not in _SSH_KEYS:
             raise ConfigError(f"config: unknown [ssh] option {key!r} (known: {', '.join(sorted(_SSH_KEYS))})")
@@ -114,23 +113,22 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config
     if isinstance(ssh.get("identity"), str):
         ssh["identity"] = [ssh["identity"]]
     keymap_raw = _expect("[keymap]", data.get("keymap", {}), dict)
-    keymap = {str(k): str(_expect(f"keymap.{k}", v, str)) for k, v in keymap_raw.items()}  # type: ignore[union-attr]
-    return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),  # type: ignore[arg-type]
+    keymap = {str(k): str(_expect(f"keymap.{k}", v, str)) for k, v in keymap_raw.items()}
+    return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),
                   read_only=read_only, ssh=ssh, keymap=keymap)
 
 
-def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Read the config file.
 
     Args:
         path: an explicit file (``--config``): it must exist. None: the XDG default, if present.
-        env: environment for the XDG lookup (tests pass their own).
 
     Raises:
         ConfigError: the explicit file is missing, or any file is not valid TOML or has a bad value.
     """
     explicit = path is not None
-    file = Path(path).expanduser() if explicit else default_path(env)
+    file = Path(path).expanduser() if path is not None else default_path()
     if not file.is_file():
         if explicit:
             raise ConfigError(f"config file {file} does not exist")

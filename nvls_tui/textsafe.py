@@ -14,6 +14,7 @@ Markup is the other half: node text is always rendered as plain text (``rich.tex
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC (ESC P|X|^|_ ... ST), two-byte
 # ESC sequences, and their 8-bit C1 forms (CSI 0x9b, OSC 0x9d, DCS 0x90, ...).
@@ -41,7 +42,7 @@ def clean(text: str) -> str:
     return _CONTROLS.sub("", _SEQUENCES.sub("", text))
 
 
-def clean_deep(value: object) -> object:
+def clean_deep(value: Any) -> Any:
     """``value`` with :func:`clean` applied to every string in it, keys included.
 
     JSON read from a node (the repair record, the last smoke result) decodes ``\\u001b`` escapes into

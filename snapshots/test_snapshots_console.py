@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.help import HelpScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
+from tests.waiting import wait_until
 
 FIXED_NOW = 1_785_000_000.0
 SIZE = (160, 48)
@@ -21,12 +20,6 @@ def sim_app(spec: str = "sim:seed-incident", **kwargs) -> NvlsApp:
     return NvlsApp(backends, poll_interval=None, clock=lambda: FIXED_NOW, **kwargs)
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
 
 
 async def polled(pilot) -> None:

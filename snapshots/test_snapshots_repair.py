@@ -7,16 +7,15 @@ frozen fleet, each event shown at the simulated time it happened.
 
 from __future__ import annotations
 
-import time
-
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.events import RunbookEvent, SmokeRow
 from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.screens.runbook import RunbookScreen
-from nvls_tui.views.runbook import repair_options
 from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.views.runbook import repair_options
+from tests.waiting import wait_until
 
 FIXED_NOW = 1_785_000_000.0
 SIZE = (160, 48)
@@ -28,12 +27,6 @@ def sim_app() -> NvlsApp:
     return NvlsApp(sim_backends(load_fleet("sim:seed-incident", speed=0)), poll_interval=None, clock=lambda: FIXED_NOW)
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 20.0) -> None:
-    """Let the app run until ``condition()`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
 
 
 async def recorded_run() -> list[tuple[float, RunbookEvent]]:

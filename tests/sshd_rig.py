@@ -9,7 +9,6 @@ Only loopback, ever.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import os
 import shutil
@@ -301,13 +300,6 @@ class SshdRig:
                 "--ssh-config", str(self.ssh_config)]
 
 
-async def until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Wait (bounded) until ``predicate()`` is true; fail naming ``what`` otherwise."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout:g}s waiting until {what}")
-        await asyncio.sleep(0.05)
 
 
 def processes_running(argv: list[str]) -> list[psutil.Process]:

@@ -6,7 +6,13 @@ import json
 import os
 import stat
 
-from nvls_tui.records.audit import OUTPUT_LIMIT, AuditLog, default_audit_dir, redact_env, redact_text
+from nvls_tui.records.audit import (
+    OUTPUT_LIMIT,
+    AuditLog,
+    default_audit_dir,
+    redact_env,
+    redact_text,
+)
 from nvls_tui.runbook.events import CommandFinished, CommandStarted, ProcessSignalled
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"

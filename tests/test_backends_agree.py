@@ -21,13 +21,13 @@ from nvls_tui.backends import local as local_module
 from nvls_tui.backends.base import BackendOptions, CommandResult
 from nvls_tui.backends.local import LocalBackend
 from nvls_tui.backends.ssh import SshBackend
+from nvls_tui.backends.ssh.targets import parse_target
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import GpuState
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column, parse_ps
 from nvls_tui.poll.probe import section_argv
-from nvls_tui.backends.ssh.targets import parse_target
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 ABSENT = "cat: {}: No such file or directory\n"

@@ -14,9 +14,8 @@ import time
 
 import pytest
 
-from nvls_tui.backends.base import LineSplitter, OutputTooLarge
+from nvls_tui.backends.base import BackendOptions, LineSplitter, OutputTooLarge
 from nvls_tui.backends.local import LocalBackend
-from nvls_tui.backends.base import BackendOptions
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.poll.probe import SectionReader
 from nvls_tui.sim.shims import write_shims

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from nvls_tui.app import NvlsApp
 from nvls_tui.model import NodeState, Verdict
 from nvls_tui.screens.confirm import ConfirmScreen
@@ -12,6 +9,7 @@ from nvls_tui.screens.help import HelpScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
+from tests.waiting import wait_until
 
 SIZE = (160, 48)
 
@@ -24,12 +22,6 @@ def fleet(**kwargs) -> tuple[NvlsApp, dict[str, FakeBackend]]:
     return app, backends
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 5.0) -> None:
-    """Let the app run until ``condition()`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.01)
 
 
 async def open_gpu05(app, pilot) -> NodeScreen:
@@ -207,7 +199,9 @@ async def test_an_unreachable_node_keeps_its_last_state_greyed_with_the_reason()
         assert grid.visible_hosts == ("gpu05", "gpu06")
 
 
-async def test_a_key_is_answered_within_100_ms_while_a_node_hangs():
+async def test_a_key_is_answered_while_a_node_hangs():
+    # How fast is a benchmark's question (bench/ui_bench.py keys: p50/p99 under 256 polling nodes);
+    # here only that the key's action ran while the hung poll still hung.
     wedged = FakeBackend(make_node("gpu09"), hang=True)
     good = FakeBackend(make_node("gpu01"))
     app = NvlsApp([good, wedged], poll_interval=None, clock=fixed_clock)
@@ -216,14 +210,8 @@ async def test_a_key_is_answered_within_100_ms_while_a_node_hangs():
         await wait_until(pilot, lambda: wedged.snapshots == 1, "the wedged poll to start")
         assert app.verdict("gpu09") is None
         screen = app.screen
-        # Measured from the key arriving to its action having run (Pilot.press adds its own settling).
-        start = time.perf_counter()
         app.simulate_key("v")
-        while screen.sort_by_verdict:
-            assert time.perf_counter() - start < 1.0, "the key was never answered"
-            await asyncio.sleep(0.002)
-        elapsed = time.perf_counter() - start
-        assert elapsed < 0.1, f"the key took {elapsed * 1000:.0f} ms"
+        await wait_until(pilot, lambda: screen.sort_by_verdict, "the key's action")
         assert app.verdict("gpu09") is None  # still hanging, and nobody waited for it
 
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
 
 import pytest
 from rich.console import Console
 
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import CommandResult
-from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.model import Verdict
 from nvls_tui.runbook.steps import persistence_modes, unit_states
 from nvls_tui.screens.confirm import ConfirmScreen
@@ -29,6 +27,7 @@ from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from nvls_tui.widgets.output_pane import OutputPane
 from tests.test_console_fakes import fixed_clock
+from tests.waiting import wait_until
 
 SIZE = (160, 48)
 REFUSAL = ("The following GPUs could not be reset:\n  GPU 00000000:18:00.0: In use by another client\n\n"
@@ -36,12 +35,6 @@ REFUSAL = ("The following GPUs could not be reset:\n  GPU 00000000:18:00.0: In u
            "using this device and all compute applications running in the system.\n")
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 20.0) -> None:
-    """Let the app run until ``condition()`` holds (bounded; the machine may be busy)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
 
 
 class FaultBackend(SimulatedBackend):
@@ -104,7 +97,7 @@ async def test_repairing_gpu05_and_gpu06_side_by_side_ends_repaired_with_the_plo
         columns = screen.columns
         assert list(columns) == ["gpu05", "gpu06"]
         assert not screen.query("TabbedContent")  # two nodes sit side by side, not in tabs
-        for host, column in columns.items():
+        for column in columns.values():
             run = column.run
             assert run.result == "repaired", run.message
             assert [s.status for s in run.steps.values()] == ["ok"] * 8

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.screens.confirm import ConfirmScreen

@@ -23,8 +23,8 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
-from nvls_tui.views.runbook import NodeRun, repair_options, short_command
 from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.views.runbook import NodeRun, repair_options, short_command
 from nvls_tui.widgets.bandwidth_plot import SWEEP, size_label
 from nvls_tui.widgets.step_list import duration_text, spinner, step_lines
 

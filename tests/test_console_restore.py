@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.poll.probe import RECORD_FILE
@@ -13,14 +11,7 @@ from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_runbook_sim import FAST, SPEED, FaultBackend
-
-
-async def wait_until(pilot, condition, what: str, timeout: float = 15.0) -> None:
-    """Let the app run until ``condition()`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
+from tests.waiting import wait_until
 
 
 async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every_unit_back(tmp_path):

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model import Verdict
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import POD_RESTART
 from tests.test_console_fakes import fixed_clock
+from tests.waiting import wait_until
 
 SIZE = (160, 48)
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
 
 
 def holders(app, host="gpu05"):
@@ -80,23 +72,15 @@ async def test_a_holder_that_exited_after_selection_is_reported_gone_and_the_res
         assert "1 of 2 signalled" in message
 
 
-async def test_the_keyboard_answers_within_100_ms_while_the_wedged_node_hangs():
+async def test_the_keyboard_answers_while_the_wedged_node_hangs():
+    # The latency itself is measured by bench/ui_bench.py (keys); this proves no key waits for the hang.
     app = NvlsApp(sim_backends(load_fleet("sim:wedged", speed=0)), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.verdict("gpu-ok01") is Verdict.HEALTHY, "the healthy node")
         assert app.verdict("gpu-wedged01") is None  # its nvidia-smi is still hanging
         screen = app.screen
-        latencies = []
         for _ in range(7):
-            start = time.perf_counter()
             before = screen.sort_by_verdict
             app.simulate_key("v")
-            while screen.sort_by_verdict is before:
-                assert time.perf_counter() - start < 1.0, "the key was never answered"
-                await asyncio.sleep(0.002)
-            latencies.append(time.perf_counter() - start)
-        # The median, not every press: the suite runs on 2 shared cores, where another test's burst can
-        # delay one press; a hang blocking the loop would delay them all (and trip the 1 s limit above).
-        median = sorted(latencies)[len(latencies) // 2]
-        assert median < 0.1, f"keys took {[round(t * 1000) for t in latencies]} ms"
+            await wait_until(pilot, lambda before=before: screen.sort_by_verdict is not before, "the key's action")
         assert app.verdict("gpu-wedged01") is None

@@ -7,7 +7,14 @@ import asyncio
 
 import pytest
 
-from nvls_tui.bindings import SPECS, bindings_for, check_keymap, current_key, destructive_actions, specs_for
+from nvls_tui.bindings import (
+    SPECS,
+    bindings_for,
+    check_keymap,
+    current_key,
+    destructive_actions,
+    specs_for,
+)
 from nvls_tui.config import ConfigError, default_path, load_config, merge_args
 from nvls_tui.model import FabricInfo, NodeState, Verdict
 from nvls_tui.poll.poller import NodePoller, backoff_delay
@@ -52,22 +59,24 @@ def test_keymap_keeps_known_ids_and_explains_unknown_ones():
     assert current_key("fleet.sort", accepted) == "v"
 
 
-def test_config_is_read_from_the_xdg_directory(tmp_path):
+def test_config_is_read_from_the_xdg_directory(tmp_path, monkeypatch):
     path = tmp_path / "nvls-tui" / "config.toml"
     path.parent.mkdir()
     path.write_text('poll_interval = 2\ntargets = ["gpu[01-02]"]\n[ssh]\nuser = "ops"\nidentity = "~/.ssh/k"\n'
                     '[keymap]\n"node.sigterm" = "k"\n')
-    env = {"XDG_CONFIG_HOME": str(tmp_path), "HOME": "/nonexistent"}
-    assert default_path(env) == path
-    config = load_config(env=env)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", "/nonexistent")
+    assert default_path() == path
+    config = load_config()
     assert config.poll_interval == 2.0
     assert config.targets == ("gpu[01-02]",)
     assert config.ssh == {"user": "ops", "identity": ["~/.ssh/k"]}
     assert config.keymap == {"node.sigterm": "k"}
 
 
-def test_a_missing_default_config_is_fine_but_a_missing_explicit_one_is_an_error(tmp_path):
-    assert load_config(env={"XDG_CONFIG_HOME": str(tmp_path)}).poll_interval == 5.0
+def test_a_missing_default_config_is_fine_but_a_missing_explicit_one_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert load_config().poll_interval == 5.0
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "nope.toml")
 
@@ -168,7 +177,7 @@ def test_the_filter_matches_host_verdict_and_finding_codes():
     assert not matches("gpu05", "gpu06", Verdict.HEALTHY, [])
 
 
-def test_an_explicit_default_value_on_the_command_line_still_beats_the_config_file(tmp_path):
+def test_an_explicit_default_value_on_the_command_line_still_beats_the_config_file(tmp_path, monkeypatch):
     """--no-sudo, --timeout 20 and --concurrency 64 are the built-in defaults, yet said on purpose."""
     from nvls_tui.cli import build_parser
 
@@ -179,6 +188,7 @@ def test_an_explicit_default_value_on_the_command_line_still_beats_the_config_fi
     assert (merged.sudo, merged.timeout, merged.concurrency) == (False, 20.0, 64)
     unset = merge_args(build_parser().parse_args(["check", "gpu01"]), load_config(path))
     assert (unset.sudo, unset.timeout, unset.concurrency) == (True, 5.0, 8)
-    no_file = load_config(None, env={"XDG_CONFIG_HOME": str(tmp_path / "nothing-here")})
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing-here"))
+    no_file = load_config(None)
     neither = merge_args(build_parser().parse_args(["check", "gpu01"]), no_file)
     assert (neither.sudo, neither.timeout, neither.concurrency) == (None, 20.0, None)  # defaults come later

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.backends.base import CommandResult
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Severity, Verdict
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
+from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.probe import section_argv, split_probe_output
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import StepStarted

@@ -7,7 +7,6 @@ the app is still answering keys and that no exception escaped (``return_code`` s
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from nvls_tui.backends.base import Unreachable
 from nvls_tui.model import Verdict
 from tests.sshd_rig import backend_for
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
+from tests.waiting import wait_until
 
 SIZE = (160, 48)
 
@@ -39,12 +39,6 @@ class DroppingBackend(FakeBackend):
         return self.state
 
 
-async def wait_until(pilot, condition, what: str, timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
 
 
 async def assert_keys_answer(app, pilot) -> None:

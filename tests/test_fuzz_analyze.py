@@ -17,8 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nvls_tui.diagnosis.captured import analyze_text
 from nvls_tui.cli import main
+from nvls_tui.diagnosis.captured import analyze_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCES = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".txt", ".xml", ".csv", ".json"))
@@ -74,7 +74,7 @@ def mutate(raw: bytes, data) -> bytes:
             lines.insert(at, data.draw(st.sampled_from(INFO_LINES)).encode())
         elif how == "weird-number":
             weird = data.draw(st.sampled_from(WEIRD), label="weird").encode()
-            lines[at] = re.sub(rb"\d+(?:\.\d+)?", lambda m: weird, lines[at], count=1)
+            lines[at] = re.sub(rb"\d+(?:\.\d+)?", lambda m, weird=weird: weird, lines[at], count=1)
         elif how == "non-utf8":
             blob = data.draw(st.binary(min_size=1, max_size=8), label="blob")
             col = data.draw(st.integers(0, len(lines[at])), label="col")

@@ -24,7 +24,11 @@ from nvls_tui.parsers.nvidia_smi_csv import (
     parse_query_csv,
 )
 from nvls_tui.parsers.nvidia_smi_q import SmiReport, parse_nvidia_smi_q
-from nvls_tui.parsers.nvidia_smi_reset import ResetResult, parse_persistence, parse_reset
+from nvls_tui.parsers.nvidia_smi_reset import (
+    ResetResult,
+    parse_persistence,
+    parse_reset,
+)
 from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -94,7 +94,7 @@ def mutated(draw) -> str:
             lines.insert(at, INFO_LINE)
         elif op == "number":
             odd = draw(st.sampled_from(ODD_NUMBERS))
-            lines[at] = re.sub(r"\d+(?:\.\d+)?", lambda m: odd if draw(st.booleans()) else m.group(0), lines[at])
+            lines[at] = re.sub(r"\d+(?:\.\d+)?", lambda m, odd=odd: odd if draw(st.booleans()) else m.group(0), lines[at])
         elif op == "garbage":
             lines.insert(at, draw(st.text(max_size=200)))
         else:

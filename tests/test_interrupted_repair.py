@@ -22,7 +22,15 @@ import psutil
 import pytest
 
 from tests.sshd_rig import find_sshd
-from tests.test_faults_ssh import NVLS_TUI, RUNNING_BEFORE, audit_records, cli, finish, states_over_ssh, wait_for_record
+from tests.test_faults_ssh import (
+    NVLS_TUI,
+    RUNNING_BEFORE,
+    audit_records,
+    cli,
+    finish,
+    states_over_ssh,
+    wait_for_record,
+)
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]
 ROOT = Path(__file__).parent.parent

@@ -16,7 +16,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nvls_tui.backends.base import CommandTimeout, ProcessChanged, ProcessGone, ProcessIdentity
+from nvls_tui.backends.base import (
+    CommandTimeout,
+    ProcessChanged,
+    ProcessGone,
+    ProcessIdentity,
+)
 from nvls_tui.backends.local import LocalBackend, lstart, read_nvml, scan_holders
 from nvls_tui.cli import main
 

@@ -12,8 +12,8 @@ import asyncio
 import json
 
 from nvls_tui.app import NvlsApp
-from nvls_tui.messages import NodePolled
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
+from nvls_tui.messages import NodePolled
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen
@@ -24,7 +24,13 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.sim.systemd import stop
 from tests.test_console_fakes import fixed_clock
-from tests.test_console_repair import SIZE, FaultBackend, plain, start_repair, wait_until
+from tests.test_console_repair import (
+    SIZE,
+    FaultBackend,
+    plain,
+    start_repair,
+    wait_until,
+)
 from tests.test_console_repair_actions import confirm, open_node
 
 DCGM = "nvidia-dcgm.service"

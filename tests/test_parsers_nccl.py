@@ -120,7 +120,7 @@ def test_the_json_file_holds_the_same_rows_as_the_text_run():
     key = [(r.size, r.count, r.type, r.redop, r.root, r.oop.wrong, r.ip.wrong) for r in text_run.rows]
     assert [(r.size, r.count, r.type, r.redop, r.root, r.oop.wrong, r.ip.wrong) for r in json_run.rows] == key
     # A second run of the same sweep: bandwidths agree within 2 %.
-    for t, j in zip(text_run.rows, json_run.rows):
+    for t, j in zip(text_run.rows, json_run.rows, strict=True):
         assert j.oop.busbw == pytest.approx(t.oop.busbw, rel=0.02)
         assert j.ip.busbw == pytest.approx(t.ip.busbw, rel=0.02)
     assert json_run.avg_busbw == pytest.approx(text_run.avg_busbw, rel=0.01)

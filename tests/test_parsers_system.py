@@ -8,7 +8,11 @@ import pytest
 
 from nvls_tui.model import Holder, HolderKind, ServiceState
 from nvls_tui.parsers.base import strip_fixture_header
-from nvls_tui.parsers.fabricmanager_log import parse_fm_line, parse_fm_log, parse_fm_version
+from nvls_tui.parsers.fabricmanager_log import (
+    parse_fm_line,
+    parse_fm_log,
+    parse_fm_version,
+)
 from nvls_tui.parsers.fuser import FuserHolder, parse_fuser_terse, parse_fuser_v
 from nvls_tui.parsers.holders import build_holders, classify, unit_and_pod
 from nvls_tui.parsers.kernel_log import classify_kernel_line, parse_kernel_log

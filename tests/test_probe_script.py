@@ -5,8 +5,8 @@ from __future__ import annotations
 import pathlib
 import subprocess
 
-from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.backends.base import CommandResult
+from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.probe import probe_script, split_probe_output
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "real" / "h200x2-nvswitch" / "query-gpu-fabric.csv"

@@ -17,6 +17,7 @@ import pytest
 
 from nvls_tui.backends.base import ProcessChanged, ProcessIdentity
 from nvls_tui.backends.ssh import SshBackend
+from nvls_tui.backends.ssh.targets import parse_target
 from nvls_tui.cli import main
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import HolderKind, Verdict
@@ -24,7 +25,6 @@ from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.quiesce import watch_parents
-from nvls_tui.backends.ssh.targets import parse_target
 from tests.realnode import OPERATOR, POD_UID, WORKLOAD_ARGS, RealNode, available
 from tests.sshd_rig import options_for
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from nvls_tui.records.audit import AuditLog
 from nvls_tui.headless import report as report_cmd
 from nvls_tui.model import SmokeResult
+from nvls_tui.records.audit import AuditLog
 from nvls_tui.records.report import load_audit_log, render_report, report_from_file
 from nvls_tui.runbook.events import (
     CommandFinished,

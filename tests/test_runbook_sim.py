@@ -11,9 +11,8 @@ import json
 
 import pytest
 
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.backends.base import Unreachable
-from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.cli import main
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Verdict

@@ -7,12 +7,26 @@ from pathlib import Path
 
 import pytest
 
-from nvls_tui.model import FabricInfo, GpuState, Holder, HolderKind, KernelEvent, NodeState, Platform, ServiceState
+from nvls_tui.model import (
+    FabricInfo,
+    GpuState,
+    Holder,
+    HolderKind,
+    KernelEvent,
+    NodeState,
+    Platform,
+    ServiceState,
+)
 from nvls_tui.model.node import SwitchState
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.parsers.nccl_tests import NcclStreamParser
 from nvls_tui.runbook import STEPS, RepairRecord, plan_commands
-from nvls_tui.runbook.preflight import escalation, fabric_looks_healthy, record_refusal, refusal
+from nvls_tui.runbook.preflight import (
+    escalation,
+    fabric_looks_healthy,
+    record_refusal,
+    refusal,
+)
 from nvls_tui.runbook.quiesce import quiesce_actions
 from nvls_tui.runbook.restore import restore_actions
 from nvls_tui.runbook.smoke import judge

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.backends.base import ProcessChanged, ProcessGone, ProcessIdentity
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model import Verdict
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_sim_incident import NVLS_ENV, SMOKE

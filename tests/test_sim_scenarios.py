@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.backends.base import CommandTimeout
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.scenarios import SCENARIOS
 from tests.test_sim_incident import NVLS_ENV, SMOKE, quiesce

@@ -11,7 +11,8 @@ import pytest
 
 from nvls_tui.backends.base import CommandTimeout, Unreachable
 from nvls_tui.poll.probe import SECTION_NAMES
-from tests.sshd_rig import backend_for, processes_running, until
+from tests.sshd_rig import backend_for, processes_running
+from tests.waiting import until
 
 pytestmark = pytest.mark.ssh
 

@@ -7,10 +7,17 @@ import random
 import psutil
 import pytest
 
-from nvls_tui.backends.base import CommandFailed, InvalidArgument, ProcessChanged, ProcessGone, ProcessIdentity
-from nvls_tui.backends.base import identity_text
+from nvls_tui.backends.base import (
+    CommandFailed,
+    InvalidArgument,
+    ProcessChanged,
+    ProcessGone,
+    ProcessIdentity,
+    identity_text,
+)
 from nvls_tui.backends.ssh import signal_script
-from tests.sshd_rig import backend_for, until
+from tests.sshd_rig import backend_for
+from tests.waiting import until
 
 pytestmark = pytest.mark.ssh
 

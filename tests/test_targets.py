@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from nvls_tui.backends.base import InvalidArgument
-from nvls_tui.backends.ssh.targets import SshTarget, parse_target, parse_targets, read_hosts_file
+from nvls_tui.backends.ssh.targets import (
+    SshTarget,
+    parse_target,
+    parse_targets,
+    read_hosts_file,
+)
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.app import NvlsApp
-from nvls_tui.records.audit import AuditLog
 from nvls_tui.backends.base import CommandResult
+from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.records.audit import AuditLog
 from nvls_tui.records.report import report_from_file
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.screens.confirm import ConfirmScreen

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import abc
 import re
-import signal as _signal
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+import signal as _signal
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvls_tui.model import CommandResult, NodeState
@@ -272,7 +272,7 @@ class Backend(abc.ABC):
         env: Mapping[str, str] | None = None,
         pty: bool = False,
         privileged: bool = False,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Yield the command's output lines (stdout and stderr merged) as they arrive.
 
         Closing the iterator (``contextlib.aclosing``) or cancelling the consumer ends the command.
@@ -320,5 +320,5 @@ class Backend(abc.ABC):
     async def snapshot(self) -> NodeState:
         """Read the node once and return its state (``reachable=False`` with ``error`` on failure)."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
         """Release connections; the backend can still be used again afterwards."""

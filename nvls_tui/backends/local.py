@@ -14,32 +14,34 @@ import os
 import signal as signals
 import socket
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any
 
 import psutil
 
-from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.backends.base import (
     Backend,
     BackendOptions,
     CappedText,
     CommandResult,
-    LineSplitter,
     CommandTimeout,
+    LineSplitter,
     ProcessChanged,
     ProcessGone,
     ProcessIdentity,
     SignalOutcome,
     identity_text,
 )
-from nvls_tui.poll.evidence import PERMISSION
 from nvls_tui.model import FabricInfo, GpuState, MissingEvidence, NodeState
 from nvls_tui.parsers.fuser import FuserHolder
 from nvls_tui.parsers.holders import build_holders
 from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column
+from nvls_tui.poll.assemble import assemble_node_state
+from nvls_tui.poll.evidence import PERMISSION
 from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.textsafe import clean, clean_line
+
 
 def lstart(create_time: float) -> str:
     """A process start time in ``ps -o lstart`` form (the identity text used everywhere)."""
@@ -135,9 +137,9 @@ def scan_holders(root: bool) -> tuple[tuple[FuserHolder, ...], tuple[PsEntry, ..
     wanted = {h.pid for h in held}
     wanted |= {ppid for pid in list(wanted) if (ppid := _ppid(pid)) and ppid > 1}
     for pid in sorted(wanted):
-        entry = _ps_entry(pid)
-        if entry is not None:
-            entries[pid] = entry
+        found = _ps_entry(pid)
+        if found is not None:
+            entries[pid] = found
     why = None
     if not root:
         why = MissingEvidence("holders", PERMISSION, "the processes holding /dev/nvidia* could not be read: "
@@ -230,7 +232,7 @@ class LocalBackend(Backend):
         except FileNotFoundError:
             return CommandResult(tuple(argv), 127, "", f"{argv[0]}: command not found\n")
         out, err = CappedText(self.options.max_output), CappedText(self.options.max_output)
-        full = asyncio.Event()
+        over_cap = asyncio.Event()
 
         async def pump(stream, sink: CappedText) -> None:
             # Read to the end whatever happens: past the cap the rest is dropped, but a pipe that is no
@@ -240,7 +242,7 @@ class LocalBackend(Backend):
             while chunk := await stream.read(CHUNK):
                 if kept and not sink.add(decoder.decode(chunk)):
                     kept = False
-                    full.set()
+                    over_cap.set()
             if kept:
                 sink.add(decoder.decode(b"", final=True))
 
@@ -250,12 +252,13 @@ class LocalBackend(Backend):
                 await proc.stdin.drain()
                 proc.stdin.close()
 
-        reading = asyncio.ensure_future(asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed()))
-        capped = asyncio.ensure_future(full.wait())
+        reading: asyncio.Future[Any] = asyncio.ensure_future(
+            asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed()))
+        capped = asyncio.ensure_future(over_cap.wait())
         try:
             async with asyncio.timeout(limit):
                 await asyncio.wait([reading, capped], return_when=asyncio.FIRST_COMPLETED)
-                over = full.is_set()
+                over = over_cap.is_set()
                 if over:
                     _kill_group(proc)  # past the cap: stopped, not read to its end
                 await reading
@@ -275,7 +278,7 @@ class LocalBackend(Backend):
                              err.text(), time.monotonic() - started)
 
     async def stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, pty: bool = False,
-                     privileged: bool = False) -> AsyncIterator[str]:
+                     privileged: bool = False) -> AsyncGenerator[str, None]:
         """Yield output lines as they arrive; closing the iterator terminates the process."""
         try:
             proc = await asyncio.create_subprocess_exec(

@@ -11,12 +11,12 @@ import asyncio
 import re
 import signal as _signal
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from nvls_tui.backends.base import (
-    Backend,
     DEFAULT_MAX_OUTPUT,
+    Backend,
     CommandFailed,
     CommandResult,
     CommandTimeout,
@@ -28,13 +28,20 @@ from nvls_tui.backends.base import (
     join_argv,
 )
 from nvls_tui.model import NodeState
-from nvls_tui.textsafe import clean_line
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
-from nvls_tui.poll.probe import KERNEL_LINES, KERNEL_PATTERN, SECTIONS, cgroup_argv, ppid_argv, ps_argv
+from nvls_tui.poll.probe import (
+    KERNEL_LINES,
+    KERNEL_PATTERN,
+    SECTIONS,
+    cgroup_argv,
+    ppid_argv,
+    ps_argv,
+)
 from nvls_tui.sim.commands import HANG, Output, execute
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.sim.render_nccl import Plan
+from nvls_tui.textsafe import clean_line
 
 if TYPE_CHECKING:
     from nvls_tui.sim.fleet import SimFleet
@@ -120,7 +127,7 @@ class SimulatedBackend(Backend):
         env: Mapping[str, str] | None = None,
         pty: bool = False,
         privileged: bool = False,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Yield output lines (without their newline) at the simulated tool's pace."""
         argv = tuple(argv)
         self.last_exit_status = None

@@ -10,7 +10,12 @@ import argparse
 import asyncio
 import os
 
-from nvls_tui.backends.base import DEFAULT_MAX_OUTPUT, Backend, BackendOptions, InvalidArgument
+from nvls_tui.backends.base import (
+    DEFAULT_MAX_OUTPUT,
+    Backend,
+    BackendOptions,
+    InvalidArgument,
+)
 
 DEMO = "sim:seed-incident"
 

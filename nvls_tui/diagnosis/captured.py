@@ -11,9 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nvls_tui.diagnosis import node as diagnosis
-from nvls_tui.model import CommandResult
-from nvls_tui.records.jsonout import finding_json, gpu_json, kernel_event_json, node_json
-from nvls_tui.model import Finding, NodeState, Platform, Severity
+from nvls_tui.model import CommandResult, Finding, NodeState, Platform, Severity
 from nvls_tui.parsers import nvidia_smi_misc
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.parsers.detect import detect_kind
@@ -30,6 +28,12 @@ from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
 from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
+from nvls_tui.records.jsonout import (
+    finding_json,
+    gpu_json,
+    kernel_event_json,
+    node_json,
+)
 from nvls_tui.textsafe import clean
 
 Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]
@@ -162,7 +166,9 @@ def _lspci(text: str) -> Result:
 
 def _probe(text: str) -> Result:
     """A poll script's whole output, captured by hand: the node it describes, as ``check`` reads it."""
-    from nvls_tui.poll.assemble import assemble_node_state  # the probe's own assembly, not a second one
+    from nvls_tui.poll.assemble import (
+        assemble_node_state,  # the probe's own assembly, not a second one
+    )
 
     mark = probe_mark(text)
     sections = {name: CommandResult(section_argv(name), -1 if status is None else status, body)

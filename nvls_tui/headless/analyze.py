@@ -7,11 +7,11 @@ import json
 import sys
 
 from rich.console import Console
-from rich.text import Text
 from rich.table import Table
+from rich.text import Text
 
-from nvls_tui.textsafe import one_line
 from nvls_tui.diagnosis.captured import analyze_text
+from nvls_tui.textsafe import one_line
 
 # Refuse to slurp something that cannot be a command output (a disk image, /dev/zero).
 MAX_BYTES = 64 * 1024 * 1024

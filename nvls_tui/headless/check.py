@@ -9,11 +9,11 @@ import sys
 import time
 
 from nvls_tui.backends.base import Backend, BackendError
+from nvls_tui.backends.targets import options_from_args, resolve_backends
 from nvls_tui.diagnosis import diagnose
-from nvls_tui.records.jsonout import node_json
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
-from nvls_tui.backends.targets import options_from_args, resolve_backends
+from nvls_tui.records.jsonout import node_json
 from nvls_tui.textsafe import one_line
 
 VERDICT_STYLE = {

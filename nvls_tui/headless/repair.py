@@ -21,9 +21,9 @@ import sys
 from typing import TextIO
 
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
+from nvls_tui.backends.targets import resolve_backends, sim_speed
 from nvls_tui.records.audit import AuditWriteError
 from nvls_tui.runbook import STEPS, RepairOptions
-from nvls_tui.runbook.session import Session
 from nvls_tui.runbook.events import (
     CommandFinished,
     HoldersRemaining,
@@ -37,7 +37,7 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
-from nvls_tui.backends.targets import resolve_backends, sim_speed
+from nvls_tui.runbook.session import Session
 from nvls_tui.textsafe import one_line
 
 
@@ -257,8 +257,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     options = _options(args, backends)
     stream = sys.stderr if args.json else sys.stdout
+
+    def audit_failed(message: str) -> None:
+        say(sys.stderr, f"nvls-tui: {message}: aborting, every node is being restored")
+
     session = Session({b.host: b for b in backends}, audit_dir=args.audit_dir, options=options,
-                      on_audit_failure=lambda m: say(sys.stderr, f"nvls-tui: {m}: aborting, every node is being restored"))
+                      on_audit_failure=audit_failed)
     approved: dict[str, dict] | None = None
     if plan_file:
         try:

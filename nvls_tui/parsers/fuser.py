@@ -39,7 +39,7 @@ def _merge_access(a: str, b: str) -> str:
     """Combine two access strings letter by letter (``F....`` + ``....m`` -> ``F...m``)."""
     if len(a) != len(b):
         return a
-    return "".join(x if x != "." else y for x, y in zip(a, b))
+    return "".join(x if x != "." else y for x, y in zip(a, b, strict=True))
 
 
 def _table_lines(text: str, warnings: list[str]):

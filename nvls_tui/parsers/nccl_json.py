@@ -11,23 +11,31 @@ import re
 from typing import Any
 
 from nvls_tui.parsers.base import Parsed, number
-from nvls_tui.parsers.nccl_tests import NcclPerf, NcclRow, NcclRun, NvlsInfo, version_from_code
+from nvls_tui.parsers.nccl_tests import (
+    NcclPerf,
+    NcclRow,
+    NcclRun,
+    NvlsInfo,
+    version_from_code,
+)
 
 
 def _num(value: Any) -> float | None:
+    """A finite number from a JSON value (a number or a numeric string), else None."""
     if isinstance(value, bool):
         return None
+    got: float | None
     if isinstance(value, (int, float)):
         try:
             got = float(value)
         except OverflowError:
             return None
-        return None if got != got or got in (float("inf"), float("-inf")) else got
-    if isinstance(value, str):
-        got = number(value)
+    elif isinstance(value, str):
+        parsed = number(value)
+        got = float(parsed) if parsed is not None else None
     else:
         return None
-    return None if got is None else float(got)
+    return None if got is None or got != got or got in (float("inf"), float("-inf")) else got
 
 
 def _list(value: Any) -> list[Any]:

@@ -27,8 +27,6 @@ from nvls_tui.parsers.nccl_types import (
     WarnEvent,
 )
 
-
-
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Prefixes that loggers put before nccl-tests' own text: `[2026-06-23 15:45:07]`, mpirun
 # --tag-output `[1,0]<stdout>:`, kubectl --timestamps `2026-06-23T15:45:07.1Z`.
@@ -119,7 +117,7 @@ def _float(text: str) -> float | None | bool:
 
 def _perf(names: tuple[str, ...], values: list[str]) -> NcclPerf | None:
     got: dict[str, float | int | None] = {}
-    for name, text in zip(names, values):
+    for name, text in zip(names, values, strict=False):  # a short row leaves the rest unset
         if name in ("#wrong", "wrong"):
             if text.upper() == "N/A":
                 got["wrong"] = None
@@ -150,16 +148,16 @@ def parse_row(tokens: list[str], columns: _Columns | None) -> NcclRow | None:
         if lead is None:
             return None
         columns = _Columns(lead=lead, tail=("timestamp",) if len(tokens) > 13 else ())
-    lead = dict(zip(columns.lead, tokens))
-    size, count = _int(lead.get("size", "")), _int(lead.get("count", ""))
-    dtype, redop = lead.get("type", "?"), lead.get("redop", "none")
+    cells = dict(zip(columns.lead, tokens, strict=False))
+    size, count = _int(cells.get("size", "")), _int(cells.get("count", ""))
+    dtype, redop = cells.get("type", "?"), cells.get("redop", "none")
     if size is None or count is None or size < 0 or count < 0:
         return None
     if not _WORD.match(dtype) or not _WORD.match(redop):
         return None
     root = None
-    if "root" in lead:
-        root = _int(lead["root"])
+    if "root" in cells:
+        root = _int(cells["root"])
         if root is None:
             return None
     n_lead, n_group = len(columns.lead), len(columns.group)

@@ -20,9 +20,8 @@ two. Keys and values:
 
 from __future__ import annotations
 
-import functools
-
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 
@@ -170,8 +169,8 @@ def parse_query_csv(text: str, fields: tuple[str, ...] | list[str] | None = None
     warnings: list[str] = []
     try:
         wanted = tuple(str(f).strip() for f in fields) if fields is not None else None
-        if _INVALID_FIELD.search(text):
-            warnings.append(_INVALID_FIELD.search(text).group(0) + ".")
+        if invalid := _INVALID_FIELD.search(text):
+            warnings.append(invalid.group(0) + ".")
             return Parsed(QueryCsv(header=wanted or ()), tuple(warnings))
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         header: tuple[str, ...]
@@ -201,7 +200,7 @@ def parse_query_csv(text: str, fields: tuple[str, ...] | list[str] | None = None
                 warnings.append(f"nvidia-smi said: {line.strip()[:200]}")  # a message, not a row
                 continue
             cells = _fit(raw_cells, header, n, warnings)
-            rows.append({k: convert_cell(c, u, t) for k, c, u, t in zip(header, cells, units, text_only)})
+            rows.append({k: convert_cell(c, u, t) for k, c, u, t in zip(header, cells, units, text_only, strict=False)})
         return Parsed(QueryCsv(header, tuple(rows)), tuple(warnings))
     except Exception as exc:  # the never-raise promise
         return Parsed(QueryCsv(), tuple(warnings) + (f"Could not read the CSV: {exc!r}"[:200],))

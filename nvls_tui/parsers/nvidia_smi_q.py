@@ -220,7 +220,7 @@ class _TextReader:
         known = key in _FABRIC_FIELDS or key in HEALTH_FIELDS or (value is None and key == "health")
         # Deeper lines belong to the block; at the block's own indentation (the write-up's flattened
         # grep output) only fabric labels do.
-        if indent > self.fabric_indent or known:
+        if (self.fabric_indent is not None and indent > self.fabric_indent) or known:
             gpu = self._fabric_gpu()
             if value is None:
                 if key == "health" and gpu.health is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from nvls_tui.parsers.base import Parsed
 from nvls_tui.parsers.nvidia_smi_q import (
@@ -48,14 +49,15 @@ def _read_tree(text: str, warnings: list[str]) -> ET.Element | None:
     if _DANGEROUS.search(cleaned):
         warnings.append("Refused XML with a DOCTYPE internal subset or ENTITY declarations.")
         return None
-    parser = ET.XMLPullParser(events=("start",))
+    parser: ET.XMLPullParser[Any] = ET.XMLPullParser(events=("start",))
     root: ET.Element | None = None
     error: Exception | None = None
 
     def drain() -> None:
         nonlocal root, error
         try:
-            for _event, elem in parser.read_events():
+            events: Any = parser.read_events()  # ("start", element) pairs: the only event asked for
+            for _event, elem in events:
                 if root is None:
                     root = elem
         except ET.ParseError as exc:

@@ -12,18 +12,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from nvls_tui.model import CommandResult
-from nvls_tui.poll.evidence import missing_evidence, missing_from_unparsed
-from nvls_tui.model import GpuState, MissingEvidence, NodeState, Platform, SmokeResult, SwitchState
+from nvls_tui.model import (
+    CommandResult,
+    GpuState,
+    KernelEvent,
+    MissingEvidence,
+    NodeState,
+    Platform,
+    ServiceState,
+    SmokeResult,
+    SwitchState,
+)
 from nvls_tui.parsers.fabricmanager_log import parse_fm_version
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders
 from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.lspci import parse_lspci
-from nvls_tui.parsers.nvidia_smi_csv import driver_from_query, gpus_from_query, parse_query_csv
+from nvls_tui.parsers.nvidia_smi_csv import (
+    driver_from_query,
+    gpus_from_query,
+    parse_query_csv,
+)
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
 from nvls_tui.parsers.systemctl import parse_show
+from nvls_tui.poll.evidence import missing_evidence, missing_from_unparsed
 from nvls_tui.textsafe import clean_deep
 
 # What nvidia-smi prints when the driver is not loaded or no GPU answers: the node cannot be read.
@@ -67,7 +81,7 @@ def _smoke(result: CommandResult | None, warnings: list[str]) -> SmokeResult | N
     if result is None or not result.ok or not result.stdout.strip():
         return None
     try:
-        data = clean_deep(json.loads(result.stdout))
+        data: Any = clean_deep(json.loads(result.stdout))
         return SmokeResult(
             avg_busbw=float(data["avg_busbw"]) if data.get("avg_busbw") is not None else None,
             passed=bool(data.get("passed")),
@@ -156,6 +170,7 @@ def assemble_node_state(
         why = missing_evidence("gpus", result)
         if why is not None:
             return _unreachable(host, simulated, polled_at, result, why, warnings)
+        assert result is not None  # missing_evidence said it was read
         query = parse_query_csv(result.output)
         warnings += query.warnings
         gpus = gpus_from_query(query.value)
@@ -163,7 +178,7 @@ def assemble_node_state(
         if not gpus:
             return _unreachable(host, simulated, polled_at, result, None, warnings)
 
-    services = ()
+    services: tuple[ServiceState, ...] = ()
     if (units := read("units")) is not None:
         services = parse_show(units.output).value
 
@@ -188,7 +203,7 @@ def assemble_node_state(
             cgroups = parse_ps_cgroups(cg.output).value if (cg := read("cgroups")) is not None else {}
             holders = build_holders(fuser.value, entries, cgroups)
 
-    events = ()
+    events: tuple[KernelEvent, ...] = ()
     if (kernel := read("kernel", as_root=root)) is not None:
         events = parse_kernel_log(kernel.output).value
 

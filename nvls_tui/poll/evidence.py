@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import re
 
-from nvls_tui.model import CommandResult
-from nvls_tui.model import MissingEvidence
+from nvls_tui.model import CommandResult, MissingEvidence
 
 TOOL_MISSING = "tool missing"
 PERMISSION = "permission denied"

@@ -14,14 +14,13 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
-
 from dataclasses import dataclass
 
 from nvls_tui.backends.base import Backend
 from nvls_tui.diagnosis import carry_fabric_since, diagnose
 from nvls_tui.model import NodeState, Verdict
-from nvls_tui.model.node import Diagnosis, Finding
 from nvls_tui.model.enums import Severity
+from nvls_tui.model.node import Diagnosis, Finding
 
 Clock = Callable[[], float]
 Diagnose = Callable[[NodeState], Diagnosis]

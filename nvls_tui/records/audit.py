@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nvls_tui import paths
 from nvls_tui.records.localfiles import PRIVATE_FLAGS, UnsafeLocation, private_dir
 
 OUTPUT_LIMIT = 16 * 1024
@@ -52,9 +53,8 @@ def _free_bytes(folder: Path) -> int:
 
 
 def default_audit_dir() -> Path:
-    """``$XDG_STATE_HOME/nvls-tui/audit`` (``~/.local/state/nvls-tui/audit`` when unset)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "nvls-tui" / "audit"
+    """``$XDG_STATE_HOME/nvls-tui/audit`` (``~/.local/state/nvls-tui/audit`` when unset; platformdirs)."""
+    return paths.audit_dir()
 
 
 def redact_text(text: str) -> str:

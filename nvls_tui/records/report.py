@@ -104,10 +104,10 @@ def _timeline_entry(r: dict[str, Any]) -> str | None:
         holders = r.get("holders")
         return f"{len(holders) if isinstance(holders, list) else 0} holders remain{waiting}"
     if kind == "fabric-progress":
-        states = r.get("states") if isinstance(r.get("states"), dict) else {}
+        states = _dict(r.get("states")) or {}
         return f"Fabric Manager {_t(r.get('unit'))}; " + ", ".join(f"{_t(k)} ×{_t(v)}" for k, v in states.items())
     if kind == "smoke-finished":
-        smoke = r.get("smoke") if isinstance(r.get("smoke"), dict) else {}
+        smoke = _dict(r.get("smoke")) or {}
         return f"smoke test {'passed' if smoke.get('passed') else 'FAILED'}: avg {_t(smoke.get('avg_busbw'))} GB/s"
     if kind == "restored":
         failed = f"; could not restore {_t(', '.join(map(str, r.get('failed') or [])))}" if r.get("failed") else ""
@@ -200,7 +200,7 @@ def _node_section(host: str, records: list[dict[str, Any]]) -> list[str]:
     if rows:
         out += ["| size (B) | out-of-place busbw (GB/s) | in-place busbw (GB/s) |", "| ---: | ---: | ---: |"]
         for r in rows:
-            row = r.get("row") if isinstance(r.get("row"), dict) else {}
+            row = _dict(r.get("row")) or {}
             out.append(f"| {_cell(_t(r.get('size')))} | {_cell(_t(row.get('oop_busbw')))} | "
                        f"{_cell(_t(row.get('ip_busbw')))} |")
         out.append("")
@@ -278,8 +278,8 @@ def render_report(contents: AuditLogContents, source: str | None = None) -> str:
         out += ["| node | result | smoke avg (GB/s) | message |", "| --- | --- | ---: | --- |"]
         for host in hosts:
             mine = [r for r in records if r.get("node") == host]
-            fin = next((r for r in reversed(mine) if r.get("event") == "run-finished"), {})
-            smoke = next((r["smoke"] for r in reversed(mine)
+            fin: dict[str, Any] = next((r for r in reversed(mine) if r.get("event") == "run-finished"), {})
+            smoke: dict[str, Any] = next((r["smoke"] for r in reversed(mine)
                           if r.get("event") == "smoke-finished" and isinstance(r.get("smoke"), dict)), {})
             out.append(f"| {_cell(_t(host))} | {_cell(_t(fin.get('result', 'unfinished')))} | "
                        f"{_cell(_t(smoke.get('avg_busbw', '–')))} | {_cell(_t(fin.get('message', '')))} |")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from nvls_tui.model import Holder
 
@@ -34,7 +35,7 @@ def holder_label(h: Holder, width: int = 60) -> str:
     return f"{h.pid}({h.user}) {command}"
 
 
-def summarise(host: str, outcomes: Sequence[PidOutcome]) -> tuple[str, str]:
+def summarise(host: str, outcomes: Sequence[PidOutcome]) -> tuple[str, Literal["information", "warning"]]:
     """The notification text and severity for a batch of SIGTERMs."""
     lines = [o.line for o in outcomes]
     bad = any(o.outcome in ("changed", "failed") for o in outcomes)

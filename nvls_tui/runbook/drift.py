@@ -11,6 +11,7 @@ kubelet recreated): the plan already stops those, whatever their PIDs. Pure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nvls_tui.model import NodeState
@@ -35,11 +36,11 @@ def plan_basis(state: NodeState) -> dict[str, Any]:
     }
 
 
-def _same_process(a: dict[str, Any], pid: int, start: str | None) -> bool:
+def _same_process(a: Mapping[str, Any], pid: int, start: str | None) -> bool:
     return a.get("pid") == pid and " ".join(str(a.get("start_time") or "").split()) == " ".join((start or "").split())
 
 
-def drift(basis: dict[str, Any], state: NodeState) -> list[str]:
+def drift(basis: Mapping[str, Any], state: NodeState) -> list[str]:
     """How ``state`` differs from the approved ``basis`` in what matters, one sentence each ([] when not)."""
     changes: list[str] = []
     for key, words in (("platform", "the platform"), ("driver", "the driver"), ("fm_version", "Fabric Manager")):

@@ -16,7 +16,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from nvls_tui.backends.base import Backend, BackendError, CommandFailed, CommandTimeout, OutputTooLarge
+from nvls_tui.backends.base import (
+    Backend,
+    BackendError,
+    CommandFailed,
+    CommandTimeout,
+    OutputTooLarge,
+)
 from nvls_tui.model import NodeState
 from nvls_tui.runbook import fabric, preflight, quiesce, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
@@ -31,7 +37,6 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.ledger import ManualChange, put_back
-from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.outcome import (
     ABORTED,
     FAILED,
@@ -43,9 +48,16 @@ from nvls_tui.runbook.outcome import (
     STEP_FAILED,
     NodeOutcome,
 )
+from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.restore import RestoreReport, restore
-from nvls_tui.runbook.steps import STEPS, Operator, RepairOptions, persistence_modes, unit_states
+from nvls_tui.runbook.steps import (
+    STEPS,
+    Operator,
+    RepairOptions,
+    persistence_modes,
+    unit_states,
+)
 from nvls_tui.runbook.summary import summarize
 
 

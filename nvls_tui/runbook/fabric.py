@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.model import GpuState, KernelEvent
 from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
 from nvls_tui.parsers.nvidia_smi_reset import parse_reset
+from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.events import FabricProgress

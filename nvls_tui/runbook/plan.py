@@ -15,7 +15,13 @@ from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.runbook import preflight
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.drift import plan_basis
-from nvls_tui.runbook.events import ManualChanges, NodeObserved, RunFinished, RunStarted, StepFinished
+from nvls_tui.runbook.events import (
+    ManualChanges,
+    NodeObserved,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+)
 from nvls_tui.runbook.ledger import ManualChange, put_back
 from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
 from nvls_tui.runbook.quiesce import quiesce_actions
@@ -26,6 +32,7 @@ from nvls_tui.runbook.steps import (
     SMOKE_ENV,
     STEPS,
     fuser_argv,
+    is_running,
     kernel_since_argv,
     lock_argvs,
     persistence_modes,
@@ -36,7 +43,6 @@ from nvls_tui.runbook.steps import (
     smoke_write_argvs,
     threshold_for,
     unit_argv,
-    is_running,
     unit_states,
     unlock_argv,
 )

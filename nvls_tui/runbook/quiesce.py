@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from nvls_tui.backends.base import ProcessChanged, ProcessGone, ProcessIdentity
 from nvls_tui.model import Holder, HolderKind, NodeState
-from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders, classify
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
+from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import PS_FORMAT, cgroup_argv, ps_argv
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
@@ -288,6 +288,8 @@ async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
 async def _ask_operator(ctx: NodeContext, state: NodeState, holders: tuple[Holder, ...], deadline: float) -> None:
     """Let the operator pick holders to SIGTERM (or abort), within what is left of the wait."""
     remaining = max(0.0, deadline - ctx.options.clock())
+    if ctx.operator is None:
+        return
     try:
         decision = await asyncio.wait_for(ctx.operator.resolve_holders(ctx.host, holders), remaining)
     except TimeoutError:

@@ -10,12 +10,17 @@ The lock is a directory: ``mkdir`` is atomic, so of two repairs of one node only
 from __future__ import annotations
 
 import json
-
-from nvls_tui.textsafe import clean_deep
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvls_tui.textsafe import clean_deep
+
 RECORD_VERSION = 1
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    """``value`` when it is a JSON object, else an empty one (a hand-edited record is data, not trusted)."""
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +68,9 @@ class RepairRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RepairRecord:
         """Read a record back; unknown or missing fields are tolerated (an older nvls-tui wrote it)."""
-        units = data.get("units") if isinstance(data.get("units"), dict) else {}
+        units = _mapping(data.get("units"))
         persistence: dict[int, str] = {}
-        raw = data.get("persistence") if isinstance(data.get("persistence"), dict) else {}
+        raw = _mapping(data.get("persistence"))
         for key, value in raw.items():
             if str(key).isdigit() and isinstance(value, str):
                 persistence[int(key)] = value

@@ -13,7 +13,13 @@ from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.engine import new_run_id
-from nvls_tui.runbook.events import EventSink, RunFinished, RunStarted, StepFinished, StepStarted
+from nvls_tui.runbook.events import (
+    EventSink,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
 from nvls_tui.runbook.outcome import FAILED, OK, RESTORED, STEP_FAILED, NodeOutcome
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.restore import restore

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nvls_tui.backends.base import BackendError, CommandResult, InvalidArgument, validate_unit
+from nvls_tui.backends.base import (
+    BackendError,
+    CommandResult,
+    InvalidArgument,
+    validate_unit,
+)
 from nvls_tui.model import NodeState
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.events import Restored

@@ -25,7 +25,7 @@ import signal as signals
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from nvls_tui.backends.base import Backend, BackendError, validate_unit
 from nvls_tui.model import Holder
@@ -34,7 +34,14 @@ from nvls_tui.records.audit_writer import AuditWriter
 from nvls_tui.runbook.actions import PidOutcome, summarise
 from nvls_tui.runbook.context import Aborted, NodeContext
 from nvls_tui.runbook.engine import Runbook, new_run_id
-from nvls_tui.runbook.events import EventSink, ManualChanged, Note, RunFinished, RunStarted, fan_out
+from nvls_tui.runbook.events import (
+    EventSink,
+    ManualChanged,
+    Note,
+    RunFinished,
+    RunStarted,
+    fan_out,
+)
 from nvls_tui.runbook.ledger import SIGNALLED, STARTED, STOPPED, Ledger, ManualChange
 from nvls_tui.runbook.multi import RunGroup, run_many
 from nvls_tui.runbook.outcome import RESTORED, NodeOutcome
@@ -47,6 +54,7 @@ ACTIVE_STATES = frozenset({"active", "inactive", "failed", "activating", "deacti
                            "maintenance", "refreshing"})
 
 Pause = Callable[[str], AbstractAsyncContextManager[None]]
+Severity = Literal["information", "warning", "error"]  # how loudly a screen says it (Textual's words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +75,7 @@ class ActionOutcome:
     action: str
     ok: bool
     message: str
-    severity: str = "information"
+    severity: Severity = "information"
     audit_log: str | None = None
     outcome: NodeOutcome | None = None
 
@@ -238,7 +246,7 @@ class Session:
                     ctx.emit(ManualChanged(host=host, step=action, change=change.to_dict()))
                     was = f" (it was {before})" if before else ""
                     message = f"{unit} on {host}: {'stopped' if verb == 'stop' else 'started'}{was}"
-                    severity = "information"
+                    severity: Severity = "information"
                 else:
                     lines = (result.stderr or result.stdout).strip().splitlines()
                     why = lines[0] if lines else f"exit status {result.exit_status}"

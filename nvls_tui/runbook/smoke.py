@@ -16,8 +16,20 @@ from nvls_tui.backends.base import CommandTimeout
 from nvls_tui.model import NodeState, SmokeResult
 from nvls_tui.parsers.nccl_tests import NcclRun, NcclStreamParser, RowEvent
 from nvls_tui.runbook.context import NodeContext, bounded
-from nvls_tui.runbook.events import CommandFinished, CommandStarted, OutputLine, SmokeFinished, SmokeRow
-from nvls_tui.runbook.steps import DATE_ARGV, SMOKE_ENV, smoke_argv, smoke_write_argvs, threshold_for
+from nvls_tui.runbook.events import (
+    CommandFinished,
+    CommandStarted,
+    OutputLine,
+    SmokeFinished,
+    SmokeRow,
+)
+from nvls_tui.runbook.steps import (
+    DATE_ARGV,
+    SMOKE_ENV,
+    smoke_argv,
+    smoke_write_argvs,
+    threshold_for,
+)
 
 # Output lines kept for the command's finished event (the lines themselves went out one by one).
 _TAIL_LINES = 200

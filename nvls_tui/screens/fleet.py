@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import TYPE_CHECKING, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -14,10 +15,13 @@ from textual.widgets import Footer, Input, Static
 from nvls_tui.bindings import bindings_for, destructive_actions
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.node import header_text
+from nvls_tui.screens.typed import OnConsole
 from nvls_tui.widgets import cells
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
 from nvls_tui.widgets.fleet_grid import FleetGrid
 
+if TYPE_CHECKING:
+    from nvls_tui.app import NvlsApp
 
 # Below this width the GPU and NVSwitch cells fold into one column each, so a 100-column terminal
 # still shows every column that matters without scrolling sideways.
@@ -33,7 +37,7 @@ def matches(query: str, host: str, verdict: Verdict | None, codes: list[str]) ->
     return all(word in hay for word in query.lower().split())
 
 
-class FleetScreen(Screen[None]):
+class FleetScreen(OnConsole, Screen[None]):
     """One row per node; Enter opens it, ``/`` filters, ``v`` toggles verdict order."""
 
     BINDINGS = [*bindings_for("fleet"), Binding("escape", "clear_filter", show=False)]
@@ -49,10 +53,10 @@ class FleetScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
         yield FleetSummary(id="summary")
-        yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
+        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
         yield Input(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
                     id="filter")
-        yield FleetGrid(self.app.fleet.hosts, compact=self.app.size.width < COMPACT_BELOW, id="grid")
+        yield FleetGrid(self.nvls.fleet.hosts, compact=self.nvls.size.width < COMPACT_BELOW, id="grid")
         yield Static(id="empty")
         yield Static(id="preview", classes="panel")
         yield Footer()
@@ -60,25 +64,25 @@ class FleetScreen(Screen[None]):
     def on_mount(self) -> None:
         """Draw what is known and follow every change of the app's fleet."""
         self.query_one("#filter").display = False
-        self.watch(self.app, "fleet", self.on_fleet_changed, init=False)
+        self.watch(self.nvls, "fleet", self.on_fleet_changed, init=False)
         self.refresh_grid()
         self.query_one(FleetGrid).focus()
-        if self.app.periodic:
+        if self.nvls.periodic:
             self.set_interval(5.0, self.refresh_grid)  # poll ages (in 10 s steps) move even when nothing else does
 
     def order(self, fleet: Fleet) -> list[str]:
         """Visible hosts: filtered, then sorted by verdict (broken first) if asked, else fleet order."""
-        diagnoses = self.app.diagnoses
+        diagnoses = self.nvls.diagnoses
         hosts = list(fleet.hosts)
         if self.filter_text:
             hosts = [h for h in hosts if matches(
-                self.filter_text, h, self.app.verdict(h),
+                self.filter_text, h, self.nvls.verdict(h),
                 [f.code for f in diagnoses[h].findings] if h in diagnoses else [])]
         if self.sort_by_verdict:
             rank = {h: i for i, h in enumerate(fleet.hosts)}
 
             def key(h: str) -> tuple[int, int]:
-                v = self.app.verdict(h)
+                v = self.nvls.verdict(h)
                 return (v.rank if v else len(Verdict), rank[h])
 
             hosts.sort(key=key)
@@ -103,11 +107,11 @@ class FleetScreen(Screen[None]):
         """Diff the grid against the app's fleet (only changed cells are written)."""
         self._last_draw = time.monotonic()
         self._draw_pending = False
-        fleet = self.app.fleet
+        fleet = self.nvls.fleet
         order = self.order(fleet)
-        self.query_one(FleetGrid).show(fleet, self.app.diagnoses, order, self.app.clock())
+        self.query_one(FleetGrid).show(fleet, self.nvls.diagnoses, order, self.nvls.clock())
         mark_selected(self.query_one(FleetGrid), self.selected)
-        verdicts = [self.app.verdict(h) for h in fleet.hosts]
+        verdicts = [self.nvls.verdict(h) for h in fleet.hosts]
         extra = ("sorted by verdict" if self.sort_by_verdict else "fleet order")
         if self.filter_text:
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
@@ -125,18 +129,18 @@ class FleetScreen(Screen[None]):
         """Open the node under the cursor."""
         host = self.query_one(FleetGrid).current_host
         if host:
-            self.app.open_node(host)
+            self.nvls.open_node(host)
 
     def draw_preview(self) -> None:
         """The findings of the node under the cursor, under the grid."""
         preview = self.query_one("#preview", Static)
         host = self.query_one(FleetGrid).current_host
-        state = self.app.fleet.get(host) if host else None
+        state = self.nvls.fleet.get(host) if host else None
         preview.display = state is not None
-        if state is None:
+        if state is None or host is None:
             return
-        diagnosis = self.app.diagnoses.get(host)
-        age = None if state.polled_at is None else self.app.clock() - state.polled_at
+        diagnosis = self.nvls.diagnoses.get(host)
+        age = None if state.polled_at is None else self.nvls.clock() - state.polled_at
         preview.border_title = f"{host}: findings"
         preview.border_subtitle = "Enter: GPUs, units, holders"
         text = header_text(state, diagnosis, age)
@@ -191,13 +195,13 @@ class FleetScreen(Screen[None]):
 
     def action_poll_all(self) -> None:
         """Poll every node now."""
-        self.app.poll_now()
-        self.notify(f"Polling {len(self.app.fleet)} nodes now.", timeout=2)
+        self.nvls.poll_now()
+        self.notify(f"Polling {len(self.nvls.fleet)} nodes now.", timeout=2)
 
     # ---- repair (console part 2) ----------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Read-only mode hides the repair."""
-        if action in destructive_actions("fleet") and self.app.read_only:
+        if action in destructive_actions("fleet") and self.nvls.read_only:
             return False
         return True
 
@@ -217,7 +221,7 @@ class FleetScreen(Screen[None]):
 
     def action_repair(self) -> None:
         """Plan the repair of the selected nodes (or the one under the cursor), then run it."""
-        if self.app.read_only:
+        if self.nvls.read_only:
             self.notify("Read-only mode: a repair would change the nodes, so it is refused.", severity="warning")
             return
         hosts = list(self.selected) or [h for h in [self.query_one(FleetGrid).current_host] if h]
@@ -229,7 +233,7 @@ class FleetScreen(Screen[None]):
             self.selected = []
             self.refresh_grid()
 
-        self.app.plan_repair(hosts, clear)
+        self.nvls.plan_repair(hosts, clear)
 
 
 SELECTED_STYLE = "bold reverse #5fafff"
@@ -243,6 +247,7 @@ def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
     """
     from rich.text import Text
 
+    app = cast("NvlsApp", grid.app)
     for host in grid.visible_hosts:
         cell = grid.get_cell(host, "host")
         want_mark = host in selected
@@ -250,6 +255,6 @@ def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
         if want_mark and not has_mark:
             grid.update_cell(host, "host", Text(host, style=SELECTED_STYLE))
         elif has_mark and not want_mark:
-            state = grid.app.fleet.get(host)
-            grid.update_cell(host, "host", grid.row_cells(state, grid.app.diagnoses.get(host),
-                                                          grid.app.clock())["host"])
+            state = app.fleet.get(host)
+            if state is not None:
+                grid.update_cell(host, "host", grid.row_cells(state, app.diagnoses.get(host), app.clock())["host"])

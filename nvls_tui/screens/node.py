@@ -11,11 +11,13 @@ from textual.widgets import DataTable, Footer, Static
 from nvls_tui.bindings import bindings_for, destructive_actions
 from nvls_tui.model import Holder, NodeState, Verdict
 from nvls_tui.model.node import ZERO_UUID, Diagnosis
-from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.runbook.actions import holder_label
+from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.typed import OnConsole
 from nvls_tui.widgets import cells
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.tables import cursor_key, sync_rows
+
 
 def compact_devices(devices: tuple[str, ...]) -> str:
     """``gpu0-7 ctl uvm`` rather than eight ``/dev/nvidiaN`` paths."""
@@ -78,7 +80,7 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     return text
 
 
-class NodeScreen(Screen[None]):
+class NodeScreen(OnConsole, Screen[None]):
     """GPUs, NVSwitches, units, findings, kernel events and holders of one host.
 
     Args:
@@ -96,7 +98,7 @@ class NodeScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, banner, the GPU table, findings/units/switches side by side, kernel, holders."""
         yield Static(id="node-header")
-        yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
+        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
         yield DataTable(id="gpus", cursor_type="row", classes="panel")
         with Horizontal(id="node-mid"):
             yield Static(id="findings", classes="panel")
@@ -121,23 +123,23 @@ class NodeScreen(Screen[None]):
                   "#switches": "NVSwitches", "#kernel": "Kernel fabric events (this boot)"}
         for sel, title in titles.items():
             self.query_one(sel).border_title = title
-        self.watch(self.app, "fleet", self.refresh_node, init=False)
+        self.watch(self.nvls, "fleet", self.refresh_node, init=False)
         self.refresh_node()
-        if self.app.periodic:
+        if self.nvls.periodic:
             self.set_interval(1.0, self._draw_header)  # the poll age moves even when nothing else does
         t("#holders", DataTable).focus()
 
     @property
     def state(self) -> NodeState | None:
         """This node's latest state."""
-        return self.app.fleet.get(self.host)
+        return self.nvls.fleet.get(self.host)
 
     def refresh_node(self, *_: object) -> None:
         """Redraw from the latest state; the tables keep their cursors."""
         state = self.state
         if state is None:
             return
-        diagnosis = self.app.diagnoses.get(self.host)
+        diagnosis = self.nvls.diagnoses.get(self.host)
         self._draw_header()
         self._draw_gpus(state)
         self._draw_findings(diagnosis)
@@ -157,8 +159,8 @@ class NodeScreen(Screen[None]):
         state = self.state
         if state is None:
             return
-        age = None if state.polled_at is None else self.app.clock() - state.polled_at
-        self.query_one("#node-header", Static).update(header_text(state, self.app.diagnoses.get(self.host), age))
+        age = None if state.polled_at is None else self.nvls.clock() - state.polled_at
+        self.query_one("#node-header", Static).update(header_text(state, self.nvls.diagnoses.get(self.host), age))
 
     def _draw_gpus(self, state: NodeState) -> None:
         rows = []
@@ -201,7 +203,7 @@ class NodeScreen(Screen[None]):
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide what changes a node in read-only mode; grey out what has nothing to act on."""
-        if action in destructive_actions("node") and self.app.read_only:
+        if action in destructive_actions("node") and self.nvls.read_only:
             return False
         state = self.state
         if action == "sigterm":
@@ -252,7 +254,7 @@ class NodeScreen(Screen[None]):
         self.refresh_bindings()
 
     def _refuse_read_only(self) -> bool:
-        if self.app.read_only:
+        if self.nvls.read_only:
             self.notify("Read-only mode: this action would change the node, so it is refused.",
                         severity="warning")
             return True
@@ -271,9 +273,9 @@ class NodeScreen(Screen[None]):
         def done(ok: bool | None) -> None:
             if ok:
                 self.selected = {}
-                self.app.start_action(f"SIGTERM on {host}", self._sigterm(host, holders))
+                self.nvls.start_action(f"SIGTERM on {host}", self._sigterm(host, holders))
 
-        self.app.push_screen(ConfirmScreen(
+        self.nvls.push_screen(ConfirmScreen(
             f"Send SIGTERM to {len(holders)} process{'es' if len(holders) != 1 else ''} on {host}?",
             [holder_label(h, 90) for h in holders],
             confirm_label=f"SIGTERM {len(holders)}",
@@ -281,9 +283,9 @@ class NodeScreen(Screen[None]):
                  "a PID that changed is refused and reported."), done)
 
     async def _sigterm(self, host: str, holders: list[Holder]) -> None:
-        done = await self.app.session.sigterm(host, holders)
-        self.app.notify(done.message, severity=done.severity, timeout=8)
-        self.app.poll_now(host)
+        done = await self.nvls.session.sigterm(host, holders)
+        self.nvls.notify(done.message, severity=done.severity, timeout=8)
+        self.nvls.poll_now(host)
 
     def action_stop_unit(self, unit: str | None = None) -> None:
         """Confirm, then ``systemctl stop`` the unit (default: the one under the units cursor)."""
@@ -304,22 +306,22 @@ class NodeScreen(Screen[None]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.app.start_action(f"{verb} {unit} on {host}", self._run_unit(host, verb, unit))
+                self.nvls.start_action(f"{verb} {unit} on {host}", self._run_unit(host, verb, unit))
 
-        self.app.push_screen(ConfirmScreen(
+        self.nvls.push_screen(ConfirmScreen(
             f"{verb.capitalize()} {unit} on {host}?", [f"systemctl {verb} {unit}"],
             confirm_label=f"{verb.capitalize()} {unit.removesuffix('.service')}"), done)
 
     async def _run_unit(self, host: str, verb: str, unit: str) -> None:
         state = self.state
         seen = next((s.active for s in state.services if s.name == unit), None) if state else None
-        done = await self.app.session.unit(host, verb, unit, seen=seen)
-        self.app.notify(done.message, severity=done.severity, timeout=6)
-        self.app.poll_now(host)
+        done = await self.nvls.session.unit(host, verb, unit, seen=seen)
+        self.nvls.notify(done.message, severity=done.severity, timeout=6)
+        self.nvls.poll_now(host)
 
     def action_poll_node(self) -> None:
         """Poll this node now."""
-        self.app.poll_now(self.host)
+        self.nvls.poll_now(self.host)
 
     def action_restore_repair(self) -> None:
         """Confirm, then put the node back from an interrupted repair's record (repair --restore)."""
@@ -334,18 +336,18 @@ class NodeScreen(Screen[None]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.app.start_action(f"restore on {host}", self._restore(host))
+                self.nvls.start_action(f"restore on {host}", self._restore(host))
 
-        self.app.push_screen(ConfirmScreen(
+        self.nvls.push_screen(ConfirmScreen(
             f"Restore {host} from the interrupted repair's record?",
             units or ["(the record names no unit)"], confirm_label="Restore",
             note=f"Started {record.get('started', '?')} by {record.get('operator', '?')}. Every unit and "
                  "persistence setting goes back as recorded; the record and the lock are removed."), done)
 
     async def _restore(self, host: str) -> None:
-        done = await self.app.session.restore(host)
-        self.app.notify(done.message, severity=done.severity, timeout=10)
-        self.app.poll_now(host)
+        done = await self.nvls.session.restore(host)
+        self.nvls.notify(done.message, severity=done.severity, timeout=10)
+        self.nvls.poll_now(host)
 
     # ---- single actions, streamed into a side pane (console part 2) -----------------------------
     def action_reset_gpus(self) -> None:

@@ -26,6 +26,7 @@ from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
 
 from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text, spinner
@@ -56,10 +57,10 @@ def plan_text(outcome: NodeOutcome) -> Group:
                 continue
             n += 1
             cmd, _, why = command.partition("  # ")
-            line = Text(f"$ {cmd.rstrip()}", style="#87d7ff")
+            shown = Text(f"$ {cmd.rstrip()}", style="#87d7ff")
             if why:
-                line.append(f"  # {why}", style="#8a8a8a")
-            grid.add_row(str(n), line)
+                shown.append(f"  # {why}", style="#8a8a8a")
+            grid.add_row(str(n), shown)
         parts.append(grid)
     return Group(*parts)
 
@@ -68,7 +69,7 @@ STRATEGY_WORDS = {"parallel": "parallel: every node at once", "serial": "serial:
                   "canary": "canary: the first alone, stop at a failure"}
 
 
-class PlanScreen(Screen[Approval]):
+class PlanScreen(OnConsole, Screen[Approval]):
     """The dry run of ``hosts`` and the typed confirmation; dismisses with the :class:`Approval`.
 
     Args:
@@ -88,9 +89,9 @@ class PlanScreen(Screen[Approval]):
     def compose(self) -> ComposeResult:
         """Header, banner, one plan per node side by side, the confirmation row, the footer."""
         yield Static(id="plan-header")
-        yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
+        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
         with Horizontal(id="plan-columns"):
-            for i, host in enumerate(self.hosts):
+            for i in range(len(self.hosts)):
                 with VerticalScroll(id=f"plan-{i}", classes="plan-column panel"):
                     yield Static(id=f"plan-body-{i}", classes="plan-body")
         with Vertical(id="plan-confirm"):
@@ -117,13 +118,13 @@ class PlanScreen(Screen[Approval]):
 
     async def plan(self) -> None:
         """The runbook's dry run of every node at once (read-only), through the session's ledger."""
-        backends = [self.app.backend_for(h) for h in self.hosts]
-        options = repair_options(backends, self.app.timeout, dry_run=True)
-        ledger = self.app.session.ledger
+        backends = [self.nvls.backend_for(h) for h in self.hosts]
+        options = repair_options(backends, self.nvls.timeout, dry_run=True)
+        ledger = self.nvls.session.ledger
         if any(ledger.changes(h) for h in self.hosts):
             self.query_one("#plan-put-back").display = True
         put_back = self.query_one("#plan-put-back", Checkbox).value
-        self.outcomes.update(await self.app.session.plan(self.hosts, options, put_back_manual=put_back))
+        self.outcomes.update(await self.nvls.session.plan(self.hosts, options, put_back_manual=put_back))
         self._timer.stop()
         self.draw_plans()
 
@@ -214,7 +215,7 @@ class PlanScreen(Screen[Approval]):
 
     @on(Button.Pressed, "#plan-cancel")
     def _cancel(self) -> None:
-        self.app.pop_screen()
+        self.nvls.pop_screen()
 
     def action_scroll_plans(self, pages: int) -> None:
         """Scroll every node's plan together, a page at a time."""

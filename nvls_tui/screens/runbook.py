@@ -20,6 +20,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
@@ -28,9 +29,15 @@ from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.session import Busy, RepairRun
-from nvls_tui.runbook.steps import DEFAULT_THRESHOLDS, HolderDecision, RepairOptions, threshold_for
+from nvls_tui.runbook.steps import (
+    DEFAULT_THRESHOLDS,
+    HolderDecision,
+    RepairOptions,
+    threshold_for,
+)
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RESULT_GLYPH, RESULT_STYLE, RunbookColumn
+from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text
@@ -41,7 +48,7 @@ MAX_SIDE_BY_SIDE = 4
 HOLDER_RECHECK = 2.0
 
 
-class RunbookScreen(Screen[None]):
+class RunbookScreen(OnConsole, Screen[None]):
     """The repair of ``hosts``, one column each.
 
     Args:
@@ -77,7 +84,7 @@ class RunbookScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, banner, the columns (or tabs), the footer."""
         yield Static(id="runbook-header")
-        yield ModeBanner(simulated=self.app.simulated, read_only=self.app.read_only, id="banner")
+        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
         columns = [RunbookColumn(h, threshold=self._threshold(h), id=f"col-{i}") for i, h in enumerate(self.hosts)]
         if len(columns) <= MAX_SIDE_BY_SIDE:
             with Horizontal(id="runbook-columns"):
@@ -90,7 +97,7 @@ class RunbookScreen(Screen[None]):
         yield Footer()
 
     def _threshold(self, host: str) -> float:
-        state = self.app.fleet.get(host)
+        state = self.nvls.fleet.get(host)
         gpus = state.gpus if state is not None else ()
         override = self.options.smoke_threshold if self.options else None
         thresholds = self.options.thresholds if self.options else DEFAULT_THRESHOLDS
@@ -99,13 +106,13 @@ class RunbookScreen(Screen[None]):
     def on_mount(self) -> None:
         """Start the clock ticks (spinners, elapsed times) and, unless replaying, the repair."""
         if self.options is None and self.start:
-            self.options = repair_options([self.app.backend_for(h) for h in self.hosts], self.app.timeout)
+            self.options = repair_options([self.nvls.backend_for(h) for h in self.hosts], self.nvls.timeout)
         if self.clock is None:
             self.clock = self.options.clock if self.options else time.monotonic
         self.set_interval(0.2, self.tick)
         self.draw_header()
         if self.start:
-            self.app.start_action(f"repair {' '.join(self.hosts)}", self.run_repair())
+            self.nvls.start_action(f"repair {' '.join(self.hosts)}", self.run_repair())
 
     @property
     def columns(self) -> dict[str, RunbookColumn]:
@@ -152,8 +159,8 @@ class RunbookScreen(Screen[None]):
         runs = [c.run for c in self.columns.values()]
         if runs and all(r.result is not None for r in runs):
             for r in runs:
-                text.append(f"{RESULT_GLYPH.get(r.result, '•')} {r.host} {r.result}  ",
-                            style=RESULT_STYLE.get(r.result, "bold"))
+                text.append(f"{RESULT_GLYPH.get(r.result or '', '•')} {r.host} {r.result}  ",
+                            style=RESULT_STYLE.get(r.result or "", "bold"))
         elif self.started_at is not None:
             end = self.finished_at if self.finished_at is not None else self.now()
             text.append(f"running {duration_text(max(0.0, end - self.started_at))}  ", style="bold #5fafff")
@@ -168,7 +175,7 @@ class RunbookScreen(Screen[None]):
     # ---- the run ------------------------------------------------------------------------------
     async def run_repair(self) -> None:
         """Run the repair through the session; the run log gets every event before the screen does."""
-        app = self.app
+        app = self.nvls
         options = self.options or repair_options([app.backend_for(h) for h in self.hosts], app.timeout)
         self.repair = app.session.start_repair(self.hosts, self.approval.strategy)
         self.started_at = self.now()
@@ -202,9 +209,9 @@ class RunbookScreen(Screen[None]):
 
         def answer(ok: bool | None) -> None:
             if ok:
-                self.app.plan_repair(hosts)
+                self.nvls.plan_repair(hosts)
 
-        self.app.push_screen(ConfirmScreen(
+        self.nvls.push_screen(ConfirmScreen(
             f"{' '.join(hosts)} changed since the plan was approved: plan again?",
             [f"{o.host}: {change}" for o in drifted for change in o.drift],
             confirm_label="Plan again", cancel_label="Leave it",
@@ -225,7 +232,7 @@ class RunbookScreen(Screen[None]):
         if action == "abort_all":
             return True if self.running and self._running_hosts() else None
         if action == "sigterm_holders":
-            if self.app.read_only:
+            if self.nvls.read_only:
                 return False
             return True if any(c.asking for c in self.columns.values()) else None
         if action == "report":
@@ -240,7 +247,7 @@ class RunbookScreen(Screen[None]):
         running = self._running_hosts()
         if not self.running or not running:
             return None
-        node = self.focused
+        node: DOMNode | None = self.focused
         while node is not None and not isinstance(node, RunbookColumn):
             node = node.parent
         if node is None and self.query("TabbedContent"):
@@ -273,7 +280,7 @@ class RunbookScreen(Screen[None]):
             if ok:
                 self.abort(hosts)
 
-        self.app.push_screen(ConfirmScreen(
+        self.nvls.push_screen(ConfirmScreen(
             f"Abort the repair of {', '.join(hosts)}?",
             [f"{r.host}: at {r.current or 'a step boundary'}; stops before its next command" for r in runs],
             confirm_label="Abort and restore",
@@ -285,7 +292,7 @@ class RunbookScreen(Screen[None]):
         targets = list(hosts) if hosts is not None else self._running_hosts()
         for host in targets:
             self.aborting.add(host)
-            self.app.session.abort(host)
+            self.nvls.session.abort(host)
             column = self.columns.get(host)
             if column is not None and column.run.result is None:
                 column.decide(HolderDecision(abort=True))
@@ -295,7 +302,7 @@ class RunbookScreen(Screen[None]):
 
     def action_sigterm_holders(self) -> None:
         """Confirm, then hand the selected holders of the waiting column(s) to the runbook for SIGTERM."""
-        if self.app.read_only:
+        if self.nvls.read_only:
             self.notify("Read-only mode: this action would change the node, so it is refused.", severity="warning")
             return
         chosen = {c.host: c.selected_holders for c in self.columns.values() if c.asking and c.selected_holders}
@@ -309,7 +316,7 @@ class RunbookScreen(Screen[None]):
                 for host, hs in chosen.items():
                     self.columns[host].decide(HolderDecision(sigterm=tuple(h.pid for h in hs)))
 
-        self.app.push_screen(ConfirmScreen(
+        self.nvls.push_screen(ConfirmScreen(
             f"Send SIGTERM to {len(lines)} process{'es' if len(lines) != 1 else ''}?", lines,
             confirm_label=f"SIGTERM {len(lines)}",
             note="The runbook re-checks each PID's start time and command line just before the signal."), done)
@@ -339,5 +346,5 @@ class RunbookScreen(Screen[None]):
             self.notify("The repair is still running: a aborts it (and restores); the screen stays until it ends.",
                         severity="warning")
             return
-        self.app.pop_screen()
+        self.nvls.pop_screen()
 

@@ -17,9 +17,9 @@ from textual.widgets import SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from nvls_tui.model import Holder
+from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.steps import HolderDecision
-from nvls_tui.runbook.actions import holder_label
 from nvls_tui.views.runbook import NodeRun
 from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from nvls_tui.widgets.output_pane import OutputPane

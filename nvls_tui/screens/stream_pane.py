@@ -7,6 +7,8 @@ plot, output) sliding over the right of the node screen.
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,11 +22,12 @@ from nvls_tui.runbook.single import ACTIONS, SingleAction
 from nvls_tui.runbook.steps import DEFAULT_THRESHOLDS, RepairOptions, threshold_for
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RunbookColumn
+from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import repair_options
 from nvls_tui.widgets.step_list import duration_text
 
 
-class StreamPane(ModalScreen[None]):
+class StreamPane(OnConsole, ModalScreen[None]):
     """The side pane of one single action on one node; the action starts when the pane opens.
 
     Args:
@@ -46,17 +49,17 @@ class StreamPane(ModalScreen[None]):
         """A header line and the column (steps, plot for a smoke test, output)."""
         with Vertical(id="stream-box"):
             yield Static(id="stream-header")
-            state = self.app.fleet.get(self.host)
+            state = self.nvls.fleet.get(self.host)
             threshold = threshold_for(state.gpus if state else (), DEFAULT_THRESHOLDS, None)
             yield RunbookColumn(self.host, threshold=threshold, step_names=self.action_spec.steps, id="stream-column")
             yield Footer()
 
     def on_mount(self) -> None:
         """Start the action in a worker and tick the spinner."""
-        self.options = self.options or repair_options([self.app.backend_for(self.host)], self.app.timeout)
+        self.options = self.options or repair_options([self.nvls.backend_for(self.host)], self.nvls.timeout)
         self.set_interval(0.2, self.tick)
         self.draw_header()
-        self.app.start_action(f"{self.action_spec.title} on {self.host}", self.run_action())
+        self.nvls.start_action(f"{self.action_spec.title} on {self.host}", self.run_single_action())
 
     @property
     def column(self) -> RunbookColumn:
@@ -66,7 +69,7 @@ class StreamPane(ModalScreen[None]):
     def tick(self) -> None:
         """Spinner and elapsed times."""
         if self.is_attached:
-            self.column.tick(self.options.clock())
+            self.column.tick(self.now())
             self.draw_header()
 
     def draw_header(self) -> None:
@@ -76,7 +79,7 @@ class StreamPane(ModalScreen[None]):
         text.append(f" {self.action_spec.title} ", style="bold reverse")
         text.append(f"  {self.host}  ", style="bold")
         if run.result is None:
-            text.append(f"running {duration_text(run.elapsed(self.options.clock()))}", style="bold #5fafff")
+            text.append(f"running {duration_text(run.elapsed(self.now()))}", style="bold #5fafff")
         else:
             text.append(run.result, style="bold #5fd75f" if run.result == "ok" else "bold #ff5f5f")
         self.query_one("#stream-header", Static).update(text)
@@ -84,11 +87,15 @@ class StreamPane(ModalScreen[None]):
     def apply(self, event: RunbookEvent) -> None:
         """One event into the column (ignored once the pane was closed)."""
         if self.is_attached:
-            self.column.apply(event, self.options.clock())
+            self.column.apply(event, self.now())
 
-    async def run_action(self) -> None:
+    def now(self) -> float:
+        """The action's clock (the simulated one for a simulated fleet)."""
+        return self.options.clock() if self.options is not None else time.monotonic()
+
+    async def run_single_action(self) -> None:
         """Run the action through the session (audited, polls paused); say how it ended, re-poll the node."""
-        app = self.app
+        app = self.nvls
         try:
             done = await app.session.single(self.host, self.action_spec.kind, options=self.options,
                                             on_event=self.apply)

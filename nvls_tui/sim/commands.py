@@ -10,7 +10,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nvls_tui.sim import fabric, files, procps, render_nccl, render_procs, render_smi, render_system
+from nvls_tui.sim import (
+    fabric,
+    files,
+    procps,
+    render_nccl,
+    render_procs,
+    render_smi,
+    render_system,
+)
 from nvls_tui.sim.processes import advance
 from nvls_tui.sim.state import Node
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
 from nvls_tui.sim.clock import SimClock
 from nvls_tui.sim.commands import Output, Result, execute
 from nvls_tui.sim.scenarios import SCENARIOS, Scenario

@@ -93,8 +93,9 @@ def all_reduce_perf(node: Node, args: list[str], env: dict[str, str], now: float
     add((0.0, "# Using devices"))
     gpus = node.gpus[:ngpus]
     for rank, gpu in enumerate(gpus):
-        bus = gpu.bus_id.split(":")[1].lower()
-        add((0.0, f"#  Rank {rank:>2} Group  0 Pid {pid:>6} on {host:>10} device {rank:>2} [0000:{bus}:00] {gpu.name}"))
+        bus_hex = gpu.bus_id.split(":")[1].lower()
+        add((0.0, f"#  Rank {rank:>2} Group  0 Pid {pid:>6} on {host:>10} device {rank:>2} [0000:{bus_hex}:00] "
+                  f"{gpu.name}"))
     add((0.0, "#"))
     if len(gpus) < ngpus:
         add((0.3, f"{host}: Test CUDA failure common.cu:1012 'invalid device ordinal'"))
@@ -118,9 +119,9 @@ def all_reduce_perf(node: Node, args: list[str], env: dict[str, str], now: float
                   f"0.000134, recv 0.020848, ring 0.095836, delay 0.000000)"))
         for rank, gpu in enumerate(gpus):
             bus = int(gpu.bus_id.split(":")[1], 16) << 12
-            state = {"Completed": 3, "In Progress": 2, "Not Started": 1}.get(gpu.fabric_state, 0)
+            registered = {"Completed": 3, "In Progress": 2, "Not Started": 1}.get(gpu.fabric_state, 0)
             add((0.02, f"{host}:{pid}:{tid + rank} [{rank}] NCCL INFO MNNVL busId 0x{bus:x} fabric UUID 0.0 "
-                       f"cliqueId 0x0 state {state} healthMask 0x0"))
+                       f"cliqueId 0x0 state {registered} healthMask 0x0"))
         if use_nvls:
             for rank in range(ngpus):
                 add((0.02, f"{host}:{pid}:{tid + rank} [{rank}] NCCL INFO NVLS multicast support is available on "

@@ -223,12 +223,13 @@ def query_csv(node: Node, now: float, fields: list[str], fmt: set[str], gpus: li
         if _field(node, node.gpus[0], name, now) is None if node.gpus else False:
             return 2, f'Field "{name}" is not a valid field to query.\n\n', ""
     for name in fields:
-        unit = _field(node, node.gpus[0], name, now)[1] if node.gpus else ""
+        found = _field(node, node.gpus[0], name, now) if node.gpus else None
+        unit = found[1] if found else ""
         header.append(f"{name} [{unit}]" if unit and "nounits" not in fmt else name)
     for gpu in gpus:
         cells = []
         for name in fields:
-            value, unit = _field(node, gpu, name, now)
+            value, unit = _field(node, gpu, name, now) or ("[N/A]", "")  # every field was checked above
             cells.append(f"{value} {unit}" if unit and "nounits" not in fmt and value != "[N/A]" else value)
         rows.append(", ".join(cells))
     text = "" if "noheader" in fmt else ", ".join(header) + "\n"

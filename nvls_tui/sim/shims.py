@@ -20,9 +20,9 @@ from pathlib import Path
 import nvls_tui
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.poll.probe import SECTIONS, STATE_DIR, cgroup_argv, ppid_argv, ps_argv
-from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.store import NodeStore
 
 PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
@@ -137,6 +137,7 @@ def _write_static(root: Path, fleet, name: str) -> None:
     parents: list[int] = []
     if holders:
         found = execute(node, ppid_argv(holders), now)
+        assert isinstance(found, Output)  # ps is never a replay or a hang
         parents = sorted({int(w) for w in found.stdout.split() if w.isdigit()} - set(holders) - {0, 1})
         argvs += [ps_argv(holders + parents), cgroup_argv(holders + parents), ppid_argv(holders)]
     static_dir = root / "static"

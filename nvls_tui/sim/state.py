@@ -7,10 +7,10 @@ JSON file between two commands.
 
 from __future__ import annotations
 
-from nvls_tui.poll.probe import SIMULATED_MARKER, STATE_DIR
-
 import hashlib
 from dataclasses import asdict, dataclass, field
+
+from nvls_tui.poll.probe import SIMULATED_MARKER, STATE_DIR
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 H100_NAME = "NVIDIA H100 80GB HBM3"

@@ -195,15 +195,12 @@ class NodeRun:
             self.command, self.command_started = "", None
             changed.add("steps")
         elif isinstance(event, SmokeRow):
-            if self.smoke is None:
-                self.smokes.append(SmokeView(step=event.step))
+            smoke = self._current_smoke(event.step)
             if event.size is not None:
-                self.smoke.rows.append((event.size, event.row.get("oop_busbw", event.busbw), event.row.get("ip_busbw")))
+                smoke.rows.append((event.size, event.row.get("oop_busbw", event.busbw), event.row.get("ip_busbw")))
                 changed.add("plot")
         elif isinstance(event, SmokeFinished):
-            if self.smoke is None:
-                self.smokes.append(SmokeView(step=event.step))
-            self.smoke.result = event.smoke
+            self._current_smoke(event.step).result = event.smoke
             changed.add("plot")
             verdict = "passed" if event.smoke.passed else "FAILED"
             avg = f"{event.smoke.avg_busbw:.1f} GB/s" if event.smoke.avg_busbw is not None else "no average"
@@ -238,6 +235,12 @@ class NodeRun:
             changed |= {"steps", "summary", "holders"}
             lines.append(PaneLine(f"⇒ {event.result}: {event.message}", "ok" if event.result == "repaired" else "err"))
         return changed, lines
+
+    def _current_smoke(self, step: str) -> SmokeView:
+        """The smoke run rows go to (one is started when a row comes before its command)."""
+        if not self.smokes:
+            self.smokes.append(SmokeView(step=step))
+        return self.smokes[-1]
 
     def _step(self, name: str) -> StepView:
         if name not in self.steps:

@@ -7,11 +7,20 @@ Every state is shown in colour *and* in a glyph or a word, so it reads without c
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from collections.abc import Sequence
 
-from nvls_tui.model import FabricInfo, Finding, GpuState, NodeState, ServiceState, Severity, SmokeResult, Verdict
+from rich.text import Text
+
+from nvls_tui.model import (
+    FabricInfo,
+    Finding,
+    GpuState,
+    NodeState,
+    ServiceState,
+    Severity,
+    SmokeResult,
+    Verdict,
+)
 
 STYLE = {
     "broken": "bold #ff5f5f",

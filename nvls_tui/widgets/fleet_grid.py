@@ -15,7 +15,6 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from nvls_tui.bindings import spec
-
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.model import Fleet, NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
@@ -174,11 +173,12 @@ class FleetGrid(DataTable):
         Returns:
             How many cells were written (0 when nothing changed).
         """
-        order = [h for h in order if fleet.get(h) is not None]
+        states = {h: s for h in order if (s := fleet.get(h)) is not None}
+        order = list(states)
         fresh: set[str] = set()
         rows = {}
         for h in order:
-            rows[h], is_fresh = self._row(fleet.get(h), diagnoses.get(h), now)
+            rows[h], is_fresh = self._row(states[h], diagnoses.get(h), now)
             if is_fresh:
                 fresh.add(h)
         if order != self._order:

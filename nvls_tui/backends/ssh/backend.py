@@ -14,17 +14,18 @@ import asyncio
 import re
 import shlex
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
 import asyncssh
 
 from nvls_tui.backends.base import (
+    SIGNALS,
     Backend,
     BackendError,
     BackendOptions,
+    CappedText,
     CommandFailed,
     CommandResult,
-    CappedText,
     CommandTimeout,
     InvalidArgument,
     LineSplitter,
@@ -32,7 +33,6 @@ from nvls_tui.backends.base import (
     ProcessChanged,
     ProcessGone,
     ProcessIdentity,
-    SIGNALS,
     SignalOutcome,
     Unreachable,
     identity_text,
@@ -40,10 +40,17 @@ from nvls_tui.backends.base import (
     validate_host,
 )
 from nvls_tui.backends.ssh.pool import SshConnector
-from nvls_tui.model import NodeState
-from nvls_tui.textsafe import clean_line
-from nvls_tui.poll.probe import DERIVED_SECTIONS, SECTION_NAMES, SectionReader, new_nonce, probe_script, section_argv
 from nvls_tui.backends.ssh.targets import SshTarget
+from nvls_tui.model import NodeState
+from nvls_tui.poll.probe import (
+    DERIVED_SECTIONS,
+    SECTION_NAMES,
+    SectionReader,
+    new_nonce,
+    probe_script,
+    section_argv,
+)
+from nvls_tui.textsafe import clean_line
 
 # sshd's default MaxSessions is 10 channels per connection; stay under it.
 MAX_SESSIONS = 8
@@ -330,7 +337,7 @@ class SshBackend(Backend):
         env: Mapping[str, str] | None = None,
         pty: bool = False,
         privileged: bool = False,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Yield output lines (stdout and stderr merged) as the node prints them.
 
         A privileged command under ``sudo`` always gets a PTY: the login user cannot signal root's
@@ -451,7 +458,9 @@ class SshBackend(Backend):
             sections = await self.read_sections()
         except BackendError as exc:
             return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=time.time())
-        from nvls_tui.poll.assemble import assemble_node_state  # the lead's module; imported late on purpose
+        from nvls_tui.poll.assemble import (
+            assemble_node_state,  # the lead's module; imported late on purpose
+        )
 
         return assemble_node_state(self.host, sections, simulated=False, sudo=self.options.sudo)
 

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 
 import asyncssh
 
-from nvls_tui.backends.base import BackendError, BackendOptions, HostKeyRejected, InvalidArgument, Unreachable
+from nvls_tui.backends.base import (
+    BackendError,
+    BackendOptions,
+    HostKeyRejected,
+    InvalidArgument,
+    Unreachable,
+)
 from nvls_tui.backends.ssh.targets import SshTarget, parse_target
 
 # curve25519 first, then asyncssh's defaults (``^`` = prepend), as OpenSSH itself prefers.

@@ -1,0 +1,34 @@
+"""The one way tests wait: poll a condition until it holds or a generous deadline passes.
+
+No test sleeps for a fixed time hoping something happened; each waits for the thing itself and
+fails naming it. The deadlines are long because CI is two shared cores (the suite must pass with
+``-n 4`` there): they bound a hang, they do not measure speed (benchmarks do that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+DEFAULT_TIMEOUT = 30.0
+
+
+async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Let a Textual app run (``pilot.pause``) until ``condition()`` holds; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        await pilot.pause(0.02)
+
+
+async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
+    """Wait (outside an app) until ``predicate()`` holds; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:g}s waiting until {what}")
+        await asyncio.sleep(0.05)
+
+
+__all__ = ["DEFAULT_TIMEOUT", "until", "wait_until"]
