@@ -31,6 +31,7 @@ fi
 status=0
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
 .venv/bin/python -m bench.run ${BENCH_ARGS:-} || status=$?
+.venv/bin/python -m bench.audit_bench || status=$?
 if [ "${BENCH_UI:-1}" = "1" ]; then
     .venv/bin/python -m bench.ui_bench || status=$?
 fi
