@@ -130,3 +130,16 @@ def test_headless_progress_lines_reach_the_terminal(monkeypatch, tmp_path, capsy
     for line in ("gpu05          preflight ...", "gpu05          reset ok", "  $ nvidia-smi -r  -> 0",
                  "gpu05          => repaired: NVLS works again"):
         assert line in out, out[-2000:]
+
+
+def test_over_ssh_the_typed_confirmation_plans_then_repairs_on_fresh_connections(rigs, monkeypatch, tmp_path, capsys):
+    # The plan is read in one event loop and the repair runs in another: a connection of the first
+    # must not be reused by the second (asyncssh connections belong to their loop).
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setattr("sys.stdin", Terminal(rig.target("gpu05")))
+    code = main(["repair", rig.target("gpu05"), *rig.cli_args(), "--audit-dir", str(tmp_path), "--json"])
+    captured = capsys.readouterr()
+    node = json.loads(captured.out)["nodes"][0]
+    assert "$ nvidia-smi -r" in captured.err
+    assert (code, node["result"]) == (0, "repaired"), node["message"]

@@ -187,3 +187,11 @@ async def test_a_unit_name_that_is_not_one_never_reaches_the_node(tmp_path):
     session = Session({"gpu05": backend}, audit_dir=str(tmp_path))
     done = await session.unit("gpu05", "stop", "kubelet; reboot")
     assert not done.ok and backend.ran == []
+
+
+def test_signals_leave_the_ledger_once_a_repair_reported_them_stops_stay_until_put_back():
+    ledger = Ledger()
+    ledger.record(ManualChange("gpu05", SIGNALLED, pid=4000, command="dcgm-exporter", kind="dcgm-exporter", at=0))
+    ledger.record(ManualChange("gpu05", STOPPED, unit=DCGM, before="active", at=0))
+    ledger.reported("gpu05")
+    assert [c.what for c in ledger.changes("gpu05")] == [STOPPED]

@@ -210,7 +210,12 @@ async def _run(session: Session, hosts: list[str], args: argparse.Namespace, opt
 
 
 async def _plan_first(session: Session, hosts: list[str], options: RepairOptions) -> list[NodeOutcome]:
-    plans = await session.plan(hosts, options)
+    """The plan the operator is asked to approve, read in an event loop of its own."""
+    try:
+        plans = await session.plan(hosts, options)
+    finally:
+        # Its connections belong to this loop; the repair runs in the next one and opens its own.
+        await asyncio.gather(*(b.close() for b in session.backends.values()), return_exceptions=True)
     return [plans[h] for h in hosts]
 
 

@@ -89,6 +89,11 @@ class Ledger:
             return
         self._changes[host] = [c for c in self.changes(host) if not (c.what == STOPPED and c.unit in units)]
 
+    def reported(self, host: str) -> None:
+        """A repair's log listed the node's changes: the signals are history now (the stops stay
+        until a restore puts their units back)."""
+        self._changes[host] = [c for c in self.changes(host) if c.what != SIGNALLED]
+
     def hosts(self) -> list[str]:
         """Nodes with open changes."""
         return [h for h, changes in self._changes.items() if changes]

@@ -389,8 +389,13 @@ class Session:
                 self.busy.pop(h, None)
             run.finished = True
         for outcome in run.outcomes:
+            if options.dry_run:
+                continue
             if outcome.restored and put_back_manual:
                 self.ledger.forget(outcome.host, outcome.restored)
+            preflight = next((s for s in outcome.steps if s.name == "preflight"), None)
+            if preflight is not None and preflight.status == "ok":  # its log holds the manual changes
+                self.ledger.reported(outcome.host)
         await self._note_run(hosts, "; ".join(f"{o.host} {o.result}" for o in run.outcomes))
         return run.outcomes
 
