@@ -23,8 +23,9 @@ from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.runbook.session import Session
 from nvls_tui.textsafe import clean
+from nvls_tui.widgets import palette
 
-STYLE_FILES = ("app.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
+STYLE_FILES = ("app.tcss", "palette.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
 
 
 def style_dir() -> Path:
@@ -78,6 +79,8 @@ class NvlsApp(App[int]):
     CSS_PATH = [style_dir() / name for name in STYLE_FILES]
     BINDINGS = bindings_for("app")
     COMMANDS = App.COMMANDS | {ConsoleCommands}
+    # The colour roles of Rich text (styles/palette.tcss), read once by palette.load on mount.
+    COMPONENT_CLASSES = palette.COMPONENT_CLASSES
 
     fleet: reactive[Fleet] = reactive(Fleet, always_update=True)
     """The latest state of every node; screens watch it and redraw what changed."""
@@ -149,9 +152,10 @@ class NvlsApp(App[int]):
         self.notify(f"audit log write failed: {message}", severity="error", timeout=15)
 
     def on_mount(self) -> None:
-        """Apply the keymap, show the fleet, start one poll worker per node."""
+        """Read the colour roles, apply the keymap, show the fleet, start one poll worker per node."""
         from nvls_tui.screens.fleet import FleetScreen
 
+        palette.load(self)  # before any screen draws a cell
         self.set_keymap(self.keymap)
         self.push_screen(FleetScreen())
         for host, poller in self.pollers.items():

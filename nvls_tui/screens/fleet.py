@@ -16,7 +16,7 @@ from nvls_tui.bindings import bindings_for, destructive_actions
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.node import header_text
 from nvls_tui.screens.typed import OnConsole
-from nvls_tui.widgets import cells
+from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
 from nvls_tui.widgets.fleet_grid import FleetGrid
 
@@ -236,9 +236,6 @@ class FleetScreen(OnConsole, Screen[None]):
         self.nvls.plan_repair(hosts, clear)
 
 
-SELECTED_STYLE = "bold reverse #5fafff"
-
-
 def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
     """Show the nodes picked for a repair in the host column (reversed blue), others as the grid drew them.
 
@@ -248,12 +245,13 @@ def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
     from rich.text import Text
 
     app = cast("NvlsApp", grid.app)
+    selected_style = palette.STYLE["selected"]
     for host in grid.visible_hosts:
         cell = grid.get_cell(host, "host")
         want_mark = host in selected
-        has_mark = isinstance(cell, Text) and str(cell.style) == SELECTED_STYLE
+        has_mark = isinstance(cell, Text) and cell.style == selected_style
         if want_mark and not has_mark:
-            grid.update_cell(host, "host", Text(host, style=SELECTED_STYLE))
+            grid.update_cell(host, "host", Text(host, style=selected_style))
         elif has_mark and not want_mark:
             state = app.fleet.get(host)
             if state is not None:

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
 from nvls_tui.bindings import SCOPES, specs_for
+from nvls_tui.widgets import palette
 
 SCOPE_TITLES = {"app": "anywhere", "fleet": "fleet", "node": "node", "runbook": "repair"}
 
@@ -52,7 +53,7 @@ class HelpScreen(ModalScreen[None]):
                 flag = Text("")
                 if s.destructive:
                     flag = Text("refused: read-only" if self.read_only else "changes a node",
-                                style="#8a8a8a" if self.read_only else "#ffaf00")
+                                style=palette.STYLE["muted" if self.read_only else "warn"])
                 table.add_row(SCOPE_TITLES[scope], Text(key, style="bold"),
                               Text(f"{s.description}: {s.tooltip}"), Text(s.id, style="dim"), flag)
         table.focus()

@@ -14,7 +14,7 @@ from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.typed import OnConsole
-from nvls_tui.widgets import cells
+from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.tables import cursor_key, sync_rows
 
@@ -190,7 +190,7 @@ class NodeScreen(OnConsole, Screen[None]):
         self.selected = {p: h for p, h in self.selected.items() if (h.pid, h.start_time) in live}
         rows = []
         for h in state.holders:
-            mark = Text("●", style="bold #5fafff") if h.pid in self.selected else Text(" ")
+            mark = Text("●", style=palette.bold("accent")) if h.pid in self.selected else Text(" ")
             rows.append((str(h.pid), (mark, str(h.pid), h.user, h.kind.value, owner_text(h),
                                       compact_devices(h.devices), h.start_time or "–", h.command)))
         table = self.query_one("#holders", DataTable)

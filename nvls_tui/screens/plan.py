@@ -28,6 +28,7 @@ from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import Approval, repair_options
+from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text, spinner
 
@@ -35,31 +36,32 @@ from nvls_tui.widgets.step_list import duration_text, spinner
 def plan_text(outcome: NodeOutcome) -> Group:
     """One node's plan: each step, numbered, with its exact command lines (wrapped under themselves)."""
     parts: list = []
+    warn, muted = palette.STYLE["warn"], palette.STYLE["muted"]
     if outcome.manual:
-        parts.append(Text("Changed by hand in this console:", style="bold #ffaf00"))
+        parts.append(Text("Changed by hand in this console:", style=palette.bold("warn")))
         for line in outcome.manual:
-            parts.append(Text(f"  {line}", style="#ffaf00"))
+            parts.append(Text(f"  {line}", style=warn))
         parts.append(Text(""))
     if outcome.result == "refused":
-        parts.append(Text("⊘ a repair would be refused", style="bold #ffaf00"))
-        parts.append(Text(f"{outcome.message}\n", style="#ffaf00"))
+        parts.append(Text("⊘ a repair would be refused", style=palette.bold("warn")))
+        parts.append(Text(f"{outcome.message}\n", style=warn))
     n = 0
     for i, step in enumerate(outcome.steps, 1):
         parts.append(Text(f"{i}. {step.name}", style="bold"))
         grid = Table.grid(padding=(0, 1))
-        grid.add_column(justify="right", width=4, style="#8a8a8a")
+        grid.add_column(justify="right", width=4, style=muted)
         grid.add_column(ratio=1, overflow="fold")
         if not step.commands:
-            grid.add_row("", Text("(nothing to do)", style="#8a8a8a"))
+            grid.add_row("", Text("(nothing to do)", style=muted))
         for command in step.commands:
             if command.startswith("#"):
-                grid.add_row("", Text(command, style="#8a8a8a"))
+                grid.add_row("", Text(command, style=muted))
                 continue
             n += 1
             cmd, _, why = command.partition("  # ")
-            shown = Text(f"$ {cmd.rstrip()}", style="#87d7ff")
+            shown = Text(f"$ {cmd.rstrip()}", style=palette.STYLE["command"])
             if why:
-                shown.append(f"  # {why}", style="#8a8a8a")
+                shown.append(f"  # {why}", style=muted)
             grid.add_row(str(n), shown)
         parts.append(grid)
     return Group(*parts)
@@ -148,12 +150,14 @@ class PlanScreen(OnConsole, Screen[Approval]):
         header = Text()
         header.append(" Repair plan ", style="bold reverse")
         header.append(f"  {' '.join(self.hosts)}  ", style="bold")
-        header.append(f"{spinner(elapsed)} dry run: reading the nodes ({duration_text(elapsed)})", style="#5fafff")
+        header.append(f"{spinner(elapsed)} dry run: reading the nodes ({duration_text(elapsed)})",
+                      style=palette.STYLE["accent"])
         self.query_one("#plan-header", Static).update(header)
         for i, host in enumerate(self.hosts):
             if host not in self.outcomes:
                 self.query_one(f"#plan-body-{i}", Static).update(
-                    Text(f"{spinner(elapsed)} reading {host} (read-only poll) {duration_text(elapsed)}", style="#5fafff"))
+                    Text(f"{spinner(elapsed)} reading {host} (read-only poll) {duration_text(elapsed)}",
+                         style=palette.STYLE["accent"]))
 
     def draw_plans(self) -> None:
         """Every node's commands, then the confirmation for the repairable ones."""
@@ -161,7 +165,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
         header.append(" Repair plan ", style="bold reverse")
         header.append(f"  {' '.join(self.hosts)}  ", style="bold")
         header.append("dry run: nothing was changed. These are the exact commands a repair runs, in order.",
-                      style="#8a8a8a")
+                      style=palette.STYLE["muted"])
         self.query_one("#plan-header", Static).update(header)
         for i, host in enumerate(self.hosts):
             outcome = self.outcomes[host]
@@ -174,16 +178,16 @@ class PlanScreen(OnConsole, Screen[Approval]):
         names = self.repairable
         note = Text()
         if names:
-            note.append(f"This resets every GPU and NVSwitch of {' '.join(names)}. ", style="bold #ff5f5f")
+            note.append(f"This resets every GPU and NVSwitch of {' '.join(names)}. ", style=palette.bold("bad"))
             note.append(f"Type {' '.join(names)} to go on; Esc cancels.", style="bold")
             skipped = [h for h in self.hosts if h not in names]
             if skipped:
-                note.append(f"  Left out (refused): {' '.join(skipped)}.", style="#ffaf00")
+                note.append(f"  Left out (refused): {' '.join(skipped)}.", style=palette.STYLE["warn"])
             self.query_one("#plan-go", Button).label = f"Repair {len(names)} node{'s' if len(names) != 1 else ''}"
             self.query_one("#plan-typed", Input).placeholder = f"type {' '.join(names)} to confirm"
             self.query_one("#plan-typed").focus()
         else:
-            note.append("No selected node can be repaired (see why above). Esc goes back.", style="bold #ffaf00")
+            note.append("No selected node can be repaired (see why above). Esc goes back.", style=palette.bold("warn"))
             self.query_one("#plan-typed").display = False
             self.query_one("#plan-cancel").focus()
         self.query_one("#plan-note", Static).update(note)

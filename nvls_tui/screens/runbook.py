@@ -36,9 +36,10 @@ from nvls_tui.runbook.steps import (
     threshold_for,
 )
 from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.runbook_column import RESULT_GLYPH, RESULT_STYLE, RunbookColumn
+from nvls_tui.screens.runbook_column import RESULT_GLYPH, RunbookColumn, result_style
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import Approval, repair_options
+from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text
 
@@ -155,21 +156,21 @@ class RunbookScreen(OnConsole, Screen[None]):
         text.append(" Repair ", style="bold reverse")
         text.append(f"  {' '.join(self.hosts)}  ", style="bold")
         if len(self.hosts) > 1:
-            text.append(f"{self.approval.strategy}  ", style="#8a8a8a")
+            text.append(f"{self.approval.strategy}  ", style=palette.STYLE["muted"])
         runs = [c.run for c in self.columns.values()]
         if runs and all(r.result is not None for r in runs):
             for r in runs:
                 text.append(f"{RESULT_GLYPH.get(r.result or '', '•')} {r.host} {r.result}  ",
-                            style=RESULT_STYLE.get(r.result or "", "bold"))
+                            style=result_style(r.result))
         elif self.started_at is not None:
             end = self.finished_at if self.finished_at is not None else self.now()
-            text.append(f"running {duration_text(max(0.0, end - self.started_at))}  ", style="bold #5fafff")
+            text.append(f"running {duration_text(max(0.0, end - self.started_at))}  ", style=palette.bold("accent"))
         if self.run_id:
-            text.append(f"run {self.run_id}  ", style="#8a8a8a")
+            text.append(f"run {self.run_id}  ", style=palette.STYLE["muted"])
         if self.report_path:
-            text.append(f"report: {self.report_path}", style="bold #5fd75f")
+            text.append(f"report: {self.report_path}", style=palette.bold("ok"))
         elif self.audit_path:
-            text.append(f"audit log: {self.audit_path}", style="#8a8a8a")
+            text.append(f"audit log: {self.audit_path}", style=palette.STYLE["muted"])
         self.query_one("#runbook-header", Static).update(text)
 
     # ---- the run ------------------------------------------------------------------------------

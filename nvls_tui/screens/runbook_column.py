@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -21,14 +22,21 @@ from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.steps import HolderDecision
 from nvls_tui.views.runbook import NodeRun
+from nvls_tui.widgets import palette
 from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from nvls_tui.widgets.output_pane import OutputPane
 from nvls_tui.widgets.step_list import StepList, duration_text
 
-RESULT_STYLE = {"repaired": "bold #5fd75f", "failed": "bold #ff5f5f", "refused": "bold #ffaf00",
-                "aborted": "bold #ffaf00", "planned": "bold #87d7ff", "restored": "bold #5fd75f",
-                "ok": "bold #5fd75f"}
+# The colour role of each way a run can end (shown in bold); its keys are also the column's classes.
+RESULT_ROLE = {"repaired": "ok", "failed": "bad", "refused": "warn", "aborted": "warn", "planned": "command",
+               "restored": "ok", "ok": "ok"}
 RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "aborted": "■", "restored": "✔", "ok": "✔"}
+
+
+def result_style(result: str | None) -> Style:
+    """How a run's result looks: bold in its role's colour (plain bold while running or unknown)."""
+    role = RESULT_ROLE.get(result or "")
+    return palette.bold(role) if role is not None else palette.BOLD
 
 
 def smoke_caption(step: str) -> str:
@@ -40,20 +48,20 @@ def summary_text(run: NodeRun) -> Text:
     """The end of a run in a few lines: result, bandwidth, duration, what was put back."""
     text = Text()
     result = run.result or "running"
-    text.append(f" {RESULT_GLYPH.get(result, '•')} {result} ", style=RESULT_STYLE.get(result, "bold") + " reverse")
+    text.append(f" {RESULT_GLYPH.get(result, '•')} {result} ", style=result_style(result) + palette.REVERSE)
     smoke = run.smoke.result if run.smoke else None
     if smoke is not None and smoke.avg_busbw is not None:
         text.append(f"  {smoke.avg_busbw:.1f} GB/s", style="bold")
-        text.append(f" ({'≥' if smoke.passed else '<'} {smoke.threshold or 0:.0f})", style="#8a8a8a")
+        text.append(f" ({'≥' if smoke.passed else '<'} {smoke.threshold or 0:.0f})", style=palette.STYLE["muted"])
     text.append(f"  in {duration_text(run.elapsed(0.0) if run.finished is not None else None) or '–'}",
-                style="#8a8a8a")
+                style=palette.STYLE["muted"])
     if run.message:
         text.append(f"\n {run.message}")
     if run.restored or run.restore_failed:
-        text.append("\n restored: ", style="#8a8a8a")
+        text.append("\n restored: ", style=palette.STYLE["muted"])
         text.append(", ".join(u.removesuffix(".service") for u in run.restored) or "nothing")
         if run.restore_failed:
-            text.append(f"  NOT restored: {', '.join(run.restore_failed)}", style="bold #ff5f5f")
+            text.append(f"  NOT restored: {', '.join(run.restore_failed)}", style=palette.bold("bad"))
     return text
 
 
@@ -128,7 +136,7 @@ class RunbookColumn(Vertical):
             summary.display = True
             summary.update(summary_text(run))
             self.query_one(OutputPane).scroll_end(animate=False)  # the summary took room: keep the end in view
-            for result in RESULT_STYLE:
+            for result in RESULT_ROLE:
                 self.set_class(run.result == result, f"-{result}")
 
     def _draw_holders(self) -> None:
@@ -141,7 +149,8 @@ class RunbookColumn(Vertical):
         n = len(run.holders)
         box.border_title = f"{n} holder{'s' if n != 1 else ''} still hold{'' if n != 1 else 's'} a device"
         self.query_one(".holders-hint", Static).update(Text(
-            "The runbook waits: space selects, t sends SIGTERM (identity re-checked), a aborts.", style="#ffaf00"))
+            "The runbook waits: space selects, t sends SIGTERM (identity re-checked), a aborts.",
+            style=palette.STYLE["warn"]))
         listing = self.query_one(".holders", SelectionList)
         pids = [h.pid for h in run.holders]
         if pids != [listing.get_option_at_index(i).value for i in range(listing.option_count)]:

@@ -24,6 +24,7 @@ from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import repair_options
+from nvls_tui.widgets import palette
 from nvls_tui.widgets.step_list import duration_text
 
 
@@ -79,9 +80,9 @@ class StreamPane(OnConsole, ModalScreen[None]):
         text.append(f" {self.action_spec.title} ", style="bold reverse")
         text.append(f"  {self.host}  ", style="bold")
         if run.result is None:
-            text.append(f"running {duration_text(run.elapsed(self.now()))}", style="bold #5fafff")
+            text.append(f"running {duration_text(run.elapsed(self.now()))}", style=palette.bold("accent"))
         else:
-            text.append(run.result, style="bold #5fd75f" if run.result == "ok" else "bold #ff5f5f")
+            text.append(run.result, style=palette.bold("ok" if run.result == "ok" else "bad"))
         self.query_one("#stream-header", Static).update(text)
 
     def apply(self, event: RunbookEvent) -> None:

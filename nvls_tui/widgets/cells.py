@@ -1,8 +1,9 @@
 """Compact, coloured cells for the tables: verdicts, GPU fabric states, units, versions, bandwidth.
 
-DataTable cells are Rich ``Text`` and cannot take CSS classes, so the colours of cell content live
-in :data:`STYLE` here (one place); everything around the cells is styled in ``styles/*.tcss``.
-Every state is shown in colour *and* in a glyph or a word, so it reads without colour too.
+DataTable cells are Rich ``Text`` and cannot take CSS classes, so cell content is styled by colour
+role (:data:`STYLE`, the console's :mod:`~nvls_tui.widgets.palette`), whose colours live in
+``styles/palette.tcss``. Every state is shown in colour *and* in a glyph or a word, so it reads
+without colour too.
 """
 
 from __future__ import annotations
@@ -21,20 +22,10 @@ from nvls_tui.model import (
     SmokeResult,
     Verdict,
 )
+from nvls_tui.widgets import palette
 
-STYLE = {
-    "broken": "bold #ff5f5f",
-    "unreachable": "bold #af87ff",
-    "degraded": "bold #ffaf00",
-    "healthy": "bold #5fd75f",
-    "polling": "#8a8a8a",
-    "ok": "#5fd75f",
-    "warn": "#ffaf00",
-    "bad": "#ff5f5f",
-    "idle": "#8a8a8a",
-    "stale": "#6c6c6c",
-    "plain": "",
-}
+# Role -> Rich style, filled from the stylesheet when the console mounts: look roles up when drawing.
+STYLE = palette.STYLE
 
 VERDICT_GLYPH = {
     Verdict.BROKEN: "✖",

@@ -8,22 +8,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import RichLog
 
 from nvls_tui.views.runbook import PaneLine
+from nvls_tui.widgets import palette
 
 MAX_LINES = 2000
 
-KIND_STYLE = {
-    "cmd": "bold #87d7ff",
-    "out": "",
-    "ok": "bold #5fd75f",
-    "err": "bold #ff5f5f",
-    "warn": "#ffaf00",
-    "note": "#afafaf",
-    "step": "bold #8a8a8a",
-}
+# The colour role of each kind of line (a command's own output, "out", is left as it is).
+KIND_ROLE = {"cmd": "command", "ok": "ok", "err": "bad", "warn": "warn", "note": "note", "step": "muted"}
+# The kinds that mark where a run is and how it went, in bold among the output.
+BOLD_KINDS = {"cmd", "ok", "err", "step"}
+
+
+def kind_style(kind: str) -> Style:
+    """How a line of ``kind`` looks (the null style for output and unknown kinds)."""
+    role = KIND_ROLE.get(kind)
+    if role is None:
+        return Style.null()
+    return palette.bold(role) if kind in BOLD_KINDS else palette.STYLE[role]
 
 
 class OutputPane(RichLog):
@@ -40,5 +45,5 @@ class OutputPane(RichLog):
     def add(self, lines: Iterable[PaneLine]) -> None:
         """Append ``lines`` and follow the end."""
         for line in lines:
-            self.write(Text(line.text, style=KIND_STYLE.get(line.kind, "")), scroll_end=True)
+            self.write(Text(line.text, style=kind_style(line.kind)), scroll_end=True)
             self.lines_written += 1

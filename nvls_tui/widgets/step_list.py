@@ -7,15 +7,27 @@ from the column's clock, not from a free-running timer, so a frozen clock gives 
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
 from nvls_tui.views.runbook import FAILED, OK, PENDING, RUNNING, SKIPPED, NodeRun
+from nvls_tui.widgets import palette
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
-GLYPH = {PENDING: ("·", "#6c6c6c"), OK: ("✔", "#5fd75f"), FAILED: ("✖", "#ff5f5f"), SKIPPED: ("–", "#8a8a8a")}
-WORD_STYLE = {PENDING: "#6c6c6c", RUNNING: "bold #5fafff", OK: "", FAILED: "bold #ff5f5f", SKIPPED: "#8a8a8a"}
+# Glyph and colour role of each finished or waiting state (a running step shows the spinner).
+GLYPH = {PENDING: ("·", "stale"), OK: ("✔", "ok"), FAILED: ("✖", "bad"), SKIPPED: ("–", "muted")}
+# The colour role of a step's name and state word (a step that went well needs none).
+WORD_ROLE = {PENDING: "stale", RUNNING: "accent", FAILED: "bad", SKIPPED: "muted"}
+
+
+def word_style(status: str) -> Style:
+    """How a step's name and state word look: the running and the failed step stand out in bold."""
+    role = WORD_ROLE.get(status)
+    if role is None:
+        return Style.null()
+    return palette.bold(role) if status in (RUNNING, FAILED) else palette.STYLE[role]
 
 
 def duration_text(seconds: float | None) -> str:
@@ -41,29 +53,29 @@ def step_lines(run: NodeRun, now: float, width: int = 40) -> Text:
         if i:
             text.append("\n")
         if step.status == RUNNING:
-            text.append(f" {spinner(now)} ", style="bold #5fafff")
+            text.append(f" {spinner(now)} ", style=palette.bold("accent"))
         else:
-            glyph, style = GLYPH.get(step.status, ("?", ""))
-            text.append(f" {glyph} ", style=style)
-        text.append(step.name.ljust(name_width), style=WORD_STYLE.get(step.status, ""))
+            glyph, role = GLYPH.get(step.status, ("?", ""))
+            text.append(f" {glyph} ", style=palette.STYLE.get(role, ""))
+        text.append(step.name.ljust(name_width), style=word_style(step.status))
         if step.status == RUNNING:
             elapsed = now - step.started if step.started is not None else 0.0
-            text.append(f"running {duration_text(max(0.0, elapsed))}", style=WORD_STYLE[RUNNING])
+            text.append(f"running {duration_text(max(0.0, elapsed))}", style=word_style(RUNNING))
             if step.name == "fabric-manager" and run.fabric:  # registration is the long wait: show it
                 text.append("  " + " ".join(f"{n}× {k.split('/')[0]}" for k, n in run.fabric.items()),
-                            style="#ffaf00")
+                            style=palette.STYLE["warn"])
         elif step.status in (OK, FAILED):
-            text.append(f"{step.status:<8}", style=WORD_STYLE[step.status])
-            text.append(duration_text(step.duration), style="#8a8a8a")
+            text.append(f"{step.status:<8}", style=word_style(step.status))
+            text.append(duration_text(step.duration), style=palette.STYLE["muted"])
         else:
-            text.append(step.status, style=WORD_STYLE.get(step.status, ""))
+            text.append(step.status, style=word_style(step.status))
     text.append("\n")
     if run.command and run.command_started is not None:
         cmd = run.command if len(run.command) <= width - 12 else run.command[: max(8, width - 13)] + "…"
-        text.append(f" $ {cmd}", style="#afafaf")
-        text.append(f"  {duration_text(max(0.0, now - run.command_started))}", style="#8a8a8a")
+        text.append(f" $ {cmd}", style=palette.STYLE["note"])
+        text.append(f"  {duration_text(max(0.0, now - run.command_started))}", style=palette.STYLE["muted"])
     elif run.result is None and run.started is None:
-        text.append(" waiting to start", style="#8a8a8a")
+        text.append(" waiting to start", style=palette.STYLE["muted"])
     return text
 
 

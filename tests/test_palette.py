@@ -1,0 +1,41 @@
+"""The colour roles: every role is coloured in styles/palette.tcss and read from it when the console mounts."""
+
+from __future__ import annotations
+
+import re
+
+from rich.style import Style
+
+from nvls_tui.app import NvlsApp, style_dir
+from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.model import NodeState
+from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.widgets import cells, palette
+from tests.test_console_fakes import fixed_clock
+
+
+def test_every_role_has_exactly_one_rule_in_the_stylesheet():
+    text = (style_dir() / "palette.tcss").read_text()
+    named = re.findall(r"App > \.nvls--([a-z]+) \{", text)
+    assert sorted(named) == sorted(palette.ROLES)
+
+
+async def test_the_console_reads_the_role_colours_from_the_stylesheet():
+    app = NvlsApp(sim_backends(load_fleet("seed-incident")), poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert palette.STYLE["bad"].color is not None
+        assert palette.STYLE["bad"].color.triplet.hex == "#ff5f5f"
+        assert palette.STYLE["healthy"].bold
+        assert palette.STYLE["ok"].bold is not True
+        assert palette.STYLE["selected"].reverse
+        # Every role got a colour: none is left at the null style.
+        assert [role for role in palette.ROLES if palette.STYLE[role].color is None] == []
+
+
+def test_a_version_mismatch_takes_the_bad_role(monkeypatch):
+    roles = {role: Style(color=f"color({i + 1})") for i, role in enumerate(palette.ROLES)}
+    monkeypatch.setattr(palette, "STYLE", roles)
+    monkeypatch.setattr(cells, "STYLE", roles)
+    _, fm = cells.version_texts(NodeState("g", driver="580.82.07", fm_version="580.65.06"))
+    assert fm.style == roles["bad"]
