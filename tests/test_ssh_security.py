@@ -71,6 +71,35 @@ async def test_an_ssh_config_alias_supplies_host_port_user_and_identity(sshd_fle
     assert result.stdout == "gpu02\n"
 
 
+async def test_the_ssh_configs_known_hosts_file_is_the_trust_when_no_known_hosts_is_given(sshd_fleet, tmp_path):
+    # `lab up` writes exactly this: an alias whose UserKnownHostsFile holds the node's own host key.
+    rig = sshd_fleet(2)
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host node-b\n  HostName 127.0.0.1\n  Port {rig.nodes['gpu02'].port}\n  User {rig.user}\n"
+        f"  IdentityFile {rig.client_key}\n  UserKnownHostsFile {rig.known_hosts}\n  StrictHostKeyChecking yes\n"
+    )
+    backend = SshBackend(SshTarget("node-b"), BackendOptions(timeout=5, ssh_config=str(config)))
+    try:
+        result = await backend.run(["sh", "-c", "echo $NVLS_TUI_SIM_NODE"])
+    finally:
+        await backend.close()
+    assert result.stdout == "gpu02\n"
+
+
+async def test_a_known_hosts_file_of_none_in_the_ssh_config_does_not_switch_checking_off(sshd_fleet, tmp_path):
+    rig = sshd_fleet(2)
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host node-c\n  HostName 127.0.0.1\n  Port {rig.nodes['gpu02'].port}\n  User {rig.user}\n"
+        f"  IdentityFile {rig.client_key}\n  UserKnownHostsFile none\n  StrictHostKeyChecking no\n"
+    )
+    backend = SshBackend(SshTarget("node-c"), BackendOptions(timeout=5, ssh_config=str(config)))
+    with pytest.raises(HostKeyRejected, match="refusing to connect"):
+        await backend.run(["true"])
+    await backend.close()
+
+
 async def test_a_jump_host_carries_the_connection_with_its_key_checked_too(sshd_fleet):
     rig = sshd_fleet(2)
     backend = backend_for(rig, "gpu02", jump=rig.target("gpu01"))

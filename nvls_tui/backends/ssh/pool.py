@@ -7,11 +7,13 @@ Kept apart from ``ssh.py`` so the command side (run, stream, signal, snapshot) r
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import socket
 from dataclasses import dataclass, field
 
 import asyncssh
+from asyncssh.config import SSHClientConfig
 
 from nvls_tui.backends.base import (
     BackendError,
@@ -60,12 +62,32 @@ def _read_known_hosts_cached(paths: list[str]) -> asyncssh.SSHKnownHosts:
     return known
 
 
-def load_known_hosts(options: BackendOptions) -> tuple[asyncssh.SSHKnownHosts, list[str]]:
+def config_known_hosts(options: BackendOptions, host: str) -> list[str] | None:
+    """The ``UserKnownHostsFile`` list the SSH config gives ``host``, or None when it gives none.
+
+    ``none`` and ``/dev/null`` are dropped: they would switch checking off, which nvls-tui never does.
+    """
+    if not options.ssh_config:
+        return None
+    try:
+        config = SSHClientConfig.load(None, [os.path.expanduser(options.ssh_config)], False, False, False,
+                                      getpass.getuser(), options.user or "", host, ())
+        files = config.get("UserKnownHostsFile")
+    except Exception:  # noqa: BLE001 - an unreadable config is reported by the connection itself
+        return None
+    if not files:
+        return None
+    return [os.path.expanduser(str(f)) for f in files if str(f).lower() != "none" and str(f) != "/dev/null"]
+
+
+def load_known_hosts(options: BackendOptions, host: str = "") -> tuple[asyncssh.SSHKnownHosts, list[str]]:
     """Read known_hosts for one connection attempt (a changed file is read again, so edits are honoured).
 
-    Never returns "no checking": with no file at all the result trusts nothing, so every host key
-    is refused. An ``UserKnownHostsFile none`` in the SSH config cannot switch checking off either,
-    because the file list is always passed to asyncssh explicitly.
+    The files are ``--known-hosts``, else the SSH config's ``UserKnownHostsFile`` for ``host`` (as
+    OpenSSH reads it: it replaces the default files), else the defaults. Never returns "no
+    checking": with no file at all the result trusts nothing, so every host key is refused. An
+    ``UserKnownHostsFile none`` in the SSH config cannot switch checking off either, because the file
+    list is always passed to asyncssh explicitly.
 
     Raises:
         HostKeyRejected: ``--known-hosts`` names a file that cannot be read.
@@ -78,7 +100,9 @@ def load_known_hosts(options: BackendOptions) -> tuple[asyncssh.SSHKnownHosts, l
             raise HostKeyRejected(
                 f"cannot read known_hosts file {path!r} ({exc.strerror or exc}): host keys cannot be verified"
             ) from None
-    paths = [os.path.expanduser(p) for p in DEFAULT_KNOWN_HOSTS if os.path.isfile(os.path.expanduser(p))]
+    configured = config_known_hosts(options, host)
+    candidates = configured if configured is not None else [os.path.expanduser(p) for p in DEFAULT_KNOWN_HOSTS]
+    paths = [p for p in candidates if os.path.isfile(p)]
     if not paths:
         return asyncssh.import_known_hosts(""), []
     return _read_known_hosts_cached(paths), paths
@@ -91,7 +115,10 @@ def host_key_message(label: str, host: str, port: int | None, known: asyncssh.SS
         addr = socket.gethostbyname(host)
     except OSError:
         addr = host
-    trusted = asyncssh.match_known_hosts(known, host, addr, port)
+    try:
+        trusted = asyncssh.match_known_hosts(known, host, addr, port)
+    except ValueError:  # an alias that is no address (its HostName came from the SSH config)
+        trusted = ([], [], [], [], [], [], [])
     if trusted[0] or trusted[1]:
         return (f"host key of {label} does not match {where}: it changed (reinstall?) or the connection is "
                 f"intercepted; refusing to connect")
@@ -261,7 +288,7 @@ class SshConnector:
             return self._conn
 
     async def _open(self, timeout: float) -> asyncssh.SSHClientConnection:
-        known, paths = load_known_hosts(self.options)
+        known, paths = load_known_hosts(self.options, self.target.host)
         kwargs = connect_kwargs(self.target, self.options, known, timeout)
         if self.options.jump:
             kwargs["tunnel"] = await self._jump_connection(timeout)
@@ -287,7 +314,7 @@ class SshConnector:
         async with shared.lock:
             if shared.conn is not None and not shared.conn.is_closed():
                 return shared.conn
-            known, paths = load_known_hosts(self.options)
+            known, paths = load_known_hosts(self.options, jump.host)
             kwargs = connect_kwargs(jump, self.options, known, timeout)
             label = f"jump host {jump}"
             try:

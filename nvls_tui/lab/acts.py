@@ -1,0 +1,91 @@
+"""A lab scenario is acted, not written: units are started and killed for real, in the order that
+brought the write-up's nodes where they were.
+
+- ``healthy``: FM starts on idle GPUs and registers them; then DCGM, kubelet (with its pods) and the
+  snapshot timer.
+- ``fm-killed`` (the seed incident's gpu05): healthy, then FM's main process is sent SIGKILL, so real
+  systemd reports ``failed (Result: signal)``; an NVLS job then fails (the kernel logs
+  FABRIC_MANAGER_NOT_PRESENT).
+- ``out-of-sync`` (gpu06 after its reboot): DCGM and the pods open the GPUs *before* FM starts, so FM
+  registers them while they are held: Completed/Success, yet the driver's cached state is out of sync
+  and an NVLS job fails with the kernel's out-of-sync line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from nvls_tui.lab.machine import LabError, LabNode, node_run
+from nvls_tui.sim.store import NodeStore
+
+SERVICES = ("nvidia-dcgm.service", "kubelet.service")
+TIMER = "nvidia-snapshot.timer"
+FM = "nvidia-fabricmanager.service"
+NVLS_JOB = ("all_reduce_perf", "-b", "8M", "-e", "8M", "-f", "2", "-g", "8")
+SCENARIOS = ("seed-incident", "healthy")
+"""The scenarios the lab can act (the in-process simulator knows more)."""
+
+
+def act_of(scenario: str, host: str) -> str:
+    """The act a node plays in ``scenario``."""
+    if scenario == "seed-incident":
+        return {"gpu05": "fm-killed", "gpu06": "out-of-sync"}.get(host, "healthy")
+    return "healthy"
+
+
+def _wait(what: str, node: LabNode, ok: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ok():
+            return
+        time.sleep(0.2)
+    raise LabError(f"{node.name}: {what} did not happen within {timeout:.0f} s")
+
+
+def _registered(node: LabNode) -> bool:
+    hw, _clock = NodeStore(node.hw).load()
+    return all(g.fabric_state == "Completed" for g in hw.gpus)
+
+
+def _holders(node: LabNode) -> int:
+    out = node_run(node, "sh", "-c", "fuser /dev/nvidia0 2>/dev/null", check=False).stdout
+    return len(out.split())
+
+
+def start(node: LabNode, *units: str) -> None:
+    """``systemctl start`` for real inside the node."""
+    node_run(node, "systemctl", "start", *units)
+
+
+def _fm_then_holders(node: LabNode) -> None:
+    start(node, FM)
+    _wait("the fabric registration", node, lambda: _registered(node))
+    start(node, *SERVICES, TIMER)
+    _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)
+
+
+def _nvls_job(node: LabNode) -> None:
+    """An NVLS all_reduce_perf that fails as the user's job did (and logs what the kernel logs)."""
+    node_run(node, *NVLS_JOB, check=False, timeout=30)
+
+
+def act(node: LabNode, name: str) -> None:
+    """Play act ``name`` on a booted node."""
+    if name == "healthy":
+        _fm_then_holders(node)
+    elif name == "fm-killed":
+        _fm_then_holders(node)
+        main_pid = node_run(node, "systemctl", "show", "-p", "MainPID", "--value", FM).stdout.strip()
+        node_run(node, "kill", "-KILL", main_pid)
+        _wait("FM's failure", node,
+              lambda: node_run(node, "systemctl", "is-failed", FM, check=False).stdout.strip() == "failed")
+        _nvls_job(node)
+    elif name == "out-of-sync":
+        start(node, *SERVICES)
+        _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)
+        start(node, FM, TIMER)
+        _wait("the fabric registration", node, lambda: _registered(node))
+        _nvls_job(node)
+    else:
+        raise LabError(f"unknown lab act {name!r}")

@@ -1,0 +1,179 @@
+"""The long-lived stand-ins of a lab node, each run by a real systemd unit as a real process.
+
+- ``nv-fabricmanager -c CFG``: Fabric Manager. It registers the fabric in the node's hardware (the
+  simulator's rules decide whether NVLS will be in sync), logs FM's own messages to the journal
+  (stdout), records its PID, holds the NVSwitch control files and runs until SIGTERM.
+- ``nv-hostengine``, ``nvidia-persistenced`` and the GPU Operator pods' programs: hold their device
+  files until SIGTERM (persistenced also turns persistence mode on while it runs).
+- ``kubelet``: keeps the pods running as real processes, each in its own transient scope in a real
+  ``kubepods`` slice, and recreates a pod (new PID, new container id) a few seconds after it dies,
+  as kubelet does. Stopping kubelet leaves the pods running, as stopping the real one does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvls_tui.lab.hardware import FM_PID_FILE, hardware, hw_dir
+from nvls_tui.lab.tools import gpu_files, holding
+from nvls_tui.sim import fabric
+from nvls_tui.sim.processes import fm_went_away
+from nvls_tui.sim.state import digest
+
+FM_CONFIGURED = ("Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink "
+                 "Peer-to-Peer support will be enabled once the GPUs are successfully registered with the "
+                 "NVLink fabric.")
+POD_RESTART = 3.0
+"""Seconds kubelet waits before it recreates a pod that died (real kubelet: a back-off from 10 s)."""
+RUN_DIR = "/run/nvls-lab"
+
+
+@dataclass(frozen=True)
+class Pod:
+    """One GPU Operator pod of the lab: its program and the device files it holds."""
+
+    role: str
+    program: str
+    uid: str
+    uvm: bool = False
+
+
+def node_pods(host: str) -> tuple[Pod, ...]:
+    """The four GPU Operator pods of ``host`` (stable uids per host, as the simulator's)."""
+    def uid(role: str) -> str:
+        h = digest(host, role, "uid")
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+    return (Pod("nvidia-mig-manager", "nvidia-mig-manager", uid("nvidia-mig-manager")),
+            Pod("dcgm-exporter", "dcgm-exporter", uid("dcgm-exporter"), uvm=True),
+            Pod("gpu-feature-discovery", "gpu-feature-discovery", uid("gpu-feature-discovery")),
+            Pod("nvidia-device-plugin", "nvidia-device-plugin", uid("nvidia-device-plugin")))
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _until_term(on_term=None) -> None:
+    """Sleep until SIGTERM/SIGINT; then run ``on_term`` and exit 0."""
+    def stop(*_):
+        if on_term is not None:
+            on_term()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        signal.pause()
+
+
+def fabric_manager(args: list[str]) -> int:
+    """``nv-fabricmanager``: ``--version``, or the daemon (``-c CFG``)."""
+    if args[:1] in (["--version"], ["-v"]):
+        from nvls_tui.lab.tools import main as tool
+
+        return tool("nv-fabricmanager", args)
+    folder = hw_dir()
+    with hardware() as (node, clock):
+        if node.fm_mismatch:
+            print(f"fabric manager NVIDIA GPU driver interface version {node.fm_version} don't match with "
+                  f"driver version {node.driver}. Please update with matching NVIDIA driver package.", flush=True)
+            return 1
+        fabric.fm_started(node, clock.now())
+        (folder / FM_PID_FILE).write_text(f"{os.getpid()}\n")
+    _say("Connected to 1 node.")
+    _say(FM_CONFIGURED)
+
+    def went_away() -> None:
+        with hardware() as (node, _clock):
+            fm_went_away(node)
+        (folder / FM_PID_FILE).unlink(missing_ok=True)
+
+    files = ["/dev/nvidiactl", "/dev/nvidia-nvswitchctl"]
+    files += sorted(f"/dev/{n}" for n in os.listdir("/dev") if n.startswith("nvidia-nvswitch") and n[15:].isdigit())
+    with holding(files):
+        _until_term(went_away)
+    return 0
+
+
+def holder(program: str, args: list[str]) -> int:
+    """A management daemon or pod program: hold the devices its real counterpart holds."""
+    files = gpu_files()
+    if program in ("nv-hostengine", "dcgm-exporter"):
+        files.append("/dev/nvidia-uvm")
+
+    def persistence(on: bool) -> None:
+        with hardware() as (node, _clock):
+            for gpu in node.gpus:
+                gpu.persistence = on
+
+    if program == "nvidia-persistenced":
+        persistence(True)
+    with holding(files):
+        _until_term((lambda: persistence(False)) if program == "nvidia-persistenced" else None)
+    return 0
+
+
+def _pod_argv(pod: Pod, salt: int) -> list[str]:
+    """``systemd-run --scope`` into the pod's slice: the process lands in a real kubepods cgroup."""
+    container = digest(os.uname().nodename, pod.role, salt)[:64]
+    slice_ = f"kubepods-besteffort-pod{pod.uid.replace('-', '_')}.slice"
+    return ["systemd-run", "--quiet", "--scope", f"--slice={slice_}", f"--unit=cri-containerd-{container}",
+            "--", f"/usr/bin/{pod.program}"]
+
+
+def _pod_pid(pod: Pod) -> int | None:
+    path = Path(RUN_DIR, f"pod-{pod.role}.pid")
+    try:
+        pid = int(path.read_text())
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if pod.program.encode() in cmd else None
+
+
+def kubelet(args: list[str]) -> int:
+    """``kubelet``: keep every pod alive; adopt the pods that outlived a previous kubelet."""
+    Path(RUN_DIR).mkdir(parents=True, exist_ok=True)
+    pods = node_pods(os.uname().nodename)
+    children: dict[str, subprocess.Popen] = {}
+    died: dict[str, float] = {}
+    started: set[str] = set()  # pods this kubelet saw running: a later death waits POD_RESTART
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    _say("Started kubelet")
+    while True:
+        now = time.monotonic()
+        for pod in pods:
+            child = children.get(pod.role)
+            running = child.poll() is None if child is not None else _pod_pid(pod) is not None
+            if running:
+                started.add(pod.role)
+                died.pop(pod.role, None)
+                continue
+            children.pop(pod.role, None)
+            died.setdefault(pod.role, now)
+            if pod.role in started and now - died[pod.role] < POD_RESTART:
+                continue
+            proc = subprocess.Popen(_pod_argv(pod, time.time_ns()), stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            Path(RUN_DIR, f"pod-{pod.role}.pid").write_text(str(proc.pid))
+            children[pod.role] = proc
+            started.add(pod.role)
+            died.pop(pod.role, None)
+            _say(f"Started container {pod.program} of pod {pod.role} (pid {proc.pid})")
+        time.sleep(0.5)
+
+
+def main(program: str, args: list[str]) -> int:
+    """Entry point of a daemon stand-in (see :func:`nvls_tui.lab.tools.script`)."""
+    if program == "nv-fabricmanager":
+        return fabric_manager(args)
+    if program == "kubelet":
+        return kubelet(args)
+    return holder(program, args)

@@ -1,0 +1,110 @@
+"""What a lab node carries on top of the host's own root: unit files, stand-ins, sshd, its name.
+
+:func:`node_files` is pure: ``{path inside the node: (text, mode)}``. The node's root is an overlay of
+the host's ``/`` with these files in its upper layer, so everything else (systemd, journald, sshd,
+procps, psmisc, the project and its venv) is the host's real program.
+"""
+
+from __future__ import annotations
+
+from nvls_tui.lab.hardware import HW_DIR
+from nvls_tui.lab.tools import script
+from nvls_tui.poll.probe import SIMULATED_MARKER
+from nvls_tui.sim.scenarios import UNIT_DESCRIPTIONS
+
+TARGET = "nvls-lab.target"
+SSH_PORT = 2222
+LAB_MARKER = "simulated by nvls-tui lab (LAB): real systemd, sshd and processes; simulated GPUs and NVSwitches\n"
+DAEMONS = ("nv-hostengine", "nvidia-persistenced", "kubelet", "nvidia-device-plugin", "dcgm-exporter",
+           "gpu-feature-discovery", "nvidia-mig-manager")
+TOOLS = ("nvidia-smi", "nv-fabricmanager", "lspci", "all_reduce_perf")
+KERNEL_JOURNAL = "/usr/libexec/nvls-lab/journalctl-kernel"
+
+# journalctl -k (the kernel transport) is simulated; every other journalctl call is the real one.
+JOURNALCTL_WRAPPER = f"""#!/bin/sh
+# nvls-tui lab: the kernel's log is simulated hardware; the rest of the journal is real journald.
+for a do
+  case "$a" in
+    -k|--dmesg) exec {KERNEL_JOURNAL} "$@";;
+    --*) ;;
+    -*k*) exec {KERNEL_JOURNAL} "$@";;
+  esac
+done
+exec /usr/bin/journalctl "$@"
+"""
+
+FM_CFG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+
+
+def _unit(description: str, service: str, install: str = "WantedBy=multi-user.target") -> str:
+    return (f"[Unit]\nDescription={description}\nAfter=nvls-lab-devices.service\n\n"
+            f"[Service]\n{service}\nEnvironment=PYTHONUNBUFFERED=1\n\n[Install]\n{install}\n")
+
+
+def unit_files(device_files: list[str]) -> dict[str, str]:
+    """The lab's unit files (``/etc/systemd/system``), with the simulator's descriptions."""
+    d = UNIT_DESCRIPTIONS
+    touch = " ".join(device_files)
+    return {
+        TARGET: ("[Unit]\nDescription=nvls-tui lab node\nRequires=basic.target\nAfter=basic.target\n"
+                 "Wants=ssh.service systemd-logind.service systemd-user-sessions.service nvls-lab-devices.service\nAllowIsolate=yes\n"),
+        "nvls-lab-devices.service": ("[Unit]\nDescription=nvls-tui lab: the stand-in /dev/nvidia* files\n"
+                                     "DefaultDependencies=no\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+                                     f"ExecStart=/bin/sh -c 'touch {touch} && chmod 0666 {touch}'\n"),
+        "nvidia-fabricmanager.service": _unit(
+            d["nvidia-fabricmanager.service"],
+            f"Type=simple\nExecStart=/usr/bin/nv-fabricmanager -c {FM_CFG}\nSyslogIdentifier=nv-fabricmanager"),
+        "nvidia-dcgm.service": _unit(d["nvidia-dcgm.service"],
+                                     "Type=simple\nExecStart=/usr/bin/nv-hostengine -n --service-account nvidia-dcgm"),
+        "nvidia-persistenced.service": _unit(d["nvidia-persistenced.service"],
+                                             "Type=simple\nExecStart=/usr/bin/nvidia-persistenced --verbose"),
+        "kubelet.service": _unit(d["kubelet.service"],
+                                 "Type=simple\nExecStart=/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml"),
+        "nvidia-snapshot.service": ("[Unit]\nDescription=" + d["nvidia-snapshot.service"] + "\n\n[Service]\n"
+                                    "Type=oneshot\nExecStart=/usr/bin/nvidia-smi -q -x\nStandardOutput=null\n"),
+        "nvidia-snapshot.timer": ("[Unit]\nDescription=" + d["nvidia-snapshot.timer"] + "\n\n[Timer]\n"
+                                  "OnActiveSec=20s\nOnUnitActiveSec=20s\nAccuracySec=1s\n\n"
+                                  "[Install]\nWantedBy=timers.target\n"),
+    }
+
+
+ENABLED = {"nvidia-fabricmanager.service": "multi-user.target", "nvidia-dcgm.service": "multi-user.target",
+           "kubelet.service": "multi-user.target", "nvidia-snapshot.timer": "timers.target"}
+"""Units enabled as on the write-up's nodes (persistenced is disabled). The lab boots into its own
+target, so enabled units do not start by themselves: the scenario starts them, in its order."""
+
+
+def sshd_config(address: str) -> str:
+    """The node's sshd: its own loopback address, root by key only, its own host key."""
+    return (f"ListenAddress {address}:{SSH_PORT}\nHostKey /etc/ssh/ssh_host_ed25519_key\n"
+            "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+            "UseDNS no\nMaxStartups 100:30:200\nMaxSessions 64\n")
+
+
+def node_files(name: str, address: str, python: str, authorized_key: str,
+               device_files: list[str]) -> dict[str, tuple[str, int]]:
+    """Every file a lab node adds to the host's root: ``{path: (text, mode)}``."""
+    files: dict[str, tuple[str, int]] = {
+        "/etc/hostname": (name + "\n", 0o644),
+        "/etc/ssh/sshd_config.d/nvls-lab.conf": (sshd_config(address), 0o644),
+        "/root/.ssh/authorized_keys": (authorized_key, 0o600),
+        SIMULATED_MARKER: (LAB_MARKER, 0o644),
+        "/usr/local/bin/journalctl": (JOURNALCTL_WRAPPER, 0o755),
+        KERNEL_JOURNAL: (script("journalctl-kernel", python), 0o755),
+        FM_CFG: ("# nvls-tui lab: the stand-in Fabric Manager reads nothing from here\n", 0o644),
+        HW_DIR + "/.keep": ("", 0o644),
+    }
+    for tool in TOOLS:
+        target = "nvls_tui.lab.daemons" if tool == "nv-fabricmanager" else "nvls_tui.lab.tools"
+        files[f"/usr/bin/{tool}"] = (script(tool, python, module=target), 0o755)
+    for daemon in DAEMONS:
+        files[f"/usr/bin/{daemon}"] = (script(daemon, python, module="nvls_tui.lab.daemons"), 0o755)
+    for unit, text in unit_files(device_files).items():
+        files[f"/etc/systemd/system/{unit}"] = (text, 0o644)
+    return files
+
+
+def enabled_links() -> dict[str, str]:
+    """``{link path: target}``: the ``.wants`` symlinks ``systemctl enable`` would make."""
+    return {f"/etc/systemd/system/{target}.wants/{unit}": f"/etc/systemd/system/{unit}"
+            for unit, target in ENABLED.items()}

@@ -1,0 +1,153 @@
+"""``lab up``, ``lab status`` and ``lab down``: the whole life of a lab folder.
+
+``up`` writes each node's layer, mounts its root, boots it, waits for systemd and sshd, acts the
+scenario, then writes ``DIR/ssh_config`` and ``DIR/known_hosts`` (each node's own host key). Whatever
+fails part way, what was already made is recorded in ``DIR/lab.json`` first and torn down again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from nvls_tui.lab import acts
+from nvls_tui.lab.hardware import new_hardware
+from nvls_tui.lab.image import SSH_PORT, enabled_links, node_files
+from nvls_tui.lab.machine import (
+    LabError,
+    LabNode,
+    address_of,
+    boot,
+    load_state,
+    missing_requirements,
+    mount_overlay,
+    mounted_under,
+    running,
+    save_state,
+    stop,
+    wait_booted,
+)
+from nvls_tui.sim.clock import SimClock
+from nvls_tui.sim.scenarios import base_node
+
+Say = Callable[[str], None]
+
+
+def _keygen(path: Path, comment: str) -> str:
+    if not path.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                       check=True, capture_output=True)
+    return path.with_suffix(".pub").read_text()
+
+
+def _hardware(node: LabNode) -> list[str]:
+    """Write the node's fresh hardware (GPUs not yet registered: FM has not run); its device files."""
+    now = time.time()
+    hw = base_node(node.name, now, boot_age=10.0)
+    for gpu in hw.gpus:
+        gpu.fabric_state, gpu.fabric_status = "Not Started", "N/A"
+    hw.scenario = "lab"
+    hw.needs_reset = hw.out_of_sync = False
+    hw.reg_in_progress_at = hw.reg_complete_at = None
+    devices = hw.device_files()
+    new_hardware(node.hw, hw, SimClock(speed=1.0, start=now, real_start=now))
+    return devices
+
+
+def _write_layer(node: LabNode, lab_key: str) -> None:
+    upper = Path(node.folder, "upper")
+    devices = _hardware(node)
+    for path, (text, mode) in node_files(node.name, node.address, sys.executable, lab_key, devices).items():
+        target = upper / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        os.chmod(target, mode)
+    for link, dest in enabled_links().items():
+        target = upper / link.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_symlink():
+            target.symlink_to(dest)
+    os.chmod(upper / "root" / ".ssh", 0o700)
+    host_key = upper / "etc" / "ssh" / "ssh_host_ed25519_key"
+    host_key.unlink(missing_ok=True)
+    host_key.with_suffix(".pub").unlink(missing_ok=True)
+    _keygen(host_key, f"root@{node.name}")
+
+
+def _client_files(folder: Path, nodes: list[LabNode]) -> None:
+    known, config = [], []
+    for node in nodes:
+        pub = Path(node.folder, "upper/etc/ssh/ssh_host_ed25519_key.pub").read_text().split()
+        known.append(f"[{node.address}]:{SSH_PORT} {pub[0]} {pub[1]}")
+        config.append(f"Host {node.name}\n  HostName {node.address}\n  Port {SSH_PORT}\n  User root\n"
+                      f"  IdentityFile {folder / 'id_ed25519'}\n  IdentitiesOnly yes\n"
+                      f"  UserKnownHostsFile {folder / 'known_hosts'}\n  StrictHostKeyChecking yes\n")
+    (folder / "known_hosts").write_text("\n".join(known) + "\n")
+    (folder / "ssh_config").write_text("\n".join(config))
+
+
+def up(folder: Path, names: list[str], scenario: str, say: Say = print) -> list[LabNode]:
+    """Boot ``names`` as lab nodes acting ``scenario``; returns the nodes (``DIR/ssh_config`` reaches them)."""
+    problem = missing_requirements()
+    if problem:
+        raise LabError(problem)
+    if scenario not in acts.SCENARIOS:
+        raise LabError(f"the lab acts the scenarios {', '.join(acts.SCENARIOS)}, not {scenario!r}")
+    _, old = load_state(folder)
+    if any(running(n) for n in old):
+        raise LabError(f"a lab is already up in {folder}: run `nvls-tui lab down --dir {folder}` first")
+    if old:
+        down(folder, say=lambda _t: None)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    lab_key = _keygen(folder / "id_ed25519", "nvls-tui-lab")
+    nodes = [LabNode(name, address_of(i), str(folder / "nodes" / name)) for i, name in enumerate(names)]
+    try:
+        for node in nodes:
+            say(f"{node.name}: preparing its root")
+            _write_layer(node, lab_key)
+            mount_overlay(node)
+            save_state(folder, scenario, nodes)
+            boot(node)
+            save_state(folder, scenario, nodes)
+        say("booting " + ", ".join(n.name for n in nodes))
+        with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+            list(pool.map(wait_booted, nodes))
+            say(f"acting the {scenario} scenario")
+            list(pool.map(lambda n: acts.act(n, acts.act_of(scenario, n.name)), nodes))
+        _client_files(folder, nodes)
+    except BaseException:
+        save_state(folder, scenario, nodes)
+        down(folder, say=lambda _t: None)
+        raise
+    say(f"lab up: {len(nodes)} node(s); ssh -F {folder / 'ssh_config'} {nodes[0].name}")
+    return nodes
+
+
+def status(folder: Path) -> list[tuple[LabNode, bool]]:
+    """Each recorded node and whether its container runs."""
+    _, nodes = load_state(folder)
+    return [(n, running(n)) for n in nodes]
+
+
+def down(folder: Path, say: Say = print) -> None:
+    """Stop every container, unmount every root and remove every file the lab made in ``folder``."""
+    _, nodes = load_state(folder)
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        list(pool.map(stop, nodes))
+    left = mounted_under(folder)
+    if left:
+        raise LabError(f"could not unmount {left[0]}; see `findmnt {left[0]}`")
+    for name in ("nodes", "lab.json", "ssh_config", "known_hosts", "id_ed25519", "id_ed25519.pub"):
+        path = folder / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    say(f"lab down: {len(nodes)} node(s) stopped" if nodes else f"lab down: no lab in {folder}")

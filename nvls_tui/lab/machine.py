@@ -1,0 +1,238 @@
+"""The host's side of the lab: boot nodes as systemd-nspawn containers, run commands in them, tear down.
+
+Each node is ``DIR/nodes/NAME``: ``upper`` and ``work`` (its overlay layers over the host's ``/``),
+``root`` (the mounted overlay, the container's ``/``), ``hw`` (its simulated hardware, bound to
+``/var/lib/nvls-lab`` inside) and ``console.log``. ``DIR/lab.json`` records every PID and mount the
+lab made, so ``lab down`` (and the tests) undo exactly that and nothing else.
+
+The containers share the host's network namespace (each sshd listens on its own loopback address)
+and run with ``--register=no --keep-unit``: there is no host systemd to register with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from nvls_tui.lab.image import SSH_PORT, TARGET
+
+BOOT_TIMEOUT = 90.0
+
+
+class LabError(RuntimeError):
+    """The lab cannot run, or a node did not come up: one sentence for the operator."""
+
+
+@dataclass
+class LabNode:
+    """One booted node: where it lives and the processes that make it."""
+
+    name: str
+    address: str
+    folder: str
+    nspawn_pid: int = 0
+    leader_pid: int = 0
+
+    @property
+    def root(self) -> Path:
+        """The mounted overlay: the container's ``/``."""
+        return Path(self.folder, "root")
+
+    @property
+    def hw(self) -> Path:
+        """The node's hardware store (host side)."""
+        return Path(self.folder, "hw")
+
+
+def address_of(index: int) -> str:
+    """The loopback address of the ``index``-th node (the host routes all of 127/8 to lo)."""
+    return f"127.0.5.{10 + index}"
+
+
+def missing_requirements() -> str | None:
+    """One sentence naming what the lab lacks on this host, or None when it can run."""
+    if os.geteuid() != 0:
+        return "lab up needs root: it mounts overlays and boots systemd-nspawn containers"
+    for tool, package in (("systemd-nspawn", "systemd-container"), ("nsenter", "util-linux"),
+                          ("ssh-keygen", "openssh-client")):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing: install Debian's {package} package (apt-get install {package})"
+    for path, package in (("/lib/systemd/systemd", "systemd"), ("/usr/sbin/sshd", "openssh-server"),
+                          ("/usr/bin/fuser", "psmisc")):
+        if not os.path.exists(path):
+            return f"{path} is missing: install Debian's {package} package (apt-get install {package})"
+    return None
+
+
+def mount_overlay(node: LabNode) -> None:
+    """Mount the node's root: the host's ``/`` read-only below, its own upper layer above."""
+    folder = Path(node.folder)
+    for sub in ("upper", "work", "root"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    options = f"lowerdir=/,upperdir={folder / 'upper'},workdir={folder / 'work'}"
+    run(["mount", "-t", "overlay", "overlay", "-o", options, str(node.root)])
+
+
+def boot(node: LabNode) -> None:
+    """Start the container (systemd as PID 1 into the lab's target); record its PIDs."""
+    log = open(Path(node.folder, "console.log"), "wb")  # noqa: SIM115 - nspawn owns it until down
+    argv = ["systemd-nspawn", "-q", "-D", str(node.root), "-M", node.name, "--register=no", "--keep-unit",
+            "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", "--boot", "--",
+            f"systemd.unit={TARGET}", "systemd.firstboot=off"]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    log.close()
+    node.nspawn_pid = proc.pid
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not node.leader_pid:
+        if proc.poll() is not None:
+            raise LabError(f"{node.name}: systemd-nspawn exited with {proc.returncode}; "
+                           f"see {node.folder}/console.log")
+        node.leader_pid = _child_of(proc.pid)
+        time.sleep(0.1)
+    if not node.leader_pid:
+        raise LabError(f"{node.name}: the container's systemd did not start within 15 s")
+
+
+def _child_of(pid: int) -> int:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0
+    return int(children[0]) if children else 0
+
+
+def exec_argv(node: LabNode, argv: Sequence[str]) -> list[str]:
+    """``argv`` as run inside the node (every namespace of its systemd)."""
+    return ["nsenter", "-t", str(node.leader_pid), "-a", "--", *argv]
+
+
+def run(argv: Sequence[str], timeout: float = 60.0, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a host command; a failure is a :class:`LabError` naming it."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"{argv[0]} failed: {exc}") from exc
+    if check and done.returncode != 0:
+        raise LabError(f"{' '.join(argv[:6])} exited {done.returncode}: {(done.stderr or done.stdout).strip()[:300]}")
+    return done
+
+
+def node_run(node: LabNode, *argv: str, timeout: float = 60.0, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` inside ``node``."""
+    return run(exec_argv(node, argv), timeout=timeout, check=check)
+
+
+def wait_booted(node: LabNode, timeout: float = BOOT_TIMEOUT) -> None:
+    """Wait until the node's systemd has finished starting up and its sshd answers."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = node_run(node, "systemctl", "is-system-running", check=False).stdout.strip()
+        if state in ("running", "degraded"):
+            break
+        time.sleep(0.3)
+    else:
+        raise LabError(f"{node.name}: systemd did not finish booting within {timeout:.0f} s")
+    while time.monotonic() < deadline:
+        if ssh_banner(node.address):
+            return
+        time.sleep(0.2)
+    raise LabError(f"{node.name}: sshd did not answer on {node.address}:{SSH_PORT}")
+
+
+def ssh_banner(address: str) -> bool:
+    """True when an SSH server greets on ``address``."""
+    try:
+        with socket.create_connection((address, SSH_PORT), timeout=2) as sock:
+            return sock.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def stop(node: LabNode, timeout: float = 20.0) -> None:
+    """Power the container off, then unmount its root.
+
+    ``systemctl poweroff --force`` inside ends every process at once (a lab node has nothing to save);
+    SIGTERM to nspawn, then SIGKILL of its process group, follow if the container outlives it.
+    """
+    if node.nspawn_pid and _is(node.nspawn_pid, "systemd-nspawn"):
+        if node.leader_pid:
+            run(exec_argv(node, ["systemctl", "poweroff", "--force"]), timeout=10, check=False)
+        for signo in (signal.SIGTERM, signal.SIGKILL):
+            deadline = time.monotonic() + timeout / 2
+            while time.monotonic() < deadline and _is(node.nspawn_pid, "systemd-nspawn"):
+                _reap(node.nspawn_pid)
+                time.sleep(0.1)
+            if not _is(node.nspawn_pid, "systemd-nspawn"):
+                break
+            try:
+                os.killpg(node.nspawn_pid, signo) if signo == signal.SIGKILL else os.kill(node.nspawn_pid, signo)
+            except ProcessLookupError:
+                break
+        _reap(node.nspawn_pid)
+    unmount(node.root)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _is(pid: int, comm: str) -> bool:
+    """True when ``pid`` is alive (not a zombie) and is ``comm`` (a reused PID is not ours)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:][:1]
+    return name == comm[:15] and state != "Z"
+
+
+def mounted_under(folder: Path) -> list[str]:
+    """Mount points at or below ``folder`` (from /proc/self/mounts), deepest first."""
+    prefix = str(folder.resolve())
+    points = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        point = line.split()[1].replace("\\040", " ")
+        if point == prefix or point.startswith(prefix + "/"):
+            points.append(point)
+    return sorted(points, key=len, reverse=True)
+
+
+def unmount(folder: Path) -> None:
+    """Unmount everything at or below ``folder``."""
+    for point in mounted_under(folder):
+        if run(["umount", point], check=False).returncode != 0:
+            run(["umount", "-l", point], check=False)
+
+
+def save_state(folder: Path, scenario: str, nodes: list[LabNode]) -> None:
+    """Write ``DIR/lab.json``: what ``lab down`` must undo."""
+    data = {"scenario": scenario, "nodes": [asdict(n) for n in nodes]}
+    tmp = folder / ".lab.json.tmp"
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, folder / "lab.json")
+
+
+def load_state(folder: Path) -> tuple[str, list[LabNode]]:
+    """Read ``DIR/lab.json``: (scenario, nodes); ``("", [])`` when there is no lab there."""
+    try:
+        data = json.loads((folder / "lab.json").read_text())
+    except (OSError, ValueError):
+        return "", []
+    return data.get("scenario", ""), [LabNode(**n) for n in data.get("nodes", [])]
+
+
+def running(node: LabNode) -> bool:
+    """True when the node's container still runs."""
+    return bool(node.nspawn_pid) and _is(node.nspawn_pid, "systemd-nspawn")

@@ -1,0 +1,104 @@
+"""The stand-in tools of a lab node: what the container cannot have for real.
+
+``nvidia-smi``, ``nv-fabricmanager --version``, ``lspci``, ``all_reduce_perf`` and ``journalctl -k``
+run the simulator's renderers (the same output, errors and exit statuses the in-process simulator
+gives) against the node's hardware, with the node's real holders laid over it
+(:mod:`nvls_tui.lab.hardware`). Like the real tools, ``nvidia-smi`` and ``all_reduce_perf`` hold the
+GPU device files open while they run, so a reset meets them as it would meet the real ones.
+
+Every other tool on a lab node is the real one: systemd, journald (all but the kernel transport),
+procps, psmisc, coreutils.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+
+from nvls_tui.lab.hardware import hardware
+from nvls_tui.sim.commands import HANG, Output, execute
+from nvls_tui.sim.render_nccl import Plan
+
+STAND_INS = ("nvidia-smi", "nv-fabricmanager", "lspci", "all_reduce_perf", "journalctl-kernel")
+ENV_PREFIXES = ("NCCL_", "CUDA_")
+
+
+@contextlib.contextmanager
+def holding(paths: list[str]) -> Iterator[None]:
+    """Keep ``paths`` open (read-only) for the duration: a real process holding device files."""
+    fds = []
+    try:
+        for path in paths:
+            with contextlib.suppress(OSError):
+                fds.append(os.open(path, os.O_RDONLY))
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def gpu_files() -> list[str]:
+    """The GPU device files of this node, and the control file, as a CUDA program opens them."""
+    names = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit())
+    return ["/dev/nvidiactl", *(f"/dev/{n}" for n in names)]
+
+
+def _write(stream, text: str) -> None:
+    if text:
+        stream.write(text)
+        stream.flush()
+
+
+def _replay(plan: Plan) -> int:
+    """Print a smoke run's lines at the pace the plan gives (the hardware lock is not held)."""
+    try:
+        for delay, line in plan.steps:
+            if delay:
+                time.sleep(delay)
+            _write(sys.stdout, line + "\n")
+        return plan.exit_status
+    except BrokenPipeError:
+        return 141
+
+
+def main(tool: str, args: list[str]) -> int:
+    """Run one stand-in tool; returns its exit status."""
+    argv = ["journalctl", *args] if tool == "journalctl-kernel" else [tool, *args]
+    env = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)}
+    # A closed SSH channel sends SIGHUP: unwind through the finally blocks (the files close).
+    for signo in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signo, lambda *_: sys.exit(128 + 15))
+    opens = gpu_files() if tool in ("nvidia-smi", "all_reduce_perf") else []
+    with holding(opens):
+        with hardware() as (node, clock):
+            result = execute(node, argv, clock.now(), env=env)
+            node.cmdlog.clear()
+        if result is HANG:
+            while True:  # a wedged nvidia-smi never returns: the caller's timeout must end it
+                time.sleep(3600)
+        if isinstance(result, Plan):
+            return _replay(result)
+        assert isinstance(result, Output)
+        for fd, text in result.writes():
+            _write(sys.stdout if fd == 1 else sys.stderr, text)
+        return result.exit_status
+
+
+def script(tool: str, python: str, module: str = "nvls_tui.lab.tools") -> str:
+    """The executable a lab node carries for ``tool``: its file name is what ps and fuser show.
+
+    Args:
+        tool: the program it stands in for.
+        python: the interpreter (the host's, which the node's overlay root shares).
+        module: ``nvls_tui.lab.tools`` (one-shot tools) or ``nvls_tui.lab.daemons`` (long-lived).
+    """
+    source = module.replace(".", "/") + ".py"
+    return (f"#!{python}\n"
+            f'"""nvls-tui lab stand-in for {tool} (simulated hardware; see {source})."""\n'
+            "import sys\n"
+            f"from {module} import main\n"
+            f"sys.exit(main({tool!r}, sys.argv[1:]))\n")
