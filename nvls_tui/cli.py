@@ -56,6 +56,10 @@ def _add_reach_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui)")
 
 
+GROUPS: dict[str, tuple[argparse.ArgumentParser, list[str]]] = {}
+"""Command groups (``sim``, ``lab``): their parser and subcommand names, filled by :func:`build_parser`."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
     parser = argparse.ArgumentParser(
@@ -115,10 +119,27 @@ def build_parser() -> argparse.ArgumentParser:
     shims.add_argument("--static", action="store_true",
                        help="pre-rendered read-only outputs from /bin/sh (benchmarks; no Python per command)")
     shims.add_argument("--speed", type=float, default=None, help="simulated clock speed-up")
+
+    lab = sub.add_parser("lab", help="boot simulated nodes as real systemd containers reachable over real SSH",
+                         description="The lab: each node a systemd-nspawn container with real systemd, journald, "
+                                     "sshd and processes; only the GPUs, NVSwitches and the kernel's fabric log "
+                                     "are simulated. Needs root and Debian's systemd-container package.")
+    lab_sub = lab.add_subparsers(dest="lab_command", metavar="LABCOMMAND")
+    lab_up = lab_sub.add_parser("up", help="boot the nodes, act the scenario, write DIR/ssh_config")
+    lab_up.add_argument("--scenario", default="seed-incident",
+                        help="seed-incident (gpu05 FM killed, gpu06 out of sync) or healthy")
+    lab_up.add_argument("--nodes", default="gpu[05-06]", metavar="NODESET",
+                        help="node names, ClusterShell syntax (default: gpu[05-06])")
+    lab_up.add_argument("--slurm", action="store_true", help="also a Slurm cluster over the nodes (not built yet)")
+    for command, text in (("status", "say which nodes run"), ("down", "stop every node, unmount, clean DIR")):
+        lab_sub.add_parser(command, help=text)
+    for parser_ in (lab_up, *(lab_sub.choices[c] for c in ("status", "down"))):
+        parser_.add_argument("--dir", metavar="DIR", help="the lab folder (default: the state directory's lab/)")
+    GROUPS.update({"sim": (sim, list(sim_sub.choices)), "lab": (lab, list(lab_sub.choices))})
     return parser
 
 
-SUBCOMMANDS = ("console", "check", "analyze", "repair", "report", "sim")
+SUBCOMMANDS = ("console", "check", "analyze", "repair", "report", "sim", "lab")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,9 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed a usage line
         return 0 if exc.code in (0, None) else 2
-    if args.command == "sim" and not args.sim_command:
-        parser.parse_args(["sim", "--help"])
-        return 2
+    for command in ("sim", "lab"):  # a command group without its subcommand is a usage error
+        if args.command == command and not getattr(args, f"{command}_command"):
+            group_parser, names = GROUPS[command]
+            group_parser.print_usage(sys.stderr)
+            print(f"nvls-tui {command}: give a subcommand ({', '.join(names)})", file=sys.stderr)
+            return 2
     module = importlib.import_module(f"nvls_tui.headless.{args.command}")
     try:
         return int(module.run(args))

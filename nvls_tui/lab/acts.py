@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 
 from nvls_tui.lab.machine import LabError, LabNode, node_run
-from nvls_tui.sim.store import NodeStore
 
 SERVICES = ("nvidia-dcgm.service", "kubelet.service")
 TIMER = "nvidia-snapshot.timer"
@@ -44,8 +43,10 @@ def _wait(what: str, node: LabNode, ok: Callable[[], bool], timeout: float = 30.
 
 
 def _registered(node: LabNode) -> bool:
-    hw, _clock = NodeStore(node.hw).load()
-    return all(g.fabric_state == "Completed" for g in hw.gpus)
+    """Every GPU Completed, as the node's nvidia-smi reads it (reading is what moves the model on)."""
+    out = node_run(node, "nvidia-smi", "--query-gpu=fabric.state", "--format=csv,noheader", check=False).stdout
+    states = out.split("\n")[:-1]
+    return bool(states) and all(s.strip() == "Completed" for s in states)
 
 
 def _holders(node: LabNode) -> int:
@@ -65,9 +66,15 @@ def _fm_then_holders(node: LabNode) -> None:
     _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)
 
 
-def _nvls_job(node: LabNode) -> None:
-    """An NVLS all_reduce_perf that fails as the user's job did (and logs what the kernel logs)."""
+def _nvls_job(node: LabNode, code: str) -> None:
+    """An NVLS all_reduce_perf that fails as the user's job did; wait until the kernel's line shows.
+
+    The driver logs the failed bind a moment into the run (NCCL's init), which may be after the
+    failed job has printed its last line: the scenario is acted once the line is there.
+    """
     node_run(node, *NVLS_JOB, check=False, timeout=30)
+    _wait(f"the kernel's {code} line", node,
+          lambda: code in node_run(node, "journalctl", "-k", "--no-pager", check=False).stdout)
 
 
 def act(node: LabNode, name: str) -> None:
@@ -80,12 +87,12 @@ def act(node: LabNode, name: str) -> None:
         node_run(node, "kill", "-KILL", main_pid)
         _wait("FM's failure", node,
               lambda: node_run(node, "systemctl", "is-failed", FM, check=False).stdout.strip() == "failed")
-        _nvls_job(node)
+        _nvls_job(node, "NV_ERR_FABRIC_MANAGER_NOT_PRESENT")
     elif name == "out-of-sync":
         start(node, *SERVICES)
         _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)
         start(node, FM, TIMER)
         _wait("the fabric registration", node, lambda: _registered(node))
-        _nvls_job(node)
+        _nvls_job(node, "NV_ERR_FABRIC_STATE_OUT_OF_SYNC")
     else:
         raise LabError(f"unknown lab act {name!r}")

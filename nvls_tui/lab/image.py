@@ -11,6 +11,7 @@ from nvls_tui.lab.hardware import HW_DIR
 from nvls_tui.lab.tools import script
 from nvls_tui.poll.probe import SIMULATED_MARKER
 from nvls_tui.sim.scenarios import UNIT_DESCRIPTIONS
+from nvls_tui.sim.state import digest
 
 TARGET = "nvls-lab.target"
 SSH_PORT = 2222
@@ -86,6 +87,8 @@ def node_files(name: str, address: str, python: str, authorized_key: str,
     """Every file a lab node adds to the host's root: ``{path: (text, mode)}``."""
     files: dict[str, tuple[str, int]] = {
         "/etc/hostname": (name + "\n", 0o644),
+        # Its own machine id: journald and logind key on it (the host's would be shared by every node).
+        "/etc/machine-id": (digest("machine-id", name)[:32] + "\n", 0o444),
         "/etc/ssh/sshd_config.d/nvls-lab.conf": (sshd_config(address), 0o644),
         "/root/.ssh/authorized_keys": (authorized_key, 0o600),
         SIMULATED_MARKER: (LAB_MARKER, 0o644),

@@ -20,6 +20,7 @@ from nvls_tui.lab import acts
 from nvls_tui.lab.hardware import new_hardware
 from nvls_tui.lab.image import SSH_PORT, enabled_links, node_files
 from nvls_tui.lab.machine import (
+    DEFAULT_SUBNET,
     LabError,
     LabNode,
     address_of,
@@ -92,8 +93,12 @@ def _client_files(folder: Path, nodes: list[LabNode]) -> None:
     (folder / "ssh_config").write_text("\n".join(config))
 
 
-def up(folder: Path, names: list[str], scenario: str, say: Say = print) -> list[LabNode]:
-    """Boot ``names`` as lab nodes acting ``scenario``; returns the nodes (``DIR/ssh_config`` reaches them)."""
+def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: int = DEFAULT_SUBNET) -> list[LabNode]:
+    """Boot ``names`` as lab nodes acting ``scenario``; returns the nodes (``DIR/ssh_config`` reaches them).
+
+    Raises:
+        LabError: the lab cannot run here, or a node did not come up (what was made is undone).
+    """
     problem = missing_requirements()
     if problem:
         raise LabError(problem)
@@ -107,7 +112,7 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print) -> list[
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     lab_key = _keygen(folder / "id_ed25519", "nvls-tui-lab")
-    nodes = [LabNode(name, address_of(i), str(folder / "nodes" / name)) for i, name in enumerate(names)]
+    nodes = [LabNode(name, address_of(i, subnet), str(folder / "nodes" / name)) for i, name in enumerate(names)]
     try:
         for node in nodes:
             say(f"{node.name}: preparing its root")

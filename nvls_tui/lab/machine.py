@@ -19,7 +19,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from nvls_tui.lab.image import SSH_PORT, TARGET
@@ -40,6 +40,7 @@ class LabNode:
     folder: str
     nspawn_pid: int = 0
     leader_pid: int = 0
+    cgroups: list[str] = field(default_factory=list)
 
     @property
     def root(self) -> Path:
@@ -52,9 +53,15 @@ class LabNode:
         return Path(self.folder, "hw")
 
 
-def address_of(index: int) -> str:
-    """The loopback address of the ``index``-th node (the host routes all of 127/8 to lo)."""
-    return f"127.0.5.{10 + index}"
+DEFAULT_SUBNET = 5
+
+
+def address_of(index: int, subnet: int = DEFAULT_SUBNET) -> str:
+    """The loopback address of the ``index``-th node (the host routes all of 127/8 to lo).
+
+    ``subnet`` keeps two labs apart (an operator's and the test suite's): ``127.0.SUBNET.x``.
+    """
+    return f"127.0.{subnet}.{10 + index}"
 
 
 def missing_requirements() -> str | None:
@@ -81,14 +88,66 @@ def mount_overlay(node: LabNode) -> None:
     run(["mount", "-t", "overlay", "overlay", "-o", options, str(node.root)])
 
 
+def _cgroup_roots() -> list[tuple[Path, str]]:
+    """``(mount point, this process's path in it)`` of the unified and the name=systemd hierarchies."""
+    mine = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _id, controllers, path = line.split(":", 2)
+        mine[controllers] = path
+    roots = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup2" and "" in mine:
+            roots.append((Path(fields[1]), mine[""]))
+        elif fields[2] == "cgroup" and "name=systemd" in fields[3].split(",") and "name=systemd" in mine:
+            roots.append((Path(fields[1]), mine["name=systemd"]))
+    return roots
+
+
+def make_cgroups(name: str) -> list[str]:
+    """A cgroup of the node's own in each hierarchy systemd uses.
+
+    Without ``--register`` and with ``--keep-unit``, nspawn keeps the container in the cgroup it was
+    started from: two nodes started from one process would share it, and each node's systemd would
+    remove the other's unit cgroups (seen: status 219/CGROUP on ``systemctl start``).
+    """
+    made = []
+    for mount, path in _cgroup_roots():
+        folder = mount / path.lstrip("/") / f"nvls-lab-{name}"
+        folder.mkdir(exist_ok=True)
+        made.append(str(folder))
+    return made
+
+
+def remove_cgroups(paths: list[str]) -> None:
+    """Remove the node's cgroups, deepest first (its systemd's own sub-cgroups are empty by now)."""
+    for path in paths:
+        for sub in sorted((p for p in Path(path).rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
+                          reverse=True) + [Path(path)]:
+            try:
+                sub.rmdir()
+            except OSError:
+                pass
+
+
 def boot(node: LabNode) -> None:
     """Start the container (systemd as PID 1 into the lab's target); record its PIDs."""
     log = open(Path(node.folder, "console.log"), "wb")  # noqa: SIM115 - nspawn owns it until down
     argv = ["systemd-nspawn", "-q", "-D", str(node.root), "-M", node.name, "--register=no", "--keep-unit",
             "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", "--boot", "--",
             f"systemd.unit={TARGET}", "systemd.firstboot=off"]
+    # cgroup v2 only, as on the write-up's Ubuntu 22.04 nodes; a hybrid v1 layout inside the container
+    # loses unit cgroups ("Failed to attach to cgroup ...: No such file or directory", status 219).
+    env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1"}
+    node.cgroups = make_cgroups(node.name)
+    procs_files = [Path(c, "cgroup.procs") for c in node.cgroups]
+
+    def enter_cgroups() -> None:  # in the child, before exec: nspawn starts inside the node's cgroups
+        for procs in procs_files:
+            procs.write_text(str(os.getpid()))
+
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, env=env, preexec_fn=enter_cgroups)
     log.close()
     node.nspawn_pid = proc.pid
     deadline = time.monotonic() + 15
@@ -178,6 +237,7 @@ def stop(node: LabNode, timeout: float = 20.0) -> None:
             except ProcessLookupError:
                 break
         _reap(node.nspawn_pid)
+    remove_cgroups(node.cgroups)
     unmount(node.root)
 
 

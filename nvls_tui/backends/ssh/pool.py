@@ -75,7 +75,7 @@ def config_known_hosts(options: BackendOptions, host: str) -> list[str] | None:
         files = config.get("UserKnownHostsFile")
     except Exception:  # noqa: BLE001 - an unreadable config is reported by the connection itself
         return None
-    if not files:
+    if not isinstance(files, list | tuple) or not files:
         return None
     return [os.path.expanduser(str(f)) for f in files if str(f).lower() != "none" and str(f) != "/dev/null"]
 

@@ -1,0 +1,52 @@
+"""``nvls-tui lab up|status|down``: the lab's command line (contract.md, "lab")."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def lab_dir(args: argparse.Namespace) -> Path:
+    """``--dir``, or the state directory's ``lab/``."""
+    from nvls_tui.paths import state_dir
+
+    return Path(args.dir).expanduser().resolve() if args.dir else state_dir() / "lab"
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 when done; 2 with one sentence when the lab cannot run or a node did not come up."""
+    from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+
+    from nvls_tui.lab import lifecycle
+    from nvls_tui.lab.machine import LabError
+
+    folder = lab_dir(args)
+    try:
+        if args.lab_command == "up":
+            if args.slurm:
+                raise LabError("--slurm is not built yet (the Slurm issue): boot the lab without it")
+            try:
+                names = list(NodeSet(args.nodes))
+            except NodeSetParseError as exc:
+                raise LabError(f"bad node set {args.nodes!r}: {exc}") from None
+            if not names or len(names) > 64:
+                raise LabError("give between 1 and 64 lab nodes")
+            lifecycle.up(folder, names, args.scenario, say=_say)
+            print(folder / "ssh_config")
+        elif args.lab_command == "status":
+            nodes = lifecycle.status(folder)
+            if not nodes:
+                print(f"no lab in {folder}")
+            for node, up in nodes:
+                print(f"{node.name}\t{node.address}\t{'running' if up else 'stopped'}")
+        elif args.lab_command == "down":
+            lifecycle.down(folder, say=_say)
+    except LabError as exc:
+        print(f"nvls-tui: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,202 @@
+"""The lab tier: two lab nodes (real systemd, journald, sshd, processes), booted once, reached over real SSH.
+
+Every test here runs on one xdist worker, in file order (the group ``lab``): the seed incident is read
+first, then repaired, then the nodes are used for what needs a repaired node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nvls_tui.backends.base import BackendOptions, ProcessChanged, ProcessIdentity
+from nvls_tui.backends.ssh import SshBackend
+from nvls_tui.backends.ssh.targets import SshTarget
+from nvls_tui.lab import lifecycle
+from nvls_tui.lab.machine import LabNode, mounted_under, node_run
+
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+
+TEST_SUBNET = 6  # 127.0.6.x: never the operator's own lab (127.0.5.x)
+NODES = ["gpu05", "gpu06"]
+
+
+def poll(condition, timeout: float, what: str):
+    """The first truthy value of ``condition()`` within ``timeout`` seconds (real time: real processes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout:g} s")
+
+
+def _can_boot() -> str | None:
+    from nvls_tui.lab.machine import missing_requirements
+
+    return missing_requirements()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """Two lab nodes acting the seed incident; torn down (by the PIDs lab.json recorded) at the end."""
+    problem = _can_boot()
+    if problem:
+        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
+    folder = tmp_path_factory.mktemp("lab")
+    nodes = lifecycle.up(folder, NODES, "seed-incident", say=lambda _t: None, subnet=TEST_SUBNET)
+    yield folder, {n.name: n for n in nodes}
+    lifecycle.down(folder, say=lambda _t: None)
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """The real command line, as an operator runs it."""
+    return subprocess.run([sys.executable, "-m", "nvls_tui.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def check_json(folder: Path, nodeset: str) -> dict:
+    done = cli("check", "--json", "--ssh-config", str(folder / "ssh_config"), nodeset)
+    assert done.stdout, done.stderr
+    return {n["host"]: n for n in json.loads(done.stdout)["nodes"]}
+
+
+def backend(folder: Path, name: str) -> SshBackend:
+    return SshBackend(SshTarget(name), BackendOptions(timeout=10, ssh_config=str(folder / "ssh_config")))
+
+
+def is_active(node: LabNode, *units: str) -> list[str]:
+    return node_run(node, "systemctl", "is-active", *units, check=False).stdout.split()
+
+
+def test_check_reads_the_seed_incident_from_real_systemd_and_real_processes(lab):
+    folder, _nodes = lab
+    nodes = check_json(folder, "gpu[05-06]")
+    gpu05, gpu06 = nodes["gpu05"], nodes["gpu06"]
+    assert gpu05["simulated"] is True and gpu06["simulated"] is True
+    assert gpu05["verdict"] == "broken" and gpu06["verdict"] == "broken"
+    fm = next(f for f in gpu05["findings"] if f["code"] == "FM_NOT_RUNNING")
+    assert "Result: signal" in fm["message"]
+    assert "FABRIC_OUT_OF_SYNC" in {f["code"] for f in gpu06["findings"]}
+    # Real holders: real PIDs with parents, start times and the unit or pod their cgroup names.
+    holders = {h["kind"]: h for h in gpu05["holders"]}
+    assert holders["nv-hostengine"]["unit"] == "nvidia-dcgm.service"
+    assert holders["nv-hostengine"]["ppid"] == 1
+    for kind in ("dcgm-exporter", "nvidia-device-plugin", "gpu-feature-discovery", "nvidia-mig-manager"):
+        assert holders[kind]["pod"].startswith("pod"), holders[kind]
+        assert holders[kind]["start_time"] and holders[kind]["ppid"] > 1
+        assert holders[kind]["pid"] > 1
+
+
+def test_a_reset_is_refused_while_a_real_pod_process_holds_a_device(lab):
+    _folder, nodes = lab
+    done = node_run(nodes["gpu06"], "nvidia-smi", "-r", check=False)
+    assert done.returncode == 255
+    assert "currently being used by one or more other processes" in done.stdout
+
+
+def test_kubelet_recreates_a_killed_pod_with_a_new_pid_in_its_kubepods_slice(lab):
+    _folder, nodes = lab
+    node = nodes["gpu06"]
+
+    def plugin_pids() -> list[str]:
+        return node_run(node, "pgrep", "-f", "/usr/bin/nvidia-device-plugin", check=False).stdout.split()
+
+    (old,) = plugin_pids()
+    node_run(node, "kill", "-KILL", old)
+    new = poll(lambda: [p for p in plugin_pids() if p != old], timeout=30, what="the pod's recreation")
+    cgroup = node_run(node, "cat", f"/proc/{new[0]}/cgroup").stdout
+    assert "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" in cgroup
+    assert "cri-containerd-" in cgroup
+
+
+def test_repair_yes_repairs_both_nodes_and_real_systemd_shows_every_unit_back(lab):
+    folder, nodes = lab
+    done = cli("repair", "--yes", "--json", "--ssh-config", str(folder / "ssh_config"), "gpu[05-06]", timeout=300)
+    results = {n["host"]: n for n in json.loads(done.stdout)["nodes"]}
+    assert {h: r["result"] for h, r in results.items()} == {"gpu05": "repaired", "gpu06": "repaired"}, done.stderr
+    assert done.returncode == 0
+    for node in nodes.values():
+        states = is_active(node, "kubelet", "nvidia-dcgm", "nvidia-snapshot.timer", "nvidia-fabricmanager")
+        assert states == ["active"] * 4, node_run(node, "journalctl", "-n", "40", "--no-pager", check=False).stdout
+    after = check_json(folder, "gpu[05-06]")
+    assert {h: n["verdict"] for h, n in after.items()} == {"gpu05": "healthy", "gpu06": "healthy"}
+
+
+async def test_a_pid_reused_by_another_process_is_not_signalled(lab):
+    folder, nodes = lab
+    node = nodes["gpu05"]
+    holder = next(h for h in check_json(folder, "gpu05")["gpu05"]["holders"] if h["kind"] == "dcgm-exporter")
+    identity = ProcessIdentity(holder["pid"], holder["start_time"], holder["command"])
+    node_run(node, "systemctl", "stop", "kubelet")  # nobody recreates the pod meanwhile
+    try:
+        node_run(node, "kill", "-KILL", str(holder["pid"]))
+        poll(lambda: node_run(node, "kill", "-0", str(holder["pid"]), check=False).returncode != 0,
+                   timeout=10, what="the pod's death")
+        # The kernel hands the same PID to a new process: ns_last_pid is the PID namespace's counter
+        # (written through the host's /proc: the container's /proc/sys is read-only, as nspawn makes it).
+        subprocess.run(["nsenter", "-t", str(node.leader_pid), "--pid", "sh", "-c",
+                        f"echo {holder['pid'] - 1} > /proc/sys/kernel/ns_last_pid; "
+                        "setsid sleep 600 </dev/null >/dev/null 2>&1 &"], check=True, timeout=10)
+        assert node_run(node, "ps", "-o", "args=", "-p", str(holder["pid"])).stdout.strip() == "sleep 600"
+        ssh = backend(folder, "gpu05")
+        try:
+            with pytest.raises(ProcessChanged):
+                await ssh.signal(holder["pid"], signal.SIGTERM, identity)
+        finally:
+            await ssh.close()
+        assert node_run(node, "ps", "-o", "args=", "-p", str(holder["pid"])).stdout.strip() == "sleep 600"
+    finally:
+        node_run(node, "pkill", "-x", "sleep", check=False)
+        node_run(node, "systemctl", "start", "kubelet")
+
+
+def test_lab_up_without_systemd_nspawn_names_the_package_in_one_line(tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("nsenter", "ssh-keygen"):
+        if shutil.which(tool):
+            (bare / tool).symlink_to(shutil.which(tool))
+    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "lab", "up", "--dir", str(tmp_path / "lab")],
+                          capture_output=True, text=True, env={**os.environ, "PATH": str(bare)}, timeout=60,
+                          check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert "systemd-container" in done.stderr and "systemd-nspawn" in done.stderr
+
+
+def test_lab_down_leaves_no_process_mount_or_file_behind(tmp_path):
+    problem = _can_boot()
+    if problem:
+        pytest.skip(f"the lab cannot boot here: {problem}")
+    folder = tmp_path / "lab"
+    nodes = lifecycle.up(folder, ["lab01"], "healthy", say=lambda _t: None, subnet=TEST_SUBNET + 1)
+    pids = [nodes[0].nspawn_pid, nodes[0].leader_pid]
+    assert mounted_under(folder)
+    assert cli("lab", "status", "--dir", str(folder)).stdout.split() == ["lab01", nodes[0].address, "running"]
+    done = cli("lab", "down", "--dir", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert mounted_under(folder) == []
+    assert [c for c in nodes[0].cgroups if Path(c).exists()] == []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert [p for p in pids if _alive(p)] == []
+    assert sorted(p.name for p in folder.iterdir()) == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
