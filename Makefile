@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Everything else is for developers.
-.PHONY: demo test bench venv
+.PHONY: demo test bench venv lab lab-down
 
 demo: venv
 	.venv/bin/nvls-tui --demo
@@ -12,3 +12,11 @@ bench: venv
 
 venv:
 	bash scripts/bootstrap.sh
+
+# The console on two lab nodes over real SSH (root: systemd-nspawn containers); `make lab-down` after.
+lab: venv
+	.venv/bin/nvls-tui lab up
+	.venv/bin/nvls-tui --ssh-config $${XDG_STATE_HOME:-$$HOME/.local/state}/nvls-tui/lab/ssh_config 'gpu[05-06]'
+
+lab-down: venv
+	.venv/bin/nvls-tui lab down

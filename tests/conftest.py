@@ -82,3 +82,30 @@ def rigs(tmp_path):
     yield make
     for rig in started:
         rig.stop()
+
+
+TEST_SUBNET = 6
+"""The test suite's lab listens on 127.0.6.x: never on an operator's own lab (127.0.5.x)."""
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """Two lab nodes (gpu05, gpu06) acting the seed incident: ``(folder, {name: LabNode})``.
+
+    Booted once per session (the lab tests share one xdist group, so one worker owns it) and torn
+    down at the end by the PIDs, mounts and cgroups ``lab.json`` recorded.
+    """
+    from nvls_tui.lab import lifecycle
+    from nvls_tui.lab.machine import missing_requirements
+
+    problem = missing_requirements()
+    if problem:
+        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
+    # A test run that was killed (it cannot tear down) leaves its lab on the test addresses: the
+    # lab.json it wrote says exactly what to stop.
+    for stale in tmp_path_factory.getbasetemp().parent.glob("*/lab*/lab.json"):
+        lifecycle.down(stale.parent, say=lambda _t: None)
+    folder = tmp_path_factory.mktemp("lab")
+    nodes = lifecycle.up(folder, ["gpu05", "gpu06"], "seed-incident", say=lambda _t: None, subnet=TEST_SUBNET)
+    yield folder, {n.name: n for n in nodes}
+    lifecycle.down(folder, say=lambda _t: None)

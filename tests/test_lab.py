@@ -21,12 +21,11 @@ from nvls_tui.backends.base import BackendOptions, ProcessChanged, ProcessIdenti
 from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.lab import lifecycle
-from nvls_tui.lab.machine import LabNode, mounted_under, node_run
+from nvls_tui.lab.machine import LabNode, missing_requirements, mounted_under, node_run
+from tests.conftest import TEST_SUBNET
 
 pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
 
-TEST_SUBNET = 6  # 127.0.6.x: never the operator's own lab (127.0.5.x)
-NODES = ["gpu05", "gpu06"]
 
 
 def poll(condition, timeout: float, what: str):
@@ -38,24 +37,6 @@ def poll(condition, timeout: float, what: str):
             return value
         time.sleep(0.2)
     raise AssertionError(f"{what} did not happen within {timeout:g} s")
-
-
-def _can_boot() -> str | None:
-    from nvls_tui.lab.machine import missing_requirements
-
-    return missing_requirements()
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """Two lab nodes acting the seed incident; torn down (by the PIDs lab.json recorded) at the end."""
-    problem = _can_boot()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    folder = tmp_path_factory.mktemp("lab")
-    nodes = lifecycle.up(folder, NODES, "seed-incident", say=lambda _t: None, subnet=TEST_SUBNET)
-    yield folder, {n.name: n for n in nodes}
-    lifecycle.down(folder, say=lambda _t: None)
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -175,7 +156,7 @@ def test_lab_up_without_systemd_nspawn_names_the_package_in_one_line(tmp_path):
 
 
 def test_lab_down_leaves_no_process_mount_or_file_behind(tmp_path):
-    problem = _can_boot()
+    problem = missing_requirements()
     if problem:
         pytest.skip(f"the lab cannot boot here: {problem}")
     folder = tmp_path / "lab"

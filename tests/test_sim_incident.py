@@ -161,11 +161,12 @@ def test_fm_started_without_a_reset_registers_the_gpus_but_nvls_stays_out_of_syn
     assert "NV_ERR_FABRIC_STATE_OUT_OF_SYNC" in kernel
 
 
-def test_a_failed_fm_unit_does_not_start_until_reset_failed(fleet):
+def test_a_failed_fm_unit_starts_again_as_real_systemd_starts_it(fleet):
+    # Real systemd starts a unit that failed with Result: signal (the lab's golden comparison);
+    # the simulator used to refuse until reset-failed.
     start = fleet.sh("gpu05", "systemctl", "start", "nvidia-fabricmanager")
-    assert start.exit_status == 1
-    assert start.stderr.startswith("Job for nvidia-fabricmanager.service failed.")
-    assert fleet.sh("gpu05", "systemctl", "is-active", "nvidia-fabricmanager").stdout == "failed\n"
+    assert (start.exit_status, start.stderr) == (0, "")
+    assert fleet.sh("gpu05", "systemctl", "is-active", "nvidia-fabricmanager").stdout == "active\n"
 
 
 def test_every_command_is_logged_and_a_read_only_command_changes_no_unit(fleet):

@@ -137,8 +137,8 @@ def _fm_findings(state: NodeState) -> list[Finding]:
         detail = f" (Result: {unit.result})" if unit.result and unit.result != "success" else ""
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
                                 f"nvidia-fabricmanager is {unit.active}{detail}"
-                                + (": `systemctl reset-failed` is needed before a start" if unit.active == "failed"
-                                   else "")))
+                                + (": it died and systemd did not restart it; GPUs and NVSwitches need a reset "
+                                   "before it starts again" if unit.active == "failed" else "")))
     if state.fm_version and state.driver and state.fm_version != state.driver:
         findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
                                 f"Fabric Manager {state.fm_version} differs from driver {state.driver}: "

@@ -31,6 +31,7 @@ from nvls_tui.lab.machine import (
     mounted_under,
     running,
     save_state,
+    ssh_banner,
     stop,
     wait_booted,
 )
@@ -113,6 +114,9 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
     os.chmod(folder, 0o700)
     lab_key = _keygen(folder / "id_ed25519", "nvls-tui-lab")
     nodes = [LabNode(name, address_of(i, subnet), str(folder / "nodes" / name)) for i, name in enumerate(names)]
+    taken = [n.address for n in nodes if ssh_banner(n.address)]
+    if taken:
+        raise LabError(f"{taken[0]}:{SSH_PORT} is already in use (another lab?): bring it down first")
     try:
         for node in nodes:
             say(f"{node.name}: preparing its root")

@@ -6,6 +6,7 @@ replay: all_reduce_perf) or :data:`HANG` (the command never returns: a wedged no
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -97,6 +98,13 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
         return HANG if node.wedged else _nvidia_smi(node, rest, now)
     if name == "all_reduce_perf":
         return render_nccl.all_reduce_perf(node, rest, env_, now)
+    if argv and argv[0] == "kill":
+        # Over SSH a bare `kill` is the login shell's builtin (bash on the nodes), not procps's
+        # /bin/kill: its words for a PID that is gone (golden: the lab's real bash). `env kill` and
+        # /bin/kill stay procps.
+        code, out, err = render_procs.kill(node, rest, now)
+        return Output(code, out, re.sub(r"^kill: \((\d+)\): No such process$",
+                                        r"bash: line 1: kill: (\1) - No such process", err, flags=re.M))
     if name == "fuser":
         code, out, err, merged, chunks = render_procs.fuser_writes(node, rest, now)
         return Output(code, out, err, merged, chunks)

@@ -178,6 +178,15 @@ def is_active(node: Node, names: list[str]) -> tuple[int, str]:
     return (0 if "active" in states else 3), "".join(s + "\n" for s in states)
 
 
+def is_failed(node: Node, names: list[str]) -> tuple[int, str]:
+    """``systemctl is-failed UNIT...``: one state per line; 0 when at least one is failed (golden: systemd 252)."""
+    states = []
+    for name in names:
+        unit = node.unit(name)
+        states.append("inactive" if unit is None or unit.load == "not-found" else unit.active)
+    return (0 if "failed" in states else 1), "".join(s + "\n" for s in states)
+
+
 def is_enabled(node: Node, names: list[str]) -> tuple[int, str, str]:
     """``systemctl is-enabled UNIT...``."""
     out, err, code = "", "", 1
@@ -222,7 +231,7 @@ def systemctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     if not rest:
         return 1, "", "Too few arguments.\n"
     verb, names = rest[0], rest[1:]
-    if verb in ("start", "stop", "restart", "reset-failed", "status", "is-active", "is-enabled") and not names \
+    if verb in ("start", "stop", "restart", "reset-failed", "status", "is-active", "is-enabled", "is-failed") and not names \
             and verb != "reset-failed":
         return 1, "", "Too few arguments.\n"
     if verb == "show":
@@ -234,6 +243,9 @@ def systemctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
         return code, out, ""
     if verb == "is-enabled":
         return is_enabled(node, names)
+    if verb == "is-failed":
+        code, out = is_failed(node, names)
+        return code, out, ""
     if verb in ("start", "stop", "restart", "reset-failed"):
         code, err = 0, ""
         for name in names:

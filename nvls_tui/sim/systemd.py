@@ -62,7 +62,7 @@ def start(node: Node, name: str, now: float) -> tuple[int, str]:
     if unit.active in ("active", "activating"):
         return 0, ""
     if unit.name == "nvidia-fabricmanager.service":
-        if unit.needs_reset_failed:
+        if unit.needs_reset_failed and unit.result == "start-limit-hit":
             unit.result = "start-limit-hit"
             node.log_unit(now, unit.name, "systemd", f"{unit.name}: Start request repeated too quickly.", 1)
             node.log_unit(now, unit.name, "systemd", f"{unit.name}: Failed with result 'start-limit-hit'.", 1)
