@@ -169,21 +169,24 @@ def _status_block(node: Node, unit: Unit, now: float, lines: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def is_active(node: Node, names: list[str]) -> tuple[int, str]:
-    """``systemctl is-active UNIT...``: one state per line; 0 when at least one is active."""
+def _active_states(node: Node, names: list[str]) -> list[str]:
+    """Each unit's ActiveState, ``inactive`` for a unit systemd does not know."""
     states = []
     for name in names:
         unit = node.unit(name)
         states.append("inactive" if unit is None or unit.load == "not-found" else unit.active)
+    return states
+
+
+def is_active(node: Node, names: list[str]) -> tuple[int, str]:
+    """``systemctl is-active UNIT...``: one state per line; 0 when at least one is active."""
+    states = _active_states(node, names)
     return (0 if "active" in states else 3), "".join(s + "\n" for s in states)
 
 
 def is_failed(node: Node, names: list[str]) -> tuple[int, str]:
     """``systemctl is-failed UNIT...``: one state per line; 0 when at least one is failed (golden: systemd 252)."""
-    states = []
-    for name in names:
-        unit = node.unit(name)
-        states.append("inactive" if unit is None or unit.load == "not-found" else unit.active)
+    states = _active_states(node, names)
     return (0 if "failed" in states else 1), "".join(s + "\n" for s in states)
 
 
