@@ -1,4 +1,4 @@
-"""One contract, three backends: the simulated node, SSH to a real sshd on 127.0.0.1, and local.
+"""One contract, four backends: the simulated node, SSH to a real sshd on 127.0.0.1, local, and SSH to a lab node.
 
 Each test below runs against every backend the runbook may be handed, so a rule that holds on one
 holds on all: a command's exit status and streams, a missing file's error, streaming, the shared
@@ -35,6 +35,7 @@ from nvls_tui.backends.local import LocalBackend
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import parse_target
+from nvls_tui.lab.machine import node_run
 from nvls_tui.parsers.ps import parse_ps
 from nvls_tui.poll.probe import RECORD_FILE, ps_argv
 from nvls_tui.runbook.steps import DATE_ARGV
@@ -42,7 +43,9 @@ from nvls_tui.sim.fleet import load_fleet
 from tests.sshd_rig import find_sshd, options_for
 
 DATE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
-KINDS = ("sim", "ssh", "local")
+KINDS = ("sim", "ssh", "local",
+         # A lab node: SSH to a real sshd in a real systemd container, with real procps and the login shell's builtins.
+         pytest.param("lab", marks=[pytest.mark.lab, pytest.mark.xdist_group("lab")]))
 
 
 @dataclass
@@ -99,13 +102,42 @@ def subject(request, sshd_fleet):
         rig = sshd_fleet(1)
         (target,) = parse_target(rig.target("gpu01"))
         subj = Subject(kind, SshBackend(target, options_for(rig, timeout=5.0)), real_spawn, ("sleep", "30"))
+    elif kind == "lab":
+        folder, nodes = request.getfixturevalue("lab")
+        node = nodes["gpu06"]
+        lab_spawned: list[int] = []
+
+        def lab_spawn():
+            pid, identity = _lab_process(node)
+            lab_spawned.append(pid)
+            return pid, identity
+
+        backend = SshBackend(parse_target("gpu06")[0], BackendOptions(timeout=5.0, ssh_config=str(folder / "ssh_config")))
+        subj = Subject(kind, backend, lab_spawn, ("sleep", "30"))
+        subj.node = node  # type: ignore[attr-defined]
     else:
         subj = Subject(kind, LocalBackend(BackendOptions(timeout=5.0)), real_spawn, ("sleep", "30"))
     yield subj
+    if kind == "lab":
+        for pid in lab_spawned:
+            node_run(node, "kill", "-KILL", str(pid), check=False)
     for proc in started:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         proc.wait(timeout=10)
+
+
+def _lab_process(node) -> tuple[int, ProcessIdentity]:
+    """A ``sleep`` in the lab node (its own session, reparented to the node's systemd), as its ps shows it."""
+    out = node_run(node, "sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!").stdout
+    pid = int(out.strip())
+    deadline = time.monotonic() + 10
+    while True:
+        entries = parse_ps(node_run(node, *ps_argv([pid]), check=False).stdout).value
+        if entries and entries[0].args == "sleep 300":
+            return pid, ProcessIdentity(pid, entries[0].lstart, entries[0].args)
+        assert time.monotonic() < deadline, "the sleep never showed in the lab node's ps"
+        time.sleep(0.05)
 
 
 def fleet_ps(fleet, pid: int) -> str:
@@ -215,6 +247,9 @@ async def test_a_read_only_backend_refuses_every_signal(subject):
 def process_alive(subject: Subject, pid: int) -> bool:
     if subject.kind == "sim":
         return pid in subject.backend.node.procs
+    if subject.kind == "lab":
+        state = node_run(subject.node, "ps", "-o", "stat=", "-p", str(pid), check=False).stdout.strip()
+        return bool(state) and not state.startswith("Z")
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

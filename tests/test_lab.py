@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -181,3 +182,62 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+def test_fm_killed_mid_repair_fails_the_repair_and_still_restores_every_unit(lab):
+    folder, nodes = lab
+    node = nodes["gpu05"]
+    fm = "nvidia-fabricmanager.service"
+
+    def fm_pid() -> int:
+        return int(node_run(node, "systemctl", "show", "-p", "MainPID", "--value", fm).stdout.strip() or 0)
+
+    node_run(node, "systemctl", "start", fm)
+    node_run(node, "kill", "-KILL", str(fm_pid()))  # broken again: FM failed, fabric state stale
+    repair = subprocess.Popen([sys.executable, "-m", "nvls_tui.cli", "repair", "--yes", "--json", "--ssh-config",
+                               str(folder / "ssh_config"), "gpu05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        restarted = poll(fm_pid, timeout=120, what="the repair's FM start")
+        node_run(node, "kill", "-KILL", str(restarted))  # FM dies again while the repair verifies the fabric
+        out, err = repair.communicate(timeout=300)
+    finally:
+        if repair.poll() is None:
+            repair.kill()
+    (result,) = json.loads(out)["nodes"]
+    assert repair.returncode == 1, err
+    assert result["result"] == "failed"
+    failed = [s["name"] for s in result["steps"] if s["status"] == "failed"]
+    assert failed and failed[0] in ("fabric-manager", "verify-fabric", "smoke-test"), result["steps"]
+    assert is_active(node, "kubelet", "nvidia-dcgm", "nvidia-snapshot.timer") == ["active"] * 3
+    node_run(node, "systemctl", "start", fm)  # leave FM running for the tests after this one
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_console_repairs_a_lab_node_in_a_real_terminal(lab, tmp_path):
+    from tests.test_e2e_tmux import Tmux
+
+    folder, nodes = lab
+    node = nodes["gpu06"]
+    fm = "nvidia-fabricmanager.service"
+    node_run(node, "systemctl", "start", fm)
+    pid = node_run(node, "systemctl", "show", "-p", "MainPID", "--value", fm).stdout.strip()
+    assert int(pid) > 1
+    node_run(node, "kill", "-KILL", pid)
+    exe = Path(sys.executable).with_name("nvls-tui")
+    env = f"XDG_STATE_HOME={tmp_path / 'state'} XDG_CONFIG_HOME={tmp_path / 'config'} TERM=xterm-256color"
+    session = Tmux(f"nvls-lab-{os.getpid()}")
+    try:
+        session.start(f"env -u COLUMNS -u LINES {env} {exe} --ssh-config {folder / 'ssh_config'} gpu06")
+        session.wait_for("gpu06 broken, read over real SSH", lambda s: "gpu06" in s and "✖ broken" in s, timeout=60)
+        session.keys("Space")
+        session.wait_for("gpu06 selected", lambda s: "selected for repair: gpu06" in s, timeout=10)
+        session.keys("r")
+        session.wait_for("the plan", lambda s: "Type gpu06 to go on" in s and "nvidia-smi -r" in s, timeout=30)
+        session.keys("gpu06", literal=True)
+        session.keys("Enter")
+        done = session.wait_for("the repair's end", lambda s: "✔ gpu06 repaired" in s, timeout=180)
+        assert re.search(r"✔ repaired\s+\d+\.\d GB/s", done), done
+    finally:
+        session.kill()
+    assert is_active(node, "kubelet", "nvidia-dcgm", "nvidia-snapshot.timer", fm) == ["active"] * 4
