@@ -73,6 +73,11 @@ def test_check_reads_the_seed_incident_from_real_systemd_and_real_processes(lab)
     holders = {h["kind"]: h for h in gpu05["holders"]}
     assert holders["nv-hostengine"]["unit"] == "nvidia-dcgm.service"
     assert holders["nv-hostengine"]["ppid"] == 1
+    # The user's forgotten watch loop runs in a real login session's scope.
+    watch = node_run(_nodes["gpu05"], "pgrep", "-u", "ubuntu", "-x", "watch", check=False).stdout.split()
+    assert watch, "no watch loop on gpu05"
+    cgroup = node_run(_nodes["gpu05"], "cat", f"/proc/{watch[0]}/cgroup").stdout
+    assert "/user.slice/user-1001.slice/session-" in cgroup
     for kind in ("dcgm-exporter", "nvidia-device-plugin", "gpu-feature-discovery", "nvidia-mig-manager"):
         assert holders[kind]["pod"].startswith("pod"), holders[kind]
         assert holders[kind]["start_time"] and holders[kind]["ppid"] > 1
@@ -110,6 +115,8 @@ def test_repair_yes_repairs_both_nodes_and_real_systemd_shows_every_unit_back(la
     for node in nodes.values():
         states = is_active(node, "kubelet", "nvidia-dcgm", "nvidia-snapshot.timer", "nvidia-fabricmanager")
         assert states == ["active"] * 4, node_run(node, "journalctl", "-n", "40", "--no-pager", check=False).stdout
+    # The repair found the watch loop (parent first) and stopped it: nothing of it is left.
+    assert node_run(nodes["gpu05"], "pgrep", "-u", "ubuntu", "-x", "watch", check=False).stdout == ""
     after = check_json(folder, "gpu[05-06]")
     assert {h: n["verdict"] for h, n in after.items()} == {"gpu05": "healthy", "gpu06": "healthy"}
 

@@ -3,9 +3,9 @@ brought the write-up's nodes where they were.
 
 - ``healthy``: FM starts on idle GPUs and registers them; then DCGM, kubelet (with its pods) and the
   snapshot timer.
-- ``fm-killed`` (the seed incident's gpu05): healthy, then FM's main process is sent SIGKILL, so real
-  systemd reports ``failed (Result: signal)``; an NVLS job then fails (the kernel logs
-  FABRIC_MANAGER_NOT_PRESENT).
+- ``fm-killed`` (the seed incident's gpu05): a user's ``watch -n 1 nvidia-smi`` left in an SSH
+  session; healthy, then FM's main process is sent SIGKILL, so real systemd reports ``failed
+  (Result: signal)``; an NVLS job then fails (the kernel logs FABRIC_MANAGER_NOT_PRESENT).
 - ``out-of-sync`` (gpu06 after its reboot): DCGM and the pods open the GPUs *before* FM starts, so FM
   registers them while they are held: Completed/Success, yet the driver's cached state is out of sync
   and an NVLS job fails with the kernel's out-of-sync line.
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from nvls_tui.lab.machine import LabError, LabNode, node_run
+from nvls_tui.lab.machine import LabError, LabNode, node_run, run
 
 SERVICES = ("nvidia-dcgm.service", "kubelet.service")
 TIMER = "nvidia-snapshot.timer"
@@ -77,8 +78,32 @@ def _nvls_job(node: LabNode, code: str) -> None:
           lambda: code in node_run(node, "journalctl", "-k", "--no-pager", check=False).stdout)
 
 
-def act(node: LabNode, name: str) -> None:
-    """Play act ``name`` on a booted node."""
+WATCH_USER, WATCH_UID = "ubuntu", "1001"
+WATCH = "watch -n 1 nvidia-smi"
+
+
+def watch_loop(node: LabNode, ssh_config: Path) -> None:
+    """An operator's forgotten ``watch -n 1 nvidia-smi``, left running in a real SSH login session.
+
+    The user logs in through the node's sshd (so pam_systemd puts the session in
+    ``user-UID.slice/session-N.scope``), starts the loop in a detached tmux (``watch`` needs a
+    terminal) and logs out; logind leaves the processes running, as on the write-up's node.
+    """
+    if node_run(node, "id", "-u", WATCH_USER, check=False).returncode != 0:
+        node_run(node, "useradd", "-m", "-u", WATCH_UID, "-s", "/bin/bash", WATCH_USER)
+        home = f"/home/{WATCH_USER}"
+        node_run(node, "sh", "-c", f"mkdir -p {home}/.ssh && cp /root/.ssh/authorized_keys {home}/.ssh/ && "
+                                   f"chown -R {WATCH_USER}: {home}/.ssh && chmod 700 {home}/.ssh")
+    run(["ssh", "-F", str(ssh_config), "-l", WATCH_USER, node.name,
+         f"tmux new-session -d -s watch '{WATCH}'"], timeout=30)
+    _wait("the watch loop", node,
+          lambda: node_run(node, "pgrep", "-u", WATCH_USER, "-f", f"^{WATCH}$", check=False).returncode == 0)
+
+
+def act(node: LabNode, name: str, ssh_config: Path | None = None) -> None:
+    """Play act ``name`` on a booted node (``ssh_config`` reaches it: the watch loop logs in through it)."""
+    if name == "fm-killed" and ssh_config is not None:
+        watch_loop(node, ssh_config)
     if name == "healthy":
         _fm_then_holders(node)
     elif name == "fm-killed":

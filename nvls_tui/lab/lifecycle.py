@@ -128,9 +128,9 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         say("booting " + ", ".join(n.name for n in nodes))
         with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
             list(pool.map(wait_booted, nodes))
+            _client_files(folder, nodes)
             say(f"acting the {scenario} scenario")
-            list(pool.map(lambda n: acts.act(n, acts.act_of(scenario, n.name)), nodes))
-        _client_files(folder, nodes)
+            list(pool.map(lambda n: acts.act(n, acts.act_of(scenario, n.name), folder / "ssh_config"), nodes))
     except BaseException:
         save_state(folder, scenario, nodes)
         down(folder, say=lambda _t: None)
