@@ -65,6 +65,8 @@ def test_check_reads_the_seed_incident_from_real_systemd_and_real_processes(lab)
     nodes = check_json(folder, "gpu[05-06]")
     gpu05, gpu06 = nodes["gpu05"], nodes["gpu06"]
     assert gpu05["simulated"] is True and gpu06["simulated"] is True
+    plain = cli("check", "--ssh-config", str(folder / "ssh_config"), "gpu[05-06]")
+    assert "LAB nodes (simulated GPUs)" in plain.stdout
     assert gpu05["verdict"] == "broken" and gpu06["verdict"] == "broken"
     fm = next(f for f in gpu05["findings"] if f["code"] == "FM_NOT_RUNNING")
     assert "Result: signal" in fm["message"]
@@ -236,7 +238,8 @@ def test_the_console_repairs_a_lab_node_in_a_real_terminal(lab, tmp_path):
     session = Tmux(f"nvls-lab-{os.getpid()}")
     try:
         session.start(f"env -u COLUMNS -u LINES {env} {exe} --ssh-config {folder / 'ssh_config'} gpu06")
-        session.wait_for("gpu06 broken, read over real SSH", lambda s: "gpu06" in s and "✖ broken" in s, timeout=60)
+        session.wait_for("gpu06 broken, read over real SSH, and labelled as a lab node",
+                         lambda s: "gpu06" in s and "✖ broken" in s and "LAB FLEET" in s, timeout=60)
         session.keys("Space")
         session.wait_for("gpu06 selected", lambda s: "selected for repair: gpu06" in s, timeout=10)
         session.keys("r")

@@ -30,6 +30,8 @@ SAME_STATE = [
     ["systemctl", "stop", "nosuch.service"],
     ["systemctl", "show", "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result", "nosuch.service"],
     ["journalctl", "-u", "nosuch.service", "--no-pager"],
+    ["systemctl", "is-enabled", "nvidia-fabricmanager.service", "nvidia-persistenced.service"],
+    ["systemctl", "is-enabled", "nvidia-fabricmanager.service", "nosuch.service"],
     # Processes nobody has.
     ["ps", "-o", "pid=", "-p", "4000000"],
     ["ps", "-o", "pid=,ppid=", "-p", "1,,2"],
@@ -103,3 +105,23 @@ async def test_a_unit_failed_by_a_signal_starts_again_without_reset_failed(lab):
     sim = _sim("gpu05", ["systemctl", "start", FM])
     assert (sim.exit_status, sim.stderr) == (real.exit_status, real.stderr) == (0, "")
     assert node_run(node, "systemctl", "is-active", FM, check=False).stdout.strip() == "active"
+
+
+async def test_systemctl_status_of_a_unit_killed_by_sigkill_says_what_the_real_one_says(lab):
+    # The simulator prints systemd 249's status (the incident's Ubuntu 22.04: "vendor preset", no
+    # Duration/Process lines); the lab runs systemd 252. The lines both versions print must agree.
+    folder, nodes = lab
+    kill_fm(nodes["gpu05"])
+    try:
+        real = await _real(folder, "gpu05", ["systemctl", "status", FM, "--no-pager"])
+        sim = _sim("gpu05", ["systemctl", "status", FM, "--no-pager"])
+        assert sim.exit_status == real.exit_status == 3
+
+        def lines(text: str) -> list[str]:
+            keep = ("× ", "     Active:", "   Main PID:")
+            return [_shape(line) for line in text.splitlines() if line.startswith(keep)]
+
+        assert lines(sim.stdout) == lines(real.stdout)
+        assert len(lines(real.stdout)) == 3
+    finally:
+        node_run(nodes["gpu05"], "systemctl", "start", FM, check=False)

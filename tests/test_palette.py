@@ -39,3 +39,19 @@ def test_a_version_mismatch_takes_the_bad_role(monkeypatch):
     monkeypatch.setattr(cells, "STYLE", roles)
     _, fm = cells.version_texts(NodeState("g", driver="580.82.07", fm_version="580.65.06"))
     assert fm.style == roles["bad"]
+
+
+async def test_a_node_found_simulated_by_its_poll_raises_the_banner_and_a_lab_node_says_lab():
+    # Lab nodes are reached over plain SSH: only the poll (the node's marker file) says they are
+    # simulated, so the banner cannot be decided at start-up.
+    from nvls_tui.widgets.banner import ModeBanner
+    from tests.test_console_fakes import FakeBackend, make_node
+    from tests.waiting import wait_until
+
+    backend = FakeBackend(make_node("gpu05").replace(simulated=True, lab=True))
+    backend.simulated = False
+    app = NvlsApp([backend], poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        banner = app.screen.query_one(ModeBanner)
+        await wait_until(pilot, lambda: banner.display and "LAB" in str(banner.render()), "the LAB banner")
+        assert "simulated GPUs" in str(banner.render())

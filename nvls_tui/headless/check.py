@@ -74,7 +74,8 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     # finding that quotes a process) are data, and one hostile node must not hide the others.
     console = Console(highlight=False, markup=False, emoji=False)
     simulated = any(s.simulated for s, _ in results)
-    title = "nvls-tui check" + (" — SIMULATED nodes" if simulated else "")
+    lab = any(s.lab for s, _ in results)
+    title = "nvls-tui check" + (" — LAB nodes (simulated GPUs)" if lab else " — SIMULATED nodes" if simulated else "")
     table = Table(title=title)
     for col in ("host", "verdict", "FM", "driver", "fabric", "holders"):
         table.add_column(col, no_wrap=True)

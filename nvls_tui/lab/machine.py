@@ -193,13 +193,17 @@ def node_run(node: LabNode, *argv: str, timeout: float = 60.0, check: bool = Tru
 def wait_booted(node: LabNode, timeout: float = BOOT_TIMEOUT) -> None:
     """Wait until the node's systemd has finished starting up and its sshd answers."""
     deadline = time.monotonic() + timeout
+    state = ""
     while time.monotonic() < deadline:
         state = node_run(node, "systemctl", "is-system-running", check=False).stdout.strip()
         if state in ("running", "degraded"):
             break
         time.sleep(0.3)
     else:
-        raise LabError(f"{node.name}: systemd did not finish booting within {timeout:.0f} s")
+        jobs = node_run(node, "systemctl", "list-jobs", "--no-pager", "--no-legend", check=False).stdout
+        waiting = "; ".join(line.split()[1] for line in jobs.splitlines()[:4] if len(line.split()) > 1)
+        raise LabError(f"{node.name}: systemd did not finish booting within {timeout:.0f} s (state {state or '?'}"
+                       + (f"; waiting for {waiting}" if waiting else "") + ")")
     while time.monotonic() < deadline:
         if ssh_banner(node.address):
             return

@@ -24,6 +24,11 @@ class Fleet:
         """True when any node is simulated (the UI then shows a SIMULATED banner)."""
         return any(n.simulated for n in self.nodes)
 
+    @property
+    def lab(self) -> bool:
+        """True when any node is a lab node (simulated GPUs on real systemd and processes)."""
+        return any(n.lab for n in self.nodes)
+
     @functools.cached_property
     def _index(self) -> dict[str, int]:
         # Built once per (immutable) fleet: a 256-node console looks hosts up on every poll.

@@ -179,6 +179,7 @@ class NodeState:
         host: the target name as the operator wrote it (``gpu05``, ``sim:seed-incident/gpu05``).
         reachable: False when the node could not be reached or read; ``error`` says why.
         simulated: True for simulated nodes (always labelled as such on screen and in JSON).
+        lab: a lab node (``nvls-tui lab``): real systemd, sshd and processes, simulated GPUs.
         fm_version: ``nv-fabricmanager --version`` (None where there is no host FM).
         services: every unit of interest, by name.
         repair_record: the crash-safe record a half-finished repair left on the node, if any.
@@ -189,6 +190,7 @@ class NodeState:
     host: str
     reachable: bool = True
     simulated: bool = False
+    lab: bool = False
     platform: Platform = Platform.UNKNOWN
     driver: str | None = None
     fm_version: str | None = None

@@ -155,6 +155,8 @@ def assemble_node_state(
     lost: list[MissingEvidence] = list(missing)
     marker = sections.get("simulated")
     simulated = simulated or (marker is not None and marker.ok and bool(marker.stdout.strip()))
+    # The lab writes "(LAB)" into its marker (nvls_tui/lab/image.py): shown as LAB everywhere.
+    lab = marker is not None and marker.ok and "(LAB)" in marker.stdout
     root = True if sudo else (None if (uid := _uid(sections.get("identity"))) is None else uid == 0)
 
     def read(name: str, *, as_root: bool | None = True) -> CommandResult | None:
@@ -212,6 +214,7 @@ def assemble_node_state(
         host=host,
         reachable=True,
         simulated=simulated,
+        lab=lab,
         platform=detect_platform(gpus, nvswitches, fm_loaded),
         driver=driver,
         fm_version=fm_version,

@@ -191,18 +191,19 @@ def is_failed(node: Node, names: list[str]) -> tuple[int, str]:
 
 
 def is_enabled(node: Node, names: list[str]) -> tuple[int, str, str]:
-    """``systemctl is-enabled UNIT...``."""
-    out, err, code = "", "", 1
+    """``systemctl is-enabled UNIT...``: exit 1 when a unit is unknown, whatever the others (golden: systemd 252)."""
+    out, err, code, unknown = "", "", 1, False
     for name in names:
         unit = node.unit(name)
         if unit is None or unit.load == "not-found":
             err += f"Failed to get unit file state for {node.unit_name(name)}: No such file or directory\n"
+            unknown = True
             continue
         state = "masked" if unit.load == "masked" else unit.enabled
         out += state + "\n"
         if state == "enabled":
             code = 0
-    return code, out, err
+    return (1 if unknown else code), out, err
 
 
 def systemctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:

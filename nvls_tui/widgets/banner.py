@@ -42,19 +42,37 @@ class FleetSummary(Static):
 class ModeBanner(Static):
     """A full-width warning bar: SIMULATED fleets and read-only mode are never mistaken for reality.
 
-    Shown only when one of the two applies (``display`` is off otherwise).
+    Shown only when one of the two applies (``display`` is off otherwise). A node reached over plain
+    SSH is known to be simulated (or a lab node) only once its poll has read its marker, so the bar
+    follows the console's fleet and never goes back: once simulated, always labelled.
     """
+
+    SIM = "SIMULATED FLEET — these nodes are simulated; nothing here touches real hardware"
+    LAB = ("LAB FLEET — simulated GPUs and NVSwitches on real systemd, sshd and processes; nothing here "
+           "touches real hardware")
 
     def __init__(self, *, simulated: bool, read_only: bool, **kwargs) -> None:
         super().__init__(**kwargs)
         self.simulated = simulated
+        self.lab = False
         self.read_only = read_only
 
     def on_mount(self) -> None:
-        """Say which mode applies, once; it cannot change while the console runs."""
+        """Say which mode applies now, and follow the fleet: its polls may find simulated nodes."""
+        self._show()
+        if hasattr(self.app, "fleet"):
+            self.watch(self.app, "fleet", self._fleet_changed, init=True)
+
+    def _fleet_changed(self, fleet) -> None:
+        simulated, lab = self.simulated or fleet.simulated, self.lab or fleet.lab
+        if (simulated, lab) != (self.simulated, self.lab):
+            self.simulated, self.lab = simulated, lab
+            self._show()
+
+    def _show(self) -> None:
         parts = []
         if self.simulated:
-            parts.append("SIMULATED FLEET — these nodes are simulated; nothing here touches real hardware")
+            parts.append(self.LAB if self.lab else self.SIM)
         if self.read_only:
             parts.append("READ-ONLY — every action that changes a node is hidden and refused")
         self.set_class(self.simulated, "-simulated")
