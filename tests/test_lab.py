@@ -165,6 +165,15 @@ def test_lab_up_without_systemd_nspawn_names_the_package_in_one_line(tmp_path):
     assert "systemd-container" in done.stderr and "systemd-nspawn" in done.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv to drop it")
+def test_lab_up_as_an_ordinary_user_says_it_needs_root_in_one_line(tmp_path):
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                           "nvls_tui.cli", "lab", "up", "--dir", str(tmp_path / "lab")],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=Path(__file__).parents[1])
+    assert done.returncode == 2
+    assert done.stderr.strip() == "nvls-tui: lab up needs root: it mounts overlays and boots systemd-nspawn containers"
+
+
 def test_lab_down_leaves_no_process_mount_or_file_behind(tmp_path):
     problem = missing_requirements()
     if problem:

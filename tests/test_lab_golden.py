@@ -125,3 +125,43 @@ async def test_systemctl_status_of_a_unit_killed_by_sigkill_says_what_the_real_o
         assert len(lines(real.stdout)) == 3
     finally:
         node_run(nodes["gpu05"], "systemctl", "start", FM, check=False)
+
+
+async def test_ps_columns_are_padded_as_the_real_procps_pads_them(lab):
+    # The probe's own ps line for a live process: the PID and PPID columns are as wide as pid_max's
+    # digits, the user column 32 wide, lstart fixed. Only PIDs, names and times differ between nodes.
+    folder, _nodes = lab
+    from nvls_tui.poll.probe import ps_argv
+
+    real = await _real(folder, "gpu06", list(ps_argv([1])))
+    fleet = load_fleet("seed-incident", speed=0)
+    sim_pid = fleet.node("gpu06").units["nvidia-dcgm.service"].main_pid
+    sim = fleet.run("gpu06", list(ps_argv([sim_pid])))
+    layout = re.compile(r"^( *\d+) ( *\d+) (\S+ *) (\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}) ")
+    real_cols, sim_cols = layout.match(real.stdout), layout.match(sim.stdout)
+    assert real_cols and sim_cols, (real.stdout, sim.stdout)
+    pid_max = int((await _real(folder, "gpu06", ["cat", "/proc/sys/kernel/pid_max"])).stdout)
+    assert len(real_cols.group(1)) == len(str(pid_max))
+    assert [len(g) for g in sim_cols.groups()[2:]] == [len(g) for g in real_cols.groups()[2:]]
+    assert (sim.exit_status, sim.stderr) == (real.exit_status, real.stderr) == (0, "")
+
+
+async def test_fuser_v_lays_out_its_table_as_the_real_psmisc_does(lab):
+    folder, _nodes = lab
+    argv = ["fuser", "-v", "/dev/nvidia0"]
+    real = await _real(folder, "gpu06", argv)
+    sim = _sim("gpu06", argv)
+    assert sim.exit_status == real.exit_status == 0
+    # fuser -v writes the PIDs to stdout and the rest of its table to stderr (the split the probe
+    # had to learn): the header, then a row per process with its PID cut out.
+    assert sim.stderr.splitlines()[0] == real.stderr.splitlines()[0]
+    row = re.compile(r"^(/dev/nvidia0:)? +(\S+) +(\S{5}) (\S+)$")
+    assert all(row.match(line) for line in real.stderr.splitlines()[1:]), real.stderr
+    assert all(row.match(line) for line in sim.stderr.splitlines()[1:]), sim.stderr
+    assert real.stderr.splitlines()[1].index(" root ") == sim.stderr.splitlines()[1].index(" root ")
+    # The access flags of the same kinds of holder agree (F: open read-write, m: mapped).
+    def access(text: str) -> dict[str, str]:
+        return {m.group(4): m.group(3) for m in map(row.match, text.splitlines()[1:]) if m}
+
+    assert access(real.stderr)["nv-hostengine"] == access(sim.stderr)["nv-hostengine"] == "F...m"
+    assert re.fullmatch(r"( +\d+)+", real.stdout) and re.fullmatch(r"( +\d+)+", sim.stdout), (real.stdout, sim.stdout)

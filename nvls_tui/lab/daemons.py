@@ -115,7 +115,7 @@ def holder(program: str, args: list[str]) -> int:
 
     if program == "nvidia-persistenced":
         persistence(True)
-    with holding(files):
+    with holding(files, mapped=program != "nvidia-persistenced"):
         _until_term((lambda: persistence(False)) if program == "nvidia-persistenced" else None)
     return 0
 

@@ -51,7 +51,8 @@ def unit_files(device_files: list[str]) -> dict[str, str]:
                  "Wants=ssh.service systemd-logind.service systemd-user-sessions.service nvls-lab-devices.service\nAllowIsolate=yes\n"),
         "nvls-lab-devices.service": ("[Unit]\nDescription=nvls-tui lab: the stand-in /dev/nvidia* files\n"
                                      "DefaultDependencies=no\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
-                                     f"ExecStart=/bin/sh -c 'touch {touch} && chmod 0666 {touch}'\n"),
+                                     # a page each: the daemons map their devices (fuser's m)
+                                     f"ExecStart=/bin/sh -c 'truncate -s 4096 {touch} && chmod 0666 {touch}'\n"),
         "nvidia-fabricmanager.service": _unit(
             d["nvidia-fabricmanager.service"],
             f"Type=simple\nExecStart=/usr/bin/nv-fabricmanager -c {FM_CFG}\nSyslogIdentifier=nv-fabricmanager"),

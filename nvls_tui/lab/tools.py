@@ -13,6 +13,7 @@ procps, psmisc, coreutils.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import signal
 import sys
@@ -28,15 +29,24 @@ ENV_PREFIXES = ("NCCL_", "CUDA_")
 
 
 @contextlib.contextmanager
-def holding(paths: list[str]) -> Iterator[None]:
-    """Keep ``paths`` open (read-only) for the duration: a real process holding device files."""
-    fds = []
+def holding(paths: list[str], mapped: bool = False) -> Iterator[None]:
+    """Keep ``paths`` open for the duration: a real process holding device files.
+
+    Opened read-write, as CUDA and NVML open the devices (fuser's ``F``); with ``mapped``, the first
+    page of each is mapped too, as the long-lived daemons map theirs (fuser's ``m``).
+    """
+    fds, maps = [], []
     try:
         for path in paths:
             with contextlib.suppress(OSError):
-                fds.append(os.open(path, os.O_RDONLY))
+                fd = os.open(path, os.O_RDWR)
+                fds.append(fd)
+                if mapped:
+                    maps.append(mmap.mmap(fd, mmap.PAGESIZE))
         yield
     finally:
+        for area in maps:
+            area.close()
         for fd in fds:
             os.close(fd)
 
