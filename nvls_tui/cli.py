@@ -60,9 +60,16 @@ GROUPS: dict[str, tuple[argparse.ArgumentParser, list[str]]] = {}
 """Command groups (``sim``, ``lab``): their parser and subcommand names, filled by :func:`build_parser`."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that says what is wrong in one sentence and where the help is (no usage block)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"nvls-tui: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="nvls-tui",
         description="Diagnose and repair NVLink SHARP (NVLS) failures on HGX NVSwitch nodes.",
         epilog=EPILOG,
@@ -142,9 +149,53 @@ def build_parser() -> argparse.ArgumentParser:
 SUBCOMMANDS = ("console", "check", "analyze", "repair", "report", "sim", "lab")
 
 
+def _host_like(word: str, argv: list[str]) -> bool:
+    """True when ``word`` names a node: target syntax, a name that resolves, or an SSH config alias."""
+    import fnmatch
+    import os
+    import re
+    import socket
+
+    if word == "local" or word.startswith("sim:") or re.search(r"[\d.@:\[\]]", word):
+        return True
+    configs = [os.path.expanduser("~/.ssh/config")]
+    if "--ssh-config" in argv[:-1]:
+        configs.insert(0, argv[argv.index("--ssh-config") + 1])
+    for path in configs:
+        try:
+            lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields and fields[0].lower() == "host" and any(fnmatch.fnmatch(word, p) for p in fields[1:]):
+                return True
+    try:
+        socket.getaddrinfo(word, None)
+    except (OSError, UnicodeError):
+        return False
+    return True
+
+
+def _not_a_command(word: str) -> str:
+    """The one sentence for a first word that is neither a command nor a node."""
+    import difflib
+
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    if close:
+        return f"nvls-tui: unknown command {word!r} (did you mean {close[0]!r}?)"
+    return (f"nvls-tui: {word!r} is neither a command nor a host this machine knows (commands: "
+            f"{', '.join(SUBCOMMANDS)}; a host resolves, or is user@host, a node set like gpu[01-08], local or "
+            "sim:SCENARIO)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``nvls-tui`` command. Returns the exit status (contract.md)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    first = argv[0] if argv else ""
+    if first and not first.startswith("-") and first not in SUBCOMMANDS and not _host_like(first, argv):
+        print(_not_a_command(first), file=sys.stderr)
+        return 2
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "console")
     parser = build_parser()

@@ -7,6 +7,12 @@ import argparse
 
 def run(args: argparse.Namespace) -> int:
     """Start the Textual console on the given targets (the demo fleet when none)."""
+    import sys
+
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        print("nvls-tui: the console needs a terminal (stdin or stdout is not one): `nvls-tui check` prints "
+              "text, `--json` for scripts", file=sys.stderr)
+        return 2
     from nvls_tui.app import NvlsApp
 
     app = NvlsApp.from_args(args)

@@ -230,11 +230,14 @@ def _refused_all(hosts: list[str], options: RepairOptions, reason: str) -> list[
     return outcomes
 
 
-def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: str | None) -> None:
+def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: str | None,
+            simulated: bool = False) -> None:
     """The JSON of contract.md, or one line per node (a terminal that is gone is no error)."""
     if args.json:
         say(sys.stdout, json.dumps({"nodes": [o.to_json() for o in outcomes]}, indent=2))
         return
+    if simulated:
+        say(sys.stdout, "SIMULATED nodes: nothing here touched real hardware")
     for o in outcomes:
         smoke = f", {o.smoke.avg_busbw:.1f} GB/s" if o.smoke and o.smoke.avg_busbw is not None else ""
         say(sys.stdout, f"{o.host}: {o.result}{smoke} - {one_line(o.message)}")
@@ -244,6 +247,11 @@ def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: s
 
 def run(args: argparse.Namespace) -> int:
     """Run the repair (or dry run, or restore) of every target; print text or contract.md's JSON."""
+    if not (args.targets or getattr(args, "hosts_file", None) or getattr(args, "demo", False)):
+        # The console may open on the demo fleet; a repair never picks its nodes by default.
+        print("nvls-tui: repair needs a TARGET (a host, a node set such as gpu[01-08], local, sim:SCENARIO "
+              "or --demo); it never repairs a default fleet", file=sys.stderr)
+        return 2
     try:
         backends = resolve_backends(args)
     except InvalidArgument as exc:
@@ -256,6 +264,7 @@ def run(args: argparse.Namespace) -> int:
         print("nvls-tui: --read-only forbids changing a node; use --dry-run to see the plan", file=sys.stderr)
         return 2
     hosts = [b.host for b in backends]
+    simulated = any(b.simulated for b in backends)
     plan_file = getattr(args, "plan", None)
     if plan_file and (args.dry_run or args.restore):
         print("nvls-tui: --plan approves a repair; it goes with neither --dry-run nor --restore", file=sys.stderr)
@@ -287,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
         if refused:
             print(f"nvls-tui: a repair of {' '.join(refused)} would be refused (see above); nothing was changed",
                   file=sys.stderr)
-            _report(plans, args, None)
+            _report(plans, args, None, simulated)
             return 1
         ok, why = confirm(hosts, sys.stdin, sys.stderr)
         if not ok:
@@ -300,11 +309,11 @@ def run(args: argparse.Namespace) -> int:
     except AuditWriteError as exc:
         # Audit first: a run the log cannot record does not start. Nothing was changed.
         say(sys.stderr, f"nvls-tui: {exc}; nothing was changed")
-        _report(_refused_all(hosts, options, f"refused before any command: {exc}"), args, None)
+        _report(_refused_all(hosts, options, f"refused before any command: {exc}"), args, None, simulated)
         return 1
     except OSError as exc:
         print(f"nvls-tui: cannot create the audit log: {exc.strerror or exc}", file=sys.stderr)
         return 2
     audit_path = next((o.audit_log for o in outcomes if o.audit_log), None)
-    _report(outcomes, args, audit_path)
+    _report(outcomes, args, audit_path, simulated)
     return 0 if all(o.ok for o in outcomes) else 1

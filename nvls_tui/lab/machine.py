@@ -150,7 +150,7 @@ def boot(node: LabNode) -> None:
                             start_new_session=True, env=env, preexec_fn=enter_cgroups)
     log.close()
     node.nspawn_pid = proc.pid
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not node.leader_pid:
         if proc.poll() is not None:
             raise LabError(f"{node.name}: systemd-nspawn exited with {proc.returncode}; "
@@ -158,15 +158,28 @@ def boot(node: LabNode) -> None:
         node.leader_pid = _child_of(proc.pid)
         time.sleep(0.1)
     if not node.leader_pid:
-        raise LabError(f"{node.name}: the container's systemd did not start within 15 s")
+        raise LabError(f"{node.name}: the container's systemd did not start within 60 s")
 
 
 def _child_of(pid: int) -> int:
+    """The container's init among ``pid``'s children: PID 1 of its own PID namespace, or 0.
+
+    nspawn first forks a helper that sets the container up and exits; taking the first child seen
+    (as this did) picked that helper on a loaded machine, and every later ``nsenter`` failed.
+    """
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return 0
-    return int(children[0]) if children else 0
+    for child in children:
+        try:
+            status = Path(f"/proc/{child}/status").read_text()
+        except OSError:
+            continue
+        nspid = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [])
+        if len(nspid) > 1 and nspid[-1] == "1":
+            return int(child)
+    return 0
 
 
 def exec_argv(node: LabNode, argv: Sequence[str]) -> list[str]:
