@@ -63,7 +63,7 @@ GROUPS: dict[str, tuple[argparse.ArgumentParser, list[str]]] = {}
 class OneLineParser(argparse.ArgumentParser):
     """argparse that says what is wrong in one sentence and where the help is (no usage block)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):  # noqa: D102 - argparse.ArgumentParser.error, one line
         self.exit(2, f"nvls-tui: {message} (see {self.prog} --help)\n")
 
 
