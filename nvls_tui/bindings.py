@@ -64,7 +64,18 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("fleet.poll", "p", "poll_all", "Poll", "Poll every node now instead of waiting.", "fleet",
                 palette="fleet: Poll every node now"),
     BindingSpec("fleet.select", "space", "toggle_node", "Select", "Select or unselect the node under the "
-                "cursor for a repair.", "fleet", palette=None),
+                "cursor for a repair (marked ●), then moves the cursor down: space, space picks the next nodes "
+                "too, so check the names the plan asks you to type.", "fleet", palette=None),
+    BindingSpec("fleet.down", "j", "cursor_down", "Down", "Move the cursor down a node (as ↓).", "fleet", show=False),
+    BindingSpec("fleet.up", "k", "cursor_up", "Up", "Move the cursor up a node (as ↑).", "fleet", show=False),
+    BindingSpec("fleet.top", "g,home", "cursor_top", "Top", "Move the cursor to the first node.", "fleet",
+                show=False),
+    BindingSpec("fleet.bottom", "G,end", "cursor_bottom", "Bottom", "Move the cursor to the last node.", "fleet",
+                show=False),
+    BindingSpec("fleet.next_broken", "n", "next_broken", "Next broken", "Jump to the next broken or unreachable "
+                "node (wraps around).", "fleet", palette="fleet: Jump to the next broken node"),
+    BindingSpec("fleet.prev_broken", "N", "prev_broken", "Prev broken", "Jump to the previous broken or "
+                "unreachable node (wraps around).", "fleet", show=False),
     BindingSpec("fleet.repair", "r", "repair", "Repair", "Dry-run the repair of the selected nodes, then type "
                 "their names to run it.", "fleet",
                 destructive=True, palette="fleet: Repair selected nodes"),

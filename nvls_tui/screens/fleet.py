@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, cast
@@ -32,9 +34,27 @@ REDRAW_EVERY = 0.1
 
 
 def matches(query: str, host: str, verdict: Verdict | None, codes: list[str]) -> bool:
-    """True when ``query`` (case-insensitive, words ANDed) is in the host, verdict or a finding code."""
+    """True when every word of ``query`` matches: a node set (``gpu[120-125]``) must name the host, any
+    other word must be in the host, verdict or a finding code (case-insensitive)."""
     hay = " ".join([host, verdict.value if verdict else "polling", *codes]).lower()
-    return all(word in hay for word in query.lower().split())
+    for word in query.split():
+        if "[" in word:
+            if host not in _nodeset(word):
+                return False
+        elif word.lower() not in hay:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _nodeset(word: str) -> frozenset[str]:
+    """The hosts a node-set word names; a half-typed one (``gpu[12``) names none yet."""
+    from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+
+    try:
+        return frozenset(NodeSet(word))
+    except (NodeSetParseError, ValueError):
+        return frozenset()
 
 
 class FleetScreen(OnConsole, Screen[None]):
@@ -205,6 +225,43 @@ class FleetScreen(OnConsole, Screen[None]):
             return False
         return True
 
+    # ---- k9s/lazygit motions ------------------------------------------------------------------------
+    def action_cursor_down(self) -> None:
+        """j: the next node."""
+        self.query_one(FleetGrid).action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        """k: the previous node."""
+        self.query_one(FleetGrid).action_cursor_up()
+
+    def action_cursor_top(self) -> None:
+        """g / Home: the first node."""
+        self.query_one(FleetGrid).move_cursor(row=0)
+
+    def action_cursor_bottom(self) -> None:
+        """G / End: the last node."""
+        grid = self.query_one(FleetGrid)
+        grid.move_cursor(row=max(0, grid.row_count - 1))
+
+    def action_next_broken(self) -> None:
+        """n: the next broken or unreachable node below the cursor, wrapping around."""
+        self._jump_broken(+1)
+
+    def action_prev_broken(self) -> None:
+        """N: the previous broken or unreachable node, wrapping around."""
+        self._jump_broken(-1)
+
+    def _jump_broken(self, step: int) -> None:
+        grid = self.query_one(FleetGrid)
+        hosts = grid.visible_hosts
+        bad = {Verdict.BROKEN, Verdict.UNREACHABLE}
+        for offset in range(1, len(hosts) + 1):
+            row = (grid.cursor_row + step * offset) % len(hosts)
+            if self.nvls.verdict(hosts[row]) in bad:
+                grid.move_cursor(row=row)
+                return
+        self.notify("No broken or unreachable node is shown.", timeout=3)
+
     def action_toggle_node(self) -> None:
         """Select or unselect the node under the cursor for a repair."""
         grid = self.query_one(FleetGrid)
@@ -251,7 +308,7 @@ def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
         want_mark = host in selected
         has_mark = isinstance(cell, Text) and cell.style == selected_style
         if want_mark and not has_mark:
-            grid.update_cell(host, "host", Text(host, style=selected_style))
+            grid.update_cell(host, "host", Text(f"● {host}", style=selected_style))
         elif has_mark and not want_mark:
             state = app.fleet.get(host)
             if state is not None:

@@ -96,6 +96,15 @@ class FleetGrid(DataTable):
         self.add_column("age", key="age", width=4)
         self.add_column("findings", key="note", width=22)
 
+    # Home/End are the table's horizontal scroll; in a grid of nodes they mean the first/last node.
+    def action_scroll_home(self) -> None:
+        """Home: the first node."""
+        self.move_cursor(row=0)
+
+    def action_scroll_end(self) -> None:
+        """End: the last node."""
+        self.move_cursor(row=max(0, self.row_count - 1))
+
     @property
     def current_host(self) -> str | None:
         """The host under the cursor, or None when the grid is empty."""

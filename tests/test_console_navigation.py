@@ -1,0 +1,97 @@
+"""k9s/lazygit habits in the fleet (issue 14, item 7): j/k, g/G, Home/End, n/N to the next broken node,
+a node-set filter beside the substring one, a visible selection mark, and help that says space moves down."""
+
+from __future__ import annotations
+
+from nvls_tui.app import NvlsApp
+from nvls_tui.screens.fleet import matches
+from nvls_tui.screens.help import HelpScreen
+from nvls_tui.widgets.fleet_grid import FleetGrid
+from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
+from tests.waiting import wait_until
+
+SIZE = (160, 48)
+HOSTS = ("gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "gpu06")
+BROKEN = ("gpu02", "gpu05")
+
+
+def six_nodes() -> NvlsApp:
+    backends = [FakeBackend(make_node(h, broken=h in BROKEN)) for h in HOSTS]
+    return NvlsApp(backends, poll_interval=None, clock=fixed_clock)
+
+
+async def ready(app, pilot) -> FleetGrid:
+    await app.wait_for_first_poll()
+    await pilot.pause()
+    screen = app.screen
+    screen.action_toggle_sort()  # fleet order: gpu01 .. gpu06
+    await pilot.pause()
+    grid = screen.query_one(FleetGrid)
+    assert grid.visible_hosts == HOSTS
+    return grid
+
+
+async def test_j_k_g_G_home_and_end_move_the_cursor():
+    app = six_nodes()
+    async with app.run_test(size=SIZE) as pilot:
+        grid = await ready(app, pilot)
+        await pilot.press("j", "j")
+        assert grid.current_host == "gpu03"
+        await pilot.press("k")
+        assert grid.current_host == "gpu02"
+        await pilot.press("G")
+        assert grid.current_host == "gpu06"
+        await pilot.press("g")
+        assert grid.current_host == "gpu01"
+        await pilot.press("end")
+        assert grid.current_host == "gpu06"
+        await pilot.press("home")
+        assert grid.current_host == "gpu01"
+
+
+async def test_n_and_N_jump_to_the_next_and_previous_broken_node_and_wrap():
+    app = six_nodes()
+    async with app.run_test(size=SIZE) as pilot:
+        grid = await ready(app, pilot)
+        await pilot.press("n")
+        assert grid.current_host == "gpu02"
+        await pilot.press("n")
+        assert grid.current_host == "gpu05"
+        await pilot.press("n")
+        assert grid.current_host == "gpu02"  # wraps
+        await pilot.press("N")
+        assert grid.current_host == "gpu05"
+
+
+def test_a_node_set_in_the_filter_matches_the_hosts_it_names():
+    assert matches("gpu[04-05]", "gpu05", None, [])
+    assert not matches("gpu[04-05]", "gpu06", None, [])
+    assert matches("gpu[01-08] broken", "gpu05", None, ["FM_NOT_RUNNING"]) is False
+    assert matches("gpu[01,05] fm_not", "gpu05", None, ["FM_NOT_RUNNING"])
+
+
+async def test_the_filter_takes_a_node_set():
+    app = six_nodes()
+    async with app.run_test(size=SIZE) as pilot:
+        grid = await ready(app, pilot)
+        await pilot.press("slash")
+        await pilot.press(*"gpu[03-04]")
+        await wait_until(pilot, lambda: grid.visible_hosts == ("gpu03", "gpu04"), "the node-set filter")
+
+
+async def test_a_selected_node_carries_a_visible_mark_and_help_says_space_moves_down():
+    app = six_nodes()
+    async with app.run_test(size=SIZE) as pilot:
+        grid = await ready(app, pilot)
+        await pilot.press("space")
+        assert grid.current_host == "gpu02"  # space selects and moves down
+        assert str(grid.get_cell("gpu01", "host")).startswith("● ")
+        assert not str(grid.get_cell("gpu02", "host")).startswith("● ")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "help")
+        from textual.widgets import DataTable
+
+        table = app.screen.query_one(DataTable)
+        rows = [" ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+        space = next(r for r in rows if "fleet.select" in r)
+        assert "moves the cursor down" in space and "●" in space
