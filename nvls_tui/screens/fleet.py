@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, cast
