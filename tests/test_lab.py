@@ -102,8 +102,17 @@ def test_kubelet_recreates_a_killed_pod_with_a_new_pid_in_its_kubepods_slice(lab
 
     (old,) = plugin_pids()
     node_run(node, "kill", "-KILL", old)
-    new = poll(lambda: [p for p in plugin_pids() if p != old], timeout=30, what="the pod's recreation")
-    cgroup = node_run(node, "cat", f"/proc/{new[0]}/cgroup").stdout
+
+    def recreated() -> str | None:
+        # The new pod counts once it runs in its scope: for a moment it is still systemd-run, in
+        # kubelet's own cgroup, on its way there (as containerd's shim is before runc moves it).
+        for pid in plugin_pids():
+            cgroup = node_run(node, "cat", f"/proc/{pid}/cgroup", check=False).stdout
+            if pid != old and "kubepods" in cgroup:
+                return cgroup
+        return None
+
+    cgroup = poll(recreated, timeout=30, what="the pod's recreation in its scope")
     assert "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" in cgroup
     assert "cri-containerd-" in cgroup
 
