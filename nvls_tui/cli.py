@@ -215,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nvls-tui: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `nvls-tui analyze --json ... | head`: the reader had enough, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second complaint at exit
+        return 141
     except Exception as exc:  # noqa: BLE001 - the contract: one sentence, never a traceback
         if isinstance(exc, (ValueError, OSError)) or type(exc).__module__.startswith("nvls_tui"):
             print(f"nvls-tui: {exc}", file=sys.stderr)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.sshd_rig import SshdRig, find_sshd, node_names
@@ -102,9 +105,13 @@ def lab(tmp_path_factory):
     if problem:
         pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
     # A test run that was killed (it cannot tear down) leaves its lab on the test addresses: the
-    # lab.json it wrote says exactly what to stop.
-    for stale in tmp_path_factory.getbasetemp().parent.glob("*/lab*/lab.json"):
-        lifecycle.down(stale.parent, say=lambda _t: None)
+    # lab.json it wrote says exactly what to stop, and whose it was (a running suite's lab is left alone).
+    from nvls_tui.lab.machine import owner_alive
+
+    root = Path(tempfile.gettempdir())
+    for stale in [*root.glob("pytest-of-*/pytest-*/lab*/lab.json"), *root.glob("pytest-of-*/pytest-*/*/lab*/lab.json")]:
+        if not owner_alive(stale.parent):
+            lifecycle.down(stale.parent, say=lambda _t: None)
     folder = tmp_path_factory.mktemp("lab")
     nodes = lifecycle.up(folder, ["gpu05", "gpu06"], "seed-incident", say=lambda _t: None, subnet=TEST_SUBNET)
     yield folder, {n.name: n for n in nodes}

@@ -195,11 +195,14 @@ def test_a_directory_is_refused_in_one_line_without_a_traceback(capsys, tmp_path
     assert code == 2 and "Traceback" not in err and err.count("\n") == 1
 
 
-def test_the_readable_summary_names_kinds_and_values(capsys):
+def test_the_readable_summary_names_kinds_and_values(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
     code = main(["analyze", str(REAL / "all_reduce_perf-g2.txt"), str(REAL / "nvidia-smi-q.txt")])
     out = capsys.readouterr().out
     assert code == 0
-    assert "nccl-tests" in out and "234.857" in out and "580.159.04" in out
+    assert "nccl-tests" in out and "580.159.04" in out
+    # Rounded as operators read it, and wrapped between words: never inside a number or a word.
+    assert "234.9 GB/s" in out and "234.857" not in out
 
 
 # --- the small parsers of nvidia_smi_misc, on the real files -------------------------------------

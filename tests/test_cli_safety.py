@@ -62,3 +62,18 @@ def test_headless_repair_output_says_simulated_for_simulated_nodes(tmp_path):
     done = cli("repair", "--dry-run", "--audit-dir", str(tmp_path), "sim:seed-incident/gpu05")
     assert done.returncode == 0, done.stderr
     assert "SIMULATED" in done.stdout
+
+
+def test_a_reader_that_stops_early_is_not_an_error_message():
+    # `nvls-tui analyze --json FILE | head`: the pipe closes; no "[Errno 32] Broken pipe" on stderr.
+    from pathlib import Path
+
+    capture = Path(__file__).parent / "fixtures"
+    files = sorted(str(p) for p in capture.rglob("*.txt"))[:40]
+    proc = subprocess.Popen([sys.executable, "-m", "nvls_tui.cli", "analyze", "--json", *files],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.read(10)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert b"Broken pipe" not in err and b"Traceback" not in err

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from nvls_tui import words
 from nvls_tui.diagnosis import node as diagnosis
 from nvls_tui.model import CommandResult, Finding, NodeState, Platform, Severity
 from nvls_tui.parsers import nvidia_smi_misc
@@ -143,7 +144,7 @@ def _fuser(text: str) -> Result:
 def _holder_findings(count: int) -> list[Finding]:
     if not count:
         return []
-    return [Finding("HOLDERS_PRESENT", Severity.INFO, f"{count} processes hold /dev/nvidia* (a reset would be "
+    return [Finding("HOLDERS_PRESENT", Severity.INFO, f"{words.count(count, 'process')} {words.verb(count, 'holds')} /dev/nvidia* (a reset would be "
                                                       "refused)")]
 
 

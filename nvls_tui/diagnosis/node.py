@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import Diagnosis, KernelEvent, MissingEvidence
+from nvls_tui.words import count, verb
 
 FM_UNIT = "nvidia-fabricmanager"
 
@@ -182,7 +183,7 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
                                 f"the last NVLS smoke test failed ({bw})"))
     if state.holders:
         findings.append(Finding("HOLDERS_PRESENT", Severity.INFO,
-                                f"{len(state.holders)} processes hold /dev/nvidia* (a reset would be refused)"))
+                                f"{count(len(state.holders), 'process')} {verb(len(state.holders), 'holds')} /dev/nvidia* (a reset would be refused)"))
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     findings.sort(key=lambda f: order[f.severity])
     return Diagnosis(tuple(findings), verdict_of(findings))

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from nvls_tui.diagnosis.captured import analyze_text
 from nvls_tui.textsafe import one_line
+from nvls_tui.words import count, gbps
 
 # Refuse to slurp something that cannot be a command output (a disk image, /dev/zero).
 MAX_BYTES = 64 * 1024 * 1024
@@ -36,40 +37,45 @@ def read_input(name: str) -> str:
 
 
 def _summary(entry: dict) -> str:
-    """One line that says what the file holds, in the operator's terms."""
+    """One line that says what the file holds, in the operator's terms (numbers agree with their nouns)."""
     kind, data = entry["kind"], entry["data"]
     if kind in ("nvidia-smi-q", "nvidia-smi-q-xml"):
         fabric = {f"{g['fabric']['state']}/{g['fabric']['status']}" for g in data["gpus"]}
-        return f"driver {data['driver']}, {len(data['gpus'])} GPUs, fabric {', '.join(sorted(fabric)) or '-'}"
+        return f"driver {data['driver']}, {count(len(data['gpus']), 'GPU')}, fabric {', '.join(sorted(fabric)) or '-'}"
     if kind in ("nccl-tests", "nccl-tests-json"):
-        avg = data.get("avg_busbw")
         state = "completed" if data.get("completed") else "did not complete"
-        return (f"{data.get('test') or 'nccl test'} on {data.get('ngpus')} GPUs, {len(data['rows'])} rows, "
-                f"avg bus bandwidth {avg if avg is not None else '-'} GB/s, {state}")
+        on = f" on {count(data['ngpus'], 'GPU')}" if data.get("ngpus") else ""
+        return (f"{data.get('test') or 'nccl test'}{on}, {count(len(data['rows']), 'row')}, "
+                f"avg bus bandwidth {gbps(data.get('avg_busbw'))}, {state}")
     if kind == "nvidia-smi-reset":
-        return (f"{len(data['reset'])} GPUs reset, {len(data['failed'])} refused"
+        return (f"{count(len(data['reset']), 'GPU')} reset, {len(data['failed'])} refused"
                 + (", NVSwitches reset" if data["nvswitches_reset"] else ""))
     if kind == "nvidia-smi-query-csv":
-        return f"{len(data['rows'])} rows: {', '.join(data['header'][:6])}"
+        return f"{count(len(data['rows']), 'row')}: {', '.join(data['header'][:6])}"
     if kind == "systemctl-status":
         return f"{data['unit']}: {data['active']} ({data['sub']}), main PID {data['main_pid']}"
     if kind in ("kernel-log", "fabricmanager-log"):
         codes = sorted({e.get("code") or "-" for e in data["events"]})
-        return f"{len(data['events'])} events: {', '.join(codes)}"
+        return f"{count(len(data['events']), 'event')}: {', '.join(codes)}"
     if kind == "fuser":
         pids = [str(h["pid"]) for h in data["holders"]]
-        return f"{len(pids)} holders: PIDs {', '.join(pids) or 'none'}"
+        return f"{count(len(pids), 'holder')}: {'PID' if len(pids) == 1 else 'PIDs'} {', '.join(pids) or 'none'}"
     if kind == "nvidia-smi":
-        return f"driver {data['driver']}, {len(data['gpus'])} GPUs, {len(data['processes'])} processes"
+        return (f"driver {data['driver']}, {count(len(data['gpus']), 'GPU')}, "
+                f"{count(len(data['processes']), 'process')}")
     if kind == "nvlink-status":
-        return ", ".join(f"GPU {g['index']}: {g['active_links']} links" for g in data["gpus"])
+        return ", ".join(f"GPU {g['index']}: {count(g['active_links'], 'link')}" for g in data["gpus"])
     if kind == "topo-matrix":
-        return f"{len(data['matrix'])} GPUs: " + ", ".join(
+        return f"{count(len(data['matrix']), 'GPU')}: " + ", ".join(
             f"{a}-{b} {v}" for a, row in data["matrix"].items() for b, v in row.items() if a < b)
     if kind in ("ps", "proc-stat"):
-        return f"{len(data['processes'])} processes"
+        return count(len(data["processes"]), "process")
     if kind == "nvml-fabric":
         return ", ".join(f"GPU {e['gpu']} {e['api']}: {e['state']}" for e in data["entries"])
+    if kind == "nvls-tui-probe":
+        return (f"{data.get('verdict') or 'not diagnosed'}: {data.get('platform')}, driver {data.get('driver') or '?'}, "
+                f"{count(len(data.get('gpus') or []), 'GPU')}, {count(len(data.get('holders') or []), 'holder')}, "
+                f"{count(len(data.get('missing') or []), 'section')} unread")
     return ""
 
 
@@ -79,7 +85,7 @@ def _print_rich(entries: list[dict]) -> None:
     table = Table(title="nvls-tui analyze", expand=False)
     table.add_column("file", overflow="fold")
     table.add_column("kind", style="bold")
-    table.add_column("what it says", overflow="fold")
+    table.add_column("what it says")  # wrapped at words: a number is never cut in two
     for entry in entries:
         text = entry.get("error") or _summary(entry)
         table.add_row(Text(one_line(entry["file"])), Text(entry["kind"]), Text(one_line(text)))

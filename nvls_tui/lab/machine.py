@@ -295,7 +295,8 @@ def unmount(folder: Path) -> None:
 
 def save_state(folder: Path, scenario: str, nodes: list[LabNode]) -> None:
     """Write ``DIR/lab.json``: what ``lab down`` must undo."""
-    data = {"scenario": scenario, "nodes": [asdict(n) for n in nodes]}
+    # owner: the process that made the lab (a test run that was killed leaves a lab whose owner is gone).
+    data = {"scenario": scenario, "owner": os.getpid(), "nodes": [asdict(n) for n in nodes]}
     tmp = folder / ".lab.json.tmp"
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, folder / "lab.json")
@@ -308,6 +309,15 @@ def load_state(folder: Path) -> tuple[str, list[LabNode]]:
     except (OSError, ValueError):
         return "", []
     return data.get("scenario", ""), [LabNode(**n) for n in data.get("nodes", [])]
+
+
+def owner_alive(folder: Path) -> bool:
+    """True when the process that made the lab in ``folder`` still runs."""
+    try:
+        owner = int(json.loads((folder / "lab.json").read_text()).get("owner", 0))
+    except (OSError, ValueError, TypeError):
+        return False
+    return owner > 0 and Path(f"/proc/{owner}").exists()
 
 
 def running(node: LabNode) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvls_tui.textsafe import clean_deep, markdown_code, markdown_text
+from nvls_tui.words import count, verb
 
 
 @dataclass
@@ -102,7 +103,7 @@ def _timeline_entry(r: dict[str, Any]) -> str | None:
     if kind == "holders-remaining":
         waiting = " (waiting for the operator)" if r.get("waiting") else ""
         holders = r.get("holders")
-        return f"{len(holders) if isinstance(holders, list) else 0} holders remain{waiting}"
+        return f"{count(len(holders) if isinstance(holders, list) else 0, 'holder')} {verb(len(holders) if isinstance(holders, list) else 0, 'remains')}{waiting}"
     if kind == "fabric-progress":
         states = _dict(r.get("states")) or {}
         return f"Fabric Manager {_t(r.get('unit'))}; " + ", ".join(f"{_t(k)} ×{_t(v)}" for k, v in states.items())

@@ -19,6 +19,7 @@ from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.events import FabricProgress
 from nvls_tui.runbook.steps import FM_UNIT, kernel_since_argv, reset_argv, unit_argv
+from nvls_tui.words import count
 
 FABRIC_QUERY = ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv")
 
@@ -42,7 +43,7 @@ async def reset(ctx: NodeContext) -> str:
             detail = parsed.message or _first_line(result.output, f"exit status {result.exit_status}")
         raise StepFailed(f"nvidia-smi -r was refused: {detail}")
     switches = " and NVSwitches" if parsed.nvswitches_reset else ""
-    return f"reset {len(parsed.reset)} GPUs{switches}"
+    return f"reset {count(len(parsed.reset), 'GPU')}{switches}"
 
 
 def _fabric_counts(gpus: tuple[GpuState, ...]) -> dict[str, int]:
@@ -81,11 +82,11 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
         if bad:
             statuses = sorted({g.fabric.status for g in bad})
             raise StepFailed(
-                f"{len(bad)} GPUs registered with fabric status {', '.join(statuses)}: a reset does not fix "
+                f"{count(len(bad), 'GPU')} registered with fabric status {', '.join(statuses)}: a reset does not fix "
                 "this; escalate to the hardware vendor (not repaired)", escalate=True)
         done = len(gpus) >= max(gpus_expected, 1) and all(g.fabric.completed_ok for g in gpus)
         if active == "active" and done:
-            return f"Fabric Manager active; {len(gpus)} GPUs Completed/Success"
+            return f"Fabric Manager active; {count(len(gpus), 'GPU')} Completed/Success"
         if opts.clock() >= deadline:
             states = ", ".join(f"{k}: {v}" for k, v in _fabric_counts(gpus).items()) or "no GPU answered"
             raise StepFailed(f"fabric registration did not finish within {opts.fm_timeout:.0f} s "

@@ -14,6 +14,7 @@ from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.steps import FM_UNIT, lock_argvs, record_write_argvs
+from nvls_tui.words import count, verb
 
 _PLATFORM_WHY = {
     "gb200-nvl": "GB200/GB300 NVL racks have no host Fabric Manager (the rack manages the fabric and needs IMEX)",
@@ -75,7 +76,7 @@ def escalation(state: NodeState) -> str | None:
     if not bad:
         return None
     statuses = ", ".join(sorted({g.fabric.status for g in bad}))
-    return (f"{len(bad)} GPUs report fabric Completed with status {statuses}: a GPU reset does not fix this "
+    return (f"{count(len(bad), 'GPU')} {verb(len(bad), 'reports')} fabric Completed with status {statuses}: a GPU reset does not fix this "
             "(it survives reboots and GPU swaps); escalate to the hardware vendor")
 
 

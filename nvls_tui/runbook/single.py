@@ -18,6 +18,7 @@ from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.events import RunFinished, RunStarted, StepFinished, StepStarted
 from nvls_tui.runbook.quiesce import read_holders
 from nvls_tui.runbook.steps import FM_UNIT, unit_argv, unlock_argv
+from nvls_tui.words import count, verb
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ async def run_single(action: SingleAction, ctx: NodeContext, *, run_id: str = ""
             async def verify() -> str:
                 holders = await read_holders(ctx, state)
                 if holders:
-                    raise StepFailed(f"{len(holders)} processes hold /dev/nvidia*, so the reset would be refused: "
+                    raise StepFailed(f"{count(len(holders), 'process')} {verb(len(holders), 'holds')} /dev/nvidia*, so the reset would be refused: "
                                      + ", ".join(f"{h.pid} ({h.kind})" for h in holders[:6]))
                 return "nothing holds a device"
 

@@ -32,6 +32,7 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.steps import STEPS, RepairOptions
+from nvls_tui.words import count, verb
 
 PENDING, RUNNING, OK, FAILED, SKIPPED = "pending", "running", "ok", "failed", "skipped"
 
@@ -210,7 +211,7 @@ class NodeRun:
         elif isinstance(event, HoldersRemaining):
             self.holders, self.waiting = event.holders, event.waiting
             changed.add("holders")
-            lines.append(PaneLine(event.message or f"{len(event.holders)} holders remain", "warn"))
+            lines.append(PaneLine(event.message or f"{count(len(event.holders), 'holder')} {verb(len(event.holders), 'remains')}", "warn"))
         elif isinstance(event, ProcessSignalled):
             lines.append(PaneLine(f"{event.signal} {event.pid} ({event.holder_kind}: "
                                   f"{event.command[:60]}) → {event.outcome}", "note"))
