@@ -95,3 +95,25 @@ async def test_a_selected_node_carries_a_visible_mark_and_help_says_space_moves_
         rows = [" ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
         space = next(r for r in rows if "fleet.select" in r)
         assert "moves the cursor down" in space and "●" in space
+
+
+async def test_enter_submits_a_typed_confirmation_once_it_matches_and_not_before():
+    from textual.app import App
+
+    from nvls_tui.screens.confirm import ConfirmScreen
+
+    results: list[bool] = []
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(ConfirmScreen("Reset gpu05?", ["nvidia-smi -r"], type_to_confirm="gpu05"),
+                             results.append)
+
+    app = Host()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"gpu0", "enter")  # not yet the name: stays open
+        await pilot.pause()
+        assert results == [] and isinstance(app.screen, ConfirmScreen)
+        await pilot.press("5", "enter")
+        await wait_until(pilot, lambda: results == [True], "the confirmation")

@@ -17,6 +17,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from nvls_tui.widgets.ordered_input import OrderedInput
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Ask before a destructive action; dismisses with True only on the confirm button.
@@ -62,7 +64,7 @@ class ConfirmScreen(ModalScreen[bool]):
             if self.note:
                 yield Static(Text(self.note), id="confirm-note")
             if self.type_to_confirm:
-                yield Input(placeholder=f"type {self.type_to_confirm} to confirm", id="confirm-typed")
+                yield OrderedInput(placeholder=f"type {self.type_to_confirm} to confirm", id="confirm-typed")
             with Horizontal(id="confirm-buttons"):
                 yield Button(self.cancel_label, id="cancel", variant="default")
                 yield Button(self.confirm_label, id="confirm", variant="error",
@@ -76,6 +78,15 @@ class ConfirmScreen(ModalScreen[bool]):
     @on(Input.Changed, "#confirm-typed")
     def _typed(self, event: Input.Changed) -> None:
         self.query_one("#confirm", Button).disabled = event.value.strip() != self.type_to_confirm
+
+    @on(Input.Submitted, "#confirm-typed")
+    def _submitted(self, event: Input.Submitted) -> None:
+        """Enter in the typed check confirms once the text matches (as the repair plan's does)."""
+        if event.value.strip() == self.type_to_confirm:
+            self.dismiss(True)
+        else:
+            self.notify(f"Type {self.type_to_confirm} exactly to confirm; Esc cancels.", severity="warning",
+                        timeout=4)
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:

@@ -20,6 +20,7 @@ from nvls_tui.screens.typed import OnConsole
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
 from nvls_tui.widgets.fleet_grid import FleetGrid
+from nvls_tui.widgets.ordered_input import OrderedInput
 
 if TYPE_CHECKING:
     from nvls_tui.app import NvlsApp
@@ -73,7 +74,7 @@ class FleetScreen(OnConsole, Screen[None]):
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
         yield FleetSummary(id="summary")
         yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
-        yield Input(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
+        yield OrderedInput(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
                     id="filter")
         yield FleetGrid(self.nvls.fleet.hosts, compact=self.nvls.size.width < COMPACT_BELOW, id="grid")
         yield Static(id="empty")

@@ -30,6 +30,7 @@ from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
+from nvls_tui.widgets.ordered_input import OrderedInput
 from nvls_tui.widgets.step_list import duration_text, spinner
 
 
@@ -102,7 +103,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
                 yield Select([(STRATEGY_WORDS[s], s) for s in STRATEGIES], value="parallel", allow_blank=False,
                              id="plan-strategy")
                 yield Checkbox("put back what was stopped by hand", value=True, id="plan-put-back")
-                yield Input(placeholder="type the node names to confirm", id="plan-typed")
+                yield OrderedInput(placeholder="type the node names to confirm", id="plan-typed")
                 yield Button("Cancel", id="plan-cancel")
                 yield Button("Repair", id="plan-go", variant="error", disabled=True)
         yield Footer()
