@@ -117,3 +117,27 @@ async def test_enter_submits_a_typed_confirmation_once_it_matches_and_not_before
         assert results == [] and isinstance(app.screen, ConfirmScreen)
         await pilot.press("5", "enter")
         await wait_until(pilot, lambda: results == [True], "the confirmation")
+
+
+async def test_a_value_wider_than_its_column_is_cut_with_a_mark_and_a_real_driver_fits():
+    backends = [FakeBackend(make_node("gpu01").replace(driver="580.159.04", fm_version="580.159.04")),
+                FakeBackend(make_node("gpu02").replace(driver="580.159.04-custom-build", fm_version="x"))]
+    app = NvlsApp(backends, poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        assert str(grid.get_cell("gpu01", "driver")) == "580.159.04"  # was "580.159.0": a wrong version
+        cut = str(grid.get_cell("gpu02", "driver"))
+        assert cut.endswith("…") and len(cut) == grid.widths["driver"]
+
+
+async def test_reordering_keeps_working_while_a_node_is_selected():
+    app = six_nodes()
+    async with app.run_test(size=SIZE) as pilot:
+        grid = await ready(app, pilot)
+        await pilot.press("space")
+        app.screen.action_toggle_sort()  # verdict order moves the rows; the marked host cell must still sort
+        await pilot.pause()
+        assert grid.visible_hosts[:2] == ("gpu02", "gpu05")
+        assert str(grid.get_cell("gpu01", "host")).startswith("● ")

@@ -154,3 +154,16 @@ def findings_text(findings: Sequence[Finding] | None, limit: int | None = None) 
     if len(shown) < len(findings):
         text.append(f"\n… {len(findings) - len(shown)} more (Enter opens the node)", style="dim")
     return text
+
+
+def fit(text: Text, width: int | None) -> Text:
+    """``text`` cut to ``width`` cells with a visible ``…``: a table never cuts a value silently.
+
+    A driver of "580.159.04" in a 9-wide column read "580.159.0", a wrong version.
+    """
+    if width is None or text.cell_len <= width:
+        return text
+    cut = text.copy()
+    cut.truncate(max(1, width - 1))
+    cut.append("…", style=STYLE["muted"])
+    return cut

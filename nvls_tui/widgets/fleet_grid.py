@@ -30,6 +30,12 @@ def _sig(t: Text) -> tuple[str, str, tuple]:
     return t.plain, str(t.style), tuple(t.spans)
 
 
+def host_of(cell: object) -> str:
+    """The host a host cell names (a selected node's cell starts with the mark ``● ``)."""
+    plain = cell.plain if isinstance(cell, Text) else str(cell)
+    return plain.removeprefix("● ")
+
+
 def note_for(state: NodeState, diagnosis: Diagnosis | None) -> Text:
     """The last column: why a node is unreachable, or its most severe finding codes."""
     if not state.reachable:
@@ -74,14 +80,22 @@ class FleetGrid(DataTable):
         self._shown: dict[str, dict[str, tuple]] = {}
         self._baseline: dict[str, frozenset[str]] = {}
         self._cache: dict[str, tuple[NodeState, Diagnosis | None, dict[str, Text]]] = {}
+        self.widths: dict[str, int | None] = {}
+
+    def add_column(self, label, *, width=None, key=None, **kwargs):
+        """DataTable.add_column, remembering each fixed width: cells wider than it are cut with a mark."""
+        if key is not None:
+            self.widths[key] = width
+        return super().add_column(label, width=width, key=key, **kwargs)
 
     def on_mount(self) -> None:
         """Create the columns once; their keys are what ``update_cell`` addresses."""
-        self.add_column("host", key="host", width=max(6, max((len(h) for h in self._hosts), default=0)))
+        # The host column leaves room for the selection mark ("● ").
+        self.add_column("host", key="host", width=2 + max(6, max((len(h) for h in self._hosts), default=0)))
         self.add_column("verdict", key="verdict", width=13)
         self.add_column("FM unit", key="fm", width=8)
-        self.add_column("driver", key="driver", width=9)
-        self.add_column("FM ver", key="fmver", width=10)
+        self.add_column("driver", key="driver", width=10)  # 580.159.04: a driver version is 9-10 wide
+        self.add_column("FM ver", key="fmver", width=11)  # with the mismatch sign: ≠580.159.04
         if self.compact:
             self.add_column("GPUs", key="gpus", width=self.gpu_columns)
             self.add_column("NVSw", key="switches", width=max(4, self.switch_columns))
@@ -168,7 +182,7 @@ class FleetGrid(DataTable):
         row["smoke"] = cells.smoke_text(state.smoke, stale)
         row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
         row["note"] = note_for(state, diagnosis)
-        return row
+        return {key: cells.fit(text, self.widths.get(key)) for key, text in row.items()}
 
     def show(
         self,
@@ -223,7 +237,7 @@ class FleetGrid(DataTable):
         # The cursor follows its host, except at the top: there it stays on the worst node.
         keep = self.current_host if self.cursor_row > 0 else None
         rank = {host: i for i, host in enumerate(order)}
-        self.sort("host", key=lambda cell: rank[cell.plain if isinstance(cell, Text) else str(cell)])
+        self.sort("host", key=lambda cell: rank[host_of(cell)])
         self._order = order
         if keep in rank:
             self.move_cursor(row=rank[keep], animate=False)
