@@ -90,7 +90,7 @@ def test_completed_with_insufficient_resources_is_a_status_error_for_escalation(
     found = diagnose(state).findings
     assert {f.code for f in found} == {"FABRIC_STATUS_ERROR"}
     assert "escalate" in found[0].message
-    assert len(found) == 8 and {f.gpu for f in found} == set(range(8))
+    assert len(found) == 1 and found[0].message.startswith("GPUs 0-7: fabric is Completed with status")
 
 
 def test_version_mismatch_between_fm_and_driver_is_an_error():
@@ -101,7 +101,9 @@ def test_holders_are_information_not_a_fault():
     holder = Holder(37538, "root", "/usr/bin/dcgm-exporter", HolderKind.DCGM_EXPORTER, ("/dev/nvidia0",))
     result = diagnose(node(holders=(holder,)))
     assert result.verdict is Verdict.HEALTHY
-    assert codes(node(holders=(holder,))) == [("HOLDERS_PRESENT", Severity.INFO)]
+    assert codes(node(holders=(holder,))) == []  # normal on a healthy node: named only when a repair is due
+    broken = node(holders=(holder,), gpus=gpus("Not Started", "N/A"))
+    assert ("HOLDERS_PRESENT", Severity.INFO) in codes(broken) and diagnose(broken).verdict is Verdict.BROKEN
 
 
 @pytest.mark.parametrize(("xid", "severity"), [(149, Severity.ERROR), (74, Severity.ERROR), (13, Severity.WARNING)])

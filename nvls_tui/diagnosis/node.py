@@ -127,7 +127,14 @@ def _evidence_finding(state: NodeState, missing: MissingEvidence) -> Finding:
 
 
 def _fm_findings(state: NodeState) -> list[Finding]:
+    """FM's unit and version; a version mismatch comes first, as the cause of a unit that cannot start."""
     findings = []
+    mismatch = bool(state.fm_version and state.driver and state.fm_version != state.driver)
+    if mismatch:
+        findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
+                                f"Fabric Manager {state.fm_version} differs from driver {state.driver}: "
+                                "FM will not start until they match (install the FM package of the driver's "
+                                "version)"))
     unit = state.service(FM_UNIT)
     if unit is None and not state.was_read("units"):
         pass  # unknown, not absent: EVIDENCE_MISSING says so
@@ -136,15 +143,48 @@ def _fm_findings(state: NodeState) -> list[Finding]:
                                 "no nvidia-fabricmanager unit on a board that needs a host Fabric Manager"))
     elif unit.active != "active":
         detail = f" (Result: {unit.result})" if unit.result and unit.result != "success" else ""
-        findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
-                                f"nvidia-fabricmanager is {unit.active}{detail}"
-                                + (": it died and systemd did not restart it; GPUs and NVSwitches need a reset "
-                                   "before it starts again" if unit.active == "failed" else "")))
-    if state.fm_version and state.driver and state.fm_version != state.driver:
-        findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
-                                f"Fabric Manager {state.fm_version} differs from driver {state.driver}: "
-                                "FM will not start until they match"))
+        if mismatch:
+            why = ": it cannot start while its version differs from the driver's (FM_VERSION_MISMATCH)"
+        elif unit.active == "failed":
+            why = ": it died and systemd did not restart it; GPUs and NVSwitches need a reset before it starts again"
+        else:
+            why = ""
+        findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR, f"nvidia-fabricmanager is {unit.active}{detail}{why}"))
     return findings
+
+
+def _gpu_list(indices: list[int]) -> str:
+    """``0-7``, ``0,3,5``, ``2-4,6``: GPU indices as a short list."""
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs)
+
+
+def collapse_per_gpu(findings: list[Finding]) -> list[Finding]:
+    """One finding for the GPUs that say the same thing: ``GPUs 0-7: fabric state is Not Started``.
+
+    The per-GPU findings read ``GPU N <the rest>``; those with the same code, severity and rest merge,
+    at the place of the first of them. A single GPU keeps its own finding (and its ``gpu`` index).
+    """
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        if f.gpu is not None and f.message.startswith(f"GPU {f.gpu} "):
+            groups.setdefault((f.code, f.severity, f.message[len(f"GPU {f.gpu} "):]), []).append(f)
+    out: list[Finding] = []
+    done: set[tuple] = set()
+    for f in findings:
+        key = (f.code, f.severity, f.message[len(f"GPU {f.gpu} "):]) if f.gpu is not None else None
+        if key is None or key not in groups or len(groups[key]) == 1:
+            out.append(f)
+        elif key not in done:
+            done.add(key)
+            out.append(Finding(f.code, f.severity, f"GPUs {_gpu_list([g.gpu for g in groups[key] if g.gpu is not None])}: "
+                                                   f"{key[2]}"))
+    return out
 
 
 def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagnosis:
@@ -181,7 +221,10 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
         bw = f"{state.smoke.avg_busbw:.1f} GB/s" if state.smoke.avg_busbw is not None else "no bandwidth"
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
                                 f"the last NVLS smoke test failed ({bw})"))
-    if state.holders:
+    findings = collapse_per_gpu(findings)
+    # Holders are normal on a healthy node (DCGM, the GPU Operator's pods): they matter, and are
+    # named, only where a repair would have to get past them.
+    if state.holders and verdict_of(findings) is not Verdict.HEALTHY:
         findings.append(Finding("HOLDERS_PRESENT", Severity.INFO,
                                 f"{count(len(state.holders), 'process')} {verb(len(state.holders), 'holds')} /dev/nvidia* (a reset would be refused)"))
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
