@@ -245,3 +245,36 @@ async def test_the_filter_narrows_the_grid_and_escape_clears_it():
         await pilot.press("escape")
         await pilot.pause()
         assert grid.visible_hosts == ("gpu05", "gpu06")
+
+
+async def test_read_only_r_shows_the_dry_run_plan_and_offers_nothing_to_start():
+    from nvls_tui.screens.plan import PlanScreen
+
+    app, backends = fleet(read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")
+        plan = app.screen
+        await wait_until(pilot, lambda: len(plan.outcomes) == 1, "the dry run")
+        await pilot.pause()
+        note = str(plan.query_one("#plan-note").render())
+        assert "Read-only mode" in note
+        assert not plan.query_one("#plan-typed").display and not plan.query_one("#plan-go").display
+        assert plan.typed_ok("gpu05") is False
+        changing = [argv for argv in backends["gpu05"].ran if argv[:2] in (("systemctl", "stop"), ("nvidia-smi", "-r"))]
+        assert changing == []
+
+
+async def test_R_with_holders_left_is_refused_up_front_naming_them():
+    app, backends = fleet()
+    notes: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await open_gpu05(app, pilot)
+        app.screen.notify = lambda message, **kw: notes.append(message)
+        await pilot.press("R")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert len(notes) == 1 and notes[0].startswith("Reset refused: 3 processes still hold /dev/nvidia*")
+        assert backends["gpu05"].ran == []

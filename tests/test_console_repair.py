@@ -210,16 +210,18 @@ async def test_aborting_mid_run_restores_everything_and_never_starts_fabric_mana
                    for _, argv in fleet.node("gpu05").cmdlog)
 
 
-async def test_read_only_mode_hides_and_refuses_the_repair():
+async def test_read_only_mode_shows_the_plan_and_refuses_the_repair():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_for_first_poll(timeout=30)
         await pilot.pause()
-        assert app.screen.check_action("repair", ()) is False
         app.screen.action_repair()
-        await pilot.pause()
-        assert not isinstance(app.screen, PlanScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the dry-run plan")
+        plan = app.screen
+        assert plan.dry_run_only
+        await wait_until(pilot, lambda: len(plan.outcomes) == 1, "the dry run")
+        assert plan.typed_ok("gpu05") is False and not plan.query_one("#plan-go").display
         assert not any(argv[:2] == ["systemctl", "stop"] for _, argv in fleet.node("gpu05").cmdlog)
 
 

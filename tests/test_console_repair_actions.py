@@ -70,10 +70,20 @@ async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_th
 
 
 async def test_a_reset_while_holders_remain_is_refused_before_nvidia_smi_runs(tmp_path):
+    from nvls_tui.model import Fleet
+    from nvls_tui.screens.confirm import ConfirmScreen
+
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await open_node(app, pilot, "gpu05")
+        await pilot.press("R")  # the poll shows holders: refused before any dialog
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        # A poll that is already stale (no holders in it) gets the dialog; the runbook's own guard,
+        # which reads the node afresh, still refuses.
+        stale = app.fleet.get("gpu05").replace(holders=())
+        app.fleet = Fleet(tuple(stale if n.host == "gpu05" else n for n in app.fleet.nodes))
         await pilot.press("R")
         await confirm(app, pilot, typed="gpu05")
         pane = app.screen

@@ -220,8 +220,8 @@ class FleetScreen(OnConsole, Screen[None]):
 
     # ---- repair (console part 2) ----------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Read-only mode hides the repair."""
-        if action in destructive_actions("fleet") and self.nvls.read_only:
+        """Read-only mode hides what changes nodes; ``r`` stays: it shows the dry-run plan there."""
+        if action in destructive_actions("fleet") and self.nvls.read_only and action != "repair":
             return False
         return True
 
@@ -278,12 +278,14 @@ class FleetScreen(OnConsole, Screen[None]):
 
     def action_repair(self) -> None:
         """Plan the repair of the selected nodes (or the one under the cursor), then run it."""
-        if self.nvls.read_only:
-            self.notify("Read-only mode: a repair would change the nodes, so it is refused.", severity="warning")
-            return
         hosts = list(self.selected) or [h for h in [self.query_one(FleetGrid).current_host] if h]
         if not hosts:
             self.notify("Select nodes first (space).", severity="warning")
+            return
+        if self.nvls.read_only:
+            from nvls_tui.screens.plan import PlanScreen
+
+            self.app.push_screen(PlanScreen(hosts, dry_run_only=True))  # the plan, and nothing to start
             return
 
         def clear() -> None:

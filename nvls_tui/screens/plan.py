@@ -83,9 +83,11 @@ class PlanScreen(OnConsole, Screen[Approval]):
     BINDINGS = [Binding("pagedown", "scroll_plans(1)", "Scroll", tooltip="Scroll every plan down a page."),
                 Binding("pageup", "scroll_plans(-1)", "Scroll up", show=False, tooltip="Scroll every plan up.")]
 
-    def __init__(self, hosts: Sequence[str]) -> None:
+    def __init__(self, hosts: Sequence[str], *, dry_run_only: bool = False) -> None:
         super().__init__()
         self.hosts = list(hosts)
+        # Read-only consoles show the plan a repair would run and offer nothing to start.
+        self.dry_run_only = dry_run_only
         self.outcomes: dict[str, NodeOutcome] = {}
         self.began = time.monotonic()
 
@@ -178,7 +180,13 @@ class PlanScreen(OnConsole, Screen[Approval]):
         box.display = True
         names = self.repairable
         note = Text()
-        if names:
+        if self.dry_run_only:
+            note.append("Read-only mode: this is the plan a repair would run; nothing can be started from here. "
+                        "Esc goes back.", style=palette.bold("warn"))
+            for widget in ("#plan-typed", "#plan-go", "#plan-strategy", "#plan-put-back"):
+                self.query_one(widget).display = False
+            self.query_one("#plan-cancel").focus()
+        elif names:
             note.append(f"This resets every GPU and NVSwitch of {' '.join(names)}. ", style=palette.bold("bad"))
             note.append(f"Type {' '.join(names)} to go on; Esc cancels.", style="bold")
             skipped = [h for h in self.hosts if h not in names]
@@ -196,6 +204,8 @@ class PlanScreen(OnConsole, Screen[Approval]):
     def typed_ok(self, value: str) -> bool:
         """True when ``value`` names exactly the repairable nodes (any order)."""
         names = self.repairable
+        if self.dry_run_only:
+            return False
         return bool(names) and sorted(value.replace(",", " ").split()) == sorted(names)
 
     @on(Checkbox.Changed, "#plan-put-back")

@@ -26,6 +26,7 @@ from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.step_list import duration_text
+from nvls_tui.words import count, verb
 
 
 class StreamPane(OnConsole, ModalScreen[None]):
@@ -112,6 +113,21 @@ class StreamPane(OnConsole, ModalScreen[None]):
         self.dismiss()
 
 
+def reset_refusal(state) -> str | None:
+    """Why a reset cannot work now, from the last poll (holders left, or holders unknown), or None."""
+    if state is None:
+        return "Reset refused: gpu state unknown; poll the node first (p)."
+    if any(m.section == "holders" for m in state.missing):
+        return ("Reset refused: the processes holding /dev/nvidia* could not be read, so nothing shows the GPUs "
+                "are free; fix that first (see the findings).")
+    if state.holders:
+        named = ", ".join(f"{h.kind} {h.pid}" for h in state.holders[:6]) + (" ..." if len(state.holders) > 6 else "")
+        return (f"Reset refused: {count(len(state.holders), 'process')} still {verb(len(state.holders), 'holds')} "
+                f"/dev/nvidia* ({named}). Stop them first (select, t; or s on their unit), or run the whole "
+                "repair (r on the fleet).")
+    return None
+
+
 def open_single_action(screen, kind: str) -> None:
     """What the node screen's keys call: confirm (typing the node name for reset and FM restart), then run."""
     app, host = screen.app, screen.host
@@ -119,6 +135,11 @@ def open_single_action(screen, kind: str) -> None:
         screen.notify("Read-only mode: this action would change the node, so it is refused.", severity="warning")
         return
     action = ACTIONS[kind]
+    if kind == "reset":
+        refusal = reset_refusal(app.fleet.get(host))
+        if refusal:  # said before any dialog: nvidia-smi -r would only refuse it on the node
+            screen.notify(refusal, severity="warning", timeout=12)
+            return
 
     def done(ok: bool | None) -> None:
         if ok:
