@@ -77,3 +77,17 @@ def test_a_reader_that_stops_early_is_not_an_error_message():
     proc.stdout.close()
     _, err = proc.communicate(timeout=60)
     assert b"Broken pipe" not in err and b"Traceback" not in err
+
+
+def test_report_of_a_file_that_is_not_an_audit_log_is_a_usage_error(tmp_path):
+    other = tmp_path / "notes.jsonl"
+    other.write_text('{"x": 1}\nhello\n')
+    done = cli("report", str(other))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "is not an nvls-tui audit log" in one_line(done.stderr)
+
+
+def test_check_prints_the_reason_of_every_warning():
+    done = cli("check", "sim:gb200-no-fm")
+    assert "gb200-n01 PLATFORM_UNSUPPORTED:" in done.stdout
+    assert "no host Fabric Manager" in done.stdout

@@ -93,10 +93,11 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
             Text(holders),
         )
     console.print(table)
-    # What is wrong (and what could not be seen), one line each, so nothing needs a wide table.
+    # What is wrong, what could not be seen, and why a node is degraded: one line each, so nothing
+    # needs a wide table. Information (HOLDERS_PRESENT) stays in --json and the console.
     for state, diag in results:
         for finding in diag.findings:
-            if finding.severity is Severity.ERROR or finding.code == "EVIDENCE_MISSING":
+            if finding.severity in (Severity.ERROR, Severity.WARNING):
                 line = Text(state.host, style=VERDICT_STYLE[diag.verdict])
                 line.append(f" {finding.code}: {one_line(finding.message)}")
                 console.print(line, soft_wrap=True)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from nvls_tui.records.localfiles import write_private
-from nvls_tui.records.report import report_from_file
+from nvls_tui.records.report import NotAnAuditLog, report_from_file
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,6 +15,9 @@ def run(args: argparse.Namespace) -> int:
         text = report_from_file(args.log)
     except OSError as exc:
         print(f"nvls-tui: cannot read audit log {args.log}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except NotAnAuditLog as exc:
+        print(f"nvls-tui: {exc}", file=sys.stderr)
         return 2
     if not args.output:
         sys.stdout.write(text)

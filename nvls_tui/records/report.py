@@ -290,9 +290,26 @@ def render_report(contents: AuditLogContents, source: str | None = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+class NotAnAuditLog(ValueError):
+    """The file is readable but is no nvls-tui audit log (no record with an event, a time and a run id)."""
+
+
+def is_audit_log(contents: AuditLogContents) -> bool:
+    """True when at least one record looks like nvls-tui's: ``event``, ``time`` and ``run_id``."""
+    return any(isinstance(r.get("event"), str) and "time" in r and "run_id" in r for r in contents.records)
+
+
 def report_from_file(path: str | os.PathLike[str]) -> str:
-    """Read ``path`` and render its report (raises OSError when it cannot be read)."""
-    return render_report(load_audit_log(path), str(path))
+    """Read ``path`` and render its report.
+
+    Raises:
+        OSError: it cannot be read.
+        NotAnAuditLog: it holds no audit record (a report of it would be all question marks).
+    """
+    contents = load_audit_log(path)
+    if not is_audit_log(contents):
+        raise NotAnAuditLog(f"{path} is not an nvls-tui audit log (no record has an event, a time and a run id)")
+    return render_report(contents, str(path))
 
 
-__all__ = ["AuditLogContents", "load_audit_log", "render_report", "report_from_file"]
+__all__ = ["AuditLogContents", "NotAnAuditLog", "is_audit_log", "load_audit_log", "render_report", "report_from_file"]
