@@ -14,6 +14,7 @@ from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.typed import OnConsole
+from nvls_tui.views.consequences import sigterm_consequences
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.tables import cursor_key, sync_rows
@@ -275,9 +276,10 @@ class NodeScreen(OnConsole, Screen[None]):
                 self.selected = {}
                 self.nvls.start_action(f"SIGTERM on {host}", self._sigterm(host, holders))
 
+        consequences = sigterm_consequences(holders, self.nvls.fleet.get(host))
         self.nvls.push_screen(ConfirmScreen(
             f"Send SIGTERM to {len(holders)} process{'es' if len(holders) != 1 else ''} on {host}?",
-            [holder_label(h, 90) for h in holders],
+            [holder_label(h, 90) for h in holders] + [f"⚠ {line}" for line in consequences],
             confirm_label=f"SIGTERM {len(holders)}",
             note="Each PID's start time and command line are re-checked just before the signal; "
                  "a PID that changed is refused and reported."), done)
