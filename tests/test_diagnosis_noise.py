@@ -3,6 +3,8 @@ finding for eight GPUs that say the same, and advice that follows from the cause
 
 from __future__ import annotations
 
+import dataclasses
+
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Holder, HolderKind, ServiceState, Verdict
 from tests.test_diagnosis import DRIVER, gpus, node
@@ -39,3 +41,18 @@ def test_a_fm_that_cannot_start_for_its_version_says_so_first_not_a_reset():
     fm = next(f for f in result.findings if f.code == "FM_NOT_RUNNING")
     assert "reset" not in fm.message and "version" in fm.message
     assert DRIVER in first.message
+
+
+def test_the_gpu_caption_says_registered_but_unusable_when_out_of_sync_and_no_fabric_without_one():
+    from nvls_tui.model import FabricInfo, KernelEvent, Platform
+    from nvls_tui.screens.node import gpu_summary, header_text
+
+    line = "NVRM: ... NVLink fabric state cached by the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC]"
+    out_of_sync = node(kernel_events=(KernelEvent("NV_ERR_FABRIC_STATE_OUT_OF_SYNC", line),))
+    assert gpu_summary(out_of_sync, diagnose(out_of_sync)).startswith("✔ 8/8 registered, ✖ NVLS unusable")
+    assert gpu_summary(node(), diagnose(node())) == "8/8 Completed/Success"
+    h200 = node(platform=Platform.NO_NVSWITCH, fm_version=None, services=(),
+                gpus=tuple(dataclasses.replace(g, fabric=FabricInfo("N/A", "N/A")) for g in gpus(n=1)))
+    assert gpu_summary(h200, diagnose(h200)) == "1 GPU: no NVLink fabric (no-nvswitch)"
+    header = header_text(h200, diagnose(h200), 3.0).plain
+    assert "no host Fabric Manager" in header and "FM –" not in header

@@ -61,6 +61,22 @@ def unread_subtitle(state: NodeState, section: str, otherwise: str) -> str:
     return f"unknown: {missing.reason}" if missing is not None else otherwise
 
 
+def gpu_summary(state: NodeState, diagnosis: Diagnosis | None) -> str:
+    """The GPU table's caption: what the registrations say, and whether NVLS can use them.
+
+    ``8/8 Completed/Success`` alone misled on an out-of-sync node (registered, yet every NVLS bind
+    fails) and read "0/1" on a GPU with no fabric at all.
+    """
+    if state.gpus and not any(g.fabric.supported for g in state.gpus):
+        return f"{len(state.gpus)} GPU{'s' if len(state.gpus) != 1 else ''}: no NVLink fabric ({state.platform.value})"
+    ok = sum(g.fabric.completed_ok for g in state.gpus)
+    caption = f"{ok}/{len(state.gpus)} Completed/Success"
+    codes = {f.code for f in diagnosis.findings} if diagnosis else set()
+    if ok and "FABRIC_OUT_OF_SYNC" in codes:
+        caption = f"✔ {ok}/{len(state.gpus)} registered, ✖ NVLS unusable: the driver's fabric state is out of sync"
+    return caption
+
+
 def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None) -> Text:
     """`` gpu05  ✖ broken  hgx-h100 · driver … · FM … (failed) · polled 3s ago``."""
     text = Text()
@@ -68,11 +84,14 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     text.append("  ")
     verdict = diagnosis.verdict if diagnosis else None
     text.append_text(cells.verdict_text(verdict if state.reachable else Verdict.UNREACHABLE))
-    text.append(f"   {state.platform.value} · driver {state.driver or '–'} · FM {state.fm_version or '–'} ")
+    text.append(f"   {state.platform.value} · driver {state.driver or '–'}")
     fm = state.service("nvidia-fabricmanager")
-    text.append("(")
-    text.append_text(cells.unit_text(fm))
-    text.append(")")
+    if not state.platform.has_host_fm and fm is None and not state.fm_version:
+        text.append(" · no host Fabric Manager")  # not "FM – ( –)": there is none to show
+    else:
+        text.append(f" · FM {state.fm_version or '–'} (")
+        text.append_text(cells.unit_text(fm))
+        text.append(")")
     text.append(" · polled ")
     text.append_text(cells.age_text(age, exact=True))
     text.append(" ago")
@@ -172,8 +191,7 @@ class NodeScreen(OnConsole, Screen[None]):
                                         f.clique_id or "–", short_cluster(f.cluster_uuid), health,
                                         g.persistence_mode or "–")))
         sync_rows(self.query_one("#gpus", DataTable), rows)
-        ok = sum(g.fabric.completed_ok for g in state.gpus)
-        self.query_one("#gpus").border_subtitle = f"{ok}/{len(state.gpus)} Completed/Success"
+        self.query_one("#gpus").border_subtitle = gpu_summary(state, self.nvls.diagnoses.get(state.host))
 
     def _draw_findings(self, diagnosis: Diagnosis | None) -> None:
         self.query_one("#findings", Static).update(
