@@ -122,7 +122,7 @@ async def test_a_command_over_its_timeout_is_killed_and_raises():
     started = time.monotonic()
     with pytest.raises(CommandTimeout):
         await LocalBackend().run(["sleep", "30"], timeout=0.3)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # the timeout ended it, not the 30 s sleep
 
 
 async def test_stream_yields_lines_as_they_come_and_closing_it_ends_the_process():

@@ -153,7 +153,7 @@ async def test_a_hanging_command_times_out_and_is_stopped_while_other_nodes_answ
         backends[2].run(["echo", "gpu03"], timeout=1.0),
         return_exceptions=True,
     )
-    assert time.monotonic() - start < 3.0
+    assert time.monotonic() - start < 20  # the 1 s timeout ended it, not the sleep
     assert isinstance(results[0], CommandTimeout) and "did not finish within 1s" in str(results[0])
     assert [r.stdout for r in results[1:]] == ["gpu02\n", "gpu03\n"]
     await until(lambda: not processes_running(sleep), 5, "the timed-out sleep has been killed")

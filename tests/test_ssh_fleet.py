@@ -27,9 +27,8 @@ def test_check_reaches_sixty_four_simulated_nodes_behind_the_loopback_sshd_in_on
     # Static shims (pre-rendered outputs, no Python per command) answer as fast as real nodes.
     names = [f"gpu{i:03d}" for i in range(1, 65)]
     rig = sshd_fleet(names, scenario="fleet-256", static=True)
-    start = time.monotonic()
+    # No wall-clock bound here (a loaded CI machine is slow, not wrong): bench/ measures the speed.
     status, report = check_json(capsys, [*rig.targets(), *rig.cli_args(), "--timeout", "30"])
-    elapsed = time.monotonic() - start
     nodes = report["nodes"]
     assert [n["host"] for n in nodes] == rig.targets()
     assert all(n["reachable"] and n["simulated"] and len(n["gpus"]) == 8 for n in nodes)
@@ -38,7 +37,6 @@ def test_check_reaches_sixty_four_simulated_nodes_behind_the_loopback_sshd_in_on
     broken = {names[i] for i, n in enumerate(nodes) if n["verdict"] == "broken"}
     assert broken == {"gpu017", "gpu042"}  # the scenario's broken nodes among the first 64
     assert status == 1
-    assert elapsed < 30
 
 
 async def test_sixty_four_backends_sharing_a_limiter_all_run_the_poll_script(sshd_fleet):
