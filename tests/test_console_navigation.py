@@ -141,3 +141,27 @@ async def test_reordering_keeps_working_while_a_node_is_selected():
         await pilot.pause()
         assert grid.visible_hosts[:2] == ("gpu02", "gpu05")
         assert str(grid.get_cell("gpu01", "host")).startswith("● ")
+
+
+async def test_the_repair_header_keeps_the_audit_log_path_whole_at_80_columns(tmp_path):
+    import math
+
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.sim.fleet import load_fleet
+    from tests.test_console_repair import start_repair
+
+    audit = tmp_path / "a-rather-long-audit-directory-name-as-operators-have" / "audit"
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(audit))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await start_repair(app, pilot, ["gpu05"])
+        await wait_until(pilot, lambda: screen.audit_path is not None, "the run log")
+        screen.draw_header()
+        await pilot.pause()
+        header = screen.query_one("#runbook-header")
+        lines = header.render().plain.split("\n") if hasattr(header.render(), "plain") else []
+        path_line = next(line for line in lines if "audit log:" in line)
+        assert str(screen.audit_path) in path_line
+        # Tall enough for every line, the path's wrapped too: nothing is cut off the screen.
+        need = sum(max(1, math.ceil(len(line) / header.size.width)) for line in lines)
+        assert header.size.height >= need

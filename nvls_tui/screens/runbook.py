@@ -167,10 +167,11 @@ class RunbookScreen(OnConsole, Screen[None]):
             text.append(f"running {duration_text(max(0.0, end - self.started_at))}  ", style=palette.bold("accent"))
         if self.run_id:
             text.append(f"run {self.run_id}  ", style=palette.STYLE["muted"])
+        # Paths on a line of their own, wrapped rather than cut: the operator copies them from here.
         if self.report_path:
-            text.append(f"report: {self.report_path}", style=palette.bold("ok"))
+            text.append(f"\nreport: {self.report_path}", style=palette.bold("ok"))
         elif self.audit_path:
-            text.append(f"audit log: {self.audit_path}", style=palette.STYLE["muted"])
+            text.append(f"\naudit log: {self.audit_path}", style=palette.STYLE["muted"])
         self.query_one("#runbook-header", Static).update(text)
 
     # ---- the run ------------------------------------------------------------------------------
