@@ -47,3 +47,27 @@ def test_an_nccl_log_without_a_gpu_count_says_no_none():
     assert "None" not in line and "on None" not in line
     assert line == "all_reduce_perf, 1 row, avg bus bandwidth 120.3 GB/s, did not complete"
     assert json.dumps(line)  # plain text
+
+
+def test_analyze_of_an_nccl_log_with_802_says_what_it_means_and_what_to_do(tmp_path):
+    from nvls_tui.sim.fleet import load_fleet
+
+    fleet = load_fleet("seed-incident", speed=0)
+    plan = fleet.run("gpu05", ["all_reduce_perf", "-b", "8M", "-e", "128M", "-f", "2", "-g", "8"],
+                     env={"NCCL_DEBUG": "WARN"})
+    log = tmp_path / "nccl.log"
+    log.write_text(plan.text() if hasattr(plan, "text") else plan.stdout)
+    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "analyze", "--json", str(log)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    (entry,) = json.loads(done.stdout)
+    (finding,) = [f for f in entry["findings"] if f["code"] == "NVLS_SMOKE_FAILED"]
+    assert "CUDA error 802 means NVLS multicast could not bind" in finding["message"]
+    assert "resets the GPUs and NVSwitches" in finding["message"]
+
+
+def test_nccl_401_and_invalid_argument_have_their_own_advice():
+    from nvls_tui.diagnosis.captured import nccl_advice
+
+    assert "not permitted" in nccl_advice("CUDA error 401 'operation not permitted'")
+    assert "without a GPU reset" in nccl_advice("transport/nvls.cc:162 NCCL WARN Cuda failure 'invalid argument'")
+    assert nccl_advice("NCCL WARN something else") is None

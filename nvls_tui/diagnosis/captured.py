@@ -7,6 +7,7 @@ diagnosis where the text carries the same facts (fabric words, kernel lines).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -61,11 +62,37 @@ def _query_csv(text: str) -> Result:
     return {"header": list(parsed.value.header), "rows": [dict(r) for r in parsed.value.rows]}, [], parsed.warnings
 
 
+# NCCL's words for a broken NVLink fabric, what they mean on an H100/H200 board, and the next step
+# (domain.md; the incident's 802; 401 and "invalid argument" from operators' public reports).
+NCCL_ADVICE = (
+    (re.compile(r"\b802\b|system not yet initialized"),
+     "CUDA error 802 means NVLS multicast could not bind: the NVLink fabric is not usable (Fabric Manager not "
+     "running, the GPUs not registered, or the driver's fabric state out of sync); run `nvls-tui check` on the "
+     "node: the repair resets the GPUs and NVSwitches and starts Fabric Manager"),
+    (re.compile(r"\b401\b|operation not permitted"),
+     "CUDA error 401 means multicast is not permitted on this fabric: Fabric Manager is not running or has not "
+     "registered the GPUs; check the FM unit and the GPUs' fabric state (`nvls-tui check`)"),
+    (re.compile(r"nvls\.cc.*invalid argument|invalid argument.*nvls", re.I),
+     "'invalid argument' from NCCL's NVLS transport follows a Fabric Manager restart without a GPU reset in "
+     "between (or with processes still on the GPUs): stop every holder, reset all GPUs and NVSwitches, then "
+     "start Fabric Manager (the repair's order)"),
+)
+
+
+def nccl_advice(text: str) -> str | None:
+    """What an NCCL error line means for the fabric and what to do next, or None when it is not one of them."""
+    for pattern, advice in NCCL_ADVICE:
+        if pattern.search(text):
+            return advice
+    return None
+
+
 def _nccl_findings(run) -> list[Finding]:
     findings = []
     if run.errors:
+        advice = next((a for a in map(nccl_advice, run.errors) if a), None)
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
-                                f"the all-reduce test failed: {run.errors[0][:200]}"))
+                                f"the all-reduce test failed: {run.errors[0][:200]}" + (f" — {advice}" if advice else "")))
     elif not run.completed:
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.WARNING, "the test output ends before its footer"))
     if run.out_of_bounds:
