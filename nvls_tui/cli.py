@@ -155,6 +155,7 @@ def _host_like(word: str, argv: list[str]) -> bool:
     import os
     import re
     import socket
+    from pathlib import Path
 
     if word == "local" or word.startswith("sim:") or re.search(r"[\d.@:\[\]]", word):
         return True
@@ -163,7 +164,7 @@ def _host_like(word: str, argv: list[str]) -> bool:
         configs.insert(0, argv[argv.index("--ssh-config") + 1])
     for path in configs:
         try:
-            lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+            lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
         for line in lines:

@@ -269,3 +269,17 @@ def test_the_console_repairs_a_lab_node_in_a_real_terminal(lab, tmp_path):
     finally:
         session.kill()
     assert is_active(node, "kubelet", "nvidia-dcgm", "nvidia-snapshot.timer", fm) == ["active"] * 4
+
+
+def test_lab_down_and_up_never_touch_a_folder_that_is_not_a_lab(tmp_path):
+    ssh = tmp_path / "dot-ssh"
+    ssh.mkdir()
+    for name in ("id_ed25519", "known_hosts", "ssh_config"):
+        (ssh / name).write_text("the operator's own\n")
+    done = cli("lab", "down", "--dir", str(ssh))
+    assert done.returncode == 0 and "no lab in" in done.stderr
+    assert sorted(p.name for p in ssh.iterdir()) == ["id_ed25519", "known_hosts", "ssh_config"]
+    if missing_requirements() is None:
+        up = cli("lab", "up", "--dir", str(ssh))
+        assert up.returncode == 2 and "is not a lab folder" in up.stderr
+        assert (ssh / "id_ed25519").read_text() == "the operator's own\n"

@@ -110,6 +110,10 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         raise LabError(f"a lab is already up in {folder}: run `nvls-tui lab down --dir {folder}` first")
     if old:
         down(folder, say=lambda _t: None)
+    if folder.exists() and not (folder / "lab.json").exists() and any(folder.iterdir()):
+        # The lab writes (and `lab down` removes) id_ed25519, known_hosts, ssh_config: never in a folder
+        # that holds something else (`--dir ~/.ssh` would cost the operator their own key).
+        raise LabError(f"{folder} is not empty and is not a lab folder: give an empty or new --dir")
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     lab_key = _keygen(folder / "id_ed25519", "nvls-tui-lab")
@@ -146,7 +150,13 @@ def status(folder: Path) -> list[tuple[LabNode, bool]]:
 
 
 def down(folder: Path, say: Say = print) -> None:
-    """Stop every container, unmount every root and remove every file the lab made in ``folder``."""
+    """Stop every container, unmount every root and remove every file the lab made in ``folder``.
+
+    Only in a lab folder (one with ``lab.json``): elsewhere nothing is touched.
+    """
+    if not (folder / "lab.json").exists():
+        say(f"lab down: no lab in {folder}")
+        return
     _, nodes = load_state(folder)
     with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
         list(pool.map(stop, nodes))
