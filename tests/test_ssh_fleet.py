@@ -31,7 +31,9 @@ def test_check_reaches_sixty_four_simulated_nodes_behind_the_loopback_sshd_in_on
     status, report = check_json(capsys, [*rig.targets(), *rig.cli_args(), "--timeout", "30"])
     nodes = report["nodes"]
     assert [n["host"] for n in nodes] == rig.targets()
-    assert all(n["reachable"] and n["simulated"] and len(n["gpus"]) == 8 for n in nodes)
+    bad = {n["host"]: (n["reachable"], n.get("error"), len(n["gpus"]), [m["section"] for m in n.get("missing", [])])
+           for n in nodes if not (n["reachable"] and n["simulated"] and len(n["gpus"]) == 8)}
+    assert bad == {}
     holders = [h for n in nodes for h in n["holders"]]
     assert holders and all(h["start_time"] and h["user"] for h in holders)  # ps answered for every holder
     broken = {names[i] for i, n in enumerate(nodes) if n["verdict"] == "broken"}
