@@ -165,3 +165,32 @@ async def test_the_repair_header_keeps_the_audit_log_path_whole_at_80_columns(tm
         # Tall enough for every line, the path's wrapped too: nothing is cut off the screen.
         need = sum(max(1, math.ceil(len(line) / header.size.width)) for line in lines)
         assert header.size.height >= need
+
+
+async def test_the_plan_says_what_matters_first_and_folds_the_bookkeeping(tmp_path):
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.screens.plan import PlanScreen
+    from nvls_tui.sim.fleet import load_fleet
+
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1, "plan")
+        from rich.console import Console
+
+        from nvls_tui.screens.plan import plan_text
+
+        console = Console(width=120, record=True)
+        console.print(plan_text(app.screen.outcomes["gpu05"]))
+        text = console.export_text()
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        assert lines[0] == "What this repair does:"
+        summary = text[:text.index("1. preflight")]
+        assert "stops " in summary and "kubelet.service" in summary and "GPU Operator pods" in summary
+        assert "resets all 8 GPUs and every NVSwitch" in summary
+        assert "then starts again: " in summary
+        assert "$ tee" not in text and "$ mkdir" not in text and "bookkeeping" in text
+        assert "$ nvidia-smi -r" in text

@@ -33,11 +33,50 @@ from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.ordered_input import OrderedInput
 from nvls_tui.widgets.step_list import duration_text, spinner
 
+BOOKKEEPING = ("mkdir", "tee", "mv", "rm", "rmdir", "cat", "date")
+"""The repair's own lock and record on the node (and its clock): folded, not listed, in the plan."""
+
+
+def is_bookkeeping(command: str) -> bool:
+    """True for the lock/record/clock commands of the repair itself (``/var/lib/nvls-tui``, ``date``)."""
+    words = command.split()
+    return bool(words) and words[0] in BOOKKEEPING and (words[0] == "date" or "/var/lib/nvls-tui" in command)
+
+
+def what_it_does(outcome: NodeOutcome) -> list[str]:
+    """The plan in the operator's terms, what matters first: what goes down, what is reset, what comes back."""
+    commands = [c.partition("  # ")[0].strip() for step in outcome.steps for c in step.commands if not c.startswith("#")]
+    stops = [c.split()[2] for c in commands if c.startswith("systemctl stop ")]
+    starts = [c.split()[2] for c in commands if c.startswith("systemctl start ") and "fabricmanager" not in c]
+    lines = []
+    if stops:
+        lines.append("stops " + ", ".join(dict.fromkeys(stops)))
+    if "kubelet.service" in stops:
+        lines.append("kubelet down: the GPU Operator pods on the node stay down until the restore starts it again")
+    if any(c.startswith("kill ") for c in commands) or any(s.name == "quiesce" for s in outcome.steps):
+        lines.append("SIGTERMs the remaining management processes on the GPUs (PIDs re-checked first; never SIGKILL)")
+    if any(c.startswith("nvidia-smi -r") for c in commands):
+        gpus = (outcome.basis or {}).get("gpus")
+        lines.append(f"resets {'all ' + str(gpus) + ' GPUs' if gpus else 'every GPU'} and every NVSwitch (nvidia-smi -r)")
+    if any("fabricmanager" in c and ("start" in c or "restart" in c) for c in commands):
+        lines.append("starts Fabric Manager and waits for every GPU to register")
+    if any(c.split()[:1] == ["all_reduce_perf"] or " all_reduce_perf " in f" {c} " for c in commands):
+        lines.append("runs the NVLS smoke test (all_reduce_perf with NVLS forced)")
+    if starts:
+        lines.append("then starts again: " + ", ".join(dict.fromkeys(starts)))
+    return lines
+
 
 def plan_text(outcome: NodeOutcome) -> Group:
-    """One node's plan: each step, numbered, with its exact command lines (wrapped under themselves)."""
+    """One node's plan: what it does first, then each step with its exact command lines (bookkeeping folded)."""
     parts: list = []
     warn, muted = palette.STYLE["warn"], palette.STYLE["muted"]
+    summary = what_it_does(outcome) if outcome.result != "refused" else []
+    if summary:
+        parts.append(Text("What this repair does:", style="bold"))
+        for line in summary:
+            parts.append(Text(f"  • {line}"))
+        parts.append(Text(""))
     if outcome.manual:
         parts.append(Text("Changed by hand in this console:", style=palette.bold("warn")))
         for line in outcome.manual:
@@ -54,9 +93,13 @@ def plan_text(outcome: NodeOutcome) -> Group:
         grid.add_column(ratio=1, overflow="fold")
         if not step.commands:
             grid.add_row("", Text("(nothing to do)", style=muted))
+        folded = 0
         for command in step.commands:
             if command.startswith("#"):
                 grid.add_row("", Text(command, style=muted))
+                continue
+            if is_bookkeeping(command):
+                folded += 1
                 continue
             n += 1
             cmd, _, why = command.partition("  # ")
@@ -64,6 +107,9 @@ def plan_text(outcome: NodeOutcome) -> Group:
             if why:
                 shown.append(f"  # {why}", style=muted)
             grid.add_row(str(n), shown)
+        if folded:
+            grid.add_row("", Text(f"(+ {folded} bookkeeping: the repair's lock, record and clock on the node; "
+                                  "all in the audit log)", style=muted))
         parts.append(grid)
     return Group(*parts)
 
