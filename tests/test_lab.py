@@ -147,7 +147,9 @@ async def test_a_pid_reused_by_another_process_is_not_signalled(lab):
         subprocess.run(["nsenter", "-t", str(node.leader_pid), "--pid", "sh", "-c",
                         f"echo {holder['pid'] - 1} > /proc/sys/kernel/ns_last_pid; "
                         "setsid sleep 600 </dev/null >/dev/null 2>&1 &"], check=True, timeout=10)
-        assert node_run(node, "ps", "-o", "args=", "-p", str(holder["pid"])).stdout.strip() == "sleep 600"
+        # (setsid execs sleep a moment later: wait for the new process to be what it will stay)
+        poll(lambda: node_run(node, "ps", "-o", "args=", "-p", str(holder["pid"]), check=False).stdout.strip()
+             == "sleep 600", timeout=10, what="the new process on the old PID")
         ssh = backend(folder, "gpu05")
         try:
             with pytest.raises(ProcessChanged):
