@@ -223,12 +223,14 @@ def test_fm_killed_mid_repair_fails_the_repair_and_still_restores_every_unit(lab
         return int(node_run(node, "systemctl", "show", "-p", "MainPID", "--value", fm).stdout.strip() or 0)
 
     node_run(node, "systemctl", "start", fm)
-    node_run(node, "kill", "-KILL", str(fm_pid()))  # broken again: FM failed, fabric state stale
+    first = fm_pid()
+    node_run(node, "kill", "-KILL", str(first))  # broken again: FM failed, fabric state stale
     repair = subprocess.Popen([sys.executable, "-m", "nvls_tui.cli", "repair", "--yes", "--json", "--ssh-config",
                                str(folder / "ssh_config"), "gpu05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     try:
-        restarted = poll(fm_pid, timeout=120, what="the repair's FM start")
+        restarted = poll(lambda: (pid := fm_pid()) not in (0, first) and pid, timeout=120,
+                         what="the repair's FM start")
         node_run(node, "kill", "-KILL", str(restarted))  # FM dies again while the repair verifies the fabric
         out, err = repair.communicate(timeout=300)
     finally:
