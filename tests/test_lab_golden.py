@@ -10,6 +10,7 @@ times differ.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -71,6 +72,10 @@ def kill_fm(node) -> None:
     pid = int(node_run(node, "systemctl", "show", "-p", "MainPID", "--value", FM).stdout.strip())
     assert pid > 1
     node_run(node, "kill", "-KILL", str(pid))
+    deadline = time.monotonic() + 10  # systemd sees the death a moment later
+    while node_run(node, "systemctl", "is-failed", FM, check=False).stdout.strip() != "failed":
+        assert time.monotonic() < deadline, "systemd never marked FM failed"
+        time.sleep(0.1)
 
 
 def _shape(text: str) -> str:
