@@ -24,6 +24,7 @@ from nvls_tui.lab.hardware import FM_PID_FILE, hardware, hw_dir
 from nvls_tui.lab.tools import gpu_files, holding
 from nvls_tui.sim import fabric
 from nvls_tui.sim.processes import fm_went_away
+from nvls_tui.sim.scenarios import PODS, pod_uid
 from nvls_tui.sim.state import digest
 
 FM_CONFIGURED = ("Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink "
@@ -36,24 +37,17 @@ RUN_DIR = "/run/nvls-lab"
 
 @dataclass(frozen=True)
 class Pod:
-    """One GPU Operator pod of the lab: its program and the device files it holds."""
+    """One GPU Operator pod of the lab: its role, its program (which decides the devices it holds), its uid."""
 
     role: str
     program: str
     uid: str
-    uvm: bool = False
 
 
 def node_pods(host: str) -> tuple[Pod, ...]:
-    """The four GPU Operator pods of ``host`` (stable uids per host, as the simulator's)."""
-    def uid(role: str) -> str:
-        h = digest(host, role, "uid")
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
-
-    return (Pod("nvidia-mig-manager", "nvidia-mig-manager", uid("nvidia-mig-manager")),
-            Pod("dcgm-exporter", "dcgm-exporter", uid("dcgm-exporter"), uvm=True),
-            Pod("gpu-feature-discovery", "gpu-feature-discovery", uid("gpu-feature-discovery")),
-            Pod("nvidia-device-plugin", "nvidia-device-plugin", uid("nvidia-device-plugin")))
+    """The GPU Operator pods of ``host``: the simulator's pods (roles, programs, uids), as real processes."""
+    return tuple(Pod(role, argv[0].rsplit("/", 1)[-1], pod_uid(host, role))
+                 for role, argv, _pid in PODS)
 
 
 def _say(text: str) -> None:

@@ -91,6 +91,12 @@ def _overlay_real_state(node: Node, folder: Path) -> None:
                                   devices=files, role="fm" if holder == pid and alive else "other")
 
 
+def _hardware_only(node: Node) -> None:
+    """Drop what the real node decides (units, processes, pods, journal, command log) before saving."""
+    node.units, node.procs, node.pods, node.journal = {}, {}, [], []
+    node.cmdlog.clear()
+
+
 @contextlib.contextmanager
 def hardware(write: bool = True) -> Iterator[tuple[Node, SimClock]]:
     """Lock the node's hardware, lay its real state over it, yield it; save only the hardware."""
@@ -101,12 +107,11 @@ def hardware(write: bool = True) -> Iterator[tuple[Node, SimClock]]:
         try:
             yield node, clock
         finally:
-            node.units, node.procs, node.pods = {}, {}, []
-            node.journal = []
+            _hardware_only(node)
 
 
 def new_hardware(folder: Path, node: Node, clock: SimClock) -> None:
     """Write a fresh hardware store for ``node`` into ``folder`` (before the container boots)."""
     folder.mkdir(parents=True, exist_ok=True)
-    node.units, node.procs, node.pods, node.journal = {}, {}, [], []
+    _hardware_only(node)
     NodeStore(folder).save(node, clock)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -23,9 +22,9 @@ from collections.abc import Iterator
 from nvls_tui.lab.hardware import hardware
 from nvls_tui.sim.commands import HANG, Output, execute
 from nvls_tui.sim.render_nccl import Plan
+from nvls_tui.sim.shim_main import tool_env, unwind_on_hangup, write_now, write_output
 
 STAND_INS = ("nvidia-smi", "nv-fabricmanager", "lspci", "all_reduce_perf", "journalctl-kernel")
-ENV_PREFIXES = ("NCCL_", "CUDA_")
 
 
 @contextlib.contextmanager
@@ -57,19 +56,13 @@ def gpu_files() -> list[str]:
     return ["/dev/nvidiactl", *(f"/dev/{n}" for n in names)]
 
 
-def _write(stream, text: str) -> None:
-    if text:
-        stream.write(text)
-        stream.flush()
-
-
 def _replay(plan: Plan) -> int:
     """Print a smoke run's lines at the pace the plan gives (the hardware lock is not held)."""
     try:
         for delay, line in plan.steps:
             if delay:
                 time.sleep(delay)
-            _write(sys.stdout, line + "\n")
+            write_now(sys.stdout, line + "\n")
         return plan.exit_status
     except BrokenPipeError:
         return 141
@@ -78,24 +71,19 @@ def _replay(plan: Plan) -> int:
 def main(tool: str, args: list[str]) -> int:
     """Run one stand-in tool; returns its exit status."""
     argv = ["journalctl", *args] if tool == "journalctl-kernel" else [tool, *args]
-    env = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)}
-    # A closed SSH channel sends SIGHUP: unwind through the finally blocks (the files close).
-    for signo in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signo, lambda *_: sys.exit(128 + 15))
+    env = tool_env()
+    unwind_on_hangup()  # the device files close
     opens = gpu_files() if tool in ("nvidia-smi", "all_reduce_perf") else []
     with holding(opens):
         with hardware() as (node, clock):
             result = execute(node, argv, clock.now(), env=env)
-            node.cmdlog.clear()
         if result is HANG:
             while True:  # a wedged nvidia-smi never returns: the caller's timeout must end it
                 time.sleep(3600)
         if isinstance(result, Plan):
             return _replay(result)
         assert isinstance(result, Output)
-        for fd, text in result.writes():
-            _write(sys.stdout if fd == 1 else sys.stderr, text)
-        return result.exit_status
+        return write_output(result)
 
 
 def script(tool: str, python: str, module: str = "nvls_tui.lab.tools") -> str:

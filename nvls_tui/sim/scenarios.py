@@ -90,7 +90,7 @@ def base_node(name: str, now: float, *, boot_age: float = 12 * DAY, platform: st
         if role == "dcgm-exporter":
             devices.append("/dev/nvidia-uvm")
         pod = PodSpec(name=f"{role}-daemonset-{suffix}", role=role, argv=argv, devices=devices,
-                      uid=_uuid(digest(name, role, "uid")), container=digest(name, role, 0)[:64], shim_pid=shim.pid)
+                      uid=pod_uid(name, role), container=digest(name, role, 0)[:64], shim_pid=shim.pid)
         node.pods.append(pod)
         spawn_pod(node, pod, up + 2)
     del containerd
@@ -100,6 +100,11 @@ def base_node(name: str, now: float, *, boot_age: float = 12 * DAY, platform: st
 
 def _uuid(h: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def pod_uid(host: str, role: str) -> str:
+    """The uid of ``host``'s GPU Operator pod ``role`` (stable per host; the lab's kubelet uses it too)."""
+    return _uuid(digest(host, role, "uid"))
 
 
 def _start_at(node: Node, name: str, ts: float) -> None:

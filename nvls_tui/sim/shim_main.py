@@ -20,10 +20,29 @@ from nvls_tui.sim.store import NodeStore
 ENV_PREFIXES = ("NCCL_", "CUDA_")
 
 
-def _write(stream, text: str) -> None:
+def write_now(stream, text: str) -> None:
+    """Write and flush at once: a streaming reader sees each line when the tool prints it."""
     if text:
         stream.write(text)
         stream.flush()
+
+
+def tool_env() -> dict[str, str]:
+    """The environment a simulated tool looks at (NCCL's and CUDA's variables)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)}
+
+
+def unwind_on_hangup() -> None:
+    """A closed SSH channel sends SIGHUP/SIGTERM: unwind through the finally blocks instead of dying."""
+    for signo in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signo, lambda *_: sys.exit(128 + 15))
+
+
+def write_output(result: Output) -> int:
+    """Replay a finished command's writes in the tool's own order; its exit status."""
+    for fd, text in result.writes():  # in the tool's own order: a `2>&1` interleaves them as it would
+        write_now(sys.stdout if fd == 1 else sys.stderr, text)
+    return result.exit_status
 
 
 def _replay(store: NodeStore, plan: Plan, argv: list[str], speed: float) -> int:
@@ -31,7 +50,7 @@ def _replay(store: NodeStore, plan: Plan, argv: list[str], speed: float) -> int:
         for delay, line in plan.steps:
             if delay and speed > 0:
                 time.sleep(delay / speed)
-            _write(sys.stdout, line + "\n")
+            write_now(sys.stdout, line + "\n")
         return plan.exit_status
     except BrokenPipeError:
         return 141
@@ -48,10 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     store = NodeStore(args[0])
     command = args[1:]
-    env = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)}
-    # A closed SSH channel sends SIGHUP/SIGTERM: unwind through the finally blocks (smoke process cleanup).
-    for signo in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signo, lambda *_: sys.exit(128 + 15))
+    env = tool_env()
+    unwind_on_hangup()  # the smoke process's cleanup runs
     with store.locked() as (node, clock):
         now = clock.now()
         result = execute(node, command, now, env=env)
@@ -67,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(result, Plan):
         return _replay(store, result, command, speed)
     assert isinstance(result, Output)
-    for fd, text in result.writes():  # in the tool's own order: a `2>&1` interleaves them as it would
-        _write(sys.stdout if fd == 1 else sys.stderr, text)
-    return result.exit_status
+    return write_output(result)
 
 
 if __name__ == "__main__":

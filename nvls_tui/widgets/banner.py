@@ -64,6 +64,8 @@ class ModeBanner(Static):
             self.watch(self.app, "fleet", self._fleet_changed, init=True)
 
     def _fleet_changed(self, fleet) -> None:
+        if self.simulated and self.lab:
+            return  # nothing left to learn: skip the walk over the fleet on every poll
         simulated, lab = self.simulated or fleet.simulated, self.lab or fleet.lab
         if (simulated, lab) != (self.simulated, self.lab):
             self.simulated, self.lab = simulated, lab

@@ -1,0 +1,38 @@
+"""A repair plan in the operator's terms (pure): what it stops, resets, starts; which commands are bookkeeping."""
+
+from __future__ import annotations
+
+from nvls_tui.runbook.outcome import NodeOutcome
+
+BOOKKEEPING = ("mkdir", "tee", "mv", "rm", "rmdir", "cat", "date")
+"""The repair's own lock and record on the node (and its clock): folded, not listed, in the plan."""
+
+
+def is_bookkeeping(command: str) -> bool:
+    """True for the lock/record/clock commands of the repair itself (``/var/lib/nvls-tui``, ``date``)."""
+    words = command.split()
+    return bool(words) and words[0] in BOOKKEEPING and (words[0] == "date" or "/var/lib/nvls-tui" in command)
+
+
+def what_it_does(outcome: NodeOutcome) -> list[str]:
+    """The plan in the operator's terms, what matters first: what goes down, what is reset, what comes back."""
+    commands = [c.partition("  # ")[0].strip() for step in outcome.steps for c in step.commands if not c.startswith("#")]
+    stops = [c.split()[2] for c in commands if c.startswith("systemctl stop ")]
+    starts = [c.split()[2] for c in commands if c.startswith("systemctl start ") and "fabricmanager" not in c]
+    lines = []
+    if stops:
+        lines.append("stops " + ", ".join(dict.fromkeys(stops)))
+    if "kubelet.service" in stops:
+        lines.append("kubelet down: the GPU Operator pods on the node stay down until the restore starts it again")
+    if any(c.startswith("kill ") for c in commands) or any(s.name == "quiesce" for s in outcome.steps):
+        lines.append("SIGTERMs the remaining management processes on the GPUs (PIDs re-checked first; never SIGKILL)")
+    if any(c.startswith("nvidia-smi -r") for c in commands):
+        gpus = (outcome.basis or {}).get("gpus")
+        lines.append(f"resets {'all ' + str(gpus) + ' GPUs' if gpus else 'every GPU'} and every NVSwitch (nvidia-smi -r)")
+    if any("fabricmanager" in c and ("start" in c or "restart" in c) for c in commands):
+        lines.append("starts Fabric Manager and waits for every GPU to register")
+    if any(c.split()[:1] == ["all_reduce_perf"] or " all_reduce_perf " in f" {c} " for c in commands):
+        lines.append("runs the NVLS smoke test (all_reduce_perf with NVLS forced)")
+    if starts:
+        lines.append("then starts again: " + ", ".join(dict.fromkeys(starts)))
+    return lines
