@@ -134,7 +134,7 @@ def boot(node: LabNode) -> None:
     """Start the container (systemd as PID 1 into the lab's target); record its PIDs."""
     log = open(Path(node.folder, "console.log"), "wb")  # noqa: SIM115 - nspawn owns it until down
     argv = ["systemd-nspawn", "-q", "-D", str(node.root), "-M", node.name, "--register=no", "--keep-unit",
-            "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", "--boot", "--",
+            "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", *_code_binds(), "--boot", "--",
             f"systemd.unit={TARGET}", "systemd.firstboot=off"]
     # cgroup v2 only, as on the write-up's Ubuntu 22.04 nodes; a hybrid v1 layout inside the container
     # loses unit cgroups ("Failed to attach to cgroup ...: No such file or directory", status 219).
@@ -159,6 +159,21 @@ def boot(node: LabNode) -> None:
         time.sleep(0.1)
     if not node.leader_pid:
         raise LabError(f"{node.name}: the container's systemd did not start within 60 s")
+
+
+def _code_binds() -> list[str]:
+    """nvls-tui and its interpreter, bound read-only at their own paths: the stand-ins run them.
+
+    The overlay of ``/`` shows them too, except under ``/tmp``, where nspawn mounts a fresh tmpfs (a
+    clone in /tmp booted nodes whose stand-ins could not start).
+    """
+    import sys
+
+    import nvls_tui
+
+    paths = {Path(nvls_tui.__file__).resolve().parents[1], Path(sys.prefix).resolve()}
+    keep = [p for p in paths if not any(q != p and q in p.parents for q in paths)]
+    return [f"--bind-ro={p}" for p in sorted(keep)]
 
 
 def _child_of(pid: int) -> int:
