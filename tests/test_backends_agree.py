@@ -48,6 +48,7 @@ def vm_sections(nvswitches: CommandResult) -> dict[str, CommandResult]:
         "record": CommandResult(section_argv("record"), 1, ABSENT.format("/var/lib/nvls-tui/repair.json")),
         "smoke": CommandResult(section_argv("smoke"), 1, ABSENT.format("/var/lib/nvls-tui/last-smoke.json")),
         "simulated": CommandResult(section_argv("simulated"), 1, ABSENT.format("/var/lib/nvls-tui/SIMULATED")),
+        "clock": CommandResult(section_argv("clock"), 0, "2026-12-01T08:20:00Z\n"),
     }
 
 

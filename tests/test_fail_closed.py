@@ -180,7 +180,7 @@ async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none
         grid = app.screen.query_one(FleetGrid)
         assert grid.get_cell("hgx01", "verdict").plain != "✔ healthy"
         assert grid.get_cell("hgx01", "holders").plain == "?" and grid.get_cell("hgx01", "kernel").plain == "?"
-        assert grid.get_cell("hgx01", "s0").plain == "?"
+        assert grid.get_cell("hgx01", "switches").plain == "????"  # one "?" per NVSwitch column folded in
         app.open_node("hgx01")
         await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
         await pilot.pause()

@@ -101,6 +101,7 @@ SubState=failed
 MainPID=0
 Result=signal
 ActiveEnterTimestamp=Mon 2026-08-10 06:41:31 UTC
+InactiveEnterTimestamp=Mon 2026-08-10 15:45:34 UTC
 
 Id=kubelet.service
 LoadState=loaded
@@ -124,8 +125,9 @@ def test_show_gives_one_state_per_unit_block():
     parsed = parse_show(SHOW)
     assert parsed.warnings == ()
     fm, kubelet, timer = parsed.value
+    # A failed unit's "since" is when it went down (InactiveEnterTimestamp), as `systemctl status` says.
     assert fm == ServiceState("nvidia-fabricmanager.service", "failed", "failed", "loaded", None, "signal",
-                              "Mon 2026-08-10 06:41:31 UTC")
+                              "Mon 2026-08-10 15:45:34 UTC")
     assert (kubelet.active, kubelet.main_pid, kubelet.result) == ("active", 2211, "success")
     assert (timer.load, timer.exists, timer.since, timer.main_pid) == ("not-found", False, None, None)
 

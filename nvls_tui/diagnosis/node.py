@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nvls_tui.diagnosis import story
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import Diagnosis, KernelEvent, MissingEvidence
 from nvls_tui.words import count, verb
@@ -22,7 +23,7 @@ NVLINK_XIDS = frozenset({74, 79, *range(144, 151)})
 # not reading one of them is an error; elsewhere a warning. Either way the node is never healthy.
 GUARDED_SECTIONS = frozenset({"holders", "processes", "units", "kernel", "fm_version", "nvswitches", "record"})
 # Sections whose absence needs no word of its own (the marker; the user id shows through ``holders``).
-SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke"})
+SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke", "clock"})
 
 # Kernel codes that mean the fabric itself is unusable.
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
@@ -95,15 +96,25 @@ def kernel_findings(state: NodeState) -> list[Finding]:
                                     "sync: stop every holder, reset all GPUs and NVSwitches, then start Fabric "
                                     "Manager"))
         elif event.code == FM_NOT_PRESENT and FM_NOT_PRESENT not in codes_seen:
-            findings.append(Finding("FABRIC_MANAGER_NOT_PRESENT", Severity.ERROR,
-                                    "the kernel reports Fabric Manager is not loaded "
-                                    "(NV_ERR_FABRIC_MANAGER_NOT_PRESENT)"))
+            findings.append(Finding("FABRIC_MANAGER_NOT_PRESENT", Severity.ERROR, _not_present_message(state)))
         elif event.code in ("XID", "SXID"):
             severity = Severity.ERROR if event.code == "XID" and event.xid in NVLINK_XIDS else Severity.WARNING
             where = f" on {event.pci}" if event.pci else ""
             findings.append(Finding("XID", severity, f"{event.code.replace('XID', 'Xid')} {event.xid}{where}"))
         codes_seen.add(event.code)
     return findings
+
+
+def _not_present_message(state: NodeState) -> str:
+    """The kernel's "FM not present", dated: a line older than the running FM is history, yet it still
+    counts until a smoke test proves NVLS works (an FM started over held GPUs looks just as active)."""
+    lines = [e for e in current_kernel_events(state) if e.code == FM_NOT_PRESENT]
+    last = lines[-1]
+    age = story.when(last.timestamp, state)
+    said = f"the kernel reported Fabric Manager not loaded (NV_ERR_FABRIC_MANAGER_NOT_PRESENT{f', last {age}' if age else ''})"
+    if all(story.before_fm_start(e, state) for e in lines):
+        return f"{said}, before the running FM started; it counts until an NVLS smoke test passes"
+    return said
 
 
 def evidence_findings(state: NodeState) -> list[Finding]:

@@ -185,6 +185,8 @@ class NodeState:
         repair_record: the crash-safe record a half-finished repair left on the node, if any.
         fabric_since: seconds the fabric has been ``In Progress`` (for the young/stuck warning).
         missing: the sections this poll could not read (each one makes the node not ``healthy``).
+        node_clock: the node's own clock at the poll (epoch seconds; None when it could not be read):
+            kernel lines and unit times are on that clock, so their ages are read against it.
     """
 
     host: str
@@ -206,6 +208,7 @@ class NodeState:
     polled_at: float | None = None
     warnings: tuple[str, ...] = ()
     missing: tuple[MissingEvidence, ...] = ()
+    node_clock: float | None = None
 
     def was_read(self, section: str) -> bool:
         """True when the poll read ``section`` (False for an unreachable node)."""

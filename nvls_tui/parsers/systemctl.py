@@ -115,7 +115,8 @@ def parse_status(text: str) -> Parsed[ServiceState]:
     return Parsed(parsed.value.service, parsed.warnings)
 
 
-_SHOW_KEYS = {"Id", "LoadState", "ActiveState", "SubState", "MainPID", "Result", "ActiveEnterTimestamp"}
+_SHOW_KEYS = {"Id", "LoadState", "ActiveState", "SubState", "MainPID", "Result", "ActiveEnterTimestamp",
+              "InactiveEnterTimestamp"}
 
 
 def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
@@ -160,10 +161,15 @@ def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
                 load=block.get("LoadState") or None,
                 main_pid=main_pid,
                 result=block.get("Result") or None,
-                since=_since(block.get("ActiveEnterTimestamp")),
+                since=_since(block.get(_SINCE_KEY.get(block.get("ActiveState", ""), "ActiveEnterTimestamp"))),
             )
         )
     return Parsed(tuple(states), tuple(warnings))
+
+
+# The time of the unit's current state, as `systemctl status` says "since": a failed or stopped unit
+# since it went down (when FM was killed), a running one since it started.
+_SINCE_KEY = {"failed": "InactiveEnterTimestamp", "inactive": "InactiveEnterTimestamp"}
 
 
 def _since(value: str | None) -> str | None:

@@ -10,6 +10,7 @@ Fail closed: a section that could not be read (see :mod:`nvls_tui.poll.evidence`
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -107,6 +108,20 @@ def _record(result: CommandResult | None, warnings: list[str]) -> dict | None:
         warnings.append("the node holds an unreadable repair record")
         return {"unreadable": True}
     return data if isinstance(data, dict) else {"unreadable": True}
+
+
+def _node_clock(result: CommandResult | None) -> float | None:
+    """The node's clock from ``date -u +%Y-%m-%dT%H:%M:%SZ``; None when it is absent or unreadable.
+
+    Only ages ("killed 5 days ago") rest on it: without it the console shows the node's times as they are.
+    """
+    if result is None or not result.ok:
+        return None
+    try:
+        return dt.datetime.strptime(result.stdout.strip(), "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=dt.UTC).timestamp()
+    except ValueError:
+        return None
 
 
 def _uid(result: CommandResult | None) -> int | None:
@@ -228,4 +243,5 @@ def assemble_node_state(
         polled_at=polled_at,
         warnings=tuple(warnings),
         missing=tuple(lost),
+        node_clock=_node_clock(sections.get("clock")),
     )

@@ -39,6 +39,7 @@ PURPOSE = {
     "record": "the record of an interrupted repair",
     "smoke": "the last smoke test's result",
     "simulated": "the simulator's marker",
+    "clock": "the node's clock",
 }
 # How to get the tool, for the usual Debian/Ubuntu packages.
 PACKAGE = {"lspci": "pciutils", "fuser": "psmisc", "ps": "procps", "journalctl": "systemd",

@@ -103,7 +103,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "units",
         ("systemctl", "show", "--no-pager",
-         "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result,ActiveEnterTimestamp", *UNITS),
+         "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result,ActiveEnterTimestamp,InactiveEnterTimestamp", *UNITS),
     ),
     Section("nvswitches", ("lspci", "-D", "-d", NVSWITCH_PCI_ID)),
     # The glob is expanded by the remote shell (or by the local and simulated backends).
@@ -112,6 +112,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
+    # The node's own clock: kernel lines and unit times are on it, so "5 days ago" is read against it.
+    Section("clock", ("date", "-u", "+%Y-%m-%dT%H:%M:%SZ")),
 )
 # Filled per poll from the holders section (their identities and cgroups): see ps_argv, cgroup_argv.
 DERIVED_SECTIONS = ("processes", "cgroups")
@@ -248,6 +250,11 @@ class SectionReader:
         self._body: list[str] = []
         self._size = 0
         self._partial = ""
+
+    @property
+    def current(self) -> str | None:
+        """The section that began and has not ended yet (the command running now), or None."""
+        return self._current
 
     def feed(self, chunk: str) -> bool:
         """Take the next piece of output. False when a section went past the cap (stop the script)."""

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, cast
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -19,15 +19,11 @@ from nvls_tui.screens.node import header_text
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
-from nvls_tui.widgets.fleet_grid import FleetGrid
+from nvls_tui.widgets.fleet_grid import FleetGrid, versions_line
 from nvls_tui.widgets.ordered_input import OrderedInput
 
 if TYPE_CHECKING:
     from nvls_tui.app import NvlsApp
-
-# Below this width the GPU and NVSwitch cells fold into one column each, so a 100-column terminal
-# still shows every column that matters without scrolling sideways.
-COMPACT_BELOW = 140
 
 # Seconds between two redraws of the grid when polls arrive in bursts.
 REDRAW_EVERY = 0.1
@@ -76,7 +72,7 @@ class FleetScreen(OnConsole, Screen[None]):
         yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
         yield OrderedInput(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
                     id="filter")
-        yield FleetGrid(self.nvls.fleet.hosts, compact=self.nvls.size.width < COMPACT_BELOW, id="grid")
+        yield FleetGrid(self.nvls.fleet.hosts, width=self.nvls.size.width, id="grid")
         yield Static(id="empty")
         yield Static(id="preview", classes="panel")
         yield Footer()
@@ -129,8 +125,10 @@ class FleetScreen(OnConsole, Screen[None]):
         self._draw_pending = False
         fleet = self.nvls.fleet
         order = self.order(fleet)
-        self.query_one(FleetGrid).show(fleet, self.nvls.diagnoses, order, self.nvls.clock())
-        mark_selected(self.query_one(FleetGrid), self.selected)
+        grid = self.query_one(FleetGrid)
+        grid.show(fleet, self.nvls.diagnoses, order, self.nvls.clock())
+        grid.border_title = versions_line(fleet)
+        mark_selected(grid, self.selected)
         verdicts = [self.nvls.verdict(h) for h in fleet.hosts]
         extra = ("sorted by verdict" if self.sort_by_verdict else "fleet order")
         if self.filter_text:
@@ -144,6 +142,11 @@ class FleetScreen(OnConsole, Screen[None]):
         if not order:
             empty.update("No node matches the filter. Esc clears it." if self.filter_text
                          else "No targets. Start with `nvls-tui --demo`, or name hosts: `nvls-tui gpu[01-08]`.")
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Fit the grid's columns to the new width (the story column takes what is left)."""
+        if self.query_one(FleetGrid).relayout(width=event.size.width):
+            self.refresh_grid()
 
     def action_open_node(self) -> None:
         """Open the node under the cursor."""

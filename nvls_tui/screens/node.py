@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from nvls_tui.bindings import bindings_for, destructive_actions
+from nvls_tui.diagnosis import current_kernel_events
+from nvls_tui.diagnosis.story import kernel_when
 from nvls_tui.model import Holder, NodeState, Verdict
 from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.runbook.actions import holder_label
@@ -18,6 +21,12 @@ from nvls_tui.views.consequences import sigterm_consequences
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.tables import cursor_key, sync_rows
+
+
+def kernel_message(line: str) -> str:
+    """A kernel line without journalctl's time and host (the "when" column has the time)."""
+    head, sep, rest = line.strip().partition(" kernel: ")
+    return rest if sep and " " in head and head[:4].isdigit() else line.strip()
 
 
 def compact_devices(devices: tuple[str, ...]) -> str:
@@ -100,6 +109,10 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     return text
 
 
+# Findings (at least 30 wide), units (54) and NVSwitches (34) side by side need this many columns.
+NARROW_BELOW = 120
+
+
 class NodeScreen(OnConsole, Screen[None]):
     """GPUs, NVSwitches, units, findings, kernel events and holders of one host.
 
@@ -117,26 +130,31 @@ class NodeScreen(OnConsole, Screen[None]):
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         """Header, banner, the GPU table, findings/units/switches side by side, kernel, holders."""
+        # The header, the banner and the footer stay put; only the body between them scrolls, so a
+        # short terminal (80x24) never scrolls away the node's name, SIMULATED or the keys.
         yield Static(id="node-header")
         yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
-        yield DataTable(id="gpus", cursor_type="row", classes="panel")
-        with Horizontal(id="node-mid"):
-            yield Static(id="findings", classes="panel")
-            yield DataTable(id="units", cursor_type="row", classes="panel")
-            yield DataTable(id="switches", cursor_type="none", classes="panel")
-        yield DataTable(id="kernel", cursor_type="row", classes="panel")
-        with Vertical(id="holders-box"):
-            yield DataTable(id="holders", cursor_type="row", classes="panel")
+        with VerticalScroll(id="node-body"):
+            yield DataTable(id="gpus", cursor_type="row", classes="panel")
+            with Horizontal(id="node-mid"):
+                yield Static(id="findings", classes="panel")
+                yield DataTable(id="units", cursor_type="row", classes="panel")
+                yield DataTable(id="switches", cursor_type="none", classes="panel")
+            yield DataTable(id="kernel", cursor_type="row", classes="panel")
+            with Vertical(id="holders-box"):
+                yield DataTable(id="holders", cursor_type="row", classes="panel")
         yield Footer()
 
     def on_mount(self) -> None:
         """Create the columns, draw the node, follow the app's fleet."""
+        self._arrange(self.app.size.width)
         t = self.query_one
-        t("#gpus", DataTable).add_columns("#", "bus id", "name", "uuid", "fabric", "clique", "cluster uuid",
-                                          "health", "persist")
+        # The fabric state first: on a narrow terminal the columns to its right scroll off, it must not.
+        t("#gpus", DataTable).add_columns("#", "fabric", "health", "bus id", "name", "persist", "clique",
+                                          "cluster uuid", "uuid")
         t("#units", DataTable).add_columns("unit", "state", "sub")
         t("#switches", DataTable).add_columns("nvswitch", "bus id")
-        t("#kernel", DataTable).add_columns("code", "line")
+        t("#kernel", DataTable).add_columns("code", "when", "line")
         t("#holders", DataTable).add_columns(" ", "pid", "user", "kind", "unit / pod", "devices", "started",
                                              "command")
         titles = {"#gpus": "GPUs", "#findings": "Findings", "#units": "Units  (s stop · u start)",
@@ -147,7 +165,23 @@ class NodeScreen(OnConsole, Screen[None]):
         self.refresh_node()
         if self.nvls.periodic:
             self.set_interval(1.0, self._draw_header)  # the poll age moves even when nothing else does
-        t("#holders", DataTable).focus()
+        # Focus the holders without scrolling the body to them: the node's findings come first.
+        t("#holders", DataTable).focus(scroll_visible=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Stack the findings, units and switches when they cannot stand side by side."""
+        self._arrange(event.size.width)
+
+    def _arrange(self, width: int) -> None:
+        # Narrow: the findings (and units, switches) stack, and come before the GPU table, so what is
+        # wrong is on the first screen of an 80x24 terminal; wide: the GPUs on top, all side by side.
+        narrow = width < NARROW_BELOW
+        self.set_class(narrow, "-narrow")
+        body, gpus, mid = self.query_one("#node-body"), self.query_one("#gpus"), self.query_one("#node-mid")
+        if narrow and body.children.index(mid) > body.children.index(gpus):
+            body.move_child(mid, before=gpus)
+        elif not narrow and body.children.index(mid) < body.children.index(gpus):
+            body.move_child(gpus, before=mid)
 
     @property
     def state(self) -> NodeState | None:
@@ -167,7 +201,10 @@ class NodeScreen(OnConsole, Screen[None]):
         sync_rows(self.query_one("#switches", DataTable),
                   [(s.device, (s.device.removeprefix("/dev/"), s.bus_id or "–")) for s in state.nvswitches])
         self.query_one("#switches").border_subtitle = unread_subtitle(state, "nvswitches", f"{len(state.nvswitches)}")
-        kernel = [(f"{i}", (Text(e.code, style=cells.STYLE["bad"]), e.line.strip()))
+        # Dated on the node's clock and against FM's start: an old line beside an active FM is history.
+        current = set(map(id, current_kernel_events(state)))
+        kernel = [(f"{i}", (Text(e.code, style=cells.STYLE["bad" if id(e) in current else "muted"]),
+                            Text(kernel_when(e, state), style=cells.STYLE["muted"]), kernel_message(e.line)))
                   for i, e in enumerate(state.kernel_events)]
         sync_rows(self.query_one("#kernel", DataTable), kernel)
         self.query_one("#kernel").border_subtitle = unread_subtitle(state, "kernel",
@@ -187,15 +224,15 @@ class NodeScreen(OnConsole, Screen[None]):
         for g in state.gpus:
             f = g.fabric
             health = (f.health.summary if f.health and f.health.summary else "–")
-            rows.append((str(g.index), (str(g.index), g.bus_id, g.name, g.uuid, cells.fabric_words(f),
-                                        f.clique_id or "–", short_cluster(f.cluster_uuid), health,
-                                        g.persistence_mode or "–")))
+            rows.append((str(g.index), (str(g.index), cells.fabric_words(f), health, g.bus_id, g.name,
+                                        g.persistence_mode or "–", f.clique_id or "–",
+                                        short_cluster(f.cluster_uuid), g.uuid)))
         sync_rows(self.query_one("#gpus", DataTable), rows)
         self.query_one("#gpus").border_subtitle = gpu_summary(state, self.nvls.diagnoses.get(state.host))
 
     def _draw_findings(self, diagnosis: Diagnosis | None) -> None:
         self.query_one("#findings", Static).update(
-            cells.findings_text(diagnosis.findings if diagnosis else None))
+            cells.findings_text(diagnosis.findings if diagnosis else None, nccl=True))
 
     def _draw_units(self, state: NodeState) -> None:
         rows = [(s.name, (s.name.removesuffix(".service"), cells.unit_text(s), s.sub or "–"))

@@ -26,7 +26,7 @@ from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.store import NodeStore
 
 PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
-               "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname")
+               "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname", "date")
 # A static ps answers any PID list with the same table, but refuses what procps refuses first.
 _STATIC_PS_CHECK = (
     'for a do last=$a; done\n'

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from nvls_tui.diagnosis.story import nccl_symptom
 from nvls_tui.model import (
     FabricInfo,
     Finding,
@@ -138,19 +139,30 @@ def age_text(seconds: float | None, exact: bool = False) -> Text:
 SEVERITY_STYLE = {Severity.ERROR: "bad", Severity.WARNING: "warn", Severity.INFO: "idle"}
 
 
-def findings_text(findings: Sequence[Finding] | None, limit: int | None = None) -> Text:
-    """One line per finding: severity in colour, the code in bold, the message."""
+def findings_text(findings: Sequence[Finding] | None, limit: int | None = None, *, nccl: bool = False) -> Text:
+    """One line per finding: severity in colour, the code in bold, the message.
+
+    Args:
+        findings: the node's findings (None before the first poll).
+        limit: show at most this many, then say how many more.
+        nccl: under each error, what NCCL prints in a job's log for it (the node screen).
+    """
     text = Text()
     if findings is None:
         return Text("Waiting for the first poll…", style="dim")
     if not findings:
         return Text("No findings.", style=STYLE["ok"])
     shown = list(findings)[:limit] if limit else list(findings)
+    told: list[str] = []
     for i, f in enumerate(shown):
         text.append("\n" if i else "")
         text.append(f"{f.severity.value:7} ", style=STYLE[SEVERITY_STYLE[f.severity]])
         text.append(f.code, style="bold")
         text.append(f"  {f.message}")
+        symptom = nccl_symptom(f.code) if nccl and f.severity is Severity.ERROR else None
+        if symptom and not any(said.startswith(symptom) or symptom.startswith(said) for said in told):  # said once
+            text.append(f"\n        ↳ {symptom}", style=STYLE["muted"])
+            told.append(symptom)
     if len(shown) < len(findings):
         text.append(f"\n… {len(findings) - len(shown)} more (Enter opens the node)", style="dim")
     return text

@@ -16,9 +16,11 @@ from textual.widgets import DataTable
 
 from nvls_tui.bindings import spec
 from nvls_tui.diagnosis import current_kernel_events
+from nvls_tui.diagnosis.story import node_story
 from nvls_tui.model import Fleet, NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.widgets import cells
+from nvls_tui.widgets.grid_layout import GridLayout, grid_layout
 
 GPU_COLUMNS = 8
 SWITCH_COLUMNS = 4
@@ -36,22 +38,43 @@ def host_of(cell: object) -> str:
     return plain.removeprefix("● ")
 
 
-def note_for(state: NodeState, diagnosis: Diagnosis | None) -> Text:
-    """The last column: why a node is unreachable, or its most severe finding codes."""
+def note_for(state: NodeState, diagnosis: Diagnosis | None, width: int | None = None) -> Text:
+    """The last column: the node's story (the cause and the next move), coloured by its severity."""
+    story = node_story(state, diagnosis)
+    text = story.fitted(width) if width else story.text
     if not state.reachable:
         return Text(f"stale: {state.error or 'unreachable'}", style=cells.STYLE["unreachable"])
-    if diagnosis is None:
+    if not text:
         return Text("")
-    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-    found = sorted(diagnosis.findings, key=lambda f: order[f.severity])
-    codes: list[str] = []
-    for f in found:
-        if f.code not in codes:
-            codes.append(f.code)
-    if not codes:
-        return Text("no findings", style=cells.STYLE["idle"])
-    style = {Severity.ERROR: "bad", Severity.WARNING: "warn", Severity.INFO: "idle"}[found[0].severity]
-    return Text(" ".join(codes), style=cells.STYLE[style])
+    style = {Severity.ERROR: "bad", Severity.WARNING: "warn", None: "idle"}[story.severity]
+    return Text(text, style=cells.STYLE[style] if story.severity else "")
+
+
+def versions_differ(fleet: Fleet) -> bool:
+    """True when the driver or FM version is not the same everywhere (or FM differs from its driver)."""
+    drivers, fms = set(), set()
+    for state in fleet.nodes:
+        if not state.reachable:
+            continue
+        if state.driver:
+            drivers.add(state.driver)
+        if state.fm_version:
+            fms.add(state.fm_version)
+            if state.driver and state.fm_version != state.driver:
+                return True
+    return len(drivers) > 1 or len(fms) > 1
+
+
+def versions_line(fleet: Fleet) -> str:
+    """The grid's title when every node runs the same versions: ``driver 580.82.07 · FM 580.82.07``."""
+    states = [s for s in fleet.nodes if s.reachable]
+    driver = next((s.driver for s in states if s.driver), None)
+    fm = next((s.fm_version for s in states if s.fm_version), None)
+    if versions_differ(fleet):
+        return "versions differ between nodes (driver / FM ver columns)"
+    if driver is None:
+        return ""
+    return f"driver {driver}" + (f" · FM {fm}" if fm else "") + " on every node"
 
 
 class FleetGrid(DataTable):
@@ -70,45 +93,58 @@ class FleetGrid(DataTable):
     BINDINGS = [Binding(_open.key, "select_cursor", _open.description, tooltip=_open.tooltip, id=_open.id)]
 
     def __init__(self, hosts: Sequence[str] = (), gpus: int = GPU_COLUMNS, switches: int = SWITCH_COLUMNS,
-                 *, compact: bool = False, **kwargs) -> None:
+                 *, width: int = 160, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._hosts = tuple(hosts)
-        self.compact = compact
         self.gpu_columns = gpus
         self.switch_columns = switches
+        self.screen_width = width
+        self.show_versions = False
+        self.layout_now = self._layout()
         self._order: list[str] = []
         self._shown: dict[str, dict[str, tuple]] = {}
         self._baseline: dict[str, frozenset[str]] = {}
         self._cache: dict[str, tuple[NodeState, Diagnosis | None, dict[str, Text]]] = {}
-        self.widths: dict[str, int | None] = {}
+        self._keep: str | None = None  # the host under the cursor across a change of columns
 
-    def add_column(self, label, *, width=None, key=None, **kwargs):
-        """DataTable.add_column, remembering each fixed width: cells wider than it are cut with a mark."""
-        if key is not None:
-            self.widths[key] = width
-        return super().add_column(label, width=width, key=key, **kwargs)
+    @property
+    def compact(self) -> bool:
+        """All GPUs share one cell (and all NVSwitches another)."""
+        return self.layout_now.compact
+
+    @property
+    def widths(self) -> dict[str, int]:
+        """The content width of every column shown: cells wider than it are cut with a mark."""
+        return {c.key: c.width for c in self.layout_now.columns}
+
+    def _layout(self) -> GridLayout:
+        # The host column leaves room for the selection mark ("● ").
+        host = 2 + max(6, max((len(h) for h in self._hosts), default=0))
+        return grid_layout(self.screen_width, host, gpus=self.gpu_columns, switches=self.switch_columns,
+                           versions=self.show_versions)
 
     def on_mount(self) -> None:
-        """Create the columns once; their keys are what ``update_cell`` addresses."""
-        # The host column leaves room for the selection mark ("● ").
-        self.add_column("host", key="host", width=2 + max(6, max((len(h) for h in self._hosts), default=0)))
-        self.add_column("verdict", key="verdict", width=13)
-        self.add_column("FM unit", key="fm", width=8)
-        self.add_column("driver", key="driver", width=10)  # 580.159.04: a driver version is 9-10 wide
-        self.add_column("FM ver", key="fmver", width=11)  # with the mismatch sign: ≠580.159.04
-        if self.compact:
-            self.add_column("GPUs", key="gpus", width=self.gpu_columns)
-            self.add_column("NVSw", key="switches", width=max(4, self.switch_columns))
-        else:
-            for i in range(self.gpu_columns):
-                self.add_column(f"g{i}", key=f"g{i}", width=2)
-            for i in range(self.switch_columns):
-                self.add_column(f"s{i}", key=f"s{i}", width=2)
-        self.add_column("hold", key="holders", width=4)
-        self.add_column("kern", key="kernel", width=5)
-        self.add_column("smoke GB/s", key="smoke", width=10)
-        self.add_column("age", key="age", width=4)
-        self.add_column("findings", key="note", width=22)
+        """Create the columns for the width the screen has."""
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        for column in self.layout_now.columns:
+            self.add_column(column.label, width=column.width, key=column.key)
+
+    def relayout(self, width: int | None = None, show_versions: bool | None = None) -> bool:
+        """Fit the columns to a new screen width or version spread; True when the columns changed."""
+        self.screen_width = width if width is not None else self.screen_width
+        self.show_versions = show_versions if show_versions is not None else self.show_versions
+        layout = self._layout()
+        if layout == self.layout_now:
+            return False
+        self.layout_now = layout
+        keep = self.current_host
+        self.clear(columns=True)
+        self._add_columns()
+        self._order, self._shown, self._cache = [], {}, {}
+        self._keep = keep
+        return True
 
     # Home/End are the table's horizontal scroll; in a grid of nodes they mean the first/last node.
     def action_scroll_home(self) -> None:
@@ -181,8 +217,9 @@ class FleetGrid(DataTable):
         row["kernel"] = kern
         row["smoke"] = cells.smoke_text(state.smoke, stale)
         row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
-        row["note"] = note_for(state, diagnosis)
-        return {key: cells.fit(text, self.widths.get(key)) for key, text in row.items()}
+        widths = self.widths
+        row["note"] = note_for(state, diagnosis, widths.get("note"))
+        return {key: cells.fit(row[key], widths[key]) for key in self.layout_now.keys}
 
     def show(
         self,
@@ -196,6 +233,7 @@ class FleetGrid(DataTable):
         Returns:
             How many cells were written (0 when nothing changed).
         """
+        self.relayout(show_versions=versions_differ(fleet))
         states = {h: s for h in order if (s := fleet.get(h)) is not None}
         order = list(states)
         fresh: set[str] = set()
@@ -212,7 +250,8 @@ class FleetGrid(DataTable):
         for host in order:
             shown = self._shown[host]
             # A row rebuilt from the cache differs at most in its age: compare only that cell.
-            items = rows[host].items() if host in fresh else (("age", rows[host]["age"]),)
+            items = (rows[host].items() if host in fresh else
+                     (("age", rows[host]["age"]),) if "age" in rows[host] else ())
             for key, text in items:
                 sig = _sig(text)
                 if shown.get(key) != sig:
@@ -227,7 +266,8 @@ class FleetGrid(DataTable):
         cached = self._cache.get(state.host)
         if cached and cached[0] is state and cached[1] is diagnosis:
             row = dict(cached[2])
-            row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
+            if "age" in row:
+                row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
             return row, False
         row = self.row_cells(state, diagnosis, now)
         self._cache[state.host] = (state, diagnosis, row)
@@ -244,7 +284,8 @@ class FleetGrid(DataTable):
 
     def _rebuild(self, order: list[str], rows: dict[str, dict[str, Text]]) -> int:
         # The cursor follows its host, except at the top: there it stays on the worst node.
-        keep = self.current_host if self.cursor_row > 0 else None
+        keep = self.current_host if self.cursor_row > 0 else self._keep
+        self._keep = None
         self.clear()
         self._order = order
         self._shown = {}
