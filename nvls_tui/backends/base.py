@@ -10,6 +10,7 @@ import abc
 import re
 import shlex
 import signal as _signal
+import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -227,6 +228,24 @@ class BackendOptions:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """What a backend is waiting on now: a command of the poll, or a step with no command.
+
+    Data, not words for the operator: the CLI decides how to show it (and cleans it: a command line
+    is shown as the node would run it).
+
+    Attributes:
+        argv: the command being waited on (empty while in a step with no command of its own).
+        phase: that step, as a short phrase (``connecting``), when ``argv`` is empty.
+        since: ``time.monotonic()`` when it began.
+    """
+
+    argv: tuple[str, ...] = ()
+    phase: str = ""
+    since: float = 0.0
+
+
 class Backend(abc.ABC):
     """How nvls-tui reaches one node. One instance per node; safe to share between workers.
 
@@ -237,6 +256,27 @@ class Backend(abc.ABC):
 
     host: str
     simulated: bool = False
+    # Written by the backend's own poll loop (one attribute write per step) and read by whoever
+    # waits on it (`check`'s progress line): no lock, no remote command, nothing on the hot path.
+    _activity: Activity | None = None
+
+    @property
+    def activity(self) -> Activity | None:
+        """The step this backend began most recently and has not finished (None when idle).
+
+        Set around each command of :meth:`snapshot` (over SSH, from the poll script's section markers
+        as its output streams), so it names the command a hung poll is stuck in. With several commands
+        in flight on one backend it is the latest one begun.
+        """
+        return self._activity
+
+    def _begin(self, argv: Sequence[str] = (), phase: str = "") -> None:
+        """Note that the backend now waits on ``argv`` (or on ``phase``, a step without a command)."""
+        self._activity = Activity(tuple(argv), phase, time.monotonic())
+
+    def _idle(self) -> None:
+        """Note that the backend waits on nothing (its poll finished or was stopped)."""
+        self._activity = None
 
     @abc.abstractmethod
     async def run(

@@ -327,12 +327,23 @@ class LocalBackend(Backend):
         return SignalOutcome(pid, True)
 
     async def snapshot(self) -> NodeState:
-        """NVML for the GPUs, /proc for holders, the probe's other commands for units and logs."""
+        """NVML for the GPUs, /proc for holders, the probe's other commands for units and logs.
+
+        While it runs, :attr:`activity` names the step in flight (NVML can hang in the driver).
+        """
+        try:
+            return await self._snapshot()
+        finally:
+            self._idle()
+
+    async def _snapshot(self) -> NodeState:
         polled = time.time()
+        self._begin(phase="reading the GPUs through NVML")
         try:
             driver, gpus = await asyncio.to_thread(read_nvml)
         except RuntimeError as exc:
             return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=polled)
+        self._begin(phase="scanning /proc for /dev/nvidia* holders")
         fuser, entries, incomplete = await asyncio.to_thread(scan_holders, os.geteuid() == 0)
         holders = build_holders(fuser, entries)
         sections = {}
@@ -340,8 +351,10 @@ class LocalBackend(Backend):
             if section.name in ("gpus", "holders"):
                 continue
             try:
+                self._begin(section.argv)
                 result = await self.run(section.argv, privileged=section.privileged)
                 if not result.ok and section.fallback:
+                    self._begin(section.fallback)
                     result = await self.run(section.fallback, privileged=section.privileged)
                 sections[section.name] = result
             except CommandTimeout as exc:

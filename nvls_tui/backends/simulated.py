@@ -177,6 +177,7 @@ class SimulatedBackend(Backend):
     async def _section(self, argv: Sequence[str], privileged: bool) -> CommandResult:
         """One probe command with stderr merged into stdout, as the remote script's ``2>&1`` does."""
         argv = tuple(argv)
+        self._begin(argv)
         began = time.monotonic()
         try:
             result = execute(self.node, argv, self.fleet.clock.now())
@@ -200,7 +201,16 @@ class SimulatedBackend(Backend):
         return CommandResult(argv, status, out, err, took)
 
     async def snapshot(self) -> NodeState:
-        """Run the read-only probe as the remote script does, one command at a time, and assemble it."""
+        """Run the read-only probe as the remote script does, one command at a time, and assemble it.
+
+        While it runs, :attr:`activity` names the command in flight (a wedged nvidia-smi, say).
+        """
+        try:
+            return await self._snapshot()
+        finally:
+            self._idle()
+
+    async def _snapshot(self) -> NodeState:
         from nvls_tui.poll.assemble import assemble_node_state
 
         sections: dict[str, CommandResult] = {}

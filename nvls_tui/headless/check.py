@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shlex
+import shutil
 import sys
 import time
+from collections.abc import Sequence
+from typing import TextIO
 
-from nvls_tui.backends.base import Backend, BackendError
+from nvls_tui.backends.base import Activity, Backend, BackendError
 from nvls_tui.backends.targets import options_from_args, resolve_backends
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
@@ -24,25 +29,172 @@ VERDICT_STYLE = {
 }
 
 
+# While check waits: nothing at all for a fast check, then the pending nodes on stderr.
+QUIET_S = 2.0  # a healthy fleet answers well within this: no progress output at all
+EVERY_S = 5.0  # one plain line per interval where stderr is a pipe or a log
+EVERY_TTY_S = 1.0  # a terminal's one line is rewritten in place, so its counters may tick
+SHOWN = 4  # pending nodes named per line (longest-waiting first); the rest are counted
+HOST_CHARS = 40
+COMMAND_CHARS = 32  # enough to tell `journalctl -k -b …` from `nvidia-smi --query-gpu=…`
+REASON_CHARS = 60
+PREFIX = "nvls-tui check: "
+ADVICE = "Ctrl-C stops; --timeout N gives up sooner; a node that does not answer stays unknown, never healthy"
+
+
+def _command_text(argv: tuple[str, ...], limit: int) -> str:
+    """A command as the node runs it, cleaned (node-derived text is data) and cut to ``limit``."""
+    return one_line(shlex.join(argv), limit)
+
+
+def _waiting_on(activity: Activity | None) -> str:
+    """The command in backticks (cut), or the step that has no command (``connecting``)."""
+    if activity is None:
+        return "starting"
+    if activity.argv:
+        return f"`{_command_text(activity.argv, COMMAND_CHARS)}`"
+    return one_line(activity.phase, COMMAND_CHARS)
+
+
+def no_answer(deadline: float, hung: Activity | None) -> str:
+    """The unreachable reason of a node cut off at the deadline, naming what it was stuck in."""
+    said = f"no answer within {deadline:.0f} s"
+    if hung is None:
+        return said
+    if hung.argv:
+        return f"{said}: `{_command_text(hung.argv, REASON_CHARS)}` did not finish"
+    return f"{said}: still {one_line(hung.phase, REASON_CHARS)}"
+
+
+def _unreachable(backend: Backend, error: str) -> NodeState:
+    return NodeState(host=backend.host, reachable=False, simulated=backend.simulated, error=error)
+
+
 async def poll_one(backend: Backend, deadline: float) -> NodeState:
-    """One snapshot; whatever goes wrong becomes an unreachable state with the reason."""
+    """One snapshot; whatever goes wrong becomes an unreachable state with the reason.
+
+    Past ``deadline`` the reason names the command (or step) the poll was stuck in: it is read before
+    the poll is stopped, since a stopped poll goes idle.
+    """
+    task = asyncio.ensure_future(backend.snapshot())
     try:
-        return await asyncio.wait_for(backend.snapshot(), deadline)
+        done, _ = await asyncio.wait({task}, timeout=deadline)
+    except asyncio.CancelledError:  # Ctrl-C: stop the poll too (its commands on the node with it)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    if not done:
+        hung = backend.activity
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return _unreachable(backend, no_answer(deadline, hung))
+    try:
+        return task.result()
     except TimeoutError:
-        return NodeState(host=backend.host, reachable=False, simulated=backend.simulated,
-                         error=f"no answer within {deadline:.0f} s")
+        return _unreachable(backend, no_answer(deadline, None))
     except BackendError as exc:
-        return NodeState(host=backend.host, reachable=False, simulated=backend.simulated, error=str(exc))
+        return _unreachable(backend, str(exc))
     except OSError as exc:
-        return NodeState(host=backend.host, reachable=False, simulated=backend.simulated,
-                         error=exc.strerror or str(exc))
+        return _unreachable(backend, exc.strerror or str(exc))
 
 
-async def poll_all(backends: list[Backend], deadline: float) -> list[NodeState]:
-    """Snapshots of every backend, concurrently, in the backends' order; connections closed after."""
+def pending_text(pending: list[Backend], total: int, now: float, started: float) -> str:
+    """How many nodes are pending, what each waits on and for how long (longest-waiting first)."""
+    seen = [(b, b.activity) for b in pending]  # read once each: a backend may move on
+    seen.sort(key=lambda ba: ba[1].since if ba[1] else started)
+    named = [f"{one_line(b.host, HOST_CHARS)} {_waiting_on(a)} {now - (a.since if a else started):.0f} s"
+             for b, a in seen[:SHOWN]]
+    more = f" and {len(seen) - SHOWN} more" if len(seen) > SHOWN else ""
+    noun = "node" if total == 1 else "nodes"
+    return f"waiting for {len(pending)} of {total} {noun}: {', '.join(named)}{more}"
+
+
+def _columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to (COLUMNS or 80 when it cannot be asked)."""
     try:
-        return list(await asyncio.gather(*(poll_one(b, deadline) for b in backends)))
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        columns = 0
+    # A pseudo-terminal whose size was never set says 0 columns.
+    return columns if columns > 0 else shutil.get_terminal_size().columns
+
+
+class ProgressLine:
+    """Where progress goes: a terminal gets one line rewritten in place, anything else plain lines.
+
+    A plain line carries the advice each time (a log read later needs it on the line); a terminal
+    gets the advice once, above the rewritten line, so a narrow one cuts only the node list.
+    A stream that fails (stderr closed) turns progress off rather than failing the check.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        try:
+            self.tty = stream.isatty()
+        except (OSError, ValueError):
+            self.tty = False
+        self.every = EVERY_TTY_S if self.tty else EVERY_S
+        self._drawn = False
+        self._advised = False
+        self._broken = False
+
+    def show(self, text: str) -> None:
+        """Write ``text`` (the pending nodes, already cleaned) as the current progress."""
+        if not self.tty:
+            self._write(f"{PREFIX}{text} — {ADVICE}\n")
+            return
+        if not self._advised:
+            self._write(f"{PREFIX}{ADVICE}\n")
+            self._advised = True
+        # Cut to the width: a wrapped line could no longer be rewritten with a carriage return.
+        self._write("\r" + one_line(text, max(20, _columns(self.stream)) - 1) + "\x1b[K")
+        self._drawn = True
+
+    def clear(self) -> None:
+        """Remove a terminal's progress line, so the table (or an error) starts on a clean line."""
+        if self._drawn:
+            self._write("\r\x1b[K")
+            self._drawn = False
+
+    def _write(self, text: str) -> None:
+        if self._broken:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self._broken = True
+
+
+async def _report(backends: list[Backend], polls: Sequence[asyncio.Future], line: ProgressLine, deadline: float,
+                  started: float) -> None:
+    """After a quiet delay, show the pending nodes every interval until none is left."""
+    # Never later than halfway to the deadline: a wait long enough to cut a node off gets a word first.
+    await asyncio.sleep(min(QUIET_S, deadline / 2))
+    while pending := [b for b, poll in zip(backends, polls, strict=True) if not poll.done()]:
+        line.show(pending_text(pending, len(backends), time.monotonic(), started))
+        await asyncio.sleep(line.every)
+
+
+async def poll_all(backends: list[Backend], deadline: float, progress: TextIO | None = None) -> list[NodeState]:
+    """Snapshots of every backend, concurrently, in the backends' order; connections closed after.
+
+    Args:
+        backends: the nodes.
+        deadline: seconds before a node that has not answered is unreachable.
+        progress: where to say which nodes are still pending while it waits (stderr; never stdout,
+            which may carry JSON). None: say nothing.
+    """
+    started = time.monotonic()
+    polls = [asyncio.ensure_future(poll_one(b, deadline)) for b in backends]
+    line = ProgressLine(progress) if progress is not None else None
+    reporter = asyncio.ensure_future(_report(backends, polls, line, deadline, started)) if line else None
+    try:
+        return list(await asyncio.gather(*polls))
     finally:
+        if reporter is not None and line is not None:
+            reporter.cancel()
+            await asyncio.gather(reporter, return_exceptions=True)
+            line.clear()
         await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
 
 
@@ -112,7 +264,8 @@ def run(args: argparse.Namespace) -> int:
     # A poll is several commands; give it a few command timeouts before calling the node unreachable.
     deadline = options.timeout * 3
     started = time.monotonic()
-    states = asyncio.run(poll_all(backends, deadline))
+    # Progress goes to stderr only: stdout stays exactly the table or the one JSON document.
+    states = asyncio.run(poll_all(backends, deadline, sys.stderr))
     results = [(s, diagnose(s)) for s in states]
     if args.json:
         doc = {"nodes": [node_json(s, d) for s, d in results],

@@ -61,6 +61,11 @@ STOP_TIMEOUT = 5.0
 CHUNK = 64 * 1024
 # Exit codes of the signal script (distinct from anything kill(1) returns).
 _GONE, _CHANGED = 3, 4
+# The steps of a poll before (and between) its sections, as `activity` names them.
+QUEUED = "waiting for a connection slot (--concurrency)"
+CONNECTING = "connecting"
+OPENING = "opening a session"
+IN_SCRIPT = "running the poll script"
 
 
 def _short(argv: Sequence[str]) -> str:
@@ -144,10 +149,18 @@ class SshBackend(Backend):
         return join_argv(argv, env)
 
     # ----- sessions --------------------------------------------------------------------------
-    async def _open_process(self, line: str, timeout: float, **kwargs) -> asyncssh.SSHClientProcess:
-        """A started remote process; a stale pooled connection is replaced once (nothing ran yet)."""
+    async def _open_process(self, line: str, timeout: float, *, poll: bool = False,
+                            **kwargs) -> asyncssh.SSHClientProcess:
+        """A started remote process; a stale pooled connection is replaced once (nothing ran yet).
+
+        ``poll``: note the steps in :attr:`activity` (the poll does; other commands leave it alone).
+        """
         for attempt in (1, 2):
+            if poll:
+                self._begin(phase=OPENING if self._connector.connected else CONNECTING)
             conn = await self._connector.get(timeout)
+            if poll:
+                self._begin(phase=OPENING)
             try:
                 async with asyncio.timeout(timeout):
                     return await conn.create_process(line, encoding="utf-8", errors="replace", **kwargs)
@@ -163,14 +176,15 @@ class SshBackend(Backend):
                 raise Unreachable(self._connector.lost_reason or f"{self.host}: the connection dropped")
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _start(self, line: str, timeout: float, **kwargs) -> tuple[asyncssh.SSHClientProcess, int | None, str]:
-        """Start ``line`` and read its process-group marker.
+    async def _start(self, line: str, timeout: float, *, poll: bool = False,
+                     **kwargs) -> tuple[asyncssh.SSHClientProcess, int | None, str]:
+        """Start ``line`` and read its process-group marker (``poll``: see :meth:`_open_process`).
 
         Returns:
             The process, its process-group id (None if the marker did not come) and any output
             that arrived in place of the marker.
         """
-        proc = await self._open_process(f"echo {_PGID_MARK} $$; {line}", timeout, **kwargs)
+        proc = await self._open_process(f"echo {_PGID_MARK} $$; {line}", timeout, poll=poll, **kwargs)
         try:
             async with asyncio.timeout(timeout):
                 first = await proc.stdout.readline()
@@ -269,12 +283,19 @@ class SshBackend(Backend):
         return "".join(err), False
 
     async def _execute(self, argv: Sequence[str], line: str, timeout: float, privileged: bool, stdin: str | None,
-                       on_stdout: Callable[[str], bool]) -> tuple[int, str, bool, float]:
-        """Run ``line`` with capped reading: (exit status or -1, stderr, stopped at a cap, seconds)."""
+                       on_stdout: Callable[[str], bool], *, poll: bool = False) -> tuple[int, str, bool, float]:
+        """Run ``line`` with capped reading: (exit status or -1, stderr, stopped at a cap, seconds).
+
+        ``poll``: note the steps before the command runs in :attr:`activity` (queued, connecting).
+        """
         started = time.monotonic()
+        if poll and self._limiter.locked():
+            self._begin(phase=QUEUED)
         async with self._limiter, self._sessions:
             kwargs = {"input": stdin} if stdin is not None else {"stdin": asyncssh.DEVNULL}
-            proc, pgid, early = await self._start(line, timeout, **kwargs)
+            proc, pgid, early = await self._start(line, timeout, poll=poll, **kwargs)
+            if poll:
+                self._begin(phase=IN_SCRIPT)
             if early and not on_stdout(early):
                 self._stop(proc, pgid, privileged)
                 return -1, "", True, time.monotonic() - started
@@ -429,7 +450,13 @@ class SshBackend(Backend):
             reader = SectionReader(nonce, self.options.max_output)
             script = probe_script(self.options.sudo, nonce, only=tuple(pending))
             argv = ["sh", "-c", script]
-            await self._execute(argv, self.command_line(argv), self.options.timeout, False, None, reader.feed)
+            try:
+                await self._execute(argv, self.command_line(argv), self.options.timeout, False, None,
+                                    self._tracking(reader), poll=True)
+            except CommandTimeout:
+                if reader.current is None:
+                    raise  # it never started (no session, no answer): that message says so
+                raise self._hung(reader.current) from None
             for name, (status, text) in reader.finish().items():
                 sections[name] = CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
                                                stdout=text, truncated=name == reader.overflow)
@@ -452,12 +479,44 @@ class SshBackend(Backend):
                                 f"connect as root", holders)
         return sections
 
+    def _tracking(self, reader: SectionReader) -> Callable[[str], bool]:
+        """``reader.feed`` that also notes in :attr:`activity` each section as its marker arrives.
+
+        The markers stream in as the node runs the script, so while a command hangs its section is
+        the one begun and not ended. One comparison per chunk; a write only when the section changes.
+        """
+        shown: list[str | None] = [None]
+
+        def feed(chunk: str) -> bool:
+            going = reader.feed(chunk)
+            name = reader.current
+            if name != shown[0]:
+                shown[0] = name
+                if name is None:
+                    self._begin(phase=IN_SCRIPT)  # between sections: the script's own ps of the holders
+                else:
+                    self._begin(section_argv(name))
+            return going
+
+        return feed
+
+    def _hung(self, section: str) -> CommandTimeout:
+        """The poll's timeout, naming the command of ``section`` (running when it came), not ``sh -c``."""
+        return CommandTimeout(f"{self.host}: {_short(section_argv(section))} did not finish within "
+                              f"{self.options.timeout:g}s and was stopped")
+
     async def snapshot(self) -> NodeState:
-        """Read the node once; a node that cannot be reached or read comes back ``reachable=False``."""
+        """Read the node once; a node that cannot be reached or read comes back ``reachable=False``.
+
+        While it runs, :attr:`activity` names the step in flight: queued, connecting, or the section
+        of the poll script whose command the node is running.
+        """
         try:
             sections = await self.read_sections()
         except BackendError as exc:
             return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=time.time())
+        finally:
+            self._idle()
         from nvls_tui.poll.assemble import (
             assemble_node_state,  # the lead's module; imported late on purpose
         )
