@@ -18,6 +18,8 @@ import json
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
@@ -39,6 +41,10 @@ from nvls_tui.runbook.events import (
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.runbook.session import Session
 from nvls_tui.textsafe import one_line
+from nvls_tui.views.deadlines import WaitReminders, deadlines_line, duration_line, rechecks_first
+
+# How often the run looks for a wait line that is due (the lines themselves come every 15 s of waiting).
+REMIND_TICK = 1.0
 
 
 def say(stream: TextIO, text: str) -> bool:
@@ -53,17 +59,47 @@ def say(stream: TextIO, text: str) -> bool:
 class ProgressPrinter:
     """Event sink printing one short line per meaningful event, prefixed by the node.
 
-    A terminal that went away (EIO after a hang-up) silences it; the audit log still has everything.
+    A step that waits with a deadline gets a line every 15 s of waiting (``waiting: 8× In Progress,
+    1:31 of 5:00``), not one per poll: the events bring the news, and :meth:`remind`, called on a
+    timer, prints the lines due meanwhile (a reset is one long command with no event in between).
+    The holders a wait reports are printed when they change. A terminal that went away (EIO after
+    a hang-up) silences it; the audit log still has everything.
+
+    Args:
+        stream: where the lines go.
+        clock: the runbook's clock (a wait's time is measured on it).
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream
         self.gone = False
+        self.clock = clock
+        self.reminders = WaitReminders()
+        self._holders: dict[str, tuple[int, ...]] = {}
 
     def __call__(self, event: RunbookEvent) -> None:
-        text = self.format(event)
+        self.reminders.update(event, self.clock())
+        if not self._repeated(event):
+            self._print(event.host, self.format(event))
+        self.remind()
+
+    def remind(self) -> None:
+        """Print the wait lines that came due (every 15 s of a wait)."""
+        for host, line in self.reminders.due(self.clock()):
+            self._print(host, f"  waiting: {line}")
+
+    def _repeated(self, event: RunbookEvent) -> bool:
+        """True for a waiting re-check that reports the same holders as the last one (said once)."""
+        if not isinstance(event, HoldersRemaining):
+            return False
+        pids = tuple(h.pid for h in event.holders)
+        same = event.waiting and self._holders.get(event.host) == pids
+        self._holders[event.host] = pids
+        return same
+
+    def _print(self, host: str, text: str | None) -> None:
         for line in (text or "").splitlines():
-            if self.gone or not say(self.stream, f"{event.host:<14} {one_line(line)}"):
+            if self.gone or not say(self.stream, f"{host:<14} {one_line(line)}"):
                 self.gone = True
                 return
 
@@ -160,8 +196,17 @@ def load_plan(path: str, hosts: list[str]) -> dict[str, dict]:
     return bases
 
 
-def print_plan(outcomes: list[NodeOutcome], stream: TextIO) -> None:
-    """The plan of each node as the operator approves it: what was changed by hand, each step's commands."""
+def duration_lines(outcomes: list[NodeOutcome], options: RepairOptions, strategy: str) -> list[str]:
+    """How long the planned repair takes (usually, and at most) and each wait's deadline."""
+    planned = [o for o in outcomes if o.result == "planned"] or outcomes
+    rechecked = [o.host for o in planned if rechecks_first(o)]
+    return [f"expected duration: {duration_line(options, strategy, [rechecks_first(o) for o in planned])}",
+            f"deadlines per node: {deadlines_line(options, rechecked)}"]
+
+
+def print_plan(outcomes: list[NodeOutcome], stream: TextIO, duration: Sequence[str] = ()) -> None:
+    """The plan of each node as the operator approves it: what was changed by hand, each step's commands,
+    then ``duration`` (:func:`duration_lines`): how long what the operator commits to takes."""
     for o in outcomes:
         say(stream, f"== {o.host}: {o.result}" + (f" ({one_line(o.message)})" if o.result != "planned" else ""))
         for line in o.manual:
@@ -170,6 +215,8 @@ def print_plan(outcomes: list[NodeOutcome], stream: TextIO) -> None:
             say(stream, f"  {step.name}")
             for command in step.commands:
                 say(stream, f"    $ {one_line(command)}")
+    for line in duration:
+        say(stream, line)
 
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -197,6 +244,7 @@ async def _run(session: Session, hosts: list[str], args: argparse.Namespace, opt
 
     for sig in INTERRUPTS:
         loop.add_signal_handler(sig, on_signal, sig.name)
+    reminders = asyncio.ensure_future(_remind(sink)) if isinstance(sink, ProgressPrinter) else None
     try:
         if args.restore:
             return await session.restore_nodes(hosts, on_event=sink)
@@ -204,9 +252,18 @@ async def _run(session: Session, hosts: list[str], args: argparse.Namespace, opt
         run = session.start_repair(hosts, args.strategy)
         return await session.repair(run, options, on_event=sink, approved=approved, kind=kind)
     finally:
+        if reminders is not None:
+            reminders.cancel()
         for sig in INTERRUPTS:
             loop.remove_signal_handler(sig)
         await asyncio.gather(*(b.close() for b in session.backends.values()), return_exceptions=True)
+
+
+async def _remind(printer: ProgressPrinter) -> None:
+    """Let the printer print the wait lines due while no event comes (a long reset, a quiet smoke test)."""
+    while True:
+        await asyncio.sleep(REMIND_TICK)
+        printer.remind()
 
 
 async def _plan_first(session: Session, hosts: list[str], options: RepairOptions) -> list[NodeOutcome]:
@@ -231,8 +288,11 @@ def _refused_all(hosts: list[str], options: RepairOptions, reason: str) -> list[
 
 
 def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: str | None,
-            simulated: bool = False) -> None:
-    """The JSON of contract.md, or one line per node (a terminal that is gone is no error)."""
+            simulated: bool = False, options: RepairOptions | None = None) -> None:
+    """The JSON of contract.md, or one line per node (a terminal that is gone is no error).
+
+    A dry run's text also says how long the repair it planned would take (``options``: its deadlines).
+    """
     if args.json:
         say(sys.stdout, json.dumps({"nodes": [o.to_json() for o in outcomes]}, indent=2))
         return
@@ -241,6 +301,9 @@ def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: s
     for o in outcomes:
         smoke = f", {o.smoke.avg_busbw:.1f} GB/s" if o.smoke and o.smoke.avg_busbw is not None else ""
         say(sys.stdout, f"{o.host}: {o.result}{smoke} - {one_line(o.message)}")
+    if options is not None and options.dry_run:
+        for line in duration_lines(outcomes, options, args.strategy):
+            say(sys.stdout, line)
     if audit_path:
         say(sys.stdout, f"audit log: {audit_path}")
 
@@ -291,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         # Plan first: what the operator types the names for is this plan, and the repair holds to it.
         plans = asyncio.run(_plan_first(session, hosts, options))
-        print_plan(plans, sys.stderr)
+        print_plan(plans, sys.stderr, duration_lines(plans, options, args.strategy))
         refused = [o.host for o in plans if o.result != "planned"]
         if refused:
             print(f"nvls-tui: a repair of {' '.join(refused)} would be refused (see above); nothing was changed",
@@ -303,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"nvls-tui: {why}", file=sys.stderr)
             return 2
         approved = {o.host: o.basis or {} for o in plans}
-    progress = ProgressPrinter(stream)
+    progress = ProgressPrinter(stream, options.clock)
     try:
         outcomes = asyncio.run(_run(session, hosts, args, options, progress, stream, approved))
     except AuditWriteError as exc:
@@ -315,5 +378,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"nvls-tui: cannot create the audit log: {exc.strerror or exc}", file=sys.stderr)
         return 2
     audit_path = next((o.audit_log for o in outcomes if o.audit_log), None)
-    _report(outcomes, args, audit_path, simulated)
+    _report(outcomes, args, audit_path, simulated, options)
     return 0 if all(o.ok for o in outcomes) else 1

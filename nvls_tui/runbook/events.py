@@ -118,12 +118,19 @@ class NodeObserved(RunbookEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HoldersRemaining(RunbookEvent):
-    """Processes still hold /dev/nvidia*; ``waiting`` is True when the runbook waits for the operator."""
+    """Processes still hold /dev/nvidia*; ``waiting`` is True when the runbook waits for the operator.
+
+    While it waits, ``elapsed`` is how long it has waited so far and ``limit`` its deadline (seconds of
+    the runbook's clock; ``limit`` is None outside a bounded wait). An empty ``holders`` after a wait
+    says they are all gone.
+    """
 
     kind: ClassVar[str] = "holders-remaining"
     holders: tuple[Holder, ...]
     waiting: bool = False
     message: str = ""
+    elapsed: float = 0.0
+    limit: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,11 +147,37 @@ class ProcessSignalled(RunbookEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FabricProgress(RunbookEvent):
-    """One poll while Fabric Manager registers the GPUs: ``states`` counts GPUs per state/status."""
+    """One poll while Fabric Manager registers the GPUs: ``states`` counts GPUs per state/status.
+
+    ``elapsed`` is how long the registration has been waited for, ``limit`` its deadline (seconds of
+    the runbook's clock; None when no deadline was given).
+    """
 
     kind: ClassVar[str] = "fabric-progress"
     unit: str
     states: dict[str, int] = field(default_factory=dict)
+    elapsed: float = 0.0
+    limit: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitStarted(RunbookEvent):
+    """A bounded wait began: the step gives up after ``limit`` seconds (the runbook's clock).
+
+    Attributes:
+        wait: which wait (``reset``, ``smoke-test``): a later event of the same wait updates it.
+        state: what it waits on, in words (``resetting every GPU and NVSwitch``).
+        command: True when the wait is one command, so it ends when that command does.
+
+    The waits that poll (Fabric Manager's registration, the holders) report each poll instead, in
+    :class:`FabricProgress` and :class:`HoldersRemaining`.
+    """
+
+    kind: ClassVar[str] = "wait-started"
+    wait: str
+    limit: float
+    state: str = ""
+    command: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -249,5 +282,6 @@ __all__ = [
     "SmokeRow",
     "StepFinished",
     "StepStarted",
+    "WaitStarted",
     "fan_out",
 ]

@@ -3,13 +3,16 @@
 The reset runs only after verify-no-holders proved the devices free; Fabric Manager starts only
 after a successful reset (an FM restart without a reset leaves NVLS broken, domain.md). Registration
 is watched with a bounded wait in which ``In Progress`` is progress, and ``Completed`` with a status
-other than ``Success`` is a fault a reset does not fix: it is reported for escalation.
+other than ``Success`` is a fault a reset does not fix: it is reported for escalation. Both waits
+report their deadline (a ``WaitStarted`` before the reset, each poll's ``FabricProgress``), and a wait
+that runs past it fails with what to look at next.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from nvls_tui.backends.base import CommandTimeout
 from nvls_tui.model import GpuState, KernelEvent
 from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
@@ -17,11 +20,34 @@ from nvls_tui.parsers.nvidia_smi_reset import parse_reset
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.runbook.context import NodeContext, StepFailed
-from nvls_tui.runbook.events import FabricProgress
-from nvls_tui.runbook.steps import FM_UNIT, kernel_since_argv, reset_argv, unit_argv
+from nvls_tui.runbook.events import FabricProgress, WaitStarted
+from nvls_tui.runbook.steps import AFTER_FAILURE, FM_UNIT, clock_text, kernel_since_argv, reset_argv, unit_argv
 from nvls_tui.words import count
 
 FABRIC_QUERY = ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv")
+# What the reset waits on, as a waiting step says it (``nvidia-smi -r`` takes every GPU and NVSwitch).
+RESET_STATE = "resetting every GPU and NVSwitch"
+FM_JOURNAL = f"journalctl -u {FM_UNIT.removesuffix('.service')}"
+
+
+def reset_deadline_message(limit: float) -> str:
+    """Why the reset failed when ``nvidia-smi -r`` ran past ``limit`` seconds, and what to check next."""
+    return (f"nvidia-smi -r did not finish within {clock_text(limit)}: a GPU or NVSwitch did not answer the reset; "
+            "check `journalctl -k` on the node for Xid/SXid lines and `lspci` for a GPU or NVSwitch that fell off "
+            "the bus; one that hangs the reset again needs a reboot of the node (a power cycle if it is gone from "
+            f"`lspci`); {AFTER_FAILURE}")
+
+
+def fabric_counts(states: dict[str, int]) -> str:
+    """``8× In Progress``: the GPUs per fabric state, as a waiting fabric-manager step shows them."""
+    return " ".join(f"{n}× {key.split('/')[0]}" for key, n in states.items()) or "no GPU answered"
+
+
+def registration_deadline_message(limit: float, unit: str, states: dict[str, int]) -> str:
+    """Why fabric-manager failed when registration ran past ``limit`` seconds, and where to look for the reason."""
+    return (f"fabric registration did not finish within {clock_text(limit)} (Fabric Manager {unit}; "
+            f"{fabric_counts(states)}): check `{FM_JOURNAL}` on the node for the reason (a driver/FM version "
+            f"mismatch, or an NVSwitch that did not come back after the reset); {AFTER_FAILURE}")
 
 
 def _first_line(text: str, default: str) -> str:
@@ -32,9 +58,15 @@ async def reset(ctx: NodeContext) -> str:
     """``nvidia-smi -r`` on every GPU and NVSwitch. Returns nvidia-smi's note.
 
     Raises:
-        StepFailed: the reset was refused or failed (the runbook goes straight to restore).
+        StepFailed: the reset was refused, failed, or ran past its deadline (the runbook goes straight
+            to restore).
     """
-    result = await ctx.run(reset_argv(), privileged=True, timeout=ctx.options.reset_timeout)
+    limit = ctx.options.reset_timeout
+    ctx.emit(WaitStarted(host=ctx.host, step=ctx.step, wait="reset", state=RESET_STATE, limit=limit, command=True))
+    try:
+        result = await ctx.run(reset_argv(), privileged=True, timeout=limit)
+    except CommandTimeout:
+        raise StepFailed(reset_deadline_message(limit)) from None
     parsed = parse_reset(result.output, result.exit_status).value
     if not parsed.succeeded:
         if parsed.failed:
@@ -71,11 +103,13 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
     started = await ctx.run(unit_argv("start", FM_UNIT), privileged=True, timeout=max(opts.command_timeout, 60.0))
     if not started.ok:
         raise StepFailed(f"Fabric Manager did not start: {_first_line(started.output, 'no message')}")
-    deadline = opts.clock() + opts.fm_timeout
+    began = opts.clock()
+    deadline = began + opts.fm_timeout
     while True:
         active = (await ctx.run(("systemctl", "is-active", FM_UNIT))).stdout.strip() or "unknown"
         gpus = await read_fabric(ctx)
-        ctx.emit(FabricProgress(host=ctx.host, step=ctx.step, unit=active, states=_fabric_counts(gpus)))
+        ctx.emit(FabricProgress(host=ctx.host, step=ctx.step, unit=active, states=_fabric_counts(gpus),
+                                elapsed=opts.clock() - began, limit=opts.fm_timeout))
         if active in ("failed", "inactive"):
             raise StepFailed(f"Fabric Manager is {active} again after its start (see journalctl -u {FM_UNIT})")
         bad = [g for g in gpus if g.fabric.state == "Completed" and g.fabric.status != "Success"]
@@ -88,9 +122,7 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
         if active == "active" and done:
             return f"Fabric Manager active; {count(len(gpus), 'GPU')} Completed/Success"
         if opts.clock() >= deadline:
-            states = ", ".join(f"{k}: {v}" for k, v in _fabric_counts(gpus).items()) or "no GPU answered"
-            raise StepFailed(f"fabric registration did not finish within {opts.fm_timeout:.0f} s "
-                             f"(Fabric Manager {active}; {states})")
+            raise StepFailed(registration_deadline_message(opts.fm_timeout, active, _fabric_counts(gpus)))
         await ctx.pause()
 
 
@@ -119,4 +151,5 @@ async def verify_fabric(ctx: NodeContext, t0: str) -> str:
     return f"no new fabric or Xid kernel lines since {t0}"
 
 
-__all__ = ["FABRIC_QUERY", "fabric_faults", "read_fabric", "reset", "start_fabric_manager", "verify_fabric"]
+__all__ = ["FABRIC_QUERY", "RESET_STATE", "fabric_counts", "fabric_faults", "read_fabric", "registration_deadline_message",
+           "reset", "reset_deadline_message", "start_fabric_manager", "verify_fabric"]

@@ -24,12 +24,14 @@ from nvls_tui.poll.probe import PS_FORMAT, cgroup_argv, ps_argv
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
 from nvls_tui.runbook.steps import (
+    AFTER_FAILURE,
     DCGM,
     FM_UNIT,
     KUBELET,
     PERSISTENCED,
     SNAPSHOT_SERVICE,
     SNAPSHOT_TIMER,
+    clock_text,
     fuser_argv,
     is_running,
     persistence_argv,
@@ -37,6 +39,7 @@ from nvls_tui.runbook.steps import (
     unit_argv,
     unit_states,
 )
+from nvls_tui.words import count, verb
 
 # Holder kinds that belong to a unit quiesce stops anyway: signalling them would race systemd.
 _UNIT_KINDS = frozenset({HolderKind.FABRIC_MANAGER, HolderKind.PERSISTENCED})
@@ -246,6 +249,29 @@ def _describe(holders: tuple[Holder, ...] | list[Holder]) -> str:
         f" and {len(holders) - 8} more" if len(holders) > 8 else "")
 
 
+def _owners(holders: tuple[Holder, ...]) -> list[str]:
+    """The pods and units that run ``holders`` (what the operator stops instead of a PID), in order."""
+    owners = [f"pod {h.pod}" if h.pod else f"unit {h.unit}" for h in holders if h.pod or h.unit]
+    return list(dict.fromkeys(owners))[:6]
+
+
+def holders_deadline_message(limit: float, holders: tuple[Holder, ...], sigkill: bool) -> str:
+    """Why verify-no-holders failed when ``holders`` outlived its ``limit`` seconds, and the next move.
+
+    Workloads are the operator's to stop (the runbook never signals them); a management process
+    still there ignored SIGTERM, which only ``--sigkill`` goes past.
+    """
+    n = len(holders)
+    them = "it" if n == 1 else "them"
+    owners = _owners(holders)
+    runs = f"what runs {them}: {', '.join(owners)}" if owners else f"the unit or pod that runs {them}"
+    advice = f"stop {them} (or {runs}) and run the repair again"
+    if not sigkill and any(h.kind.is_management for h in holders):
+        advice += ", or run the repair with --sigkill to SIGKILL the management processes that ignore SIGTERM"
+    return (f"{count(n, 'process')} still {verb(n, 'holds')} /dev/nvidia* after {clock_text(limit)}: "
+            f"{_describe(holders)}: {advice}; {AFTER_FAILURE}")
+
+
 async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
     """Prove that nothing holds a device; wait for the operator (bounded) while something does.
 
@@ -253,16 +279,26 @@ async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
     re-checked and stopped again, a bounded number of times. Workloads are listed and left to the
     operator, who may select them for SIGTERM through the :class:`~nvls_tui.runbook.steps.Operator`.
 
+    Each re-check while it waits reports the holders with the time waited against the deadline, and
+    once they are gone one last report says so (an empty list), so the wait ends on screen too.
+
     Raises:
-        StepFailed: holders remain when the wait ends; the runbook then restores.
+        StepFailed: holders remain when the wait ends (the message names them and the next move);
+            the runbook then restores.
         Aborted: the operator chose to abort.
     """
     opts = ctx.options
-    deadline = opts.clock() + opts.holder_timeout
+    began = opts.clock()
+    deadline = began + opts.holder_timeout
     rounds = 0
+    waited = False
     while True:
         holders = await read_holders(ctx, state)
         if not holders:
+            if waited:
+                ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=(), elapsed=opts.clock() - began,
+                                          limit=opts.holder_timeout,
+                                          message="every process that held /dev/nvidia* is gone"))
             return
         again = stoppable(holders)
         if again and rounds < MAX_RESPAWN_ROUNDS:
@@ -274,11 +310,14 @@ async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
             await terminate(ctx, state, parents + again)
             continue
         waiting = opts.clock() < deadline
+        waited = True
+        n = len(holders)
         ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=holders, waiting=waiting,
-                                  message=f"{len(holders)} processes still hold /dev/nvidia*: {_describe(holders)}"))
+                                  message=f"{count(n, 'process')} still {verb(n, 'holds')} /dev/nvidia*: "
+                                          f"{_describe(holders)}",
+                                  elapsed=opts.clock() - began, limit=opts.holder_timeout))
         if not waiting:
-            raise StepFailed(f"{len(holders)} processes still hold /dev/nvidia* after "
-                             f"{opts.holder_timeout:.0f} s: {_describe(holders)}")
+            raise StepFailed(holders_deadline_message(opts.holder_timeout, holders, opts.sigkill))
         if ctx.operator is not None:
             await _ask_operator(ctx, state, holders, deadline)
         else:
@@ -303,5 +342,5 @@ async def _ask_operator(ctx: NodeContext, state: NodeState, holders: tuple[Holde
         await ctx.pause()
 
 
-__all__ = ["Action", "quiesce", "quiesce_actions", "read_holders", "send", "stoppable", "terminate",
-           "verify_no_holders"]
+__all__ = ["Action", "holders_deadline_message", "quiesce", "quiesce_actions", "read_holders", "send", "stoppable",
+           "terminate", "verify_no_holders"]

@@ -12,20 +12,21 @@ import asyncio
 import json
 from contextlib import aclosing
 
-from nvls_tui.backends.base import CommandTimeout
 from nvls_tui.model import NodeState, SmokeResult
 from nvls_tui.parsers.nccl_tests import NcclRun, NcclStreamParser, RowEvent
-from nvls_tui.runbook.context import NodeContext, bounded
+from nvls_tui.runbook.context import NodeContext, StepFailed, bounded
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,
     OutputLine,
     SmokeFinished,
     SmokeRow,
+    WaitStarted,
 )
 from nvls_tui.runbook.steps import (
     DATE_ARGV,
     SMOKE_ENV,
+    clock_text,
     smoke_argv,
     smoke_write_argvs,
     threshold_for,
@@ -33,6 +34,16 @@ from nvls_tui.runbook.steps import (
 
 # Output lines kept for the command's finished event (the lines themselves went out one by one).
 _TAIL_LINES = 200
+# What the smoke test's wait says it waits on (the step's wait line: "all_reduce_perf sweep, 0:04 of 10:00").
+SMOKE_STATE = "all_reduce_perf sweep"
+
+
+def smoke_deadline_message(limit: float) -> str:
+    """Why the smoke test failed when all_reduce_perf ran past ``limit`` seconds, and what to check next."""
+    return (f"all_reduce_perf did not finish within {clock_text(limit)} and was stopped: NCCL hangs like this on an "
+            "NVLS bind that never completes or a GPU that stopped answering; check `journalctl -k` on the node for "
+            "Xid/SXid lines, and run the test by hand with NCCL_DEBUG=INFO to see where it stops; the units it "
+            "stopped are started again, and the node is not repaired")
 
 
 def judge(run: NcclRun, exit_status: int | None, threshold: float, at: str | None = None) -> SmokeResult:
@@ -75,10 +86,17 @@ async def node_time(ctx: NodeContext) -> str | None:
 
 
 async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int | None]:
-    """Stream the run's lines into events and the parser; end the remote command on abort or timeout."""
+    """Stream the run's lines into events and the parser; end the remote command on abort or timeout.
+
+    Raises:
+        StepFailed: the run went past the smoke test's limit (it was ended; the message says what to check).
+    """
     parser = NcclStreamParser()
     tail: list[str] = []
+    limit = ctx.options.smoke_timeout
     ctx.check_abort()
+    ctx.emit(WaitStarted(host=ctx.host, step=ctx.step, wait="smoke-test", state=SMOKE_STATE, limit=limit,
+                         command=True))
     ctx.record_command(argv, SMOKE_ENV)
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, env=dict(SMOKE_ENV)))
     await ctx.audit_first(argv)
@@ -86,7 +104,7 @@ async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int
     status: int | None = None
     error = ""
     try:
-        async with asyncio.timeout(ctx.options.smoke_timeout):
+        async with asyncio.timeout(limit):
             async with aclosing(ctx.backend.stream(argv, env=SMOKE_ENV)) as lines:
                 async for line in lines:
                     line = line.rstrip("\n")
@@ -101,8 +119,8 @@ async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int
                     ctx.check_abort()
         status = getattr(ctx.backend, "last_exit_status", None)
     except TimeoutError:
-        error = f"all_reduce_perf did not finish within {ctx.options.smoke_timeout:.0f} s"
-        raise CommandTimeout(error) from None
+        error = f"all_reduce_perf did not finish within {clock_text(limit)}"
+        raise StepFailed(smoke_deadline_message(limit)) from None
     except BaseException as exc:
         error = str(exc) or type(exc).__name__
         raise
@@ -134,4 +152,4 @@ async def smoke_test(ctx: NodeContext, state: NodeState) -> SmokeResult:
     return smoke
 
 
-__all__ = ["judge", "node_time", "smoke_json", "smoke_test"]
+__all__ = ["SMOKE_STATE", "judge", "node_time", "smoke_deadline_message", "smoke_json", "smoke_test"]

@@ -58,6 +58,9 @@ FALLBACK_THRESHOLD = 250.0
 
 DATE_ARGV = ("date", "+%Y-%m-%d %H:%M:%S")
 
+# How a deadline's failure message ends: the restore step always follows a failed step.
+AFTER_FAILURE = "the units it stopped are started again, and the node stays broken"
+
 
 def unit_argv(verb: str, unit: str) -> tuple[str, ...]:
     """``systemctl VERB UNIT``."""
@@ -147,6 +150,17 @@ def persistence_modes(state: NodeState) -> dict[int, str]:
     return {g.index: g.persistence_mode for g in state.gpus if g.persistence_mode}
 
 
+def clock_text(seconds: float) -> str:
+    """A span as a clock reads it: ``clock_text(91) == "1:31"``, ``clock_text(3725) == "1:02:05"``.
+
+    Whole seconds, rounded down (a deadline of 5:00 reads 4:59 until it has passed); never negative.
+    Deadlines in messages and the time waited against them on screen both read this way.
+    """
+    hours, rest = divmod(max(0, int(seconds)), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 def threshold_for(gpus: tuple[GpuState, ...], thresholds: Mapping[str, float], override: float | None) -> float:
     """The pass threshold (GB/s) for this node's GPU model; ``override`` wins when given."""
     if override is not None:
@@ -221,6 +235,7 @@ class RepairOptions:
 
 
 __all__ = [
+    "AFTER_FAILURE",
     "DCGM",
     "DEFAULT_THRESHOLDS",
     "FM_UNIT",
@@ -235,6 +250,7 @@ __all__ = [
     "HolderDecision",
     "Operator",
     "RepairOptions",
+    "clock_text",
     "devices_of",
     "fuser_argv",
     "is_running",

@@ -4,9 +4,11 @@ Each node is read once (the runbook's own dry run: ``backend.snapshot()`` only) 
 the exact command lines, step by step, in the order a repair would run them, under what was
 changed by hand on it in this console (the session's ledger). A node the preflight would refuse says
 why and is left out. The operator picks the strategy (parallel, serial, canary) and whether the
-restore puts back what was stopped by hand; the repair starts only once the names of the nodes it
-will touch are typed. The screen then dismisses with an :class:`Approval` that holds each node's
-plan basis: the repair refuses a node that changed since.
+restore puts back what was stopped by hand; each plan and the confirmation say how long the repair
+takes (usually, and at most: every wait to its deadline, times the nodes for serial and canary); the
+repair starts only once the names of the nodes it will touch are typed. The screen then dismisses
+with an :class:`Approval` that holds each node's plan basis: the repair refuses a node that changed
+since.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
 
 from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.screens.typed import OnConsole
+from nvls_tui.views.deadlines import deadlines_line, duration_line, rechecks_first
 from nvls_tui.views.plan_summary import is_bookkeeping, what_it_does
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
@@ -35,8 +39,18 @@ from nvls_tui.widgets.ordered_input import OrderedInput
 from nvls_tui.widgets.step_list import duration_text, spinner
 
 
-def plan_text(outcome: NodeOutcome) -> Group:
-    """One node's plan: what it does first, then each step with its exact command lines (bookkeeping folded)."""
+def how_long(outcome: NodeOutcome, options: RepairOptions) -> list[Text]:
+    """How long this node's repair takes, and each wait's deadline (so the operator knows when to worry)."""
+    recheck = rechecks_first(outcome)
+    head = Text("How long: ", style="bold")
+    head.append(duration_line(options, "parallel", [recheck]))
+    deadlines = deadlines_line(options, [outcome.host] if recheck else [])
+    return [head, Text(f"  deadlines: {deadlines}", style=palette.STYLE["muted"])]
+
+
+def plan_text(outcome: NodeOutcome, options: RepairOptions | None = None) -> Group:
+    """One node's plan: what it does first and how long it takes (with ``options``, its deadlines),
+    then each step with its exact command lines (bookkeeping folded)."""
     parts: list = []
     warn, muted = palette.STYLE["warn"], palette.STYLE["muted"]
     summary = what_it_does(outcome) if outcome.result != "refused" else []
@@ -44,6 +58,8 @@ def plan_text(outcome: NodeOutcome) -> Group:
         parts.append(Text("What this repair does:", style="bold"))
         for line in summary:
             parts.append(Text(f"  • {line}"))
+        if options is not None:
+            parts += how_long(outcome, options)
         parts.append(Text(""))
     if outcome.manual:
         parts.append(Text("Changed by hand in this console:", style=palette.bold("warn")))
@@ -103,6 +119,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
         # Read-only consoles show the plan a repair would run and offer nothing to start.
         self.dry_run_only = dry_run_only
         self.outcomes: dict[str, NodeOutcome] = {}
+        self.options: RepairOptions | None = None  # the dry run's, whose deadlines the repair's share
         self.began = time.monotonic()
 
     def compose(self) -> ComposeResult:
@@ -115,6 +132,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
                     yield Static(id=f"plan-body-{i}", classes="plan-body")
         with Vertical(id="plan-confirm"):
             yield Static(id="plan-note")
+            yield Static(id="plan-duration")
             with Horizontal(id="plan-confirm-row"):
                 yield Select([(STRATEGY_WORDS[s], s) for s in STRATEGIES], value="parallel", allow_blank=False,
                              id="plan-strategy")
@@ -138,7 +156,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
     async def plan(self) -> None:
         """The runbook's dry run of every node at once (read-only), through the session's ledger."""
         backends = [self.nvls.backend_for(h) for h in self.hosts]
-        options = repair_options(backends, self.nvls.timeout, dry_run=True)
+        options = self.options = repair_options(backends, self.nvls.timeout, dry_run=True)
         ledger = self.nvls.session.ledger
         if any(ledger.changes(h) for h in self.hosts):
             self.query_one("#plan-put-back").display = True
@@ -186,7 +204,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
         self.query_one("#plan-header", Static).update(header)
         for i, host in enumerate(self.hosts):
             outcome = self.outcomes[host]
-            self.query_one(f"#plan-body-{i}", Static).update(plan_text(outcome))
+            self.query_one(f"#plan-body-{i}", Static).update(plan_text(outcome, self.options))
             column = self.query_one(f"#plan-{i}")
             column.border_subtitle = outcome.result
             column.set_class(outcome.result == "refused", "-refused")
@@ -214,6 +232,16 @@ class PlanScreen(OnConsole, Screen[Approval]):
             self.query_one("#plan-typed").display = False
             self.query_one("#plan-cancel").focus()
         self.query_one("#plan-note", Static).update(note)
+        self.draw_duration()
+
+    def draw_duration(self) -> None:
+        """How long the repair of the repairable nodes takes with the strategy picked (what typing commits to)."""
+        names = self.repairable
+        text = Text()
+        if names and self.options is not None and not self.dry_run_only:
+            rechecks = [rechecks_first(self.outcomes[h]) for h in names]
+            text.append(f"It takes {duration_line(self.options, self.approval.strategy, rechecks)}.")
+        self.query_one("#plan-duration", Static).update(text)
 
     def typed_ok(self, value: str) -> bool:
         """True when ``value`` names exactly the repairable nodes (any order)."""
@@ -227,6 +255,12 @@ class PlanScreen(OnConsole, Screen[Approval]):
         # The restore's commands differ: plan again so that what is shown is what will run.
         if len(self.outcomes) == len(self.hosts):
             self.run_worker(self.plan(), group="plan", name="dry run", exit_on_error=False)
+
+    @on(Select.Changed, "#plan-strategy")
+    def _strategy(self) -> None:
+        # Serial and canary add the nodes' times up: say what the new choice commits to.
+        if len(self.outcomes) == len(self.hosts):
+            self.draw_duration()
 
     @on(Input.Changed, "#plan-typed")
     def _typed(self, event: Input.Changed) -> None:

@@ -32,6 +32,7 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.steps import STEPS, RepairOptions
+from nvls_tui.views.deadlines import Wait, ends_wait, wait_line, wait_of
 from nvls_tui.words import count, verb
 
 PENDING, RUNNING, OK, FAILED, SKIPPED = "pending", "running", "ok", "failed", "skipped"
@@ -97,6 +98,7 @@ class NodeRun:
         result: repaired, failed, refused, ... once the run finished.
         smokes: every smoke-test run seen (the last one is the one on the plot).
         holders: holders still present at verify-no-holders, and whether the runbook waits on them.
+        wait: the bounded wait of the running step, if it is in one (its line ticks with the clock).
         restored: units the restore started again; ``restore_failed`` those it could not.
     """
 
@@ -116,6 +118,7 @@ class NodeRun:
     restored: tuple[str, ...] = ()
     restore_failed: tuple[str, ...] = ()
     fabric: dict[str, int] = field(default_factory=dict)
+    wait: Wait | None = None
     streamed: bool = False
     last_output: dict[tuple[str, ...], str] = field(default_factory=dict)
 
@@ -157,6 +160,8 @@ class NodeRun:
         """
         changed: set[str] = set()
         lines: list[PaneLine] = []
+        if self._follow_wait(event, now):
+            changed.add("steps")
         if isinstance(event, RunStarted):
             self.started = now
             changed.add("steps")
@@ -211,7 +216,9 @@ class NodeRun:
         elif isinstance(event, HoldersRemaining):
             self.holders, self.waiting = event.holders, event.waiting
             changed.add("holders")
-            lines.append(PaneLine(event.message or f"{count(len(event.holders), 'holder')} {verb(len(event.holders), 'remains')}", "warn"))
+            n = len(event.holders)
+            lines.append(PaneLine(event.message or f"{count(n, 'holder')} {verb(n, 'remains')}",
+                                  "warn" if n else "note"))
         elif isinstance(event, ProcessSignalled):
             lines.append(PaneLine(f"{event.signal} {event.pid} ({event.holder_kind}: "
                                   f"{event.command[:60]}) → {event.outcome}", "note"))
@@ -219,7 +226,8 @@ class NodeRun:
             self.fabric = dict(event.states)
             changed.add("steps")
             states = ", ".join(f"{k} ×{v}" for k, v in event.states.items()) or "no GPU answered"
-            lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}", "note"))
+            waited = f" ({wait_line('', event.elapsed, event.limit)})" if event.limit is not None else ""
+            lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}{waited}", "note"))
         elif isinstance(event, Restored):
             self.restored, self.restore_failed = tuple(event.units), tuple(event.failed)
             changed.add("summary")
@@ -236,6 +244,17 @@ class NodeRun:
             changed |= {"steps", "summary", "holders"}
             lines.append(PaneLine(f"⇒ {event.result}: {event.message}", "ok" if event.result == "repaired" else "err"))
         return changed, lines
+
+    def _follow_wait(self, event: RunbookEvent, now: float) -> bool:
+        """Start, update or end the running step's wait; True when the step list must be redrawn."""
+        wait = wait_of(event, now)
+        if wait is not None:
+            self.wait = wait
+            return True
+        if self.wait is not None and ends_wait(self.wait, event):
+            self.wait = None
+            return True
+        return False
 
     def _current_smoke(self, step: str) -> SmokeView:
         """The smoke run rows go to (one is started when a row comes before its command)."""

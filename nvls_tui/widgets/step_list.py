@@ -1,8 +1,10 @@
 """The step list of one node's run: each step's state in a glyph and a word, and its duration.
 
-A running step shows a spinner and its elapsed time; the command running now shows under the list
-with its own elapsed time, so nothing long happens without visible progress. The spinner frame comes
-from the column's clock, not from a free-running timer, so a frozen clock gives a fixed picture.
+A running step shows a spinner and its elapsed time; a step in a bounded wait shows instead where the
+wait stands and its time against the deadline (``8× In Progress, 1:31 of 5:00``, red once it has
+passed). The command running now shows under the list with its own elapsed time, so nothing long
+happens without visible progress. The spinner frame and the times come from the column's clock, not
+from a free-running timer, so a frozen clock gives a fixed picture.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from nvls_tui.views.runbook import FAILED, OK, PENDING, RUNNING, SKIPPED, NodeRun
+from nvls_tui.runbook.fabric import fabric_counts
+from nvls_tui.views.runbook import FAILED, OK, PENDING, RUNNING, SKIPPED, NodeRun, StepView
 from nvls_tui.widgets import palette
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -59,11 +62,7 @@ def step_lines(run: NodeRun, now: float, width: int = 40) -> Text:
             text.append(f" {glyph} ", style=palette.STYLE.get(role, ""))
         text.append(step.name.ljust(name_width), style=word_style(step.status))
         if step.status == RUNNING:
-            elapsed = now - step.started if step.started is not None else 0.0
-            text.append(f"running {duration_text(max(0.0, elapsed))}", style=word_style(RUNNING))
-            if step.name == "fabric-manager" and run.fabric:  # registration is the long wait: show it
-                text.append("  " + " ".join(f"{n}× {k.split('/')[0]}" for k, n in run.fabric.items()),
-                            style=palette.STYLE["warn"])
+            text.append_text(_running(run, step, now))
         elif step.status in (OK, FAILED):
             text.append(f"{step.status:<8}", style=word_style(step.status))
             text.append(duration_text(step.duration), style=palette.STYLE["muted"])
@@ -76,6 +75,18 @@ def step_lines(run: NodeRun, now: float, width: int = 40) -> Text:
         text.append(f"  {duration_text(max(0.0, now - run.command_started))}", style=palette.STYLE["muted"])
     elif run.result is None and run.started is None:
         text.append(" waiting to start", style=palette.STYLE["muted"])
+    return text
+
+
+def _running(run: NodeRun, step: StepView, now: float) -> Text:
+    """What a running step says: its wait against the deadline, else ``running 3.2 s`` (and FM's counts)."""
+    wait = run.wait if run.wait is not None and run.wait.step == step.name else None
+    if wait is not None:
+        return Text(wait.line(now), style=palette.bold("bad") if wait.overdue(now) else palette.STYLE["warn"])
+    elapsed = now - step.started if step.started is not None else 0.0
+    text = Text(f"running {duration_text(max(0.0, elapsed))}", style=word_style(RUNNING))
+    if step.name == "fabric-manager" and run.fabric:  # registration is the long wait: show it
+        text.append(f"  {fabric_counts(run.fabric)}", style=palette.STYLE["warn"])
     return text
 
 
