@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.screens.confirm import ConfirmScreen
@@ -11,7 +13,8 @@ from nvls_tui.sim.fleet import load_fleet
 from tests.waiting import wait_until
 
 FIXED_NOW = 1_785_000_000.0
-SIZE = (160, 48)
+# Every screen at the two sizes operators use: a wide terminal and the 80x24 of a console over a jump host.
+SIZES = pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
 
 
 def sim_app(spec: str = "sim:seed-incident", **kwargs) -> NvlsApp:
@@ -61,37 +64,45 @@ async def scrolled(pilot) -> None:
     await pilot.pause()
 
 
-def test_the_seed_incident_fleet(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=polled)
+@SIZES
+def test_the_seed_incident_fleet(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=polled)
 
 
-def test_the_node_screen_of_gpu05(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=gpu05)
+@SIZES
+def test_the_node_screen_of_gpu05(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=gpu05)
 
 
-def test_holders_selected_on_gpu05(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=holders_selected)
+@SIZES
+def test_holders_selected_on_gpu05(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=holders_selected)
 
 
-def test_the_sigterm_confirmation(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=sigterm_confirmation)
+@SIZES
+def test_the_sigterm_confirmation(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=sigterm_confirmation)
 
 
-def test_the_help_screen(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=help_screen)
+@SIZES
+def test_the_help_screen(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=help_screen)
 
 
-def test_read_only_mode_on_gpu05(snap_compare):
-    assert snap_compare(sim_app(read_only=True), terminal_size=SIZE, run_before=gpu05)
+@SIZES
+def test_read_only_mode_on_gpu05(snap_compare, size):
+    assert snap_compare(sim_app(read_only=True), terminal_size=size, run_before=gpu05)
 
 
-def test_an_unreachable_node(snap_compare):
+@SIZES
+def test_an_unreachable_node(snap_compare, size):
     app = sim_app("sim:wedged", poll_timeout=0.5)
-    assert snap_compare(app, terminal_size=SIZE, run_before=polled)
+    assert snap_compare(app, terminal_size=size, run_before=polled)
 
 
-def test_the_fleet_256_scrolled(snap_compare):
-    assert snap_compare(sim_app("sim:fleet-256"), terminal_size=SIZE, run_before=scrolled)
+@SIZES
+def test_the_fleet_256_scrolled(snap_compare, size):
+    assert snap_compare(sim_app("sim:fleet-256"), terminal_size=size, run_before=scrolled)
 
 
 def test_the_fleet_at_100x30(snap_compare):

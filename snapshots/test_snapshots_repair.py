@@ -7,6 +7,8 @@ frozen fleet, each event shown at the simulated time it happened.
 
 from __future__ import annotations
 
+import pytest
+
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.runbook import Runbook
@@ -18,7 +20,8 @@ from nvls_tui.views.runbook import repair_options
 from tests.waiting import wait_until
 
 FIXED_NOW = 1_785_000_000.0
-SIZE = (160, 48)
+# Every screen at the two sizes operators use: a wide terminal and the 80x24 of a console over a jump host.
+SIZES = pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
 HOSTS = ["gpu05", "gpu06"]
 
 
@@ -85,13 +88,16 @@ async def finished(pilot) -> None:
     await replay(pilot)
 
 
-def test_the_plan_screen_of_gpu05_and_gpu06(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=plan)
+@SIZES
+def test_the_plan_screen_of_gpu05_and_gpu06(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=plan)
 
 
-def test_the_runbook_mid_smoke_test(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=mid_smoke)
+@SIZES
+def test_the_runbook_mid_smoke_test(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=mid_smoke)
 
 
-def test_the_finished_repair_summary(snap_compare):
-    assert snap_compare(sim_app(), terminal_size=SIZE, run_before=finished)
+@SIZES
+def test_the_finished_repair_summary(snap_compare, size):
+    assert snap_compare(sim_app(), terminal_size=size, run_before=finished)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -98,6 +98,11 @@ def plan_text(outcome: NodeOutcome, options: RepairOptions | None = None) -> Gro
     return Group(*parts)
 
 
+# Below this width the confirmation row (strategy, names, buttons) would cut the typed names.
+NARROW_BELOW = 120
+# Below this height the controls lose their tall borders.
+SHORT_BELOW = 32
+
 STRATEGY_WORDS = {"parallel": "parallel: every node at once", "serial": "serial: one node after another",
                   "canary": "canary: the first alone, stop at a failure"}
 
@@ -133,17 +138,31 @@ class PlanScreen(OnConsole, Screen[Approval]):
         with Vertical(id="plan-confirm"):
             yield Static(id="plan-note")
             yield Static(id="plan-duration")
+            yield Checkbox("put back what was stopped by hand", value=True, id="plan-put-back")
             with Horizontal(id="plan-confirm-row"):
                 yield Select([(STRATEGY_WORDS[s], s) for s in STRATEGIES], value="parallel", allow_blank=False,
                              id="plan-strategy")
-                yield Checkbox("put back what was stopped by hand", value=True, id="plan-put-back")
                 yield OrderedInput(placeholder="type the node names to confirm", id="plan-typed")
                 yield Button("Cancel", id="plan-cancel")
                 yield Button("Repair", id="plan-go", variant="error", disabled=True)
         yield Footer()
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Fit the confirmation to the new size."""
+        self._fit(event.size.width, event.size.height)
+
+    def _fit(self, width: int, height: int) -> None:
+        # Narrow: the confirmation takes two rows (styles/runbook.tcss) so the typed names keep their
+        # room; narrow or short: one-line controls, so the plans above keep rows to be read in.
+        self.set_class(width < NARROW_BELOW, "-narrow")
+        compact = width < NARROW_BELOW or height < SHORT_BELOW
+        for widget in self.query("#plan-confirm-row > *"):
+            if isinstance(widget, Select | Input | Button):
+                widget.compact = compact
+
     def on_mount(self) -> None:
         """Read every node (the dry run) in a worker; show progress meanwhile."""
+        self._fit(self.app.size.width, self.app.size.height)
         for i, host in enumerate(self.hosts):
             self.query_one(f"#plan-{i}").border_title = host
         self.query_one("#plan-confirm").display = False
