@@ -190,7 +190,7 @@ async def test_the_plan_says_what_matters_first_and_folds_the_bookkeeping(tmp_pa
         assert lines[0] == "What this repair does:"
         summary = text[:text.index("1. preflight")]
         assert "stops " in summary and "kubelet.service" in summary and "GPU Operator pods" in summary
-        assert "resets all 8 GPUs and every NVSwitch" in summary
+        assert "resets all 8 GPUs and 4 NVSwitches (nvidia-smi -r)" in summary  # counted, as the issue asks
         assert "then starts again: " in summary
         assert "$ tee" not in text and "$ mkdir" not in text and "bookkeeping" in text
         assert "$ nvidia-smi -r" in text

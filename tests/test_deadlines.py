@@ -235,6 +235,8 @@ async def test_a_workload_holder_that_never_goes_fails_verify_no_holders_naming_
     assert step.message == outcome.message
     waits = [e for e in events if isinstance(e, HoldersRemaining) and e.waiting]
     assert waits and {e.limit for e in waits} == {120.0} and waits[-1].elapsed > waits[0].elapsed
+    after_quiesce = next(e for e in events if isinstance(e, HoldersRemaining) and e.step == "quiesce")
+    assert after_quiesce.message == "1 process still holds /dev/nvidia* after quiesce"  # was "1 processes still hold"
 
 
 class HungReset(SimulatedBackend):

@@ -29,6 +29,7 @@ def plan_basis(state: NodeState) -> dict[str, Any]:
         "driver": state.driver,
         "fm_version": state.fm_version,
         "gpus": len(state.gpus),
+        "nvswitches": len(state.nvswitches),
         "units": unit_states(state),
         "holders": [{"pid": h.pid, "start_time": h.start_time, "kind": str(h.kind), "command": h.command}
                     for h in state.holders],

@@ -240,7 +240,8 @@ async def quiesce(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
         holders = await terminate(ctx, state, left)
     if holders:
         ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=holders,
-                                  message=f"{len(holders)} processes still hold /dev/nvidia* after quiesce"))
+                                  message=f"{count(len(holders), 'process')} still {verb(len(holders), 'holds')} "
+                                          "/dev/nvidia* after quiesce"))
     return holders
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.words import count
 
 BOOKKEEPING = ("mkdir", "tee", "mv", "rm", "rmdir", "cat", "date")
 """The repair's own lock and record on the node (and its clock): folded, not listed, in the plan."""
@@ -27,8 +28,10 @@ def what_it_does(outcome: NodeOutcome) -> list[str]:
     if any(c.startswith("kill ") for c in commands) or any(s.name == "quiesce" for s in outcome.steps):
         lines.append("SIGTERMs the remaining management processes on the GPUs (PIDs re-checked first; never SIGKILL)")
     if any(c.startswith("nvidia-smi -r") for c in commands):
-        gpus = (outcome.basis or {}).get("gpus")
-        lines.append(f"resets {'all ' + str(gpus) + ' GPUs' if gpus else 'every GPU'} and every NVSwitch (nvidia-smi -r)")
+        basis = outcome.basis or {}
+        gpus, switches = basis.get("gpus"), basis.get("nvswitches")
+        lines.append(f"resets {'all ' + count(gpus, 'GPU') if gpus else 'every GPU'} and "
+                     f"{count(switches, 'NVSwitch') if switches else 'every NVSwitch'} (nvidia-smi -r)")
     if any("fabricmanager" in c and ("start" in c or "restart" in c) for c in commands):
         lines.append("starts Fabric Manager and waits for every GPU to register")
     if any(c.split()[:1] == ["all_reduce_perf"] or " all_reduce_perf " in f" {c} " for c in commands):
