@@ -20,11 +20,15 @@ from nvls_tui.commands import ConsoleCommands
 from nvls_tui.messages import NodePolled
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
+from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.runbook.session import Session
+from nvls_tui.scheduler.slurm import Slurm, with_scheduler
 from nvls_tui.textsafe import clean
 from nvls_tui.widgets import palette
 
+# Seconds between two reads of the scheduler (one scontrol and one squeue for the whole fleet).
+SCHEDULER_EVERY = 10.0
 STYLE_FILES = ("app.tcss", "palette.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
 
 
@@ -98,8 +102,12 @@ class NvlsApp(App[int]):
         notes: Sequence[str] = (),
         poll_timeout: float | None = None,
         audit_dir: str | None = None,
+        slurm: Slurm | None = None,
     ) -> None:
         super().__init__()
+        self.slurm = slurm
+        self.scheduler: dict[str, SchedulerState] = {}  # the scheduler's view, refreshed by its own worker
+        self._diagnose = diagnose
         self.backends = {b.host: b for b in backends}
         self.read_only = read_only
         self.periodic = poll_interval is not None
@@ -123,14 +131,15 @@ class NvlsApp(App[int]):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> NvlsApp:
         """Build the console from the command line and the config file (the command line wins)."""
-        from nvls_tui.backends.targets import resolve_backends
+        from nvls_tui.backends.targets import resolve_backends, scheduler_from_args
         from nvls_tui.config import load_config, merge_args
 
         config = load_config(getattr(args, "config", None))
         args = merge_args(args, config)
         keymap, notes = check_keymap(dict(config.keymap))
         return cls(resolve_backends(args), read_only=bool(args.read_only), poll_interval=args.poll,
-                   timeout=args.timeout, keymap=keymap, notes=notes, audit_dir=getattr(args, "audit_dir", None))
+                   timeout=args.timeout, keymap=keymap, notes=notes, audit_dir=getattr(args, "audit_dir", None),
+                   slurm=scheduler_from_args(args))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -163,11 +172,34 @@ class NvlsApp(App[int]):
                             name=f"poll {host}", exit_on_error=False)
         for note in self.notes:
             self.notify(note, severity="warning", timeout=10)
+        if self.slurm is not None:
+            self.run_worker(self._watch_scheduler(), group="scheduler", name="scheduler", exit_on_error=False)
+
+    async def _watch_scheduler(self) -> None:
+        """Read the scheduler's view of every node it can know, every SCHEDULER_EVERY seconds."""
+        assert self.slurm is not None
+        hosts = [h for h, b in self.backends.items() if not b.simulated]
+        while hosts:
+            self.scheduler = await self.slurm.states(hosts)
+            for host in self.scheduler:
+                state = self.fleet.get(host)
+                if state is not None and state.polled_at is not None:
+                    self._fold(state, self.diagnoses.get(host))
+            await asyncio.sleep(SCHEDULER_EVERY)
+
+    def _fold(self, state: NodeState, diagnosis: Diagnosis | None) -> None:
+        # The scheduler's latest view rides on every poll; a reachable node is diagnosed with it.
+        if state.host in self.scheduler:
+            (state,) = with_scheduler([state], self.scheduler)
+            if state.reachable or diagnosis is None:
+                diagnosis = self._diagnose(state)
+        if diagnosis is not None:
+            self.diagnoses[state.host] = diagnosis
+        self.fleet = self.fleet.with_node(state)
 
     def on_node_polled(self, message: NodePolled) -> None:
         """Fold one poll into the fleet (screens redraw from the ``fleet`` watcher)."""
-        self.diagnoses[message.state.host] = message.diagnosis
-        self.fleet = self.fleet.with_node(message.state)
+        self._fold(message.state, message.diagnosis)
         self._polled.add(message.state.host)
         if not self._gc_settled and len(self._polled) >= 0.9 * len(self.pollers):
             # Most nodes in: do not wait for a hung node before settling (it may take a timeout).

@@ -53,6 +53,11 @@ def _add_reach_options(p: argparse.ArgumentParser) -> None:
                    help="what one command may print before it is stopped and its section is unknown "
                         "(default 4M; suffixes K, M, G)")
     g.add_argument("--read-only", action="store_true", help="never change anything on a node")
+    g.add_argument("--slurm-conf", metavar="FILE",
+                   help="the Slurm cluster's slurm.conf (default: $SLURM_CONF, else /etc/slurm/slurm.conf "
+                        "when scontrol is installed; none: no scheduler)")
+    g.add_argument("--slurm-node-map", metavar="FILE",
+                   help="'TARGET SLURM_NODE' per line, where a node's Slurm name is not its short host name")
     g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui)")
 
 
@@ -137,8 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seed-incident (gpu05 FM killed, gpu06 out of sync) or healthy")
     lab_up.add_argument("--nodes", default="gpu[05-06]", metavar="NODESET",
                         help="node names, ClusterShell syntax (default: gpu[05-06])")
-    lab_up.add_argument("--slurm", action="store_true", help="also a Slurm cluster over the nodes (not built yet)")
-    for command, text in (("status", "say which nodes run"), ("down", "stop every node, unmount, clean DIR")):
+    lab_up.add_argument("--slurm", action="store_true",
+                        help="also a real Slurm cluster over the nodes (slurmctld here, slurmd and munged in each "
+                             "node; use it with SLURM_CONF=DIR/slurm.conf); needs slurm-wlm, slurm-client, munge")
+    for command, text in (("status", "say which nodes run (and their Slurm states)"), ("down", "stop every node, unmount, clean DIR")):
         lab_sub.add_parser(command, help=text)
     for parser_ in (lab_up, *(lab_sub.choices[c] for c in ("status", "down"))):
         parser_.add_argument("--dir", metavar="DIR", help="the lab folder (default: the state directory's lab/)")

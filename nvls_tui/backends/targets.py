@@ -100,3 +100,26 @@ def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) ->
             raise InvalidArgument(f"target {backend.host} is named twice")
         seen.add(backend.host)
     return backends
+
+
+def scheduler_from_args(args: argparse.Namespace):
+    """The cluster's Slurm named by ``--slurm-conf`` / ``SLURM_CONF`` (or the default config), or None.
+
+    Raises:
+        InvalidArgument: a named configuration or node map that cannot be used (one sentence).
+    """
+    from nvls_tui.scheduler.slurm import SlurmError, find_slurm, read_node_map
+
+    node_map = {}
+    if getattr(args, "slurm_node_map", None):
+        try:
+            node_map = read_node_map(args.slurm_node_map)
+        except OSError as exc:
+            raise InvalidArgument(f"cannot read the Slurm node map {args.slurm_node_map}: "
+                                  f"{exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+    try:
+        return find_slurm(getattr(args, "slurm_conf", None), node_map)
+    except SlurmError as exc:
+        raise InvalidArgument(str(exc)) from None

@@ -117,6 +117,21 @@ def _not_present_message(state: NodeState) -> str:
     return said
 
 
+def scheduler_findings(state: NodeState) -> list[Finding]:
+    """``SCHEDULER_DRAINED`` (information) while the scheduler sends the node no work, with its reason;
+    a scheduler that could not be read is missing evidence (a repair would not know the node's jobs)."""
+    sched = state.scheduler
+    if sched is None:
+        return []
+    if sched.error:
+        return [Finding("EVIDENCE_MISSING", Severity.WARNING, f"the scheduler could not be read: {sched.error}",
+                        section="scheduler", reason="failed")]
+    if sched.held_back:
+        why = f": {sched.reason}" if sched.reason else ""
+        return [Finding("SCHEDULER_DRAINED", Severity.INFO, f"Slurm has {sched.node} {sched.state}{why}")]
+    return []
+
+
 def evidence_findings(state: NodeState) -> list[Finding]:
     """``EVIDENCE_MISSING`` for every section the poll could not read (contract.md)."""
     findings = []
@@ -232,6 +247,7 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
         bw = f"{state.smoke.avg_busbw:.1f} GB/s" if state.smoke.avg_busbw is not None else "no bandwidth"
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
                                 f"the last NVLS smoke test failed ({bw})"))
+    findings += scheduler_findings(state)
     findings = collapse_per_gpu(findings)
     # Holders are normal on a healthy node (DCGM, the GPU Operator's pods): they matter, and are
     # named, only where a repair would have to get past them.

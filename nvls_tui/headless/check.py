@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from nvls_tui.backends.base import Activity, Backend, BackendError
-from nvls_tui.backends.targets import options_from_args, resolve_backends
+from nvls_tui.backends.targets import options_from_args, resolve_backends, scheduler_from_args
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
@@ -257,6 +257,14 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     console.print(Text(" ").join(Text(f"{n} {v}", style=VERDICT_STYLE[v]) for v, n in counts.items() if n))
 
 
+async def attach_scheduler(slurm, states: list[NodeState]) -> list[NodeState]:
+    """The scheduler's view of every node it can know (a purely simulated node is in no cluster)."""
+    from nvls_tui.scheduler.slurm import with_scheduler
+
+    hosts = [s.host for s in states if s.lab or not s.simulated]
+    return with_scheduler(states, await slurm.states(hosts)) if hosts else states
+
+
 def run(args: argparse.Namespace) -> int:
     """Poll, diagnose, print; exit status of contract.md."""
     backends = resolve_backends(args)
@@ -265,7 +273,10 @@ def run(args: argparse.Namespace) -> int:
     deadline = options.timeout * 3
     started = time.monotonic()
     # Progress goes to stderr only: stdout stays exactly the table or the one JSON document.
+    slurm = scheduler_from_args(args)
     states = asyncio.run(poll_all(backends, deadline, sys.stderr))
+    if slurm is not None:
+        states = asyncio.run(attach_scheduler(slurm, states))
     results = [(s, diagnose(s)) for s in states]
     if args.json:
         doc = {"nodes": [node_json(s, d) for s, d in results],

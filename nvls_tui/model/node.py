@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from nvls_tui.model.enums import HolderKind, Platform, Severity, Verdict
+from nvls_tui.model.scheduler import Job, SchedulerState
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 # The fabric states of a GPU that has no fabric (see FabricInfo.supported).
@@ -111,6 +112,7 @@ class Holder:
     pod: str | None = None
     start_time: str | None = None
     ppid: int | None = None
+    job: Job | None = None  # the scheduler's job this process belongs to (a job step: a workload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +187,7 @@ class NodeState:
         repair_record: the crash-safe record a half-finished repair left on the node, if any.
         fabric_since: seconds the fabric has been ``In Progress`` (for the young/stuck warning).
         missing: the sections this poll could not read (each one makes the node not ``healthy``).
+        scheduler: what the scheduler (Slurm) says of the node; None when no scheduler was found.
         node_clock: the node's own clock at the poll (epoch seconds; None when it could not be read):
             kernel lines and unit times are on that clock, so their ages are read against it.
     """
@@ -209,6 +212,7 @@ class NodeState:
     warnings: tuple[str, ...] = ()
     missing: tuple[MissingEvidence, ...] = ()
     node_clock: float | None = None
+    scheduler: SchedulerState | None = None
 
     def was_read(self, section: str) -> bool:
         """True when the poll read ``section`` (False for an unreachable node)."""

@@ -11,8 +11,10 @@ import re
 import shlex
 
 from nvls_tui.model import Holder, HolderKind
+from nvls_tui.model.scheduler import Job
 from nvls_tui.parsers.fuser import FuserHolder
 from nvls_tui.parsers.ps import PsEntry
+from nvls_tui.parsers.slurm import job_of_cgroup
 
 # Process names as they appear in a command line. fuser prints the kernel's comm, cut to 15
 # characters ("nvidia-device-p"), so a 15-character name also matches as a prefix.
@@ -143,11 +145,15 @@ def build_holders(fuser: tuple[FuserHolder, ...], ps: tuple[PsEntry, ...],
     for f in fuser:
         entry = by_pid.get(f.pid)
         command = entry.args if entry is not None and entry.args else f.command
-        unit, pod = unit_and_pod(cgroup_of(f.pid))
+        cgroup = cgroup_of(f.pid)
+        unit, pod = unit_and_pod(cgroup)
+        user = entry.user if entry is not None else f.user
+        # A job step of Slurm's cgroup plugin: the scheduler's workload (its name comes from squeue).
+        job_id = job_of_cgroup(cgroup)
         holders.append(
             Holder(
                 pid=f.pid,
-                user=entry.user if entry is not None else f.user,
+                user=user,
                 command=command,
                 kind=classify(command),
                 devices=f.devices,
@@ -155,6 +161,7 @@ def build_holders(fuser: tuple[FuserHolder, ...], ps: tuple[PsEntry, ...],
                 pod=pod,
                 start_time=entry.lstart if entry is not None else None,
                 ppid=entry.ppid if entry is not None else None,
+                job=Job(job_id, user, "") if job_id is not None else None,
             )
         )
     # A parent that keeps spawning holders (a `watch nvidia-smi` loop) must be stopped first, so it is

@@ -10,6 +10,7 @@ from typing import Any
 
 from nvls_tui.model import Finding, GpuState, Holder, KernelEvent, NodeState
 from nvls_tui.model.node import Diagnosis
+from nvls_tui.model.scheduler import SchedulerState
 
 FM_UNIT = "nvidia-fabricmanager"
 
@@ -45,7 +46,18 @@ def holder_json(holder: Holder) -> dict[str, Any]:
         "pod": holder.pod,
         "start_time": holder.start_time,
         "ppid": holder.ppid,
+        "job": ({"id": holder.job.id, "user": holder.job.user, "name": holder.job.name}
+                if holder.job is not None else None),
     }
+
+
+def scheduler_json(scheduler: SchedulerState | None) -> dict[str, Any] | None:
+    """contract.md's ``scheduler`` (null without a scheduler)."""
+    if scheduler is None:
+        return None
+    return {"kind": scheduler.kind, "node": scheduler.node, "state": scheduler.state, "reason": scheduler.reason,
+            "jobs": [{"id": j.id, "user": j.user, "name": j.name, "end": j.end} for j in scheduler.jobs],
+            "error": scheduler.error}
 
 
 def kernel_event_json(event: KernelEvent) -> dict[str, Any]:
@@ -92,6 +104,7 @@ def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
         "repair_record": state.repair_record,
         "error": state.error,
         "missing": [{"section": m.section, "reason": m.reason, "detail": m.detail} for m in state.missing],
+        "scheduler": scheduler_json(state.scheduler),
         "findings": [finding_json(f) for f in diagnosis.findings],
         "verdict": str(diagnosis.verdict),
     }

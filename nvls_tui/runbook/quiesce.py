@@ -111,8 +111,12 @@ def quiesce_actions(state: NodeState) -> list[Action]:
 
 
 def stoppable(holders: tuple[Holder, ...] | list[Holder]) -> list[Holder]:
-    """The holders the runbook may SIGTERM on its own: management processes not owned by a stopped unit."""
-    return [h for h in holders if h.kind.is_management and h.kind not in _UNIT_KINDS]
+    """The holders the runbook may SIGTERM on its own: management processes not owned by a stopped unit.
+
+    A process of a scheduler's job is a workload whatever its name (an `nvidia-smi` in a job step):
+    the scheduler ends jobs (drain, scancel), never a SIGTERM from the repair.
+    """
+    return [h for h in holders if h.kind.is_management and h.kind not in _UNIT_KINDS and h.job is None]
 
 
 async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:

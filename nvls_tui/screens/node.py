@@ -21,6 +21,7 @@ from nvls_tui.views.consequences import sigterm_consequences
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.tables import cursor_key, sync_rows
+from nvls_tui.words import count
 
 
 def kernel_message(line: str) -> str:
@@ -52,7 +53,9 @@ def short_cluster(uuid: str | None) -> Text:
 
 
 def owner_text(h: Holder) -> str:
-    """The unit, or the pod shortened (``pod f1b0f602…``): the full id is one poll away in ps."""
+    """The job (``job 1234 alice/train``), the unit, or the pod shortened (``pod f1b0f602…``)."""
+    if h.job is not None:
+        return f"job {h.job.id} {h.job.user}/{h.job.name}" if h.job.name else f"job {h.job.id}"
     if h.unit:
         return h.unit
     if h.pod:
@@ -101,6 +104,15 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
         text.append(f" · FM {state.fm_version or '–'} (")
         text.append_text(cells.unit_text(fm))
         text.append(")")
+    if state.scheduler is not None:
+        sched = state.scheduler
+        text.append(" · Slurm ")
+        text.append_text(cells.scheduler_text(sched))
+        if sched.reason:
+            text.append(f" ({sched.reason})")
+        if sched.jobs:
+            text.append(f", {count(len(sched.jobs), 'job')}: " + ", ".join(
+                f"{j.id} {j.user}/{j.name}" + (f" until {j.end}" if j.end else "") for j in sched.jobs[:3]))
     text.append(" · polled ")
     text.append_text(cells.age_text(age, exact=True))
     text.append(" ago")

@@ -23,6 +23,7 @@ from nvls_tui.model import (
     SmokeResult,
     Verdict,
 )
+from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.widgets import palette
 
 # Role -> Rich style, filled from the stylesheet when the console mounts: look roles up when drawing.
@@ -94,6 +95,18 @@ def version_texts(state: NodeState, stale: bool = False) -> tuple[Text, Text]:
     if state.driver and state.fm_version and state.driver != state.fm_version:
         return Text(driver, style=STYLE["bad"]), Text(f"≠{fm}", style=STYLE["bad"])
     return Text(driver), Text(fm)
+
+
+SCHEDULER_WORDS = {"allocated": "alloc", "mixed": "mix", "drained": "drain", "draining": "drng", "unknown": "?"}
+
+
+def scheduler_text(scheduler: SchedulerState | None, stale: bool = False) -> Text:
+    """The scheduler's state in the grid: ``idle``, ``alloc``, ``mix``, ``drain``, ``drng``, ``down``; ``–`` none."""
+    if scheduler is None:
+        return Text("–", style=STYLE["idle"])
+    word = SCHEDULER_WORDS.get(scheduler.state, scheduler.state)
+    style = "bad" if scheduler.state == "down" else "warn" if scheduler.held_back or scheduler.error else ""
+    return Text(word, style=STYLE["stale"] if stale else STYLE[style] if style else "")
 
 
 def smoke_text(smoke: SmokeResult | None, stale: bool = False) -> Text:

@@ -100,6 +100,7 @@ class FleetGrid(DataTable):
         self.switch_columns = switches
         self.screen_width = width
         self.show_versions = False
+        self.show_scheduler = False
         self.layout_now = self._layout()
         self._order: list[str] = []
         self._shown: dict[str, dict[str, tuple]] = {}
@@ -121,7 +122,7 @@ class FleetGrid(DataTable):
         # The host column leaves room for the selection mark ("● ").
         host = 2 + max(6, max((len(h) for h in self._hosts), default=0))
         return grid_layout(self.screen_width, host, gpus=self.gpu_columns, switches=self.switch_columns,
-                           versions=self.show_versions)
+                           versions=self.show_versions, scheduler=self.show_scheduler)
 
     def on_mount(self) -> None:
         """Create the columns for the width the screen has."""
@@ -131,10 +132,12 @@ class FleetGrid(DataTable):
         for column in self.layout_now.columns:
             self.add_column(column.label, width=column.width, key=column.key)
 
-    def relayout(self, width: int | None = None, show_versions: bool | None = None) -> bool:
-        """Fit the columns to a new screen width or version spread; True when the columns changed."""
+    def relayout(self, width: int | None = None, show_versions: bool | None = None,
+                 show_scheduler: bool | None = None) -> bool:
+        """Fit the columns to a new screen width, version spread or scheduler; True when they changed."""
         self.screen_width = width if width is not None else self.screen_width
         self.show_versions = show_versions if show_versions is not None else self.show_versions
+        self.show_scheduler = show_scheduler if show_scheduler is not None else self.show_scheduler
         layout = self._layout()
         if layout == self.layout_now:
             return False
@@ -194,6 +197,7 @@ class FleetGrid(DataTable):
             "fm": fm_cell,
             "driver": driver,
             "fmver": fmver,
+            "sched": cells.scheduler_text(state.scheduler, stale),
         }
         gpus = {g.index: g for g in state.gpus}
         gpu_cells = [cells.gpu_cell(gpus.get(i), stale) for i in range(self.gpu_columns)]
@@ -233,7 +237,8 @@ class FleetGrid(DataTable):
         Returns:
             How many cells were written (0 when nothing changed).
         """
-        self.relayout(show_versions=versions_differ(fleet))
+        self.relayout(show_versions=versions_differ(fleet),
+                      show_scheduler=any(n.scheduler is not None for n in fleet.nodes))
         states = {h: s for h in order if (s := fleet.get(h)) is not None}
         order = list(states)
         fresh: set[str] = set()

@@ -24,6 +24,7 @@ STORY_WIDE = 50
 # (key, label, width) of the optional columns, most wanted first.
 OPTIONAL = (
     ("fm", "FM unit", 8),
+    ("sched", "sched", 5),  # the scheduler's state (idle / alloc / mix / drain / drng / down)
     ("driver", "driver", 10),  # 580.159.04: a driver version is 9-10 wide
     ("fmver", "FM ver", 11),  # with the mismatch sign: ≠580.159.04
     ("holders", "hold", 4),
@@ -33,6 +34,8 @@ OPTIONAL = (
     ("age", "age", 4),
 )
 VERSION_KEYS = ("driver", "fmver")
+# Columns that show only when the fleet has what they show: versions that differ, a scheduler.
+WHEN = {"driver": "versions", "fmver": "versions", "sched": "scheduler"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +75,7 @@ def _cost(columns: list[Column]) -> int:
     return sum(c.width + PAD for c in columns)
 
 
-def _try(width: int, host_width: int, gpus: int, switches: int, versions: bool, compact: bool) -> GridLayout:
+def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset[str], compact: bool) -> GridLayout:
     """The columns that fit beside a story of at least STORY_MIN, wanted ones first."""
     room = width - CHROME
     base = [Column("host", "host", host_width), Column("verdict", "verdict", 13),
@@ -80,13 +83,13 @@ def _try(width: int, host_width: int, gpus: int, switches: int, versions: bool, 
     chosen: dict[str, list[Column]] = {}
     left = room - _cost(base) - PAD  # the story's own padding
     for key, label, w in OPTIONAL:
-        if key in VERSION_KEYS and not versions:
+        if key in WHEN and WHEN[key] not in shown:
             continue
         cols = _device_columns("s", switches, compact) if key == "switches" else [Column(key, label, w)]
         if left - _cost(cols) >= STORY_MIN:
             chosen[key] = cols
             left -= _cost(cols)
-    order = ["host", "verdict", "fm", "driver", "fmver", "gpus", "switches", "holders", "kernel", "smoke", "age"]
+    order = ["host", "verdict", "fm", "sched", "driver", "fmver", "gpus", "switches", "holders", "kernel", "smoke", "age"]
     by_key = {c.key: [c] for c in base}
     by_key.update(chosen)
     if not compact:  # one column per device: keep them together where the compact cell would be
@@ -96,7 +99,7 @@ def _try(width: int, host_width: int, gpus: int, switches: int, versions: bool, 
 
 
 def grid_layout(width: int, host_width: int, *, gpus: int = 8, switches: int = 4,
-                versions: bool = True) -> GridLayout:
+                versions: bool = True, scheduler: bool = False) -> GridLayout:
     """The fleet grid's columns for a screen ``width`` cells wide.
 
     Args:
@@ -104,12 +107,14 @@ def grid_layout(width: int, host_width: int, *, gpus: int = 8, switches: int = 4
         host_width: the host column's width (the longest host name and the selection mark).
         gpus, switches: device columns (one per GPU index and per NVSwitch).
         versions: show the driver and FM version columns (they differ somewhere in the fleet).
+        scheduler: show the scheduler's state column (a scheduler was found).
     """
-    wide = _try(width, host_width, gpus, switches, versions, compact=False)
-    wanted = [k for k, _, _ in OPTIONAL if versions or k not in VERSION_KEYS]
+    shown = frozenset(name for name, on in (("versions", versions), ("scheduler", scheduler)) if on)
+    wide = _try(width, host_width, gpus, switches, shown, compact=False)
+    wanted = [k for k, _, _ in OPTIONAL if k not in WHEN or WHEN[k] in shown]
     has_all = all(k in wide.keys or (k == "switches" and "s0" in wide.keys) for k in wanted)
     if has_all and (wide.width_of("note") or 0) >= STORY_WIDE:
         return wide
-    return _try(width, host_width, gpus, switches, versions, compact=True)
+    return _try(width, host_width, gpus, switches, shown, compact=True)
 
 __all__ = ["Column", "GridLayout", "grid_layout"]

@@ -1,0 +1,185 @@
+"""Slurm as the bastion sees it: ``scontrol`` and ``squeue`` with the cluster's ``slurm.conf``.
+
+Found from ``--slurm-conf FILE``, else ``SLURM_CONF``, else ``scontrol`` on PATH with the default
+``/etc/slurm/slurm.conf``; none of these: no scheduler, and nvls-tui works as without one. A target's
+Slurm node name is its short host name (``root@gpu05.cluster:22`` -> ``gpu05``) unless a node map
+says otherwise. Commands are argv lists (no shell); what they print is parsed by
+:mod:`nvls_tui.parsers.slurm`. A scheduler that was found but did not answer is reported as such
+(state ``unknown`` with the error), never as an idle node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nvls_tui.model.scheduler import UNKNOWN, Job, SchedulerState
+from nvls_tui.parsers.slurm import SQUEUE_FORMAT, node_state_word, parse_show_node, parse_squeue
+from nvls_tui.textsafe import one_line
+
+DEFAULT_CONF = "/etc/slurm/slurm.conf"
+TIMEOUT = 15.0
+
+
+class SlurmError(Exception):
+    """A Slurm command could not be run or failed (one sentence)."""
+
+
+@dataclass(frozen=True)
+class Slurm:
+    """How to reach the cluster's controller from the bastion.
+
+    Attributes:
+        conf: the slurm.conf the commands use (``SLURM_CONF``).
+        node_map: target host -> Slurm node name, where they differ.
+        timeout: seconds a scontrol/squeue may take.
+    """
+
+    conf: str
+    node_map: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = TIMEOUT
+
+    def env(self) -> dict[str, str]:
+        """The environment of a Slurm command: ours, with the cluster's slurm.conf."""
+        return {**os.environ, "SLURM_CONF": self.conf}
+
+    def node_name(self, host: str) -> str:
+        """The Slurm node name of a target (mapped, or its short host name)."""
+        if host in self.node_map:
+            return self.node_map[host]
+        bare = host.rpartition("@")[2]
+        if bare.startswith("[") and "]" in bare:  # [::1]:22
+            bare = bare[1:bare.index("]")]
+        elif bare.count(":") == 1:
+            bare = bare.partition(":")[0]
+        return bare.split(".")[0] if not bare.replace(".", "").isdigit() else bare
+
+    async def run(self, argv: Sequence[str]) -> str:
+        """Run one Slurm command; its stdout. Raises SlurmError with the tool's own words."""
+        try:
+            proc = await asyncio.create_subprocess_exec(*argv, env=self.env(), stdin=asyncio.subprocess.DEVNULL,
+                                                        stdout=asyncio.subprocess.PIPE,
+                                                        stderr=asyncio.subprocess.PIPE)
+        except OSError as exc:
+            raise SlurmError(f"`{argv[0]}` could not be run: {exc.strerror or exc}") from exc
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), self.timeout)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise SlurmError(f"`{' '.join(argv[:2])}` did not answer within {self.timeout:.0f} s") from None
+        if proc.returncode != 0:
+            said = one_line(err.decode(errors="replace") or out.decode(errors="replace"), 200)
+            raise SlurmError(f"`{' '.join(argv[:2])}` failed (exit {proc.returncode}): {said}")
+        return out.decode(errors="replace")
+
+    async def states(self, hosts: Sequence[str]) -> dict[str, SchedulerState]:
+        """Every host's node state, reason and jobs: one ``scontrol show node`` and one ``squeue``.
+
+        A host Slurm does not know gets no entry (it is not a node of this cluster). If Slurm does not
+        answer, every host gets state ``unknown`` with the error.
+        """
+        names = {host: self.node_name(host) for host in hosts}
+        wanted = ",".join(sorted(set(names.values())))
+        try:
+            shown = parse_show_node(await self.run(["scontrol", "show", "node", "-o", wanted]))
+            queued = parse_squeue(await self.run(["squeue", "-h", "-w", wanted, "-t", "RUNNING,COMPLETING",
+                                                  "-o", SQUEUE_FORMAT]))
+        except SlurmError as exc:
+            return {host: SchedulerState("slurm", name, UNKNOWN, error=str(exc)) for host, name in names.items()}
+        jobs: dict[str, list[Job]] = {}
+        for job, nodelist in queued.value:
+            for node in _expand(nodelist):
+                jobs.setdefault(node, []).append(job)
+        out = {}
+        for host, name in names.items():
+            fields = shown.value.get(name)
+            if fields is None:
+                continue
+            raw = fields.get("State", "")
+            reason = fields.get("Reason") or None
+            out[host] = SchedulerState("slurm", name, node_state_word(raw), reason=reason,
+                                       jobs=tuple(jobs.get(name, ())), raw=raw)
+        return out
+
+
+def _expand(nodelist: str) -> list[str]:
+    """Slurm's host list (``gpu[05-06],gpu08``) as names (ClusterShell speaks the same syntax)."""
+    if not nodelist:
+        return []
+    from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+
+    try:
+        return list(NodeSet(nodelist))
+    except (NodeSetParseError, ValueError):
+        return [nodelist]
+
+
+def read_node_map(path: str) -> dict[str, str]:
+    """``--slurm-node-map FILE``: one ``TARGET SLURM_NODE`` pair per line, ``#`` comments.
+
+    Raises:
+        OSError: the file cannot be read. ValueError: a line is not two words (one sentence).
+    """
+    mapping = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            if len(words) != 2:
+                raise ValueError(f"{path}:{number}: expected 'TARGET SLURM_NODE', got {line.strip()!r}")
+            mapping[words[0]] = words[1]
+    return mapping
+
+
+def find_slurm(conf: str | None = None, node_map: Mapping[str, str] | None = None,
+               environ: Mapping[str, str] | None = None) -> Slurm | None:
+    """The cluster's Slurm, or None when there is none to find.
+
+    Args:
+        conf: ``--slurm-conf FILE`` (it must exist).
+        node_map: target -> Slurm node name.
+        environ: the environment (``SLURM_CONF``); default os.environ.
+
+    Raises:
+        SlurmError: a slurm.conf was named (option or SLURM_CONF) but cannot be read, or scontrol is
+            missing while a configuration was named.
+    """
+    env = os.environ if environ is None else environ
+    named = conf or env.get("SLURM_CONF")
+    if named:
+        if not os.path.isfile(named):
+            raise SlurmError(f"the Slurm configuration {named} does not exist")
+        if shutil.which("scontrol") is None:
+            raise SlurmError(f"{named} names a Slurm cluster but scontrol is not installed (slurm-client)")
+        return Slurm(named, dict(node_map or {}))
+    if shutil.which("scontrol") and os.path.isfile(DEFAULT_CONF):
+        return Slurm(DEFAULT_CONF, dict(node_map or {}))
+    return None
+
+
+def with_scheduler(states: Sequence, scheduler: Mapping[str, SchedulerState]) -> list:
+    """NodeStates with their scheduler state attached, and each job step holder's job named.
+
+    A holder whose job the scheduler listed gets the job's user and name; one whose job it did not
+    list keeps the id alone.
+    """
+    out = []
+    for state in states:
+        sched = scheduler.get(state.host)
+        if sched is None:
+            out.append(state)
+            continue
+        by_id = {j.id: j for j in sched.jobs}
+        holders = tuple(h if h.job is None or h.job.id not in by_id else dataclasses.replace(h, job=by_id[h.job.id])
+                        for h in state.holders)
+        out.append(state.replace(scheduler=sched, holders=holders))
+    return out
+
+
+__all__ = ["DEFAULT_CONF", "Slurm", "SlurmError", "find_slurm", "read_node_map", "with_scheduler"]
