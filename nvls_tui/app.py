@@ -148,6 +148,10 @@ class NvlsApp(App[int]):
         super().notify(clean(message), title=clean(title), severity=severity,
                        timeout=timeout, markup=markup)
 
+    def action_help_quit(self) -> None:
+        """ctrl+c: say how to quit, in plain words (Textual's own toast is markup, and toasts here are plain)."""
+        self.notify("Press q to quit nvls-tui (it asks first while an action runs).", title="Do you want to quit?")
+
     async def on_unmount(self) -> None:
         """Close the session's audit log; give the frozen objects back to the collector."""
         await self.session.close()

@@ -58,7 +58,7 @@ def _add_reach_options(p: argparse.ArgumentParser) -> None:
                         "when scontrol is installed; none: no scheduler)")
     g.add_argument("--slurm-node-map", metavar="FILE",
                    help="'TARGET SLURM_NODE' per line, where a node's Slurm name is not its short host name")
-    g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui)")
+    g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui/audit)")
 
 
 GROUPS: dict[str, tuple[argparse.ArgumentParser, list[str]]] = {}

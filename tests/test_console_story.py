@@ -186,3 +186,37 @@ async def test_the_out_of_sync_node_screen_names_ncclss_invalid_argument_and_dat
         kernel = screen.query_one("#kernel")
         (when,) = [kernel.get_cell(r.value, list(kernel.columns)[1]).plain for r in kernel.rows]
         assert when == "30 min ago · after FM start"
+
+
+# ---- found in the walkthrough ---------------------------------------------------------------
+async def test_ctrl_c_says_how_to_quit_in_plain_words_not_raw_markup():
+    app = sim_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        (note,) = list(app._notifications)
+        assert "[b]" not in note.message and note.message == "Press q to quit nvls-tui (it asks first while an "\
+                                                               "action runs)."
+
+
+async def test_the_cursor_starts_on_the_worst_node_when_the_first_poll_changes_the_columns():
+    # The version mismatch adds the version columns after the first poll; the cursor must not follow
+    # the host that happened to be on top before the poll (gpu-ok01) down the grid.
+    app = NvlsApp(sim_backends(load_fleet("sim:wedged/gpu-ok01", speed=0))
+                  + sim_backends(load_fleet("sim:version-mismatch", speed=0)), poll_interval=None)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        assert "fmver" in grid.layout_now.keys
+        assert grid.visible_hosts[0] == "gpu-ver01" and grid.current_host == "gpu-ver01"
+
+
+def test_a_holders_start_time_is_shown_short_and_anything_else_as_it_is():
+    from nvls_tui.screens.node import short_start
+
+    assert short_start("Sun Jul 12 16:10:50 2026") == "Jul 12 16:10"
+    assert short_start("Tue Dec  1 08:18:02 2026") == "Dec 1 08:18"
+    assert short_start("123456789") == "123456789"  # clock ticks from /proc (local mode): not a date
+    assert short_start(None) == "–"

@@ -75,7 +75,7 @@ class FleetScreen(OnConsole, Screen[None]):
         yield FleetGrid(self.nvls.fleet.hosts, width=self.nvls.size.width, id="grid")
         yield Static(id="empty")
         yield Static(id="preview", classes="panel")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Draw what is known and follow every change of the app's fleet."""

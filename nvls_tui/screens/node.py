@@ -64,6 +64,16 @@ def owner_text(h: Holder) -> str:
     return "–"
 
 
+def short_start(lstart: str | None) -> str:
+    """``Sun Jul 12 16:10:50 2026`` (ps's lstart) as ``Jul 12 16:10``, so the command column keeps its room."""
+    if not lstart:
+        return "–"
+    words = lstart.split()
+    if len(words) == 5 and words[3].count(":") == 2:
+        return f"{words[1]} {words[2]} {words[3][:5]}"
+    return lstart
+
+
 def unread_subtitle(state: NodeState, section: str, otherwise: str) -> str:
     """A panel's subtitle: ``unknown (why)`` when the poll could not read its section, else ``otherwise``.
 
@@ -155,7 +165,7 @@ class NodeScreen(OnConsole, Screen[None]):
             yield DataTable(id="kernel", cursor_type="row", classes="panel")
             with Vertical(id="holders-box"):
                 yield DataTable(id="holders", cursor_type="row", classes="panel")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Create the columns, draw the node, follow the app's fleet."""
@@ -260,7 +270,7 @@ class NodeScreen(OnConsole, Screen[None]):
         for h in state.holders:
             mark = Text("●", style=palette.bold("accent")) if h.pid in self.selected else Text(" ")
             rows.append((str(h.pid), (mark, str(h.pid), h.user, h.kind.value, owner_text(h),
-                                      compact_devices(h.devices), h.start_time or "–", h.command)))
+                                      compact_devices(h.devices), short_start(h.start_time), h.command)))
         table = self.query_one("#holders", DataTable)
         sync_rows(table, rows)
         box = self.query_one("#holders-box")

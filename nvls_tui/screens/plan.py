@@ -145,7 +145,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
                 yield OrderedInput(placeholder="type the node names to confirm", id="plan-typed")
                 yield Button("Cancel", id="plan-cancel")
                 yield Button("Repair", id="plan-go", variant="error", disabled=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the confirmation to the new size."""

@@ -95,7 +95,7 @@ class RunbookScreen(OnConsole, Screen[None]):
                 for column in columns:
                     with TabPane(column.host, id=f"tab-{column.id}"):
                         yield column
-        yield Footer()
+        yield Footer(compact=True)
 
     def _threshold(self, host: str) -> float:
         state = self.nvls.fleet.get(host)

@@ -54,7 +54,7 @@ class StreamPane(OnConsole, ModalScreen[None]):
             state = self.nvls.fleet.get(self.host)
             threshold = threshold_for(state.gpus if state else (), DEFAULT_THRESHOLDS, None)
             yield RunbookColumn(self.host, threshold=threshold, step_names=self.action_spec.steps, id="stream-column")
-            yield Footer()
+            yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Start the action in a worker and tick the spinner."""

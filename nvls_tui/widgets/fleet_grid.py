@@ -142,7 +142,8 @@ class FleetGrid(DataTable):
         if layout == self.layout_now:
             return False
         self.layout_now = layout
-        keep = self.current_host
+        # The cursor follows its host, except at the top: there it stays on the worst node.
+        keep = self.current_host if self.cursor_row > 0 else None
         self.clear(columns=True)
         self._add_columns()
         self._order, self._shown, self._cache = [], {}, {}
