@@ -1,0 +1,312 @@
+"""The plain-language summary of one node: what was wrong, what was done (by hand too), what is left."""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+
+from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE
+from nvls_tui.records.report_clock import epoch_utc, record_utc
+from nvls_tui.records.report_findings import findings_sentence
+from nvls_tui.records.report_kernel import KERNEL_FINDINGS, kernel_lines, since_repair
+from nvls_tui.records.report_node_log import NodeLog, change_words, operator_of
+from nvls_tui.records.report_text import (
+    as_dict,
+    as_list,
+    as_number,
+    bandwidth,
+    code_span,
+    code_spans,
+    one_sentence,
+    prose,
+)
+from nvls_tui.records.report_timeline import fabric_wait
+from nvls_tui.runbook.steps import FM_UNIT, is_running
+from nvls_tui.words import count, gbps
+
+
+def _was_wrong(log: NodeLog) -> str | None:
+    before = log.observed("before")
+    if before is None:
+        return None
+    lines = kernel_lines(before)
+    counting = [line for line in lines if line.get("current")] if lines is not None else None
+    words = findings_sentence(before, log.clock, past=True, kernel=counting)
+    return f"- Was wrong: {words or 'nothing: the node was ' + prose(before.get('verdict'))}."
+
+
+def _by_hand(log: NodeLog) -> list[str]:
+    """The bullets about the operator's own hand: before this repair (its list), and in this log."""
+    day, out = log.clock.day, []
+    listed = log.manual_list()
+    changes = [c for c in as_list((listed or {}).get("changes")) if isinstance(c, dict)]
+    if listed and changes:
+        words = [change_words(c, operator_of(listed), epoch_utc(c.get("at"), day)) for c in changes]
+        out.append(f"- By hand before this run: {'; '.join(words)}.")
+    done = log.by_hand()
+    if done:
+        words = [change_words(r, operator_of(r), record_utc(r.get("time"), day)) for r in done]
+        out.append(f"- By hand: {'; '.join(words)}.")
+    return out
+
+
+def _stopped_by_hand(log: NodeLog) -> list[str]:
+    """Units stopped by hand before this repair (its ``manual-changes`` list)."""
+    listed = log.manual_list() or {}
+    return [str(c.get("unit")) for c in as_list(listed.get("changes"))
+            if isinstance(c, dict) and c.get("what") == "stopped" and c.get("unit")]
+
+
+def _fm_started(log: NodeLog) -> bool:
+    """The repair's fabric-manager step started Fabric Manager (its stop in quiesce is then told with it)."""
+    return ["systemctl", "start", FM_UNIT] in log.ok_commands("fabric-manager")
+
+
+def _units_done(log: NodeLog) -> list[str]:
+    stopped = [u for u in log.stopped_units() if u != FM_UNIT or not _fm_started(log)]
+    restored = [str(u) for u in as_list(log.restored().get("units"))]
+    by_hand = [u for u in _stopped_by_hand(log) if u in restored]
+    parts = []
+    if stopped and set(stopped) <= set(restored):
+        parts.append(f"{count(len(stopped), 'unit')} stopped and started again ({code_spans(stopped)})")
+    elif stopped:
+        parts.append(f"{count(len(stopped), 'unit')} stopped ({code_spans(stopped)})")
+        again = [u for u in restored if u not in by_hand]
+        if again and not _aborted(log):
+            parts.append(f"the restore started {code_spans(again)} again")
+    if by_hand:
+        parts.append(f"the restore put back {code_spans(by_hand)}, stopped by hand")
+    return parts
+
+
+def _signals_done(log: NodeLog) -> list[str]:
+    """The runbook's own signals (those sent by hand are told with the operator's name)."""
+    by_hand = {id(r) for r in log.by_hand()}
+    mine = [r for r in log.events("process-signalled") if id(r) not in by_hand]
+    sent = Counter(str(r.get("signal") or "SIGTERM") for r in mine if r.get("outcome") == "signalled")
+    other = Counter(str(r.get("outcome")) for r in mine if r.get("outcome") != "signalled")
+    words = {"gone": "already gone", "changed": "left alone (changed since the check)"}
+    return ([f"{count(n, 'holder')} stopped with {prose(sig)}" for sig, n in sent.items()] +
+            [f"{count(n, 'holder')} {words.get(what, prose(what))}" for what, n in other.items()])
+
+
+def _fabric_done(log: NodeLog) -> list[str]:
+    parts = []
+    reset = log.step("reset")
+    if reset and reset.get("status") == "ok":
+        gpus = len(as_list((log.observed("before") or {}).get("fabric"))) or None
+        parts.append(f"{count(gpus, 'GPU')} and the NVSwitches reset")
+    elif reset:
+        parts.append(f"the reset failed: {prose(log.clock.annotate(str(reset.get('message') or 'no reason given')))}")
+    if _fm_started(log):
+        head = ("Fabric Manager stopped, then started after the reset" if FM_UNIT in log.stopped_units() else
+                "Fabric Manager started")
+        segment = [r for r in log.records if r.get("step") == "fabric-manager"]
+        wait = fabric_wait([r for r in segment if r.get("event") == "fabric-progress"], segment)
+        step = log.step("fabric-manager")
+        if wait and wait.done:
+            parts.append(f"{head}: {count(wait.gpus, 'GPU')} registered in {wait.seconds:.1f} s")
+        elif step and step.get("status") != "ok" and step.get("message"):
+            parts.append(f"{head}, but {prose(log.clock.annotate(str(step['message'])))}")
+        else:
+            parts.append(head)
+    verify = log.step("verify-fabric")
+    if verify and verify.get("status") != "ok" and verify.get("message"):
+        parts.append(f"verify-fabric failed: {prose(log.clock.annotate(str(verify['message'])))}")
+    return parts
+
+
+def _smoke_done(log: NodeLog) -> list[str]:
+    smokes = [s for s in (as_dict(r.get("smoke")) for r in log.events("smoke-finished")) if s]
+    if not smokes:
+        return []
+    last = smokes[-1]
+    verdict = "passed" if last.get("passed") else "failed"
+    threshold = as_number(last.get("threshold"))
+    limit = f" (threshold {gbps(threshold)})" if threshold is not None else ""
+    errors = [str(e) for e in as_list(last.get("errors"))] if not last.get("passed") else []
+    why = f": {prose('; '.join(errors))}" if errors else ""
+    head = f"{count(len(smokes), 'smoke test')}, the last" if len(smokes) > 1 else "smoke test"
+    return [f"{head} {verdict} at {bandwidth(last.get('avg_busbw'))}{limit}{why}"]
+
+
+def _persistence_done(log: NodeLog) -> list[str]:
+    if not any(a[:3] == ["nvidia-smi", "-pm", "0"] for a in log.ok_commands("quiesce")):
+        return []
+    gpus = as_list(log.restored().get("persistence_gpus"))
+    back = f", back on for {count(len(gpus), 'GPU')} by the restore" if gpus else ""
+    return [f"persistence mode turned off{back}"]
+
+
+def _done(log: NodeLog) -> str | None:
+    finished = log.finished or {}
+    if log.dry_run:
+        return "- Done: nothing (a dry run: the plan was read, nothing was changed)."
+    if finished.get("result") == "refused":
+        why = f": {prose(log.clock.annotate(str(finished['message'])))}" if finished.get("message") else ""
+        return f"- Done: nothing, the run was refused{why}".rstrip(".") + "."
+    parts = (_units_done(log) + _persistence_done(log) + _signals_done(log) + _fabric_done(log) +
+             _smoke_done(log))
+    if not parts:
+        return None if log.by_hand() else "- Done: nothing was changed."
+    return f"- Done: {one_sentence(parts)}"
+
+
+def _aborted(log: NodeLog) -> bool:
+    return (log.finished or {}).get("result") == "aborted"
+
+
+def _abort_bullet(log: NodeLog) -> str | None:
+    """Where an aborted run stopped (the runbook's own sentence names the step) and what the restore did."""
+    if not _aborted(log):
+        return None
+    message = str((log.finished or {}).get("message") or "aborted")
+    if "aborted at " not in message:
+        failed = next((r for r in reversed(log.events("step-finished")) if r.get("status") == "failed"), None)
+        message += f" (during {failed.get('step')})" if failed else ""
+    restored = log.restored()
+    units = [str(u) for u in as_list(restored.get("units"))]
+    failed_units = [str(u) for u in as_list(restored.get("failed"))]
+    restore = log.step("restore")
+    if failed_units:
+        then = f" The restore could not put back: {prose(', '.join(failed_units))}."
+    elif units:
+        then = f" The restore put back {count(len(units), 'unit')} ({code_spans(units)})."
+    elif restore and restore.get("status") == "ok":
+        then = " The restore had nothing to put back."
+    else:
+        then = ""
+    return f"- Aborted: {prose(log.clock.annotate(message)).rstrip('.')}.{then}"
+
+
+def _left_on_node(log: NodeLog) -> tuple[bool, bool]:
+    """(repair record still on the node, lock still held), as far as the log's commands show."""
+    record = lock = False
+    for argv in log.ok_commands():
+        if argv[:1] == ["mv"] and argv[-1:] == [RECORD_FILE]:
+            record = True
+        elif argv[:1] == ["rm"] and argv[-1:] == [RECORD_FILE]:
+            record = False
+        elif argv == ["mkdir", LOCK_DIR]:
+            lock = True
+        elif argv == ["rmdir", LOCK_DIR]:
+            lock = False
+    return record, lock
+
+
+def _restore_command(host: str) -> str:
+    return code_span(f"nvls-tui repair --restore {shlex.quote(host)}")
+
+
+def log_ends(log: NodeLog) -> str:
+    """Where the log of a run that did not finish ends: its last record's time and step (Markdown)."""
+    last = log.records[-1] if log.records else {}
+    return f"the log ends at {record_utc(last.get('time'), log.clock.day)} during {code_span(last.get('step') or '?')}"
+
+
+def restore_advice(log: NodeLog) -> str:
+    """What a run that did not finish left on the node, and the exact command that puts the node back."""
+    record, lock = _left_on_node(log)
+    command = _restore_command(log.host)
+    if record:
+        keeps = "its repair record and lock" if lock else "its repair record"
+        return f", and the node keeps {keeps}: {command} puts back what the run stopped"
+    if lock:
+        return f", and the node keeps its lock: {command} clears it"
+    return f": {command} checks the node and puts back anything left"
+
+
+def _verdict_words(log: NodeLog) -> list[str]:
+    """The node after the run: verdict and remaining findings; kernel lines older than the repair are
+    named as such, not as something the repair left."""
+    after, before = log.observed("after"), log.observed("before")
+    if after is None:
+        if before is None:
+            return []
+        if ["mkdir", LOCK_DIR] not in log.ok_commands():  # no lock, no change: the before still stands
+            return [f"nothing was changed, so the node is as it was ({prose(before.get('verdict'))})"]
+        return ["no read of the node after the run"]
+    lines = kernel_lines(after)
+    new = since_repair(lines, log.clock) if lines is not None else None
+    older = frozenset(c for c in map(str, as_list(after.get("findings"))) if c in KERNEL_FINDINGS and new is not None
+                      and not any(line.get("code") == KERNEL_FINDINGS[c] for line in new))
+    words = findings_sentence(after, log.clock, past=False, kernel=new, older=older)
+    verdict = prose(after.get("verdict"))
+    return [f"{verdict}: {words}" if words else f"{verdict}; no finding remains"]
+
+
+def _units_left(log: NodeLog) -> list[str]:
+    before, after = log.observed("before") or {}, log.observed("after") or {}
+    was, now = as_dict(before.get("units")) or {}, as_dict(after.get("units"))
+    parts = []
+    if now is not None:
+        down = [u for u, state in was.items() if is_running(state) and not is_running(now.get(u))]
+        if down:
+            parts.append("not running as before the repair: " + ", ".join(
+                f"{code_span(u)} (was {prose(was[u])}, now {prose(now.get(u, 'gone'))})" for u in down))
+    failed = [str(u) for u in as_list(log.restored().get("failed"))]
+    if failed:
+        parts.append(f"could not put back: {prose(', '.join(failed))}")
+    return parts
+
+
+def _manual_left(log: NodeLog) -> list[str]:
+    """Units stopped by hand that nothing put back."""
+    parts = []
+    listed = log.manual_list()
+    restored = [str(u) for u in as_list(log.restored().get("units"))]
+    now = as_dict((log.observed("after") or {}).get("units")) or {}
+    stays = [u for u in _stopped_by_hand(log) if u not in restored and not is_running(now.get(u))]
+    if stays:
+        chose = ""
+        if listed and listed.get("put_back") is False:
+            chose = f" (the operator chose to leave {'it' if len(stays) == 1 else 'them'} stopped)"
+        parts.append(f"stopped by hand and not put back: {code_spans(stays)}{chose}")
+    open_stops: dict[str, None] = {}
+    for r in log.events("manual-change"):
+        unit = str(r.get("unit"))
+        if r.get("what") == "stopped":
+            open_stops[unit] = None
+        elif r.get("what") == "started":
+            open_stops.pop(unit, None)
+    if open_stops:
+        parts.append(f"stopped by hand and not started again in this log: {code_spans(open_stops)}")
+    return parts
+
+
+def _record_left(log: NodeLog) -> list[str]:
+    """What the run left of its own on the node: the record and lock, or, after an abort, the advice."""
+    record, lock = _left_on_node(log)
+    command = _restore_command(log.host)
+    if record:
+        return [f"the node keeps its repair record: {command} puts back what the run stopped"]
+    if lock:
+        return [f"the node keeps the repair's lock: {command} clears it"]
+    if _aborted(log):
+        took = any(a == ["mkdir", LOCK_DIR] for a in log.ok_commands())
+        cleaned = (f"the restore removed the repair record and the lock (nothing for {command} to do)" if took else
+                   "nothing was changed")
+        return [f"{cleaned}; run the repair again"]
+    return []
+
+
+def _left(log: NodeLog) -> str:
+    if log.finished is None and not log.by_hand():
+        parts = [f"the run did not finish: {log_ends(log)}{restore_advice(log)}"]
+    else:
+        parts = _verdict_words(log) + _units_left(log)
+    parts += _manual_left(log)
+    if log.finished is not None:
+        parts += _record_left(log)
+    return f"- Left: {one_sentence(parts) if parts else 'nothing, as far as this log shows.'}"
+
+
+def node_summary(log: NodeLog) -> list[str]:
+    """A few bullets about one node: what was wrong, what was done (by hand too), what is left."""
+    first, last = (log.records[0], log.records[-1]) if log.records else ({}, {})
+    result = prose((log.finished or {}).get("result") or "unfinished")
+    span = f"{record_utc(first.get('time'), log.clock.day).removesuffix(' UTC')} to " \
+           f"{record_utc(last.get('time'), log.clock.day)}"
+    bullets = [_was_wrong(log), *_by_hand(log), _done(log), _abort_bullet(log), _left(log)]
+    return [f"**{prose(log.host)}: {result}** ({span})", "", *[b for b in bullets if b], ""]
+

@@ -1,0 +1,148 @@
+"""The report's tables and lists: the results of all nodes, and per node its before and after, the
+holders stopped, the smoke test and what was changed by hand before the repair."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nvls_tui.records.report_clock import NodeClock, epoch_utc
+from nvls_tui.records.report_kernel import kernel_lines, kernel_listing, since_repair
+from nvls_tui.records.report_node_log import NodeLog, change_words, operator_of
+from nvls_tui.records.report_text import as_dict, as_list, as_number, bandwidth, code_spans, prose, table_cell
+from nvls_tui.runbook.steps import FM_UNIT
+from nvls_tui.words import count
+
+
+def results_table(logs: list[NodeLog]) -> list[str]:
+    """One row per node: its result, its last smoke test's average and the run's last word."""
+    if not logs:
+        return []
+    out = ["| node | result | smoke avg (GB/s) | message |", "| --- | --- | ---: | --- |"]
+    for log in logs:
+        fin = log.finished or {}
+        smoke: dict[str, Any] = next((r["smoke"] for r in reversed(log.events("smoke-finished"))
+                                      if isinstance(r.get("smoke"), dict)), {})
+        out.append(f"| {table_cell(prose(log.host))} | {table_cell(prose(fin.get('result', 'unfinished')))} | "
+                   f"{table_cell(prose(smoke.get('avg_busbw', '–')))} | {table_cell(prose(fin.get('message', '')))} |")
+    out.append("")
+    return out
+
+
+def manual_section(log: NodeLog) -> list[str]:
+    """What the operator changed by hand before the repair (the console's ledger), if anything."""
+    listed = log.manual_list()
+    changes = [c for c in as_list((listed or {}).get("changes")) if isinstance(c, dict)]
+    if not listed or not changes:
+        return []
+    out = ["### Changed by hand before the repair", ""]
+    out += [f"- {change_words(c, operator_of(listed), epoch_utc(c.get('at'), log.clock.day))}" for c in changes]
+    put_back = listed.get("put_back")
+    out += ["", "The restore put the units stopped by hand back." if put_back else
+            "The operator chose to leave the units stopped by hand as they were.", ""]
+    return out
+
+
+def _kernel_cell(summary: dict[str, Any], clock: NodeClock, *, after: bool, verify_ok: bool) -> str:
+    """The kernel row: every line before; after, only the lines the repair did not find already there."""
+    lines = kernel_lines(summary)
+    if lines is None:
+        codes = [str(c) for c in as_list(summary.get("kernel_events"))]
+        if after and codes and verify_ok:
+            return "none new since the repair began (verify-fabric found none)"
+        return prose(", ".join(codes)) or "none"
+    left_out = int(as_number(summary.get("kernel_lines_left_out")) or 0)
+    if not after:
+        text = "; ".join(kernel_listing(lines, clock)) or "none"
+        return text + (f" (and {count(left_out, 'older line')})" if left_out else "")
+    shown = since_repair(lines, clock)
+    older = len(lines) - len(shown) + left_out
+    text = "; ".join(kernel_listing(shown, clock)) or ("none since the repair began" if clock.start else
+                                                       "none that still count")
+    return text + (f" ({count(older, 'older line')} left out)" if older else "")
+
+
+def before_after(log: NodeLog) -> list[str]:
+    """The node as read before the repair and after it, side by side (a table, or a sentence when unread)."""
+    before, after = log.observed("before"), log.observed("after")
+    if not before and not after:
+        return ["No node state was recorded."]
+    verify = log.step("verify-fabric")
+    verify_ok = bool(verify and verify.get("status") == "ok")
+
+    def row(label: str, fn: Callable[[dict[str, Any], bool], str]) -> str:
+        cells = [table_cell(fn(s, side == "after")) if s else "–" for side, s in (("before", before), ("after", after))]
+        return f"| {label} | {cells[0]} | {cells[1]} |"
+
+    def fabric(s: dict[str, Any], _: bool) -> str:
+        counts: dict[str, int] = {}
+        for g in as_list(s.get("fabric")):
+            key = f"{g.get('state')}/{g.get('status')}" if isinstance(g, dict) else str(g)
+            counts[key] = counts.get(key, 0) + 1
+        return prose(", ".join(f"{n}× {k}" for k, n in counts.items()) or "–")
+
+    def units(s: dict[str, Any], _: bool) -> str:
+        return prose(", ".join(f"{u} {a}" for u, a in (as_dict(s.get("units")) or {}).items()) or "–")
+
+    def smoke(s: dict[str, Any], _: bool) -> str:
+        sm = as_dict(s.get("smoke"))
+        if sm is None:
+            return "–"
+        at = f" at {log.clock.show(sm['at'])}" if sm.get("at") else ""
+        return f"{'passed' if sm.get('passed') else 'failed'} ({bandwidth(sm.get('avg_busbw'))}){at}"
+
+    return [
+        "| | before | after |",
+        "| --- | --- | --- |",
+        row("verdict", lambda s, _: prose(s.get("verdict"))),
+        row("findings", lambda s, _: prose(", ".join(map(str, as_list(s.get("findings")))) or "none")),
+        row("Fabric Manager", lambda s, _: prose((as_dict(s.get("units")) or {}).get(FM_UNIT, "?"))),
+        row("fabric (per GPU)", fabric),
+        row("units", units),
+        row("holders of /dev/nvidia*", lambda s, _: prose(len(as_list(s.get("holders"))))),
+        row("kernel events", lambda s, later: _kernel_cell(s, log.clock, after=later, verify_ok=verify_ok)),
+        row("last smoke test", smoke),
+        row("driver / FM", lambda s, _: prose(f"{s.get('driver')} / {s.get('fm_version')}")),
+    ]
+
+
+def holders_section(log: NodeLog) -> list[str]:
+    """Every process signalled, with its outcome, and the units quiesce stopped."""
+    signals = log.events("process-signalled")
+    out = ["### Holders stopped", ""]
+    if signals:
+        out += ["| pid | kind | command | signal | outcome |", "| --- | --- | --- | --- | --- |"]
+        out += [f"| {table_cell(prose(r.get('pid')))} | {table_cell(prose(r.get('holder_kind')))} | "
+                f"{table_cell(prose(r.get('command')))} | {table_cell(prose(r.get('signal')))} | "
+                f"{table_cell(prose(r.get('outcome')))} |" for r in signals]
+    else:
+        out.append("No process was signalled.")
+    stopped = log.stopped_units()
+    if stopped:
+        out += ["", "Units stopped: " + code_spans(stopped)]
+    out.append("")
+    return out
+
+
+def smoke_section(log: NodeLog) -> list[str]:
+    """The smoke test's rows as logged, then each result against its threshold."""
+    out = ["### Smoke test", ""]
+    rows = log.events("smoke-row")
+    results = [r["smoke"] for r in log.events("smoke-finished") if isinstance(r.get("smoke"), dict)]
+    if rows:
+        out += ["| size (B) | out-of-place busbw (GB/s) | in-place busbw (GB/s) |", "| ---: | ---: | ---: |"]
+        for r in rows:
+            row = as_dict(r.get("row")) or {}
+            out.append(f"| {table_cell(prose(r.get('size')))} | {table_cell(prose(row.get('oop_busbw')))} | "
+                       f"{table_cell(prose(row.get('ip_busbw')))} |")
+        out.append("")
+    for smoke in results:
+        verdict = "passed" if smoke.get("passed") else "FAILED"
+        errors = as_list(smoke.get("errors"))
+        out.append(f"- {verdict}: average bus bandwidth {prose(smoke.get('avg_busbw'))} GB/s (threshold "
+                   f"{prose(smoke.get('threshold'))}), out of bounds {prose(smoke.get('out_of_bounds'))}, NVLS used "
+                   f"{prose(smoke.get('nvls_used'))}" + (f"; {prose('; '.join(map(str, errors)))}" if errors else ""))
+    if not rows and not results:
+        out.append("No smoke test ran.")
+    out.append("")
+    return out

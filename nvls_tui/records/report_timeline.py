@@ -1,0 +1,278 @@
+"""The condensed timeline of one node: bookkeeping, repeated commands and Fabric Manager's polls
+folded into one line each; every failure, signal, note and step result kept."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from nvls_tui.records.report_clock import NodeClock, epoch_utc, time_of_day, utc_moment
+from nvls_tui.records.report_node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
+from nvls_tui.records.report_text import (
+    as_dict,
+    as_list,
+    as_number,
+    bandwidth,
+    code_span,
+    command_line,
+    prose,
+    table_cell,
+)
+from nvls_tui.runbook.steps import FM_UNIT
+from nvls_tui.views.plan_summary import is_bookkeeping
+from nvls_tui.words import count, verb
+
+# Non-zero exits that are the answer the runbook waits for: fuser's 1 is "nobody holds a device".
+EXPECTED_EXITS = {"fuser": frozenset({1})}
+
+
+@dataclass
+class _Line:
+    """One timeline row: ``order`` places it (the index of the record it stands for)."""
+
+    order: int
+    time: Any
+    step: str
+    text: str
+
+
+def _exit_words(r: dict[str, Any]) -> str:
+    status = r.get("exit_status")
+    return f"exit {prose(status)}" if status is not None else f"did not finish ({prose(r.get('error') or 'no status')})"
+
+
+def _succeeded(r: dict[str, Any]) -> bool:
+    """Exit 0, or the non-zero answer a command gives when all is as the runbook wants (fuser's 1)."""
+    argv, status = as_list(r.get("argv")), r.get("exit_status")
+    return status == 0 or (bool(argv) and status in EXPECTED_EXITS.get(str(argv[0]), ()))
+
+
+def _shown(argv: list[Any]) -> str:
+    """A command as the timeline shows it (Markdown): a long /dev/nvidia* list becomes its glob and a count."""
+    args = [str(a) for a in argv]
+    devices = [a for a in args if a.startswith("/dev/nvidia")]
+    if len(devices) <= 3:
+        return code_span(shlex.join(args))
+    first = args.index(devices[0])
+    rest = [a for a in args[first:] if not a.startswith("/dev/nvidia")]
+    text = " ".join(p for p in (shlex.join(args[:first]), "/dev/nvidia*", shlex.join(rest)) if p)
+    return f"{code_span(text)} ({count(len(devices), 'device')})"
+
+
+def _is_poll(argv: list[Any]) -> bool:
+    """One of Fabric Manager's registration polls (``systemctl is-active``, ``nvidia-smi --query-gpu``)."""
+    args = [str(a) for a in argv]
+    return args[:2] == ["systemctl", "is-active"] or (args[:1] == ["nvidia-smi"] and
+                                                       any(a.startswith("--query-gpu") for a in args))
+
+
+def _poll_states(states: Any) -> str:
+    """``Completed/Success`` or ``4× In Progress, 4× Completed/Success`` (``/N/A`` dropped)."""
+    items = [(str(k).removesuffix("/N/A"), v) for k, v in (as_dict(states) or {}).items()]
+    if len(items) == 1:
+        return prose(items[0][0])
+    return ", ".join(f"{prose(n)}× {prose(k)}" for k, n in items) or "no GPU answered"
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    """Consecutive repeats dropped: ``a, a, b, a`` → ``a, b, a``."""
+    out: list[str] = []
+    for item in items:
+        if not out or out[-1] != item:
+            out.append(item)
+    return out
+
+
+@dataclass(frozen=True)
+class FabricWait:
+    """Fabric Manager's registration as its polls saw it."""
+
+    done: bool
+    gpus: int
+    seconds: float
+    states: list[str]
+    units: list[str]
+    polls: int
+
+    def words(self) -> str:
+        """``Fabric Manager registered 8 GPUs in 6.0 s: Not Started → In Progress → Completed/Success (4 polls)``."""
+        head = (f"Fabric Manager registered {count(self.gpus, 'GPU')} in {self.seconds:.1f} s" if self.done else
+                f"Fabric Manager had not registered every GPU after {self.seconds:.1f} s")
+        unit = f"; the unit {' → '.join(self.units)}" if self.units != ["active"] else ""
+        return f"{head}: {' → '.join(self.states)} ({count(self.polls, 'poll')}){unit}"
+
+
+def fabric_wait(polls: list[dict[str, Any]], segment: list[dict[str, Any]]) -> FabricWait | None:
+    """The registration from its ``fabric-progress`` polls, timed from Fabric Manager's start."""
+    if not polls:
+        return None
+    last = as_dict(polls[-1].get("states")) or {}
+    starts = [r for r in segment if r.get("event") == "command-finished" and r.get("exit_status") == 0
+              and r.get("argv") == ["systemctl", "start", FM_UNIT]]
+    began = utc_moment((starts or polls)[0].get("time"))
+    ended = utc_moment(polls[-1].get("time"))
+    seconds = (ended - began).total_seconds() if began and ended else 0.0
+    gpus = sum(int(n) for n in last.values() if isinstance(n, int))
+    return FabricWait(done=bool(last) and set(last) == {"Completed/Success"}, gpus=gpus, seconds=seconds,
+                      states=_dedupe(_poll_states(p.get("states")) for p in polls),
+                      units=_dedupe(prose(p.get("unit")) for p in polls), polls=len(polls))
+
+
+def _segments(records: list[dict[str, Any]]) -> list[list[tuple[int, dict[str, Any]]]]:
+    """The node's records cut where the step changes or a run starts: repeats fold within one only."""
+    out: list[list[tuple[int, dict[str, Any]]]] = []
+    for i, r in enumerate(records):
+        if not out or r.get("event") == "run-started" or r.get("step") != out[-1][-1][1].get("step"):
+            out.append([])
+        out[-1].append((i, r))
+    return out
+
+
+def _fold_commands(segment: list[tuple[int, dict[str, Any]]], polling: bool) -> list[_Line]:
+    """The segment's commands: bookkeeping as one line, identical commands as one line with a count,
+    the fabric polls left to the fabric line; a failure is never folded into a success."""
+    bookkeeping: list[tuple[int, dict[str, Any]]] = []
+    groups: dict[tuple, list[tuple[int, dict[str, Any]]]] = {}
+    pending: dict[tuple, list[tuple[int, dict[str, Any]]]] = {}
+    for i, r in segment:
+        argv = as_list(r.get("argv"))
+        key = tuple(str(a) for a in argv)
+        if r.get("event") == "command-started":
+            pending.setdefault(key, []).append((i, r))
+            continue
+        if r.get("event") != "command-finished":
+            continue
+        if pending.get(key):
+            pending[key].pop(0)
+        if not _succeeded(r):
+            groups.setdefault((key, "failed", r.get("exit_status"), r.get("error")), []).append((i, r))
+        elif is_bookkeeping(command_line(argv)):
+            bookkeeping.append((i, r))
+        elif not (polling and _is_poll(argv)):
+            groups.setdefault((key, "ok"), []).append((i, r))
+    lines = [_group_line(runs, failed=key[1] == "failed") for key, runs in groups.items()]
+    if bookkeeping:
+        i, r = bookkeeping[0]
+        lines.append(_Line(i, r.get("time"), str(r.get("step") or ""),
+                           f"bookkeeping: {count(len(bookkeeping), 'command')}, all exit 0"))
+    for runs in pending.values():
+        lines += [_Line(i, r.get("time"), str(r.get("step") or ""),
+                        f"{_shown(as_list(r.get('argv')))} sent; the log holds no result for it") for i, r in runs]
+    return lines
+
+
+def _group_line(runs: list[tuple[int, dict[str, Any]]], *, failed: bool) -> _Line:
+    """One line for the same command run ``len(runs)`` times, at the first of them."""
+    i, first = runs[0]
+    last = runs[-1][1]
+    shown = _shown(as_list(first.get("argv")))
+    if len(runs) == 1:
+        text = f"{shown} → {_exit_words(first)}"
+    elif failed:
+        text = f"{shown} → {_exit_words(first)}, ×{len(runs)}"
+    else:
+        text = f"{shown} ×{len(runs)}, last {_exit_words(last)}"
+    return _Line(i, first.get("time"), str(first.get("step") or ""), text)
+
+
+def _record_lines(r: dict[str, Any], mode: str, clock: NodeClock) -> list[str]:
+    """The timeline text (Markdown, node text escaped) of one record that is not a command."""
+    kind = r.get("event")
+    if kind == "manual-change" or (kind == "process-signalled" and mode in BY_HAND_MODES):
+        return [f"by hand: {change_words(r, operator_of(r), None)}"]
+    if kind == "manual-changes":
+        day = clock.day
+        return [f"by hand before this run: {change_words(c, operator_of(r), epoch_utc(c.get('at'), day))}"
+                for c in as_list(r.get("changes")) if isinstance(c, dict)]
+    render = _RENDERERS.get(str(kind))
+    text = render(r, clock) if render else None
+    return [text] if text else []
+
+
+def _step_finished(r: dict[str, Any], clock: NodeClock) -> str:
+    duration = as_number(r.get("duration"))
+    dur = f" in {duration:.1f} s" if duration is not None else ""
+    msg = f": {prose(clock.annotate(str(r['message'])))}" if r.get("message") else ""
+    return f"**{prose(r.get('status'))}**{dur}{msg}"
+
+
+def _signalled(r: dict[str, Any], _: NodeClock) -> str:
+    who = f"({prose(r.get('holder_kind'))}: {prose(r.get('command'))})"  # a process's words: prose, escaped
+    return f"{prose(r.get('signal'))} pid {prose(r.get('pid'))} {who} → {prose(r.get('outcome'))}"
+
+
+def _holders_remaining(r: dict[str, Any], _: NodeClock) -> str:
+    n = len(as_list(r.get("holders")))
+    waiting = " (waiting for the operator)" if r.get("waiting") else ""
+    return f"{count(n, 'holder')} {verb(n, 'remains')}{waiting}"
+
+
+def _smoke_finished(r: dict[str, Any], _: NodeClock) -> str:
+    smoke = as_dict(r.get("smoke")) or {}
+    return f"smoke test {'passed' if smoke.get('passed') else 'FAILED'}: avg {bandwidth(smoke.get('avg_busbw'))}"
+
+
+def _restored(r: dict[str, Any], _: NodeClock) -> str:
+    failed = f"; could not restore {prose(', '.join(map(str, as_list(r.get('failed')))))}" if r.get("failed") else ""
+    gpus = as_list(r.get("persistence_gpus"))
+    pm = f"; persistence mode back on for {count(len(gpus), 'GPU')}" if gpus else ""
+    return f"restored {prose(', '.join(map(str, as_list(r.get('units')))) or 'no unit')}{pm}{failed}"
+
+
+def _note(r: dict[str, Any], clock: NodeClock) -> str:
+    return f"_{prose(r.get('level', 'info'))}_: {prose(clock.annotate(str(r.get('message'))))}"
+
+
+def _run_started(r: dict[str, Any], _: NodeClock) -> str:
+    return (f"run {prose(r.get('run_id'))} started ({prose(r.get('mode', 'repair'))}"
+            f"{', dry run' if r.get('dry_run') else ''})")
+
+
+def _run_finished(r: dict[str, Any], clock: NodeClock) -> str:
+    message = prose(clock.annotate(str(r.get("message") or "")))
+    return f"run finished: **{prose(r.get('result'))}** {message}".rstrip()
+
+
+_RENDERERS: dict[str, Callable[[dict[str, Any], NodeClock], str]] = {
+    "step-started": lambda r, _: "step started",
+    "step-finished": _step_finished,
+    "process-signalled": _signalled,
+    "holders-remaining": _holders_remaining,
+    "smoke-finished": _smoke_finished,
+    "restored": _restored,
+    "note": _note,
+    "run-started": _run_started,
+    "run-finished": _run_finished,
+}
+
+
+def timeline(log: NodeLog) -> list[_Line]:
+    """The node's timeline, condensed: what happened, with every failure, signal, note and step result."""
+    lines: list[_Line] = []
+    mode = ""
+    for segment in _segments(log.records):
+        plain = [r for _, r in segment]
+        polls = [r for r in plain if r.get("event") == "fabric-progress"]
+        lines += _fold_commands(segment, polling=bool(polls))
+        wait = fabric_wait(polls, plain)
+        if wait is not None:
+            index = max(i for i, r in segment if r.get("event") == "fabric-progress")
+            lines.append(_Line(index, polls[-1].get("time"), str(polls[-1].get("step") or ""), wait.words()))
+        for i, r in segment:
+            if r.get("event") == "run-started":
+                mode = str(r.get("mode") or "")
+            if r.get("event") in ("command-started", "command-finished", "fabric-progress"):
+                continue
+            lines += [_Line(i, r.get("time"), str(r.get("step") or ""), text)
+                      for text in _record_lines(r, mode, log.clock)]
+    return sorted(lines, key=lambda line: line.order)
+
+
+def timeline_table(log: NodeLog) -> list[str]:
+    """The node's :func:`timeline` as a Markdown table, on the bastion's clock (the date is in the header)."""
+    out = ["| time (UTC) | step | what happened |", "| --- | --- | --- |"]
+    out += [f"| {time_of_day(line.time)} | {table_cell(prose(line.step))} | {table_cell(line.text)} |"
+            for line in timeline(log)]
+    return out
