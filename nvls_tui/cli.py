@@ -113,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="minimum average bus bandwidth (default per GPU model)")
     repair.add_argument("--sigkill", action="store_true",
                         help="allow SIGKILL for holders that ignore SIGTERM (never by default)")
+    repair.add_argument("--wait-jobs", type=float, default=0.0, metavar="SECONDS",
+                        help="with Slurm: how long to wait for the drained node's jobs to end before refusing "
+                             "(default 0: refuse at once while jobs run)")
+    repair.add_argument("--keep-drained", action="store_true",
+                        help="with Slurm: leave the node drained after a successful repair")
     repair.add_argument("--plan", metavar="FILE",
                         help="hold each node to this approved plan (the JSON of `repair --dry-run --json`): "
                              "a node that changed since is refused")

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
-from nvls_tui.backends.targets import resolve_backends, sim_speed
+from nvls_tui.backends.targets import resolve_backends, scheduler_from_args, sim_speed
 from nvls_tui.records.audit import AuditWriteError
 from nvls_tui.runbook import STEPS, RepairOptions
 from nvls_tui.runbook.events import (
@@ -144,6 +144,8 @@ def _options(args: argparse.Namespace, backends: list[Backend]) -> RepairOptions
         poll_interval=max(0.005, base.poll_interval / speed),
         term_grace=max(0.05, base.term_grace / speed),
         transient_pause=max(0.005, base.transient_pause / speed),
+        wait_jobs=max(0.0, getattr(args, "wait_jobs", 0.0) or 0.0),
+        keep_drained=bool(getattr(args, "keep_drained", False)),
     )
 
 
@@ -338,8 +340,15 @@ def run(args: argparse.Namespace) -> int:
     def audit_failed(message: str) -> None:
         say(sys.stderr, f"nvls-tui: {message}: aborting, every node is being restored")
 
+    try:
+        slurm = scheduler_from_args(args)
+    except InvalidArgument as exc:
+        print(f"nvls-tui: {exc}", file=sys.stderr)
+        return 2
+    # A purely simulated node is in no cluster; a lab node (over SSH) may be a real Slurm node.
+    schedulers = {b.host: slurm.hook(b.host) for b in backends if not b.simulated} if slurm else {}
     session = Session({b.host: b for b in backends}, audit_dir=args.audit_dir, options=options,
-                      on_audit_failure=audit_failed)
+                      on_audit_failure=audit_failed, schedulers=schedulers)
     approved: dict[str, dict] | None = None
     if plan_file:
         try:

@@ -24,7 +24,7 @@ from nvls_tui.backends.base import (
     OutputTooLarge,
 )
 from nvls_tui.model import NodeState
-from nvls_tui.runbook import fabric, preflight, quiesce, smoke
+from nvls_tui.runbook import fabric, preflight, quiesce, scheduling, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.drift import drift
 from nvls_tui.runbook.events import (
@@ -51,6 +51,7 @@ from nvls_tui.runbook.outcome import (
 from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.restore import RestoreReport, restore
+from nvls_tui.runbook.scheduling import DrainHold, SchedulerHook
 from nvls_tui.runbook.steps import (
     STEPS,
     Operator,
@@ -104,7 +105,8 @@ class Runbook:
                  run_id: str | None = None, operator_name: str | None = None,
                  audit_log: str | None = None, approved: Mapping[str, Any] | None = None,
                  manual: Sequence[ManualChange] = (), put_back_manual: bool = True,
-                 durable: Callable[[], Awaitable[bool]] | None = None) -> None:
+                 durable: Callable[[], Awaitable[bool]] | None = None,
+                 scheduler: SchedulerHook | None = None) -> None:
         self.options = options or RepairOptions()
         self.run_id = run_id or new_run_id()
         self.operator_name = operator_name or _whoami()
@@ -120,6 +122,8 @@ class Runbook:
         self._t0: str | None = None
         self._interrupted: str | None = None
         self._steps_task: asyncio.Future | None = None
+        self.scheduler = scheduler
+        self._drain: DrainHold | None = None
 
     @property
     def host(self) -> str:
@@ -154,7 +158,8 @@ class Runbook:
             from nvls_tui.runbook.plan import plan_node
 
             return await plan_node(self.context, self.run_id, manual=self.manual,
-                                   put_back_manual=self.put_back_manual)
+                                   put_back_manual=self.put_back_manual,
+                                   scheduler_node=self.scheduler.node if self.scheduler is not None else None)
         ctx = self.context
         started = self.options.clock()
         for name in STEPS:
@@ -269,6 +274,10 @@ class Runbook:
                               + " (plan again)")
         await preflight.take_lock(ctx)
         self._locked = True  # from here on the restore step runs, and releases the lock at the end
+        if self.scheduler is not None:
+            # Drained first, so no new job lands while the running ones end; the restore puts it back.
+            self._drain = await scheduling.drain(ctx, self.scheduler, self.run_id)
+            await scheduling.wait_for_jobs(ctx, self.scheduler, self.options.wait_jobs)
         # Checked under the lock: a second run sees the lock first; a record without a lock is a run
         # whose cleanup half-failed, and only `repair --restore` may deal with it.
         reason = preflight.record_refusal(state)
@@ -340,6 +349,29 @@ class Runbook:
             record.status = SKIPPED
             record.message = "nothing was changed"
             return
+        try:
+            await self._restore_units(ctx)
+        finally:
+            await self._settle_scheduler()
+
+    async def _settle_scheduler(self) -> None:
+        """The scheduler's drain back the way it was (after the units: a resumed node must be whole)."""
+        if self.scheduler is None or self._drain is None:
+            return
+        failed = next((st.name for st in self.outcome.steps if st.status == STEP_FAILED and st.name != "restore"),
+                      None)
+        try:
+            said = await scheduling.settle(self.context, self.scheduler, self._drain, self.outcome.result, failed,
+                                           self.options.keep_drained)
+        except (StepFailed, BackendError, OSError) as exc:
+            said = str(exc)
+            if self.outcome.result != FAILED:
+                self.outcome.result = FAILED
+        if said:
+            self.context.note(said)
+            self.outcome.message = f"{self.outcome.message}; {said}".lstrip("; ")
+
+    async def _restore_units(self, ctx: NodeContext) -> None:
         report: RestoreReport | None = None
 
         async def body() -> str:

@@ -15,6 +15,7 @@ from nvls_tui.runbook.engine import Runbook, new_run_id
 from nvls_tui.runbook.events import EventSink, Note
 from nvls_tui.runbook.ledger import ManualChange
 from nvls_tui.runbook.outcome import ABORTED, REFUSED, NodeOutcome
+from nvls_tui.runbook.scheduling import SchedulerHook
 from nvls_tui.runbook.steps import STEPS, Operator, RepairOptions
 
 STRATEGIES = ("parallel", "serial", "canary")
@@ -63,7 +64,8 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
                    audit_log: str | None = None, group: RunGroup | None = None,
                    approved: Mapping[str, Mapping[str, Any]] | None = None,
                    manual: Mapping[str, Sequence[ManualChange]] | None = None, put_back_manual: bool = True,
-                   durable: Callable[[], Awaitable[bool]] | None = None) -> list[NodeOutcome]:
+                   durable: Callable[[], Awaitable[bool]] | None = None,
+                   schedulers: Mapping[str, SchedulerHook] | None = None) -> list[NodeOutcome]:
     """Repair (or plan) every node with ``strategy``; outcomes come back in the order of ``backends``.
 
     Args:
@@ -79,6 +81,7 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
         manual: per node, what was changed by hand before the run (the console's ledger).
         put_back_manual: the restore starts the units stopped by hand again.
         durable: awaited before each command (the audit log holds everything so far).
+        schedulers: per node, its scheduler (Slurm): drained before, put back after.
 
     Raises:
         ValueError: an unknown strategy.
@@ -89,7 +92,8 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
     run_id = run_id or new_run_id()
     books = [Runbook(b, options, on_event=on_event, operator=operator, run_id=run_id, audit_log=audit_log,
                      approved=(approved or {}).get(b.host), manual=(manual or {}).get(b.host, ()),
-                     put_back_manual=put_back_manual, durable=durable)
+                     put_back_manual=put_back_manual, durable=durable,
+                     scheduler=(schedulers or {}).get(b.host))
              for b in backends]
     group = group if group is not None else RunGroup()
     group.books.extend(books)

@@ -102,7 +102,7 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
 
 
 async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualChange] = (),
-                    put_back_manual: bool = True) -> NodeOutcome:
+                    put_back_manual: bool = True, scheduler_node: str | None = None) -> NodeOutcome:
     """Read the node once and fill ``ctx.outcome`` with the plan (result planned, or refused and why).
 
     The outcome keeps the plan's ``basis`` (what the node looked like), which a repair approved from
@@ -124,6 +124,13 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
         ctx.emit(ManualChanges(host=ctx.host, changes=tuple(c.to_dict() for c in manual), put_back=put_back_manual))
     commands = plan_commands(state, smoke_threshold=ctx.options.smoke_threshold,
                              thresholds=dict(ctx.options.thresholds), restore_also=restore_also)
+    if scheduler_node is not None:  # the scheduler's drain and resume, run on the bastion
+        from nvls_tui.runbook import scheduling
+
+        commands["preflight"] = scheduling.plan_commands(scheduler_node, run_id, ctx.options.keep_drained)[:2] \
+            + commands["preflight"]
+        commands["restore"] = commands["restore"] + scheduling.plan_commands(
+            scheduler_node, run_id, ctx.options.keep_drained)[2:]
     for name in STEPS:
         step = outcome.step(name)
         step.status = STEP_PLANNED

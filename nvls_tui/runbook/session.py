@@ -47,6 +47,7 @@ from nvls_tui.runbook.multi import RunGroup, run_many
 from nvls_tui.runbook.outcome import RESTORED, NodeOutcome
 from nvls_tui.runbook.quiesce import signal_holder
 from nvls_tui.runbook.recover import restore_node
+from nvls_tui.runbook.scheduling import SchedulerHook
 from nvls_tui.runbook.single import ACTIONS, run_single
 from nvls_tui.runbook.steps import Operator, RepairOptions
 
@@ -126,8 +127,10 @@ class Session:
     def __init__(self, backends: Mapping[str, Backend], *, audit_dir: str | None = None,
                  timeout: float | None = None, pause: Pause | None = None, read_only: bool = False,
                  on_audit_failure: Callable[[str], None] | None = None,
-                 options: RepairOptions | None = None) -> None:
+                 options: RepairOptions | None = None,
+                 schedulers: Mapping[str, SchedulerHook] | None = None) -> None:
         self.backends = dict(backends)
+        self.schedulers = dict(schedulers or {})  # per node, its scheduler (Slurm), where there is one
         self.audit_dir = audit_dir
         self.timeout = timeout
         self.read_only = read_only
@@ -326,7 +329,8 @@ class Session:
                    put_back_manual: bool = True) -> dict[str, NodeOutcome]:
         """The dry run of ``hosts`` (read-only), each listing what was changed by hand in this session."""
         dry = _with(options, dry_run=True)
-        books = [Runbook(self.backends[h], dry, manual=self.ledger.changes(h), put_back_manual=put_back_manual)
+        books = [Runbook(self.backends[h], dry, manual=self.ledger.changes(h), put_back_manual=put_back_manual,
+                         scheduler=self.schedulers.get(h))
                  for h in hosts]
         results = await asyncio.gather(*(b.run() for b in books), return_exceptions=True)
         plans: dict[str, NodeOutcome] = {}
@@ -382,7 +386,8 @@ class Session:
                                               on_event=fan_out(writer, on_event), operator=operator, run_id=run_id,
                                               audit_log=str(log.path), group=run.group, approved=approved,
                                               manual={h: self.ledger.changes(h) for h in hosts},
-                                              put_back_manual=put_back_manual, durable=writer.flush)
+                                              put_back_manual=put_back_manual, durable=writer.flush,
+                                              schedulers=self.schedulers)
         finally:
             await asyncio.to_thread(writer.close)
             for h in hosts:

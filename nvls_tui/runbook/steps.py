@@ -212,6 +212,9 @@ class RepairOptions:
             and once more after ``transient_pause`` if that fails (a transient CUDA 802 clears by itself).
         transient_pause: pause before that second smoke test.
         restore_attempts: tries per restore command when the link drops.
+        wait_jobs: with a scheduler, how long preflight waits for the drained node's jobs to end before
+            it refuses (``--wait-jobs``; 0: refuse at once while jobs run).
+        keep_drained: leave the node drained in the scheduler after a successful repair.
         sleep: awaitable pause (tests may pass a faster one).
         clock: monotonic clock for deadlines and durations.
     """
@@ -230,6 +233,8 @@ class RepairOptions:
     recheck_transient: bool = True
     transient_pause: float = 10.0
     restore_attempts: int = 3
+    wait_jobs: float = 0.0
+    keep_drained: bool = False
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     clock: Callable[[], float] = time.monotonic
 

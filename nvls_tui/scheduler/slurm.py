@@ -77,6 +77,17 @@ class Slurm:
             raise SlurmError(f"`{' '.join(argv[:2])}` failed (exit {proc.returncode}): {said}")
         return out.decode(errors="replace")
 
+    def hook(self, host: str) -> SlurmNode:
+        """The runbook's view of one node's scheduler (see nvls_tui.runbook.scheduling)."""
+        return SlurmNode(self, host)
+
+    async def run_status(self, argv: Sequence[str]) -> tuple[int, str]:
+        """Run one Slurm command that changes the cluster; (exit status, what it said). Never raises."""
+        try:
+            return 0, await self.run(argv)
+        except SlurmError as exc:
+            return 1, str(exc)
+
     async def states(self, hosts: Sequence[str]) -> dict[str, SchedulerState]:
         """Every host's node state, reason and jobs: one ``scontrol show node`` and one ``squeue``.
 
@@ -105,6 +116,29 @@ class Slurm:
             out[host] = SchedulerState("slurm", name, node_state_word(raw), reason=reason,
                                        jobs=tuple(jobs.get(name, ())), raw=raw)
         return out
+
+
+@dataclass
+class SlurmNode:
+    """One target's node in Slurm, for the runbook: read its state, run scontrol on the bastion."""
+
+    slurm: Slurm
+    host: str
+
+    @property
+    def node(self) -> str:
+        """The Slurm node name."""
+        return self.slurm.node_name(self.host)
+
+    async def read(self) -> SchedulerState:
+        """The node's state; one Slurm does not know reads as an error (never as idle)."""
+        found = await self.slurm.states([self.host])
+        return found.get(self.host) or SchedulerState("slurm", self.node, UNKNOWN,
+                                                      error=f"Slurm knows no node {self.node}")
+
+    async def command(self, argv: Sequence[str]) -> tuple[int, str]:
+        """Run a scheduler command with the cluster's configuration."""
+        return await self.slurm.run_status(argv)
 
 
 def _expand(nodelist: str) -> list[str]:

@@ -1,0 +1,156 @@
+"""The repair around a scheduler: drain the node first, let its jobs end, and put the drain back after.
+
+A node under Slurm runs users' job steps: the repair never SIGTERMs them. Preflight drains the node
+(``scontrol update ... State=DRAIN Reason="nvls-tui RUN: NVLS repair"``) so no new job lands, waits
+up to ``wait_jobs`` seconds for the running ones to end, and refuses (naming them) if they do not.
+After the run the drain goes back the way it was: a drain this run set is resumed after a repair
+(unless ``keep_drained``) and after a refusal or an abort; after a failed repair it stays, with the
+reason ``nvls-tui: repair failed at STEP``, so the scheduler never gets a broken node. A drain
+someone else set is left alone. Every scontrol call is an audited command of the step it belongs to.
+
+The scheduler itself is reached through a :class:`SchedulerHook` (the bastion's Slurm, or a test's),
+so this module stays free of subprocesses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from nvls_tui.model.scheduler import SchedulerState
+from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
+from nvls_tui.runbook.events import CommandFinished, CommandStarted
+from nvls_tui.words import count
+
+# How often the job wait reads the scheduler again.
+JOB_POLL = 2.0
+
+
+class SchedulerHook(Protocol):
+    """The scheduler of one node, as the runbook needs it."""
+
+    node: str
+
+    async def read(self) -> SchedulerState:
+        """The node's state, reason and running jobs."""
+        ...
+
+    async def command(self, argv: Sequence[str]) -> tuple[int, str]:
+        """Run one scheduler command (on the bastion): its exit status and output."""
+        ...
+
+
+@dataclass
+class DrainHold:
+    """What the drain was before the run, and whether this run set it."""
+
+    node: str
+    ours: bool
+    prior_state: str
+    prior_reason: str | None
+
+
+def run_reason(run_id: str) -> str:
+    """The drain reason of a run: ``nvls-tui RUN_ID: NVLS repair``."""
+    return f"nvls-tui {run_id}: NVLS repair"
+
+
+def drain_argv(node: str, reason: str) -> tuple[str, ...]:
+    """``scontrol update NodeName=N State=DRAIN Reason=...`` (one argv word: no shell quoting needed)."""
+    return ("scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}")
+
+
+def resume_argv(node: str) -> tuple[str, ...]:
+    """``scontrol update NodeName=N State=RESUME``."""
+    return ("scontrol", "update", f"NodeName={node}", "State=RESUME")
+
+
+def plan_commands(node: str, run_id: str, keep_drained: bool) -> list[str]:
+    """The scontrol lines a dry run shows (a drain, the job check, the resume after a repair)."""
+    import shlex
+
+    lines = [shlex.join(drain_argv(node, run_reason(run_id))) + "  # on the bastion: no new job lands",
+             f"squeue -w {node}  # on the bastion: running jobs end first (--wait-jobs), or the repair is refused"]
+    if not keep_drained:
+        lines.append(shlex.join(resume_argv(node)) + "  # on the bastion, after a passing smoke test")
+    return lines
+
+
+async def _command(ctx: NodeContext, hook: SchedulerHook, argv: tuple[str, ...]) -> tuple[int, str]:
+    """One audited scheduler command of the current step."""
+    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv))
+    await ctx.audit_first(argv, abortable=False)
+    began = ctx.options.clock()
+    status, output = await hook.command(argv)
+    ctx.emit(CommandFinished(host=ctx.host, step=ctx.step, argv=argv, exit_status=status, output=output,
+                             duration=ctx.options.clock() - began))
+    return status, output
+
+
+async def read(ctx: NodeContext, hook: SchedulerHook) -> SchedulerState:
+    """The node's scheduler state; one that cannot be read stops the run (a guard that cannot see refuses)."""
+    state = await hook.read()
+    if state.error:
+        raise Refused(f"the scheduler could not be read, so the node's jobs are unknown: {state.error}")
+    return state
+
+
+async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold:
+    """Drain the node (unless the scheduler already holds it back); what it was before."""
+    state = await read(ctx, hook)
+    if state.held_back:
+        why = f" ({state.reason})" if state.reason else ""
+        ctx.note(f"Slurm already has {hook.node} {state.state}{why}: the drain is left as it is after the run")
+        return DrainHold(hook.node, False, state.state, state.reason)
+    status, output = await _command(ctx, hook, drain_argv(hook.node, run_reason(run_id)))
+    if status != 0:
+        raise Refused(f"Slurm did not drain {hook.node}: {output.strip() or f'exit status {status}'}")
+    return DrainHold(hook.node, True, state.state, state.reason)
+
+
+def _jobs_words(state: SchedulerState) -> str:
+    return ", ".join(f"{j.id} ({j.user}/{j.name})" for j in state.jobs[:5]) + (
+        f" and {len(state.jobs) - 5} more" if len(state.jobs) > 5 else "")
+
+
+async def wait_for_jobs(ctx: NodeContext, hook: SchedulerHook, wait_s: float) -> None:
+    """Wait up to ``wait_s`` seconds for the node's jobs to end; refuse, naming them, if they do not."""
+    deadline = ctx.options.clock() + max(0.0, wait_s)
+    state = await read(ctx, hook)
+    while state.jobs:
+        if ctx.options.clock() >= deadline:
+            raise Refused(f"{hook.node} still runs {count(len(state.jobs), 'Slurm job')}: {_jobs_words(state)}; "
+                          f"a repair never signals a job: let them end (--wait-jobs SECONDS keeps the node "
+                          f"drained while they do) or scancel them, then repair again")
+        ctx.note(f"waiting for {count(len(state.jobs), 'Slurm job')} to end: {_jobs_words(state)}")
+        ctx.check_abort()
+        await ctx.options.sleep(JOB_POLL)
+        state = await read(ctx, hook)
+
+
+async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, result: str,
+                 failed_step: str | None, keep_drained: bool) -> str | None:
+    """Put the drain back the way it was; a sentence for the run's message, or None.
+
+    Raises:
+        StepFailed: Slurm refused to resume or re-reason the node (the node stays drained: say so).
+    """
+    if hold is None or not hold.ours:
+        return None
+    if result == "failed":
+        reason = f"nvls-tui: repair failed at {failed_step or 'an unknown step'}"
+        status, output = await _command(ctx, hook, drain_argv(hook.node, reason))
+        if status != 0:
+            raise StepFailed(f"Slurm did not take the reason {reason!r}: {output.strip() or status}")
+        return f"{hook.node} stays drained in Slurm ({reason})"
+    if result in ("repaired", "no-repair-needed") and keep_drained:
+        return f"{hook.node} stays drained in Slurm (--keep-drained)"
+    status, output = await _command(ctx, hook, resume_argv(hook.node))
+    if status != 0:
+        raise StepFailed(f"Slurm did not resume {hook.node}; it stays drained: {output.strip() or status}")
+    return f"{hook.node} resumed in Slurm"
+
+
+__all__ = ["DrainHold", "SchedulerHook", "drain", "drain_argv", "plan_commands", "read", "resume_argv",
+           "run_reason", "settle", "wait_for_jobs"]

@@ -1,0 +1,127 @@
+"""The repair around a scheduler (issue 15), the runbook's side: drain first, refuse while jobs run,
+put the drain back the way it was, stay drained with the failed step's name. The scheduler here is a
+recording double of the runbook's SchedulerHook; the same runbook against real slurmctld and slurmd is
+tests/test_lab_slurm_repair.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.model.scheduler import Job, SchedulerState
+from nvls_tui.runbook import Runbook
+from nvls_tui.runbook.events import CommandStarted, RunbookEvent
+from nvls_tui.runbook.scheduling import drain_argv, resume_argv, run_reason
+from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.views.runbook import repair_options
+
+
+class RecordingSlurm:
+    """A node's scheduler that remembers every command and changes its state as scontrol would."""
+
+    def __init__(self, node: str, state: str = "idle", reason: str | None = None, jobs: tuple[Job, ...] = (),
+                 jobs_end_after_reads: int | None = None, error: str | None = None) -> None:
+        self.node = node
+        self.state, self.reason, self.jobs, self.error = state, reason, jobs, error
+        self.commands: list[tuple[str, ...]] = []
+        self.reads = 0
+        self.jobs_end_after_reads = jobs_end_after_reads
+
+    async def read(self) -> SchedulerState:
+        self.reads += 1
+        if self.jobs_end_after_reads is not None and self.reads > self.jobs_end_after_reads:
+            self.jobs = ()
+        if self.error:
+            return SchedulerState("slurm", self.node, "unknown", error=self.error)
+        return SchedulerState("slurm", self.node, self.state, self.reason, self.jobs)
+
+    async def command(self, argv):
+        self.commands.append(tuple(argv))
+        words = dict(w.split("=", 1) for w in argv[2:] if "=" in w)
+        if words.get("State") == "DRAIN":
+            self.state, self.reason = ("draining" if self.jobs else "drained"), words.get("Reason")
+        elif words.get("State") == "RESUME":
+            self.state, self.reason = "idle", None
+        return 0, ""
+
+
+async def repair(spec: str, host: str, hook: RecordingSlurm, **options):
+    fleet = load_fleet(spec, speed=0)
+    (backend,) = sim_backends(fleet)
+    events: list[RunbookEvent] = []
+    book = Runbook(backend, repair_options([backend], **options), on_event=events.append, run_id="run1",
+                   scheduler=hook)
+    outcome = await book.run()
+    ran = [e.argv for e in events if isinstance(e, CommandStarted)]
+    return outcome, ran, fleet.node(host)
+
+
+JOB = Job(1234, "alice", "train", "2026-08-15T20:00:00")
+
+
+async def test_running_jobs_refuse_the_repair_with_no_reset_and_no_drain_left_behind():
+    hook = RecordingSlurm("gpu05", jobs=(JOB,))
+    outcome, ran, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
+    assert outcome.result == "refused"
+    assert "gpu05 still runs 1 Slurm job: 1234 (alice/train)" in outcome.message
+    assert ("nvidia-smi", "-r") not in ran
+    assert hook.commands == [drain_argv("gpu05", run_reason("run1")), resume_argv("gpu05")]
+    assert hook.state == "idle" and hook.reason is None  # no DRAIN it did not have
+
+
+async def test_an_idle_node_is_drained_repaired_and_resumed_and_each_scontrol_is_a_command_of_the_run():
+    hook = RecordingSlurm("gpu05")
+    outcome, ran, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
+    assert outcome.result == "repaired" and outcome.message.endswith("gpu05 resumed in Slurm")
+    assert hook.commands == [drain_argv("gpu05", "nvls-tui run1: NVLS repair"), resume_argv("gpu05")]
+    # The drain comes before anything is stopped, the resume after the units are back.
+    assert ran.index(hook.commands[0]) < ran.index(("nvidia-smi", "-r")) < ran.index(hook.commands[1])
+    assert ran.index(("systemctl", "start", "kubelet.service")) < ran.index(hook.commands[1])
+
+
+async def test_jobs_that_end_within_wait_jobs_let_the_repair_go_on():
+    hook = RecordingSlurm("gpu05", jobs=(JOB,), jobs_end_after_reads=3)
+    outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook, wait_jobs=60.0)
+    assert outcome.result == "repaired" and hook.state == "idle"
+
+
+async def test_a_failed_repair_stays_drained_with_the_step_it_failed_at():
+    hook = RecordingSlurm("gpu-stuck01")
+    outcome, _, _ = await repair("sim:stuck-in-progress", "gpu-stuck01", hook)
+    assert outcome.result == "failed"
+    failed = next(s.name for s in outcome.steps if s.status == "failed")
+    assert hook.state == "drained" and hook.reason == f"nvls-tui: repair failed at {failed}"
+    assert outcome.message.endswith(f"gpu-stuck01 stays drained in Slurm (nvls-tui: repair failed at {failed})")
+
+
+async def test_a_drain_someone_else_set_is_left_alone():
+    hook = RecordingSlurm("gpu05", state="drained", reason="maintenance: PSU swap")
+    outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
+    assert outcome.result == "repaired" and hook.commands == []
+    assert (hook.state, hook.reason) == ("drained", "maintenance: PSU swap")
+
+
+async def test_keep_drained_leaves_the_repaired_node_drained():
+    hook = RecordingSlurm("gpu05")
+    outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook, keep_drained=True)
+    assert outcome.result == "repaired" and hook.commands == [drain_argv("gpu05", run_reason("run1"))]
+    assert hook.state == "drained" and outcome.message.endswith("stays drained in Slurm (--keep-drained)")
+
+
+async def test_a_scheduler_that_cannot_be_read_refuses_the_repair():
+    hook = RecordingSlurm("gpu05", error="scontrol: error: Unable to contact slurm controller")
+    outcome, ran, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
+    assert outcome.result == "refused" and "the scheduler could not be read" in outcome.message
+    assert ("nvidia-smi", "-r") not in ran and hook.commands == []
+
+
+async def test_the_dry_run_shows_the_drain_and_the_resume():
+    hook = RecordingSlurm("gpu05")
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
+    (backend,) = sim_backends(fleet)
+    options = replace(repair_options([backend]), dry_run=True)
+    outcome = await Runbook(backend, options, run_id="run1", scheduler=hook).run()
+    preflight, restore = outcome.step("preflight").commands, outcome.step("restore").commands
+    assert preflight[0].startswith("scontrol update NodeName=gpu05 State=DRAIN 'Reason=nvls-tui run1: NVLS repair'")
+    assert restore[-1].startswith("scontrol update NodeName=gpu05 State=RESUME")
+    assert hook.commands == []  # a dry run changes nothing, the scheduler included
