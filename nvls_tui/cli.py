@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_reach_options(check)
     check.add_argument("--json", action="store_true", help="print the JSON of contract.md")
+    check.add_argument("--via", choices=("ssh", "slurm"), default="ssh",
+                       help="reach the nodes over SSH (default) or through one srun of the Slurm cluster "
+                            "(TARGETs are then Slurm node names, e.g. 'gpu[05-06]')")
 
     analyze = sub.add_parser("analyze", help="recognise and parse captured command outputs")
     analyze.add_argument("files", nargs="+", metavar="FILE", help="files to read ('-' = stdin)")

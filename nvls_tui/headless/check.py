@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from nvls_tui.backends.base import Activity, Backend, BackendError
-from nvls_tui.backends.targets import options_from_args, resolve_backends, scheduler_from_args
+from nvls_tui.backends.base import Activity, Backend, BackendError, InvalidArgument
+from nvls_tui.backends.targets import options_from_args, resolve_backends, scheduler_from_args, target_words
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
@@ -265,16 +265,41 @@ async def attach_scheduler(slurm, states: list[NodeState]) -> list[NodeState]:
     return with_scheduler(states, await slurm.states(hosts)) if hosts else states
 
 
+def slurm_nodes(args: argparse.Namespace) -> list[str]:
+    """The Slurm node names of ``check --via slurm`` (node sets expanded; no simulated targets)."""
+    from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+
+    names: list[str] = []
+    for word in target_words(args):
+        if word.startswith("sim:") or word == "local":
+            raise InvalidArgument(f"--via slurm reaches Slurm nodes, not {word}")
+        try:
+            names += [n for n in NodeSet(word) if n not in names]
+        except (NodeSetParseError, ValueError):
+            raise InvalidArgument(f"{word!r} is not a Slurm node name or node set") from None
+    return names
+
+
+def _poll(args: argparse.Namespace, slurm, deadline: float) -> list[NodeState]:
+    """Every target's state: over SSH (each node its own session) or through one srun."""
+    # Progress goes to stderr only: stdout stays exactly the table or the one JSON document.
+    if getattr(args, "via", "ssh") != "slurm":
+        return asyncio.run(poll_all(resolve_backends(args), deadline, sys.stderr))
+    if slurm is None:
+        raise InvalidArgument("--via slurm needs the Slurm cluster: --slurm-conf FILE or SLURM_CONF")
+    from nvls_tui.scheduler.srun import poll_via_srun
+
+    return asyncio.run(poll_via_srun(slurm, slurm_nodes(args), deadline, options_from_args(args).max_output))
+
+
 def run(args: argparse.Namespace) -> int:
     """Poll, diagnose, print; exit status of contract.md."""
-    backends = resolve_backends(args)
     options = options_from_args(args)
     # A poll is several commands; give it a few command timeouts before calling the node unreachable.
     deadline = options.timeout * 3
     started = time.monotonic()
-    # Progress goes to stderr only: stdout stays exactly the table or the one JSON document.
     slurm = scheduler_from_args(args)
-    states = asyncio.run(poll_all(backends, deadline, sys.stderr))
+    states = _poll(args, slurm, deadline)
     if slurm is not None:
         states = asyncio.run(attach_scheduler(slurm, states))
     results = [(s, diagnose(s)) for s in states]

@@ -1,0 +1,76 @@
+"""``check --via slurm``: the poll of many nodes through one ``srun`` instead of one SSH session each.
+
+The same probe script as the SSH path (:func:`nvls_tui.poll.probe.probe_script`) runs once per node
+(``srun -N COUNT --ntasks-per-node=1 -w NODES --label``); srun's label (``3: ``) tells the nodes'
+lines apart, the script's first line names its node, and each node's lines go through the same
+section reader and assembly as over SSH, so both paths give the same state of the same node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from nvls_tui.model import CommandResult, NodeState
+from nvls_tui.poll.assemble import assemble_node_state
+from nvls_tui.poll.probe import SectionReader, new_nonce, probe_script, section_argv
+from nvls_tui.scheduler.slurm import Slurm
+from nvls_tui.textsafe import one_line
+
+# The line each task prints first: which node it runs on.
+HOST_MARK = "@@nvls-tui-node"
+
+
+def srun_argv(nodes: Sequence[str], script: str, timeout: float) -> list[str]:
+    """One task on each node, labelled, bounded in time, running ``script`` with sh."""
+    minutes = max(1, int(timeout // 60) + 1)
+    return ["srun", "--quiet", "--label", "-N", str(len(nodes)), "--ntasks-per-node=1", "-w", ",".join(nodes),
+            f"--time={minutes}", "--job-name=nvls-tui-check", "sh", "-c",
+            f'echo "{HOST_MARK} $(hostname -s)"; {script}']
+
+
+def split_by_label(text: str) -> dict[int, list[str]]:
+    """srun ``--label`` output (``0: line``) as each task's lines, in order."""
+    tasks: dict[int, list[str]] = {}
+    for line in text.splitlines():
+        label, sep, rest = line.partition(": ")
+        if sep and label.strip().isdigit():
+            tasks.setdefault(int(label.strip()), []).append(rest)
+    return tasks
+
+
+def node_state(host: str, lines: list[str], nonce: str, cap: int) -> NodeState:
+    """One task's lines read as the SSH path reads its script's output."""
+    reader = SectionReader(nonce, cap)
+    reader.feed("\n".join(lines) + "\n")
+    sections = {name: CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
+                                    stdout=text, truncated=name == reader.overflow)
+                for name, (status, text) in reader.finish().items()}
+    return assemble_node_state(host, sections, simulated=False, polled_at=time.time())
+
+
+async def poll_via_srun(slurm: Slurm, nodes: Sequence[str], timeout: float, cap: int) -> list[NodeState]:
+    """Every node's state from one srun; a node that did not answer is unreachable with srun's words."""
+    nonce = new_nonce()
+    argv = srun_argv(nodes, probe_script(False, nonce), timeout)
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, env=slurm.env(), stdin=asyncio.subprocess.DEVNULL,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except OSError as exc:
+        return [NodeState(n, reachable=False, error=f"srun could not be run: {exc.strerror or exc}") for n in nodes]
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return [NodeState(n, reachable=False, error=f"srun did not finish within {timeout:.0f} s") for n in nodes]
+    by_host: dict[str, list[str]] = {}
+    for lines in split_by_label(out.decode(errors="replace")).values():
+        if lines and lines[0].startswith(HOST_MARK + " "):
+            by_host[lines[0].split()[1]] = lines[1:]
+    said = one_line(err.decode(errors="replace"), 200) or f"srun exited {proc.returncode}"
+    return [node_state(n, by_host[n], nonce, cap) if n in by_host else
+            NodeState(n, reachable=False, error=f"no answer through srun: {said}") for n in nodes]
+
+
+__all__ = ["HOST_MARK", "node_state", "poll_via_srun", "split_by_label", "srun_argv"]
