@@ -122,8 +122,11 @@ class NvlsApp(App[int]):
                                            diagnose=diagnose) for b in backends}
         self.set_reactive(NvlsApp.fleet, Fleet(tuple(NodeState(b.host, simulated=b.simulated)
                                                      for b in backends)))
+        # With a scheduler, console repairs drain and resume through it as headless ones do (a purely
+        # simulated node is in no cluster).
+        schedulers = {h: slurm.hook(h) for h, b in self.backends.items() if not b.simulated} if slurm else {}
         self.session = Session(self.backends, audit_dir=audit_dir, timeout=timeout, pause=self.polls_paused,
-                               read_only=read_only, on_audit_failure=self._audit_failed)
+                               read_only=read_only, on_audit_failure=self._audit_failed, schedulers=schedulers)
         self._first_round = asyncio.Event()
         self._gc_settled = False
         self._polled: set[str] = set()

@@ -30,7 +30,10 @@ JOB_POLL = 2.0
 class SchedulerHook(Protocol):
     """The scheduler of one node, as the runbook needs it."""
 
-    node: str
+    @property
+    def node(self) -> str:
+        """The scheduler's name of the node."""
+        ...
 
     async def read(self) -> SchedulerState:
         """The node's state, reason and running jobs."""
