@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: OpenSSH's sshd (the real server the SSH tests talk to), tmux
 # (the end-to-end terminal tests), and the real tools the simulator is checked against and the
-# real-process node runs (procps ps/kill/watch, psmisc fuser, util-linux unshare), and the lab's
-# containers (systemd-container's systemd-nspawn booting the host's own systemd). Installed only when
-# missing.
+# real-process node runs (procps ps/kill/watch, psmisc fuser, util-linux unshare), the lab's
+# containers (systemd-container's systemd-nspawn booting the host's own systemd), and the lab's Slurm
+# cluster (`lab up --slurm`: slurm-wlm's slurmctld and slurmd, slurm-client's scontrol/sinfo/squeue/
+# sbatch/scancel/srun, munge's munged). Installed only when missing.
 set -euo pipefail
 need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
@@ -14,6 +15,12 @@ command -v fuser >/dev/null 2>&1 || need+=(psmisc)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 [ -x /lib/systemd/systemd ] || need+=(systemd)
+{ command -v slurmctld || [ -x /usr/sbin/slurmctld ]; } >/dev/null 2>&1 \
+    && { command -v slurmd || [ -x /usr/sbin/slurmd ]; } >/dev/null 2>&1 || need+=(slurm-wlm)
+for tool in scontrol sinfo squeue sbatch scancel srun; do
+    command -v "$tool" >/dev/null 2>&1 || { need+=(slurm-client); break; }
+done
+{ command -v munged || [ -x /usr/sbin/munged ]; } >/dev/null 2>&1 && command -v munge >/dev/null 2>&1 || need+=(munge)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"

@@ -18,6 +18,21 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _slurm_status(folder: Path) -> None:
+    """``lab status``'s Slurm lines (a lab of ``up --slurm``): slurmctld, then each node's Slurm state."""
+    from nvls_tui.lab import lifecycle
+
+    slurm = lifecycle.slurm_status(folder)
+    if slurm is None:
+        return
+    daemon = f"running (pid {slurm.slurmctld_pid})" if slurm.slurmctld_running else "stopped"
+    print(f"slurmctld\t{slurm.controller}\t{daemon}\tSLURM_CONF={slurm.conf}")
+    if slurm.slurmctld_running and not slurm.munged_running:
+        print("munged\t-\tstopped\t(the host's munged: Slurm's clients here cannot authenticate)")
+    for name, state in (slurm.nodes or {}).items():
+        print(f"slurm\t{name}\t{state}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when done; 2 with one sentence when the lab cannot run or a node did not come up."""
     from ClusterShell.NodeSet import NodeSet, NodeSetParseError
@@ -28,15 +43,13 @@ def run(args: argparse.Namespace) -> int:
     folder = lab_dir(args)
     try:
         if args.lab_command == "up":
-            if args.slurm:
-                raise LabError("--slurm is not built yet (the Slurm issue): boot the lab without it")
             try:
                 names = list(NodeSet(args.nodes))
             except NodeSetParseError as exc:
                 raise LabError(f"bad node set {args.nodes!r}: {exc}") from None
             if not names or len(names) > 64:
                 raise LabError("give between 1 and 64 lab nodes")
-            lifecycle.up(folder, names, args.scenario, say=_say)
+            lifecycle.up(folder, names, args.scenario, say=_say, slurm=args.slurm)
             print(folder / "ssh_config")
         elif args.lab_command == "status":
             nodes = lifecycle.status(folder)
@@ -44,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"no lab in {folder}")
             for node, up in nodes:
                 print(f"{node.name}\t{node.address}\t{'running' if up else 'stopped'}")
+            _slurm_status(folder)
         elif args.lab_command == "down":
             lifecycle.down(folder, say=_say)
     except LabError as exc:

@@ -5,6 +5,8 @@
   (stdout), records its PID, holds the NVSwitch control files and runs until SIGTERM.
 - ``nv-hostengine``, ``nvidia-persistenced`` and the GPU Operator pods' programs: hold their device
   files until SIGTERM (persistenced also turns persistence mode on while it runs).
+- ``nvls-lab-hold [GPU ...]``: a job's CUDA program (``sbatch --wrap 'exec nvls-lab-hold 0 1'``): holds
+  the given GPUs (else those of ``CUDA_VISIBLE_DEVICES``, else all) read-write and mapped until SIGTERM.
 - ``kubelet``: keeps the pods running as real processes, each in its own transient scope in a real
   ``kubepods`` slice, and recreates a pod (new PID, new container id) a few seconds after it dies,
   as kubelet does. Stopping kubelet leaves the pods running, as stopping the real one does.
@@ -114,6 +116,34 @@ def holder(program: str, args: list[str]) -> int:
     return 0
 
 
+HOLD_USAGE = "usage: nvls-lab-hold [GPU ...]  (default: $CUDA_VISIBLE_DEVICES, else every GPU)"
+
+
+def job_holder(args: list[str]) -> int:
+    """``nvls-lab-hold [GPU ...]``: hold GPUs as a job's CUDA process does, until SIGTERM (scancel).
+
+    Opens ``/dev/nvidiactl``, ``/dev/nvidia-uvm`` and each chosen ``/dev/nvidiaN`` read-write and maps
+    them (fuser's ``F...m``, as CUDA's), so a reset meets it as it meets a real workload.
+    """
+    if args[:1] in (["-h"], ["--help"]):
+        _say(HOLD_USAGE)
+        return 0
+    chosen = args or [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
+    if not all(g.isdigit() for g in chosen):
+        print(f"nvls-lab-hold: not a GPU index: {' '.join(chosen)}\n{HOLD_USAGE}", file=sys.stderr, flush=True)
+        return 2
+    gpus = [f"/dev/nvidia{int(g)}" for g in chosen] if chosen else gpu_files()[1:]
+    absent = [f for f in gpus if not os.path.exists(f)]
+    if absent or not gpus:
+        print(f"nvls-lab-hold: no such GPU: {' '.join(absent) or '/dev/nvidia0'}", file=sys.stderr, flush=True)
+        return 1
+    files = ["/dev/nvidiactl", "/dev/nvidia-uvm", *gpus]
+    _say(f"nvls-lab-hold: pid {os.getpid()} holds {' '.join(files)} until SIGTERM")
+    with holding(files, mapped=True):
+        _until_term()
+    return 0
+
+
 def _pod_argv(pod: Pod, salt: int) -> list[str]:
     """``systemd-run --scope`` into the pod's slice: the process lands in a real kubepods cgroup."""
     container = digest(os.uname().nodename, pod.role, salt)[:64]
@@ -170,4 +200,6 @@ def main(program: str, args: list[str]) -> int:
         return fabric_manager(args)
     if program == "kubelet":
         return kubelet(args)
+    if program == "nvls-lab-hold":
+        return job_holder(args)
     return holder(program, args)

@@ -7,6 +7,9 @@ procps, psmisc, the project and its venv) is the host's real program.
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import dataclass
+
 from nvls_tui.lab.hardware import HW_DIR
 from nvls_tui.lab.tools import script
 from nvls_tui.poll.probe import SIMULATED_MARKER
@@ -35,6 +38,35 @@ exec /usr/bin/journalctl "$@"
 """
 
 FM_CFG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+HOLD = "/usr/local/bin/nvls-lab-hold"
+"""A job's stand-in CUDA program: holds the GPUs it is given until SIGTERM (``nvls_tui.lab.daemons``)."""
+SLURM_ETC = "/etc/slurm"
+GRES_DEVICE = "/dev/nvls-lab-gpu"
+"""``/dev/nvls-lab-gpuN``: GPU N as Slurm's gres.conf names it (a character device: slurmd takes no other)."""
+GRES_DEVICES = "/usr/libexec/nvls-lab/slurm-gres-devices"
+GRES_DEVICES_SCRIPT = f"""#!/bin/sh
+# nvls-tui lab: slurmd's gres/gpu takes only character devices, and the stand-in /dev/nvidiaN are plain
+# files (the daemons map them). Each GPU gets one for Slurm, the null device's numbers: never opened.
+for f in /dev/nvidia[0-9]*; do
+  n=${{f#/dev/nvidia}}
+  [ -e {GRES_DEVICE}$n ] || mknod -m 0600 {GRES_DEVICE}$n c 1 3
+done
+"""
+
+
+@dataclass(frozen=True)
+class SlurmImage:
+    """What a node of ``lab up --slurm`` runs: munged and slurmd as units, the lab's slurm.conf."""
+
+    munged: tuple[str, ...]
+    """munged's argv (forking: systemd waits until its socket is there)."""
+    slurmd: tuple[str, ...]
+    conf: str
+    """``DIR/slurm.conf``, bound at its own path inside the node."""
+    pid_file: str
+    """The PID file munged writes (``Type=forking``)."""
+    spool: str
+    """slurmd's SlurmdSpoolDir, which slurmd does not make."""
 
 
 def _unit(description: str, service: str, install: str = "WantedBy=multi-user.target") -> str:
@@ -42,13 +74,39 @@ def _unit(description: str, service: str, install: str = "WantedBy=multi-user.ta
             f"[Service]\n{service}\nEnvironment=PYTHONUNBUFFERED=1\n\n[Install]\n{install}\n")
 
 
-def unit_files(device_files: list[str]) -> dict[str, str]:
-    """The lab's unit files (``/etc/systemd/system``), with the simulator's descriptions."""
+def slurm_units(slurm: SlurmImage) -> dict[str, str]:
+    """``munge.service`` and ``slurmd.service`` of a ``--slurm`` node (they replace Debian's, by name)."""
+    return {
+        "munge.service": ("[Unit]\nDescription=MUNGE authentication service\nDocumentation=man:munged(8)\n\n"
+                          "[Service]\nType=forking\n"
+                          f"ExecStart={shlex.join(slurm.munged)}\nPIDFile={slurm.pid_file}\n"
+                          "Restart=on-abort\n\n[Install]\nWantedBy=multi-user.target\n"),
+        "slurmd.service": ("[Unit]\nDescription=Slurm node daemon\nDocumentation=man:slurmd(8)\n"
+                           "After=munge.service nvls-lab-devices.service network-online.target\n"
+                           "Requires=munge.service nvls-lab-devices.service\n\n"
+                           f"[Service]\nType=simple\nEnvironment=SLURM_CONF={slurm.conf}\n"
+                           f"ExecStartPre=/bin/mkdir -p {slurm.spool}\nExecStartPre={GRES_DEVICES}\n"
+                           f"ExecStart={shlex.join(slurm.slurmd)}\nExecReload=/bin/kill -HUP $MAINPID\n"
+                           # Debian's: stopping slurmd leaves its jobs running, as on a real node.
+                           "KillMode=process\nLimitNOFILE=131072\nLimitMEMLOCK=infinity\nLimitSTACK=infinity\n"
+                           "Delegate=yes\nTasksMax=infinity\n\n[Install]\nWantedBy=multi-user.target\n"),
+    }
+
+
+def unit_files(device_files: list[str], slurm: SlurmImage | None = None) -> dict[str, str]:
+    """The lab's unit files (``/etc/systemd/system``), with the simulator's descriptions.
+
+    With ``slurm``, the node's target also starts munged and slurmd at boot (a real node enables them).
+    """
     d = UNIT_DESCRIPTIONS
     touch = " ".join(device_files)
+    wants = "ssh.service systemd-logind.service systemd-user-sessions.service nvls-lab-devices.service"
+    if slurm is not None:
+        wants += " munge.service slurmd.service"
     return {
+        **(slurm_units(slurm) if slurm is not None else {}),
         TARGET: ("[Unit]\nDescription=nvls-tui lab node\nRequires=basic.target\nAfter=basic.target\n"
-                 "Wants=ssh.service systemd-logind.service systemd-user-sessions.service nvls-lab-devices.service\nAllowIsolate=yes\n"),
+                 f"Wants={wants}\nAllowIsolate=yes\n"),
         "nvls-lab-devices.service": ("[Unit]\nDescription=nvls-tui lab: the stand-in /dev/nvidia* files\n"
                                      "DefaultDependencies=no\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
                                      # a page each: the daemons map their devices (fuser's m)
@@ -84,7 +142,7 @@ def sshd_config(address: str) -> str:
 
 
 def node_files(name: str, address: str, python: str, authorized_key: str,
-               device_files: list[str]) -> dict[str, tuple[str, int]]:
+               device_files: list[str], slurm: SlurmImage | None = None) -> dict[str, tuple[str, int]]:
     """Every file a lab node adds to the host's root: ``{path: (text, mode)}``."""
     files: dict[str, tuple[str, int]] = {
         "/etc/hostname": (name + "\n", 0o644),
@@ -97,18 +155,30 @@ def node_files(name: str, address: str, python: str, authorized_key: str,
         KERNEL_JOURNAL: (script("journalctl-kernel", python), 0o755),
         FM_CFG: ("# nvls-tui lab: the stand-in Fabric Manager reads nothing from here\n", 0o644),
         HW_DIR + "/.keep": ("", 0o644),
+        HOLD: (script("nvls-lab-hold", python, module="nvls_tui.lab.daemons"), 0o755),
     }
     for tool in TOOLS:
         target = "nvls_tui.lab.daemons" if tool == "nv-fabricmanager" else "nvls_tui.lab.tools"
         files[f"/usr/bin/{tool}"] = (script(tool, python, module=target), 0o755)
     for daemon in DAEMONS:
         files[f"/usr/bin/{daemon}"] = (script(daemon, python, module="nvls_tui.lab.daemons"), 0o755)
-    for unit, text in unit_files(device_files).items():
+    if slurm is not None:
+        files[GRES_DEVICES] = (GRES_DEVICES_SCRIPT, 0o755)
+    for unit, text in unit_files(device_files, slurm).items():
         files[f"/etc/systemd/system/{unit}"] = (text, 0o644)
     return files
 
 
-def enabled_links() -> dict[str, str]:
-    """``{link path: target}``: the ``.wants`` symlinks ``systemctl enable`` would make."""
-    return {f"/etc/systemd/system/{target}.wants/{unit}": f"/etc/systemd/system/{unit}"
-            for unit, target in ENABLED.items()}
+def enabled_links(slurm: SlurmImage | None = None) -> dict[str, str]:
+    """``{link path: target}``: the ``.wants`` symlinks ``systemctl enable`` would make.
+
+    With ``slurm``, also ``/etc/slurm/slurm.conf`` (and the gres.conf and cgroup.conf Slurm reads beside
+    it) to the lab's: Slurm's tools on the node find them as on a real node.
+    """
+    links = {f"/etc/systemd/system/{target}.wants/{unit}": f"/etc/systemd/system/{unit}"
+             for unit, target in ENABLED.items()}
+    if slurm is not None:
+        folder = slurm.conf.rsplit("/", 1)[0]
+        for name in ("slurm.conf", "gres.conf", "cgroup.conf"):
+            links[f"{SLURM_ETC}/{name}"] = f"{folder}/{name}"
+    return links

@@ -3,6 +3,10 @@
 ``up`` writes each node's layer, mounts its root, boots it, waits for systemd and sshd, acts the
 scenario, then writes ``DIR/ssh_config`` and ``DIR/known_hosts`` (each node's own host key). Whatever
 fails part way, what was already made is recorded in ``DIR/lab.json`` first and torn down again.
+
+With ``slurm``, a real Slurm cluster runs over the nodes (:mod:`nvls_tui.lab.slurm`): the host's
+munged and slurmctld start before the nodes boot, each node's munged and slurmd start with it, and
+``up`` returns once ``sinfo`` shows every node idle.
 """
 
 from __future__ import annotations
@@ -17,14 +21,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nvls_tui.lab import acts
+from nvls_tui.lab import slurm as slurm_
 from nvls_tui.lab.hardware import new_hardware
-from nvls_tui.lab.image import SSH_PORT, enabled_links, node_files
+from nvls_tui.lab.image import SSH_PORT, SlurmImage, enabled_links, node_files
 from nvls_tui.lab.machine import (
     DEFAULT_SUBNET,
     LabError,
     LabNode,
     address_of,
     boot,
+    is_process,
+    load_slurm,
     load_state,
     missing_requirements,
     mount_overlay,
@@ -62,15 +69,16 @@ def _hardware(node: LabNode) -> list[str]:
     return devices
 
 
-def _write_layer(node: LabNode, lab_key: str) -> None:
+def _write_layer(node: LabNode, lab_key: str, slurm: SlurmImage | None = None) -> list[str]:
+    """Write the node's upper layer; returns its device files."""
     upper = Path(node.folder, "upper")
     devices = _hardware(node)
-    for path, (text, mode) in node_files(node.name, node.address, sys.executable, lab_key, devices).items():
+    for path, (text, mode) in node_files(node.name, node.address, sys.executable, lab_key, devices, slurm).items():
         target = upper / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
         os.chmod(target, mode)
-    for link, dest in enabled_links().items():
+    for link, dest in enabled_links(slurm).items():
         target = upper / link.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_symlink():
@@ -80,6 +88,7 @@ def _write_layer(node: LabNode, lab_key: str) -> None:
     host_key.unlink(missing_ok=True)
     host_key.with_suffix(".pub").unlink(missing_ok=True)
     _keygen(host_key, f"root@{node.name}")
+    return devices
 
 
 def _client_files(folder: Path, nodes: list[LabNode]) -> None:
@@ -94,13 +103,16 @@ def _client_files(folder: Path, nodes: list[LabNode]) -> None:
     (folder / "ssh_config").write_text("\n".join(config))
 
 
-def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: int = DEFAULT_SUBNET) -> list[LabNode]:
+def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: int = DEFAULT_SUBNET,
+       slurm: bool = False) -> list[LabNode]:
     """Boot ``names`` as lab nodes acting ``scenario``; returns the nodes (``DIR/ssh_config`` reaches them).
+
+    With ``slurm``, also a Slurm cluster over them (``SLURM_CONF=DIR/slurm.conf``), every node idle.
 
     Raises:
         LabError: the lab cannot run here, or a node did not come up (what was made is undone).
     """
-    problem = missing_requirements()
+    problem = missing_requirements() or (slurm_.missing() if slurm else None)
     if problem:
         raise LabError(problem)
     if scenario not in acts.SCENARIOS:
@@ -114,32 +126,54 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         # The lab writes (and `lab down` removes) id_ed25519, known_hosts, ssh_config: never in a folder
         # that holds something else (`--dir ~/.ssh` would cost the operator their own key).
         raise LabError(f"{folder} is not empty and is not a lab folder: give an empty or new --dir")
+    nodes = [LabNode(name, address_of(i, subnet), str(folder / "nodes" / name)) for i, name in enumerate(names)]
+    if slurm:
+        slurm_.check_ready(folder, nodes, subnet)
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     lab_key = _keygen(folder / "id_ed25519", "nvls-tui-lab")
-    nodes = [LabNode(name, address_of(i, subnet), str(folder / "nodes" / name)) for i, name in enumerate(names)]
     taken = [n.address for n in nodes if ssh_banner(n.address)]
     if taken:
         raise LabError(f"{taken[0]}:{SSH_PORT} is already in use (another lab?): bring it down first")
+    cluster = slurm_.SlurmLab(subnet) if slurm else None
+
+    def record() -> None:
+        save_state(folder, scenario, nodes, cluster.to_json() if cluster is not None else None)
+
     try:
+        devices: list[str] = []
         for node in nodes:
             say(f"{node.name}: preparing its root")
-            _write_layer(node, lab_key)
+            devices = _write_layer(node, lab_key, slurm_.node_image(folder, node) if slurm else None)
+        if cluster is not None:
+            record()
+            gpus = sum(1 for d in devices if d[len("/dev/nvidia"):].isdigit())
+            slurm_.write_files(folder, nodes, subnet, gpus)
+            say(f"slurm: starting munged and slurmctld ({slurm_.ctld_address(subnet)}:{slurm_.ctld_port(subnet)})")
+            slurm_.start_munged(folder, cluster, record)
+            slurm_.start_slurmctld(folder, cluster, record)
+        for node in nodes:
             mount_overlay(node)
-            save_state(folder, scenario, nodes)
-            boot(node)
-            save_state(folder, scenario, nodes)
+            record()
+            boot(node, slurm_.node_binds(folder, node) if slurm else ())
+            record()
         say("booting " + ", ".join(n.name for n in nodes))
         with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
             list(pool.map(wait_booted, nodes))
             _client_files(folder, nodes)
             say(f"acting the {scenario} scenario")
             list(pool.map(lambda n: acts.act(n, acts.act_of(scenario, n.name), folder / "ssh_config"), nodes))
+        if cluster is not None:
+            say("slurm: waiting for every node to be idle")
+            slurm_.wait_idle(folder, names)
     except BaseException:
-        save_state(folder, scenario, nodes)
+        record()
         down(folder, say=lambda _t: None)
         raise
     say(f"lab up: {len(nodes)} node(s); ssh -F {folder / 'ssh_config'} {nodes[0].name}")
+    if cluster is not None:
+        say(f"lab up: Slurm cluster {slurm_.CLUSTER}, partition {slurm_.PARTITION} ({', '.join(names)} idle); "
+            f"SLURM_CONF={slurm_.conf_path(folder)} sinfo")
     return nodes
 
 
@@ -147,6 +181,12 @@ def status(folder: Path) -> list[tuple[LabNode, bool]]:
     """Each recorded node and whether its container runs."""
     _, nodes = load_state(folder)
     return [(n, running(n)) for n in nodes]
+
+
+def slurm_status(folder: Path) -> slurm_.SlurmStatus | None:
+    """The lab's Slurm (slurmctld, munged, each node's Slurm state), or None without ``--slurm``."""
+    record = load_slurm(folder)
+    return slurm_.status(folder, slurm_.SlurmLab.from_json(record)) if record is not None else None
 
 
 def down(folder: Path, say: Say = print) -> None:
@@ -158,11 +198,19 @@ def down(folder: Path, say: Say = print) -> None:
         say(f"lab down: no lab in {folder}")
         return
     _, nodes = load_state(folder)
+    record = load_slurm(folder)
+    cluster = slurm_.SlurmLab.from_json(record) if record is not None else None
+    if cluster is not None and is_process(cluster.slurmctld_pid, "slurmctld"):
+        slurm_.cancel_jobs(folder)  # the jobs end as scancel ends them; the containers' poweroff ends the rest
     with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
         list(pool.map(stop, nodes))
+    if cluster is not None:
+        slurm_.stop(folder, cluster)
     left = mounted_under(folder)
     if left:
         raise LabError(f"could not unmount {left[0]}; see `findmnt {left[0]}`")
+    if cluster is not None:
+        slurm_.remove_files(folder)
     for name in ("nodes", "lab.json", "ssh_config", "known_hosts", "id_ed25519", "id_ed25519.pub"):
         path = folder / name
         if path.is_dir():

@@ -109,7 +109,9 @@ def make_cgroups(name: str) -> list[str]:
 
     Without ``--register`` and with ``--keep-unit``, nspawn keeps the container in the cgroup it was
     started from: two nodes started from one process would share it, and each node's systemd would
-    remove the other's unit cgroups (seen: status 219/CGROUP on ``systemctl start``).
+    remove the other's unit cgroups (seen: status 219/CGROUP on ``systemctl start``). ``name`` holds the
+    node's address too: two labs (the suite's and ``--slurm``'s tests', both with a gpu05) started from
+    one cgroup must not share one either, nor remove each other's at ``down``.
     """
     made = []
     for mount, path in _cgroup_roots():
@@ -130,16 +132,19 @@ def remove_cgroups(paths: list[str]) -> None:
                 pass
 
 
-def boot(node: LabNode) -> None:
-    """Start the container (systemd as PID 1 into the lab's target); record its PIDs."""
+def boot(node: LabNode, binds: Sequence[str] = ()) -> None:
+    """Start the container (systemd as PID 1 into the lab's target); record its PIDs.
+
+    ``binds``: more ``--bind``/``--bind-ro`` options (``--slurm``'s conf, key and munge folder).
+    """
     log = open(Path(node.folder, "console.log"), "wb")  # noqa: SIM115 - nspawn owns it until down
     argv = ["systemd-nspawn", "-q", "-D", str(node.root), "-M", node.name, "--register=no", "--keep-unit",
-            "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", *_code_binds(), "--boot", "--",
+            "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", *_code_binds(), *binds, "--boot", "--",
             f"systemd.unit={TARGET}", "systemd.firstboot=off"]
     # cgroup v2 only, as on the write-up's Ubuntu 22.04 nodes; a hybrid v1 layout inside the container
     # loses unit cgroups ("Failed to attach to cgroup ...: No such file or directory", status 219).
     env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1"}
-    node.cgroups = make_cgroups(node.name)
+    node.cgroups = make_cgroups(f"{node.name}-{node.address}")
     procs_files = [Path(c, "cgroup.procs") for c in node.cgroups]
 
     def enter_cgroups() -> None:  # in the child, before exec: nspawn starts inside the node's cgroups
@@ -251,12 +256,24 @@ def ssh_banner(address: str) -> bool:
 def stop(node: LabNode, timeout: float = 20.0) -> None:
     """Power the container off, then unmount its root.
 
-    ``systemctl poweroff --force`` inside ends every process at once (a lab node has nothing to save);
-    SIGTERM to nspawn, then SIGKILL of its process group, follow if the container outlives it.
+    ``systemctl poweroff --force`` inside ends every process at once (a lab node has nothing to save).
+    A process that ignores SIGTERM (a busy slurmstepd) keeps systemd-shutdown waiting for up to 90 s: after
+    half the timeout the container's init gets SIGKILL, which ends every process of the container (killing
+    nspawn first would leave them running, orphaned). SIGTERM to nspawn, then SIGKILL of its process
+    group, follow if it still outlives them.
     """
     if node.nspawn_pid and _is(node.nspawn_pid, "systemd-nspawn"):
         if node.leader_pid:
             run(exec_argv(node, ["systemctl", "poweroff", "--force"]), timeout=10, check=False)
+            deadline = time.monotonic() + timeout / 2
+            while time.monotonic() < deadline and _is(node.nspawn_pid, "systemd-nspawn"):
+                _reap(node.nspawn_pid)
+                time.sleep(0.1)
+            if _is(node.nspawn_pid, "systemd-nspawn") and _child_of(node.nspawn_pid) == node.leader_pid:
+                try:
+                    os.kill(node.leader_pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         for signo in (signal.SIGTERM, signal.SIGKILL):
             deadline = time.monotonic() + timeout / 2
             while time.monotonic() < deadline and _is(node.nspawn_pid, "systemd-nspawn"):
@@ -280,6 +297,10 @@ def _reap(pid: int) -> None:
         pass
 
 
+reap = _reap
+"""Collect ``pid``'s exit status if it is this process's child (a daemon the lab started)."""
+
+
 def _is(pid: int, comm: str) -> bool:
     """True when ``pid`` is alive (not a zombie) and is ``comm`` (a reused PID is not ours)."""
     try:
@@ -288,6 +309,11 @@ def _is(pid: int, comm: str) -> bool:
         return False
     name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:][:1]
     return name == comm[:15] and state != "Z"
+
+
+def is_process(pid: int, comm: str) -> bool:
+    """True when ``pid`` is alive and is ``comm``: a PID the lab recorded is still the lab's."""
+    return pid > 0 and _is(pid, comm)
 
 
 def mounted_under(folder: Path) -> list[str]:
@@ -308,10 +334,12 @@ def unmount(folder: Path) -> None:
             run(["umount", "-l", point], check=False)
 
 
-def save_state(folder: Path, scenario: str, nodes: list[LabNode]) -> None:
-    """Write ``DIR/lab.json``: what ``lab down`` must undo."""
+def save_state(folder: Path, scenario: str, nodes: list[LabNode], slurm: dict[str, int] | None = None) -> None:
+    """Write ``DIR/lab.json``: what ``lab down`` must undo (``slurm``: the host's Slurm daemons, if any)."""
     # owner: the process that made the lab (a test run that was killed leaves a lab whose owner is gone).
-    data = {"scenario": scenario, "owner": os.getpid(), "nodes": [asdict(n) for n in nodes]}
+    data: dict[str, object] = {"scenario": scenario, "owner": os.getpid(), "nodes": [asdict(n) for n in nodes]}
+    if slurm is not None:
+        data["slurm"] = slurm
     tmp = folder / ".lab.json.tmp"
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, folder / "lab.json")
@@ -324,6 +352,15 @@ def load_state(folder: Path) -> tuple[str, list[LabNode]]:
     except (OSError, ValueError):
         return "", []
     return data.get("scenario", ""), [LabNode(**n) for n in data.get("nodes", [])]
+
+
+def load_slurm(folder: Path) -> dict[str, int] | None:
+    """The ``slurm`` record of ``DIR/lab.json`` (``lab up --slurm``), or None."""
+    try:
+        data = json.loads((folder / "lab.json").read_text()).get("slurm")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def owner_alive(folder: Path) -> bool:

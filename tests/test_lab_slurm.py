@@ -1,0 +1,221 @@
+"""``lab up --slurm``: a real Slurm cluster (Debian's slurm-wlm 22.05, munge) over two lab nodes.
+
+The lab here is this file's own (``slurmlab*`` in the session's tmp folder, on 127.0.8.x: the suite's
+lab is on 127.0.6.x, test_lab.py's one-node lab on 127.0.7.x), booted once for the file and torn down
+by the last test. Slurm's own clients run on the host with ``SLURM_CONF=DIR/slurm.conf``, as an
+operator runs them; the nodes are reached over real SSH. States are waited for with deadlines only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from nvls_tui.lab import lifecycle
+from nvls_tui.lab import slurm as lab_slurm
+from nvls_tui.lab.machine import missing_requirements, mounted_under, owner_alive
+from tests.conftest import TEST_SUBNET
+
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+
+SUBNET = TEST_SUBNET + 2
+"""127.0.8.x (and Slurm's ports of that subnet): no other test's lab uses them."""
+NODES = ["gpu05", "gpu06"]
+
+
+def poll(condition, timeout: float, what: str):
+    """The first truthy value of ``condition()`` within ``timeout`` seconds (real daemons, a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"{what} did not happen within {timeout:g} s")
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nvls_tui.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def slurm(folder: Path, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """A Slurm client on the host, as an operator runs it: only SLURM_CONF says which cluster."""
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False, cwd="/",
+                          env={**os.environ, "SLURM_CONF": str(folder / "slurm.conf")})
+
+
+def ssh(folder: Path, node: str, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ssh", "-F", str(folder / "ssh_config"), node, command], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def states(folder: Path) -> dict[str, str]:
+    out = slurm(folder, "sinfo", "-h", "-N", "-o", "%N %T").stdout
+    return dict(line.split() for line in out.splitlines() if len(line.split()) == 2)
+
+
+def lab_processes(folder: Path) -> list[str]:
+    """Every process on this machine (the nodes' too: their PID namespaces are children of this one)
+    whose command line names the lab's folder: munged, slurmctld, slurmd."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if str(folder) in cmd and state != "Z":
+            found.append(f"{entry.name} {cmd.strip()}")
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def slurm_lab(tmp_path_factory):
+    """gpu05 and gpu06 acting the seed incident, with the lab's Slurm cluster over them: the folder."""
+    problem = missing_requirements()
+    if problem:
+        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
+    problem = lab_slurm.missing()
+    if problem:
+        pytest.skip(f"no Slurm here: {problem} (scripts/system-deps.sh installs it)")
+    # A run that was killed leaves its Slurm lab on this file's addresses and ports: its lab.json says
+    # what to stop, and whose it was (a running session's lab is left alone).
+    root = Path(tempfile.gettempdir())
+    for stale in [*root.glob("pytest-of-*/pytest-*/slurmlab*/lab.json"),
+                  *root.glob("pytest-of-*/pytest-*/*/slurmlab*/lab.json")]:
+        if not owner_alive(stale.parent):
+            lifecycle.down(stale.parent, say=lambda _t: None)
+    folder = tmp_path_factory.mktemp("slurmlab")
+    started = time.monotonic()
+    lifecycle.up(folder, NODES, "seed-incident", say=lambda _t: None, subnet=SUBNET, slurm=True)
+    print(f"lab up --slurm: {time.monotonic() - started:.1f} s")
+    yield folder
+    lifecycle.down(folder, say=lambda _t: None)
+
+
+def test_lab_up_slurm_says_what_to_install_when_slurm_is_missing(tmp_path, monkeypatch, capsys):
+    problem = missing_requirements()
+    if problem:
+        pytest.skip(f"the lab cannot boot here: {problem}")
+    from nvls_tui import cli as cli_module
+
+    monkeypatch.setattr(lab_slurm, "program", lambda name: None if name in ("munged", "slurmctld") else f"/x/{name}")
+
+    def no_boot(*_a, **_k):  # a guard: nothing may be mounted when Slurm is missing
+        raise AssertionError("lab up went on without Slurm")
+
+    monkeypatch.setattr(lifecycle, "mount_overlay", no_boot)
+    folder = tmp_path / "lab"
+    assert cli_module.main(["lab", "up", "--slurm", "--dir", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "install Debian's slurm-wlm munge" in err and "apt-get install" in err, err
+    assert not folder.exists()
+
+
+def test_every_node_is_idle_in_sinfo_and_scontrol_from_the_host(slurm_lab):
+    folder = slurm_lab
+    poll(lambda: states(folder) == {"gpu05": "idle", "gpu06": "idle"}, 60, "both nodes idle in sinfo")
+    conf = (folder / "slurm.conf").read_text()
+    assert "ClusterName=nvlslab" in conf and f"AuthInfo=socket={folder}/munge/munge.socket" in conf
+    assert (folder / "munge.key").stat().st_mode & 0o777 == 0o400
+    shown = slurm(folder, "scontrol", "show", "node", "-o", "gpu05,gpu06")  # 22.05 takes one node argument
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split()[0]: line for line in shown.stdout.splitlines()}
+    assert "State=IDLE " in lines["NodeName=gpu05"] and "State=IDLE " in lines["NodeName=gpu06"]
+    assert f"NodeAddr=127.0.{SUBNET}.10 " in lines["NodeName=gpu05"]
+    assert "Partitions=gpu " in lines["NodeName=gpu05"] and "Gres=gpu:8 " in lines["NodeName=gpu05"]
+    # Each node runs its own slurmd and munged as real units (its own /etc/slurm/slurm.conf links to the lab's).
+    for node in NODES:
+        done = ssh(folder, node, "systemctl is-active munge.service slurmd.service; sinfo -h -n $(hostname) -o %T")
+        assert done.stdout.split() == ["active", "active", "idle"], done.stdout + done.stderr
+    status = cli("lab", "status", "--dir", str(folder)).stdout.splitlines()
+    assert any(line.startswith("slurmctld\t") and "\trunning (pid " in line for line in status), status
+    assert "slurm\tgpu05\tidle" in status and "slurm\tgpu06\tidle" in status
+
+
+def test_srun_runs_a_command_on_the_node_it_names(slurm_lab):
+    done = slurm(slurm_lab, "srun", "-w", "gpu06", "hostname", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "gpu06"
+    # One task per node, labelled (as `check --via slurm` runs its probe).
+    both = slurm(slurm_lab, "srun", "--quiet", "--label", "-N", "2", "--ntasks-per-node=1", "-w", "gpu05,gpu06",
+                 "hostname", timeout=120)
+    assert both.returncode == 0, both.stderr
+    assert sorted(both.stdout.split("\n")[:-1]) == ["0: gpu05", "1: gpu06"]
+
+
+def test_a_job_holds_the_nodes_gpus_until_scancel_ends_it(slurm_lab):
+    folder = slurm_lab
+    # Two of gpu05's GPUs from Slurm (CUDA_VISIBLE_DEVICES=0,1), held as a CUDA job holds them.
+    submitted = slurm(folder, "sbatch", "--parsable", "-w", "gpu05", "--gres=gpu:2", "-J", "hold", "-o", "/dev/null",
+                      "--wrap", "exec /usr/local/bin/nvls-lab-hold")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+
+    def job_state() -> str:
+        return slurm(folder, "squeue", "-h", "-j", job, "-o", "%T %N").stdout.strip()
+
+    poll(lambda: job_state() == "RUNNING gpu05", 90, f"job {job} running on gpu05")
+    # The job's own process (as slurmd knows it) holds the GPUs read-write and mapped, as CUDA does.
+    pids = poll(lambda: [w.split()[0] for w in ssh(folder, "gpu05", f"scontrol listpids {job}").stdout.splitlines()
+                         if w.split()[:1] != ["PID"] and w.split()], 60, "the job's processes")
+    held = poll(lambda: (lambda out: out if "nvls-lab-hold" in out else "")(
+        ssh(folder, "gpu05", "fuser -v /dev/nvidia0 /dev/nvidia1 2>&1").stdout), 60, "the job's hold on the GPUs")
+    holder = [line.split() for line in held.splitlines() if "nvls-lab-hold" in line]
+    assert all(words[-3] in pids and words[-2] == "F...m" for words in holder), (held, pids)
+    assert len(holder) == 2  # /dev/nvidia0 and /dev/nvidia1, not the others
+    assert ssh(folder, "gpu05", "fuser /dev/nvidia2 2>&1").stdout.split().count(holder[0][-3] + "m") == 0
+    assert poll(lambda: states(folder).get("gpu05") in ("mixed", "allocated"), 30, "gpu05 busy in sinfo")
+
+    cancelled = slurm(folder, "scancel", job)
+    assert cancelled.returncode == 0, cancelled.stderr
+    poll(lambda: job_state() in ("", "CANCELLED gpu05", "COMPLETED gpu05"), 90, f"job {job} ended")
+    poll(lambda: ssh(folder, "gpu05", "pgrep -x nvls-lab-hold").stdout.strip() == "", 60, "the hold gone")
+    assert "nvls-lab-hold" not in ssh(folder, "gpu05", "fuser -v /dev/nvidia0 2>&1").stdout
+    poll(lambda: states(folder).get("gpu05") == "idle", 60, "gpu05 idle again")
+
+
+def test_lab_down_stops_every_slurm_daemon_and_leaves_nothing(slurm_lab):
+    folder = slurm_lab
+    state = json.loads((folder / "lab.json").read_text())
+    record, cgroups = state["slurm"], [c for n in state["nodes"] for c in n["cgroups"]]
+    assert cgroups and all(Path(c).is_dir() for c in cgroups)
+    # A job left running: lab down ends it with the rest.
+    left = slurm(folder, "sbatch", "--parsable", "-w", "gpu06", "-o", "/dev/null", "--wrap",
+                 "exec /usr/local/bin/nvls-lab-hold 3")
+    assert left.returncode == 0, left.stderr
+    poll(lambda: "RUNNING" in slurm(folder, "squeue", "-h", "-o", "%T").stdout, 90, "the left job running")
+    daemons = lab_processes(folder)
+    for name in ("slurmctld", "slurmd", "munged"):
+        assert any(f"/{name} " in p for p in daemons), (name, daemons)
+    done = cli("lab", "down", "--dir", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert lab_processes(folder) == []
+    for key in ("slurmctld_pid", "munged_pid"):  # this process started them (the fixture's lab up)
+        pid = record[key]
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        assert not alive(pid), (key, pid)
+    assert mounted_under(folder) == []
+    assert [c for c in cgroups if Path(c).exists()] == []
+    assert sorted(p.name for p in folder.iterdir()) == []
+    assert lab_slurm.node_states(folder) is None  # no slurm.conf, no cluster
