@@ -192,6 +192,127 @@ def test_a_job_holds_the_nodes_gpus_until_scancel_ends_it(slurm_lab):
     poll(lambda: states(folder).get("gpu05") == "idle", 60, "gpu05 idle again")
 
 
+# ---- nvls-tui around the real Slurm (issue 15's acceptance) -----------------------------------
+def nvls(folder: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """nvls-tui against the lab over real SSH, with the lab's Slurm named by --slurm-conf."""
+    return cli(*args, "--ssh-config", str(folder / "ssh_config"), "--slurm-conf", str(folder / "slurm.conf"),
+               "--audit-dir", str(folder.parent / f"{folder.name}-audit"), timeout=timeout)
+
+
+def node_line(folder: Path, node: str) -> str:
+    return slurm(folder, "scontrol", "show", "node", "-o", node).stdout
+
+
+def audit_commands(report: dict) -> list[str]:
+    """The commands of one repair's audit log, as command lines."""
+    path = report["nodes"][0]["audit_log"]
+    records = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return [" ".join(r["argv"]) for r in records if r.get("event") == "command-started"]
+
+
+def test_check_via_slurm_equals_check_over_ssh(slurm_lab):
+    folder = slurm_lab
+    poll(lambda: states(folder) == {"gpu05": "idle", "gpu06": "idle"}, 60, "both nodes idle")
+    over_ssh = json.loads(nvls(folder, "check", "--json", "gpu[05-06]").stdout)
+    via = nvls(folder, "check", "--json", "--via", "slurm", "gpu[05-06]")
+    via_slurm = json.loads(via.stdout)
+    # Apart from how a node was reached (srun's own job allocates the nodes for a moment) and what
+    # lives seconds on a lab node (the watch loop's and the snapshot timer's nvidia-smi), the same facts.
+    ignored = {"scheduler", "holders", "services", "findings"}
+
+    def facts(report):
+        return [{k: v for k, v in n.items() if k not in ignored} for n in report["nodes"]]
+
+    def lasting(node):
+        return sorted((h["pid"], h["command"]) for h in node["holders"] if h["kind"] != "nvidia-smi")
+
+    def units(node):
+        return {k: v for k, v in node["services"].items() if not k.startswith("nvidia-snapshot")}
+
+    assert facts(via_slurm) == facts(over_ssh), via.stderr
+    assert [lasting(n) for n in via_slurm["nodes"]] == [lasting(n) for n in over_ssh["nodes"]]
+    assert [units(n) for n in via_slurm["nodes"]] == [units(n) for n in over_ssh["nodes"]]
+    assert [n["verdict"] for n in via_slurm["nodes"]] == ["broken", "broken"]  # the seed incident, both ways
+
+
+def test_a_job_on_the_node_is_seen_and_refuses_the_repair_until_it_is_cancelled(slurm_lab):
+    folder = slurm_lab
+    poll(lambda: states(folder).get("gpu05") == "idle", 60, "gpu05 idle")
+    # The whole node (--exclusive): Slurm calls it allocated (a job on some of its CPUs is "mixed").
+    submitted = slurm(folder, "sbatch", "--parsable", "--exclusive", "-w", "gpu05", "--gres=gpu:2", "-J", "train",
+                      "-o", "/dev/null", "--wrap", "exec /usr/local/bin/nvls-lab-hold")
+    assert submitted.returncode == 0, submitted.stderr
+    job = int(submitted.stdout.strip().split(";")[0])
+    poll(lambda: "nvls-lab-hold" in ssh(folder, "gpu05", "fuser -v /dev/nvidia0 2>&1").stdout, 90, "the job's hold")
+
+    checked = nvls(folder, "check", "--json", "gpu05")
+    (node,) = json.loads(checked.stdout)["nodes"]
+    assert node["scheduler"]["kind"] == "slurm" and node["scheduler"]["state"] == "allocated", node["scheduler"]
+    assert [j["id"] for j in node["scheduler"]["jobs"]] == [job]
+    held = [h for h in node["holders"] if h["job"] is not None]
+    assert held and {h["job"]["id"] for h in held} == {job} and held[0]["job"]["name"] == "train"
+
+    refused = nvls(folder, "repair", "--yes", "--json", "gpu05")
+    (outcome,) = json.loads(refused.stdout)["nodes"]
+    assert refused.returncode == 1 and outcome["result"] == "refused", outcome
+    assert f"still runs 1 Slurm job: {job} (root/train)" in outcome["message"]
+    commands = audit_commands(json.loads(refused.stdout))
+    assert "nvidia-smi -r" not in commands
+    assert any(c.startswith("scontrol update NodeName=gpu05 State=DRAIN") for c in commands)
+    assert "scontrol update NodeName=gpu05 State=RESUME" in commands
+    shown = node_line(folder, "gpu05")
+    assert "DRAIN" not in shown and "nvls-tui" not in shown, shown  # no DRAIN it did not have
+
+    assert slurm(folder, "scancel", str(job)).returncode == 0
+    poll(lambda: ssh(folder, "gpu05", "pgrep -x nvls-lab-hold").stdout.strip() == "", 60, "the hold gone")
+    poll(lambda: states(folder).get("gpu05") == "idle", 60, "gpu05 idle again")
+    repaired = nvls(folder, "repair", "--yes", "--json", "gpu05")
+    report = json.loads(repaired.stdout)
+    assert report["nodes"][0]["result"] == "repaired", report["nodes"][0]
+    commands = audit_commands(report)
+    drain = next(i for i, c in enumerate(commands) if c.startswith("scontrol update NodeName=gpu05 State=DRAIN"))
+    resume = commands.index("scontrol update NodeName=gpu05 State=RESUME")
+    assert drain < commands.index("nvidia-smi -r") < resume
+    shown = node_line(folder, "gpu05")
+    assert "DRAIN" not in shown and "nvls-tui" not in shown, shown
+
+
+def test_a_failed_repair_leaves_the_node_drained_with_the_step_it_failed_at(slurm_lab):
+    import asyncio
+
+    from nvls_tui.backends.targets import resolve_backends
+    from nvls_tui.cli import build_parser
+    from nvls_tui.runbook import Runbook
+    from nvls_tui.runbook.steps import RepairOptions
+    from nvls_tui.scheduler.slurm import Slurm
+    from nvls_tui.sim.store import NodeStore
+
+    folder = slurm_lab
+    poll(lambda: states(folder).get("gpu06") == "idle", 60, "gpu06 idle")
+    # gpu06's fabric now never registers (the simulated hardware; its systemd, FM daemon, sshd are real).
+    with NodeStore(folder / "nodes" / "gpu06" / "hw").locked(write=True) as (node, _clock):
+        node.stuck_in_progress = True
+    args = build_parser().parse_args(["repair", "--ssh-config", str(folder / "ssh_config"), "gpu06"])
+    (backend,) = resolve_backends(args)
+    hook = Slurm(str(folder / "slurm.conf")).hook("gpu06")
+    options = RepairOptions(fm_timeout=15.0, poll_interval=1.0, recheck_transient=False)
+
+    async def run():
+        try:
+            return await Runbook(backend, options, scheduler=hook).run()
+        finally:
+            await backend.close()
+
+    outcome = asyncio.run(run())
+    assert outcome.result == "failed", outcome.message
+    failed = next(st.name for st in outcome.steps if st.status == "failed" and st.name != "restore")
+    shown = node_line(folder, "gpu06")
+    assert "DRAIN" in shown and f"Reason=nvls-tui: repair failed at {failed}" in shown, shown
+    with NodeStore(folder / "nodes" / "gpu06" / "hw").locked(write=True) as (node, _clock):
+        node.stuck_in_progress = False
+    assert slurm(folder, "scontrol", "update", "NodeName=gpu06", "State=RESUME").returncode == 0
+
+
 def test_lab_down_stops_every_slurm_daemon_and_leaves_nothing(slurm_lab):
     folder = slurm_lab
     state = json.loads((folder / "lab.json").read_text())

@@ -23,7 +23,7 @@ NVLINK_XIDS = frozenset({74, 79, *range(144, 151)})
 # not reading one of them is an error; elsewhere a warning. Either way the node is never healthy.
 GUARDED_SECTIONS = frozenset({"holders", "processes", "units", "kernel", "fm_version", "nvswitches", "record"})
 # Sections whose absence needs no word of its own (the marker; the user id shows through ``holders``).
-SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke", "clock"})
+SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke", "clock", "jobs"})
 
 # Kernel codes that mean the fabric itself is unusable.
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"

@@ -10,6 +10,7 @@ Fail closed: a section that could not be read (see :mod:`nvls_tui.poll.evidence`
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 from nvls_tui.model import (
     CommandResult,
     GpuState,
+    Holder,
     KernelEvent,
     MissingEvidence,
     NodeState,
@@ -26,6 +28,7 @@ from nvls_tui.model import (
     SmokeResult,
     SwitchState,
 )
+from nvls_tui.model.scheduler import Job
 from nvls_tui.parsers.fabricmanager_log import parse_fm_version
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders
@@ -37,6 +40,7 @@ from nvls_tui.parsers.nvidia_smi_csv import (
     parse_query_csv,
 )
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
+from nvls_tui.parsers.slurm import parse_listpids
 from nvls_tui.parsers.systemctl import parse_show
 from nvls_tui.poll.evidence import missing_evidence, missing_from_unparsed
 from nvls_tui.textsafe import clean_deep
@@ -108,6 +112,19 @@ def _record(result: CommandResult | None, warnings: list[str]) -> dict | None:
         warnings.append("the node holds an unreadable repair record")
         return {"unreadable": True}
     return data if isinstance(data, dict) else {"unreadable": True}
+
+
+def with_jobs(holders: tuple[Holder, ...], jobs: CommandResult | None) -> tuple[Holder, ...]:
+    """Holders named with their Slurm job from ``scontrol listpids`` (where the job's cgroup did not say).
+
+    The job's user and name come from the scheduler on the bastion; here only its id is known.
+    An unreadable listing changes nothing: the scheduler's side then shows the node's jobs.
+    """
+    if jobs is None or not jobs.ok or not jobs.stdout.strip():
+        return holders
+    by_pid = parse_listpids(jobs.stdout).value
+    return tuple(dataclasses.replace(h, job=Job(by_pid[h.pid], h.user, "")) if h.job is None and h.pid in by_pid
+                 else h for h in holders)
 
 
 def _node_clock(result: CommandResult | None) -> float | None:
@@ -218,7 +235,7 @@ def assemble_node_state(
             warnings += fuser.warnings
             entries = parse_ps(ps.output).value if (ps := read("processes")) is not None else ()
             cgroups = parse_ps_cgroups(cg.output).value if (cg := read("cgroups")) is not None else {}
-            holders = build_holders(fuser.value, entries, cgroups)
+            holders = with_jobs(build_holders(fuser.value, entries, cgroups), sections.get("jobs"))
 
     events: tuple[KernelEvent, ...] = ()
     if (kernel := read("kernel", as_root=root)) is not None:

@@ -40,6 +40,7 @@ PURPOSE = {
     "smoke": "the last smoke test's result",
     "simulated": "the simulator's marker",
     "clock": "the node's clock",
+    "jobs": "which holder belongs to which Slurm job",
 }
 # How to get the tool, for the usual Debian/Ubuntu packages.
 PACKAGE = {"lspci": "pciutils", "fuser": "psmisc", "ps": "procps", "journalctl": "systemd",

@@ -116,7 +116,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("clock", ("date", "-u", "+%Y-%m-%dT%H:%M:%SZ")),
 )
 # Filled per poll from the holders section (their identities and cgroups): see ps_argv, cgroup_argv.
-DERIVED_SECTIONS = ("processes", "cgroups")
+# ``jobs``: ``scontrol listpids`` (which PID belongs to which Slurm job), only where there are holders
+# and scontrol is installed, so a node without Slurm starts no process for it.
+DERIVED_SECTIONS = ("processes", "cgroups", "jobs")
 SECTION_NAMES = tuple(s.name for s in SECTIONS) + DERIVED_SECTIONS
 
 # The identity of a process, args last so procps never cuts it: pid ppid user lstart(5 words) args.
@@ -199,6 +201,12 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                 lines += [f'echo "$m begin {name}"',
                           f'if [ -n "$pids" ]; then ps -ww -o {fmt} -p "$all" 2>&1; rc=$?; else rc=0; fi',
                           f'echo "$m end {name} $rc"']
+        if "jobs" in wanted:
+            sudo_prefix = "sudo -n " if sudo else ""
+            lines += ['echo "$m begin jobs"',
+                      f'if [ -n "$pids" ] && command -v scontrol >/dev/null 2>&1; then {sudo_prefix}scontrol '
+                      'listpids 2>&1; rc=$?; else rc=0; fi',
+                      'echo "$m end jobs $rc"']
     return "\n".join(lines) + "\n"
 
 
@@ -321,7 +329,8 @@ def section_argv(name: str) -> tuple[str, ...]:
     for section in SECTIONS:
         if section.name == name:
             return section.argv
-    return {"processes": ("ps", "-ww", "-o", PS_FORMAT), "cgroups": ("ps", "-ww", "-o", CGROUP_FORMAT)}.get(
+    return {"processes": ("ps", "-ww", "-o", PS_FORMAT), "cgroups": ("ps", "-ww", "-o", CGROUP_FORMAT),
+            "jobs": ("scontrol", "listpids")}.get(
         name, ("sh",))
 
 
