@@ -42,6 +42,8 @@ class RecordingSlurm:
             self.state, self.reason = ("draining" if self.jobs else "drained"), words.get("Reason")
         elif words.get("State") == "RESUME":
             self.state, self.reason = "idle", None
+        elif argv[0] == "scancel":
+            self.jobs = tuple(j for j in self.jobs if str(j.id) not in argv[1:])
         return 0, ""
 
 
@@ -125,3 +127,63 @@ async def test_the_dry_run_shows_the_drain_and_the_resume():
     assert preflight[0].startswith("scontrol update NodeName=gpu05 State=DRAIN 'Reason=nvls-tui run1: NVLS repair'")
     assert restore[-1].startswith("scontrol update NodeName=gpu05 State=RESUME")
     assert hook.commands == []  # a dry run changes nothing, the scheduler included
+
+
+# ---- the console asks the operator ------------------------------------------------------------
+async def console_repair_with_jobs(hook: RecordingSlurm, answer):
+    """A console repair of gpu05 whose preflight meets a running job; ``answer(pilot, app)`` replies."""
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.confirm import ConfirmScreen
+    from nvls_tui.screens.plan import PlanScreen
+    from nvls_tui.screens.runbook import RunbookScreen
+    from tests.test_console_fakes import fixed_clock
+    from tests.waiting import wait_until
+
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
+    app.session.schedulers = {"gpu05": hook}
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        await pilot.press("space", "r")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1,
+                         "the dry run")
+        await pilot.press(*"gpu05", "enter")
+        # The question comes over the runbook screen as soon as preflight has drained the node.
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question about the job")
+        screen = next(s for s in app.screen_stack if isinstance(s, RunbookScreen))
+        assert app.screen.title_text == "gpu05 still runs 1 Slurm job"
+        assert app.screen.lines == ["job 1234 alice/train, time limit ends 2026-08-15T20:00:00"]
+        await answer(pilot, app)
+        await wait_until(pilot, lambda: screen.finished_at is not None, "the repair to end", timeout=60)
+        return screen.columns["gpu05"].run
+
+
+async def test_the_console_offers_scancel_of_the_jobs_after_their_ids_are_typed():
+    from nvls_tui.screens.confirm import ConfirmScreen
+    from tests.waiting import wait_until
+
+    hook = RecordingSlurm("gpu05", jobs=(JOB,))
+
+    async def scancel(pilot, app):
+        first = app.screen
+        first.query_one("#confirm").press()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen is not first,
+                         "the typed confirmation")
+        assert app.screen.type_to_confirm == "1234"
+        await pilot.press("1", "2", "3", "4", "enter")
+
+    run = await console_repair_with_jobs(hook, scancel)
+    assert run.result == "repaired", run.message
+    assert ("scancel", "1234") in hook.commands and hook.commands[-1] == resume_argv("gpu05")
+    assert hook.commands.index(("scancel", "1234")) < hook.commands.index(resume_argv("gpu05"))
+
+
+async def test_the_console_waits_for_the_jobs_when_asked_to():
+    hook = RecordingSlurm("gpu05", jobs=(JOB,), jobs_end_after_reads=4)
+
+    async def wait(pilot, app):
+        app.screen.query_one("#cancel").press()  # "Wait for them"
+
+    run = await console_repair_with_jobs(hook, wait)
+    assert run.result == "repaired", run.message
+    assert not any(c[0] == "scancel" for c in hook.commands) and hook.state == "idle"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from nvls_tui.model.scheduler import SchedulerState
-from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
+from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.events import CommandFinished, CommandStarted
 from nvls_tui.words import count
 
@@ -117,16 +117,46 @@ def _jobs_words(state: SchedulerState) -> str:
         f" and {len(state.jobs) - 5} more" if len(state.jobs) > 5 else "")
 
 
+@dataclass(frozen=True)
+class JobDecision:
+    """The operator's answer about jobs still running on a drained node (the console asks).
+
+    Attributes:
+        scancel: job ids to cancel now (typed by the operator); none means wait for them to end.
+        abort: stop the repair (everything is put back, the drain included).
+    """
+
+    scancel: tuple[int, ...] = ()
+    abort: bool = False
+
+
 async def wait_for_jobs(ctx: NodeContext, hook: SchedulerHook, wait_s: float) -> None:
-    """Wait up to ``wait_s`` seconds for the node's jobs to end; refuse, naming them, if they do not."""
+    """Wait for the node's jobs to end; refuse, naming them, when they outlast ``wait_s``.
+
+    With an operator who can answer (the console's ``resolve_jobs``), the operator decides instead:
+    wait for them (an abort stops the wait), scancel them, or abort; no deadline applies then.
+    """
     deadline = ctx.options.clock() + max(0.0, wait_s)
+    ask = getattr(ctx.operator, "resolve_jobs", None)
     state = await read(ctx, hook)
+    told: tuple[int, ...] = ()
+    asked = False
     while state.jobs:
-        if ctx.options.clock() >= deadline:
+        if ask is not None and not asked:
+            asked = True
+            decision: JobDecision = await ask(ctx.host, state.jobs)
+            if decision.abort:
+                raise Aborted("aborted by the operator while Slurm jobs ran")
+            for job in decision.scancel:
+                await _command(ctx, hook, ("scancel", str(int(job))))
+        elif ask is None and ctx.options.clock() >= deadline:
             raise Refused(f"{hook.node} still runs {count(len(state.jobs), 'Slurm job')}: {_jobs_words(state)}; "
                           f"a repair never signals a job: let them end (--wait-jobs SECONDS keeps the node "
                           f"drained while they do) or scancel them, then repair again")
-        ctx.note(f"waiting for {count(len(state.jobs), 'Slurm job')} to end: {_jobs_words(state)}")
+        ids = tuple(j.id for j in state.jobs)
+        if ids != told:  # said once per change, not every re-read
+            told = ids
+            ctx.note(f"waiting for {count(len(state.jobs), 'Slurm job')} to end: {_jobs_words(state)}")
         ctx.check_abort()
         await ctx.options.sleep(JOB_POLL)
         state = await read(ctx, hook)
@@ -155,5 +185,5 @@ async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, 
     return f"{hook.node} resumed in Slurm"
 
 
-__all__ = ["DrainHold", "SchedulerHook", "drain", "drain_argv", "plan_commands", "read", "resume_argv",
+__all__ = ["DrainHold", "JobDecision", "SchedulerHook", "drain", "drain_argv", "plan_commands", "read", "resume_argv",
            "run_reason", "settle", "wait_for_jobs"]

@@ -25,9 +25,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from nvls_tui.bindings import bindings_for
+from nvls_tui.model.scheduler import Job
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.scheduling import JobDecision
 from nvls_tui.runbook.session import Busy, RepairRun
 from nvls_tui.runbook.steps import (
     DEFAULT_THRESHOLDS,
@@ -42,6 +44,7 @@ from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text
+from nvls_tui.words import count
 
 # Side by side up to this many nodes; beyond it every node gets a tab.
 MAX_SIDE_BY_SIDE = 4
@@ -225,6 +228,41 @@ class RunbookScreen(OnConsole, Screen[None]):
         if column is None or host in self.aborting:
             return HolderDecision(abort=host in self.aborting)
         return await column.ask(HOLDER_RECHECK)
+
+    async def resolve_jobs(self, host: str, jobs: tuple[Job, ...]) -> JobDecision:
+        """The runbook's question at preflight when the drained node still runs Slurm jobs.
+
+        Wait for them (the default: ``a`` still aborts), or scancel them after their ids are typed;
+        the repair never signals a job's processes itself.
+        """
+        if host in self.aborting:
+            return JobDecision(abort=True)
+        answer: asyncio.Future[JobDecision] = asyncio.get_running_loop().create_future()
+        lines = [f"job {j.id} {j.user}/{j.name}" + (f", time limit ends {j.end}" if j.end else "") for j in jobs]
+        ids = " ".join(str(j.id) for j in jobs)
+
+        def settle(decision: JobDecision) -> None:
+            if not answer.done():
+                answer.set_result(decision)
+
+        def typed(ok: bool | None) -> None:
+            settle(JobDecision(scancel=tuple(j.id for j in jobs)) if ok else JobDecision())
+
+        def first(cancel_now: bool | None) -> None:
+            if not cancel_now:
+                settle(JobDecision())
+                return
+            self.nvls.push_screen(ConfirmScreen(
+                f"scancel {count(len(jobs), 'Slurm job')} on {host}?", lines, confirm_label=f"scancel {len(jobs)}",
+                type_to_confirm=ids, note="Slurm ends them (their owners see them cancelled); the repair goes on "
+                                          "once they are gone. Esc: wait for them instead."), typed)
+
+        self.nvls.push_screen(ConfirmScreen(
+            f"{host} still runs {count(len(jobs), 'Slurm job')}", lines, confirm_label="scancel…",
+            cancel_label="Wait for them",
+            note="The node is drained in Slurm: no new job lands. Wait: the repair goes on when they end (a aborts "
+                 "it, and the drain is put back). scancel: ends them now, once you type their ids."), first)
+        return await answer
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
