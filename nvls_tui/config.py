@@ -14,6 +14,11 @@ Example::
     jump = "bastion"
     sudo = true
 
+    [slurm]                      # the cluster's scheduler (else SLURM_CONF, else /etc/slurm/slurm.conf)
+    conf = "/etc/slurm/slurm.conf"
+    [slurm.nodes]                # target = Slurm node name, where it is not the short host name
+    "gpu05.dc1.example" = "dc1-gpu05"
+
     [keymap]                     # binding id = key (see `?` in the console)
     "node.sigterm" = "k"
 
@@ -62,6 +67,8 @@ class Config:
         read_only: start in read-only mode.
         ssh: SSH options by argparse destination (``user``, ``identity``, ``known_hosts``, ...).
         keymap: binding id -> key (validated later against the binding table).
+        slurm_conf: ``[slurm] conf``, the Slurm cluster's slurm.conf.
+        slurm_nodes: ``[slurm.nodes]``, target -> Slurm node name.
     """
 
     path: Path | None = None
@@ -71,6 +78,8 @@ class Config:
     read_only: bool = False
     ssh: Mapping[str, object] = field(default_factory=dict)
     keymap: Mapping[str, str] = field(default_factory=dict)
+    slurm_conf: str | None = None
+    slurm_nodes: Mapping[str, str] = field(default_factory=dict)
 
 
 def default_path() -> Path:
@@ -114,8 +123,16 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config
         ssh["identity"] = [ssh["identity"]]
     keymap_raw = _expect("[keymap]", data.get("keymap", {}), dict)
     keymap = {str(k): str(_expect(f"keymap.{k}", v, str)) for k, v in keymap_raw.items()}
+    slurm_raw = _expect("[slurm]", data.get("slurm", {}), dict)
+    unknown = set(slurm_raw) - {"conf", "nodes"}
+    if unknown:
+        raise ConfigError(f"config: unknown [slurm] option {sorted(unknown)[0]!r} (known: conf, nodes)")
+    conf = slurm_raw.get("conf")
+    slurm_conf = str(Path(_expect("slurm.conf", conf, str)).expanduser()) if conf is not None else None
+    nodes = _expect("[slurm.nodes]", slurm_raw.get("nodes", {}), dict)
+    slurm_nodes = {str(k): str(_expect(f"slurm.nodes.{k}", v, str)) for k, v in nodes.items()}
     return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),
-                  read_only=read_only, ssh=ssh, keymap=keymap)
+                  read_only=read_only, ssh=ssh, keymap=keymap, slurm_conf=slurm_conf, slurm_nodes=slurm_nodes)
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
@@ -163,6 +180,10 @@ def merge_args(args: argparse.Namespace, config: Config) -> argparse.Namespace:
         # Every reach option's command-line default is None: anything else was given explicitly.
         if getattr(merged, dest, None) is None:
             setattr(merged, dest, value)
+    if config.slurm_conf and getattr(merged, "slurm_conf", None) is None:
+        merged.slurm_conf = config.slurm_conf
+    if config.slurm_nodes:
+        merged.slurm_nodes = dict(config.slurm_nodes)  # --slurm-node-map entries win (backends.targets)
     if getattr(merged, "timeout", None) is None:
         merged.timeout = DEFAULT_TIMEOUT
     return merged

@@ -94,3 +94,58 @@ def test_a_scheduler_that_could_not_be_read_is_missing_evidence_never_idle():
     state = NodeState("gpu05", scheduler=SchedulerState("slurm", "gpu05", "unknown", error="scontrol: timed out"))
     found = [f for f in diagnose(state).findings if f.code == "EVIDENCE_MISSING" and f.section == "scheduler"]
     assert found and found[0].severity.value == "warning" and "scontrol: timed out" in found[0].message
+
+
+# ---- finding the scheduler ------------------------------------------------------------------
+def test_a_targets_slurm_name_is_its_short_host_name_unless_mapped():
+    from nvls_tui.scheduler.slurm import Slurm
+
+    slurm = Slurm("/etc/slurm/slurm.conf", {"gpu05.dc1.example": "dc1-gpu05"})
+    assert [slurm.node_name(h) for h in ("gpu05.dc1.example", "root@gpu06.dc1:2222", "gpu07", "10.0.0.8:22")] == \
+        ["dc1-gpu05", "gpu06", "gpu07", "10.0.0.8"]
+
+
+def test_the_scheduler_is_found_from_the_option_or_slurm_conf_and_a_named_file_must_exist(tmp_path, monkeypatch):
+    import pytest
+
+    from nvls_tui.scheduler import slurm as module
+    from nvls_tui.scheduler.slurm import SlurmError, find_slurm
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\n")
+    monkeypatch.setattr(module.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert find_slurm(str(conf), environ={}).conf == str(conf)
+    assert find_slurm(None, environ={"SLURM_CONF": str(conf)}).conf == str(conf)
+    with pytest.raises(SlurmError, match="does not exist"):
+        find_slurm(str(tmp_path / "nope.conf"), environ={})
+    monkeypatch.setattr(module, "DEFAULT_CONF", str(tmp_path / "absent.conf"))
+    assert find_slurm(None, environ={}) is None  # scontrol installed but no cluster configured: no scheduler
+    monkeypatch.setattr(module.shutil, "which", lambda name: None)
+    with pytest.raises(SlurmError, match="scontrol is not installed"):
+        find_slurm(str(conf), environ={})
+
+
+def test_the_node_map_comes_from_the_config_file_and_the_option_file_wins(tmp_path, monkeypatch):
+    import argparse
+
+    from nvls_tui.backends.targets import scheduler_from_args
+    from nvls_tui.config import merge_args, parse_config
+    from nvls_tui.scheduler import slurm as module
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\n")
+    monkeypatch.setattr(module.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    config = parse_config({"slurm": {"conf": str(conf), "nodes": {"gpu05": "a05", "gpu06": "a06"}}})
+    mapfile = tmp_path / "map"
+    mapfile.write_text("# target slurm-name\ngpu06 b06\n")
+    args = merge_args(argparse.Namespace(slurm_conf=None, slurm_node_map=str(mapfile)), config)
+    found = scheduler_from_args(args)
+    assert found.conf == str(conf) and dict(found.node_map) == {"gpu05": "a05", "gpu06": "b06"}
+    mapfile.write_text("gpu06\n")
+    import pytest
+
+    from nvls_tui.backends.base import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="expected 'TARGET SLURM_NODE'"):
+        scheduler_from_args(args)

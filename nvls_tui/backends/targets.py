@@ -110,10 +110,10 @@ def scheduler_from_args(args: argparse.Namespace):
     """
     from nvls_tui.scheduler.slurm import SlurmError, find_slurm, read_node_map
 
-    node_map = {}
+    node_map = dict(getattr(args, "slurm_nodes", None) or {})  # the config file's [slurm.nodes]
     if getattr(args, "slurm_node_map", None):
         try:
-            node_map = read_node_map(args.slurm_node_map)
+            node_map.update(read_node_map(args.slurm_node_map))
         except OSError as exc:
             raise InvalidArgument(f"cannot read the Slurm node map {args.slurm_node_map}: "
                                   f"{exc.strerror or exc}") from None
