@@ -187,3 +187,25 @@ async def test_the_console_waits_for_the_jobs_when_asked_to():
     run = await console_repair_with_jobs(hook, wait)
     assert run.result == "repaired", run.message
     assert not any(c[0] == "scancel" for c in hook.commands) and hook.state == "idle"
+
+
+async def test_the_node_screen_refuses_to_sigterm_a_slurm_jobs_process():
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.confirm import ConfirmScreen
+    from nvls_tui.screens.node import NodeScreen
+    from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
+    from tests.waiting import wait_until
+
+    state = make_node("gpu05", broken=True)
+    job_holder = replace(state.holders[0], job=JOB)
+    backend = FakeBackend(state.replace(holders=(job_holder,)))
+    app = NvlsApp([backend], poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_for_first_poll()
+        app.open_node("gpu05")
+        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await pilot.press("space", "t")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen) and backend.signalled == []
+        (note,) = list(app._notifications)
+        assert note.message.startswith(f"PID {job_holder.pid} belongs to Slurm job 1234: nvls-tui never signals")

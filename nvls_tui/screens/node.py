@@ -346,6 +346,15 @@ class NodeScreen(OnConsole, Screen[None]):
         if not holders:
             self.notify("Select holders first (space, or a for all).", severity="warning")
             return
+        # A Slurm job's processes end through Slurm (scancel), never by a signal from here.
+        in_jobs = [h for h in holders if h.job is not None]
+        if in_jobs:
+            jobs = sorted({h.job.id for h in in_jobs if h.job is not None})
+            self.notify(f"PID {', '.join(str(h.pid) for h in in_jobs)} belong{'s' if len(in_jobs) == 1 else ''} to "
+                        f"Slurm job {', '.join(map(str, jobs))}: nvls-tui never signals a job's processes; "
+                        f"scancel {' '.join(map(str, jobs))} (or let it end), or repair: it drains the node first.",
+                        severity="warning", timeout=10)
+            return
         host = self.host
 
         def done(ok: bool | None) -> None:
