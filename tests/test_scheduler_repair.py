@@ -170,6 +170,9 @@ async def test_the_console_offers_scancel_of_the_jobs_after_their_ids_are_typed(
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen is not first,
                          "the typed confirmation")
         assert app.screen.type_to_confirm == "1234"
+        # Keys typed before the box has focus would go elsewhere (a loaded machine mounts it late).
+        await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "confirm-typed",
+                         "the typed box focused")
         await pilot.press("1", "2", "3", "4", "enter")
 
     run = await console_repair_with_jobs(hook, scancel)

@@ -26,7 +26,9 @@ def srun_argv(nodes: Sequence[str], script: str, timeout: float) -> list[str]:
     """One task on each node, labelled, bounded in time, running ``script`` with sh."""
     minutes = max(1, int(timeout // 60) + 1)
     return ["srun", "--quiet", "--label", "-N", str(len(nodes)), "--ntasks-per-node=1", "-w", ",".join(nodes),
-            f"--time={minutes}", "--job-name=nvls-tui-check", "sh", "-c",
+            # --immediate: a node that cannot take the task now (drained, fully allocated) is reported,
+            # not waited for until the deadline.
+            f"--time={minutes}", "--immediate=10", "--job-name=nvls-tui-check", "sh", "-c",
             f'echo "{HOST_MARK} $(hostname -s)"; {script}']
 
 
