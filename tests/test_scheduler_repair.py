@@ -20,8 +20,9 @@ class RecordingSlurm:
     """A node's scheduler that remembers every command and changes its state as scontrol would."""
 
     def __init__(self, node: str, state: str = "idle", reason: str | None = None, jobs: tuple[Job, ...] = (),
-                 jobs_end_after_reads: int | None = None, error: str | None = None) -> None:
+                 jobs_end_after_reads: int | None = None, error: str | None = None, absent: bool = False) -> None:
         self.node = node
+        self.absent = absent
         self.state, self.reason, self.jobs, self.error = state, reason, jobs, error
         self.commands: list[tuple[str, ...]] = []
         self.reads = 0
@@ -31,6 +32,8 @@ class RecordingSlurm:
         self.reads += 1
         if self.jobs_end_after_reads is not None and self.reads > self.jobs_end_after_reads:
             self.jobs = ()
+        if self.absent:
+            return None
         if self.error:
             return SchedulerState("slurm", self.node, "unknown", error=self.error)
         return SchedulerState("slurm", self.node, self.state, self.reason, self.jobs)
@@ -115,6 +118,17 @@ async def test_a_scheduler_that_cannot_be_read_refuses_the_repair():
     outcome, ran, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
     assert outcome.result == "refused" and "the scheduler could not be read" in outcome.message
     assert ("nvidia-smi", "-r") not in ran and hook.commands == []
+
+
+async def test_a_node_the_cluster_does_not_have_is_repaired_without_the_scheduler_and_says_so():
+    hook = RecordingSlurm("gpu05", absent=True)
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
+    (backend,) = sim_backends(fleet)
+    events: list[RunbookEvent] = []
+    outcome = await Runbook(backend, repair_options([backend]), on_event=events.append, scheduler=hook).run()
+    assert outcome.result == "repaired" and hook.commands == []
+    notes = [e.message for e in events if e.kind == "note"]
+    assert any(n.startswith("the Slurm cluster has no node gpu05: repaired without draining it") for n in notes)
 
 
 async def test_the_dry_run_shows_the_drain_and_the_resume():

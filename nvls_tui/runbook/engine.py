@@ -277,7 +277,8 @@ class Runbook:
         if self.scheduler is not None:
             # Drained first, so no new job lands while the running ones end; the restore puts it back.
             self._drain = await scheduling.drain(ctx, self.scheduler, self.run_id)
-            await scheduling.wait_for_jobs(ctx, self.scheduler, self.options.wait_jobs)
+            if self._drain is not None:
+                await scheduling.wait_for_jobs(ctx, self.scheduler, self.options.wait_jobs)
         # Checked under the lock: a second run sees the lock first; a record without a lock is a run
         # whose cleanup half-failed, and only `repair --restore` may deal with it.
         reason = preflight.record_refusal(state)

@@ -35,8 +35,8 @@ class SchedulerHook(Protocol):
         """The scheduler's name of the node."""
         ...
 
-    async def read(self) -> SchedulerState:
-        """The node's state, reason and running jobs."""
+    async def read(self) -> SchedulerState | None:
+        """The node's state, reason and running jobs; None when the scheduler has no such node."""
         ...
 
     async def command(self, argv: Sequence[str]) -> tuple[int, str]:
@@ -91,17 +91,30 @@ async def _command(ctx: NodeContext, hook: SchedulerHook, argv: tuple[str, ...])
     return status, output
 
 
-async def read(ctx: NodeContext, hook: SchedulerHook) -> SchedulerState:
-    """The node's scheduler state; one that cannot be read stops the run (a guard that cannot see refuses)."""
+async def read(ctx: NodeContext, hook: SchedulerHook) -> SchedulerState | None:
+    """The node's scheduler state; one that cannot be read stops the run (a guard that cannot see refuses).
+
+    None: the scheduler answered and has no such node. The repair then goes on without it; a job's
+    process on the GPUs would still stop it, at verify-no-holders (a workload is never signalled).
+    """
     state = await hook.read()
+    if state is None:
+        return None
     if state.error:
         raise Refused(f"the scheduler could not be read, so the node's jobs are unknown: {state.error}")
     return state
 
 
-async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold:
-    """Drain the node (unless the scheduler already holds it back); what it was before."""
+async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold | None:
+    """Drain the node (unless the scheduler already holds it back); what it was before.
+
+    None when the scheduler has no such node (nothing to drain, nothing to put back).
+    """
     state = await read(ctx, hook)
+    if state is None:
+        ctx.note(f"the Slurm cluster has no node {hook.node}: repaired without draining it "
+                 f"(map the target with --slurm-node-map if it has another name there)", "warning")
+        return None
     if state.held_back:
         why = f" ({state.reason})" if state.reason else ""
         ctx.note(f"Slurm already has {hook.node} {state.state}{why}: the drain is left as it is after the run")
@@ -141,7 +154,7 @@ async def wait_for_jobs(ctx: NodeContext, hook: SchedulerHook, wait_s: float) ->
     state = await read(ctx, hook)
     told: tuple[int, ...] = ()
     asked = False
-    while state.jobs:
+    while state is not None and state.jobs:
         if ask is not None and not asked:
             asked = True
             decision: JobDecision = await ask(ctx.host, state.jobs)

@@ -130,11 +130,13 @@ class SlurmNode:
         """The Slurm node name."""
         return self.slurm.node_name(self.host)
 
-    async def read(self) -> SchedulerState:
-        """The node's state; one Slurm does not know reads as an error (never as idle)."""
+    async def read(self) -> SchedulerState | None:
+        """The node's state; None when Slurm answered and has no such node (it is in no job's way).
+
+        A Slurm that did not answer is a state with an error, never None and never idle.
+        """
         found = await self.slurm.states([self.host])
-        return found.get(self.host) or SchedulerState("slurm", self.node, UNKNOWN,
-                                                      error=f"Slurm knows no node {self.node}")
+        return found.get(self.host)
 
     async def command(self, argv: Sequence[str]) -> tuple[int, str]:
         """Run a scheduler command with the cluster's configuration."""
