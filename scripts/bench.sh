@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: install the anchor tools if missing, then run the benchmark (bench/README.md).
 #   BENCH_SIZES=64,256  BENCH_REPS=3  BENCH_ARGS="--tools nvls-tui bare"  BENCH_UI=1 (also the Pilot UI benchmark)
+#   BENCH_NODE=1 (what one poll costs the node)  BENCH_NODE_ARGS="--kinds static,local --runs 5"
 # Loopback only; every sshd the run starts is stopped by PID when it ends (also on error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,11 @@ status=0
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
 .venv/bin/python -m bench.run ${BENCH_ARGS:-} || status=$?
 .venv/bin/python -m bench.audit_bench || status=$?
+if [ "${BENCH_NODE:-1}" = "1" ]; then
+    # What one poll costs the node (bench/node_cost.py); its lab part says why it is skipped when not root.
+    # shellcheck disable=SC2086 # BENCH_NODE_ARGS is a list of options
+    .venv/bin/python -m bench.node_cost --out bench/results ${BENCH_NODE_ARGS:-} || status=$?
+fi
 if [ "${BENCH_UI:-1}" = "1" ]; then
     .venv/bin/python -m bench.ui_bench || status=$?
 fi
