@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,28 +21,13 @@ from nvls_tui.lab import lifecycle
 from nvls_tui.lab import slurm as lab_slurm
 from nvls_tui.lab.machine import missing_requirements, mounted_under, owner_alive
 from tests.conftest import TEST_SUBNET
+from tests.test_lab import cli, poll  # the lab's own helpers: real processes, deadlines only
 
 pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
 
 SUBNET = TEST_SUBNET + 2
 """127.0.8.x (and Slurm's ports of that subnet): no other test's lab uses them."""
 NODES = ["gpu05", "gpu06"]
-
-
-def poll(condition, timeout: float, what: str):
-    """The first truthy value of ``condition()`` within ``timeout`` seconds (real daemons, a loaded machine)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"{what} did not happen within {timeout:g} s")
-
-
-def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nvls_tui.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 def slurm(folder: Path, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
