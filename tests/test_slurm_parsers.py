@@ -15,7 +15,8 @@ from nvls_tui.parsers.slurm import job_of_cgroup, node_state_word, parse_listpid
 from nvls_tui.records.jsonout import node_json
 from nvls_tui.runbook.quiesce import stoppable
 
-# `scontrol show node -o gpu05 gpu06` (Slurm 22.05): one line per node; OS= and Reason= hold spaces.
+# `scontrol show node -o gpu05,gpu06` (Slurm 22.05 takes one node argument): one line per node; OS= and
+# Reason= hold spaces (the real lines also have double spaces here and there).
 SHOW_NODE = (
     "NodeName=gpu05 Arch=x86_64 CoresPerSocket=1 CPUAlloc=1 CPUEfctv=1 CPUTot=1 CPULoad=0.02 "
     "AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) NodeAddr=127.0.5.5 NodeHostName=gpu05 "
