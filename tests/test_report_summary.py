@@ -152,3 +152,18 @@ async def test_what_the_operator_did_by_hand_is_in_the_summary_and_the_timeline(
     session_timeline = section(session, "### Timeline")
     assert "| unit-stop | by hand: kim stopped `nvidia-dcgm.service` (it was active) |" in session_timeline
     assert "| sigterm | by hand: kim sent SIGTERM to pid 37538 (dcgm-exporter: /usr/bin/dcgm-exporter) |" in session_timeline
+
+
+def test_a_timers_oneshot_that_was_activating_and_has_run_is_not_left_down(tmp_path):
+    # nvidia-snapshot.service is the timer's oneshot: "activating" when it was caught mid-run, "inactive"
+    # once it has run. A loaded run of the seed incident caught it so and the report called it down.
+    from tests.test_report import incident_summaries
+
+    before, after = incident_summaries()
+    before = {**before, "units": {**before["units"], "nvidia-snapshot.service": "activating", "kubelet.service": "active"}}
+    after = {**after, "units": {**after["units"], "nvidia-snapshot.service": "inactive", "kubelet.service": "inactive"}}
+    path = tmp_path / "log.jsonl"
+    write_incident(path, before=before, after=after)
+    left = next(line for line in summary_of(report_from_file(path), "gpu05").splitlines() if line.startswith("- Left"))
+    assert "`kubelet.service` (was active, now inactive)" in left  # a service that ran and is down is still said
+    assert "nvidia-snapshot.service" not in left

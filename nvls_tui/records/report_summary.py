@@ -240,7 +240,10 @@ def _units_left(log: NodeLog) -> list[str]:
     was, now = as_dict(before.get("units")) or {}, as_dict(after.get("units"))
     parts = []
     if now is not None:
-        down = [u for u, state in was.items() if is_running(state) and not is_running(now.get(u))]
+        # A unit caught "activating" is a oneshot mid-run (the snapshot timer's service): "inactive"
+        # afterwards is it having run, not it being down. A unit that was active and is not, is down.
+        down = [u for u, state in was.items() if is_running(state) and not is_running(now.get(u))
+                and not (state == "activating" and now.get(u) == "inactive")]
         if down:
             parts.append("not running as before the repair: " + ", ".join(
                 f"{code_span(u)} (was {prose(was[u])}, now {prose(now.get(u, 'gone'))})" for u in down))
