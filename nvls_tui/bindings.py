@@ -142,6 +142,13 @@ def bindings_for(scope: str) -> list[BindingType]:
     ]
 
 
+def help_first() -> BindingType:
+    """``?`` Help as a screen's own first binding: a footer lists the focused widget's and the screen's
+    keys before the app's, so at 80 columns the app's ``? Help`` was cut off the end."""
+    s = next(spec for spec in SPECS if spec.id == "app.help")
+    return Binding(s.key, f"app.{s.action}", s.description, show=s.show, tooltip=s.tooltip, id=s.id)
+
+
 def destructive_actions(scope: str | None = None) -> frozenset[str]:
     """Action names that change a node (of one scope, or of every scope)."""
     return frozenset(s.action for s in SPECS if s.destructive and (scope is None or s.scope == scope))

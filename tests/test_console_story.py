@@ -220,3 +220,22 @@ def test_a_holders_start_time_is_shown_short_and_anything_else_as_it_is():
     assert short_start("Tue Dec  1 08:18:02 2026") == "Dec 1 08:18"
     assert short_start("123456789") == "123456789"  # clock ticks from /proc (local mode): not a date
     assert short_start(None) == "–"
+
+
+@pytest.mark.parametrize("open_node", [False, True])
+async def test_help_is_in_the_footer_at_80_columns(open_node):
+    app = sim_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        if open_node:
+            await node_screen(app, pilot, "gpu05")
+        else:
+            await app.wait_for_first_poll(timeout=30)
+            await pilot.pause()
+        keys = [k for k in app.screen.query("FooterKey") if k.key == "question_mark"]
+        palette = app.screen.query_one("FooterKey.-command-palette")  # docked right, over the last keys
+        assert keys and 0 < keys[0].region.right <= palette.region.x  # whole, left of the palette hint
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from nvls_tui.screens.help import HelpScreen
+
+        assert isinstance(app.screen, HelpScreen)

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from nvls_tui.bindings import bindings_for, destructive_actions
+from nvls_tui.bindings import bindings_for, destructive_actions, help_first
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.node import header_text
 from nvls_tui.screens.typed import OnConsole
@@ -56,7 +56,7 @@ def _nodeset(word: str) -> frozenset[str]:
 class FleetScreen(OnConsole, Screen[None]):
     """One row per node; Enter opens it, ``/`` filters, ``v`` toggles verdict order."""
 
-    BINDINGS = [*bindings_for("fleet"), Binding("escape", "clear_filter", show=False)]
+    BINDINGS = [help_first(), *bindings_for("fleet"), Binding("escape", "clear_filter", show=False)]
 
     def __init__(self) -> None:
         super().__init__()

@@ -9,7 +9,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from nvls_tui.bindings import bindings_for, destructive_actions
+from nvls_tui.bindings import bindings_for, destructive_actions, help_first
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
 from nvls_tui.model import Holder, NodeState, Verdict
@@ -142,7 +142,7 @@ class NodeScreen(OnConsole, Screen[None]):
         host: the node to show (its state comes from ``app.fleet`` and follows every poll).
     """
 
-    BINDINGS = bindings_for("node")
+    BINDINGS = [help_first(), *bindings_for("node")]
 
     def __init__(self, host: str) -> None:
         super().__init__()
