@@ -226,3 +226,17 @@ async def test_the_node_screen_refuses_to_sigterm_a_slurm_jobs_process():
         assert not isinstance(app.screen, ConfirmScreen) and backend.signalled == []
         (note,) = list(app._notifications)
         assert note.message.startswith(f"PID {job_holder.pid} belongs to Slurm job 1234: nvls-tui never signals")
+
+
+async def test_a_drain_an_earlier_nvls_tui_run_left_is_resumed_once_a_repair_passes():
+    hook = RecordingSlurm("gpu05", state="drained", reason="nvls-tui: repair failed at fabric-manager")
+    outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
+    assert outcome.result == "repaired"
+    assert hook.commands == [resume_argv("gpu05")] and hook.state == "idle"
+
+
+async def test_an_earlier_runs_drain_stays_when_this_run_is_refused():
+    hook = RecordingSlurm("gpu05", state="drained", reason="nvls-tui: repair failed at reset", jobs=(JOB,))
+    outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
+    assert outcome.result == "refused" and hook.commands == []
+    assert (hook.state, hook.reason) == ("drained", "nvls-tui: repair failed at reset")  # as it was

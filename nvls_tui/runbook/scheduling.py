@@ -52,6 +52,7 @@ class DrainHold:
     ours: bool
     prior_state: str
     prior_reason: str | None
+    inherited: bool = False  # an earlier nvls-tui run's drain: resumed after a pass, else left as it was
 
 
 def run_reason(run_id: str) -> str:
@@ -115,6 +116,11 @@ async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold
         ctx.note(f"the Slurm cluster has no node {hook.node}: repaired without draining it "
                  f"(map the target with --slurm-node-map if it has another name there)", "warning")
         return None
+    if state.held_back and state.state != "down" and (state.reason or "").startswith("nvls-tui"):
+        # An earlier run's drain (its repair failed, or it was cut short): this run's to put back.
+        ctx.note(f"{hook.node} is still drained by an earlier nvls-tui run ({state.reason}): a passing repair "
+                 f"resumes it")
+        return DrainHold(hook.node, True, state.state, state.reason, inherited=True)
     if state.held_back:
         why = f" ({state.reason})" if state.reason else ""
         ctx.note(f"Slurm already has {hook.node} {state.state}{why}: the drain is left as it is after the run")
@@ -184,6 +190,8 @@ async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, 
     """
     if hold is None or not hold.ours:
         return None
+    if hold.inherited and result != "repaired":
+        return None  # drained before this run, by an earlier one: it stays so until a repair passes
     if result == "failed":
         reason = f"nvls-tui: repair failed at {failed_step or 'an unknown step'}"
         status, output = await _command(ctx, hook, drain_argv(hook.node, reason))
