@@ -53,6 +53,28 @@ def backoff_delay(interval: float, failures: int, ceiling: float = 60.0) -> floa
     return min(max(interval, 1.0) * (2 ** min(failures, 16)), max(ceiling, interval))
 
 
+# A healthy node that stays the same is polled less often, up to this many intervals apart: a fleet
+# left polling costs its quiet nodes less (issue 16), while a broken, degraded or changing node, and
+# one that fails to answer, keeps the base interval (or backs off as before).
+CALM_FACTOR_MAX = 6
+
+
+def same_facts(a: NodeState | None, b: NodeState) -> bool:
+    """True when two polls read the same node state (apart from when they were taken)."""
+    if a is None:
+        return False
+    moment = {"polled_at": None, "node_clock": None, "fabric_since": None}
+    return a.replace(**moment) == b.replace(**moment)
+
+
+def next_interval(base: float, verdict: Verdict | None, calm: int) -> float:
+    """Seconds until the next poll: ``base`` doubled per calm poll in a row (healthy and unchanged),
+    at most ``CALM_FACTOR_MAX`` times ``base``; any other node keeps ``base``."""
+    if verdict is not Verdict.HEALTHY or calm <= 0:
+        return base
+    return base * min(2 ** min(calm, 8), CALM_FACTOR_MAX)
+
+
 class NodePoller:
     """Polls one node, one poll at a time.
 
@@ -82,6 +104,8 @@ class NodePoller:
         self.failures = 0
         self.last_good: NodeState | None = None
         self.polls = 0
+        self.calm = 0  # healthy, unchanged polls in a row (they stretch the interval)
+        self.last_verdict: Verdict | None = None
         self._lock = asyncio.Lock()
         self._poke = asyncio.Event()
 
@@ -125,9 +149,15 @@ class NodePoller:
                     prev = self.last_good
                     elapsed = now - prev.polled_at if prev and prev.polled_at is not None else 0.0
                     state = carry_fabric_since(prev, state, max(0.0, elapsed))
+                unchanged = same_facts(self.last_good, state)
                 self.last_good = state.replace(polled_at=now)
-                return self._message(self.last_good, ok=True)
+                result = self._message(self.last_good, ok=True)
+                healthy = result.diagnosis.verdict is Verdict.HEALTHY
+                self.calm = self.calm + 1 if healthy and unchanged else 0
+                self.last_verdict = result.diagnosis.verdict
+                return result
             self.failures += 1
+            self.calm = 0
             if self.last_good is not None:
                 # Keep what we last knew, greyed out by the screens, with the reason it is stale.
                 state = self.last_good.replace(reachable=False, error=state.error)
@@ -152,8 +182,16 @@ class NodePoller:
                 continue
             # Jitter: pollers started together would otherwise stay in step, and 256 polls landing in
             # the same instant every interval stall the keyboard (bench/ui_bench.py).
-            delay = backoff_delay(self.interval, self.failures) * random.uniform(0.8, 1.2)
-            try:
-                await asyncio.wait_for(self._poke.wait(), delay)
-            except TimeoutError:
-                pass
+            await self.pause(self.next_delay() * random.uniform(0.8, 1.2))
+
+    def next_delay(self) -> float:
+        """Seconds until the next poll, before jitter: stretched while calm, backed off after failures."""
+        assert self.interval is not None
+        return backoff_delay(next_interval(self.interval, self.last_verdict, self.calm), self.failures)
+
+    async def pause(self, delay: float) -> None:
+        """Wait ``delay`` seconds, or less when poked (an action just changed the node)."""
+        try:
+            await asyncio.wait_for(self._poke.wait(), delay)
+        except TimeoutError:
+            pass

@@ -42,6 +42,23 @@ def matches(query: str, host: str, verdict: Verdict | None, codes: list[str]) ->
     return True
 
 
+# Below this age every answer counts as fresh: the header says nothing.
+FRESH_FOR = 10.0
+
+
+def freshness(fleet: Fleet, now: float) -> str:
+    """``oldest answer 40s ago (gpu03)`` when some node's last answer is old (quiet healthy nodes are
+    polled less often, unreachable ones back off); empty while every answer is fresh."""
+    polled = [(s.polled_at, s.host) for s in fleet.nodes if s.polled_at is not None]
+    if not polled:
+        return ""
+    at, host = min(polled)
+    age = now - at
+    if age < FRESH_FOR:
+        return ""
+    return f"oldest answer {cells.age_text(age, exact=True).plain} ago ({host})"
+
+
 @functools.lru_cache(maxsize=64)
 def _nodeset(word: str) -> frozenset[str]:
     """The hosts a node-set word names; a half-typed one (``gpu[12``) names none yet."""
@@ -135,6 +152,9 @@ class FleetScreen(OnConsole, Screen[None]):
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
         if self.selected:
             extra += f" · selected for repair: {' '.join(self.selected)} (r repairs)"
+        stale = freshness(fleet, self.nvls.clock())
+        if stale:
+            extra += f" · {stale}"
         self.query_one(FleetSummary).show(verdicts, extra=extra)
         self.draw_preview()
         empty = self.query_one("#empty", Static)

@@ -1,0 +1,79 @@
+"""Adaptive polling (issue 16): a healthy node that stays the same is polled less often, up to a bound;
+a broken or changing node, and one that stops answering, is not; the fleet header says how fresh the
+oldest answer is."""
+
+from __future__ import annotations
+
+import asyncio
+
+from nvls_tui.model import Verdict
+from nvls_tui.poll.poller import CALM_FACTOR_MAX, NodePoller, next_interval, same_facts
+from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
+
+
+def test_calm_polls_stretch_the_interval_up_to_the_bound_and_nothing_else_does():
+    assert [next_interval(5.0, Verdict.HEALTHY, n) for n in range(6)] == [5.0, 10.0, 20.0, 30.0, 30.0, 30.0]
+    assert next_interval(5.0, Verdict.HEALTHY, 50) == 5.0 * CALM_FACTOR_MAX
+    for verdict in (Verdict.BROKEN, Verdict.DEGRADED, Verdict.UNREACHABLE, None):
+        assert next_interval(5.0, verdict, 9) == 5.0
+
+
+def test_two_polls_of_the_same_node_are_the_same_facts_whenever_they_were_taken():
+    a = make_node("gpu01").replace(polled_at=1.0, node_clock=100.0)
+    assert same_facts(a, a.replace(polled_at=2.0, node_clock=101.0))
+    assert not same_facts(a, a.replace(holders=a.holders[:1]))
+    assert not same_facts(None, a)
+
+
+class RecordingPoller(NodePoller):
+    """A poll loop that notes each pause it would take (before jitter) and goes on at once."""
+
+    def __init__(self, backend: FakeBackend, rounds: int, change_at: int | None) -> None:
+        super().__init__(backend, interval=5.0, timeout=5, clock=fixed_clock)
+        self.waits: list[float] = []
+        self.rounds, self.change_at, self.done = rounds, change_at, asyncio.Event()
+
+    async def pause(self, delay: float) -> None:
+        self.waits.append(self.next_delay())
+        if len(self.waits) >= self.rounds - 1:
+            self.done.set()
+            await asyncio.Event().wait()  # the test cancels the loop here
+
+    def post(self, _result) -> None:
+        if self.change_at is not None and self.polls == self.change_at:
+            backend = self.backend
+            backend.state = backend.state.replace(holders=backend.state.holders[:1])
+
+
+async def waits_of(backend: FakeBackend, rounds: int, change_at: int | None = None) -> list[float]:
+    """The pauses a poll loop asks for between ``rounds`` polls."""
+    poller = RecordingPoller(backend, rounds, change_at)
+    task = asyncio.create_task(poller.run(poller.post))
+    try:
+        await asyncio.wait_for(poller.done.wait(), 10)
+    finally:
+        task.cancel()
+    return poller.waits
+
+
+async def test_a_healthy_quiet_node_is_polled_less_often_and_a_change_brings_it_back():
+    healthy = FakeBackend(make_node("gpu01"))
+    assert await waits_of(healthy, 6) == [5.0, 10.0, 20.0, 30.0, 30.0]
+    changing = FakeBackend(make_node("gpu02"))
+    # Changed after the third poll: the fourth sees it, and the interval is back to 5 s.
+    assert await waits_of(changing, 6, change_at=3) == [5.0, 10.0, 20.0, 5.0, 10.0]
+
+
+async def test_a_broken_node_keeps_the_base_interval():
+    broken = FakeBackend(make_node("gpu05", broken=True))
+    assert await waits_of(broken, 5) == [5.0, 5.0, 5.0, 5.0]
+
+
+def test_the_fleet_header_names_the_oldest_answer_once_it_is_not_fresh():
+    from nvls_tui.model import Fleet
+    from nvls_tui.screens.fleet import freshness
+
+    fleet = Fleet((make_node("gpu01").replace(polled_at=100.0), make_node("gpu02").replace(polled_at=70.0),
+                   make_node("gpu03")))  # gpu03: not answered yet
+    assert freshness(fleet, 75.0) == ""  # every answer younger than 10 s
+    assert freshness(fleet, 110.0) == "oldest answer 40s ago (gpu02)"
