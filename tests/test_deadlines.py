@@ -386,3 +386,16 @@ async def test_a_waiting_fabric_manager_step_shows_the_counts_and_its_deadline_a
         await wait_until(pilot, lambda: screen.finished_at is not None, "the repair to end", timeout=60)
         run = screen.query_one(RunbookColumn).run
         assert run.result == "failed" and "check `journalctl -u nvidia-fabricmanager`" in run.message
+
+
+def test_a_wait_line_too_long_for_a_narrow_column_goes_under_the_step_name_not_to_column_0():
+    run = NodeRun("gpu05")
+    run.apply(StepStarted(host="gpu05", step="fabric-manager"), 80.0)
+    run.apply(FabricProgress(host="gpu05", step="fabric-manager", unit="active", states={"Not Started/N/A": 8},
+                             elapsed=0.0, limit=300.0), 80.0)
+    lines = step_lines(run, 81.0, 36).plain.splitlines()  # an 80x24 screen's column with two nodes
+    at = next(i for i, line in enumerate(lines) if "fabric-manager" in line)
+    assert lines[at].rstrip().endswith("fabric-manager")
+    assert lines[at + 1] == "     8× Not Started, 0:01 of 5:00"
+    wide = step_lines(run, 81.0, 80).plain
+    assert "fabric-manager     8× Not Started, 0:01 of 5:00" in wide  # one line where it fits

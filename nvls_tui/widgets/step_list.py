@@ -62,7 +62,10 @@ def step_lines(run: NodeRun, now: float, width: int = 40) -> Text:
             text.append(f" {glyph} ", style=palette.STYLE.get(role, ""))
         text.append(step.name.ljust(name_width), style=word_style(step.status))
         if step.status == RUNNING:
-            text.append_text(_running(run, step, now))
+            running = _running(run, step, now)
+            if 3 + name_width + running.cell_len > width:  # a narrow column: under the name, not at column 0
+                text.append("\n" + " " * 5)
+            text.append_text(running)
         elif step.status in (OK, FAILED):
             text.append(f"{step.status:<8}", style=word_style(step.status))
             text.append(duration_text(step.duration), style=palette.STYLE["muted"])
