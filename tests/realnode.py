@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from nvls_tui.sim.shims import write_shims
-from tests.sshd_rig import LOOPBACK, SshdRig, _banner, find_sshd
+from tests.sshd_rig import LOOPBACK, PORT_ATTEMPTS, SshdRig, _banner, find_sshd
 
 GPUS = 8
 OPERATOR = "operator1"  # a non-root login that exists only inside the node
@@ -187,13 +187,34 @@ class RealNode:
             _curated_bin(node_dir / "bin", set(self.variants[name]))
 
     def start(self, wait: float = 30.0) -> RealNode:
-        """Boot the namespace, its holders and sshd; wait until every port answers."""
+        """Boot the namespace, its holders and sshd; wait until every port answers as this node.
+
+        A port another process took before sshd bound it (see ``SshdRig.start``) boots the node
+        again on fresh ports, a few times at most.
+        """
         self.rig.prepare()
         # operator1 must reach the node's tools: let others traverse (only traverse) the test's folders.
         for folder in [self.root, *self.root.parents]:
             if folder == Path("/"):
                 break
             folder.chmod(folder.stat().st_mode | 0o111)
+        for _attempt in range(PORT_ATTEMPTS):
+            if self._boot(wait):
+                return self
+            self.stop()
+            self.rig.assign_ports()
+        raise RuntimeError(f"the real node's ports kept being taken by other processes: {self._sshd_log()}")
+
+    def _sshd_log(self) -> str:
+        try:
+            return (self.root / "sshd.log").read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def _boot(self, wait: float) -> bool:
+        """One boot on the rig's current ports: False when sshd could not bind one of them."""
+        for leftover in ("pids.json", "sshd.log"):  # an earlier boot's, which would read as this one's
+            (self.root / leftover).unlink(missing_ok=True)
         for config in self.rig.configs:
             text = config.read_text().replace(f"AuthorizedKeysFile {self.rig.authorized_keys}",
                                               f"AuthorizedKeysFile {self.rig.authorized_keys} /dev/.nvls-authorized-keys")
@@ -212,14 +233,17 @@ class RealNode:
                                       start_new_session=True)
         deadline = time.monotonic() + wait
         ports = [n.port for n in self.rig.nodes.values()]
-        while not ((self.root / "pids.json").exists() and all(_banner(p) for p in ports)):
+        while not ((self.root / "pids.json").exists() and all(_banner(p) for p in ports)
+                   and self.rig.owned_ports() >= set(ports)):
+            if "Bind to port" in self._sshd_log():
+                return False
             if self._init.poll() is not None or time.monotonic() > deadline:
                 log = (self.root / "node.log").read_text(errors="replace")[-2000:]
                 self.stop()
                 raise RuntimeError(f"the real node did not come up: {log}")
             time.sleep(0.05)  # polling a child's ports and a file it writes: bounded by the deadline
         self.pids = json.loads((self.root / "pids.json").read_text())
-        return self
+        return True
 
     def stop(self) -> None:
         """End the namespace (its PID 1 takes every process of the node with it) and its cgroups."""

@@ -29,6 +29,7 @@ from nvls_tui.backends.ssh.targets import parse_target
 
 LOOPBACK = "127.0.0.1"
 PORTS_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS: sshd refuses to start with more listeners
+PORT_ATTEMPTS = 5  # fresh ports tried when one was taken before sshd could bind it
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd")
 
 
@@ -169,24 +170,35 @@ class SshdRig:
         """Write keys, node directories (and their shims), config and known_hosts."""
         self.root.mkdir(parents=True, exist_ok=True)
         self._write_keys()
-        ports = _free_ports(len(self._names))
-        for name, port in zip(self._names, ports, strict=True):
-            node = RigNode(name, port, self.root / "nodes" / name)
+        for name in self._names:
+            node = RigNode(name, 0, self.root / "nodes" / name)
             node.bin.mkdir(parents=True, exist_ok=True)
             if self._populate is not None:
                 self._populate(name, node.dir)
             self.nodes[name] = node
+        self.assign_ports()
+
+    def assign_ports(self) -> None:
+        """Give every node a port the kernel just handed out; rewrite the configs and known_hosts."""
+        ports = _free_ports(len(self.nodes))
+        self.nodes = {name: RigNode(name, port, node.dir)
+                      for (name, node), port in zip(self.nodes.items(), ports, strict=True)}
         nodes = list(self.nodes.values())
         self.configs = [self._write_config(i // PORTS_PER_SSHD, nodes[i : i + PORTS_PER_SSHD])
                         for i in range(0, len(nodes), PORTS_PER_SSHD)]
         self._write_known_hosts()
 
     # ----- life cycle -------------------------------------------------------------------------
-    def start(self, wait: float = 15.0) -> SshdRig:
-        """Start sshd (after ``prepare`` if needed) and wait until every port answers.
+    def start(self, wait: float = 15.0, repick: bool = True) -> SshdRig:
+        """Start sshd (after ``prepare`` if needed) and wait until every port answers as this rig.
+
+        A port handed out by ``prepare`` can be taken (by a parallel test worker's sshd, or as a
+        connection's local port) before sshd binds it; sshd then serves its other ports and the
+        stranger answers on that one. With ``repick`` the rig then starts again on fresh ports.
 
         Raises:
-            RuntimeError: sshd exited or a port did not answer within ``wait`` seconds.
+            RuntimeError: sshd exited, a port did not answer within ``wait`` seconds, or a port is
+                held by another process (and ``repick`` is false or fresh ports kept failing).
         """
         if self.sshd is None:
             raise RuntimeError("sshd is not installed (apt-get install openssh-server)")
@@ -195,6 +207,24 @@ class SshdRig:
         if os.geteuid() == 0:
             # sshd refuses to start as root without its privilege-separation directory.
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        for attempt in range(PORT_ATTEMPTS):
+            taken = self._launch(wait)
+            if not taken:
+                return self
+            self.stop()
+            if not repick or attempt == PORT_ATTEMPTS - 1:
+                break
+            self.assign_ports()
+        ports = ", ".join(str(p) for p in sorted(taken))
+        raise RuntimeError(f"port {ports} is held by another process, not this rig's sshd")
+
+    def _launch(self, wait: float) -> set[int]:
+        """Start one sshd per config and wait for its ports.
+
+        Returns:
+            The ports another process holds (empty when every port is this rig's and answers).
+        """
+        log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         log = self.log_file.open("ab")
         self.procs = [
             subprocess.Popen([self.sshd, "-D", "-e", "-f", str(config)],
@@ -203,20 +233,46 @@ class SshdRig:
         ]
         log.close()
         deadline = time.monotonic() + wait
-        pending = {n.port for n in self.nodes.values()}
-        while pending:
+        ports = {n.port for n in self.nodes.values()}
+        while True:
+            owned = self.owned_ports()
+            if self._bind_failed(log_start):
+                # sshd serves the ports it could bind, or exits when it could bind none.
+                return ports - owned
             for proc in self.procs:
                 if proc.poll() is not None:
                     status = proc.returncode
                     self.stop()
                     raise RuntimeError(f"sshd exited with status {status}: {self.log_tail()}")
-            pending = {p for p in pending if not _banner(p)}
-            if pending and time.monotonic() > deadline:
+            if owned >= ports and all(_banner(p) for p in ports):
+                return set()
+            if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"sshd did not answer on ports {sorted(pending)} within {wait:g}s")
-            if pending:
-                time.sleep(0.05)  # polling a child process's sockets: bounded by the deadline above
-        return self
+                raise RuntimeError(f"sshd did not answer on ports {sorted(ports - owned)} within {wait:g}s")
+            time.sleep(0.05)  # polling a child process's sockets: bounded by the deadline above
+
+    def owned_ports(self) -> set[int]:
+        """Loopback ports on which one of this rig's sshd processes (by its config) listens."""
+        configs = {str(c) for c in self.configs}
+        owned = set()
+        for conn in psutil.net_connections("tcp4"):
+            if conn.status != psutil.CONN_LISTEN or not conn.pid or conn.laddr.ip != LOOPBACK:
+                continue
+            try:
+                if configs & set(psutil.Process(conn.pid).cmdline()):
+                    owned.add(conn.laddr.port)
+            except psutil.Error:
+                continue
+        return owned
+
+    def _bind_failed(self, log_start: int) -> bool:
+        """True when sshd logged, since ``log_start``, that it could not bind one of its ports."""
+        try:
+            with self.log_file.open("rb") as f:
+                f.seek(log_start)
+                return b"Bind to port" in f.read()
+        except OSError:
+            return False
 
     def stop(self) -> None:
         """Stop every sshd and every session they started (by PID), waiting a bounded time."""
@@ -234,7 +290,7 @@ class SshdRig:
     def restart(self) -> None:
         """Stop sshd and start it again on the same ports with the same keys."""
         self.stop()
-        self.start()
+        self.start(repick=False)
 
     def kill_connections(self) -> int:
         """SIGKILL every per-connection sshd and session process (a node dropping off the network).
