@@ -248,7 +248,7 @@ async def test_the_local_backend_names_the_command_it_waits_on(monkeypatch):
     # No GPU on a test machine: NVML and the /proc scan are stood in for; the command is real.
     monkeypatch.setattr(local, "read_nvml", lambda: ("580.82.07", ()))
     monkeypatch.setattr(local, "scan_holders", lambda root: ((), (), None))
-    monkeypatch.setattr(local, "SECTIONS", (Section("kernel", ("sleep", "30")),))
+    monkeypatch.setattr(local, "SECTIONS", (Section("record", ("sleep", "30")),))
     backend = local.LocalBackend()
     task = asyncio.ensure_future(backend.snapshot())
     try:
@@ -277,7 +277,7 @@ def test_over_ssh_a_hung_journalctl_is_named_in_progress_and_in_the_reason(rigs)
     assert nodes[fast]["verdict"] == "healthy", nodes[fast]["findings"]
     message = nodes[slow]["findings"][0]["message"]
     assert nodes[slow]["verdict"] == "unreachable"
-    assert "`journalctl -k -b --no-pager -o short-iso` did not finish within 8s" in message, message
+    assert "`journalctl -k -b --no-pager -o short-iso --show-cursor` did not finish within 8s" in message, message
     lines = progress_lines(done.stderr)
     assert any(f"{slow} `journalctl -k -b" in pending_part(line) for line in lines), done.stderr
     assert all(fast not in pending_part(line) for line in lines), done.stderr

@@ -39,6 +39,7 @@ from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.evidence import PERMISSION
+from nvls_tui.poll.kernel_tail import KernelTail, filter_journal
 from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.textsafe import clean, clean_line
 
@@ -212,6 +213,7 @@ class LocalBackend(Backend):
         self.options = options or BackendOptions()
         self.host = socket.gethostname() or "local"
         self.last_exit_status: int | None = None
+        self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
 
     def _argv(self, argv: Sequence[str], privileged: bool) -> list[str]:
         out = [a for arg in argv for a in (sorted(glob.glob(arg)) or [arg] if arg == "/dev/nvidia*" else [arg])]
@@ -350,12 +352,19 @@ class LocalBackend(Backend):
         for section in SECTIONS:
             if section.name in ("gpus", "holders"):
                 continue
+            asked = self.kernel_tail.cursor
+            argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv
             try:
-                self._begin(section.argv)
-                result = await self.run(section.argv, privileged=section.privileged)
+                self._begin(argv)
+                result = await self.run(argv, privileged=section.privileged)
                 if not result.ok and section.fallback:
                     self._begin(section.fallback)
                     result = await self.run(section.fallback, privileged=section.privileged)
+                if section.name == "kernel":
+                    # What the remote script's awk does on the node: filter, bound, note the cursor.
+                    filtered = dataclasses.replace(result, stdout=filter_journal(result.stdout + result.stderr),
+                                                   stderr="")
+                    result = self.kernel_tail.take(filtered, asked)
                 sections[section.name] = result
             except CommandTimeout as exc:
                 sections[section.name] = CommandResult(section.argv, 124, "", str(exc))

@@ -8,7 +8,7 @@ by ``simulated = True``.
 from __future__ import annotations
 
 import asyncio
-import re
+import dataclasses
 import signal as _signal
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -30,9 +30,8 @@ from nvls_tui.backends.base import (
 from nvls_tui.model import NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
+from nvls_tui.poll.kernel_tail import KernelTail, filter_journal
 from nvls_tui.poll.probe import (
-    KERNEL_LINES,
-    KERNEL_PATTERN,
     SECTIONS,
     cgroup_argv,
     ppid_argv,
@@ -69,6 +68,7 @@ class SimulatedBackend(Backend):
         self.timeout = timeout
         self.max_output = max_output
         self.last_exit_status: int | None = None
+        self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
 
     @property
     def node(self) -> Node:
@@ -215,16 +215,15 @@ class SimulatedBackend(Backend):
 
         sections: dict[str, CommandResult] = {}
         for section in SECTIONS:
-            result = await self._section(section.argv, section.privileged)
+            asked = self.kernel_tail.cursor
+            argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv
+            result = await self._section(argv, section.privileged)
             if not result.ok and section.fallback:
                 result = await self._section(section.fallback, section.privileged)
-            if section.name == "kernel" and result.ok:
+            if section.name == "kernel":
                 # The remote script filters this section on the node (awk); do the same here.
-                lines = result.stdout.splitlines()
-                keep = [ln for ln in lines if ln[:4].isdigit() and re.search(KERNEL_PATTERN, ln)][-KERNEL_LINES:]
-                notes = [ln for ln in lines if not ln[:4].isdigit() and not ln.startswith("-- ")][:20]
-                result = CommandResult(result.argv, result.exit_status, "".join(ln + "\n" for ln in notes + keep),
-                                       "", result.duration)
+                filtered = dataclasses.replace(result, stdout=filter_journal(result.stdout + result.stderr), stderr="")
+                result = self.kernel_tail.take(filtered, asked)
             sections[section.name] = result
         # The script's derived reads: identities and cgroups of the holders and of their parents.
         pids = sorted({h.pid for h in parse_fuser_streams(sections["holders"].stdout).value})

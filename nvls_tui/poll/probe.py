@@ -20,6 +20,8 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
+from nvls_tui.poll.kernel_tail import KERNEL_LINES, KERNEL_PATTERN, NOTE_LINES, VISITED_LINE, kernel_argv
+
 STATE_DIR = "/var/lib/nvls-tui"
 RECORD_FILE = f"{STATE_DIR}/repair.json"
 SMOKE_FILE = f"{STATE_DIR}/last-smoke.json"
@@ -51,8 +53,6 @@ QUERY_FIELDS = (
 )
 
 NVSWITCH_PCI_ID = "10de:22a3"
-KERNEL_PATTERN = "NVRM|nvidia-nvswitch|Xid|SXid|FABRIC"
-KERNEL_LINES = 300
 MARK = "@@nvls-tui"
 # fuser -v rows: "... USER PID ACCESS COMMAND"; each PID once, joined by commas (procps's list syntax).
 # (No {5} interval: Debian's default mawk does not support it.)
@@ -63,15 +63,19 @@ _PPID_AWK = ("BEGIN {n = split(have, h, \",\"); for (i = 1; i <= n; i++) s[h[i]]
              " $1 ~ /^[0-9]+$/ && $1 > 1 && !s[$1]++ {o = o (o == \"\" ? \"\" : \",\") $1} END {print o}")
 # The kernel log, filtered and bounded on the node in one awk: journal lines that match the pattern
 # (the last KERNEL_LINES of them), journalctl's own messages (its errors and permission hints, at most
-# 20), and the end marker with journalctl's exit status, which the pipeline would otherwise hide.
+# NOTE_LINES), the cursor journalctl ended at, how many entries it visited and whether the first and
+# the last of them matched (see nvls_tui.poll.kernel_tail), and the end marker with journalctl's exit
+# status, which the pipeline would otherwise hide. filter_journal() is the same filter in Python.
 _KERNEL_AWK = (
     "index($0, m \" status \") == 1 {st = substr($0, length(m) + 9); next}"
-    " /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/ {if ($0 ~ /" + KERNEL_PATTERN + "/) {r[n % " + str(KERNEL_LINES)
-    + "] = $0; n++}; next}"
+    " /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/ {v++; h = ($0 ~ /" + KERNEL_PATTERN + "/); if (v == 1) f = h;"
+    " l = h; if (h) {r[n % " + str(KERNEL_LINES) + "] = $0; n++}; next}"
+    " /^-- cursor: / {c = $0; next}"
     " /^-- / {next}"
-    " {if (e < 20) msg[e++] = $0}"
+    " {if (e < " + str(NOTE_LINES) + ") msg[e++] = $0}"
     " END {for (i = 0; i < e; i++) print msg[i]; for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES)
-    + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; print m \" end kernel \" st}"
+    + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (c != \"\") print c;"
+    " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st}"
 )
 
 
@@ -108,7 +112,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("nvswitches", ("lspci", "-D", "-d", NVSWITCH_PCI_ID)),
     # The glob is expanded by the remote shell (or by the local and simulated backends).
     Section("holders", ("fuser", "-v", "/dev/nvidia*"), privileged=True),
-    Section("kernel", ("journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"), privileged=True),
+    # The whole boot's; a poll of a node read before starts at its cursor (kernel_tail.KernelTail).
+    Section("kernel", kernel_argv(), privileged=True),
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
@@ -155,13 +160,16 @@ def _glob_safe_join(argv: tuple[str, ...]) -> str:
     return " ".join(a if a == "/dev/nvidia*" else shlex.quote(a) for a in argv)
 
 
-def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None) -> str:
+def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
+                 kernel_cursor: str | None = None) -> str:
     """The whole poll as one POSIX sh script.
 
     Args:
         sudo: prefix the privileged commands with ``sudo -n`` (never prompts).
         nonce: the marker suffix of this poll (letters and digits: :func:`new_nonce`).
         only: the section names to read (default: all); ``processes``/``cgroups`` need ``holders``.
+        kernel_cursor: where the node's kernel log was read to (journalctl's cursor); the kernel
+            section then reads only what came since. Anything but journalctl's own form is ignored.
 
     Returns:
         The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
@@ -176,7 +184,8 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         if section.name not in wanted:
             continue
         prefix = "sudo -n " if sudo and section.privileged else ""
-        cmd = f"{prefix}{_glob_safe_join(section.argv)} 2>&1"
+        argv = kernel_argv(kernel_cursor) if section.name == "kernel" else section.argv
+        cmd = f"{prefix}{_glob_safe_join(argv)} 2>&1"
         begin, end = f'echo "$m begin {section.name}"', f'echo "$m end {section.name} $rc"'
         if section.fallback:
             again = f"{prefix}{_glob_safe_join(section.fallback)} 2>&1"
@@ -336,6 +345,8 @@ def section_argv(name: str) -> tuple[str, ...]:
 
 __all__ = [
     "DERIVED_SECTIONS",
+    "KERNEL_LINES",
+    "KERNEL_PATTERN",
     "LOCK_DIR",
     "QUERY_FIELDS",
     "RECORD_FILE",

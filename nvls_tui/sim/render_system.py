@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from nvls_tui.sim import systemd
+from nvls_tui.sim.journal_cursor import SEEK_FAILED, cursor_of, parse_cursor, seek
 from nvls_tui.sim.processes import SNAPSHOT_PERIOD
 from nvls_tui.sim.state import LogLine, Node, Unit
 
@@ -282,13 +283,15 @@ def _parse_since(text: str) -> float | None:
 
 
 def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
-    """``journalctl -k|-u UNIT [-b] [--since ...] [-n N] [-o short-iso] [--no-pager]``."""
+    """``journalctl -k|-u UNIT [-b] [--since ...] [-n N] [-g RE] [-o short-iso] [--show-cursor]
+    [--cursor=C|--after-cursor=C] [-q] [--no-pager]`` (cursors: :mod:`nvls_tui.sim.journal_cursor`)."""
     if node.journal_access == "denied":
         return 1, "", "No journal files were opened due to insufficient permissions.\n"
     if node.journal_access == "hint":
         # systemd prints this to a user outside the adm/systemd-journal groups and exits 0.
         return 0, "-- No entries --\n", JOURNAL_HINT
     kernel, units, since, until, count, iso, grep = False, [], None, None, None, False, None
+    this_boot, show_cursor, quiet, seek_to, after = False, False, False, None, False
     expanded: list[str] = []
     for a in args:  # split clusters like -xeu / -kb
         if a.startswith("-") and not a.startswith("--") and len(a) > 2 and a[1] in "kbxequ" and a[1:].isalpha():
@@ -331,8 +334,17 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
             i += 1
         elif a == "-e":
             count = count or 1000
-        elif a in ("-b", "--boot", "--no-pager", "-x", "--catalog", "-q", "--quiet", "--no-hostname", "-a", "--all",
-                   "--pager-end"):
+        elif a in ("-b", "--boot"):
+            this_boot = True
+        elif a == "--show-cursor":
+            show_cursor = True
+        elif a in ("-q", "--quiet"):
+            quiet = True
+        elif a.startswith(("--cursor=", "--after-cursor=")) or a in ("-c", "--cursor", "--after-cursor") and nxt:
+            after = a.startswith("--after-cursor")
+            seek_to = a.split("=", 1)[1] if "=" in a else nxt
+            i += 0 if "=" in a else 1
+        elif a in ("--no-pager", "-x", "--catalog", "--no-hostname", "-a", "--all", "--pager-end"):
             pass
         else:
             return 1, "", f"journalctl: invalid option -- '{a.lstrip('-')}'\n"
@@ -342,15 +354,38 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     elif units:
         entries = [e for e in node.journal if e.unit in units]
     else:
-        entries = sorted(node.kernel + node.journal, key=lambda e: e.ts)
+        entries = sorted(node.kernel + node.journal, key=lambda e: (e.ts, e.seq))
     entries = [e for e in entries if e.ts <= now and (since is None or e.ts >= since)
-               and (until is None or e.ts <= until)]
-    if grep:
-        import re
+               and (until is None or e.ts <= until) and (not this_boot or e.ts >= node.boot)]
+    visited: LogLine | None = None
+    if seek_to is not None:
+        cursor = parse_cursor(seek_to)
+        if cursor is None:
+            return 1, "", SEEK_FAILED
+        start, visited = seek(node, entries, cursor, after)
+        entries = entries[start:]
+        shown = entries
+        if grep:
+            import re
 
-        entries = [e for e in entries if re.search(grep, e.text)]
-    if count is not None:
-        entries = entries[-count:] if count else []
-    if not entries:
-        return 0, "-- No entries --\n", ""
-    return 0, "\n".join(_journal_lines(node, entries, iso)) + "\n", ""
+            shown = [e for e in shown if re.search(grep, e.text)]
+        if count is not None:
+            # From a cursor, -n counts forward: the first N, and the last one shown is the last visited.
+            shown = shown[:count]
+            if shown:
+                entries = entries[: entries.index(shown[-1]) + 1]
+    else:
+        shown = entries
+        if grep:
+            import re
+
+            shown = [e for e in shown if re.search(grep, e.text)]
+        if count is not None:
+            shown = shown[-count:] if count else []
+    if entries:
+        visited = entries[-1]
+    out = "\n".join(_journal_lines(node, shown, iso)) + "\n" if shown else ("" if quiet else "-- No entries --\n")
+    if show_cursor and visited is not None:
+        out += f"-- cursor: {cursor_of(node, visited)}\n"
+    # --grep exits 1 when nothing matched, as grep does (systemd 252).
+    return (1 if grep and not shown else 0), out, ""

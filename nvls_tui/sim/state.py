@@ -137,6 +137,8 @@ class LogLine:
     text: str
     pid: int | None = None
     unit: str | None = None
+    # The journal's sequence number (arrival order, as journald numbers entries): what a cursor's i= names.
+    seq: int = 0
 
 
 @dataclass
@@ -196,6 +198,7 @@ class Node:
     snapshot_last_run: float = 0.0
     watch_cycle: int = -1
     smoke_runs: int = 0
+    journal_seq: int = 0
 
     # ----- lookups ---------------------------------------------------------------------------
     def unit(self, name: str) -> Unit | None:
@@ -244,13 +247,15 @@ class Node:
 
     def log_kernel(self, ts: float, text: str) -> None:
         """Append a kernel line (kept in time order)."""
-        self.kernel.append(LogLine(ts=ts, ident="kernel", text=text))
-        self.kernel.sort(key=lambda e: e.ts)
+        self.journal_seq += 1
+        self.kernel.append(LogLine(ts=ts, ident="kernel", text=text, seq=self.journal_seq))
+        self.kernel.sort(key=lambda e: (e.ts, e.seq))
 
     def log_unit(self, ts: float, unit: str, ident: str, text: str, pid: int | None = None) -> None:
         """Append a journal line of a unit (``systemd`` lines use pid 1)."""
-        self.journal.append(LogLine(ts=ts, ident=ident, text=text, pid=pid, unit=unit))
-        self.journal.sort(key=lambda e: e.ts)
+        self.journal_seq += 1
+        self.journal.append(LogLine(ts=ts, ident=ident, text=text, pid=pid, unit=unit, seq=self.journal_seq))
+        self.journal.sort(key=lambda e: (e.ts, e.seq))
 
     # ----- persistence -----------------------------------------------------------------------
     def to_dict(self) -> dict:

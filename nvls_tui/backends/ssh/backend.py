@@ -42,6 +42,7 @@ from nvls_tui.backends.base import (
 from nvls_tui.backends.ssh.pool import SshConnector
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.model import NodeState
+from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import (
     DERIVED_SECTIONS,
     SECTION_NAMES,
@@ -121,6 +122,7 @@ class SshBackend(Backend):
         self._sessions = asyncio.Semaphore(MAX_SESSIONS)
         self._connector = SshConnector(target, options)
         self._cleanups: set[asyncio.Task] = set()
+        self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
 
     @property
     def connector(self) -> SshConnector:
@@ -443,12 +445,13 @@ class SshBackend(Backend):
         """
         pending = list(SECTION_NAMES)
         sections: dict[str, CommandResult] = {}
+        asked = self.kernel_tail.cursor
         for _attempt in SECTION_NAMES:  # each round settles at least the section that overflowed
             if not pending:
                 break
             nonce = new_nonce()
             reader = SectionReader(nonce, self.options.max_output)
-            script = probe_script(self.options.sudo, nonce, only=tuple(pending))
+            script = probe_script(self.options.sudo, nonce, only=tuple(pending), kernel_cursor=asked)
             argv = ["sh", "-c", script]
             try:
                 await self._execute(argv, self.command_line(argv), self.options.timeout, False, None,
@@ -468,6 +471,8 @@ class SshBackend(Backend):
                     pending = [n for n in pending if n not in DERIVED_SECTIONS]  # no PID list to read them by
                 else:
                     pending.append("holders")  # the ps reads take their PIDs from the same script's fuser
+        if (kernel := sections.get("kernel")) is not None:
+            sections["kernel"] = self.kernel_tail.take(kernel, asked)
         # Without this, a `sudo -n` that wants a password only empties the privileged sections: the
         # node then looks as if nothing held a device and the kernel log were clean. The holders
         # section keeps its stderr, so sudo's refusal shows there; make it the poll's one clear error.
