@@ -61,22 +61,27 @@ _PID_AWK = ("{for (i = 1; i < NF; i++) if ($i ~ /^[0-9]+$/ && length($(i+1)) == 
 # The parents of those PIDs (init and the PIDs themselves left out), joined the same way.
 _PPID_AWK = ("BEGIN {n = split(have, h, \",\"); for (i = 1; i <= n; i++) s[h[i]] = 1}"
              " $1 ~ /^[0-9]+$/ && $1 > 1 && !s[$1]++ {o = o (o == \"\" ? \"\" : \",\") $1} END {print o}")
-# The kernel log, filtered and bounded on the node in one awk: journal lines that match the pattern
+# The kernel log, filtered and bounded on the node in one awk that runs journalctl itself (a pipeline
+# would cost a subshell more, to keep journalctl's exit status): journal lines that match the pattern
 # (the last KERNEL_LINES of them), journalctl's own messages (its errors and permission hints, at most
 # NOTE_LINES), the cursor journalctl ended at, how many entries it visited and whether the first and
 # the last of them matched (see nvls_tui.poll.kernel_tail), and the end marker with journalctl's exit
-# status, which the pipeline would otherwise hide. filter_journal() is the same filter in Python.
+# status: close() gives it (mawk and gawk >= 4.2; older gawk gives it times 256). filter_journal() is
+# the same filter in Python.
 _KERNEL_AWK = (
-    "index($0, m \" status \") == 1 {st = substr($0, length(m) + 9); next}"
-    " /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/ {v++; h = ($0 ~ /" + KERNEL_PATTERN + "/); if (v == 1) f = h;"
-    " l = h; if (h) {r[n % " + str(KERNEL_LINES) + "] = $0; n++}; next}"
-    " /^-- cursor: / {c = $0; next}"
-    " /^-- / {next}"
-    " {if (e < " + str(NOTE_LINES) + ") msg[e++] = $0}"
-    " END {for (i = 0; i < e; i++) print msg[i]; for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES)
-    + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (c != \"\") print c;"
+    "function take(s) {if (s ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/) {v++; h = (s ~ /" + KERNEL_PATTERN
+    + "/); if (v == 1) f = h; l = h; if (h) {r[n % " + str(KERNEL_LINES) + "] = s; n++}}"
+    " else if (index(s, \"-- cursor: \") == 1) cur = s; else if (index(s, \"-- \") != 1 && e < " + str(NOTE_LINES)
+    + ") msg[e++] = s}"
+    " BEGIN {while ((cmd | getline s) > 0) take(s); st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256;"
+    " for (i = 0; i < e; i++) print msg[i]; for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES)
+    + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (cur != \"\") print cur;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st}"
 )
+# The poll's user from the shell's own /proc/self/status (effective uid): no process for it; `id -u`
+# only where /proc cannot say.
+_IDENTITY = ('u=; while read -r k r e _; do [ "$k" = Uid: ] && u=$e; done < /proc/self/status 2>/dev/null',
+             'if [ -n "$u" ]; then echo "$u"; rc=0; else id -u 2>&1; rc=$?; fi')
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +200,10 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             # Kept in a variable: the ps steps below read the PIDs from this same table.
             lines += [begin, f"holders=$({cmd}); rc=$?", "printf '%s\\n' \"$holders\"", end]
         elif section.name == "kernel":
-            lines += [begin, f"{{ {cmd}; echo \"$m status $?\"; }} | awk -v m=\"$m\" {shlex.quote(_KERNEL_AWK)}"]
+            # awk -v takes backslash escapes: the command has none (fixed words, a hex cursor).
+            lines += [begin, f"awk -v m=\"$m\" -v {shlex.quote('cmd=' + cmd)} {shlex.quote(_KERNEL_AWK)}"]
+        elif section.name == "identity":
+            lines += [begin, *_IDENTITY, end]
         else:
             lines += [begin, cmd, "rc=$?", end]
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
