@@ -571,8 +571,8 @@ def static_summary(sudo: bool) -> str:
                      f"({sum(c.conditional for c in cmds)}) |")
     lines.append(f"| **all** | | {total} ({cond}) |")
     lines += ["", "Processes are more than commands: each `$(...)` and each pipeline element is a fork (dash "
-              "execs a lone simple command in it), and the kernel section's `{ ...; }` group is a subshell of "
-              "its own; shims and stand-ins add their own forks, and threads take PIDs too."]
+              "execs a lone simple command in it), the kernel section's awk starts journalctl through `sh -c` "
+              "(which dash execs), and shims and stand-ins add their own forks; threads take PIDs too."]
     return "\n".join(lines)
 
 
