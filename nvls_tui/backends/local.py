@@ -39,7 +39,7 @@ from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.evidence import PERMISSION
-from nvls_tui.poll.kernel_tail import KernelTail, filter_journal
+from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.textsafe import clean, clean_line
 
@@ -362,9 +362,7 @@ class LocalBackend(Backend):
                     result = await self.run(section.fallback, privileged=section.privileged)
                 if section.name == "kernel":
                     # What the remote script's awk does on the node: filter, bound, note the cursor.
-                    filtered = dataclasses.replace(result, stdout=filter_journal(result.stdout + result.stderr),
-                                                   stderr="")
-                    result = self.kernel_tail.take(filtered, asked)
+                    result = self.kernel_tail.take_unfiltered(result, asked)
                 sections[section.name] = result
             except CommandTimeout as exc:
                 sections[section.name] = CommandResult(section.argv, 124, "", str(exc))

@@ -8,7 +8,6 @@ by ``simulated = True``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import signal as _signal
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -30,7 +29,7 @@ from nvls_tui.backends.base import (
 from nvls_tui.model import NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
-from nvls_tui.poll.kernel_tail import KernelTail, filter_journal
+from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import (
     SECTIONS,
     cgroup_argv,
@@ -222,8 +221,7 @@ class SimulatedBackend(Backend):
                 result = await self._section(section.fallback, section.privileged)
             if section.name == "kernel":
                 # The remote script filters this section on the node (awk); do the same here.
-                filtered = dataclasses.replace(result, stdout=filter_journal(result.stdout + result.stderr), stderr="")
-                result = self.kernel_tail.take(filtered, asked)
+                result = self.kernel_tail.take_unfiltered(result, asked)
             sections[section.name] = result
         # The script's derived reads: identities and cgroups of the holders and of their parents.
         pids = sorted({h.pid for h in parse_fuser_streams(sections["holders"].stdout).value})

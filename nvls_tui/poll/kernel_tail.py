@@ -101,6 +101,11 @@ class KernelTail:
         """Forget the cursor and the lines: the next poll reads the boot again."""
         self.cursor, self.lines, self.last_kept = None, [], False
 
+    def take_unfiltered(self, result: CommandResult, asked: str | None) -> CommandResult:
+        """:meth:`take` for journalctl's own output (stderr merged), filtered here as the probe's awk does."""
+        text = filter_journal(result.stdout + result.stderr)
+        return self.take(dataclasses.replace(result, stdout=text, stderr=""), asked)
+
     def take(self, result: CommandResult, asked: str | None) -> CommandResult:
         """Fold one poll's filtered kernel section into the node's lines.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from nvls_tui.sim import systemd
@@ -282,6 +283,11 @@ def _parse_since(text: str) -> float | None:
     return None
 
 
+def _grep(entries: list[LogLine], pattern: str | None) -> list[LogLine]:
+    """The entries ``--grep`` prints (all of them without a pattern)."""
+    return [e for e in entries if re.search(pattern, e.text)] if pattern else entries
+
+
 def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     """``journalctl -k|-u UNIT [-b] [--since ...] [-n N] [-g RE] [-o short-iso] [--show-cursor]
     [--cursor=C|--after-cursor=C] [-q] [--no-pager]`` (cursors: :mod:`nvls_tui.sim.journal_cursor`)."""
@@ -364,22 +370,14 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
             return 1, "", SEEK_FAILED
         start, visited = seek(node, entries, cursor, after)
         entries = entries[start:]
-        shown = entries
-        if grep:
-            import re
-
-            shown = [e for e in shown if re.search(grep, e.text)]
+        shown = _grep(entries, grep)
         if count is not None:
             # From a cursor, -n counts forward: the first N, and the last one shown is the last visited.
             shown = shown[:count]
             if shown:
                 entries = entries[: entries.index(shown[-1]) + 1]
     else:
-        shown = entries
-        if grep:
-            import re
-
-            shown = [e for e in shown if re.search(grep, e.text)]
+        shown = _grep(entries, grep)
         if count is not None:
             shown = shown[-count:] if count else []
     if entries:
