@@ -9,7 +9,9 @@ Usage::
 
 PORTS_FILE has ``host port`` per line; PROBE_FILE the remote command line. Prints, per node, the
 probe's byte count on stdout. With ``--repoll`` the connections stay open and the probe runs a
-second time; that second round alone is reported (``BENCH {...}`` on stderr).
+second time; that second round alone is reported (``BENCH {...}`` on stderr). The second round
+sends what nvls-tui's second poll sends: the probe whose kernel section starts at the journal
+cursor the node's first answer ended at (the same remote work, so the floor stays a floor).
 """
 
 from __future__ import annotations
@@ -17,10 +19,18 @@ from __future__ import annotations
 import asyncio
 import getpass
 import os
+import shlex
 import sys
 import time
+from pathlib import Path
 
 import asyncssh
+
+if __package__ in (None, ""):  # run as a file: the checkout's packages first
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nvls_tui.poll.kernel_tail import CURSOR_LINE
+from nvls_tui.poll.probe import probe_script
 
 KEX = "^curve25519-sha256,curve25519-sha256@libssh.org"
 
@@ -35,9 +45,15 @@ async def _connect(host: str, port: int, key: str, known: asyncssh.SSHKnownHosts
                                   kex_algs=KEX, config=[], connect_timeout=60)
 
 
-async def _probe(conn: asyncssh.SSHClientConnection, command: str) -> int:
+async def _probe(conn: asyncssh.SSHClientConnection, command: str) -> str:
     result = await conn.run(command, stdin=asyncssh.DEVNULL, timeout=60)
-    return len(str(result.stdout or "").encode())
+    return str(result.stdout or "")
+
+
+def _again(first: str) -> str:
+    """The second poll's command: the probe from the kernel cursor of the first answer."""
+    cursors = [line[len(CURSOR_LINE):] for line in first.splitlines() if line.startswith(CURSOR_LINE)]
+    return shlex.join(["sh", "-c", probe_script(kernel_cursor=cursors[-1] if cursors else None)])
 
 
 async def main(ports_file: str, key: str, known_hosts: str, probe_file: str, repoll: bool) -> int:
@@ -51,16 +67,17 @@ async def main(ports_file: str, key: str, known_hosts: str, probe_file: str, rep
 
     results = await asyncio.gather(*(cold(h, p) for h, p in nodes))
     conns = [c for c, _ in results]
-    sizes = [s for _, s in results]
+    outputs = [s for _, s in results]
     if repoll:
+        again = [_again(out) for out in outputs]
         cpu0, t0 = _cpu(), time.perf_counter()
-        sizes = await asyncio.gather(*(_probe(c, command) for c in conns))
+        outputs = await asyncio.gather(*(_probe(c, cmd) for c, cmd in zip(conns, again, strict=True)))
         wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
         sys.stderr.write(f'BENCH {{"wall": {wall:.4f}, "cpu": {cpu:.4f}, "phase": "repoll"}}\n')
     for conn in conns:
         conn.close()
     await asyncio.gather(*(c.wait_closed() for c in conns))
-    sys.stdout.write("".join(f"{s}\n" for s in sizes))
+    sys.stdout.write("".join(f"{len(out.encode())}\n" for out in outputs))
     return 0
 
 

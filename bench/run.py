@@ -30,6 +30,9 @@ RESULTS = BENCH / "results"
 CHILD_TIMEOUT = 150.0
 SETTLE = 10.0
 COLD_RATIO, REPOLL_RATIO = 1.3, 1.5
+# Issue 16, at the size of a real fleet: both within 1.15x of the floor, ahead of every other tool,
+# and at most 3 ms of bastion CPU per node-poll (a re-poll round's client CPU over its nodes).
+FLEET_SIZE, FLEET_RATIO, CPU_PER_NODE_POLL_MS = 1024, 1.15, 3.0
 ANCHOR_PREFIXES = ("pdsh", "ClusterShell", "ansible", "parallel-ssh")
 
 
@@ -101,9 +104,30 @@ def verdicts(rows: list[dict], sizes: list[int]) -> list[str]:
             ok = repoll["ratio"] <= REPOLL_RATIO
             out.append(f"N={n}: re-poll {repoll['wall']:.2f}s = {repoll['ratio']:.2f}x floor re-poll "
                        f"(target <= {REPOLL_RATIO}x): {'MET' if ok else 'MISSED'}")
+        if n >= FLEET_SIZE:
+            out += fleet_verdicts(at, n)
         incomplete = [r for r in at.values() if r["answered"] < n]
         for r in incomplete:
             out.append(f"N={n}: WARNING {r['tool']}: only {r['answered']}/{n} nodes answered in some run")
+    return out
+
+
+def fleet_verdicts(at: dict[str, dict], n: int) -> list[str]:
+    """Issue 16's targets at ``n`` nodes (``at``: the rows of that size by tool)."""
+    out = []
+    for name, label in (("nvls-tui check (cold)", "cold check"), ("nvls-tui re-poll", "re-poll")):
+        row = at.get(name)
+        if row and row["ratio"] is not None:
+            ok = row["ratio"] <= FLEET_RATIO
+            out.append(f"N={n}: {label} {row['wall']:.2f}s = {row['ratio']:.2f}x floor "
+                       f"(issue 16: <= {FLEET_RATIO}x): {'MET' if ok else 'MISSED'}")
+    if (repoll := at.get("nvls-tui re-poll")) is not None:
+        per = 1000 * repoll["cpu"] / n
+        out.append(f"N={n}: bastion CPU per node-poll {per:.2f} ms (re-poll round {repoll['cpu']:.2f}s / {n}; "
+                   f"issue 16: <= {CPU_PER_NODE_POLL_MS:g} ms): {'MET' if per <= CPU_PER_NODE_POLL_MS else 'MISSED'}")
+    if (cold := at.get("nvls-tui check (cold)")) is not None:
+        out.append(f"N={n}: nvls-tui check peak RSS {cold['rss_mb']:.0f} MB, client CPU {cold['cpu']:.2f}s "
+                   f"({1000 * cold['cpu'] / n:.2f} ms per node, connect included)")
     return out
 
 

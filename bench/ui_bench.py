@@ -36,8 +36,10 @@ from nvls_tui.backends.simulated import sim_backends
 
 SIZE = (160, 48)
 POLL_INTERVAL = 2.0
+FLEET_POLL_INTERVAL = 5.0  # issue 16: 1,024 nodes polling every 5 s
 FULL_GRID_TIMEOUT = 90.0
 KEY_TIMEOUT = 5.0
+SCENARIOS = ("startup", "keys", "stream", "fleet")
 NCCL_LINE = ("   {size:>10}   {count:>10}     float     sum      -1   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0"
              "   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0")
 
@@ -147,6 +149,76 @@ async def scenario_keys(seconds: float) -> dict:
     }
 
 
+async def _type_filter(app, text: str) -> list[float]:
+    """Open the filter and type ``text`` a key at a time; per key, ms until the grid was refiltered.
+
+    Timed at the fleet screen's ``refresh_grid`` that ran with the new filter text (the handler
+    of the key refilters and redraws the 1,024 rows in one go).
+    """
+    screen = app.screen
+    seen: list[str] = []
+    original = screen.refresh_grid
+
+    def wrapped(*args, **kwargs):
+        result = original(*args, **kwargs)
+        seen.append(screen.filter_text)
+        return result
+
+    screen.refresh_grid = wrapped
+    app.simulate_key("slash")
+    await _until(lambda: screen.query_one("#filter").has_focus, KEY_TIMEOUT, "the filter box")
+    latencies = []
+    for i, char in enumerate(text):
+        started = time.perf_counter()
+        app.simulate_key(char)
+        want = text[: i + 1]
+        try:
+            await _until(lambda w=want: bool(seen) and seen[-1] == w, KEY_TIMEOUT, "the grid to be refiltered")
+        except TimeoutError:
+            pass  # counted at KEY_TIMEOUT, the worst latency
+        latencies.append((time.perf_counter() - started) * 1000)
+        await asyncio.sleep(0.1)  # an operator's typing pace
+    app.simulate_key("escape")
+    return latencies
+
+
+async def scenario_fleet(seconds: float) -> dict:
+    """Issue 16: 1,024 nodes polling every 5 s: first full grid, cursor and filter key latency."""
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.sim.fleet import load_fleet
+
+    started = time.perf_counter()
+    app = NvlsApp(sim_backends(load_fleet("sim:fleet-1024")), poll_interval=FLEET_POLL_INTERVAL, timeout=5.0)
+    hosts = list(app.pollers)
+    answered = grid = None
+    async with app.run_test(size=SIZE):
+        while grid is None:
+            now = time.perf_counter() - started
+            if answered is None and all(p.polls >= 1 for p in app.pollers.values()):
+                answered = now
+            if _full_grid(app, hosts):
+                grid = now
+                answered = now if answered is None else answered
+            elif now > FULL_GRID_TIMEOUT:
+                raise TimeoutError("1,024 nodes never filled the grid")
+            await asyncio.sleep(0.005)
+        polls0 = sum(p.polls for p in app.pollers.values())
+        t0 = time.perf_counter()
+        cursor = await _press_and_time(app, max(20, int(seconds / 0.06)), 0.05)
+        typed = await _type_filter(app, "gpu00")
+        window = time.perf_counter() - t0
+        polls = sum(p.polls for p in app.pollers.values()) - polls0
+    both = cursor + typed
+    return {
+        "nodes": len(hosts), "last_answer_s": round(answered, 3), "first_full_grid_s": round(grid, 3),
+        "grid_after_last_answer_s": round(grid - answered, 3), "presses": len(cursor), "filter_keys": len(typed),
+        "cursor_p50_ms": round(statistics.median(cursor), 2), "cursor_p99_ms": round(_percentile(cursor, 0.99), 2),
+        "filter_p50_ms": round(statistics.median(typed), 2), "filter_max_ms": round(max(typed), 2),
+        "p99_ms": round(_percentile(both, 0.99), 2), "window_s": round(window, 2),
+        "polls_per_s": round(polls / window, 1),
+    }
+
+
 async def scenario_stream(seconds: float) -> dict:
     """Lines per second into the output pane while 256 nodes poll; key latency meanwhile."""
     from nvls_tui.app import NvlsApp
@@ -196,6 +268,8 @@ def child(name: str, seconds: float) -> int:
         result = asyncio.run(scenario_startup())
     elif name == "keys":
         result = asyncio.run(scenario_keys(seconds))
+    elif name == "fleet":
+        result = asyncio.run(scenario_fleet(seconds))
     else:
         result = asyncio.run(scenario_stream(seconds))
     result["scenario"] = name
@@ -208,7 +282,7 @@ def child(name: str, seconds: float) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run every scenario in its own child process and print the numbers."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--child", choices=("startup", "keys", "stream"))
+    p.add_argument("--child", choices=SCENARIOS)
     p.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_UI_SECONDS", "8")))
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
@@ -217,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     env = base_env()
     results: dict[str, dict] = {}
     samples: list[Sample] = []
-    for name in ("startup", "keys", "stream"):
+    for name in SCENARIOS:
         sample, stdout, stderr = run_child(f"ui {name}", 0, [str(VENV / "python"), "-m", "bench.ui_bench",
                                                              "--child", name, "--seconds", str(args.seconds)],
                                            env=env, timeout=240.0, cwd=str(ROOT))
@@ -236,13 +310,17 @@ def main(argv: list[str] | None = None) -> int:
                                 "results": results}, indent=1))
     print(f"raw numbers: {path}")
     keys = results.get("keys", {})
-    ok = len(results) == 3 and keys.get("p99_ms", 1e9) <= 100 and keys.get("peak_rss_mb", 1e9) < 200
+    ok = len(results) == len(SCENARIOS) and keys.get("p99_ms", 1e9) <= 100 and keys.get("peak_rss_mb", 1e9) < 200
+    fleet = results.get("fleet", {})
+    ok = ok and fleet.get("p99_ms", 1e9) < 100 and fleet.get("peak_rss_mb", 1e9) < 300 \
+        and fleet.get("grid_after_last_answer_s", 1e9) < 5
     return 0 if ok else 1
 
 
 def report(results: dict[str, dict]) -> str:
-    """The UI numbers as a Markdown table, with the issue-8 targets."""
+    """The UI numbers as a Markdown table, with the issue-8 and issue-16 targets."""
     s, k, st = results.get("startup", {}), results.get("keys", {}), results.get("stream", {})
+    f = results.get("fleet", {})
     rows = [
         ("demo fleet (8 nodes): build to first full grid", f"{s.get('first_full_grid_s', '-')} s", ""),
         ("demo fleet: whole process (imports, first grid, exit)", f"{s.get('process_wall_s', '-')} s", ""),
@@ -257,6 +335,16 @@ def report(results: dict[str, dict]) -> str:
          f"({st.get('polls_per_s', '-')} polls/s folded meanwhile, key p50/p99 "
          f"{st.get('key_p50_ms', '-')}/{st.get('key_p99_ms', '-')} ms)", ""),
         ("console peak RSS, stream scenario", f"{st.get('peak_rss_mb', '-')} MB", ""),
+        ("fleet-1024 polling every 5 s: last node's first answer / first full grid",
+         f"{f.get('last_answer_s', '-')} s / {f.get('first_full_grid_s', '-')} s",
+         "grid < 5 s after the last answer: " + ("MET" if f.get("grid_after_last_answer_s", 1e9) < 5 else "MISSED")),
+        ("fleet-1024: cursor p50 / p99, filter key p50 / max",
+         f"{f.get('cursor_p50_ms', '-')} / {f.get('cursor_p99_ms', '-')} ms, {f.get('filter_p50_ms', '-')} / "
+         f"{f.get('filter_max_ms', '-')} ms ({f.get('presses', 0)} + {f.get('filter_keys', 0)} keys, "
+         f"{f.get('polls_per_s', '-')} polls/s folded)",
+         "p99 < 100 ms: " + ("MET" if f.get("p99_ms", 1e9) < 100 else "MISSED")),
+        ("console peak RSS with 1,024 nodes", f"{f.get('peak_rss_mb', '-')} MB",
+         "< 300 MB: " + ("MET" if f.get("peak_rss_mb", 1e9) < 300 else "MISSED")),
     ]
     lines = ["| UI measure | value | target |", "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]

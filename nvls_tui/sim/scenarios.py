@@ -301,6 +301,11 @@ def _fleet256(name: str, now: float) -> Node:
     return FLEET_256_BROKEN.get(name, healthy)(name, now)
 
 
+def _fleet1024(name: str, now: float) -> Node:
+    """fleet-256's four broken nodes at the same numbers (gpu0017 ...), every other node healthy."""
+    return FLEET_256_BROKEN.get(f"gpu{int(name[3:]):03d}", healthy)(name, now)
+
+
 def _wedged(name: str, now: float) -> Node:
     return wedged(name, now) if name == "gpu-wedged01" else healthy(name, now)
 
@@ -326,4 +331,6 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),
+    Scenario("fleet-1024", "1,024 nodes, four of them broken (gpu0017, gpu0042, gpu0128, gpu0201): a real fleet's size",
+             tuple(f"gpu{i:04d}" for i in range(1, 1025)), _fleet1024),
 )}
