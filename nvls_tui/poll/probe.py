@@ -207,11 +207,14 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         else:
             lines += [begin, cmd, "rc=$?", end]
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
-        lines.append(f"pids=$(printf '%s\\n' \"$holders\" | awk {shlex.quote(_PID_AWK)})")
+        # Here-documents, not `printf | awk` pipelines: dash then execs awk in the command
+        # substitution itself, a process less each (a delimiter in the text cannot end them: the
+        # shell expands $holders after it has read the script).
+        lines += [f"pids=$(awk {shlex.quote(_PID_AWK)} <<NVLS_HOLDERS", "$holders", "NVLS_HOLDERS", ")"]
         # Their parents too: a `watch nvidia-smi` loop holds nothing itself but keeps spawning holders.
         lines.append("ppids=")
-        lines.append(f'[ -n "$pids" ] && ppids=$(ps -o ppid= -p "$pids" 2>/dev/null | awk -v have="$pids" '
-                     f'{shlex.quote(_PPID_AWK)})')
+        lines += [f'[ -n "$pids" ] && ppids=$(awk -v have="$pids" {shlex.quote(_PPID_AWK)} <<NVLS_PARENTS',
+                  '$(ps -o ppid= -p "$pids" 2>/dev/null)', "NVLS_PARENTS", ")"]
         lines.append('all=$pids${ppids:+,$ppids}')
         for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
             if name in wanted:
