@@ -23,6 +23,9 @@ from nvls_tui.widgets import cells
 from nvls_tui.widgets.grid_layout import GridLayout, grid_layout
 
 GPU_COLUMNS = 8
+# Up to this many rows in or out are added and removed one by one; more rebuild the grid (removing
+# a row renumbers every row after it).
+FEW_ROWS = 64
 SWITCH_COLUMNS = 4
 FM_UNIT = "nvidia-fabricmanager"
 
@@ -248,11 +251,15 @@ class FleetGrid(DataTable):
             rows[h], is_fresh = self._row(states[h], diagnoses.get(h), now)
             if is_fresh:
                 fresh.add(h)
-        if order != self._order:
-            if set(order) != set(self._order):
-                return self._rebuild(order, rows)
-            self._reorder(order)  # the same rows in another order: move them, do not rebuild 256 rows
         written = 0
+        if order != self._order:
+            before, after = set(self._order), set(order)
+            if before != after:
+                if not before or len(before - after) > FEW_ROWS or len(after - before) > FEW_ROWS:
+                    return self._rebuild(order, rows)
+                written = self._add_and_remove(order, rows, before, after)
+            else:
+                self._reorder(order)  # the same rows in another order: move them, do not rebuild 256 rows
         for host in order:
             shown = self._shown[host]
             # A row rebuilt from the cache differs at most in its age: compare only that cell.
@@ -278,6 +285,33 @@ class FleetGrid(DataTable):
         row = self.row_cells(state, diagnosis, now)
         self._cache[state.host] = (state, diagnosis, row)
         return row, True
+
+    def _add_and_remove(self, order: list[str], rows: dict[str, dict[str, Text]], before: set[str],
+                        after: set[str]) -> int:
+        """A few rows in or out (a filter narrowed by a key, a node added): only those rows change.
+
+        Adding a row makes the table measure it, so re-adding a thousand rows for the few that left
+        would cost a key press hundreds of milliseconds.
+
+        Returns:
+            How many cells were written.
+        """
+        # The cursor follows its host, except at the top: there it stays on the worst node.
+        keep = self.current_host if self.cursor_row > 0 else None
+        for host in before - after:
+            self.remove_row(host)
+            del self._shown[host]
+        added = [h for h in order if h not in before]
+        for host in added:
+            self.add_row(*rows[host].values(), key=host)
+            self._shown[host] = {k: _sig(v) for k, v in rows[host].items()}
+        now = [h for h in self._order if h in after] + added
+        self._order = now
+        if now != order:
+            self._reorder(order)
+        if keep in after:
+            self.move_cursor(row=order.index(keep), animate=False)
+        return sum(len(rows[h]) for h in added)
 
     def _reorder(self, order: list[str]) -> None:
         # The cursor follows its host, except at the top: there it stays on the worst node.
