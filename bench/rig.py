@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ClusterShell.NodeSet import NodeSet
+
 from nvls_tui.poll.probe import probe_script
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import LOOPBACK, SshdRig
@@ -148,8 +150,8 @@ class BenchRig:
         return [self.rig.target(name) for name in self.names(n)]
 
     def nodeset(self, n: int) -> str:
-        """The first ``n`` nodes in ClusterShell / pdsh range syntax."""
-        return f"gpu[001-{n:03d}]"
+        """The first ``n`` nodes in ClusterShell / pdsh range syntax (``gpu[001-999],gpu[1000-1024]``)."""
+        return str(NodeSet.fromlist(self.names(n)))
 
     def hosts_file(self, n: int) -> Path:
         """``alias`` per line (pdsh ``-w ^FILE``)."""

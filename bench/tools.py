@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.rig import BenchRig
+from nvls_tui.poll.probe import MARK
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 VENV = ROOT / ".venv" / "bin"
 ANCHORS = BENCH / ".venv-anchors" / "bin"
-END_MARK = b"@@nvls-tui end processes"
+# The probe's last marker (bench.rig.probe_command runs probe_script() with its default nonce).
+END_MARK = f"{MARK}-0 end processes".encode()
 
 
 @dataclass(frozen=True)
