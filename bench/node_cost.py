@@ -131,7 +131,7 @@ def external_commands(text: str) -> list[Started]:
     processes (sudo forks the command). A command after ``&&``/``||`` or in an ``if`` is conditional.
     """
     found: list[Started] = []
-    for line in text.splitlines():
+    for line in _without_heredoc_text(text):
         lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
         tokens = list(lexer)
@@ -167,6 +167,8 @@ def external_commands(text: str) -> list[Started]:
                 if tok == "fi":
                     if_depth = max(0, if_depth - 1)
                 at_command = False
+            elif tok.startswith("cmd="):  # awk -v cmd=...: the command the kernel section's awk runs
+                found += [Started(c.name, c.conditional or cond) for c in external_commands(tok[4:])]
             elif at_command and ASSIGNMENT.match(tok):
                 pass  # NAME=value: the command word (if any) follows
             elif at_command or sudo:
@@ -177,6 +179,25 @@ def external_commands(text: str) -> list[Started]:
                 sudo = tok == "sudo"
                 at_command = False
     return found
+
+
+def _without_heredoc_text(text: str) -> list[str]:
+    """The script's lines with here-document bodies reduced to the command substitutions in them."""
+    out: list[str] = []
+    end: str | None = None
+    guard = ""  # the body's commands run only when the line that opened it does
+    for line in text.splitlines():
+        if end is not None:
+            if line == end:
+                end = None
+            else:
+                out += [f"{guard}{inner}" for inner in re.findall(r"\$\((.*)\)", line)]
+            continue
+        out.append(line)
+        if (m := re.search(r"<<-?\s*([A-Za-z_][A-Za-z0-9_]*)", line)) is not None:
+            end = m.group(1)
+            guard = "true && " if ("&&" in line or "||" in line) else ""
+    return out
 
 
 def script_sections(script: str) -> list[tuple[str, str]]:
