@@ -12,11 +12,15 @@ Each scenario runs in a child process of its own, so its peak RSS is the console
 - ``stream``: lines per second the output pane (widgets/output_pane.OutputPane, the RichLog with
   ``max_lines`` that the runbook column uses) absorbs from a fast stream, while the same 256 nodes
   keep polling; key latency during the stream and the polls folded meanwhile show the grid stays live.
+- ``fleet`` (issue 16): sim:fleet-1024 polling every 5 s: when the last node first answered, the first
+  full grid, cursor-key latency (p50/p99), filter-key latency (typing ``gpu00``), peak RSS.
+- ``fleet-replay``: the same with nodes answering from their first state (``ReplayBackend``), so
+  the numbers are the console's own, without the in-process simulator on its event loop.
 
 Usage::
 
     python -m bench.ui_bench [--seconds 8] [--out bench/results]
-    python -m bench.ui_bench --child keys|stream|startup   (one scenario; prints BENCH {...})
+    python -m bench.ui_bench --child startup|keys|stream|fleet|fleet-replay   (one scenario; prints BENCH {...})
 """
 
 from __future__ import annotations
