@@ -4,7 +4,7 @@ Starts one sshd rig serving the largest N of static simulated nodes (smaller N u
 nodes), then for each repetition and each N runs every tool once, in an order that rotates per
 repetition (so no tool always runs first on a cold page cache), and prints the medians::
 
-    python -m bench.run [--sizes 64,256] [--reps 3] [--tools NAME ...] [--out bench/results]
+    python -m bench.run [--sizes 64,256,1024] [--reps 3] [--tools NAME ...] [--out bench/results]
 
 Raw samples go to ``bench/results/bench-<time>.json``. The sshd processes are stopped by PID at
 the end, also on error or Ctrl-C.
@@ -160,6 +160,10 @@ def run(sizes: list[int], reps: int, tools: list[Tool], out_dir: Path) -> int:
             for n in sizes:
                 order = tools[rep % len(tools):] + tools[:rep % len(tools)]
                 for tool in order:
+                    if tool.max_nodes is not None and n > tool.max_nodes:
+                        if rep == 0:
+                            print(f"  N={n}: leaving out {tool.name} (at most {tool.max_nodes} nodes)", flush=True)
+                        continue
                     settle(rig)
                     sample = measure_once(tool, rig, n, work)
                     samples.append(sample)
@@ -191,7 +195,8 @@ def run(sizes: list[int], reps: int, tools: list[Tool], out_dir: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse the options (env BENCH_SIZES / BENCH_REPS give the defaults) and run."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "64,256"), help="node counts, comma-separated")
+    p.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "64,256,1024"),
+                   help="node counts, comma-separated (1024: issue 16's fleet targets)")
     p.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "3")), help="repetitions")
     p.add_argument("--tools", nargs="*", help="only tools whose names start with these words")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the raw JSON")

@@ -46,6 +46,7 @@ class Tool:
     repoll: bool = False
     floor: bool = False
     needs: str = ""
+    max_nodes: int | None = None  # past this size the tool is left out (said on stderr)
 
     def available(self) -> str | None:
         """None when the tool's binary is installed, else a sentence saying what is missing."""
@@ -128,7 +129,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool("ansible ad-hoc (raw)",
          lambda rig, n, w: [str(ANCHORS / "ansible"), "all", "-i", str(_ansible_inventory(rig, n, w)),
                             "-m", "raw", "-a", rig.probe_file().read_text(), "-f", str(n)],
-         _marks, env=_ansible_env, needs=str(ANCHORS / "ansible")),
+         # -f N forks N Python workers: a thousand of them is a memory benchmark, not a fan-out one.
+         _marks, env=_ansible_env, needs=str(ANCHORS / "ansible"), max_nodes=256),
     Tool("parallel-ssh",
          lambda rig, n, w: [str(ANCHORS / "python"), str(BENCH / "pssh_run.py"), str(rig.port_list(n)),
                             str(rig.rig.client_key), str(rig.probe_file())],

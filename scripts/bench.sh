@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: install the anchor tools if missing, then run the benchmark (bench/README.md).
-#   BENCH_SIZES=64,256  BENCH_REPS=3  BENCH_ARGS="--tools nvls-tui bare"  BENCH_UI=1 (also the Pilot UI benchmark)
+#   BENCH_SIZES=64,256,1024  BENCH_REPS=3  BENCH_ARGS="--tools nvls-tui bare"  BENCH_UI=1 (also the Pilot UI benchmark)
 #   BENCH_NODE=1 (what one poll costs the node)  BENCH_NODE_ARGS="--kinds static,local --runs 5"
 # Loopback only; every sshd the run starts is stopped by PID when it ends (also on error).
 set -euo pipefail
