@@ -37,7 +37,7 @@ from nvls_tui.parsers.fuser import FuserHolder
 from nvls_tui.parsers.holders import build_holders
 from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column
-from nvls_tui.poll.assemble import assemble_node_state
+from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.evidence import PERMISSION
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import SECTIONS
@@ -214,6 +214,7 @@ class LocalBackend(Backend):
         self.host = socket.gethostname() or "local"
         self.last_exit_status: int | None = None
         self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
+        self.last_assembly = LastAssembly()  # an unchanged node is not parsed again
 
     def _argv(self, argv: Sequence[str], privileged: bool) -> list[str]:
         out = [a for arg in argv for a in (sorted(glob.glob(arg)) or [arg] if arg == "/dev/nvidia*" else [arg])]
@@ -366,6 +367,6 @@ class LocalBackend(Backend):
                 sections[section.name] = result
             except CommandTimeout as exc:
                 sections[section.name] = CommandResult(section.argv, 124, "", str(exc))
-        return assemble_node_state(self.host, sections, simulated=False, polled_at=polled, gpus=gpus,
-                                   driver=driver, holders=holders, sudo=self.options.sudo,
-                                   missing=(incomplete,) if incomplete else ())
+        return self.last_assembly.assemble(self.host, sections, simulated=False, polled_at=polled, gpus=gpus,
+                                           driver=driver, holders=holders, sudo=self.options.sudo,
+                                           missing=(incomplete,) if incomplete else ())

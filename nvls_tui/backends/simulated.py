@@ -29,6 +29,7 @@ from nvls_tui.backends.base import (
 from nvls_tui.model import NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
+from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import (
     SECTIONS,
@@ -68,6 +69,7 @@ class SimulatedBackend(Backend):
         self.max_output = max_output
         self.last_exit_status: int | None = None
         self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
+        self.last_assembly = LastAssembly()  # an unchanged node is not parsed again
 
     @property
     def node(self) -> Node:
@@ -210,8 +212,10 @@ class SimulatedBackend(Backend):
             self._idle()
 
     async def _snapshot(self) -> NodeState:
-        from nvls_tui.poll.assemble import assemble_node_state
+        return self.last_assembly.assemble(self.host, await self.read_sections(), simulated=True)
 
+    async def read_sections(self) -> dict[str, CommandResult]:
+        """The probe's sections, read one command at a time as the remote script runs them."""
         sections: dict[str, CommandResult] = {}
         for section in SECTIONS:
             asked = self.kernel_tail.cursor
@@ -232,7 +236,7 @@ class SimulatedBackend(Backend):
             sections["cgroups"] = await self._section(cgroup_argv(pids + ppids), False)
         else:
             sections["processes"] = sections["cgroups"] = CommandResult(("ps",), 0, "")
-        return assemble_node_state(self.host, sections, simulated=True)
+        return sections
 
     async def close(self) -> None:
         """Nothing to release: the node lives in the fleet."""

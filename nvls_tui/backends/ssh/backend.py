@@ -42,6 +42,7 @@ from nvls_tui.backends.base import (
 from nvls_tui.backends.ssh.pool import SshConnector
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.model import NodeState
+from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import (
     DERIVED_SECTIONS,
@@ -123,6 +124,7 @@ class SshBackend(Backend):
         self._connector = SshConnector(target, options)
         self._cleanups: set[asyncio.Task] = set()
         self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
+        self.last_assembly = LastAssembly()  # an unchanged node is not parsed again
 
     @property
     def connector(self) -> SshConnector:
@@ -522,11 +524,7 @@ class SshBackend(Backend):
             return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=time.time())
         finally:
             self._idle()
-        from nvls_tui.poll.assemble import (
-            assemble_node_state,  # the lead's module; imported late on purpose
-        )
-
-        return assemble_node_state(self.host, sections, simulated=False, sudo=self.options.sudo)
+        return self.last_assembly.assemble(self.host, sections, simulated=False, sudo=self.options.sudo)
 
     async def close(self) -> None:
         """Close the pooled connection (after any pending clean-up); the next command opens a new one."""
