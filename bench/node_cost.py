@@ -127,8 +127,9 @@ def external_commands(text: str) -> list[Started]:
     """The external commands a piece of sh starts, in order (builtins and keywords left out).
 
     A small reader of the probe's own shapes: simple commands, pipelines, ``&&``/``||`` lists,
-    ``$(...)``, ``{ ...; }``, ``if``; redirections and assignments skipped; ``sudo -n CMD`` is two
-    processes (sudo forks the command). A command after ``&&``/``||`` or in an ``if`` is conditional.
+    ``$(...)``, ``{ ...; }``, ``if``, ``for`` and ``case`` (its word and patterns are no commands);
+    redirections and assignments skipped; ``sudo -n CMD`` is two processes (sudo forks the command).
+    A command after ``&&``/``||``, in an ``if`` or in a ``case`` branch is conditional.
     """
     found: list[Started] = []
     for line in _without_heredoc_text(text):
@@ -137,8 +138,28 @@ def external_commands(text: str) -> list[Started]:
         tokens = list(lexer)
         at_command, cond, skip, sudo = True, False, False, False
         stack: list[tuple[bool, bool]] = []
+        cases: list[str] = []  # per open `case`: "word" (until `in`), "pattern" (until `)`), "branch"
         if_depth = 0
         for tok in tokens:
+            if cases and cases[-1] in ("word", "pattern") and not (cases[-1] == "pattern" and tok == "esac"):
+                if cases[-1] == "word" and tok == "in":
+                    cases[-1] = "pattern"
+                elif cases[-1] == "pattern" and ")" in tok and all(c in "();<>|&" for c in tok):
+                    cases[-1], at_command, cond = "branch", True, True
+                continue
+            if tok == "esac" or (tok == ";;" and cases):
+                if tok == "esac" and cases:
+                    cases.pop()
+                elif cases:
+                    cases[-1] = "pattern"
+                at_command = False
+                continue
+            if at_command and tok == "case":
+                cases.append("word")
+                continue
+            if at_command and tok == "for":
+                at_command = False  # the loop's name and words; a $( in them still starts its command
+                continue
             if skip:
                 skip = False
             elif tok and all(c in "();<>|&" for c in tok):

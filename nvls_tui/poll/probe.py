@@ -55,12 +55,23 @@ QUERY_FIELDS = (
 NVSWITCH_PCI_ID = "10de:22a3"
 MARK = "@@nvls-tui"
 # fuser -v rows: "... USER PID ACCESS COMMAND"; each PID once, joined by commas (procps's list syntax).
-# (No {5} interval: Debian's default mawk does not support it.)
-_PID_AWK = ("{for (i = 1; i < NF; i++) if ($i ~ /^[0-9]+$/ && length($(i+1)) == 5 && $(i+1) ~ /^[.FfRrCcEeMm]+$/"
-            " && !s[$i]++) o = o (o == \"\" ? \"\" : \",\") $i} END {print o}")
-# The parents of those PIDs (init and the PIDs themselves left out), joined the same way.
-_PPID_AWK = ("BEGIN {n = split(have, h, \",\"); for (i = 1; i <= n; i++) s[h[i]] = 1}"
-             " $1 ~ /^[0-9]+$/ && $1 > 1 && !s[$1]++ {o = o (o == \"\" ? \"\" : \",\") $1} END {print o}")
+# Shell builtins only (read, set, case): an awk here cost the node a process per poll. Globbing is off
+# while the node's own text is split into words, so a command named "*" stays a word.
+_PID_LIST = (
+    "pids=; set -f",
+    "while IFS= read -r l; do set -- $l; while [ $# -gt 1 ]; do",
+    "  case $1 in ''|*[!0-9]*) ;; *) case $2 in [.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm])",
+    "    case ,$pids, in *,$1,*) ;; *) pids=$pids${pids:+,}$1;; esac;; esac;; esac; shift",
+    "done; done <<NVLS_HOLDERS",
+    "$holders",
+    "NVLS_HOLDERS",
+)
+# Their parents (init and the PIDs themselves left out), joined the same way: ps alone, the rest builtins.
+_PARENT_LIST = (
+    'ppids=; if [ -n "$pids" ]; then for w in $(ps -o ppid= -p "$pids" 2>/dev/null); do',
+    "  case $w in ''|*[!0-9]*|0|1) ;; *) case ,$pids,$ppids, in *,$w,*) ;; *) ppids=$ppids${ppids:+,}$w;; esac;; esac",
+    "done; fi; set +f",
+)
 # The kernel log, filtered and bounded on the node in one awk that runs journalctl itself (a pipeline
 # would cost a subshell more, to keep journalctl's exit status): journal lines that match the pattern
 # (the last KERNEL_LINES of them), journalctl's own messages (its errors and permission hints, at most
@@ -207,15 +218,10 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         else:
             lines += [begin, cmd, "rc=$?", end]
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
-        # Here-documents, not `printf | awk` pipelines: dash then execs awk in the command
-        # substitution itself, a process less each (a delimiter in the text cannot end them: the
-        # shell expands $holders after it has read the script).
-        lines += [f"pids=$(awk {shlex.quote(_PID_AWK)} <<NVLS_HOLDERS", "$holders", "NVLS_HOLDERS", ")"]
-        # Their parents too: a `watch nvidia-smi` loop holds nothing itself but keeps spawning holders.
-        lines.append("ppids=")
-        lines += [f'[ -n "$pids" ] && ppids=$(awk -v have="$pids" {shlex.quote(_PPID_AWK)} <<NVLS_PARENTS',
-                  '$(ps -o ppid= -p "$pids" 2>/dev/null)', "NVLS_PARENTS", ")"]
-        lines.append('all=$pids${ppids:+,$ppids}')
+        # The PIDs from the table (a here-document: a delimiter in the text cannot end it, the shell
+        # expands $holders after it has read the script), then their parents too: a `watch
+        # nvidia-smi` loop holds nothing itself but keeps spawning holders.
+        lines += [*_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
         for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
             if name in wanted:
                 lines += [f'echo "$m begin {name}"',
