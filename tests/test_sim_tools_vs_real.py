@@ -89,6 +89,13 @@ def ps_cases(a: int, b: int) -> list[list[str]]:
         ["-ww", "-o", "lstart=,args=", "-p", str(a)],
         ["-o", "pid=,user:3=,args:5=,cgroup=", "-p", f"{b},{a},{a}"],
         ["-o", "pid=", "-p", "99999999"],
+        # -q (quick pid, what the probe asks): only the listed PIDs are read, in the list's order
+        ["-ww", "-o", "pid=,ppid=,user:32=,lstart=,args=", "-q", f"{b},{a}"],
+        ["-ww", "-o", "pid=,cgroup=", "-q", f"{b},{a},{a}"],
+        ["-o", "ppid=", "-q", f"{a} {b}"],
+        ["-o", "pid=", "-q", f"99999999,{a}"],
+        ["-o", "pid=", "-q", "99999999"],
+        ["-o", "pid=", "-e", "-q", str(a)],
     ]
 
 
@@ -107,6 +114,13 @@ ERROR_CASES = [
     ["-o", "pid:x=", "-p", "1"],
     ["-o"],
     ["-p"],
+    ["-o", "pid=", "-q"],
+    ["-o", "pid=", "-q", ""],
+    ["-o", "pid=", "-q", "1,"],
+    ["-o", "pid=", "-q", "0"],
+    ["-o", "pid=", "-q", "1", "-p", "2"],
+    ["-o", "pid=", "-p", "1", "-q", "2"],
+    ["-o", "pid=", "-q", "1", "-q", "2"],
     ["-Q"],
     ["--bogus"],
 ]

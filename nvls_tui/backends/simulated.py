@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal as _signal
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from nvls_tui.backends.base import (
@@ -32,6 +32,8 @@ from nvls_tui.parsers.ps import parse_ps
 from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import (
+    PICK,
+    QUICK,
     SECTIONS,
     cgroup_argv,
     ppid_argv,
@@ -175,6 +177,11 @@ class SimulatedBackend(Backend):
             raise CommandFailed(f"kill -{name} {pid} failed on {self.host}: {done.stderr.strip()}", done)
         return SignalOutcome(pid=pid, signalled=True)
 
+    async def _quick(self, argv_of: Callable[[list[int], str], tuple[str, ...]], pids: list[int]) -> CommandResult:
+        """A ps read of ``pids`` as the script does it: ``-q``, and ``-p`` where ps refuses that."""
+        result = await self._section(argv_of(pids, QUICK), False)
+        return result if result.ok else await self._section(argv_of(pids, PICK), False)
+
     async def _section(self, argv: Sequence[str], privileged: bool) -> CommandResult:
         """One probe command with stderr merged into stdout, as the remote script's ``2>&1`` does."""
         argv = tuple(argv)
@@ -230,10 +237,10 @@ class SimulatedBackend(Backend):
         # The script's derived reads: identities and cgroups of the holders and of their parents.
         pids = sorted({h.pid for h in parse_fuser_streams(sections["holders"].stdout).value})
         if pids:
-            parents = await self._section(ppid_argv(pids), False)
+            parents = await self._quick(ppid_argv, pids)
             ppids = sorted({int(w) for w in parents.stdout.split() if w.isdigit()} - set(pids) - {0, 1})
-            sections["processes"] = await self._section(ps_argv(pids + ppids), False)
-            sections["cgroups"] = await self._section(cgroup_argv(pids + ppids), False)
+            sections["processes"] = await self._quick(ps_argv, pids + ppids)
+            sections["cgroups"] = await self._quick(cgroup_argv, pids + ppids)
         else:
             sections["processes"] = sections["cgroups"] = CommandResult(("ps",), 0, "")
         return sections

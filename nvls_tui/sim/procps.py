@@ -12,6 +12,9 @@ Every rule here was read off procps-ng 4.0.2 and 4.0.4 and is checked against th
   digits of the node's ``pid_max`` (5 for 32768, 7 for 4194304).
 - Exit status 1 when no process was selected, 1 with ``error: ...`` and the usage text on stderr for
   bad arguments.
+- ``-q`` (quick pid) reads only the listed PIDs and prints them in the list's order, repeats
+  included; it takes the same list syntax, overrides ``-e``, and refuses ``-p`` and a second ``-q``
+  (one sentence on stderr, no usage text).
 """
 
 from __future__ import annotations
@@ -132,9 +135,14 @@ def _cell(name: str, text: str, width: int, last: bool) -> str:
     return text.rjust(width) if right else text.ljust(width)
 
 
-def _parse(args: list[str]) -> tuple[list[str], list[int] | None, bool, bool]:
+class QuickPidError(PsError):
+    """A ``-q`` misuse: procps prints only the sentence (no ``error:``, no usage)."""
+
+
+def _parse(args: list[str]) -> tuple[list[str], list[int] | None, bool, bool, list[int] | None]:
     fmt: list[str] = []
     pids: list[int] | None = None
+    quick: list[int] | None = None
     every = full = False
     i = 0
     while i < len(args):
@@ -146,10 +154,17 @@ def _parse(args: list[str]) -> tuple[list[str], list[int] | None, bool, bool]:
             fmt.append(nxt)
             every |= a in ("-eo", "-Ao")
             i += 1
-        elif a in ("-p", "--pid", "-q"):
+        elif a in ("-p", "--pid"):
             if nxt is None or nxt == "":
                 raise PsError("list of process IDs must follow -p")
             pids = (pids or []) + parse_pid_list(nxt)
+            i += 1
+        elif a in ("-q", "--quick-pid"):
+            if nxt is None or nxt == "":
+                raise PsError("List of process IDs must follow -q.")
+            if quick is not None:
+                raise QuickPidError("q/-q/--quick-pid can only be used once.")
+            quick = parse_pid_list(nxt)
             i += 1
         elif a in ("-e", "-A"):
             every = True
@@ -168,23 +183,30 @@ def _parse(args: list[str]) -> tuple[list[str], list[int] | None, bool, bool]:
         else:
             raise PsError("TTY could not be found")
         i += 1
-    return fmt, pids, every, full
+    if quick is not None and pids is not None:
+        raise QuickPidError("q/-q/--quick-pid cannot be combined with other selection options.")
+    return fmt, pids, every, full, quick
 
 
 def ps(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
-    """``ps [-ww] [-e] -o FMT [-p PIDS]`` (also ``-eo``, ``-ef``): (exit status, stdout, stderr)."""
+    """``ps [-ww] [-e] -o FMT [-p PIDS | -q PIDS]`` (also ``-eo``, ``-ef``): (exit status, stdout, stderr)."""
     try:
-        fmt, pids, every, full = _parse(args)
+        fmt, pids, every, full, quick = _parse(args)
         if full and not fmt:
             fmt = ["user=UID,pid,ppid,stime=STIME,tty,etimes=TIME,cmd"]
         columns = _columns(fmt or ["pid,tty,etimes,cmd"])
+    except QuickPidError as exc:
+        return 1, "", f"{exc}\n"
     except PsError as exc:
         return 1, "", f"error: {exc}\n{USAGE}"
     pid_width = len(str(node.pid_max))
     widths = [pid_width if width is None else width for _n, _h, width in columns]
     alive = {p.pid: p for p in node.alive()}
     # ps lists each selected process once, in PID order, whatever the -p list repeats.
-    procs = list(alive.values()) if every or pids is None else [alive[p] for p in sorted(set(pids)) if p in alive]
+    if quick is not None:  # only these, as listed
+        procs = [alive[p] for p in quick if p in alive]
+    else:
+        procs = list(alive.values()) if every or pids is None else [alive[p] for p in sorted(set(pids)) if p in alive]
 
     def row(cells: list[str]) -> str:
         last = len(cells) - 1

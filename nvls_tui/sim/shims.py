@@ -20,7 +20,7 @@ from pathlib import Path
 import nvls_tui
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.poll.kernel_tail import CURSOR_LINE, kernel_argv
-from nvls_tui.poll.probe import SECTIONS, STATE_DIR, cgroup_argv, ppid_argv, ps_argv
+from nvls_tui.poll.probe import PICK, QUICK, SECTIONS, STATE_DIR, cgroup_argv, ppid_argv, ps_argv
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.procps import USAGE as PS_USAGE
@@ -145,7 +145,9 @@ def _write_static(root: Path, fleet, name: str) -> None:
         found = execute(node, ppid_argv(holders), now)
         assert isinstance(found, Output)  # ps is never a replay or a hang
         parents = sorted({int(w) for w in found.stdout.split() if w.isdigit()} - set(holders) - {0, 1})
-        argvs += [ps_argv(holders + parents), cgroup_argv(holders + parents), ppid_argv(holders)]
+        for select in (QUICK, PICK):  # the poll asks with -q; the runbook's re-reads with -p
+            argvs += [ps_argv(holders + parents, select), cgroup_argv(holders + parents, select),
+                      ppid_argv(holders, select)]
     # A static node's journal never grows: every poll after the first starts at the cursor the first
     # one ended at, so that read is pre-rendered too (the kernel log read incrementally, as on a node).
     full = execute(node, kernel_argv(), now)
