@@ -222,7 +222,7 @@ async def scenario_fleet(seconds: float, replay: bool = False) -> dict:
     async with app.run_test(size=SIZE):
         while grid is None:
             now = time.perf_counter() - started
-            if answered is None and all(p.polls >= 1 for p in app.pollers.values()):
+            if answered is None and all(p.last_good is not None or p.failures for p in app.pollers.values()):
                 answered = now
             if _full_grid(app, hosts):
                 grid = now

@@ -5,9 +5,10 @@ oldest answer is."""
 from __future__ import annotations
 
 import asyncio
+import random
 
 from nvls_tui.model import Verdict
-from nvls_tui.poll.poller import CALM_FACTOR_MAX, NodePoller, next_interval, same_facts
+from nvls_tui.poll.poller import CALM_FACTOR_MAX, NodePoller, next_interval, pause_factor, same_facts
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
 
 
@@ -16,6 +17,17 @@ def test_calm_polls_stretch_the_interval_up_to_the_bound_and_nothing_else_does()
     assert next_interval(5.0, Verdict.HEALTHY, 50) == 5.0 * CALM_FACTOR_MAX
     for verdict in (Verdict.BROKEN, Verdict.DEGRADED, Verdict.UNREACHABLE, None):
         assert next_interval(5.0, verdict, 9) == 5.0
+
+
+def test_the_second_polls_of_a_fleet_spread_over_the_interval_and_later_ones_keep_near_it():
+    rng = random.Random(16)
+    second = [pause_factor(1, rng) for _ in range(400)]
+    later = [pause_factor(n, rng) for n in range(2, 402)]
+    assert 0.2 <= min(second) < 0.3 and 0.9 < max(second) <= 1.0  # the whole interval, not one wave
+    assert 0.8 <= min(later) and max(later) <= 1.2
+    # a quarter of the fleet's second polls in each quarter of the interval (a wave would fill one)
+    quarters = [sum(0.2 + 0.2 * q <= f < 0.4 + 0.2 * q for f in second) for q in range(4)]
+    assert all(60 < n < 140 for n in quarters), quarters
 
 
 def test_two_polls_of_the_same_node_are_the_same_facts_whenever_they_were_taken():

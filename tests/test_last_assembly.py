@@ -135,3 +135,14 @@ def test_whatever_order_the_polls_come_in_the_state_is_a_fresh_parse(polls, data
             if name in other:
                 sections[name] = other[name]
         assert memo.assemble("n", sections, simulated=True) == assemble_node_state("n", sections, simulated=True)
+
+
+async def test_the_first_poll_from_the_kernel_cursor_is_not_parsed_again_either():
+    """The kernel section from a cursor answers what the whole-boot read did, under the same command."""
+    fleet = load_fleet("sim:seed-incident/gpu[02-03]", speed=0)
+    for backend in sim_backends(fleet):
+        whole = await backend.snapshot()
+        assert backend.kernel_tail.cursor is not None  # the next poll starts at the cursor
+        again = await backend.snapshot()
+        assert backend.last_assembly.hits == 1
+        assert again.kernel_events == whole.kernel_events and again == whole

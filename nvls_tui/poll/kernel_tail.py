@@ -44,6 +44,11 @@ def kernel_argv(cursor: str | None = None) -> tuple[str, ...]:
     return argv
 
 
+def _whole_boot(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """``argv`` without its ``--cursor=``: the whole-boot read a merged section stands for."""
+    return tuple(a for a in argv if not a.startswith("--cursor="))
+
+
 def filter_journal(text: str) -> str:
     """What the probe's awk makes of journalctl's output, for the backends that run it one command at a time.
 
@@ -115,7 +120,9 @@ class KernelTail:
 
         Returns:
             The section as a whole-boot read would have printed it: journalctl's messages of this
-            poll, then the kept lines. A failed read is passed on as it came (the cursor let go).
+            poll, then the kept lines, under the whole-boot command line (so a node whose log did
+            not move answers the same section poll after poll, whichever cursor it started at). A
+            failed read is passed on as it came (the cursor let go).
         """
         notes, entries, cursor, visited = [], [], None, None
         for line in result.stdout.splitlines():
@@ -150,4 +157,5 @@ class KernelTail:
             self.cursor, self.last_kept = None, False  # nothing visited: no kernel line this boot yet
         # (From a cursor with nothing visited, the cursor's entry is gone and nothing came since: keep it.)
         self.lines = merged
-        return dataclasses.replace(result, stdout="".join(n + "\n" for n in notes + merged))
+        return dataclasses.replace(result, argv=_whole_boot(result.argv),
+                                   stdout="".join(n + "\n" for n in notes + merged))

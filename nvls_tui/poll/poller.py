@@ -75,6 +75,17 @@ def next_interval(base: float, verdict: Verdict | None, calm: int) -> float:
     return base * min(2 ** min(calm, 8), CALM_FACTOR_MAX)
 
 
+def pause_factor(polls: int, rng: random.Random | None = None) -> float:
+    """The jitter of the pause after a node's ``polls``-th poll, times the interval.
+
+    A fleet's pollers start together, so their first answers come together; spread over the whole
+    interval, the second polls do not arrive as one wave (at 1,024 nodes each wave held the console's
+    keys for half a second, bench/ui_bench.py), and the jitter of later pauses keeps them apart.
+    """
+    uniform = rng.uniform if rng is not None else random.uniform
+    return uniform(0.2, 1.0) if polls <= 1 else uniform(0.8, 1.2)
+
+
 class NodePoller:
     """Polls one node, one poll at a time.
 
@@ -182,7 +193,7 @@ class NodePoller:
                 continue
             # Jitter: pollers started together would otherwise stay in step, and 256 polls landing in
             # the same instant every interval stall the keyboard (bench/ui_bench.py).
-            await self.pause(self.next_delay() * random.uniform(0.8, 1.2))
+            await self.pause(self.next_delay() * pause_factor(self.polls))
 
     def next_delay(self) -> float:
         """Seconds until the next poll, before jitter: stretched while calm, backed off after failures."""
