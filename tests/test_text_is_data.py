@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.text import Text
 
 from nvls_tui.app import NvlsApp
@@ -203,3 +205,19 @@ def test_nul_and_invalid_utf8_from_a_real_shell_over_ssh_reach_neither_json_nor_
         assert not RAW.search(plain_out) and "\x00" not in plain_out
     finally:
         rig.stop()
+
+
+def _clean_by_regex(text: str) -> str:
+    """clean() as it was before its plain-ASCII fast path: the reference the fast path must match."""
+    from nvls_tui import textsafe
+
+    if not text or textsafe._ANY.search(text) is None:
+        return text
+    return textsafe._CONTROLS.sub("", textsafe._SEQUENCES.sub("", text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x2070)) | st.text(alphabet=st.sampled_from(
+    "ab \t\n\r\x00\x07\x1b[]();m0\x7f\x9b\x9c\u202e"), max_size=60))
+def test_the_plain_ascii_fast_path_of_clean_drops_exactly_what_the_regexes_drop(text):
+    assert clean(text) == _clean_by_regex(text)

@@ -213,33 +213,45 @@ def _word(value: Cell) -> str | None:
     return str(value)
 
 
-def _gpu(q: QueryCsv, row: dict[str, Cell], order: int, warnings: list[str]) -> GpuState:
-    index = q.get(row, "index")
+_HEALTH_FIELDS = tuple(f.name for f in dataclasses.fields(FabricHealth))
+
+
+def _gpu(row: dict[str, Cell], order: int, warnings: list[str], keys: dict[str, str | None],
+         has_health: bool) -> GpuState:
+    """One GPU of a row; ``keys``: each field's header key (looked up once per table, not per cell)."""
+
+    def get(field: str) -> Cell:
+        key = keys[field]
+        return row.get(key) if key is not None else None
+
+    index = get("index")
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        if q.key("index") is not None:
+        if keys["index"] is not None:
             warnings.append(f"Row {order}: index {str(index)[:40]!r} is not a GPU index; using the row order.")
         index = order
     health = None
-    if any(bare_name(k).startswith("fabric.health.") for k in q.header):
+    if has_health:
         # FabricHealth's attribute names are the CSV field names (fabric.health.route_unhealthy, ...).
-        health = FabricHealth(**{
-            f.name: _word(q.get(row, f"fabric.health.{f.name}")) for f in dataclasses.fields(FabricHealth)
-        })
+        health = FabricHealth(**{name: _word(get(f"fabric.health.{name}")) for name in _HEALTH_FIELDS})
     fabric = FabricInfo(
-        state=_word(q.get(row, "fabric.state")) or "N/A",
-        status=_word(q.get(row, "fabric.status")) or "N/A",
-        clique_id=_word(q.get(row, "fabric.cliqueId")),
-        cluster_uuid=_word(q.get(row, "fabric.clusterUuid")),
+        state=_word(get("fabric.state")) or "N/A",
+        status=_word(get("fabric.status")) or "N/A",
+        clique_id=_word(get("fabric.cliqueId")),
+        cluster_uuid=_word(get("fabric.clusterUuid")),
         health=health,
     )
     return GpuState(
         index=index,
-        bus_id=_word(q.get(row, "pci.bus_id")) or "",
-        name=_word(q.get(row, "name")) or "",
-        uuid=_word(q.get(row, "uuid")) or "",
+        bus_id=_word(get("pci.bus_id")) or "",
+        name=_word(get("name")) or "",
+        uuid=_word(get("uuid")) or "",
         fabric=fabric,
-        persistence_mode=_word(q.get(row, "persistence_mode")),
+        persistence_mode=_word(get("persistence_mode")),
     )
+
+
+_GPU_FIELDS = ("index", "fabric.state", "fabric.status", "fabric.cliqueId", "fabric.clusterUuid", "pci.bus_id",
+               "name", "uuid", "persistence_mode", *(f"fabric.health.{name}" for name in _HEALTH_FIELDS))
 
 
 def gpus_from_query(q: QueryCsv) -> tuple[GpuState, ...]:
@@ -255,7 +267,10 @@ def gpus_from_query_parsed(q: QueryCsv) -> Parsed[tuple[GpuState, ...]]:
     """:func:`gpus_from_query` with the warnings (an unreadable index, ...)."""
     warnings: list[str] = []
     try:
-        return Parsed(tuple(_gpu(q, row, i, warnings) for i, row in enumerate(q.rows)), tuple(warnings))
+        keys = {field: q.key(field) for field in _GPU_FIELDS}
+        has_health = any(bare_name(k).startswith("fabric.health.") for k in q.header)
+        return Parsed(tuple(_gpu(row, i, warnings, keys, has_health) for i, row in enumerate(q.rows)),
+                      tuple(warnings))
     except Exception as exc:  # the never-raise promise
         return Parsed((), tuple(warnings) + (f"Could not build GPUs from the CSV: {exc!r}"[:200],))
 
