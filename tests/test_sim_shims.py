@@ -114,3 +114,16 @@ def test_sim_cli_lists_scenarios_and_writes_shims(tmp_path, capsys):
     assert main(["sim", "shims", str(tmp_path / "x"), "--scenario", "wedged", "--node", "gpu-wedged01"]) == 0
     assert (tmp_path / "x" / "bin" / "nvidia-smi").exists()
     assert main(["sim", "shims", str(tmp_path / "y"), "--node", "nope"]) == 2
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_a_simulated_node_has_no_slurm_whatever_the_machine_behind_it_has(tmp_path, static):
+    """The poll's `scontrol listpids` gets the same words every time (the real client of a machine
+    without a Slurm configuration varied its DNS error under load), never the machine's own Slurm."""
+    root = write_shims(tmp_path / "n", "fleet-256", "gpu001", static=static)
+    runs = [sh(root, "scontrol listpids") for _ in range(3)]
+    assert {(r.returncode, r.stdout, r.stderr) for r in runs} == {(1, "", (
+        "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+        "scontrol: error: fetch_config: DNS SRV lookup failed\n"
+        "scontrol: error: _establish_config_source: failed to fetch config\n"
+        "scontrol: fatal: Could not establish a configuration source\n"))}

@@ -37,6 +37,18 @@ _STATIC_PS_CHECK = (
     'esac\n'
 )
 FILE_COMMANDS = ("mkdir", "cat", "tee", "mv", "rm", "rmdir")
+# A simulated node runs no Slurm, but the machine behind the shims may have Slurm's client (the
+# Slurm lab installs it): its scontrol would answer the poll's `scontrol listpids` with a DNS error
+# whose words vary under load. The node answers as scontrol does where no Slurm is configured, always
+# in the same words.
+_NO_SLURM = (
+    "#!/bin/sh\n# nvls-tui shim: no Slurm is configured on a simulated node\n"
+    "echo 'scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host' >&2\n"
+    "echo 'scontrol: error: fetch_config: DNS SRV lookup failed' >&2\n"
+    "echo 'scontrol: error: _establish_config_source: failed to fetch config' >&2\n"
+    "echo 'scontrol: fatal: Could not establish a configuration source' >&2\n"
+    "exit 1\n"
+)
 
 
 def _q(text: str) -> str:
@@ -114,6 +126,7 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
     for command in FILE_COMMANDS:
         _write(root / "bin" / command, _file_script(root, command))
     _write(root / "bin" / "sudo", _sudo_script(root))
+    _write(root / "bin" / "scontrol", _NO_SLURM)
     if static:
         _write_static(root, fleet, node)
     else:

@@ -20,6 +20,7 @@ from nvls_tui.diagnosis.story import node_story
 from nvls_tui.model import Fleet, NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.widgets import cells
+from nvls_tui.widgets.bulk_rows import add_rows, remove_rows
 from nvls_tui.widgets.grid_layout import GridLayout, grid_layout
 
 GPU_COLUMNS = 8
@@ -298,12 +299,13 @@ class FleetGrid(DataTable):
         """
         # The cursor follows its host, except at the top: there it stays on the worst node.
         keep = self.current_host if self.cursor_row > 0 else None
-        for host in before - after:
-            self.remove_row(host)
+        gone = before - after
+        remove_rows(self, gone)
+        for host in gone:
             del self._shown[host]
         added = [h for h in order if h not in before]
+        add_rows(self, [(host, list(rows[host].values())) for host in added])
         for host in added:
-            self.add_row(*rows[host].values(), key=host)
             self._shown[host] = {k: _sig(v) for k, v in rows[host].items()}
         now = [h for h in self._order if h in after] + added
         self._order = now
@@ -330,9 +332,9 @@ class FleetGrid(DataTable):
         self._order = order
         self._shown = {}
         written = 0
+        add_rows(self, [(host, list(rows[host].values())) for host in order])
         for host in order:
             row = rows[host]
-            self.add_row(*row.values(), key=host)
             self._shown[host] = {k: _sig(v) for k, v in row.items()}
             written += len(row)
         if keep in order:

@@ -1,0 +1,88 @@
+"""bulk_rows: many rows in or out at once leave a DataTable exactly as the public methods do.
+
+Two tables in one running app, one driven by ``add_row``/``remove_row``, one by ``add_rows``/
+``remove_rows``: after each step their rows, keys, cells, cursor and what they paint are the same.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+from textual.widgets.data_table import DuplicateKey, RowDoesNotExist
+
+from nvls_tui.widgets.bulk_rows import add_rows, remove_rows
+
+COLUMNS = ("host", "verdict", "gpus")
+
+
+def cells(key: str) -> list[Text]:
+    return [Text(key), Text("broken" if key.endswith("7") else "healthy", style="bold"), Text("8/8")]
+
+
+class Twins(App):
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="public")
+        yield DataTable(id="bulk")
+
+    def on_mount(self) -> None:
+        for table in self.query(DataTable):
+            for name in COLUMNS:
+                table.add_column(name, key=name)
+
+
+def snapshot(table: DataTable) -> tuple:
+    keys = [row.key.value for row in table.ordered_rows]
+    rows = [[str(c) for c in table.get_row(k)] for k in keys]
+    return keys, rows, table.cursor_coordinate, table.row_count
+
+
+async def test_batches_of_adds_and_removes_match_the_public_methods_step_by_step():
+    rng = random.Random(8)
+    app = Twins()
+    async with app.run_test(size=(80, 30)) as pilot:
+        public, bulk = app.query_one("#public", DataTable), app.query_one("#bulk", DataTable)
+        present: list[str] = []
+        pool = [f"gpu{i:04d}" for i in range(300)]
+        for step in range(12):
+            absent = [k for k in pool if k not in present]
+            add = rng.sample(absent, min(len(absent), rng.randint(0, 120)))
+            for key in add:
+                public.add_row(*cells(key), key=key)
+            add_rows(bulk, [(key, cells(key)) for key in add])
+            present += add
+            if step % 3 == 2:  # the grid moves rows with sort (a verdict changed): indexes out of insertion order
+                for table in (public, bulk):
+                    table.sort("host", key=lambda cell: cell.plain[::-1], reverse=step % 2 == 0)
+            public.move_cursor(row=rng.randrange(max(1, len(present))), animate=False)
+            bulk.move_cursor(row=public.cursor_row, animate=False)
+            gone = rng.sample(present, min(len(present), rng.randint(0, 90)))
+            for key in gone:
+                public.remove_row(key)
+            remove_rows(bulk, gone)
+            present = [k for k in present if k not in gone]
+            await pilot.pause()
+            assert snapshot(bulk) == snapshot(public), step
+            # what they paint, line for line (the dimensions of new rows included)
+            assert [bulk.render_line(y).text for y in range(12)] == [public.render_line(y).text for y in range(12)]
+
+
+async def test_a_bad_batch_changes_nothing():
+    app = Twins()
+    async with app.run_test(size=(80, 30)) as pilot:
+        bulk = app.query_one("#bulk", DataTable)
+        add_rows(bulk, [("a", cells("a")), ("b", cells("b"))])
+        before = snapshot(bulk)
+        with pytest.raises(DuplicateKey):
+            add_rows(bulk, [("c", cells("c")), ("a", cells("a"))])
+        with pytest.raises(DuplicateKey):
+            add_rows(bulk, [("d", cells("d")), ("d", cells("d"))])
+        with pytest.raises(ValueError, match="More values"):
+            add_rows(bulk, [("e", [*cells("e"), Text("extra")])])
+        with pytest.raises(RowDoesNotExist):
+            remove_rows(bulk, ["a", "zz"])
+        await pilot.pause()
+        assert snapshot(bulk) == before
