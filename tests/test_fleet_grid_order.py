@@ -56,3 +56,34 @@ async def test_a_few_rows_in_or_out_change_only_those_rows_and_keep_the_order():
         assert grid.show(fleet, diagnoses, widened, now=0.0) > 0  # the two rows that came back
         assert rebuilt == [] and [grid.get_row_at(i)[0].plain for i in range(grid.row_count)] == widened
         assert grid.current_host == "gpu04"
+
+
+async def test_rows_added_unmeasured_paint_as_the_measured_ones_do(monkeypatch):
+    """The grid skips DataTable's cell-by-cell measuring of new rows (its columns have widths): the
+    table's size and every painted line are what DataTable's own measuring gives."""
+    from textual.widgets import DataTable
+
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.sim.fleet import load_fleet
+
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    states = [await b.snapshot() for b in sim_backends(fleet)]
+    nodes = Fleet(tuple(states))
+    diagnoses = {s.host: diagnose(s) for s in states}
+    order = [s.host for s in states]
+
+    async def painted() -> tuple:
+        app = GridApp()
+        async with app.run_test(size=(160, 20)) as pilot:
+            grid = app.query_one(FleetGrid)
+            grid.show(nodes, diagnoses, order, now=0.0)
+            await pilot.pause()
+            grid.show(nodes, diagnoses, order[:2], now=0.0)  # narrowed, then every row back
+            grid.show(nodes, diagnoses, order, now=0.0)
+            await pilot.pause()
+            return grid.virtual_size, [grid.render_line(y).text for y in range(len(order) + 1)]
+
+    fast = await painted()
+    monkeypatch.setattr(FleetGrid, "_update_dimensions", DataTable._update_dimensions)
+    assert fast == await painted()
+    assert "gpu05" in "".join(fast[1])
