@@ -22,6 +22,8 @@ from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
 from nvls_tui.poll.probe import probe_script, split_probe_output
 
+# Above any pid_max (2^22 at most), within ps's list syntax (up to 2^31-1): no process can have it.
+NO_PID = 99_999_999
 ACCESS = re.compile(r"[.FfRrCcEeMm]{5}")
 SHELLS = [sh for sh in ("dash", "bash") if shutil.which(sh)]
 READS = ("holders", "processes", "cgroups")
@@ -68,11 +70,11 @@ def test_a_holder_and_its_parent_are_read_with_the_real_ps(tmp_path, shell, fami
              + row("/dev/nvidia0", "root", child, "F...m", "sleep")
              + row("", "root", child, "F...m", "*")
              + row("/dev/nvidia1", "root", child, "F....", "[/x]")
-             + row("", "bob", 1, "F...m", "12345 F...m $(touch pwned) `id`"))
+             + row("", "bob", 1, "F...m", f"{NO_PID} F...m $(touch pwned) `id`"))
     (tmp_path / "a-file-a-glob-would-find").write_text("")
     fake_fuser(tmp_path, table)
     sections, pids, ppids = run(shell, tmp_path)
-    assert pids == [child, 1, 12345]  # 12345 F...m reads as a row, as awk read it: ps simply finds none
+    assert pids == [child, 1, NO_PID]  # "NO_PID F...m" reads as a row, as awk read it: ps finds none
     assert ppids == [parent]  # init and the PIDs themselves are no parents to read
     assert not (tmp_path / "pwned").exists()
     entries = {e.pid: e for e in parse_ps(sections["processes"][1]).value}
@@ -104,9 +106,9 @@ def test_a_ps_that_refuses_quick_pid_is_asked_again_with_the_pid_list(tmp_path, 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_holder_gone_before_ps_ran_leaves_the_identities_empty_with_ps_s_status(tmp_path, shell):
     fake_fuser(tmp_path, "                     USER        PID ACCESS COMMAND\n"
-               + row("/dev/nvidia0", "root", 3999999, "F...m", "gone"))
+               + row("/dev/nvidia0", "root", NO_PID, "F...m", "gone"))
     sections, pids, _ = run(shell, tmp_path)
-    assert pids == [3999999]
+    assert pids == [NO_PID]
     assert sections["processes"] == (1, "") and sections["cgroups"] == (1, "")
 
 
