@@ -29,7 +29,7 @@ import asyncssh
 if __package__ in (None, ""):  # run as a file: the checkout's packages first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nvls_tui.poll.kernel_tail import CURSOR_LINE
+from nvls_tui.poll.kernel_tail import last_cursor
 from nvls_tui.poll.probe import probe_script
 
 KEX = "^curve25519-sha256,curve25519-sha256@libssh.org"
@@ -52,8 +52,7 @@ async def _probe(conn: asyncssh.SSHClientConnection, command: str) -> str:
 
 def _again(first: str) -> str:
     """The second poll's command: the probe from the kernel cursor of the first answer."""
-    cursors = [line[len(CURSOR_LINE):] for line in first.splitlines() if line.startswith(CURSOR_LINE)]
-    return shlex.join(["sh", "-c", probe_script(kernel_cursor=cursors[-1] if cursors else None)])
+    return shlex.join(["sh", "-c", probe_script(kernel_cursor=last_cursor(first))])
 
 
 async def main(ports_file: str, key: str, known_hosts: str, probe_file: str, repoll: bool) -> int:

@@ -73,7 +73,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file (python bench/node_cost.py): the checkout's packages first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nvls_tui.poll.kernel_tail import CURSOR_LINE
+from nvls_tui.poll.kernel_tail import last_cursor
 from nvls_tui.poll.probe import DERIVED_SECTIONS, SECTIONS, probe_script, split_probe_output
 
 MARK = "@@nvls-node-cost"
@@ -408,9 +408,7 @@ def kernel_cursor(target: Target, sudo: bool) -> str | None:
     """The cursor a first poll of the node ends at (what the bastion keeps for its next poll)."""
     proc = subprocess.run(target.shell(probe_script(sudo, only=("kernel",))), capture_output=True,
                           timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL, check=False)
-    cursors = [line.removeprefix(CURSOR_LINE) for line in proc.stdout.decode(errors="replace").splitlines()
-               if line.startswith(CURSOR_LINE)]
-    return cursors[-1] if cursors else None
+    return last_cursor(proc.stdout.decode(errors="replace"))
 
 
 @dataclass

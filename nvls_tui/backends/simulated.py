@@ -36,6 +36,7 @@ from nvls_tui.poll.probe import (
     QUICK,
     SECTIONS,
     cgroup_argv,
+    parents_from,
     ppid_argv,
     ps_argv,
 )
@@ -238,7 +239,7 @@ class SimulatedBackend(Backend):
         pids = sorted({h.pid for h in parse_fuser_streams(sections["holders"].stdout).value})
         if pids:
             parents = await self._quick(ppid_argv, pids)
-            ppids = sorted({int(w) for w in parents.stdout.split() if w.isdigit()} - set(pids) - {0, 1})
+            ppids = parents_from(parents.stdout, pids)
             sections["processes"] = await self._quick(ps_argv, pids + ppids)
             sections["cgroups"] = await self._quick(cgroup_argv, pids + ppids)
         else:

@@ -44,6 +44,12 @@ def kernel_argv(cursor: str | None = None) -> tuple[str, ...]:
     return argv
 
 
+def last_cursor(text: str) -> str | None:
+    """The journal cursor a kernel section printed last (``-- cursor: ...``), or None."""
+    cursors = [line[len(CURSOR_LINE):] for line in text.splitlines() if line.startswith(CURSOR_LINE)]
+    return cursors[-1] if cursors else None
+
+
 def _whole_boot(argv: tuple[str, ...]) -> tuple[str, ...]:
     """``argv`` without its ``--cursor=``: the whole-boot read a merged section stands for."""
     return tuple(a for a in argv if not a.startswith("--cursor="))

@@ -173,6 +173,11 @@ def ppid_argv(pids: list[int], select: str = PICK) -> tuple[str, ...]:
     return ("ps", "-o", "ppid=", select, _pid_list(pids))
 
 
+def parents_from(ppid_output: str, pids: list[int]) -> list[int]:
+    """The parents ``ppid_argv(pids)`` printed, as the script keeps them: init and ``pids`` left out."""
+    return sorted({int(w) for w in ppid_output.split() if w.isdigit()} - set(pids) - {0, 1})
+
+
 def new_nonce() -> str:
     """A fresh random marker suffix for one poll."""
     return secrets.token_hex(8)
@@ -385,6 +390,7 @@ __all__ = [
     "cgroup_argv",
     "new_nonce",
     "probe_mark",
+    "parents_from",
     "ppid_argv",
     "probe_script",
     "ps_argv",

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import nvls_tui
 from nvls_tui.parsers.fuser import parse_fuser_v
-from nvls_tui.poll.kernel_tail import CURSOR_LINE, kernel_argv
-from nvls_tui.poll.probe import PICK, QUICK, SECTIONS, STATE_DIR, cgroup_argv, ppid_argv, ps_argv
+from nvls_tui.poll.kernel_tail import kernel_argv, last_cursor
+from nvls_tui.poll.probe import PICK, QUICK, SECTIONS, STATE_DIR, cgroup_argv, parents_from, ppid_argv, ps_argv
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.procps import USAGE as PS_USAGE
@@ -135,11 +135,6 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
     return root
 
 
-def _last_cursor(text: str) -> str | None:
-    cursors = [line.removeprefix(CURSOR_LINE) for line in text.splitlines() if line.startswith(CURSOR_LINE)]
-    return cursors[-1] if cursors else None
-
-
 def _write_static(root: Path, fleet, name: str) -> None:
     """Pre-render the probe's commands; each shim is a ``case "$*"`` over the known argument lists."""
     node = fleet.node(name)
@@ -157,14 +152,14 @@ def _write_static(root: Path, fleet, name: str) -> None:
     if holders:
         found = execute(node, ppid_argv(holders), now)
         assert isinstance(found, Output)  # ps is never a replay or a hang
-        parents = sorted({int(w) for w in found.stdout.split() if w.isdigit()} - set(holders) - {0, 1})
+        parents = parents_from(found.stdout, holders)
         for select in (QUICK, PICK):  # the poll asks with -q; the runbook's re-reads with -p
             argvs += [ps_argv(holders + parents, select), cgroup_argv(holders + parents, select),
                       ppid_argv(holders, select)]
     # A static node's journal never grows: every poll after the first starts at the cursor the first
     # one ended at, so that read is pre-rendered too (the kernel log read incrementally, as on a node).
     full = execute(node, kernel_argv(), now)
-    if isinstance(full, Output) and (cursor := _last_cursor(full.stdout)) is not None:
+    if isinstance(full, Output) and (cursor := last_cursor(full.stdout)) is not None:
         argvs.append(kernel_argv(cursor))
     static_dir = root / "static"
     static_dir.mkdir(exist_ok=True)
