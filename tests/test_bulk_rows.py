@@ -12,9 +12,9 @@ import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
-from textual.widgets.data_table import DuplicateKey, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, DuplicateKey, RowDoesNotExist
 
-from nvls_tui.widgets.bulk_rows import add_rows, remove_rows
+from nvls_tui.widgets.bulk_rows import add_rows, remove_rows, write_cells
 
 COLUMNS = ("host", "verdict", "gpus")
 
@@ -84,5 +84,65 @@ async def test_a_bad_batch_changes_nothing():
             add_rows(bulk, [("e", [*cells("e"), Text("extra")])])
         with pytest.raises(RowDoesNotExist):
             remove_rows(bulk, ["a", "zz"])
+        await pilot.pause()
+        assert snapshot(bulk) == before
+
+
+def painted(table: DataTable, lines: int = 12) -> list[str]:
+    return [table.render_line(y).text for y in range(lines)]
+
+
+async def test_cells_written_in_a_batch_paint_as_update_cell_does_on_screen_and_after_a_scroll():
+    rng = random.Random(16)
+    app = Twins()
+    async with app.run_test(size=(80, 30)) as pilot:
+        public, bulk = app.query_one("#public", DataTable), app.query_one("#bulk", DataTable)
+        keys = [f"gpu{i:04d}" for i in range(200)]
+        for table in (public, bulk):
+            add_rows(table, [(key, cells(key)) for key in keys])
+        await pilot.pause()
+        for step in range(6):
+            writes = [(rng.choice(keys), rng.choice(COLUMNS), Text(f"v{step}.{i}", style="red" if i % 2 else ""))
+                      for i in range(rng.randint(1, 40))]
+            for row, column, value in writes:
+                public.update_cell(row, column, value)
+            assert write_cells(bulk, writes) == len(writes)
+            await pilot.pause()
+            assert snapshot(bulk) == snapshot(public), step
+            assert painted(bulk) == painted(public), step
+            row = rng.randrange(len(keys))  # rows written off screen paint their new cells once scrolled to
+            for table in (public, bulk):
+                table.move_cursor(row=row, animate=False)
+            await pilot.pause()
+            assert painted(bulk) == painted(public), step
+
+
+async def test_a_batch_written_off_screen_does_not_repaint_the_table_and_one_on_screen_does():
+    app = Twins()
+    async with app.run_test(size=(80, 30)) as pilot:
+        bulk = app.query_one("#bulk", DataTable)
+        keys = [f"gpu{i:04d}" for i in range(200)]
+        add_rows(bulk, [(key, cells(key)) for key in keys])
+        await pilot.pause()
+        repaints = []
+        original = bulk.refresh
+        bulk.refresh = lambda *a, **k: (repaints.append(1), original(*a, **k))[1]
+        write_cells(bulk, [("gpu0150", "verdict", Text("broken")), ("gpu0199", "gpus", Text("7/8"))])
+        assert repaints == []
+        assert bulk.get_cell("gpu0150", "verdict").plain == "broken"
+        write_cells(bulk, [("gpu0150", "verdict", Text("healthy")), ("gpu0001", "gpus", Text("6/8"))])
+        assert repaints == [1]
+
+
+async def test_a_batch_naming_a_cell_that_does_not_exist_writes_nothing():
+    app = Twins()
+    async with app.run_test(size=(80, 30)) as pilot:
+        bulk = app.query_one("#bulk", DataTable)
+        add_rows(bulk, [("a", cells("a")), ("b", cells("b"))])
+        before = snapshot(bulk)
+        with pytest.raises(CellDoesNotExist):
+            write_cells(bulk, [("a", "verdict", Text("broken")), ("zz", "verdict", Text("x"))])
+        with pytest.raises(CellDoesNotExist):
+            write_cells(bulk, [("a", "verdict", Text("broken")), ("b", "nope", Text("x"))])
         await pilot.pause()
         assert snapshot(bulk) == before

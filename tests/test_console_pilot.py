@@ -63,6 +63,29 @@ async def test_a_repoll_writes_only_the_cells_that_changed_and_keeps_the_cursor(
         assert grid.current_host == "gpu06"
 
 
+async def test_a_poll_folded_into_the_fleet_does_not_repaint_the_whole_screen():
+    # Every poll of 1,024 nodes used to repaint the screen (the app's fleet was a repainting
+    # reactive): ~30 full renders a second, the console's longest stalls (bench/ui_bench.py).
+    app, backends = fleet()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_for_first_poll()
+        await pilot.pause()
+        grid = app.screen.query_one(FleetGrid)
+        repaints = []
+        original = app.screen.refresh
+
+        def counted(*regions, **kwargs):
+            if not regions:
+                repaints.append(kwargs)
+            return original(*regions, **kwargs)
+
+        app.screen.refresh = counted
+        backends["gpu06"].state = backends["gpu06"].state.replace(holders=())
+        app.poll_now("gpu06")
+        await wait_until(pilot, lambda: grid.get_cell("gpu06", "holders").plain == "0", "the new holder count")
+        assert repaints == []
+
+
 async def test_selecting_and_sigterming_holders_removes_them():
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:

@@ -87,3 +87,31 @@ async def test_rows_added_unmeasured_paint_as_the_measured_ones_do(monkeypatch):
     monkeypatch.setattr(FleetGrid, "_update_dimensions", DataTable._update_dimensions)
     assert fast == await painted()
     assert "gpu05" in "".join(fast[1])
+
+
+async def test_a_redraw_without_ages_writes_only_the_rows_whose_node_changed_and_new_rows_get_their_age():
+    # A poll of one of 1,024 nodes must not revisit 1,023 rows; their ages move with the 5 s refresh.
+    fleet = Fleet(tuple(NodeState(host=h, polled_at=0.0) for h in HOSTS))
+    diagnoses = {n.host: diagnose(n) for n in fleet.nodes}
+    app = GridApp()
+    async with app.run_test() as pilot:
+        grid = app.query_one(FleetGrid)
+        grid.show(fleet, diagnoses, HOSTS[:4], now=0.0)
+        await pilot.pause()
+        assert grid.get_cell("gpu01", "age").plain == "<10s"
+        polled = NodeState(host="gpu02", polled_at=25.0, reachable=False, error="down")
+        fleet = fleet.with_node(polled)
+        diagnoses["gpu02"] = diagnose(polled)
+        # 30 s later: only gpu02 (polled again) is written, at its own age; gpu01's age waits.
+        assert grid.show(fleet, diagnoses, HOSTS[:4], now=30.0, ages=False) > 0
+        assert grid.get_cell("gpu02", "note").plain.startswith("stale: down")
+        assert grid.get_cell("gpu02", "age").plain == "<10s"
+        assert grid.get_cell("gpu01", "age").plain == "<10s"
+        # a row that comes back (the filter widened) is drawn with its age of now
+        assert grid.show(fleet, diagnoses, HOSTS, now=30.0, ages=False) > 0
+        assert grid.get_cell("gpu05", "age").plain == "30s"
+        assert grid.show(fleet, diagnoses, HOSTS, now=30.0, ages=False) == 0  # nothing changed since
+        # the periodic refresh brings every age up to date
+        assert grid.show(fleet, diagnoses, HOSTS, now=30.0) > 0
+        assert grid.get_cell("gpu01", "age").plain == "30s"
+        assert grid.get_cell("gpu02", "age").plain == "<10s"

@@ -16,7 +16,11 @@ class Verdict(enum.StrEnum):
     @property
     def rank(self) -> int:
         """Sort key that puts the nodes needing attention first."""
-        return list(Verdict).index(self)
+        return _VERDICT_RANK[self]
+
+
+# Looked up on every redraw for every row of a 1,024-node grid: a dict, not a walk of the members.
+_VERDICT_RANK = {verdict: i for i, verdict in enumerate(Verdict)}
 
 
 class Severity(enum.StrEnum):
