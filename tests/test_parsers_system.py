@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nvls_tui.model import Holder, HolderKind, ServiceState
 from nvls_tui.parsers.base import strip_fixture_header
@@ -167,6 +169,44 @@ Specified filename /dev/nvidia-nvswitch9 does not exist.
         FuserHolder(924303, "root", "F....", "nv-hostengine", ("/dev/nvidia0",)),
     )
     assert parsed.warnings == ("Specified filename /dev/nvidia-nvswitch9 does not exist.",)
+
+
+@st.composite
+def fuser_tables(draw):
+    """A psmisc ``fuser -v`` table: files, each with rows of (user, pid, access, command)."""
+    files = draw(st.lists(st.sampled_from([f"/dev/nvidia{i}" for i in range(8)] + ["/dev/nvidiactl",
+                                                                                     "/dev/nvidia-uvm"]),
+                          min_size=1, max_size=10, unique=True))
+    access = st.text(alphabet=".Fm", min_size=5, max_size=5)
+    row = st.tuples(st.sampled_from(["root", "alice"]), st.integers(1, 60), access,
+                    st.sampled_from(["python3", "nv-hostengine", "", "dcgm-exporter"]))
+    return [(name, draw(st.lists(row, min_size=1, max_size=6))) for name in files]
+
+
+def _render_fuser(table) -> str:
+    lines = ["                     USER        PID ACCESS COMMAND"]
+    for name, rows in table:
+        for i, (user, pid, access, command) in enumerate(rows):
+            label = f"{name}:" if i == 0 else ""
+            lines.append(f"{label:<20} {user:>5} {pid:>10} {access} {command}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+@given(fuser_tables())
+def test_fuser_v_merges_every_pid_as_the_table_says(table):
+    # One holder per PID in the order fuser first listed it: its first user, its first command that
+    # is not empty, every file once in the order listed, and the access letters of all its rows.
+    parsed = parse_fuser_v(_render_fuser(table))
+    want: dict[int, list] = {}
+    for name, rows in table:
+        for user, pid, access, command in rows:
+            entry = want.setdefault(pid, [user, "....." , "", []])
+            entry[1] = "".join(a if a != "." else b for a, b in zip(entry[1], access, strict=True))
+            entry[2] = entry[2] or command
+            if name not in entry[3]:
+                entry[3].append(name)
+    assert parsed.warnings == ()
+    assert parsed.value == tuple(FuserHolder(pid, u, a, c, tuple(d)) for pid, (u, a, c, d) in want.items())
 
 
 def test_fuser_terse_gives_the_pids_of_each_file():

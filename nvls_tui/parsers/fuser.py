@@ -16,6 +16,7 @@ from nvls_tui.parsers.base import Parsed
 _NAMED = re.compile(r"^(?P<name>\S[^:]*):(?:\s+(?P<rest>.*))?$")
 _STDERR_NAME = re.compile(r"^(?P<name>[^\s:][^:]*):")
 _ERRORS = ("Cannot stat", "does not exist", "No such file", "Permission denied", "Usage:")
+_ERROR = re.compile("|".join(re.escape(marker) for marker in _ERRORS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ def _table_lines(text: str, warnings: list[str]):
         if line[0].isspace():
             yield None, line
             continue
-        if any(marker in line for marker in _ERRORS):
+        if _ERROR.search(line):
             warnings.append(line.strip()[:200])
             continue
         m = _NAMED.match(line)
@@ -70,8 +71,9 @@ def parse_fuser_v(text: str) -> Parsed[tuple[FuserHolder, ...]]:
 
     ``kernel`` entries (a mount point on the file system) have no PID and are skipped.
     """
-    order: list[int] = []
-    found: dict[int, FuserHolder] = {}
+    # pid -> [user, access, command, devices], in the order fuser first listed each PID. A holder of
+    # all eight GPUs appears on ten rows: its entry is merged in place, the holder built once.
+    found: dict[int, list] = {}
     warnings: list[str] = []
     device: str | None = None
     for name, rest in _table_lines(text, warnings):
@@ -88,15 +90,19 @@ def parse_fuser_v(text: str) -> Parsed[tuple[FuserHolder, ...]]:
             continue
         user, pid, access = tokens[0], int(tokens[1]), tokens[2]
         command = tokens[3].strip() if len(tokens) > 3 else ""
-        if pid in found:
-            old = found[pid]
-            devices = old.devices if device in old.devices else old.devices + (device,)
-            found[pid] = FuserHolder(pid, old.user, _merge_access(old.access, access), old.command or command,
-                                     devices)
-        else:
-            order.append(pid)
-            found[pid] = FuserHolder(pid, user, access, command, (device,))
-    return Parsed(tuple(found[p] for p in order), tuple(warnings))
+        entry = found.get(pid)
+        if entry is None:
+            found[pid] = [user, access, command, [device]]
+            continue
+        if device not in entry[3]:
+            entry[3].append(device)
+        if access != entry[1]:
+            entry[1] = _merge_access(entry[1], access)
+        if not entry[2]:
+            entry[2] = command
+    holders = tuple(FuserHolder(pid, user, access, command, tuple(devices))
+                    for pid, (user, access, command, devices) in found.items())
+    return Parsed(holders, tuple(warnings))
 
 
 
@@ -162,7 +168,7 @@ def parse_fuser_terse(stdout: str, stderr: str = "") -> Parsed[dict[str, tuple[i
         line = raw.strip()
         if not line:
             continue
-        if any(marker in line for marker in _ERRORS):
+        if _ERROR.search(line):
             warnings.append(line[:200])
             continue
         m = _NAMED.match(line)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from nvls_tui.sim.state import Node, Proc
 
@@ -116,13 +117,27 @@ def _columns(specs: list[str]) -> list[tuple[str, str, int | None]]:
     return columns
 
 
+# Each column's value, computed only when asked for (formatting every field of every row, lstart's
+# strftime included, was most of a simulated poll's ps reads).
+_VALUES: dict[str, Callable[[Proc, float], str]] = {
+    "pid": lambda proc, _now: str(proc.pid),
+    "ppid": lambda proc, _now: str(proc.ppid),
+    "user": lambda proc, _now: proc.user,
+    "uid": lambda proc, _now: "0" if proc.user == "root" else "1000",
+    "lstart": lambda proc, _now: lstart(proc.start),
+    "cgroup": lambda proc, _now: proc.cgroup or "-",
+    "comm": lambda proc, _now: proc.comm,
+    "etimes": lambda proc, now: str(int(now - proc.start)),
+    "stat": lambda proc, _now: "Ssl" if proc.ppid == 1 else "S",
+    "args": lambda proc, _now: proc.args,
+    "cmd": lambda proc, _now: proc.args,
+    "command": lambda proc, _now: proc.args,
+    "tty": lambda _proc, _now: "?",
+}
+
+
 def _value(proc: Proc, name: str, now: float) -> str:
-    return {
-        "pid": str(proc.pid), "ppid": str(proc.ppid), "user": proc.user,
-        "uid": "0" if proc.user == "root" else "1000", "lstart": lstart(proc.start), "cgroup": proc.cgroup or "-",
-        "comm": proc.comm, "etimes": str(int(now - proc.start)), "stat": "Ssl" if proc.ppid == 1 else "S",
-        "args": proc.args, "cmd": proc.args, "command": proc.args, "tty": "?",
-    }[name]
+    return _VALUES[name](proc, now)
 
 
 def _cell(name: str, text: str, width: int, last: bool) -> str:
