@@ -22,17 +22,24 @@ class Fleet:
     @property
     def simulated(self) -> bool:
         """True when any node is simulated (the UI then shows a SIMULATED banner)."""
-        return any(n.simulated for n in self.nodes)
+        return self._marks[0] > 0
 
     @property
     def lab(self) -> bool:
         """True when any node is a lab node (simulated GPUs on real systemd and processes)."""
-        return any(n.lab for n in self.nodes)
+        return self._marks[1] > 0
 
+    # A 1,024-node console makes a new fleet on every poll and asks these of each one: a fleet made by
+    # with_node takes them from the fleet it came from (the index when the hosts did not change, the
+    # counts adjusted by the one node replaced) instead of walking 1,024 nodes again.
     @functools.cached_property
     def _index(self) -> dict[str, int]:
-        # Built once per (immutable) fleet: a 256-node console looks hosts up on every poll.
         return {n.host: i for i, n in enumerate(self.nodes)}
+
+    @functools.cached_property
+    def _marks(self) -> tuple[int, int]:
+        """How many nodes are simulated, and how many are lab nodes."""
+        return sum(n.simulated for n in self.nodes), sum(n.lab for n in self.nodes)
 
     def get(self, host: str) -> NodeState | None:
         """The state of ``host``, or None."""
@@ -44,7 +51,13 @@ class Fleet:
         at = self._index.get(state.host)
         if at is None:
             return Fleet(self.nodes + (state,))
-        return Fleet(self.nodes[:at] + (state,) + self.nodes[at + 1:])
+        old = self.nodes[at]
+        fleet = Fleet(self.nodes[:at] + (state,) + self.nodes[at + 1:])
+        fleet.__dict__["_index"] = self._index  # the same hosts at the same places
+        if "_marks" in self.__dict__:
+            simulated, lab = self._marks
+            fleet.__dict__["_marks"] = (simulated - old.simulated + state.simulated, lab - old.lab + state.lab)
+        return fleet
 
     def __len__(self) -> int:
         return len(self.nodes)

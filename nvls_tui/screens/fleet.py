@@ -113,9 +113,10 @@ class FleetScreen(OnConsole, Screen[None]):
                 [f.code for f in diagnoses[h].findings] if h in diagnoses else [])]
         if self.sort_by_verdict:
             rank = {h: i for i, h in enumerate(fleet.hosts)}
+            verdict = self.nvls.verdict
 
             def key(h: str) -> tuple[int, int]:
-                v = self.nvls.verdict(h)
+                v = verdict(h)
                 return (v.rank if v else len(Verdict), rank[h])
 
             hosts.sort(key=key)
@@ -153,7 +154,7 @@ class FleetScreen(OnConsole, Screen[None]):
         order = self.order(fleet)
         grid = self.query_one(FleetGrid)
         grid.show(fleet, self.nvls.diagnoses, order, self.nvls.clock(), ages=ages)
-        grid.border_title = versions_line(fleet)
+        grid.border_title = versions_line(fleet, grid.show_versions)
         mark_selected(grid, self.selected)
         verdicts = [self.nvls.verdict(h) for h in fleet.hosts]
         extra = ("sorted by verdict" if self.sort_by_verdict else "fleet order")

@@ -24,12 +24,13 @@ class SimFleet:
     def __init__(self, scenario: Scenario, names: Sequence[str], clock: SimClock) -> None:
         self.scenario = scenario
         self.names = list(names)
+        self._known = frozenset(self.names)  # every command of every poll looks its node up
         self.clock = clock
         self._nodes: dict[str, Node] = {}
 
     def node(self, name: str) -> Node:
         """The node called ``name`` (built on first access). KeyError if it is not in the fleet."""
-        if name not in self.names:
+        if name not in self._known:
             raise KeyError(f"{name} is not a node of sim:{self.scenario.name}")
         if name not in self._nodes:
             self._nodes[name] = self.scenario.build_node(name, self.clock.now())

@@ -73,12 +73,16 @@ def versions_differ(fleet: Fleet) -> bool:
     return len(drivers) > 1 or len(fms) > 1
 
 
-def versions_line(fleet: Fleet) -> str:
-    """The grid's title when every node runs the same versions: ``driver 580.82.07 · FM 580.82.07``."""
+def versions_line(fleet: Fleet, differ: bool | None = None) -> str:
+    """The grid's title when every node runs the same versions: ``driver 580.82.07 · FM 580.82.07``.
+
+    Args:
+        differ: ``versions_differ(fleet)`` when the caller has it already (a walk of the whole fleet).
+    """
     states = [s for s in fleet.nodes if s.reachable]
     driver = next((s.driver for s in states if s.driver), None)
     fm = next((s.fm_version for s in states if s.fm_version), None)
-    if versions_differ(fleet):
+    if versions_differ(fleet) if differ is None else differ:
         return "versions differ between nodes (driver / FM ver columns)"
     if driver is None:
         return ""
