@@ -126,12 +126,15 @@ async def test_a_batch_written_off_screen_does_not_repaint_the_table_and_one_on_
         await pilot.pause()
         repaints = []
         original = bulk.refresh
-        bulk.refresh = lambda *a, **k: (repaints.append(1), original(*a, **k))[1]
+        bulk.refresh = lambda *regions, **k: (repaints.append(regions), original(*regions, **k))[1]
         write_cells(bulk, [("gpu0150", "verdict", Text("broken")), ("gpu0199", "gpus", Text("7/8"))])
         assert repaints == []
         assert bulk.get_cell("gpu0150", "verdict").plain == "broken"
         write_cells(bulk, [("gpu0150", "verdict", Text("healthy")), ("gpu0001", "gpus", Text("6/8"))])
-        assert repaints == [1]
+        # only the line of the row on screen, not the whole table
+        assert [[(r.y, r.height) for r in regions] for regions in repaints] == [[(bulk.header_height + 1, 1)]]
+        await pilot.pause()
+        assert "6/8" in painted(bulk)[bulk.header_height + 1]
 
 
 async def test_a_batch_naming_a_cell_that_does_not_exist_writes_nothing():

@@ -86,11 +86,14 @@ def remove_rows(table: DataTable, keys: Iterable[str]) -> None:
 
 
 def write_cells(table: DataTable, cells: Sequence[tuple[str, str, Text]]) -> int:
-    """``table.update_cell(row, column, value)`` for each ``(row, column, value)``, repainted once.
+    """``table.update_cell(row, column, value)`` for each ``(row, column, value)``; only the rows
+    written are rendered again.
 
-    The table repaints only when a written row is on screen (or near it). A row off screen needs no
-    paint now; the render caches are still invalidated (they key on the table's update count), so
-    it paints its new cells when it is scrolled to.
+    ``update_cell`` bumps the table's update count, which every render cache keys on, so one changed
+    cell renders every line on screen again (at 1,024 nodes, a repaint of the whole grid several
+    times a second). Here the cached renders of the written rows are dropped instead, and only the
+    lines of those rows that are on screen are repainted; a row off screen paints its new cells when
+    it is scrolled to. A table with a row taller than one line is repainted as ``update_cell`` does.
 
     Returns:
         How many cells were written.
@@ -104,20 +107,37 @@ def write_cells(table: DataTable, cells: Sequence[tuple[str, str, Text]]) -> int
             raise CellDoesNotExist(f"No cell exists for row_key={row_key!r}, column_key={column_key!r}.")
     if not keyed:
         return 0
-    # Rows of height 1 (every row add_rows makes) sit at the line of their index; a margin of a few
-    # lines covers the header and a scroll in progress.
-    first = int(table.scroll_y) - 4
-    last = int(table.scroll_y) + table.size.height + 4
-    on_screen = False
     for row_key, column_key, value in keyed:
         table._data[row_key][column_key] = value
-        if not on_screen:
-            at = table._row_locations.get(row_key)
-            on_screen = table.rows[row_key].height != 1 or at is None or first <= at <= last
-    table._update_count += 1
-    if on_screen:
+    rows = {row_key for row_key, _, _ in keyed}
+    if any(table.rows[key].height != 1 for key in rows) or table.fixed_rows:
+        table._update_count += 1
         table.refresh()
+        return len(keyed)
+    _forget_renders(table, rows)
+    # Rows of height 1 sit at the line of their index: repaint those in view (a margin of a few lines
+    # covers a scroll in progress).
+    first, last = int(table.scroll_y) - 4, int(table.scroll_y) + table.size.height + 4
+    for key in rows:
+        index = table._row_locations.get(key)
+        if index is not None and first <= index <= last:
+            table.refresh_row(index)
     return len(keyed)
+
+
+def _forget_renders(table: DataTable, rows: set[RowKey]) -> None:
+    """Drop every cached render of ``rows`` (cells, rows, row renderables and lines)."""
+    indexes = {table._row_locations.get(key) for key in rows}
+    for cache, of in ((table._cell_render_cache, lambda key: key[0] in rows),
+                      (table._row_render_cache, lambda key: key[0] in rows),
+                      (table._row_renderable_cache, lambda key: key[1] in indexes)):
+        for key in [k for k in cache.keys() if of(k)]:
+            cache.discard(key)
+    header = table.header_height if table.show_header else 0
+    offsets = table._y_offsets
+    for key in [k for k in table._line_cache.keys() if 0 <= k[0] - header < len(offsets)
+                and offsets[k[0] - header][0] in rows]:
+        table._line_cache.discard(key)
 
 
 __all__ = ["add_rows", "remove_rows", "write_cells"]
