@@ -12,11 +12,13 @@ what the public methods give, row for row, cell for cell, cursor included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import zip_longest
+from typing import Any
 
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
+from textual.cache import LRUCache
 from textual.widgets import DataTable
 from textual.widgets.data_table import (
     CellDoesNotExist,
@@ -128,16 +130,22 @@ def write_cells(table: DataTable, cells: Sequence[tuple[str, str, Text]]) -> int
 def _forget_renders(table: DataTable, rows: set[RowKey]) -> None:
     """Drop every cached render of ``rows`` (cells, rows, row renderables and lines)."""
     indexes = {table._row_locations.get(key) for key in rows}
-    for cache, of in ((table._cell_render_cache, lambda key: key[0] in rows),
-                      (table._row_render_cache, lambda key: key[0] in rows),
-                      (table._row_renderable_cache, lambda key: key[1] in indexes)):
-        for key in [k for k in cache.keys() if of(k)]:
-            cache.discard(key)
     header = table.header_height if table.show_header else 0
     offsets = table._y_offsets
-    for key in [k for k in table._line_cache.keys() if 0 <= k[0] - header < len(offsets)
-                and offsets[k[0] - header][0] in rows]:
-        table._line_cache.discard(key)
+
+    def line_of_rows(key: Any) -> bool:
+        line = key[0] - header
+        return 0 <= line < len(offsets) and offsets[line][0] in rows
+
+    _discard_where(table._cell_render_cache, lambda key: key[0] in rows)
+    _discard_where(table._row_render_cache, lambda key: key[0] in rows)
+    _discard_where(table._row_renderable_cache, lambda key: key[1] in indexes)
+    _discard_where(table._line_cache, line_of_rows)
+
+
+def _discard_where(cache: LRUCache[Any, Any], doomed: Callable[[Any], bool]) -> None:
+    for key in [k for k in cache.keys() if doomed(k)]:
+        cache.discard(key)
 
 
 __all__ = ["add_rows", "remove_rows", "write_cells"]
