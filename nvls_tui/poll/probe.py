@@ -308,32 +308,57 @@ class SectionReader:
         """Take the next piece of output. False when a section went past the cap (stop the script)."""
         if self.overflow is not None:
             return False
-        lines = (self._partial + chunk).split("\n")
-        self._partial = lines.pop()
-        for line in lines:
-            if not self._line(line):
-                return False
+        text = self._partial + chunk
+        end = text.rfind("\n") + 1  # complete lines are read now; the rest waits for its newline
+        self._partial = text[end:]
+        if end and not self._lines(text, end):
+            return False
         if len(self._partial) > self.cap:  # one endless line
             return self._over()
         return True
 
-    def _line(self, line: str) -> bool:
-        if line.startswith(self.mark):
-            parts = line.split()
-            if len(parts) >= 3 and parts[1] == "begin":
-                self._close(None)
-                self._current, self._body, self._size = parts[2], [], 0
-                return True
-            if len(parts) >= 3 and parts[1] == "end" and self._current == parts[2]:
-                status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
-                self._close(status)
-                return True
+    def _lines(self, text: str, stop: int) -> bool:
+        """Read ``text[:stop]`` (whole lines): the marker lines one by one, the bodies between them in
+        one piece each (a poll's 40 KB are a dozen finds, not a thousand lines split and joined)."""
+        mark, at = self.mark, 0
+        while at < stop:
+            found = text.find(mark, at, stop)
+            while found > 0 and text[found - 1] != "\n":  # a marker only counts at the start of a line
+                found = text.find(mark, found + 1, stop)
+            if found < 0:
+                return self._take(text[at:stop])
+            if found > at and not self._take(text[at:found]):
+                return False
+            eol = text.index("\n", found) + 1
+            if not self._marker(text[found:eol]):
+                return False
+            at = eol
+        return True
+
+    def _marker(self, line: str) -> bool:
+        """A line that starts with the marker: a section begins or ends, or it is a body line after all."""
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "begin":
+            self._close(None)
+            self._current, self._body, self._size = parts[2], [], 0
+            return True
+        if len(parts) >= 3 and parts[1] == "end" and self._current == parts[2]:
+            status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
+            self._close(status)
+            return True
+        return self._take(line)
+
+    def _take(self, lines: str) -> bool:
+        """Whole lines of the current section's body (nothing is kept between sections)."""
         if self._current is None:
-            return True  # between sections: nothing kept
-        self._size += len(line) + 1
-        if self._size > self.cap:
+            return True
+        if self._size + len(lines) > self.cap:
+            # Keep the lines that fit whole, as a reader going line by line would have.
+            cut = lines.rfind("\n", 0, self.cap - self._size) + 1
+            self._body.append(lines[:cut])
             return self._over()
-        self._body.append(line)
+        self._size += len(lines)
+        self._body.append(lines)
         return True
 
     def _over(self) -> bool:
@@ -343,13 +368,13 @@ class SectionReader:
 
     def _close(self, status: int | None) -> None:
         if self._current is not None:
-            self.sections[self._current] = (status, "\n".join(self._body) + ("\n" if self._body else ""))
+            self.sections[self._current] = (status, "".join(self._body))
         self._current, self._body, self._size = None, [], 0
 
     def finish(self) -> dict[str, tuple[int | None, str]]:
         """The sections read (a section without its end marker has status None)."""
         if self.overflow is None and self._partial:
-            self._line(self._partial)
+            self._lines(self._partial + "\n", len(self._partial) + 1)
         self._partial = ""
         self._close(None)
         return self.sections
