@@ -2,12 +2,13 @@
 
 Usage::
 
-    python -m bench.profile_check [N] [--sort tottime|cumulative] [--top 30] [--repoll]
+    python -m bench.profile_check [N] [--sort tottime|cumulative] [--top 30] [--repoll [--changed]]
 
 Starts a rig of N static nodes (default 256), runs ``nvls-tui check --json`` in this process under
 cProfile (output discarded) and prints the top functions. With ``--repoll`` it profiles the second
 poll over kept connections instead (``bench.nvls_repoll``'s second round alone: the cost the
-bastion pays per node-poll while the console keeps polling).
+bastion pays per node-poll while the console keeps polling); ``--changed`` forgets every node's last
+state before it, so each node is parsed afresh (``nvls_repoll --changed``).
 """
 
 from __future__ import annotations
@@ -27,15 +28,19 @@ from bench.rig import BenchRig
 from bench.tools import _nvls_args
 
 
-async def _second_round(prof: cProfile.Profile, argv: list[str]) -> None:
+async def _second_round(prof: cProfile.Profile, argv: list[str], changed: bool = False) -> None:
     """Poll every node twice over the check's own backends; profile the second round alone."""
     from bench import nvls_repoll
     from nvls_tui.backends.targets import resolve_backends
     from nvls_tui.cli import build_parser
+    from nvls_tui.poll.assemble import LastAssembly
 
     backends = resolve_backends(build_parser().parse_args(["check", *argv]))
     try:
         await nvls_repoll._round(backends)
+        if changed:
+            for backend in backends:
+                backend.last_assembly = LastAssembly()
         prof.enable()
         await nvls_repoll._round(backends)
         prof.disable()
@@ -49,6 +54,8 @@ def main() -> int:
     p.add_argument("--sort", default="tottime")
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--repoll", action="store_true")
+    p.add_argument("--changed", action="store_true")
+    p.add_argument("--only", help="a regular expression: only functions whose file:line(name) matches")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as work, BenchRig(args.n) as rig:
         argv = _nvls_args(rig, args.n, Path(work))
@@ -57,7 +64,7 @@ def main() -> int:
         sink = io.StringIO()
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             if args.repoll:
-                asyncio.run(_second_round(prof, argv))
+                asyncio.run(_second_round(prof, argv, args.changed))
             else:
                 from nvls_tui.cli import main as cli_main
 
@@ -66,7 +73,7 @@ def main() -> int:
                 prof.disable()
         print(f"wall {time.perf_counter() - started:.2f}s for {args.n} nodes")
         stats = pstats.Stats(prof)
-        stats.sort_stats(args.sort).print_stats(args.top)
+        stats.sort_stats(args.sort).print_stats(*([args.only] if args.only else []), args.top)
     return 0
 
 
