@@ -109,8 +109,8 @@ class FleetGrid(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         # DataTable keeps 10,000 rendered cells and 1,000 rendered rows and lines. Its caches key on the
         # table's update count, so after a poll's write everything in them is dead weight until it is
-        # pushed out: ~150,000 objects the garbage collector walked on every full collection at 1,024
-        # nodes (pauses of 200-400 ms). A screen's worth, twice over, is all a redraw reads again.
+        # pushed out: ~65,000 objects the garbage collector walked on every full collection at 1,024
+        # nodes. A screen's worth, twice over, is all a redraw reads again.
         self._cell_render_cache = LRUCache(CACHED_LINES * 24)
         self._row_render_cache = LRUCache(CACHED_LINES)
         self._row_renderable_cache = LRUCache(CACHED_LINES)
