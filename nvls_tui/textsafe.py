@@ -30,7 +30,6 @@ _SEQUENCES = re.compile(
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # The bytes plain ASCII text is made of (deleting them from such text leaves nothing).
 _PLAIN_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
-_ANY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # Inline Markdown: emphasis, code, links/images, strikethrough. ("|" is left to the table code,
 # report._cell, which must escape it inside code spans as well; line-start markers such as "#", "-"
 # or "1." cannot occur, since node text is never put at the start of a line.)
@@ -43,7 +42,7 @@ def clean(text: str) -> str:
         return text
     if text.isascii() and not text.encode("ascii").translate(None, _PLAIN_ASCII):
         return text  # the common case: printable ASCII, tabs and newlines (a byte scan, ~10x the regex's pace)
-    if _ANY.search(text) is None:
+    if _CONTROLS.search(text) is None:
         return text
     return _CONTROLS.sub("", _SEQUENCES.sub("", text))
 

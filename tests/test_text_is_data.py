@@ -211,7 +211,7 @@ def _clean_by_regex(text: str) -> str:
     """clean() as it was before its plain-ASCII fast path: the reference the fast path must match."""
     from nvls_tui import textsafe
 
-    if not text or textsafe._ANY.search(text) is None:
+    if not text or textsafe._CONTROLS.search(text) is None:
         return text
     return textsafe._CONTROLS.sub("", textsafe._SEQUENCES.sub("", text))
 
