@@ -20,6 +20,7 @@ from typing import Any
 
 from nvls_tui.records.report_clock import NodeClock, measure_clock, record_utc, utc_moment
 from nvls_tui.records.report_node_log import NodeLog, node_logs
+from nvls_tui.records.report_schema import record_problem
 from nvls_tui.records.report_summary import log_ends, node_summary, restore_advice
 from nvls_tui.records.report_tables import before_after, holders_section, manual_section, results_table, smoke_section
 from nvls_tui.records.report_text import code_span, prose
@@ -29,14 +30,37 @@ from nvls_tui.textsafe import clean_deep
 
 @dataclass
 class AuditLogContents:
-    """The records of one audit log and the lines that could not be read."""
+    """The records of one audit log and the lines that could not be read.
+
+    Attributes:
+        records: every line that is a whole audit record, each field of the kind a run writes.
+        unreadable: the numbers of the other lines, in order.
+        problems: why each of those lines was skipped (one phrase per line number).
+    """
 
     records: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[int] = field(default_factory=list)
+    problems: dict[int, str] = field(default_factory=dict)
+
+
+def read_record(line: str) -> dict[str, Any] | str:
+    """One line of the log as a record (node text cleaned), or why it is none.
+
+    Any failure is the line's (a torn write, a hand edit, a line nested past Python's recursion limit):
+    it is named in the report, never the end of it.
+    """
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        return "nested deeper than any audit record"
+    except ValueError as exc:
+        return "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not JSON ({exc})"
+    problem = record_problem(value)
+    return problem if problem is not None else clean_deep(value)
 
 
 def load_audit_log(path: str | os.PathLike[str]) -> AuditLogContents:
-    """Read a JSONL audit log, skipping lines that are not JSON objects (a torn last line after a kill).
+    """Read a JSONL audit log, skipping (and noting) every line that is no whole, well-typed record.
 
     Raises:
         OSError: the file cannot be read.
@@ -46,16 +70,29 @@ def load_audit_log(path: str | os.PathLike[str]) -> AuditLogContents:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
-            try:
-                record = clean_deep(json.loads(line))
-            except ValueError:
-                contents.unreadable.append(number)
-                continue
+            record = read_record(line)
             if isinstance(record, dict):
                 contents.records.append(record)
             else:
                 contents.unreadable.append(number)
+                contents.problems[number] = record
     return contents
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``line 4``, ``lines 4, 6-9``: line numbers, runs folded."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    words = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return f"{'line' if len(numbers) == 1 else 'lines'} {words}"
+
+
+# Bad lines whose reason the header spells out (every one is named by number).
+REASONS_SHOWN = 10
 
 
 def _node_section(log: NodeLog) -> list[str]:
@@ -97,11 +134,23 @@ def _header(contents: AuditLogContents, source: str | None, logs: list[NodeLog])
             "- The audit log holds every command with its exit status and output; the timelines below fold "
             "bookkeeping, repeated commands and Fabric Manager's polls"]
     if contents.unreadable:
-        where = ", ".join(map(str, contents.unreadable[:5]))
-        out.append(f"- {len(contents.unreadable)} unreadable line(s) skipped (line {where}); "
+        out.append(f"- {len(contents.unreadable)} unreadable line(s) skipped ({_numbers(contents.unreadable)}); "
                    "a torn last line is what a killed run leaves")
+        out += [f"  - line {n}: {_problem_words(contents.problems.get(n, 'unreadable'))}"
+                for n in contents.unreadable[:REASONS_SHOWN]]
     out.append("")
     return out
+
+
+def _problem_words(problem: str) -> str:
+    """A bad line's reason as Markdown: the field names in it are code spans, the rest escaped."""
+    parts = problem.split("`")
+    return "".join(code_span(p) if i % 2 else _spaced(p) for i, p in enumerate(parts))
+
+
+def _spaced(text: str) -> str:
+    """:func:`prose` that keeps the spaces around ``text`` (it sits between code spans)."""
+    return (" " if text.startswith(" ") else "") + prose(text) + (" " if text.endswith(" ") and text.strip() else "")
 
 
 def render_report(contents: AuditLogContents, source: str | None = None) -> str:

@@ -101,10 +101,13 @@ class NodeClock:
         node = _node_time(text)
         if node is None:
             return f"{text} (node clock)"
-        if self.offset is None:
-            return f"{node:%Y-%m-%d %H:%M:%S} (node clock)"
-        bastion = node.replace(tzinfo=dt.UTC) - dt.timedelta(seconds=self.offset)
-        return _utc(_whole_second(bastion), self.day)
+        try:
+            if self.offset is not None:
+                bastion = node.replace(tzinfo=dt.UTC) - dt.timedelta(seconds=self.offset)
+                return _utc(_whole_second(bastion), self.day)
+        except OverflowError:
+            pass  # a node time that converts past year 9999 (or before year 1): shown as the node logged it
+        return f"{node:%Y-%m-%d %H:%M:%S} (node clock)"
 
     def show(self, text: Any) -> str:
         """:meth:`plain`, escaped for Markdown (the time came from the node)."""
