@@ -17,6 +17,7 @@ import pytest
 from nvls_tui.backends.base import BackendOptions, LineSplitter, OutputTooLarge
 from nvls_tui.backends.local import LocalBackend
 from nvls_tui.diagnosis import diagnose
+from nvls_tui.model import Verdict
 from nvls_tui.poll.probe import SectionReader
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import SshdRig, backend_for, find_sshd
@@ -131,3 +132,51 @@ async def test_sixteen_flooding_nodes_at_once_keep_the_bastion_memory_flat(flood
     assert all(s.reachable and s.missing_section("nvswitches").reason == "over the size cap" for s in states)
     # 16 nodes x 256 KiB cap, plus asyncssh's per-channel windows: tens of MB at most, not gigabytes.
     assert grown < 150, f"the bastion grew by {grown:.0f} MB"
+
+
+@pytest.fixture(scope="module")
+def held_flood_rig(tmp_path_factory):
+    """Two simulated nodes whose fuser (gpu01) or nvidia-smi (gpu02) print without end: the probe holds
+    both sections in shell variables, so only a cap on the node keeps its ``sh`` bounded."""
+    if find_sshd() is None:
+        pytest.skip("openssh-server is not installed (scripts/test.sh installs it)")
+
+    def populate(name, node_dir):
+        write_shims(node_dir, "seed-incident", "gpu05", static=True)
+        tool, flood = (("fuser", "exec yes '/dev/nvidia0:         root       4242 F...m x' >&2") if name == "gpu01"
+                       else ("nvidia-smi", "exec yes '0, 00000000:19:00.0, NVIDIA H100 80GB HBM3'"))
+        (node_dir / "bin" / tool).write_text(f"#!/bin/sh\n{flood}\n")
+        (node_dir / "bin" / tool).chmod(0o755)
+
+    rig = SshdRig(tmp_path_factory.mktemp("held-flood"), ["gpu01", "gpu02"], populate).start()
+    yield rig
+    rig.stop()
+
+
+async def test_an_endless_fuser_is_cut_on_the_node_and_the_node_is_read_without_its_holders(held_flood_rig):
+    # Before the cap on the node, the poll's sh held fuser's output until the timeout: unreachable.
+    backend = backend_for(held_flood_rig, "gpu01", max_output=CAP, timeout=8)
+    try:
+        states = [await backend.snapshot() for _ in range(2)]  # and it stays reachable, poll after poll
+    finally:
+        await backend.close()
+    for state in states:
+        assert state.reachable, state.error
+        assert {m.section: m.reason for m in state.missing} == {"holders": "over the size cap"}
+        assert state.holders == () and state.kernel_events and state.services and state.gpus
+    codes = {(f.code, f.section) for f in diagnose(states[-1]).findings}
+    assert ("EVIDENCE_MISSING", "holders") in codes and diagnose(states[-1]).verdict is not Verdict.HEALTHY
+
+
+async def test_an_endless_nvidia_smi_is_cut_on_the_node_and_named_as_over_the_cap(held_flood_rig):
+    backend = backend_for(held_flood_rig, "gpu02", max_output=CAP, timeout=8)
+    try:
+        sections = await backend.read_sections()
+        state = await backend.snapshot()
+    finally:
+        await backend.close()
+    assert sections["gpus"].truncated and sections["gpus"].stdout == ""
+    assert all(not r.truncated and r.exit_status != -1 for name, r in sections.items() if name != "gpus")
+    assert {"holders", "processes", "kernel", "units", "clock"} <= set(sections)
+    # No GPU could be read, so the node's state says why, in the cap's words (not a timeout's).
+    assert not state.reachable and "more than the byte cap" in (state.error or "")

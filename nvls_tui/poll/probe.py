@@ -94,6 +94,27 @@ _KERNEL_AWK = (
 # only where /proc cannot say.
 _IDENTITY = ('u=; while read -r k r e _; do [ "$k" = Uid: ] && u=$e; done < /proc/self/status 2>/dev/null',
              'if [ -n "$u" ]; then echo "$u"; rc=0; else id -u 2>&1; rc=$?; fi')
+# The sections held in shell variables (the gpus fallback, the holders table the PID list is read from,
+# the holders' identities) are cut on the node: an nvidia-smi that printed without end grew the poll's
+# `sh` to 1.7 GB in 8 s, long before the bastion's own cap could see a byte of it. `capped N CMD...` runs
+# CMD (stderr merged) through `head -c`, which stops it (SIGPIPE) past N bytes; its exit status travels
+# after its output, as the last line, so the pipeline keeps it (dash has no PIPESTATUS). The `.` after
+# head keeps the command substitution from eating trailing newlines: only a whole answer ends in a
+# status, so one that reached head's limit, or whose text alone passes N, is over the cap ($rc then
+# reads OVER_CAP_WORD and $out is empty). Otherwise $out is the text without its trailing newlines, as
+# `$(CMD)` gave it.
+OVER_CAP_WORD = "over-cap"
+_CAPPED = (
+    "nl='\n'",
+    "capped() { c=$1; shift; out=$({ \"$@\" 2>&1; printf '\\n%s' \"$?\"; } | head -c $((c + 5)); echo .)",
+    f"  if [ ${{#out}} -gt $((c + 5)) ]; then out=; rc={OVER_CAP_WORD}; else out=${{out%.}}; rc=${{out##*\"$nl\"}}",
+    f"    out=${{out%\"$nl\"*}}; if [ ${{#out}} -gt \"$c\" ]; then out=; rc={OVER_CAP_WORD}; fi",
+    "    while [ \"${out%\"$nl\"}\" != \"$out\" ]; do out=${out%\"$nl\"}; done; fi; }",
+)
+# A capped section's text (none when it was cut) before its end marker.
+_PUT_OUT = f"[ \"$rc\" = {OVER_CAP_WORD} ] || printf '%s\\n' \"$out\""
+# The default cap of one section (4 MiB, as --max-output's default).
+SECTION_CAP = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +210,7 @@ def _glob_safe_join(argv: tuple[str, ...]) -> str:
 
 
 def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
-                 kernel_cursor: str | None = None) -> str:
+                 kernel_cursor: str | None = None, cap: int = SECTION_CAP) -> str:
     """The whole poll as one POSIX sh script.
 
     Args:
@@ -198,16 +219,20 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         only: the section names to read (default: all); ``processes``/``cgroups`` need ``holders``.
         kernel_cursor: where the node's kernel log was read to (journalctl's cursor); the kernel
             section then reads only what came since. Anything but journalctl's own form is ignored.
+        cap: characters a section may print (the bastion's ``--max-output``); the sections held in
+            shell variables are cut on the node to fit it (see :data:`OVER_CAP_WORD`).
 
     Returns:
         The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
-        and ``@@nvls-tui-NONCE end NAME STATUS``.
+        and ``@@nvls-tui-NONCE end NAME STATUS`` (STATUS ``over-cap``: cut on the node, nothing kept).
     """
     if not nonce.isalnum():
         raise ValueError("the probe nonce must be letters and digits")
     mark = f"{MARK}-{nonce}"
     wanted = set(SECTION_NAMES if only is None else only)
-    lines = ["export LC_ALL=C", f"m={mark}"]
+    # What a capped section prints is its text and a newline: that must fit the bastion's reader.
+    limit = max(int(cap) - 1, 0)
+    lines = ["export LC_ALL=C", f"m={mark}", *_CAPPED]
     for section in SECTIONS:
         if section.name not in wanted:
             continue
@@ -216,12 +241,14 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         cmd = f"{prefix}{_glob_safe_join(argv)} 2>&1"
         begin, end = f'echo "$m begin {section.name}"', f'echo "$m end {section.name} $rc"'
         if section.fallback:
-            again = f"{prefix}{_glob_safe_join(section.fallback)} 2>&1"
+            first = f"{prefix}{_glob_safe_join(section.argv)}"
+            again = f"{prefix}{_glob_safe_join(section.fallback)}"
             # Only one of the two outputs is kept: a rejected query prints its complaint on stdout.
-            lines += [begin, f"out=$({cmd}) || out=$({again}); rc=$?", "printf '%s\\n' \"$out\"", end]
+            lines += [begin, f"capped {limit} {first}; case $rc in 0|{OVER_CAP_WORD}) ;; *) capped {limit} {again};; esac",
+                      _PUT_OUT, end]
         elif section.name == "holders":
-            # Kept in a variable: the ps steps below read the PIDs from this same table.
-            lines += [begin, f"holders=$({cmd}); rc=$?", "printf '%s\\n' \"$holders\"", end]
+            # Kept in a variable: the ps steps below read the PIDs from this same table (none from a cut one).
+            lines += [begin, f"capped {limit} {prefix}{_glob_safe_join(argv)}; holders=$out; hrc=$rc", _PUT_OUT, end]
         elif section.name == "kernel":
             # awk -v takes backslash escapes: the command has none (fixed words, a hex cursor).
             lines += [begin, f"awk -v m=\"$m\" -v {shlex.quote('cmd=' + cmd)} {shlex.quote(_KERNEL_AWK)}"]
@@ -232,14 +259,15 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
         # The PIDs from the table (a here-document: a delimiter in the text cannot end it, the shell
         # expands $holders after it has read the script), then their parents too: a `watch
-        # nvidia-smi` loop holds nothing itself but keeps spawning holders.
-        lines += [*_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
+        # nvidia-smi` loop holds nothing itself but keeps spawning holders. A table cut on the node
+        # names no PID: the sections read by them are left out (not run), as the bastion leaves them.
+        lines += [f'if [ "$hrc" != {OVER_CAP_WORD} ]; then', *_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
         for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
             if name in wanted:
-                quick, pick = (f'ps -ww -o {fmt} {flag} "$all" 2>&1' for flag in (QUICK, PICK))
+                quick, pick = (f'capped {limit} ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
                 lines += [f'echo "$m begin {name}"',
-                          f'if [ -n "$pids" ]; then out=$({quick}) || out=$({pick}); rc=$?; '
-                          '[ -n "$out" ] && printf \'%s\\n\' "$out"; else rc=0; fi',
+                          f'if [ -n "$pids" ]; then {quick}; case $rc in 0|{OVER_CAP_WORD}) ;; *) {pick};; esac; '
+                          f'[ -n "$out" ] && printf \'%s\\n\' "$out"; else rc=0; fi',
                           f'echo "$m end {name} $rc"']
         if "jobs" in wanted:
             sudo_prefix = "sudo -n " if sudo else ""
@@ -247,6 +275,7 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                       f'if [ -n "$pids" ] && command -v scontrol >/dev/null 2>&1; then {sudo_prefix}scontrol '
                       'listpids 2>&1; rc=$?; else rc=0; fi',
                       'echo "$m end jobs $rc"']
+        lines.append("fi")
     return "\n".join(lines) + "\n"
 
 
@@ -294,6 +323,7 @@ class SectionReader:
         self.cap = cap
         self.sections: dict[str, tuple[int | None, str]] = {}
         self.overflow: str | None = None
+        self._cut_on_node: set[str] = set()
         self._current: str | None = None
         self._body: list[str] = []
         self._size = 0
@@ -344,9 +374,15 @@ class SectionReader:
             return True
         if len(parts) >= 3 and parts[1] == "end" and self._current == parts[2]:
             status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
+            if len(parts) > 3 and parts[3] == OVER_CAP_WORD:
+                self._cut_on_node.add(parts[2])
             self._close(status)
             return True
         return self._take(line)
+
+    def over_cap(self, name: str) -> bool:
+        """Whether section ``name`` passed the cap: here (:attr:`overflow`) or on the node (``over-cap``)."""
+        return name == self.overflow or name in self._cut_on_node
 
     def _take(self, lines: str) -> bool:
         """Whole lines of the current section's body (nothing is kept between sections)."""
@@ -406,7 +442,9 @@ __all__ = [
     "LOCK_DIR",
     "QUERY_FIELDS",
     "RECORD_FILE",
+    "OVER_CAP_WORD",
     "SECTIONS",
+    "SECTION_CAP",
     "SectionReader",
     "SECTION_NAMES",
     "SIMULATED_MARKER",

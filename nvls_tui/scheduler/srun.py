@@ -47,7 +47,7 @@ def node_state(host: str, lines: list[str], nonce: str, cap: int) -> NodeState:
     reader = SectionReader(nonce, cap)
     reader.feed("\n".join(lines) + "\n")
     sections = {name: CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
-                                    stdout=text, truncated=name == reader.overflow)
+                                    stdout=text, truncated=reader.over_cap(name))
                 for name, (status, text) in reader.finish().items()}
     return assemble_node_state(host, sections, simulated=False, polled_at=time.time())
 
@@ -55,7 +55,7 @@ def node_state(host: str, lines: list[str], nonce: str, cap: int) -> NodeState:
 async def poll_via_srun(slurm: Slurm, nodes: Sequence[str], timeout: float, cap: int) -> list[NodeState]:
     """Every node's state from one srun; a node that did not answer is unreachable with srun's words."""
     nonce = new_nonce()
-    argv = srun_argv(nodes, probe_script(False, nonce), timeout)
+    argv = srun_argv(nodes, probe_script(False, nonce, cap=cap), timeout)
     try:
         proc = await asyncio.create_subprocess_exec(*argv, env=slurm.env(), stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

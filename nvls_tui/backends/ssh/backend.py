@@ -453,7 +453,8 @@ class SshBackend(Backend):
                 break
             nonce = new_nonce()
             reader = SectionReader(nonce, self.options.max_output)
-            script = probe_script(self.options.sudo, nonce, only=tuple(pending), kernel_cursor=asked)
+            script = probe_script(self.options.sudo, nonce, only=tuple(pending), kernel_cursor=asked,
+                                  cap=self.options.max_output)
             argv = ["sh", "-c", script]
             try:
                 await self._execute(argv, self.command_line(argv), self.options.timeout, False, None,
@@ -464,7 +465,7 @@ class SshBackend(Backend):
                 raise self._hung(reader.current) from None
             for name, (status, text) in reader.finish().items():
                 sections[name] = CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
-                                               stdout=text, truncated=name == reader.overflow)
+                                               stdout=text, truncated=reader.over_cap(name))
             if reader.overflow is None:
                 break
             pending = [n for n in pending if n not in sections]
