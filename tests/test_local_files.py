@@ -89,3 +89,30 @@ def test_a_crash_log_is_private(tmp_path, monkeypatch, capsys):
     assert "internal error" in err and mode(path) == 0o600 and mode(os.path.dirname(path)) == 0o700
     assert "RuntimeError: a bug" in open(path).read()
 
+
+
+def test_every_directory_nvls_tui_creates_in_a_fresh_state_home_is_0700_under_umask_022(tmp_path, monkeypatch, capsys):
+    """The state directory (crash logs) and the audit directory under it, and the XDG directory above
+    them where it was missing, are private whatever the umask. Before: the audit log's directory was
+    made with its parents, and the parents (the state directory itself) came out 0755."""
+    fresh = tmp_path / "home" / ".local" / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(fresh))
+
+    def boom(_args):
+        raise RuntimeError("a bug")
+
+    old = os.umask(0o022)
+    try:
+        assert cli.main(["repair", "sim:seed-incident/gpu05", "--dry-run", "--json"]) == 0
+        monkeypatch.setattr("nvls_tui.headless.check.run", boom)
+        assert cli.main(["check", "--demo"]) == 2
+    finally:
+        os.umask(old)
+    err = capsys.readouterr().err
+    crash = err.rsplit("details in ", 1)[1].strip()
+    made = [tmp_path / "home", *(p for p in (tmp_path / "home").rglob("*") if p.is_dir())]
+    assert {str(p.relative_to(tmp_path)) for p in made} == {
+        "home", "home/.local", "home/.local/state", "home/.local/state/nvls-tui", "home/.local/state/nvls-tui/audit"}
+    assert {str(p.relative_to(tmp_path)): oct(mode(p)) for p in made} == {
+        str(p.relative_to(tmp_path)): oct(0o700) for p in made}
+    assert os.path.dirname(crash) == str(fresh / "nvls-tui") and mode(crash) == 0o600

@@ -42,6 +42,7 @@ from nvls_tui.lab.machine import (
     stop,
     wait_booted,
 )
+from nvls_tui.records.localfiles import make_private_dirs
 from nvls_tui.sim.clock import SimClock
 from nvls_tui.sim.scenarios import base_node
 
@@ -129,7 +130,7 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
     nodes = [LabNode(name, address_of(i, subnet), str(folder / "nodes" / name)) for i, name in enumerate(names)]
     if slurm:
         slurm_.check_ready(folder, nodes, subnet)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(folder)  # the state directory above the default lab/ too, when it is new
     os.chmod(folder, 0o700)
     lab_key = _keygen(folder / "id_ed25519", "nvls-tui-lab")
     taken = [n.address for n in nodes if ssh_banner(n.address)]

@@ -23,17 +23,40 @@ class UnsafeLocation(OSError):
         return str(self.args[0]) if self.args else "unsafe location"
 
 
+def make_private_dirs(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` and every missing directory above it 0700, whatever the umask.
+
+    Every directory nvls-tui creates is private: ``mkdir(parents=True)`` gives the parents the
+    umask's mode (0755), and the state directory that holds crash logs was one of them. Directories
+    that exist are left as they are (:func:`private_dir` checks the one it writes into).
+
+    Raises:
+        OSError: one cannot be created.
+    """
+    folder = Path(path).expanduser()
+    missing = []
+    top = folder
+    while not top.exists() and not top.is_symlink() and top != top.parent:
+        missing.append(top)
+        top = top.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: not ours to change
+        os.chmod(directory, 0o700)  # the umask may have taken bits off 0700 too
+    return folder
+
+
 def private_dir(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a directory for nvls-tui's own files: created 0700, or checked if it exists.
+    """``path`` as a directory for nvls-tui's own files: created 0700 (its missing parents too), or checked.
 
     Raises:
         UnsafeLocation: it is a symbolic link or not a directory, belongs to another user, or is
             writable by its group or by others.
         OSError: it cannot be created.
     """
-    folder = Path(path).expanduser()
-    if not folder.exists() and not folder.is_symlink():
-        folder.mkdir(parents=True, mode=0o700)
+    folder = make_private_dirs(path)
     st = os.lstat(folder)
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeLocation(f"refusing {folder}: it is a symbolic link; use a real directory of your own")
@@ -80,4 +103,4 @@ def write_private(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
-__all__ = ["UnsafeLocation", "create_private", "private_dir", "write_private"]
+__all__ = ["UnsafeLocation", "create_private", "make_private_dirs", "private_dir", "write_private"]
