@@ -4,8 +4,10 @@ Any user of a GPU node names their processes, and tools print escapes (``nvidia-
 colours its header). Every byte a backend brings back passes :func:`clean` once, where it enters
 nvls-tui (``CommandResult``, each streamed line, NVML and /proc strings): ESC and CSI/OSC/DCS
 sequences are removed whole (``ESC ] 0 ; title BEL`` leaves nothing behind), then every other C0
-and C1 control and the bidirectional overrides that can make a line read backwards. Tab and newline
-stay where the text has lines; :func:`one_line` folds them for a cell or a toast.
+and C1 control, the bidirectional overrides that can make a line read backwards and the characters
+drawn as nothing (zero-width space, byte order mark, ...). Tab and newline stay where the text has
+lines, and the Unicode line and paragraph separators become newlines; :func:`one_line` folds them
+for a cell, a toast or a report.
 
 Markup is the other half: node text is always rendered as plain text (``rich.text.Text``,
 ``markup=False``), never parsed; :func:`markdown_text` escapes it for the incident report.
@@ -26,8 +28,20 @@ _SEQUENCES = re.compile(
     r"|\x9b[0-?]*[ -/]*[@-~]?"
     r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c)?"
 )
-# What is left: C0 but tab and newline, DEL, C1, and the bidi embedding/override/isolate controls.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Characters drawn as nothing: Unicode's default-ignorable code points (zero-width space and joiners,
+# the byte order mark, soft hyphen, word joiner, Hangul fillers, tags, the bidi marks, embeddings,
+# overrides and isolates), but the variation selectors, which pick the emoji or text form of the
+# character before them and hide nothing. In node text their only effect is to make two different
+# names look alike or (the bidi controls) to reorder a line, so they go; a joiner gone shows an emoji
+# family as its members and leaves a Persian or Indic name unjoined, still legible.
+_INVISIBLE = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+              "\u3164\ufeff\uffa0\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f")
+# What is left: C0 but tab and newline, DEL, C1, and the invisible characters.
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
+# The line and paragraph separators are line breaks to editors, JavaScript and str.splitlines:
+# they become the newline that every renderer here already folds or keeps as a line.
+_SEPARATORS = str.maketrans("\u2028\u2029", "\n\n")
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}\u2028\u2029]")
 # The bytes plain ASCII text is made of (deleting them from such text leaves nothing).
 _PLAIN_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
 # Inline Markdown: emphasis, code, links/images, strikethrough. ("|" is left to the table code,
@@ -37,14 +51,15 @@ _MARKDOWN = re.compile(r"([\\`*_\[\]~])")
 
 
 def clean(text: str) -> str:
-    """``text`` without escape sequences or control characters (tab and newline kept)."""
+    """``text`` without escape sequences, control or invisible characters (tab and newline kept; U+2028 and
+    U+2029 become newlines)."""
     if not text:
         return text
     if text.isascii() and not text.encode("ascii").translate(None, _PLAIN_ASCII):
         return text  # the common case: printable ASCII, tabs and newlines (a byte scan, ~10x the regex's pace)
-    if _CONTROLS.search(text) is None:
+    if _UNSAFE.search(text) is None:
         return text
-    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
+    return _CONTROLS.sub("", _SEQUENCES.sub("", text)).translate(_SEPARATORS)
 
 
 def clean_deep(value: Any) -> Any:

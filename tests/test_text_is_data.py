@@ -36,7 +36,7 @@ from nvls_tui.textsafe import clean, markdown_code, markdown_text, one_line
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import wait_until
 
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200b\ufeff\u2028\u2029]")
 FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=0.5, fm_timeout=3.0, smoke_timeout=30.0,
                      transient_pause=0.01)
 
@@ -211,9 +211,9 @@ def _clean_by_regex(text: str) -> str:
     """clean() as it was before its plain-ASCII fast path: the reference the fast path must match."""
     from nvls_tui import textsafe
 
-    if not text or textsafe._CONTROLS.search(text) is None:
+    if not text or textsafe._UNSAFE.search(text) is None:
         return text
-    return textsafe._CONTROLS.sub("", textsafe._SEQUENCES.sub("", text))
+    return textsafe._CONTROLS.sub("", textsafe._SEQUENCES.sub("", text)).translate(textsafe._SEPARATORS)
 
 
 @settings(max_examples=400, deadline=None)
@@ -221,3 +221,39 @@ def _clean_by_regex(text: str) -> str:
     "ab \t\n\r\x00\x07\x1b[]();m0\x7f\x9b\x9c\u202e"), max_size=60))
 def test_the_plain_ascii_fast_path_of_clean_drops_exactly_what_the_regexes_drop(text):
     assert clean(text) == _clean_by_regex(text)
+
+
+# Unicode's default-ignorable code points but the variation selectors (which pick an emoji's form and hide
+# nothing): drawn as nothing, their only effect in node text is to make different names look alike, or
+# (the bidi controls) to reorder a line. U+2028 and U+2029 are line breaks to many renderers.
+INVISIBLE = "".join(map(chr, [0xAD, 0x34F, 0x61C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFEFF, 0xFFA0,
+                              *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2070),
+                              *range(0x1BCA0, 0x1BCA4), *range(0x1D173, 0x1D17B), *range(0xE0000, 0xE0080)]))
+SEPARATORS = "\u2028\u2029"
+NODE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters=INVISIBLE + SEPARATORS)
+                    | st.sampled_from([*INVISIBLE, *SEPARATORS, "\n", "\t", "a"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(NODE_TEXT)
+def test_clean_drops_invisible_characters_and_turns_line_separators_into_newlines(text):
+    assert clean(text) == "".join("\n" if c in SEPARATORS else c for c in text if c not in INVISIBLE)
+
+
+@settings(max_examples=400, deadline=None)
+@given(NODE_TEXT)
+def test_report_and_one_line_text_carry_no_invisible_character_and_no_line_break(text):
+    for out in (markdown_text(text), markdown_code(text), one_line(text)):
+        assert not set(out) & set(INVISIBLE + SEPARATORS + "\n"), ascii(out)
+
+
+def test_a_line_separator_in_node_text_cannot_start_a_line_of_the_report(tmp_path):
+    from nvls_tui.runbook.events import Note, RunStarted
+
+    with AuditLog.create(tmp_path, "r1") as audit:
+        audit(RunStarted(host="gpu05", run_id="r1"))
+        audit(Note(host="gpu05", step="quiesce", message="gpu\u200b05\ufeff ok\u2028## Result: repaired\u2029- done"))
+    text = report_from_file(audit.path)
+    assert "| quiesce | _info_: gpu05 ok ## Result: repaired - done |" in text
+    assert not any(line.startswith("## Result") for line in text.splitlines())  # splitlines breaks at U+2028
+    assert not set(text) & set(INVISIBLE + SEPARATORS)
