@@ -301,6 +301,114 @@ def test_a_failed_repair_leaves_the_node_drained_with_the_step_it_failed_at(slur
     assert slurm(folder, "scontrol", "update", "NodeName=gpu06", "State=RESUME").returncode == 0
 
 
+# ---- job names of any characters; a node busy with no job read (item B) ------------------------
+# `sbatch -J` takes any of these and squeue prints them as they are; nvls-tui shows each less its control
+# characters (text is data).
+ODD_NAMES = {"gpu05": {"llama|finetune": "llama|finetune", "new\nline|x": "new\nline|x"},
+             "gpu06": {"tr \"7b\" 'q' ünï 訓練": "tr \"7b\" 'q' ünï 訓練", "\x1b[31mred\x07|": "red|"}}
+
+
+def submit(folder: Path, node: str, name: str) -> int:
+    """A job of one CPU on ``node`` whose process holds no GPU (a job between its steps)."""
+    done = slurm(folder, "sbatch", "--parsable", "-w", node, "-J", name, "-o", "/dev/null", "--wrap", "exec sleep 900")
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip().split(";")[0])
+
+
+def job_states(folder: Path, jobs: list[int]) -> dict[int, str]:
+    out = slurm(folder, "squeue", "-h", "-j", ",".join(map(str, jobs)), "-o", "%A %T").stdout
+    return {int(w[0]): w[1] for w in (line.split() for line in out.splitlines()) if len(w) == 2}
+
+
+def end_jobs(folder: Path, jobs: list[int]) -> None:
+    slurm(folder, "scancel", *map(str, jobs))
+    poll(lambda: states(folder) == {"gpu05": "idle", "gpu06": "idle"}, 120, "both nodes idle again")
+
+
+def test_jobs_named_with_any_characters_are_read_and_a_reset_under_them_is_refused(slurm_lab):
+    folder = slurm_lab
+    poll(lambda: states(folder) == {"gpu05": "idle", "gpu06": "idle"}, 90, "both nodes idle")
+    # gpu05's Fabric Manager is dead (the seed incident's, or killed again after an earlier test's repair):
+    # the node needs a GPU reset, which must never run under a job.
+    fm = "nvidia-fabricmanager.service"
+    killed = ssh(folder, "gpu05", f"if systemctl is-active -q {fm}; then systemctl kill -s KILL --kill-whom=main {fm}; fi")
+    assert killed.returncode == 0, killed.stderr
+    poll(lambda: ssh(folder, "gpu05", f"systemctl is-active {fm}").stdout.strip() != "active", 30, "FM dead")
+    jobs = {node: {submit(folder, node, name): shown for name, shown in names.items()}
+            for node, names in ODD_NAMES.items()}
+    ids = [j for by_id in jobs.values() for j in by_id]
+    try:
+        poll(lambda: set(job_states(folder, ids).values()) == {"RUNNING"}, 90, "every job running")
+        # A suspended job holds its node as much as a running one (squeue -t RUNNING did not list it).
+        suspended = next(iter(jobs["gpu06"]))
+        assert slurm(folder, "scontrol", "suspend", str(suspended)).returncode == 0
+        poll(lambda: job_states(folder, [suspended]) == {suspended: "SUSPENDED"}, 60, "the job suspended")
+
+        checked = json.loads(nvls(folder, "check", "--json", "gpu[05-06]").stdout)
+        for node in checked["nodes"]:
+            sched = node["scheduler"]
+            assert sched["error"] is None and sched["state"] in ("mixed", "allocated"), sched
+            assert sorted((j["id"], j["name"]) for j in sched["jobs"]) == sorted(jobs[node["host"]].items())
+
+        refused = nvls(folder, "repair", "--yes", "--json", "--wait-jobs", "0", "gpu05")
+        report = json.loads(refused.stdout)
+        (outcome,) = report["nodes"]
+        assert refused.returncode == 1 and outcome["result"] == "refused", outcome
+        assert "gpu05 still runs 2 Slurm jobs" in outcome["message"] and "llama|finetune" in outcome["message"]
+        commands = audit_commands(report)
+        assert "nvidia-smi -r" not in commands
+        assert "scontrol update NodeName=gpu05 State=RESUME" in commands
+        assert "DRAIN" not in node_line(folder, "gpu05")
+
+        # The squeue stand-in of the unit tests prints what the real one prints, byte for byte.
+        from nvls_tui.parsers.slurm import squeue_format
+        from nvls_tui.scheduler.slurm import JOB_STATES
+        from tests.slurm_clients import QueuedJob, render_squeue
+
+        fmt = squeue_format("nvls0123456789ab")
+        for node, by_id in jobs.items():
+            for job, _shown in by_id.items():
+                real = slurm(folder, "squeue", "-h", "-j", str(job), "-t", JOB_STATES, "-o", fmt)
+                assert real.returncode == 0, real.stderr
+                name = next(n for n, s in ODD_NAMES[node].items() if s == by_id[job])
+                state = "SUSPENDED" if job == suspended else "RUNNING"
+                assert real.stdout == render_squeue(fmt, [QueuedJob(job, "root", name, state, node)])
+    finally:
+        end_jobs(folder, ids)
+
+
+def test_a_node_slurm_calls_busy_with_no_job_read_is_refused_by_the_headless_repair(slurm_lab, monkeypatch,
+                                                                                     capsys):
+    from nvls_tui import cli as cli_module
+    from nvls_tui.scheduler import slurm as scheduler_slurm
+
+    folder = slurm_lab
+    poll(lambda: states(folder) == {"gpu05": "idle", "gpu06": "idle"}, 90, "both nodes idle")
+    job = submit(folder, "gpu05", "unseen")
+    try:
+        poll(lambda: job_states(folder, [job]) == {job: "RUNNING"}, 90, "the job running")
+        # The real squeue, asked for pending jobs only, lists none of gpu05's: as a job squeue could not
+        # show. Slurm's own word that gpu05 is busy is enough to refuse.
+        monkeypatch.setattr(scheduler_slurm, "JOB_STATES", "PENDING")
+        argv = ["--ssh-config", str(folder / "ssh_config"), "--slurm-conf", str(folder / "slurm.conf"),
+                "--audit-dir", str(folder.parent / f"{folder.name}-audit")]
+        capsys.readouterr()
+        cli_module.main(["check", "--json", *argv, "gpu05"])  # its exit status is the node's verdict
+        (node,) = json.loads(capsys.readouterr().out)["nodes"]
+        assert node["scheduler"]["jobs"] == [] and node["verdict"] != "healthy"
+        missing = [f for f in node["findings"] if f["code"] == "EVIDENCE_MISSING" and f.get("section") == "scheduler"]
+        assert missing and "but no job on it was read" in missing[0]["message"], node["findings"]
+        code = cli_module.main(["repair", "--yes", "--json", "--wait-jobs", "0", *argv, "gpu05"])
+        report = json.loads(capsys.readouterr().out)
+        (outcome,) = report["nodes"]
+        assert code == 1 and outcome["result"] == "refused", outcome
+        assert "but no job on it could be read" in outcome["message"]
+        assert "nvidia-smi -r" not in audit_commands(report)
+        assert "DRAIN" not in node_line(folder, "gpu05")
+    finally:
+        end_jobs(folder, [job])
+
+
 def test_lab_down_stops_every_slurm_daemon_and_leaves_nothing(slurm_lab):
     folder = slurm_lab
     state = json.loads((folder / "lab.json").read_text())

@@ -11,7 +11,7 @@ from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model.scheduler import Job, SchedulerState
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.events import CommandStarted, RunbookEvent
-from nvls_tui.runbook.scheduling import drain_argv, resume_argv, run_reason
+from nvls_tui.runbook.scheduling import JobDecision, drain_argv, resume_argv, run_reason
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import repair_options
 
@@ -20,9 +20,11 @@ class RecordingSlurm:
     """A node's scheduler that remembers every command and changes its state as scontrol would."""
 
     def __init__(self, node: str, state: str = "idle", reason: str | None = None, jobs: tuple[Job, ...] = (),
-                 jobs_end_after_reads: int | None = None, error: str | None = None, absent: bool = False) -> None:
+                 jobs_end_after_reads: int | None = None, error: str | None = None, absent: bool = False,
+                 unseen: bool = False) -> None:
         self.node = node
         self.absent = absent
+        self.unseen = unseen  # Slurm holds the node for jobs that its squeue does not list
         self.state, self.reason, self.jobs, self.error = state, reason, jobs, error
         self.commands: list[tuple[str, ...]] = []
         self.reads = 0
@@ -36,13 +38,15 @@ class RecordingSlurm:
             return None
         if self.error:
             return SchedulerState("slurm", self.node, "unknown", error=self.error)
+        if not self.jobs and not self.unseen:  # the last job ended: Slurm frees the node
+            self.state = {"draining": "drained", "mixed": "idle", "allocated": "idle"}.get(self.state, self.state)
         return SchedulerState("slurm", self.node, self.state, self.reason, self.jobs)
 
     async def command(self, argv):
         self.commands.append(tuple(argv))
         words = dict(w.split("=", 1) for w in argv[2:] if "=" in w)
         if words.get("State") == "DRAIN":
-            self.state, self.reason = ("draining" if self.jobs else "drained"), words.get("Reason")
+            self.state, self.reason = ("draining" if self.jobs or self.unseen else "drained"), words.get("Reason")
         elif words.get("State") == "RESUME":
             self.state, self.reason = "idle", None
         elif argv[0] == "scancel":
@@ -240,3 +244,46 @@ async def test_an_earlier_runs_drain_stays_when_this_run_is_refused():
     outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
     assert outcome.result == "refused" and hook.commands == []
     assert (hook.state, hook.reason) == ("drained", "nvls-tui: repair failed at reset")  # as it was
+
+
+# ---- a node Slurm calls busy with no job read (item B) ------------------------------------------
+async def test_a_node_slurm_calls_mixed_with_no_job_read_is_refused_with_no_reset():
+    hook = RecordingSlurm("gpu05", state="mixed", unseen=True)
+    outcome, ran, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
+    assert outcome.result == "refused", outcome.message
+    assert "Slurm has gpu05 draining but no job on it could be read" in outcome.message
+    assert ("nvidia-smi", "-r") not in ran
+    assert hook.commands == [drain_argv("gpu05", run_reason("run1")), resume_argv("gpu05")]
+
+
+async def test_a_node_slurm_calls_allocated_with_no_job_read_is_refused_even_with_wait_jobs_and_a_console():
+    class Asking:  # an operator who would be asked about jobs: there are none to ask about
+        asked = 0
+
+        async def resolve_jobs(self, host, jobs):
+            Asking.asked += 1
+            return JobDecision()
+
+    hook = RecordingSlurm("gpu05", state="allocated", unseen=True)
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
+    (backend,) = sim_backends(fleet)
+    events: list[RunbookEvent] = []
+    book = Runbook(backend, repair_options([backend], wait_jobs=6.0), on_event=events.append, run_id="run1",
+                   scheduler=hook, operator=Asking())
+    outcome = await book.run()
+    assert outcome.result == "refused" and "no job on it could be read" in outcome.message
+    assert ("nvidia-smi", "-r") not in [e.argv for e in events if isinstance(e, CommandStarted)]
+    assert Asking.asked == 0 and hook.reads >= 3  # read again while --wait-jobs lasted, then refused
+
+
+async def test_a_node_whose_jobs_show_again_after_a_busy_read_with_none_waits_for_them():
+    class Flicker(RecordingSlurm):
+        """Slurm's two reads disagree once (a job started between scontrol and squeue), then agree."""
+
+        async def read(self):
+            state = await super().read()
+            return replace(state, state="mixed", jobs=()) if self.reads == 1 else state
+
+    hook = Flicker("gpu05")
+    outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook, wait_jobs=10.0)
+    assert outcome.result == "repaired", outcome.message

@@ -119,17 +119,24 @@ def _not_present_message(state: NodeState) -> str:
 
 def scheduler_findings(state: NodeState) -> list[Finding]:
     """``SCHEDULER_DRAINED`` (information) while the scheduler sends the node no work, with its reason;
-    a scheduler that could not be read is missing evidence (a repair would not know the node's jobs)."""
+    a scheduler that could not be read, or that says jobs hold the node while none was read, is missing
+    evidence (a repair would not know the node's jobs)."""
     sched = state.scheduler
     if sched is None:
         return []
     if sched.error:
         return [Finding("EVIDENCE_MISSING", Severity.WARNING, f"the scheduler could not be read: {sched.error}",
-                        section="scheduler", reason="failed")]
+                        section="scheduler", reason="unparseable" if sched.unreadable else "failed")]
+    findings = []
+    if sched.jobs_unseen:  # Slurm's word that jobs hold the node, with none read: never "no jobs"
+        findings.append(Finding("EVIDENCE_MISSING", Severity.WARNING,
+                                f"Slurm has {sched.node} {sched.state}{f' ({sched.raw})' if sched.raw else ''} but no "
+                                "job on it was read: its jobs are unknown, and a repair refuses", section="scheduler",
+                                reason="failed"))
     if sched.held_back:
         why = f": {sched.reason}" if sched.reason else ""
-        return [Finding("SCHEDULER_DRAINED", Severity.INFO, f"Slurm has {sched.node} {sched.state}{why}")]
-    return []
+        findings.append(Finding("SCHEDULER_DRAINED", Severity.INFO, f"Slurm has {sched.node} {sched.state}{why}"))
+    return findings
 
 
 def evidence_findings(state: NodeState) -> list[Finding]:

@@ -14,6 +14,8 @@ IDLE, ALLOCATED, MIXED, DRAINED, DRAINING, DOWN, UNKNOWN = (
     "idle", "allocated", "mixed", "drained", "draining", "down", "unknown")
 # States in which the scheduler hands the node no new work.
 HELD_BACK = frozenset({DRAINED, DRAINING, DOWN})
+# Slurm's own state words of a node that jobs hold (``MIXED+DRAIN``, ``ALLOCATED+NOT_RESPONDING``, ...).
+_BUSY_WORDS = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,8 @@ class SchedulerState:
         jobs: the jobs running on it.
         raw: the scheduler's own state words (``IDLE+DRAIN``), for the node screen.
         error: why the scheduler could not be read (state is then ``unknown``).
+        unreadable: the scheduler answered, but with text that could not be read whole (``error`` says
+            what); else a failed or missing answer.
     """
 
     kind: str
@@ -48,11 +52,23 @@ class SchedulerState:
     jobs: tuple[Job, ...] = ()
     raw: str | None = None
     error: str | None = None
+    unreadable: bool = False
 
     @property
     def held_back(self) -> bool:
         """True when the scheduler sends the node no new work (drained, draining or down)."""
         return self.state in HELD_BACK
+
+    @property
+    def busy(self) -> bool:
+        """True when the scheduler says jobs hold the node (allocated, mixed, draining; down with jobs)."""
+        words = {w.rstrip("*") for w in (self.raw or "").upper().split("+")}
+        return self.state in (ALLOCATED, MIXED, DRAINING) or bool(words & _BUSY_WORDS)
+
+    @property
+    def jobs_unseen(self) -> bool:
+        """True when the scheduler says jobs hold the node yet none was read: its jobs are unknown."""
+        return self.busy and not self.jobs and not self.error
 
 
 __all__ = ["ALLOCATED", "DOWN", "DRAINED", "DRAINING", "HELD_BACK", "IDLE", "Job", "MIXED", "SchedulerState",

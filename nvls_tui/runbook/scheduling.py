@@ -21,6 +21,7 @@ from typing import Protocol
 from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.events import CommandFinished, CommandStarted
+from nvls_tui.textsafe import one_line
 from nvls_tui.words import count
 
 # How often the job wait reads the scheduler again.
@@ -132,8 +133,13 @@ async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold
 
 
 def _jobs_words(state: SchedulerState) -> str:
-    return ", ".join(f"{j.id} ({j.user}/{j.name})" for j in state.jobs[:5]) + (
+    return ", ".join(f"{j.id} ({one_line(j.user, 40)}/{one_line(j.name, 80)})" for j in state.jobs[:5]) + (
         f" and {len(state.jobs) - 5} more" if len(state.jobs) > 5 else "")
+
+
+def _unseen_words(node: str, state: SchedulerState) -> str:
+    raw = f" ({state.raw})" if state.raw else ""
+    return f"Slurm has {node} {state.state}{raw} but no job on it could be read, so its jobs are unknown"
 
 
 @dataclass(frozen=True)
@@ -153,29 +159,42 @@ async def wait_for_jobs(ctx: NodeContext, hook: SchedulerHook, wait_s: float) ->
     """Wait for the node's jobs to end; refuse, naming them, when they outlast ``wait_s``.
 
     With an operator who can answer (the console's ``resolve_jobs``), the operator decides instead:
-    wait for them (an abort stops the wait), scancel them, or abort; no deadline applies then.
+    wait for them (an abort stops the wait), scancel them, or abort; no deadline applies then. A node
+    Slurm calls busy with no job read is refused once two reads in a row say so and ``wait_s`` is over,
+    whoever could answer: there is no job to ask about.
     """
     deadline = ctx.options.clock() + max(0.0, wait_s)
     ask = getattr(ctx.operator, "resolve_jobs", None)
     state = await read(ctx, hook)
-    told: tuple[int, ...] = ()
+    told: tuple[int, ...] | None = None
     asked = False
-    while state is not None and state.jobs:
-        if ask is not None and not asked:
+    unseen = 0  # reads in a row that found the node busy with no job: one more read before refusing
+    while state is not None and (state.jobs or state.jobs_unseen):
+        if state.jobs_unseen:
+            # Slurm says jobs hold the node, yet none was read (one may have started between scontrol
+            # and squeue, or squeue did not list it): never a repair under a job nobody could name.
+            unseen += 1
+            if unseen > 1 and ctx.options.clock() >= deadline:
+                raise Refused(f"{_unseen_words(hook.node, state)}; a repair never runs under a job: check "
+                              f"`squeue -w {hook.node}`, then repair again")
+        else:
+            unseen = 0
+        if state.jobs and ask is not None and not asked:
             asked = True
             decision: JobDecision = await ask(ctx.host, state.jobs)
             if decision.abort:
                 raise Aborted("aborted by the operator while Slurm jobs ran")
             for job in decision.scancel:
                 await _command(ctx, hook, ("scancel", str(int(job))))
-        elif ask is None and ctx.options.clock() >= deadline:
+        elif state.jobs and ask is None and ctx.options.clock() >= deadline:
             raise Refused(f"{hook.node} still runs {count(len(state.jobs), 'Slurm job')}: {_jobs_words(state)}; "
                           f"a repair never signals a job: let them end (--wait-jobs SECONDS keeps the node "
                           f"drained while they do) or scancel them, then repair again")
         ids = tuple(j.id for j in state.jobs)
         if ids != told:  # said once per change, not every re-read
             told = ids
-            ctx.note(f"waiting for {count(len(state.jobs), 'Slurm job')} to end: {_jobs_words(state)}")
+            ctx.note(f"waiting for {count(len(state.jobs), 'Slurm job')} to end: {_jobs_words(state)}" if ids else
+                     f"{_unseen_words(hook.node, state)}: reading again")
         ctx.check_abort()
         await ctx.options.sleep(JOB_POLL)
         state = await read(ctx, hook)

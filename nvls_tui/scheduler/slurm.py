@@ -13,16 +13,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import secrets
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvls_tui.model.scheduler import UNKNOWN, Job, SchedulerState
-from nvls_tui.parsers.slurm import SQUEUE_FORMAT, node_state_word, parse_show_node, parse_squeue
-from nvls_tui.textsafe import one_line
+from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.slurm import node_state_word, parse_show_node, parse_squeue, squeue_format
+from nvls_tui.textsafe import clean, one_line
 
 DEFAULT_CONF = "/etc/slurm/slurm.conf"
 TIMEOUT = 15.0
+# The job states in which a job holds its nodes (squeue 22.05's names): a suspended or stopped job's
+# processes are still there, and a job between its steps holds no GPU yet is still running.
+JOB_STATES = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STOPPED,SIGNALING,STAGE_OUT,RESIZING"
 
 
 class SlurmError(Exception):
@@ -96,16 +101,18 @@ class Slurm:
         """
         names = {host: self.node_name(host) for host in hosts}
         wanted = ",".join(sorted(set(names.values())))
+        mark = f"nvls{secrets.token_hex(8)}"  # new for each read: no job's name can hold it
         try:
             shown = parse_show_node(await self.run(["scontrol", "show", "node", "-o", wanted]))
-            queued = parse_squeue(await self.run(["squeue", "-h", "-w", wanted, "-t", "RUNNING,COMPLETING",
-                                                  "-o", SQUEUE_FORMAT]))
+            queued = parse_squeue(await self.run(["squeue", "-h", "-w", wanted, "-t", JOB_STATES,
+                                                  "-o", squeue_format(mark)]), mark)
         except SlurmError as exc:
             return {host: SchedulerState("slurm", name, UNKNOWN, error=str(exc)) for host, name in names.items()}
-        jobs: dict[str, list[Job]] = {}
-        for job, nodelist in queued.value:
-            for node in _expand(nodelist):
-                jobs.setdefault(node, []).append(job)
+        jobs, unreadable = _read_whole(shown, queued, set(names.values()))
+        if unreadable:
+            # Whatever could not be read may be any node's job, or any node's state: none is known.
+            return {host: SchedulerState("slurm", name, UNKNOWN, error=unreadable, unreadable=True)
+                    for host, name in names.items()}
         out = {}
         for host, name in names.items():
             fields = shown.value.get(name)
@@ -113,9 +120,33 @@ class Slurm:
                 continue
             raw = fields.get("State", "")
             reason = fields.get("Reason") or None
-            out[host] = SchedulerState("slurm", name, node_state_word(raw), reason=reason,
+            out[host] = SchedulerState("slurm", name, node_state_word(raw), reason=clean(reason) if reason else None,
                                        jobs=tuple(jobs.get(name, ())), raw=raw)
         return out
+
+
+def _read_whole(shown: Parsed[dict[str, dict[str, str]]], queued: Parsed[list[tuple[Job, str]]],
+                wanted: set[str]) -> tuple[dict[str, list[Job]], str | None]:
+    """The jobs of each node, or why Slurm's answer could not be read whole (one sentence).
+
+    Any warning of the parsers, a node that was not asked for (a free text's newline made it up), or
+    a node list that is not one: a job or a node state may be missing, so nothing is read.
+    """
+    if queued.warnings:
+        return {}, f"squeue printed a job that could not be read ({queued.warnings[0]}): the nodes' jobs are unknown"
+    if shown.warnings:
+        return {}, f"scontrol show node printed a line that could not be read ({shown.warnings[0]})"
+    extra = sorted(set(shown.value) - wanted)
+    if extra:
+        return {}, f"scontrol show node printed a node that was not asked for ({one_line(extra[0], 60)})"
+    jobs: dict[str, list[Job]] = {}
+    for job, nodelist in queued.value:
+        nodes = _expand(nodelist)
+        if nodes is None:
+            return {}, f"squeue printed a node list that could not be read ({one_line(nodelist, 80)}) for job {job.id}"
+        for node in nodes:
+            jobs.setdefault(node, []).append(job)
+    return jobs, None
 
 
 @dataclass
@@ -143,8 +174,9 @@ class SlurmNode:
         return await self.slurm.run_status(argv)
 
 
-def _expand(nodelist: str) -> list[str]:
-    """Slurm's host list (``gpu[05-06],gpu08``) as names (ClusterShell speaks the same syntax)."""
+def _expand(nodelist: str) -> list[str] | None:
+    """Slurm's host list (``gpu[05-06],gpu08``) as names (ClusterShell speaks the same syntax); None
+    when it is not one (never guessed: the job would be on no node)."""
     if not nodelist:
         return []
     from ClusterShell.NodeSet import NodeSet, NodeSetParseError
@@ -152,7 +184,7 @@ def _expand(nodelist: str) -> list[str]:
     try:
         return list(NodeSet(nodelist))
     except (NodeSetParseError, ValueError):
-        return [nodelist]
+        return None
 
 
 def read_node_map(path: str) -> dict[str, str]:
@@ -218,4 +250,4 @@ def with_scheduler(states: Sequence, scheduler: Mapping[str, SchedulerState]) ->
     return out
 
 
-__all__ = ["DEFAULT_CONF", "Slurm", "SlurmError", "find_slurm", "read_node_map", "with_scheduler"]
+__all__ = ["DEFAULT_CONF", "JOB_STATES", "Slurm", "SlurmError", "find_slurm", "read_node_map", "with_scheduler"]
