@@ -31,6 +31,9 @@ OPERATOR = "operator1"  # a non-root login that exists only inside the node
 DEVICES = ([f"/dev/nvidia{i}" for i in range(GPUS)] + ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
            "/dev/nvidia-modeset", "/dev/nvidia-nvlink", "/dev/nvidia-nvswitchctl"]
            + [f"/dev/nvidia-nvswitch{i}" for i in range(4)])
+# The real H200's /dev (tests/fixtures/real/nvidia-h200/ls-l-dev-nvidia.txt) has no nvidia-modeset,
+# nvidia-nvlink or nvidia-nvswitchctl: a node shaped like it.
+H200_ABSENT = ("/dev/nvidia-modeset", "/dev/nvidia-nvlink", "/dev/nvidia-nvswitchctl")
 POD_UID = "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"
 POD_CGROUP = ("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
               f"{POD_UID.replace('-', '_')}.slice/cri-containerd-{'0123456789abcdef' * 4}.scope")
@@ -65,9 +68,10 @@ INIT = r'''
 import json, os, pty, signal, subprocess, sys, time
 root, sshd, configs = sys.argv[1], sys.argv[2], sys.argv[3:]
 env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "HOME": "/root"}
-opened = " ".join(f"{3 + i}<>{d}" for i, d in enumerate(json.loads(os.environ["NODE_DEVICES"])))
+present = json.loads(os.environ["NODE_DEVICES"])
 def held(name, files):
-    fds = " ".join(f"{3 + i}<>{f}" for i, f in enumerate(files))
+    # `<>` would create a file the node lacks: a holder opens only what exists, as a real one does.
+    fds = " ".join(f"{3 + i}<>{f}" for i, f in enumerate(f for f in files if f in present))
     return subprocess.Popen(["bash", "-c", f"exec {fds}; exec -a {name} sleep infinity"], env=env)
 def into(pid, cgroup):
     for base in json.loads(os.environ["CGROUP_ROOTS"]):
@@ -76,23 +80,26 @@ def into(pid, cgroup):
             fh.write(str(pid))
 gpus = [f"/dev/nvidia{i}" for i in range(8)]
 procs = {}
-procs["dcgm-exporter"] = held("/usr/bin/dcgm-exporter", gpus + ["/dev/nvidiactl"])
-into(procs["dcgm-exporter"].pid, os.environ["POD_CGROUP"])
-procs["nv-hostengine"] = held("/usr/bin/nv-hostengine", gpus + ["/dev/nvidiactl", "/dev/nvidia-nvswitchctl"])
-into(procs["nv-hostengine"].pid, os.environ["DCGM_CGROUP"])
-workload = ("import os, time; fs = [os.open(p, os.O_RDWR) for p in ('/dev/nvidia0', '/dev/nvidia1', '/dev/nvidia2',"
-            " '/dev/nvidia3', '/dev/nvidiactl', '/dev/nvidia-uvm')]; os.setgid(65534); os.setuid(65534); time.sleep(1e9)")
-procs["workload"] = subprocess.Popen(["python3", "-c", workload, *json.loads(os.environ["WORKLOAD_ARGS"])], env=env)
-# An operator's forgotten `watch -n 1 nvidia-smi`: watch wants a terminal, so it gets a pseudo-terminal
-# whose screen PID 1 keeps reading (a full terminal buffer would stop it).
-wpid, wfd = pty.fork()
-if wpid == 0:
-    os.execvpe("watch", ["watch", "-n", "1", "nvidia-smi"], {**env, "TERM": "xterm"})
-os.set_blocking(wfd, False)
+idle = os.environ.get("NODE_IDLE") == "1"
+wpid, wfd = 0, -1
+if not idle:  # an idle node: no process holds a device
+    procs["dcgm-exporter"] = held("/usr/bin/dcgm-exporter", gpus + ["/dev/nvidiactl"])
+    into(procs["dcgm-exporter"].pid, os.environ["POD_CGROUP"])
+    procs["nv-hostengine"] = held("/usr/bin/nv-hostengine", gpus + ["/dev/nvidiactl", "/dev/nvidia-nvswitchctl"])
+    into(procs["nv-hostengine"].pid, os.environ["DCGM_CGROUP"])
+    workload = ("import os, time; fs = [os.open(p, os.O_RDWR) for p in ('/dev/nvidia0', '/dev/nvidia1', '/dev/nvidia2',"
+                " '/dev/nvidia3', '/dev/nvidiactl', '/dev/nvidia-uvm')]; os.setgid(65534); os.setuid(65534); time.sleep(1e9)")
+    procs["workload"] = subprocess.Popen(["python3", "-c", workload, *json.loads(os.environ["WORKLOAD_ARGS"])], env=env)
+    # An operator's forgotten `watch -n 1 nvidia-smi`: watch wants a terminal, so it gets a pseudo-terminal
+    # whose screen PID 1 keeps reading (a full terminal buffer would stop it).
+    wpid, wfd = pty.fork()
+    if wpid == 0:
+        os.execvpe("watch", ["watch", "-n", "1", "nvidia-smi"], {**env, "TERM": "xterm"})
+    os.set_blocking(wfd, False)
 daemons = [subprocess.Popen([sshd, "-D", "-e", "-f", c], stdin=subprocess.DEVNULL,
                             stdout=open(f"{root}/sshd.log", "ab"), stderr=subprocess.STDOUT) for c in configs]
 with open(f"{root}/pids.json.tmp", "w") as fh:
-    json.dump({**{k: p.pid for k, p in procs.items()}, "watch": wpid}, fh)
+    json.dump({**{k: p.pid for k, p in procs.items()}, **({"watch": wpid} if wpid else {})}, fh)
 os.rename(f"{root}/pids.json.tmp", f"{root}/pids.json")
 stop = []
 signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -102,7 +109,8 @@ while not stop:
     except ChildProcessError:
         pass
     try:
-        os.read(wfd, 65536)
+        if wfd >= 0:
+            os.read(wfd, 65536)
     except OSError:
         pass
     time.sleep(0.05)
@@ -158,6 +166,8 @@ class RealNode:
     Args:
         root: an empty directory for keys, configs and the stand-ins.
         variants: port name -> tools the node lacks on that port (``{"full": set(), "no-fuser": {"fuser"}}``).
+        absent: device files of :data:`DEVICES` the node lacks (:data:`H200_ABSENT`: the real H200's /dev).
+        idle: start no holder (no pod, DCGM, workload or watch loop): nothing holds a device.
 
     Attributes:
         rig: the sshd configuration (keys, known_hosts, targets) of every port.
@@ -165,9 +175,12 @@ class RealNode:
             ``workload``, ``watch``).
     """
 
-    def __init__(self, root: Path, variants: dict[str, set[str]]) -> None:
+    def __init__(self, root: Path, variants: dict[str, set[str]], *, absent: tuple[str, ...] = (),
+                 idle: bool = False) -> None:
         self.root = Path(root)
         self.variants = variants
+        self.devices = [d for d in DEVICES if d not in absent]
+        self.idle = idle
         self.pids: dict[str, int] = {}
         self._init: subprocess.Popen | None = None
         tails = {name: ("" if tools else ":/usr/bin:/bin") for name, tools in variants.items()}
@@ -175,7 +188,7 @@ class RealNode:
 
     def _populate(self, name: str, node_dir: Path) -> None:
         write_shims(node_dir, "healthy", "hgx01", static=True)
-        for tool in ("ps", "fuser", "kill", "pgrep", "pkill", "hostname", "sudo"):
+        for tool in ("ps", "fuser", "find", "kill", "pgrep", "pkill", "hostname", "sudo"):
             (node_dir / "bin" / tool).unlink(missing_ok=True)  # the real ones
         for tool in self.variants[name]:
             (node_dir / "bin" / tool).unlink(missing_ok=True)
@@ -221,10 +234,11 @@ class RealNode:
             config.write_text(text)
         (self.root / "init.py").write_text(INIT)
         bin_dir = next(iter(self.rig.nodes.values())).bin
-        env = {**os.environ, "NODE_DEVICES": json.dumps(DEVICES), "POD_CGROUP": POD_CGROUP,
+        env = {**os.environ, "NODE_DEVICES": json.dumps(self.devices), "NODE_IDLE": "1" if self.idle else "0",
+               "POD_CGROUP": POD_CGROUP,
                "DCGM_CGROUP": DCGM_CGROUP, "CGROUP_ROOTS": json.dumps(CGROUP_ROOTS),
                "WORKLOAD_ARGS": json.dumps(WORKLOAD_ARGS), "PATH": f"{bin_dir}:/usr/bin:/bin"}
-        setup = SETUP.format(root=self.root, devices=" ".join(DEVICES), python=sys.executable, sshd=self.rig.sshd,
+        setup = SETUP.format(root=self.root, devices=" ".join(self.devices), python=sys.executable, sshd=self.rig.sshd,
                              configs=" ".join(str(c) for c in self.rig.configs), user=OPERATOR,
                              keys=self.rig.authorized_keys)
         self._init = subprocess.Popen(["unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private",
@@ -269,4 +283,4 @@ class RealNode:
         return f"{user}@{LOOPBACK}:{self.rig.nodes[variant].port}"
 
 
-__all__ = ["OPERATOR", "POD_UID", "RealNode", "WORKLOAD_ARGS", "available"]
+__all__ = ["H200_ABSENT", "OPERATOR", "POD_UID", "RealNode", "WORKLOAD_ARGS", "available"]

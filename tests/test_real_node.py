@@ -22,10 +22,10 @@ from nvls_tui.cli import main
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import HolderKind, Verdict
 from nvls_tui.runbook import RepairOptions
-from nvls_tui.runbook.context import NodeContext
+from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.runbook.quiesce import watch_parents
-from tests.realnode import OPERATOR, POD_UID, WORKLOAD_ARGS, RealNode, available
+from nvls_tui.runbook.quiesce import read_holders, verify_no_holders, watch_parents
+from tests.realnode import H200_ABSENT, OPERATOR, POD_UID, WORKLOAD_ARGS, RealNode, available
 from tests.sshd_rig import options_for
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(available() is not None, reason=available() or "")]
@@ -170,3 +170,71 @@ async def test_a_signal_goes_out_only_to_the_process_that_was_selected(tmp_path)
             pytest.fail("the SIGTERMed workload is still alive after 5 s")
     finally:
         real.stop()
+
+
+# ---- a node without some of the "fixed" device files (the real H200 has no nvidia-modeset, nvidia-nvlink
+# or nvidia-nvswitchctl) ------------------------------------------------------------------------------------
+# The runbook's fuser used to name all six whether they existed or not: with no holder left, the real
+# fuser then exits 1 saying only "Specified filename ... does not exist.", which read as unparseable, so
+# verify-no-holders failed on every run and such a node could never be repaired.
+
+
+@pytest.fixture(scope="module")
+def h200_like(tmp_path_factory):
+    """An idle node (nothing holds a device) whose /dev is shaped like the real H200's; one port lacks find."""
+    real = RealNode(tmp_path_factory.mktemp("h200-like"), {"full": set(), "no-find": {"find"}}, absent=H200_ABSENT,
+                    idle=True).start()
+    yield real
+    real.stop()
+
+
+def context_on(node: RealNode, variant: str = "full") -> tuple[SshBackend, NodeContext]:
+    b = backend(node, variant)
+    return b, NodeContext(b, RepairOptions(holder_timeout=10, poll_interval=0.2), None, NodeOutcome(host=b.host))
+
+
+def fuser_lines(ctx: NodeContext) -> list[str]:
+    return [c for step in ctx.outcome.steps for c in step.commands if c.startswith("fuser ")]
+
+
+async def test_verify_no_holders_passes_with_the_real_fuser_on_a_node_without_some_fixed_device_files(h200_like):
+    state = await poll(h200_like)
+    assert state.holders == () and state.missing_section("holders") is None
+    b, ctx = context_on(h200_like)
+    ctx.step = "verify-no-holders"
+    try:
+        await verify_no_holders(ctx, state)  # raised StepFailed ("fuser said: Specified filename ...") before
+    finally:
+        await b.close()
+    (fuser,) = fuser_lines(ctx)
+    named = fuser.split()[2:]
+    assert "/dev/nvidia0" in named and "/dev/nvidiactl" in named and "/dev/nvidia-nvswitch3" in named
+    assert not set(named) & set(H200_ABSENT)  # only the files the node has
+
+
+async def test_a_holder_on_a_node_without_some_fixed_device_files_is_still_found(tmp_path):
+    real = RealNode(tmp_path / "node", {"full": set()}, absent=H200_ABSENT).start()
+    try:
+        state = await poll(real)
+        b, ctx = context_on(real)
+        ctx.step = "verify-no-holders"
+        try:
+            found = await read_holders(ctx, state)
+        finally:
+            await b.close()
+    finally:
+        real.stop()
+    pids = real.pids
+    assert {pids["dcgm-exporter"], pids["nv-hostengine"], pids["workload"]} <= {h.pid for h in found}
+
+
+async def test_without_a_listing_of_the_device_files_verify_no_holders_refuses(h200_like):
+    state = await poll(h200_like)
+    b, ctx = context_on(h200_like, "no-find")
+    ctx.step = "verify-no-holders"
+    try:
+        with pytest.raises(StepFailed, match="cannot prove that no process holds a GPU device.*find"):
+            await read_holders(ctx, state)
+    finally:
+        await b.close()
+    assert fuser_lines(ctx) == []  # no fuser on a guess of which files exist

@@ -18,7 +18,10 @@ from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Verdict
 from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE
 from nvls_tui.runbook import STEPS, RepairOptions, Runbook, restore_node, run_many
+from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.events import StepStarted
+from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.quiesce import read_holders
 from nvls_tui.runbook.steps import persistence_modes, unit_states
 from nvls_tui.sim.fleet import load_fleet
 
@@ -343,3 +346,32 @@ async def test_canary_stops_after_a_failed_first_node_and_leaves_the_rest_untouc
     assert [o.result for o in outcomes] == ["failed", "refused"]
     assert "canary" in outcomes[1].message
     assert changing_commands(fleet, "gpu06") == [] and fleet.node("gpu06").cmdlog == []
+
+
+async def test_a_node_without_some_shared_device_files_is_repaired_and_fuser_names_only_the_files_it_has():
+    # The real H200's /dev has no nvidia-modeset, nvidia-nvlink or nvidia-nvswitchctl: naming them made
+    # fuser answer only "does not exist" once the node was free, and verify-no-holders failed every time.
+    fleet, (backend,) = fleet_of("sim:missing-device-files")
+    outcome = (await run_many([backend], FAST, strategy="parallel"))[0]
+    assert outcome.result == "repaired", outcome.message
+    absent = set(fleet.node("gpu-h200-01").absent_devices)
+    # The runbook's own (the poll's fuser names the glob, which the node's shell expands).
+    fusers = [argv for _, argv in fleet.node("gpu-h200-01").cmdlog if argv[:2] == ["fuser", "-v"]
+              and "/dev/nvidia*" not in argv]
+    assert fusers and not any(absent & set(argv) for argv in fusers)
+    assert all("/dev/nvidia7" in argv and "/dev/nvidia-nvswitch3" in argv for argv in fusers)
+    assert diagnose(await backend.snapshot()).verdict is Verdict.HEALTHY
+
+
+async def test_a_node_with_no_device_file_at_all_is_not_proven_free_and_fuser_is_not_asked():
+    fleet, (backend,) = fleet_of("sim:missing-device-files")
+    state = await backend.snapshot()
+    node = fleet.node("gpu-h200-01")
+    # The driver unloaded between the snapshot and the check: no /dev/nvidia* is left to ask fuser about.
+    node.absent_devices = []
+    node.absent_devices = node.device_files()
+    ctx = NodeContext(backend, FAST, None, NodeOutcome(host=backend.host))
+    ctx.step = "verify-no-holders"
+    with pytest.raises(StepFailed, match=r"no /dev/nvidia\* device file exists on the node"):
+        await read_holders(ctx, state)
+    assert ctx.outcome.step("verify-no-holders").commands == ["find /dev -maxdepth 1 -name 'nvidia*' '!' -type d"]

@@ -203,6 +203,37 @@ def test_simulated_fuser_prints_the_holders_of_real_files_exactly_as_psmisc_does
     assert sim[3] == _sandbox_noise(merged.stdout)
 
 
+@pytest.mark.skipif(shutil.which("fuser") is None, reason="psmisc is not installed")
+def test_simulated_fuser_names_missing_files_first_and_lists_the_rest_as_psmisc_does(real_processes, tmp_path):
+    # A node without some shared device files (the real H200's /dev): psmisc checks every name first.
+    procs, files = real_processes
+    node = sim_node_of(procs, files)
+    node.device_files = lambda: [str(f) for f in files]
+    free = tmp_path / "nvidia-uvm"
+    free.write_text("")
+    for names in ([str(files[0]), str(tmp_path / "nvidia-modeset"), str(files[1]), str(tmp_path / "nvidia-nvlink")],
+                  [str(free), str(tmp_path / "nvidia-nvswitchctl")]):  # nothing held: exit 1, the complaint only
+        node.device_files = lambda names=names: [n for n in names if Path(n).exists()]
+        sim = render_procs.fuser(node, ["-v", *names], time.time())
+        merged = subprocess.run(["sh", "-c", 'fuser -v "$@" 2>&1', "sh", *names], env=ENV, capture_output=True,
+                                text=True, timeout=30)
+        assert sim[:3] == real("fuser", "-v", *names)
+        assert sim[3] == _sandbox_noise(merged.stdout)
+
+
+FIND_CASES = [["/nonexistent", "-maxdepth", "1", "-name", "nvidia*", "!", "-type", "d"], ["/dev", "-foo"],
+              ["/dev", "-maxdepth", "1", "-name"], ["/dev", "-maxdepth", "x"], ["/dev", "-type", "q"],
+              ["/dev", "-maxdepth", "0"], ["/dev", "-maxdepth", "1", "-name", "null", "-type", "c"],
+              ["/dev", "-maxdepth", "1", "-name", "null", "-not", "-type", "c"]]
+
+
+@pytest.mark.parametrize("args", FIND_CASES, ids=[" ".join(a) for a in FIND_CASES])
+def test_simulated_find_answers_like_findutils(args):
+    from nvls_tui.sim import files as sim_files
+
+    assert sim_files.find(Node(name="n"), args) == real("find", *args)
+
+
 FUSER_CASES = [["-v"], ["-v", "/nonexistent/nvidia9"], []]
 
 

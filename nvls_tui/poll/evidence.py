@@ -41,9 +41,10 @@ PURPOSE = {
     "simulated": "the simulator's marker",
     "clock": "the node's clock",
     "jobs": "which holder belongs to which Slurm job",
+    "devices": "the node's /dev/nvidia* device files",
 }
 # How to get the tool, for the usual Debian/Ubuntu packages.
-PACKAGE = {"lspci": "pciutils", "fuser": "psmisc", "ps": "procps", "journalctl": "systemd",
+PACKAGE = {"lspci": "pciutils", "fuser": "psmisc", "ps": "procps", "journalctl": "systemd", "find": "findutils",
            "systemctl": "systemd", "awk": "mawk", "nv-fabricmanager": "nvidia-fabricmanager-<driver branch>"}
 
 _NOT_FOUND = re.compile(r"(?:command )?not found", re.I)

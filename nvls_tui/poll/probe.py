@@ -28,6 +28,9 @@ SMOKE_FILE = f"{STATE_DIR}/last-smoke.json"
 # A simulated node (shims behind a real sshd) carries this file, so it is labelled as simulated.
 SIMULATED_MARKER = f"{STATE_DIR}/SIMULATED"
 LOCK_DIR = f"{STATE_DIR}/lock"
+# The node's /dev/nvidia* files, directories (nvidia-caps) left out: the runbook's fuser names these
+# only (nvls_tui.runbook.quiesce.present_devices), since a node may lack some of the shared ones.
+DEVICE_LIST_ARGV = ("find", "/dev", "-maxdepth", "1", "-name", "nvidia*", "!", "-type", "d")
 
 UNITS = (
     "nvidia-fabricmanager.service",
@@ -437,6 +440,7 @@ def section_argv(name: str) -> tuple[str, ...]:
 
 __all__ = [
     "DERIVED_SECTIONS",
+    "DEVICE_LIST_ARGV",
     "KERNEL_LINES",
     "KERNEL_PATTERN",
     "LOCK_DIR",

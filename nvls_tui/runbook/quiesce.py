@@ -10,6 +10,7 @@ unknown processes) are never signalled unless the operator selects them.
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
 import signal
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders, classify
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
 from nvls_tui.poll.evidence import missing_evidence
-from nvls_tui.poll.probe import PS_FORMAT, cgroup_argv, ps_argv
+from nvls_tui.poll.probe import DEVICE_LIST_ARGV, PS_FORMAT, cgroup_argv, ps_argv
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
 from nvls_tui.runbook.steps import (
@@ -32,7 +33,7 @@ from nvls_tui.runbook.steps import (
     SNAPSHOT_SERVICE,
     SNAPSHOT_TIMER,
     clock_text,
-    fuser_argv,
+    devices_of,
     is_running,
     persistence_argv,
     persistence_modes,
@@ -47,6 +48,11 @@ _UNIT_KINDS = frozenset({HolderKind.FABRIC_MANAGER, HolderKind.PERSISTENCED})
 WATCH_PS = ("ps", "-ww", "-e", "-o", PS_FORMAT)
 # How many times verify-no-holders stops management holders that came back before it gives up.
 MAX_RESPAWN_ROUNDS = 5
+# fuser is asked about the device files DEVICE_LIST_ARGV finds, and no other. A node may lack some of
+# the shared ones (the real H200 has no nvidia-modeset, nvidia-nvlink or nvidia-nvswitchctl), and a
+# fuser that names a file that does not exist exits 1 with only its complaint once nothing holds a
+# device: the very answer that proves a node free read as unparseable, on every run.
+_DEVICE_FILE = re.compile(r"/dev/nvidia[A-Za-z0-9_.-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,16 +125,47 @@ def stoppable(holders: tuple[Holder, ...] | list[Holder]) -> list[Holder]:
     return [h for h in holders if h.kind.is_management and h.kind not in _UNIT_KINDS and h.job is None]
 
 
-async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
-    """``fuser -v`` on every device file, then ``ps`` for each PID's identity and cgroup.
+def listed_devices(text: str) -> tuple[str, ...]:
+    """The device files in :data:`DEVICE_LIST_ARGV`'s answer, sorted (anything else on a line is not one)."""
+    return tuple(sorted({line.strip() for line in text.splitlines() if _DEVICE_FILE.fullmatch(line.strip())}))
 
-    Fail closed: "no holder" is believed only from a fuser that really ran and could see every
-    process; anything else stops the step, so no reset can follow.
+
+def present_fuser_argv(state: NodeState, present: tuple[str, ...]) -> tuple[str, ...]:
+    """``fuser -v`` on the device files the node has: the state's own first (GPUs, shared files,
+    NVSwitches, in that order), then any other the node has (a GPU the snapshot did not list)."""
+    named = [d for d in devices_of(state) if d in present]
+    return ("fuser", "-v", *named, *(d for d in present if d not in named))
+
+
+async def present_devices(ctx: NodeContext) -> tuple[str, ...]:
+    """The /dev/nvidia* files of the node, read on the node now (a device file can come and go).
 
     Raises:
-        StepFailed: fuser is missing, was denied, timed out, or could not read some process's files.
+        StepFailed: the listing could not be read, or there is no device file at all (no driver).
     """
-    result = await ctx.run(fuser_argv(state), privileged=True)
+    listing = await ctx.run(DEVICE_LIST_ARGV)
+    why = missing_evidence("devices", listing)
+    if why is not None:
+        raise StepFailed(f"cannot prove that no process holds a GPU device: {why.detail}")
+    present = listed_devices(listing.stdout)
+    if not present:
+        raise StepFailed("cannot prove that no process holds a GPU device: no /dev/nvidia* device file exists on "
+                         "the node (is the NVIDIA driver loaded?)")
+    return present
+
+
+async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
+    """``fuser -v`` on every device file the node has, then ``ps`` for each PID's identity and cgroup.
+
+    Fail closed: "no holder" is believed only from a fuser that really ran on the files the node
+    really has and could see every process; anything else stops the step, so no reset can follow.
+    A shared file the node lacks is no evidence either way: it is simply not named.
+
+    Raises:
+        StepFailed: the device files could not be listed, or fuser is missing, was denied, timed out,
+            or could not read some process's files.
+    """
+    result = await ctx.run(present_fuser_argv(state, await present_devices(ctx)), privileged=True)
     why = missing_evidence("holders", result)
     if why is not None:
         raise StepFailed(f"cannot prove that no process holds a GPU device: {why.detail}")
@@ -347,5 +384,6 @@ async def _ask_operator(ctx: NodeContext, state: NodeState, holders: tuple[Holde
         await ctx.pause()
 
 
-__all__ = ["Action", "holders_deadline_message", "quiesce", "quiesce_actions", "read_holders", "send", "stoppable",
+__all__ = ["DEVICE_LIST_ARGV", "Action", "holders_deadline_message", "listed_devices", "present_devices",
+           "present_fuser_argv", "quiesce", "quiesce_actions", "read_holders", "send", "stoppable",
            "terminate", "verify_no_holders"]

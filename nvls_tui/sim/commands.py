@@ -57,7 +57,7 @@ Result = Output | render_nccl.Plan | _Hang
 
 SIM_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
                 "nv-fabricmanager", "lspci", "hostname", "id", "all_reduce_perf", "date",
-                "mkdir", "cat", "tee", "mv", "rm", "rmdir")
+                "mkdir", "cat", "tee", "mv", "rm", "rmdir", "find")
 
 
 def strip_wrappers(argv: Sequence[str], env: Mapping[str, str] | None) -> tuple[list[str], dict[str, str]]:
@@ -126,6 +126,7 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
         "mv": lambda: files.mv(node, rest),
         "rm": lambda: files.rm(node, rest),
         "rmdir": lambda: files.rmdir(node, rest),
+        "find": lambda: files.find(node, rest),
         "true": lambda: (0, "", ""),
         "false": lambda: (1, "", ""),
     }

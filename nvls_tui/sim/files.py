@@ -144,3 +144,74 @@ def rmdir(node: Node, args: list[str]) -> Out:
             continue
         node.dirs.remove(path)
     return code, "", err
+
+
+# /dev beside the NVIDIA files, as a real node has it: what a find without a name filter would meet.
+_DEV_DIRS = ("/dev/nvidia-caps", "/dev/pts", "/dev/shm")
+_DEV_CHARS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+
+
+def _entries(node: Node, start: str) -> list[tuple[str, str, int]]:
+    """``(path, type letter, depth)`` under ``start`` as find meets them, or [] when it does not exist."""
+    if start == "/dev":
+        chars = [*node.device_files(), *_DEV_CHARS]
+        return ([("/dev", "d", 0)] + [(d, "d", 1) for d in _DEV_DIRS] + [(c, "c", 1) for c in chars])
+    if not is_dir(node, start):
+        return [(start, "f", 0)] if start in node.files else []
+    inside = [(p, "f") for p in node.files] + [(d, "d") for d in node.dirs if d != start]
+    return [(start, "d", 0)] + [(p, kind, p.count("/") - start.rstrip("/").count("/"))
+                                for p, kind in inside if p.startswith(start.rstrip("/") + "/")]
+
+
+def find(node: Node, args: list[str]) -> Out:
+    """GNU ``find PATH... [-maxdepth N] [-mindepth N] [!|-not] [-name PAT] [-type X]`` (tests joined by
+    "and"), with findutils' words for what it refuses; sorted where a real find lists in directory order."""
+    import fnmatch
+
+    at = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("!", "(")), len(args))
+    starts, expr = args[:at] or ["."], args[at:]
+    maxdepth, mindepth = 1 << 30, 0
+    tests: list[tuple[bool, str, str]] = []  # (negated, test, argument)
+    negate = False
+    i = 0
+    while i < len(expr):
+        word = expr[i]
+        if word in ("!", "-not"):
+            negate = not negate
+            i += 1
+            continue
+        if word in ("-maxdepth", "-mindepth", "-name", "-type"):
+            if i + 1 >= len(expr):
+                return 1, "", f"find: missing argument to `{word}'\n"
+            value = expr[i + 1]
+            if word in ("-maxdepth", "-mindepth"):
+                if not value.isdigit():
+                    return 1, "", f"find: Expected a positive decimal integer argument to {word}, but got '{value}'\n"
+                maxdepth, mindepth = (int(value), mindepth) if word == "-maxdepth" else (maxdepth, int(value))
+            elif word == "-type" and value not in ("b", "c", "d", "p", "f", "l", "s"):
+                return 1, "", f"find: Unknown argument to -type: {value}\n"
+            else:
+                tests.append((negate, word, value))
+            negate = False
+            i += 2
+            continue
+        if word == "-print":
+            i += 1
+            continue
+        return 1, "", f"find: unknown predicate `{word}'\n"
+    out, err, code = "", "", 0
+    for start in starts:
+        entries = _entries(node, _norm(start))
+        if not entries:
+            err += f"find: '{start}': No such file or directory\n"
+            code = 1
+            continue
+        for path, kind, depth in sorted(entries, key=lambda e: (e[2], e[0])):
+            if not mindepth <= depth <= maxdepth:
+                continue
+            name = posixpath.basename(path) or path
+            hits = (fnmatch.fnmatchcase(name, value) if test == "-name" else kind == value
+                    for _negated, test, value in tests)
+            if all(hit != negated for hit, (negated, _, _) in zip(hits, tests, strict=True)):
+                out += path + "\n"
+    return code, out, err

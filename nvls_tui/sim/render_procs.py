@@ -99,9 +99,12 @@ def fuser_writes(node: Node, args: list[str], now: float) -> tuple[int, str, str
     io = _Streams()
     found = False
     header_done = False
+    # psmisc checks every name before it looks at any process: its complaints come first.
     for path in files:
         if path not in known:
             io.stderr(f"Specified filename {path} does not exist.\n")
+    for path in files:
+        if path not in known:
             continue
         procs = sorted(holders.get(path, []), key=lambda p: p.pid)
         if not procs:

@@ -180,6 +180,25 @@ def seed_out_of_sync(name: str, now: float) -> Node:
     return node
 
 
+# The shared device files the real H200 lacks (tests/fixtures/real/nvidia-h200/ls-l-dev-nvidia.txt).
+H200_ABSENT_DEVICES = ("/dev/nvidia-modeset", "/dev/nvidia-nvlink", "/dev/nvidia-nvswitchctl")
+H200_NAME = "NVIDIA H200"
+
+
+def missing_device_files(name: str, now: float) -> Node:
+    """gpu06's fault on an HGX H200 whose /dev lacks the shared files the real H200 lacks."""
+    node = seed_out_of_sync(name, now)
+    node.absent_devices = list(H200_ABSENT_DEVICES)
+    for gpu in node.gpus:
+        gpu.name, gpu.mem_total = H200_NAME, 143771
+    present = set(node.device_files())
+    for proc in node.procs.values():  # no process holds a file the node does not have
+        proc.devices = [d for d in proc.devices if d in present]
+    for pod in node.pods:
+        pod.devices = [d for d in pod.devices if d in present]
+    return node
+
+
 def healthy(name: str, now: float) -> Node:
     """A healthy HGX H100 node (DCGM and the pods holding devices is normal)."""
     return base_node(name, now)
@@ -328,6 +347,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("hostile", "gpu-evil01: users' process names, Xid lines and a record file full of markup, "
              "escapes and HTML (text from a node is data); gpu-ok01 is healthy", ("gpu-evil01", "gpu-ok01"),
              lambda name, now: hostile(name, now) if name == "gpu-evil01" else healthy(name, now)),
+    Scenario("missing-device-files", "HGX H200 out of sync whose /dev lacks nvidia-modeset, nvidia-nvlink and "
+             "nvidia-nvswitchctl, as the real H200's does", ("gpu-h200-01",), missing_device_files),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),

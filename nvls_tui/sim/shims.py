@@ -20,14 +20,24 @@ from pathlib import Path
 import nvls_tui
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.poll.kernel_tail import kernel_argv, last_cursor
-from nvls_tui.poll.probe import PICK, QUICK, SECTIONS, STATE_DIR, cgroup_argv, parents_from, ppid_argv, ps_argv
+from nvls_tui.poll.probe import (
+    DEVICE_LIST_ARGV,
+    PICK,
+    QUICK,
+    SECTIONS,
+    STATE_DIR,
+    cgroup_argv,
+    parents_from,
+    ppid_argv,
+    ps_argv,
+)
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.store import NodeStore
 
 PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
-               "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname", "date")
+               "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname", "date", "find")
 # A static ps answers any PID list with the same table, but refuses what procps refuses first.
 _STATIC_PS_CHECK = (
     'for a do last=$a; done\n'
@@ -142,7 +152,7 @@ def _write_static(root: Path, fleet, name: str) -> None:
     variants: dict[str, list[tuple[str, ...]]] = {}
     argvs = [s.argv for s in SECTIONS if s.argv[0] != "cat"]
     argvs += [("nvidia-smi",), ("nvidia-smi", "-q"), ("nvidia-smi", "-q", "-x"), ("hostname",), ("hostname", "-s"),
-              ("fuser", "/dev/nvidia*"), ("systemctl", "is-active", "nvidia-fabricmanager")]
+              ("fuser", "/dev/nvidia*"), ("systemctl", "is-active", "nvidia-fabricmanager"), DEVICE_LIST_ARGV]
     # The probe asks ps for the holders of the fuser -v table and then for their parents; a static
     # node answers any PID list with that same pre-rendered table.
     table = execute(node, ("fuser", "-v", "/dev/nvidia*"), now)

@@ -184,6 +184,9 @@ class Node:
     # does for the poll's user: "ok", "hint" (a user without journal access: the hint, exit 0) or
     # "denied" (no journal file could be opened, exit 1).
     missing_tools: list[str] = field(default_factory=list)
+    # Shared device files this node lacks (the real H200 has no nvidia-modeset, nvidia-nvlink or
+    # nvidia-nvswitchctl: tests/fixtures/real/nvidia-h200/ls-l-dev-nvidia.txt).
+    absent_devices: list[str] = field(default_factory=list)
     journal_access: str = "ok"
     last_advance: float = 0.0
     needs_reset: bool = False
@@ -235,7 +238,7 @@ class Node:
         if self.switches:
             files += ["/dev/nvidia-nvlink", "/dev/nvidia-nvswitchctl"]
             files += [f"/dev/nvidia-nvswitch{i}" for i in range(len(self.switches))]
-        return sorted(files)
+        return sorted(f for f in files if f not in self.absent_devices)
 
     def holders(self) -> dict[str, list[Proc]]:
         """``{device file: [processes holding it]}`` for the files somebody holds."""

@@ -28,7 +28,7 @@ def spawn_unit_process(node: Node, unit: Unit, now: float) -> None:
     name = unit.name
     if name == "nvidia-fabricmanager.service":
         proc = node.spawn(ppid=1, user="root", start=now, argv=list(FM_ARGV), cgroup=cgroup,
-                          devices=[d for d in FM_DEVICES if "nvswitch" not in d or node.switches],
+                          devices=[d for d in FM_DEVICES if d in node.device_files()],
                           role="fm", unit=name)
     elif name == "nvidia-dcgm.service":
         proc = node.spawn(ppid=1, user="root", start=now, argv=list(HOSTENGINE_ARGV), cgroup=cgroup,
