@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 from nvls_tui.records.audit import (
     OUTPUT_LIMIT,
@@ -93,3 +94,71 @@ def test_the_default_directory_follows_xdg_state_home(monkeypatch, tmp_path):
 def test_ordinary_words_and_values_are_left_alone():
     assert redact_text("sudo: a password is required") == "sudo: a password is required"
     assert redact_env({"NCCL_DEBUG": "INFO"}) == {"NCCL_DEBUG": "INFO"}
+
+
+def on_a_full_disk(log: AuditLog) -> AuditLog:
+    """``log`` with its file swapped for /dev/full: the kernel answers every write with ENOSPC."""
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, log._fd)
+    os.close(full)
+    return log
+
+
+def test_records_the_audit_log_cannot_take_go_to_a_private_fallback_in_another_directory(tmp_path):
+    from nvls_tui.records.audit_writer import AuditWriter
+
+    failures: list[str] = []
+    log = on_a_full_disk(AuditLog.create(tmp_path / "audit", "r1", operator="kim"))
+    with AuditWriter(log, lambda exc: failures.append(str(exc))) as writer:
+        writer(CommandStarted(host="gpu05", step="restore", argv=("systemctl", "start", "kubelet.service")))
+        assert writer.flush_sync() is False  # the log failed: only the restore may still go on
+        writer(CommandFinished(host="gpu05", step="restore", argv=("systemctl", "start", "kubelet.service"),
+                               exit_status=0))
+        assert writer.flush_sync() is False
+    fallback = Path(os.environ["XDG_STATE_HOME"]) / "nvls-tui" / "audit-fallback" / "repair-r1.jsonl"
+    assert failures == [f"the audit log {log.path} could not be written: No space left on device; "
+                        f"what it could not take is in {fallback}"]
+    records = lines(fallback)
+    assert [r["event"] for r in records] == ["audit-fallback", "command-started", "command-finished"]
+    assert records[0]["failed_log"] == str(log.path) and records[0]["run_id"] == "repair-r1"
+    assert records[2]["argv"] == ["systemctl", "start", "kubelet.service"] and records[2]["exit_status"] == 0
+    assert stat.S_IMODE(fallback.stat().st_mode) == 0o600 and stat.S_IMODE(fallback.parent.stat().st_mode) == 0o700
+
+
+def test_with_no_directory_to_fall_back_to_the_records_go_to_standard_error(tmp_path, monkeypatch, capsys):
+    from nvls_tui.records import audit_writer
+
+    failures: list[str] = []
+    monkeypatch.setattr(audit_writer, "fallback_dirs", lambda: [Path("/dev/null/not-a-directory")])
+    log = on_a_full_disk(AuditLog.create(tmp_path / "audit", "r1", operator="kim"))
+    with audit_writer.AuditWriter(log, lambda exc: failures.append(str(exc))) as writer:
+        writer(CommandFinished(host="gpu05", step="restore", argv=("systemctl", "start", "kubelet.service"),
+                               exit_status=0))
+        assert writer.flush_sync() is False
+    assert failures[0].endswith("; what it could not take is on standard error")
+    kept = [json.loads(line.removeprefix("nvls-tui: audit record: ")) for line in capsys.readouterr().err.splitlines()]
+    assert [r["event"] for r in kept] == ["audit-fallback", "command-finished"]
+    assert kept[1]["argv"] == ["systemctl", "start", "kubelet.service"]
+
+
+async def test_the_message_the_console_shows_when_its_session_log_fails_names_the_fallback(tmp_path):
+    """The console shows ``on_audit_failure``'s message as it comes. A unit stop is refused at its first
+    command (only the restore goes on without the log); that command's records are in the fallback."""
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.runbook.session import Session
+    from nvls_tui.sim.fleet import load_fleet
+
+    messages: list[str] = []
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=2000.0)
+    session = Session({b.host: b for b in sim_backends(fleet)}, audit_dir=str(tmp_path / "audit"),
+                      on_audit_failure=messages.append)
+    on_a_full_disk((await session.session_log()).log)
+    outcome = await session.unit("gpu05", "stop", "nvidia-dcgm.service")
+    await session.close()
+    fallback = next((Path(os.environ["XDG_STATE_HOME"]) / "nvls-tui" / "audit-fallback").glob("session-*.jsonl"))
+    assert not outcome.ok and messages and messages[0].endswith(f"what it could not take is in {fallback}")
+    records = lines(fallback)
+    assert [r["argv"] for r in records if r["event"] == "command-started"] == [
+        ["systemctl", "is-active", "nvidia-dcgm.service"]]
+    assert [r["error"] for r in records if r["event"] == "command-finished"] == [
+        "not sent: the audit log could not be written"]

@@ -161,3 +161,24 @@ def test_a_disk_that_fills_mid_repair_aborts_restores_and_leaves_no_torn_record(
     text = log.read_text()
     assert text.endswith("\n") and all(json.loads(line) for line in text.splitlines())  # whole records only
     assert "No space left on device" in err
+
+
+@needs_mounts
+def test_the_restores_commands_after_the_disk_filled_are_kept_in_a_fallback_that_the_output_names(rigs, tmp_path):
+    """The restore runs even when the audit log cannot record it; what it sends must still land on disk.
+    Before: every record after the failure was dropped, so the restore's `systemctl start` went unrecorded."""
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    proc = in_small_tmpfs(rig, "9m", ["repair", rig.target("gpu05"), "--yes", "--json"], tmp_path / "logs",
+                          fill_after='"step": "quiesce"')
+    code, out, err = finish(proc, timeout=120)
+    node = aborted_node(out)
+    assert code == 1 and node["result"] == "aborted", err
+    assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
+    state = Path(os.environ["XDG_STATE_HOME"]) / "nvls-tui" / "audit-fallback"
+    (fallback,) = state.glob("repair-*.jsonl")
+    assert node["audit_fallback"] == str(fallback) and str(fallback) in node["reason"] and str(fallback) in err
+    records = [json.loads(line) for line in fallback.read_text().splitlines()]
+    assert records[0]["event"] == "audit-fallback" and "No space left on device" in records[0]["error"]
+    started = [r["argv"] for r in records if r.get("event") == "command-finished" and r.get("step") == "restore"
+               and r.get("exit_status") == 0 and r["argv"][:2] == ["systemctl", "start"]]
+    assert ["systemctl", "start", "kubelet.service"] in started, records

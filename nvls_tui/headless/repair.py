@@ -308,6 +308,9 @@ def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: s
             say(sys.stdout, line)
     if audit_path:
         say(sys.stdout, f"audit log: {audit_path}")
+    fallback = next((o.audit_fallback for o in outcomes if o.audit_fallback), None)
+    if fallback:
+        say(sys.stdout, f"audit fallback (what the audit log could not take): {fallback}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -55,6 +55,8 @@ class NodeOutcome:
         result: repaired, failed, planned, refused or aborted.
         message: one sentence: why it failed or was refused, or what was done.
         audit_log: the audit log's path.
+        audit_fallback: the file that holds what the audit log could not take (a full disk): the
+            restore's commands among them. None while the log took everything.
         no_repair_needed: the re-check found NVLS healthy, so nothing was reset.
         escalate: the fault is one a reset does not fix (report it to the vendor).
         reason: for ``aborted``, the step it stopped at and why (``smoke-test: SIGTERM``).
@@ -71,6 +73,7 @@ class NodeOutcome:
     result: str = FAILED
     message: str = ""
     audit_log: str | None = None
+    audit_fallback: str | None = None
     no_repair_needed: bool = False
     escalate: bool = False
     duration: float = 0.0
@@ -112,6 +115,7 @@ class NodeOutcome:
             "escalate": self.escalate,
             "reason": self.reason or None,
             "audit_log": self.audit_log,
+            "audit_fallback": self.audit_fallback,
             "basis": self.basis,
             "drift": list(self.drift),
             "manual_changes": list(self.manual),

@@ -110,6 +110,14 @@ async def _no_pause(_: str) -> AsyncIterator[None]:
     yield
 
 
+def _name_fallback(outcomes: list[NodeOutcome], writer: AuditWriter) -> list[NodeOutcome]:
+    """Each outcome names the file that holds what the run's audit log could not take, if it failed."""
+    if writer.fallback_path is not None:
+        for outcome in outcomes:
+            outcome.audit_fallback = str(writer.fallback_path)
+    return outcomes
+
+
 class Session:
     """Every node-changing action of one console run (or one headless command).
 
@@ -304,7 +312,7 @@ class Session:
                 result = NodeOutcome(host=host, result="failed", message=f"restore not started: {result}",
                                      audit_log=str(log.path))
             outcomes.append(result)
-        return outcomes
+        return _name_fallback(outcomes, log)
 
     async def _restore_one(self, host: str, log: AuditWriter, on_event: EventSink | None) -> NodeOutcome:
         """The one restore both the console and the headless command run (never cut short: shielded)."""
@@ -393,6 +401,7 @@ class Session:
             for h in hosts:
                 self.busy.pop(h, None)
             run.finished = True
+        _name_fallback(run.outcomes, writer)
         for outcome in run.outcomes:
             if options.dry_run:
                 continue
