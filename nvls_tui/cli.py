@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 
 from nvls_tui import __version__
@@ -32,6 +33,38 @@ def _size(text: str) -> int:
     return int(number) * units[unit]
 
 
+def _finite(text: str, wanted: str, ok) -> float:
+    """``float(text)`` when it is finite and ``ok(value)``; else one sentence naming ``wanted``.
+
+    ``nan`` and ``inf`` parse as floats, but no wait, interval or threshold can be either (``nan``
+    compares false with everything, so a later ``<= 0`` check would let it through).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and ok(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {wanted}")
+    return value
+
+
+def _positive(text: str) -> float:
+    """argparse type: a positive finite number (seconds, GB/s)."""
+    return _finite(text, "a positive finite number", lambda v: v > 0)
+
+
+def _not_negative(text: str) -> float:
+    """argparse type: a finite number of 0 or more (a wait that may be none, a clock that may be frozen)."""
+    return _finite(text, "a finite number of 0 or more", lambda v: v >= 0)
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number of 1 or more."""
+    if not text.strip().isdecimal() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
+
+
 def _add_reach_options(p: argparse.ArgumentParser) -> None:
     """Options shared by the commands that reach nodes (contract.md)."""
     g = p.add_argument_group("reaching nodes")
@@ -47,8 +80,8 @@ def _add_reach_options(p: argparse.ArgumentParser) -> None:
     # beats the config file, which beats the built-in default (applied by backends.targets).
     g.add_argument("--sudo", action=argparse.BooleanOptionalAction, default=None,
                    help="prefix privileged commands with `sudo -n` (default: no)")
-    g.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="per-command timeout (default 20)")
-    g.add_argument("--concurrency", type=int, default=None, metavar="N", help="connections in flight (default 64)")
+    g.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS", help="per-command timeout (default 20)")
+    g.add_argument("--concurrency", type=_positive_int, default=None, metavar="N", help="connections in flight (default 64)")
     g.add_argument("--max-output", type=_size, default=None, metavar="BYTES",
                    help="what one command may print before it is stopped and its section is unknown "
                         "(default 4M; suffixes K, M, G)")
@@ -86,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     console = sub.add_parser("console", help="the full-screen console (the default command)",
                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_reach_options(console)
-    console.add_argument("--poll", type=float, default=None, metavar="SECONDS", help="poll interval")
+    console.add_argument("--poll", type=_positive, default=None, metavar="SECONDS", help="poll interval")
     console.add_argument("--config", metavar="FILE", help="config file (default XDG nvls-tui/config.toml)")
 
     check = sub.add_parser("check", help="poll every target once and diagnose it",
@@ -112,11 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--json", action="store_true", help="print the JSON of contract.md")
     repair.add_argument("--strategy", choices=("parallel", "serial", "canary"), default="parallel",
                         help="how several nodes are repaired (default parallel)")
-    repair.add_argument("--smoke-threshold", type=float, default=None, metavar="GBPS",
+    repair.add_argument("--smoke-threshold", type=_positive, default=None, metavar="GBPS",
                         help="minimum average bus bandwidth (default per GPU model)")
     repair.add_argument("--sigkill", action="store_true",
                         help="allow SIGKILL for holders that ignore SIGTERM (never by default)")
-    repair.add_argument("--wait-jobs", type=float, default=0.0, metavar="SECONDS",
+    repair.add_argument("--wait-jobs", type=_not_negative, default=0.0, metavar="SECONDS",
                         help="with Slurm: how long to wait for the drained node's jobs to end before refusing "
                              "(default 0: refuse at once while jobs run)")
     repair.add_argument("--keep-drained", action="store_true",
@@ -138,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     shims.add_argument("--node", required=True, metavar="NAME")
     shims.add_argument("--static", action="store_true",
                        help="pre-rendered read-only outputs from /bin/sh (benchmarks; no Python per command)")
-    shims.add_argument("--speed", type=float, default=None, help="simulated clock speed-up")
+    shims.add_argument("--speed", type=_not_negative, default=None, help="simulated clock speed-up")
 
     lab = sub.add_parser("lab", help="boot simulated nodes as real systemd containers reachable over real SSH",
                          description="The lab: each node a systemd-nspawn container with real systemd, journald, "

@@ -28,6 +28,7 @@ The command line always wins over the file; the file only fills what the command
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -102,11 +103,14 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config
     """Build a Config from parsed TOML, checking every type."""
     poll = data.get("poll_interval", DEFAULT_POLL_INTERVAL)
     poll = float(_expect("poll_interval", poll, (int, float)))
-    if poll <= 0:
-        raise ConfigError("config: poll_interval must be more than 0 seconds")
+    # TOML has nan and inf; nan compares false with everything, so test for a finite number first.
+    if not math.isfinite(poll) or poll <= 0:
+        raise ConfigError("config: poll_interval must be a finite number of seconds, more than 0")
     timeout = data.get("timeout")
     if timeout is not None:
         timeout = float(_expect("timeout", timeout, (int, float)))
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise ConfigError("config: timeout must be a finite number of seconds, more than 0")
     raw_targets = data.get("targets", [])
     targets: list[Any] = _expect("targets", [raw_targets] if isinstance(raw_targets, str) else raw_targets, list)
     for t in targets:
@@ -119,6 +123,8 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config
         if dest not in _SSH_KEYS:
             raise ConfigError(f"config: unknown [ssh] option {key!r} (known: {', '.join(sorted(_SSH_KEYS))})")
         ssh[dest] = _expect(f"ssh.{key}", value, _SSH_KEYS[dest])
+        if dest == "concurrency" and int(value) < 1:
+            raise ConfigError("config: ssh.concurrency must be 1 or more")
     if isinstance(ssh.get("identity"), str):
         ssh["identity"] = [ssh["identity"]]
     keymap_raw = _expect("[keymap]", data.get("keymap", {}), dict)

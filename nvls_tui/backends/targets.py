@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import stat
 
 from nvls_tui.backends.base import (
     DEFAULT_MAX_OUTPUT,
@@ -16,6 +17,7 @@ from nvls_tui.backends.base import (
     BackendOptions,
     InvalidArgument,
 )
+from nvls_tui.backends.nodesets import MAX_TARGETS, nodeset_size
 
 DEMO = "sim:seed-incident"
 
@@ -53,7 +55,66 @@ def target_words(args: argparse.Namespace) -> list[str]:
             raise InvalidArgument(f"cannot read hosts file {hosts_file}: {exc.strerror or exc}") from None
     if getattr(args, "demo", False):
         words.insert(0, DEMO)
-    return words or [DEMO]
+    words = words or [DEMO]
+    check_total(words)
+    return words
+
+
+def target_size(word: str) -> int | None:
+    """How many nodes one target names, counted without expanding it (None: a node set not counted)."""
+    if word == "local":
+        return 1
+    if word.startswith("sim:"):
+        from nvls_tui.sim.fleet import parse_spec
+        from nvls_tui.sim.scenarios import SCENARIOS
+
+        name, nodeset = parse_spec(word)
+        if nodeset:
+            return nodeset_size(nodeset)
+        scenario = SCENARIOS.get(name)
+        return len(scenario.nodes) if scenario is not None else 1  # an unknown one is refused by name later
+    host = word.split("@", 1)[-1]
+    if host.startswith("[") and "]:" in host or host.count(":") > 1:
+        return 1  # an IPv6 address, bracketed or bare
+    return nodeset_size(host.rpartition(":")[0] if ":" in host else host)
+
+
+def check_total(words: list[str]) -> None:
+    """Hold every target together to :data:`MAX_TARGETS`, before any node set is expanded.
+
+    A target whose node set is not counted (ClusterShell's operators) counts as one here: the SSH
+    and Slurm paths refuse its syntax with their own reason before they expand it.
+
+    Raises:
+        InvalidArgument: more nodes than one run takes (one sentence naming the cap).
+    """
+    total = 0
+    for word in words:
+        total += target_size(word) or 1
+    if total > MAX_TARGETS:
+        first = words[0] if len(words) == 1 else f"{len(words):,} targets"
+        raise InvalidArgument(f"{total:,} targets named ({first[:80]}), more than one run takes "
+                              f"(at most {MAX_TARGETS:,}); split the fleet into several runs")
+
+
+def require_regular_file(path: str | None, option: str) -> None:
+    """Refuse a path that is not a regular file (a FIFO would block the read forever).
+
+    Raises:
+        InvalidArgument: it is missing, unreadable, or a FIFO, device, socket or directory.
+    """
+    if not path:
+        return
+    expanded = os.path.expanduser(path)
+    try:
+        mode = os.stat(expanded).st_mode
+    except OSError as exc:
+        raise InvalidArgument(f"{option} {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a file")
+        raise InvalidArgument(f"{option} {path} is not a regular file ({kind})")
 
 
 def sim_speed(default: float = 1.0) -> float:
@@ -71,6 +132,8 @@ def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) ->
         InvalidArgument: a target that is not valid (one sentence saying why).
     """
     options = options_from_args(args)
+    # asyncssh opens it on the event loop at every connection: a FIFO there would hang every node.
+    require_regular_file(options.known_hosts, "--known-hosts")
     backends: list[Backend] = []
     ssh_words: list[str] = []
     for word in target_words(args):

@@ -266,18 +266,26 @@ async def attach_scheduler(slurm, states: list[NodeState]) -> list[NodeState]:
 
 
 def slurm_nodes(args: argparse.Namespace) -> list[str]:
-    """The Slurm node names of ``check --via slurm`` (node sets expanded; no simulated targets)."""
+    """The Slurm node names of ``check --via slurm`` (node sets expanded; no simulated targets).
+
+    Each is counted before it is expanded (``target_words`` holds the total to the cap), and the
+    names are kept once each in one pass, first seen first.
+    """
     from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
-    names: list[str] = []
+    from nvls_tui.backends.nodesets import nodeset_size
+
+    names: dict[str, None] = {}
     for word in target_words(args):
         if word.startswith("sim:") or word == "local":
             raise InvalidArgument(f"--via slurm reaches Slurm nodes, not {word}")
+        if nodeset_size(word) is None:  # ClusterShell's operators and groups: not counted, not expanded
+            raise InvalidArgument(f"{word!r} is not a Slurm node name or node set (names, commas, [a-b] ranges)")
         try:
-            names += [n for n in NodeSet(word) if n not in names]
+            names.update(dict.fromkeys(NodeSet(word)))
         except (NodeSetParseError, ValueError):
             raise InvalidArgument(f"{word!r} is not a Slurm node name or node set") from None
-    return names
+    return list(names)
 
 
 def _poll(args: argparse.Namespace, slurm, deadline: float) -> list[NodeState]:

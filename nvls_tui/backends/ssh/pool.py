@@ -94,6 +94,8 @@ def load_known_hosts(options: BackendOptions, host: str = "") -> tuple[asyncssh.
     """
     if options.known_hosts:
         path = os.path.expanduser(options.known_hosts)
+        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block the loop forever
+            raise HostKeyRejected(f"known_hosts {path!r} is not a regular file: host keys cannot be verified")
         try:
             return _read_known_hosts_cached([path]), [path]
         except OSError as exc:

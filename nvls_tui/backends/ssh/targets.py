@@ -9,17 +9,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from ClusterShell.NodeSet import NodeSet, NodeSetException
 
 from nvls_tui.backends.base import InvalidArgument, validate_host
+from nvls_tui.backends.nodesets import MAX_TARGETS, nodeset_size
 
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 # What a host part may hold before node-set expansion: names, dots, commas and ``[01-04]`` ranges.
 # ClusterShell's other operators (``!``, ``&``, ``^``, ``@group``) stay out on purpose.
 _NODESET_RE = re.compile(r"^[A-Za-z0-9_.,\[\]-]+$")
 _IPV6_RE = re.compile(r"^[0-9A-Fa-f:.]+$")
-MAX_EXPANDED = 10_000
+MAX_EXPANDED = MAX_TARGETS
+# A hosts-file line longer than this is not a target (it is read no further).
+MAX_LINE = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +93,15 @@ def _expand(text: str, hostpart: str) -> list[str]:
         raise _refuse(text, "it contains spaces or shell characters a host name cannot have")
     if "[" not in hostpart and "," not in hostpart:
         return [hostpart]
+    size = nodeset_size(hostpart)  # counted from its ranges: NodeSet would build every name first
+    if size is None:
+        raise _refuse(text, "not a valid node set (names, commas and [a-b] ranges)")
+    if size > MAX_EXPANDED:
+        raise _refuse(text, f"the node set names {size:,} nodes (at most {MAX_EXPANDED:,})")
     try:
         nodes = NodeSet(hostpart)
     except (NodeSetException, ValueError) as exc:
         raise _refuse(text, f"not a valid node set ({exc})") from None
-    if len(nodes) > MAX_EXPANDED:
-        raise _refuse(text, f"the node set expands to {len(nodes)} nodes (at most {MAX_EXPANDED})")
     return list(nodes)
 
 
@@ -150,13 +157,26 @@ def read_hosts_file(path: str | Path) -> list[str]:
         InvalidArgument: the file cannot be read (one sentence naming it).
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            return _hosts_lines(handle, str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"cannot read hosts file {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
-    targets = []
-    for line in text.splitlines():
+
+
+def _hosts_lines(handle: TextIO, path: str) -> list[str]:
+    """The target lines of an open hosts file, read no further than the cap (a line or the file)."""
+    targets: list[str] = []
+    number = 0
+    while line := handle.readline(MAX_LINE + 1):
+        number += 1
+        if len(line) > MAX_LINE and not line.endswith("\n"):
+            raise InvalidArgument(f"hosts file {path!r}: line {number} is longer than {MAX_LINE} characters")
         line = line.split("#", 1)[0].strip()
-        if line:
-            targets.append(line)
+        if not line:
+            continue
+        if len(targets) == MAX_TARGETS:  # every line names one target at least
+            raise InvalidArgument(f"hosts file {path!r} names more targets than one run takes "
+                                  f"(at most {MAX_TARGETS:,}); split the fleet into several runs")
+        targets.append(line)
     return targets
 
