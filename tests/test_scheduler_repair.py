@@ -287,3 +287,26 @@ async def test_a_node_whose_jobs_show_again_after_a_busy_read_with_none_waits_fo
     hook = Flicker("gpu05")
     outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook, wait_jobs=10.0)
     assert outcome.result == "repaired", outcome.message
+
+
+async def test_the_consoles_question_shows_a_job_named_with_a_newline_and_an_escape_on_one_clean_line():
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.confirm import ConfirmScreen
+    from nvls_tui.screens.plan import PlanScreen
+    from tests.test_console_fakes import fixed_clock
+    from tests.waiting import wait_until
+
+    hook = RecordingSlurm("gpu05", jobs=(Job(77, "alice", "llama|fine\ntune\x1b[2J"),))
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
+    app.session.schedulers = {"gpu05": hook}
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        await pilot.press("space", "r")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1,
+                         "the dry run")
+        await pilot.press(*"gpu05", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question about the job")
+        assert app.screen.lines == ["job 77 alice/llama|fine tune"]
+        app.screen.query_one("#cancel").press()  # wait for it; then abort the run
+        await pilot.press("A")

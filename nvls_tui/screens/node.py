@@ -17,6 +17,7 @@ from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.typed import OnConsole
+from nvls_tui.textsafe import one_line
 from nvls_tui.views.consequences import sigterm_consequences
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
@@ -55,7 +56,8 @@ def short_cluster(uuid: str | None) -> Text:
 def owner_text(h: Holder) -> str:
     """The job (``job 1234 alice/train``), the unit, or the pod shortened (``pod f1b0f602…``)."""
     if h.job is not None:
-        return f"job {h.job.id} {h.job.user}/{h.job.name}" if h.job.name else f"job {h.job.id}"
+        # A job's name is anyone's text (newlines too): one line here.
+        return f"job {h.job.id} {one_line(h.job.user)}/{one_line(h.job.name)}" if h.job.name else f"job {h.job.id}"
     if h.unit:
         return h.unit
     if h.pod:
@@ -119,10 +121,11 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
         text.append(" · Slurm ")
         text.append_text(cells.scheduler_text(sched))
         if sched.reason:
-            text.append(f" ({sched.reason})")
+            text.append(f" ({one_line(sched.reason)})")
         if sched.jobs:
             text.append(f", {count(len(sched.jobs), 'job')}: " + ", ".join(
-                f"{j.id} {j.user}/{j.name}" + (f" until {j.end}" if j.end else "") for j in sched.jobs[:3]))
+                f"{j.id} {one_line(j.user)}/{one_line(j.name, 80)}" + (f" until {j.end}" if j.end else "")
+                for j in sched.jobs[:3]))
     text.append(" · polled ")
     text.append_text(cells.age_text(age, exact=True))
     text.append(" ago")

@@ -40,6 +40,7 @@ from nvls_tui.runbook.steps import (
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RESULT_GLYPH, RunbookColumn, result_style
 from nvls_tui.screens.typed import OnConsole
+from nvls_tui.textsafe import one_line
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
@@ -238,7 +239,8 @@ class RunbookScreen(OnConsole, Screen[None]):
         if host in self.aborting:
             return JobDecision(abort=True)
         answer: asyncio.Future[JobDecision] = asyncio.get_running_loop().create_future()
-        lines = [f"job {j.id} {j.user}/{j.name}" + (f", time limit ends {j.end}" if j.end else "") for j in jobs]
+        lines = [f"job {j.id} {one_line(j.user)}/{one_line(j.name, 120)}" + (f", time limit ends {j.end}" if j.end else "")
+                 for j in jobs]  # a job's name is anyone's text: one line each
         ids = " ".join(str(j.id) for j in jobs)
 
         def settle(decision: JobDecision) -> None:
