@@ -293,3 +293,15 @@ def test_a_node_slurm_calls_busy_with_no_job_read_is_missing_evidence_never_heal
     with_job = NodeState("gpu05", scheduler=SchedulerState("slurm", "gpu05", "mixed", jobs=(Job(7, "a", "b"),),
                                                            raw="MIXED"))
     assert not [f for f in diagnose(with_job).findings if f.code == "EVIDENCE_MISSING"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(reason=st.text().filter(lambda t: "\n" not in t), comment=st.text().filter(lambda t: "\n" not in t))
+def test_no_reason_or_comment_on_one_line_changes_what_a_node_line_says(reason, comment):
+    """Free text that stays on its line (anything but a newline: `State=IDLE`, `NodeName=gpu06`, '\\x85',
+    '\\u2028'...) never makes the node another state or another node, and never hides the other line."""
+    gpu06 = FORGED_BY_A_COMMENT.split("\n")[1]
+    text = MIXED_GPU05.rstrip("\n") + f" Reason={reason} Comment={comment}\n" + gpu06 + "\n"
+    nodes = parse_show_node(text)
+    assert nodes.warnings == ()
+    assert {name: f["State"] for name, f in nodes.value.items()} == {"gpu05": "MIXED", "gpu06": "ALLOCATED+DRAIN"}

@@ -84,7 +84,7 @@ def parse_show_node(text: str) -> Parsed[dict[str, dict[str, str]]]:
     """
     nodes: dict[str, dict[str, str]] = {}
     warnings: list[str] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # scontrol's lines end at newlines only (free text may hold \x85, \u2028...)
         if not line.strip():
             continue
         fields, twice = _fields(line)

@@ -4,8 +4,9 @@ Found from ``--slurm-conf FILE``, else ``SLURM_CONF``, else ``scontrol`` on PATH
 ``/etc/slurm/slurm.conf``; none of these: no scheduler, and nvls-tui works as without one. A target's
 Slurm node name is its short host name (``root@gpu05.cluster:22`` -> ``gpu05``) unless a node map
 says otherwise. Commands are argv lists (no shell); what they print is parsed by
-:mod:`nvls_tui.parsers.slurm`. A scheduler that was found but did not answer is reported as such
-(state ``unknown`` with the error), never as an idle node.
+:mod:`nvls_tui.parsers.slurm`. A scheduler that was found but did not answer, or answered with text that
+could not be read whole (a job's name may hold anything: squeue's records are marked afresh for each
+read), is reported as such (state ``unknown`` with the error), never as an idle node.
 """
 
 from __future__ import annotations
