@@ -27,6 +27,9 @@ class BindingSpec:
         destructive: True when the action changes a node (hidden and refused in read-only mode).
         show: shown in the footer.
         palette: the palette title (``topic: verb object``; ``{host}`` is filled in), or None.
+        priority: run as the key arrives, before the keys behind it are handed out: for keys that open
+            the widget those keys are meant for (``/`` the filter box, ``r`` the plan's typed names).
+            Its action raises ``SkipAction`` where the key is text (the filter box has the focus).
     """
 
     id: str
@@ -38,6 +41,7 @@ class BindingSpec:
     destructive: bool = False
     show: bool = True
     palette: str | None = None
+    priority: bool = False
 
     @property
     def key_display(self) -> str:
@@ -58,7 +62,7 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("fleet.open", "enter", "open_node", "Open", "Open the node under the cursor: GPUs, units, "
                 "holders, findings.", "fleet"),
     BindingSpec("fleet.filter", "slash", "filter", "Filter", "Show only nodes whose host, verdict or "
-                "finding codes contain the text typed.", "fleet", palette="fleet: Filter nodes"),
+                "finding codes contain the text typed.", "fleet", palette="fleet: Filter nodes", priority=True),
     BindingSpec("fleet.sort", "v", "toggle_sort", "Sort", "Toggle between fleet order and verdict order "
                 "(broken nodes first).", "fleet", palette="fleet: Toggle sort by verdict"),
     BindingSpec("fleet.poll", "p", "poll_all", "Poll", "Poll every node now instead of waiting.", "fleet",
@@ -78,7 +82,7 @@ SPECS: tuple[BindingSpec, ...] = (
                 "unreachable node (wraps around).", "fleet", show=False),
     BindingSpec("fleet.repair", "r", "repair", "Repair", "Dry-run the repair of the selected nodes, then type "
                 "their names to run it.", "fleet",
-                destructive=True, palette="fleet: Repair selected nodes"),
+                destructive=True, palette="fleet: Repair selected nodes", priority=True),
     # node screen
     BindingSpec("node.select", "space", "toggle_holder", "Select", "Select or unselect the holder under "
                 "the cursor.", "node", palette=None),
@@ -137,7 +141,7 @@ def specs_for(scope: str) -> tuple[BindingSpec, ...]:
 def bindings_for(scope: str) -> list[BindingType]:
     """Textual ``Binding`` objects for a screen's (or the app's) ``BINDINGS``."""
     return [
-        Binding(s.key, s.action, s.description, show=s.show, tooltip=s.tooltip, id=s.id)
+        Binding(s.key, s.action, s.description, show=s.show, tooltip=s.tooltip, id=s.id, priority=s.priority)
         for s in specs_for(scope)
     ]
 

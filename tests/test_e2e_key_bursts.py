@@ -57,3 +57,61 @@ def test_a_burst_in_the_typed_confirmation_is_exactly_what_was_typed(console):
     done = console.wait_for("the repair to start (the names typed matched)",
                             lambda s: "Type gpu05 gpu06 to go on" not in s and "✔ preflight" in s, timeout=30)
     assert re.search(r"Repair\s+gpu05 gpu06\s+parallel", done), done
+
+
+def burst(text: str) -> list[str]:
+    """``send-keys -H`` arguments for ``text`` as a terminal writes it: one write, ``\\r`` for Enter."""
+    return ["-H", *(f"{b:02x}" for b in text.encode())]
+
+
+def settled(console) -> str:
+    """Esc after a burst, and wait for its effect (the filter cleared, back on the fleet): keys are handled
+    in order, so once it shows, every key of the burst has landed (no fixed sleep). A plan or node screen
+    that a key of the burst opened would take this Esc and leave the filter standing."""
+    console.keys("Escape")
+    return console.wait_for("Esc to clear the filter on the fleet",
+                            lambda s: "sorted by verdict" in s and "filter “" not in s and "Repair plan" not in s,
+                            timeout=10)
+
+
+def test_a_filter_typed_in_the_same_burst_as_the_slash_lands_in_the_filter(console):
+    console.keys(*burst("/broken\r"))  # the `r` of broken used to open "Repair plan gpu05"
+    done = console.wait_for("the filter", lambda s: "filter “broken”: 2 of 8 shown" in s, timeout=10)
+    assert "Repair plan" not in done, done
+    settled(console)
+
+
+def test_a_burst_with_n_in_the_filter_does_not_jump_or_open_a_node(console):
+    console.keys(*burst("/out_of_sync\r"))  # `n` jumped to the next broken node, Enter opened it
+    done = console.wait_for("the filter", lambda s: "filter “out_of_sync”: 1 of 8 shown" in s, timeout=10)
+    assert re.search(r"gpu06\s+✖ broken", done) and not re.search(r"gpu05\s+✖ broken", done), done
+    settled(console)
+
+
+def test_a_host_name_typed_in_the_same_burst_as_the_slash_is_the_filter(console):
+    console.keys(*burst("/gpu05"))  # used to leave the filter empty (g went to the grid, p polled)
+    done = console.wait_for("the filter", lambda s: "filter “gpu05”: 1 of 8 shown" in s, timeout=10)
+    assert re.search(r"gpu05\s+✖ broken", done) and not re.search(r"gpu06\s+✖ broken", done), done
+    settled(console)
+
+
+def test_names_typed_in_the_same_burst_as_r_land_in_the_typed_confirmation(console):
+    console.keys(*burst("rgpu05"))  # gpu05 is under the cursor (broken first)
+    done = console.wait_for("the plan with the names typed", lambda s: "Type gpu05 to go on" in s
+                            and re.search(r"▊\s+gpu05\s", s), timeout=20)
+    assert "type gpu05 to confirm" not in done, done  # the placeholder is gone: the box holds the names
+    console.keys("Enter")
+    console.wait_for("the repair to start", lambda s: "Type gpu05 to go on" not in s and "preflight" in s,
+                     timeout=30)
+
+
+def test_enter_typed_before_the_plan_was_shown_does_not_approve_it(console):
+    console.keys(*burst("rgpu05\r"))
+    # The notice is drawn a frame after the names: wait for both.
+    console.wait_for("the plan with the names typed, and the notice", lambda s: "Type gpu05 to go on" in s
+                     and re.search(r"▊\s+gpu05\s", s) and "Enter was typed before the plan" in s, timeout=20)
+    # Still on the plan: a key sent now is typed into the confirmation after the names.
+    console.keys("x")
+    done = console.wait_for("the x typed after the names", lambda s: re.search(r"▊\s+gpu05x\s", s), timeout=10)
+    assert "Type gpu05 to go on" in done, done
+

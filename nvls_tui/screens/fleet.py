@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, cast
 
 from textual import events, on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -216,10 +217,16 @@ class FleetScreen(OnConsole, Screen[None]):
         self.action_open_node()
 
     def action_filter(self) -> None:
-        """Show the filter box and type into it."""
+        """Show the filter box and type into it.
+
+        ``/`` is a priority binding, run as the key arrives, and the focus moves at once (``set_focus``,
+        not ``focus()``, which waits for the keys already queued): the keys typed with it land in the box.
+        """
+        if isinstance(self.focused, Input):
+            raise SkipAction  # typing in the box: a `/` is text
         box = self.query_one("#filter", Input)
         box.display = True
-        box.focus()
+        self.set_focus(box)
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -230,7 +237,7 @@ class FleetScreen(OnConsole, Screen[None]):
     def _filter_done(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = bool(self.filter_text)
-        self.query_one(FleetGrid).focus()
+        self.set_focus(self.query_one(FleetGrid))  # at once: the keys typed after Enter are the grid's
 
     def action_clear_filter(self) -> None:
         """Esc: clear the filter and go back to the grid."""
@@ -311,6 +318,8 @@ class FleetScreen(OnConsole, Screen[None]):
 
     def action_repair(self) -> None:
         """Plan the repair of the selected nodes (or the one under the cursor), then run it."""
+        if isinstance(self.focused, Input):
+            raise SkipAction  # a priority binding (bindings.py): in the filter box, `r` is text
         hosts = list(self.selected) or [h for h in [self.query_one(FleetGrid).current_host] if h]
         if not hosts:
             self.notify("Select nodes first (space).", severity="warning")
@@ -318,7 +327,9 @@ class FleetScreen(OnConsole, Screen[None]):
         if self.nvls.read_only:
             from nvls_tui.screens.plan import PlanScreen
 
-            self.app.push_screen(PlanScreen(hosts, dry_run_only=True))  # the plan, and nothing to start
+            screen = PlanScreen(hosts, dry_run_only=True)
+            self.app.push_screen(screen)  # the plan, and nothing to start
+            self.nvls.hold_for_plan(screen)  # keys typed with `r` must not reach the fleet
             return
 
         def clear() -> None:
