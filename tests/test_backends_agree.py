@@ -48,6 +48,7 @@ def vm_sections(nvswitches: CommandResult) -> dict[str, CommandResult]:
         "record": CommandResult(section_argv("record"), 1, ABSENT.format("/var/lib/nvls-tui/repair.json")),
         "smoke": CommandResult(section_argv("smoke"), 1, ABSENT.format("/var/lib/nvls-tui/last-smoke.json")),
         "simulated": CommandResult(section_argv("simulated"), 1, ABSENT.format("/var/lib/nvls-tui/SIMULATED")),
+        "boot": CommandResult(section_argv("boot"), 0, "cf690d7f-224f-4c84-832f-868162b32091\n1458.07 11020.42\n"),
         "clock": CommandResult(section_argv("clock"), 0, "2026-12-01T08:20:00Z\n"),
     }
 

@@ -64,11 +64,16 @@ def test_completed_success_with_an_out_of_sync_kernel_line_is_broken():
 
 
 def test_an_out_of_sync_line_older_than_a_passing_smoke_test_no_longer_counts():
+    # The record of this boot (its id and uptime: tests/test_diagnosis_clock.py), read at 08:20 on the node.
     event = KernelEvent("NV_ERR_FABRIC_STATE_OUT_OF_SYNC", "out of sync", timestamp="2026-11-30T08:00:00+0000")
-    smoke = SmokeResult(avg_busbw=291.9, passed=True, at="2026-11-30T08:10:00+0000")
-    assert diagnose(node(kernel_events=(event,), smoke=smoke)).verdict is Verdict.HEALTHY
-    later = SmokeResult(avg_busbw=291.9, passed=True, at="2026-11-30T07:50:00+0000")
-    assert diagnose(node(kernel_events=(event,), smoke=later)).verdict is Verdict.BROKEN
+    polled = node(kernel_events=(event,), boot_id="6f1c2d3e-4a5b-4c6d-8e7f-901234567890", uptime=3600.0,
+                  node_clock=1796026800.0)
+    smoke = SmokeResult(avg_busbw=291.9, passed=True, at="2026-11-30T08:10:00+0000", boot_id=polled.boot_id,
+                        uptime=3000.0)
+    assert diagnose(polled.replace(smoke=smoke)).verdict is Verdict.HEALTHY
+    later = SmokeResult(avg_busbw=291.9, passed=True, at="2026-11-30T07:50:00+0000", boot_id=polled.boot_id,
+                        uptime=1800.0)
+    assert diagnose(polled.replace(smoke=later)).verdict is Verdict.BROKEN
 
 
 def test_fm_not_present_in_the_kernel_log_is_its_own_error():

@@ -64,6 +64,7 @@ def test_a_node_whose_only_change_is_its_clock_is_not_parsed_again_and_gets_the_
         after = memo.assemble(host, second, simulated=True, polled_at=1234.0)
         assert after == assemble_node_state(host, second, simulated=True, polled_at=1234.0)
         assert after.node_clock == before.node_clock + 5.0
+        assert after.uptime == before.uptime + 5.0  # it ticks too, and is read afresh
         assert memo.hits == 1
     assert calls == list(QUIET)  # once per node: the second poll of each was not parsed
 
@@ -89,6 +90,8 @@ def _changed(result: CommandResult, **changes) -> CommandResult:
     ("units", {"stdout": ""}),                         # the services' states vanish
     ("identity", {"stdout": "1000\n"}),                # not root any more: fuser cannot vouch
     ("gpus", {"exit_status": 9}),                      # nvidia-smi failed: the node is unreachable
+    ("boot", {"stdout": "0a0b0c0d-1111-4222-8333-444455556666\n5.00 1.00\n"}),  # rebooted: another boot id
+    ("boot", {"exit_status": 1}),                      # /proc unreadable: the boot is unknown
 ])
 def test_any_other_change_is_parsed_afresh(polls, section, change):
     host, first, second = next(p for p in polls if p[0] == "gpu03")

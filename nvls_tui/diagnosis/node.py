@@ -23,7 +23,8 @@ NVLINK_XIDS = frozenset({74, 79, *range(144, 151)})
 # not reading one of them is an error; elsewhere a warning. Either way the node is never healthy.
 GUARDED_SECTIONS = frozenset({"holders", "processes", "units", "kernel", "fm_version", "nvswitches", "record"})
 # Sections whose absence needs no word of its own (the marker; the user id shows through ``holders``).
-SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke", "clock", "jobs"})
+# Without ``boot`` (or ``clock``) a smoke record hides no older kernel line: nothing reads as healthy.
+SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke", "clock", "jobs", "boot"})
 
 # Kernel codes that mean the fabric itself is unusable.
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
@@ -42,17 +43,58 @@ class DiagnosisOptions:
     in_progress_grace: float = 90.0
 
 
+# Leeway for the clock's offset from the boot, smoke test against poll: each side reads the clock in
+# whole seconds (up to 1 s short), a slow read only makes the clock look stepped forward, and a leap
+# second steps it back by one.
+STEP_LEEWAY = 2.0
+
+
+def smoke_distrust(state: NodeState) -> str | None:
+    """Why the last passing smoke test cannot date ``state``'s kernel lines; None when it can.
+
+    The record must say when it was written as an instant (UTC with its offset: node-local text breaks at a
+    DST fall-back), in this boot, not after the node's clock, and the clock must not have been stepped
+    back since: its offset from the boot (clock minus uptime) then and now tells. Anything unread or
+    missing on either side is distrust (fail closed: an older line then counts).
+    """
+    smoke = state.smoke
+    if smoke is None or not smoke.passed:
+        return "no smoke test passed"
+    at = story.node_time(smoke.at)
+    if at is None:
+        return "the smoke record's time has no UTC offset"
+    if not smoke.boot_id:
+        return "the smoke record carries no boot id"
+    if state.boot_id is None:
+        return "the node's boot id could not be read"
+    if smoke.boot_id != state.boot_id:
+        return "the smoke record is from another boot"
+    if state.node_clock is None:
+        return "the node's clock could not be read"
+    if at > state.node_clock:
+        return "the smoke record is dated after the node's clock"
+    if smoke.uptime is None:
+        return "the smoke record carries no uptime"
+    if state.uptime is None:
+        return "the node's uptime could not be read"
+    if state.node_clock - state.uptime < at - smoke.uptime - STEP_LEEWAY:
+        return "the node's clock was stepped back since the smoke test"
+    return None
+
+
 def _is_stale(event: KernelEvent, state: NodeState) -> bool:
     """True when a passing NVLS smoke test ran after the event was logged (the fault was repaired).
 
     The kernel log since boot keeps the lines of a fault that a reset has since fixed; the smoke test
-    is the proof that NVLS works again, so older lines no longer count. Both times are ISO 8601 text
-    from the same node's clock, which compares correctly as text when both carry a full timestamp.
+    is the proof that NVLS works again, so older lines no longer count. The two are compared as instants
+    (each with its UTC offset), and only when the record can be trusted (:func:`smoke_distrust`): a line
+    without an offset, or a record that cannot date it, keeps the line counting.
     """
-    smoke = state.smoke
-    if not (smoke and smoke.passed and smoke.at and event.timestamp):
+    logged = story.node_time(event.timestamp)
+    if logged is None or state.smoke is None or smoke_distrust(state) is not None:
         return False
-    return event.timestamp[:19] < smoke.at[:19]
+    smoked = story.node_time(state.smoke.at)
+    return smoked is not None and logged < smoked
 
 
 def current_kernel_events(state: NodeState) -> tuple[KernelEvent, ...]:

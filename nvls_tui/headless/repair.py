@@ -170,32 +170,18 @@ def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO) -> tuple[bool, str]
     return True, ""
 
 
-def load_plan(path: str, hosts: list[str]) -> dict[str, dict]:
-    """The approved basis of each target from a saved ``repair --dry-run --json``.
+def load_plan(path: str, hosts: list[str], options: dict | None = None) -> dict[str, dict]:
+    """The approved basis of each target from a saved ``repair --dry-run --json``, every field checked
+    and its options (``plan_file.plan_options``) the same as ``options`` (:mod:`~nvls_tui.headless.plan_file`).
 
     Raises:
-        ValueError: the file is not such a plan, lacks a target, or planned a refusal (one sentence).
+        ValueError: the file is not such a plan, lacks a target, planned a refusal, or was made with
+            other options (one sentence).
         OSError: it cannot be read.
     """
-    with open(path, encoding="utf-8") as handle:
-        try:
-            data = json.load(handle)
-        except ValueError as exc:
-            raise ValueError(f"the plan {path} is not JSON ({exc})") from None
-    nodes = data.get("nodes") if isinstance(data, dict) else None
-    if not isinstance(nodes, list):
-        raise ValueError(f"the plan {path} is not the JSON of `repair --dry-run --json`")
-    plans = {n.get("host"): n for n in nodes if isinstance(n, dict)}
-    bases: dict[str, dict] = {}
-    for host in hosts:
-        node = plans.get(host)
-        if node is None:
-            raise ValueError(f"the plan {path} has no plan for {host}")
-        if node.get("result") != "planned" or not isinstance(node.get("basis"), dict):
-            raise ValueError(f"the plan {path} did not plan a repair of {host} ({node.get('result')}: "
-                             f"{one_line(str(node.get('message') or ''))})")
-        bases[host] = node["basis"]
-    return bases
+    from nvls_tui.headless.plan_file import plan_options, read_plan
+
+    return read_plan(path, hosts, options if options is not None else plan_options(argparse.Namespace()))
 
 
 def duration_lines(outcomes: list[NodeOutcome], options: RepairOptions, strategy: str) -> list[str]:
@@ -296,7 +282,12 @@ def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: s
     A dry run's text also says how long the repair it planned would take (``options``: its deadlines).
     """
     if args.json:
-        say(sys.stdout, json.dumps({"nodes": [o.to_json() for o in outcomes]}, indent=2))
+        doc: dict = {"nodes": [o.to_json() for o in outcomes]}
+        if options is not None and options.dry_run:  # what `--plan` holds the repair to
+            from nvls_tui.headless.plan_file import plan_options
+
+            doc["options"] = plan_options(args)
+        say(sys.stdout, json.dumps(doc, indent=2))
         return
     if simulated:
         say(sys.stdout, "SIMULATED nodes: nothing here touched real hardware")
@@ -355,7 +346,9 @@ def run(args: argparse.Namespace) -> int:
     approved: dict[str, dict] | None = None
     if plan_file:
         try:
-            approved = load_plan(plan_file, hosts)
+            from nvls_tui.headless.plan_file import plan_options
+
+            approved = load_plan(plan_file, hosts, plan_options(args))
         except (OSError, ValueError) as exc:
             print(f"nvls-tui: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
             return 2

@@ -170,7 +170,12 @@ class SmokeResult:
     completed: bool = False
     errors: tuple[str, ...] = ()
     threshold: float | None = None
-    at: str | None = None  # ISO 8601 time on the node's clock when the test ended
+    # When the test ended: ISO 8601 in UTC with its offset, on the node's clock; the boot it ran in
+    # (/proc/sys/kernel/random/boot_id) and seconds since that boot (/proc/uptime) read just after.
+    # Older records carry node-local time without an offset and no boot: they date nothing.
+    at: str | None = None
+    boot_id: str | None = None
+    uptime: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +195,9 @@ class NodeState:
         scheduler: what the scheduler (Slurm) says of the node; None when no scheduler was found.
         node_clock: the node's own clock at the poll (epoch seconds; None when it could not be read):
             kernel lines and unit times are on that clock, so their ages are read against it.
+        boot_id: the node's boot (/proc/sys/kernel/random/boot_id); None when it could not be read.
+        uptime: seconds since that boot (/proc/uptime, read just before the clock): with ``node_clock``
+            it says whether the clock was stepped since a smoke test (None when it could not be read).
     """
 
     host: str
@@ -213,6 +221,8 @@ class NodeState:
     missing: tuple[MissingEvidence, ...] = ()
     node_clock: float | None = None
     scheduler: SchedulerState | None = None
+    boot_id: str | None = None
+    uptime: float | None = None
 
     def was_read(self, section: str) -> bool:
         """True when the poll read ``section`` (False for an unreachable node)."""

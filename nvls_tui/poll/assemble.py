@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,6 +51,8 @@ from nvls_tui.textsafe import clean_deep
 _SMI_FATAL = ("NVIDIA-SMI has failed", "No devices were found", "couldn't communicate with the NVIDIA driver",
               "Failed to initialize NVML")
 FM_UNIT = "nvidia-fabricmanager.service"
+# /proc/sys/kernel/random/boot_id: a UUID, lower-case hex.
+_BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def detect_platform(gpus: tuple[GpuState, ...], nvswitches: tuple[SwitchState, ...] | None,
@@ -95,11 +99,21 @@ def _smoke(result: CommandResult | None, warnings: list[str]) -> SmokeResult | N
             completed=bool(data.get("completed")),
             errors=tuple(str(e) for e in data.get("errors") or ()),
             threshold=data.get("threshold"),
-            at=data.get("at"),
+            # Fields of another kind (an older or a hand-edited record) date nothing; they never crash.
+            at=data["at"] if isinstance(data.get("at"), str) else None,
+            boot_id=data["boot_id"] if isinstance(data.get("boot_id"), str) else None,
+            uptime=_finite(data.get("uptime")),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         warnings.append("the last smoke-test record on the node could not be read")
         return None
+
+
+def _finite(value: Any) -> float | None:
+    """A JSON number that is a real, finite number; None for anything else (a bool, a string, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _record(result: CommandResult | None, warnings: list[str]) -> dict | None:
@@ -139,6 +153,23 @@ def _node_clock(result: CommandResult | None) -> float | None:
             tzinfo=dt.UTC).timestamp()
     except ValueError:
         return None
+
+
+def parse_boot(result: CommandResult | None) -> tuple[str | None, float | None]:
+    """The boot id and the seconds since that boot from ``cat /proc/sys/kernel/random/boot_id /proc/uptime``;
+    (None, None) when it was not read, each None when its line is not what the kernel writes."""
+    if result is None or not result.ok:
+        return None, None
+    lines = result.stdout.splitlines()
+    boot_id = lines[0].strip().lower() if lines else ""
+    words = lines[1].split() if len(lines) > 1 else []
+    try:
+        uptime: float | None = float(words[0]) if words else None
+    except ValueError:
+        uptime = None
+    if uptime is not None and not (0 <= uptime < 1e10):  # nan, inf and negatives are no uptime
+        uptime = None
+    return (boot_id if _BOOT_ID.fullmatch(boot_id) else None), uptime
 
 
 def _uid(result: CommandResult | None) -> int | None:
@@ -242,6 +273,7 @@ def assemble_node_state(
         events = parse_kernel_log(kernel.output).value
 
     fm_loaded = any(s.name == FM_UNIT and s.exists for s in services)
+    boot_id, uptime = parse_boot(read("boot"))
     return NodeState(
         host=host,
         reachable=True,
@@ -261,14 +293,16 @@ def assemble_node_state(
         warnings=tuple(warnings),
         missing=tuple(lost),
         node_clock=_node_clock(sections.get("clock")),
+        boot_id=boot_id,
+        uptime=uptime,
     )
 
 
 def _section_key(sections: Mapping[str, CommandResult]) -> tuple:
-    """Everything :func:`assemble_node_state` reads of the sections, but the node's clock (and how
-    long each command took, which it never reads)."""
-    return tuple((name, r.argv, r.exit_status, r.truncated, r.stdout, r.stderr)
-                 for name, r in sorted(sections.items()) if name != "clock")
+    """Everything :func:`assemble_node_state` reads of the sections, but what ticks: the node's clock and
+    its uptime (the boot section's second line), and how long each command took, which it never reads."""
+    return tuple((name, r.argv, r.exit_status, r.truncated, r.stdout.partition("\n")[0] if name == "boot" else r.stdout,
+                  r.stderr) for name, r in sorted(sections.items()) if name != "clock")
 
 
 class LastAssembly:
@@ -295,7 +329,11 @@ class LastAssembly:
         key = (host, sorted((k, v) for k, v in options.items() if k != "polled_at"), _section_key(sections))
         if self._state is not None and key == self._key:
             self.hits += 1
-            return self._state.replace(polled_at=polled_at, node_clock=_node_clock(sections.get("clock")))
+            # What ticks is read afresh: the clock, and the uptime (the boot id is in the key).
+            boot = sections.get("boot")
+            uptime = parse_boot(boot)[1] if missing_evidence("boot", boot) is None else None
+            return self._state.replace(polled_at=polled_at, node_clock=_node_clock(sections.get("clock")),
+                                       uptime=uptime)
         state = assemble_node_state(host, sections, **options)
         # Only a read node is kept: an unreachable one carries no clock, and is cheap to build again.
         self._key, self._state = (key, state) if state.reachable else (None, None)

@@ -40,6 +40,7 @@ PURPOSE = {
     "smoke": "the last smoke test's result",
     "simulated": "the simulator's marker",
     "clock": "the node's clock",
+    "boot": "the node's boot id and uptime",
     "jobs": "which holder belongs to which Slurm job",
     "devices": "the node's /dev/nvidia* device files",
 }

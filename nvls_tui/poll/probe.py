@@ -137,6 +137,10 @@ class Section:
     fallback: tuple[str, ...] | None = None
 
 
+# The node's boot and the seconds since it (/proc/uptime): a smoke record of another boot, or one
+# written before the clock was stepped, dates nothing (nvls_tui.diagnosis.node.smoke_distrust).
+BOOT_ARGV = ("cat", "/proc/sys/kernel/random/boot_id", "/proc/uptime")
+
 SECTIONS: tuple[Section, ...] = (
     Section("identity", ("id", "-u")),
     # Drivers 535-550 know fabric.state/status but no fabric.health.*, and nvidia-smi rejects the
@@ -158,6 +162,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
+    # Read just before the clock, so that a slow read makes the clock look stepped forward, never back.
+    Section("boot", BOOT_ARGV),
     # The node's own clock: kernel lines and unit times are on it, so "5 days ago" is read against it.
     Section("clock", ("date", "-u", "+%Y-%m-%dT%H:%M:%SZ")),
 )

@@ -29,6 +29,7 @@ from nvls_tui.runbook.restore import restore_actions
 from nvls_tui.runbook.steps import (
     DATE_ARGV,
     FM_UNIT,
+    SMOKE_CLOCK_ARGVS,
     SMOKE_ENV,
     STEPS,
     fuser_argv,
@@ -73,7 +74,8 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     restore starts them again too.
     """
     n = len(state.gpus) or 8
-    smoke = [_join(smoke_argv(n), SMOKE_ENV), _join(DATE_ARGV), *(_join(a) for a in smoke_write_argvs())]
+    smoke = [_join(smoke_argv(n), SMOKE_ENV), *(_join(a) for a in SMOKE_CLOCK_ARGVS),
+             *(_join(a) for a in smoke_write_argvs())]
     pre = [*(_join(a) for a in lock_argvs()), _join(DATE_ARGV)]
     if preflight.fabric_looks_healthy(state):
         pre += smoke  # the transient re-check; a pass ends the run here with nothing reset

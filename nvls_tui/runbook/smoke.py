@@ -9,11 +9,13 @@ next ``check`` sees it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from contextlib import aclosing
 
 from nvls_tui.model import NodeState, SmokeResult
 from nvls_tui.parsers.nccl_tests import NcclRun, NcclStreamParser, RowEvent
+from nvls_tui.poll.assemble import parse_boot
 from nvls_tui.runbook.context import NodeContext, StepFailed, bounded
 from nvls_tui.runbook.events import (
     CommandFinished,
@@ -25,6 +27,7 @@ from nvls_tui.runbook.events import (
 )
 from nvls_tui.runbook.steps import (
     DATE_ARGV,
+    SMOKE_CLOCK_ARGVS,
     SMOKE_ENV,
     clock_text,
     smoke_argv,
@@ -75,7 +78,8 @@ def smoke_json(smoke: SmokeResult) -> str:
     """What goes to ``last-smoke.json`` (SmokeResult's field names, as ``assemble`` reads them)."""
     return json.dumps({"avg_busbw": smoke.avg_busbw, "passed": smoke.passed, "out_of_bounds": smoke.out_of_bounds,
                        "nvls_used": smoke.nvls_used, "completed": smoke.completed, "errors": list(smoke.errors),
-                       "threshold": smoke.threshold, "at": smoke.at}, indent=2) + "\n"
+                       "threshold": smoke.threshold, "at": smoke.at, "boot_id": smoke.boot_id,
+                       "uptime": smoke.uptime}, indent=2) + "\n"
 
 
 async def node_time(ctx: NodeContext) -> str | None:
@@ -83,6 +87,17 @@ async def node_time(ctx: NodeContext) -> str | None:
     result = await ctx.run(DATE_ARGV)
     text = result.stdout.strip()
     return text if result.ok and len(text) >= 19 else None
+
+
+async def smoke_clock(ctx: NodeContext) -> tuple[str | None, str | None, float | None]:
+    """When the smoke test ended, as its record keeps it: the node's clock in UTC with its offset, its boot
+    id and the seconds since that boot; each None where the node did not answer (the record then dates
+    nothing: ``check`` counts every kernel line, fail closed)."""
+    date_argv, boot_argv = SMOKE_CLOCK_ARGVS
+    clock = await ctx.run(date_argv)
+    at = clock.stdout.strip() if clock.ok else ""
+    boot_id, uptime = parse_boot(await ctx.run(boot_argv))
+    return (at if len(at) == 25 else None), boot_id, uptime
 
 
 async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int | None]:
@@ -139,8 +154,8 @@ async def smoke_test(ctx: NodeContext, state: NodeState) -> SmokeResult:
     """
     threshold = threshold_for(state.gpus, ctx.options.thresholds, ctx.options.smoke_threshold)
     run, status = await _stream(ctx, smoke_argv(len(state.gpus) or 8))
-    at = await node_time(ctx)
-    smoke = judge(run, status, threshold, at.replace(" ", "T") if at else None)
+    at, boot_id, uptime = await smoke_clock(ctx)
+    smoke = dataclasses.replace(judge(run, status, threshold, at), boot_id=boot_id, uptime=uptime)
     ctx.emit(SmokeFinished(host=ctx.host, step=ctx.step, smoke=smoke))
     mkdir, tee, mv = smoke_write_argvs()
     await ctx.run(mkdir, privileged=True)
@@ -152,4 +167,4 @@ async def smoke_test(ctx: NodeContext, state: NodeState) -> SmokeResult:
     return smoke
 
 
-__all__ = ["SMOKE_STATE", "judge", "node_time", "smoke_deadline_message", "smoke_json", "smoke_test"]
+__all__ = ["SMOKE_STATE", "judge", "node_time", "smoke_clock", "smoke_deadline_message", "smoke_json", "smoke_test"]

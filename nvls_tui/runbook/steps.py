@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from nvls_tui.model import GpuState, Holder, NodeState
-from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
+from nvls_tui.poll.probe import BOOT_ARGV, LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
 
 STEPS = (
     "preflight",
@@ -57,6 +57,10 @@ DEFAULT_THRESHOLDS = {"H100": 250.0, "H200": 250.0}
 FALLBACK_THRESHOLD = 250.0
 
 DATE_ARGV = ("date", "+%Y-%m-%d %H:%M:%S")
+# When a smoke test ended, as its record keeps it: the clock in UTC with its offset (node-local text
+# reads wrong across a DST fall-back), then the boot and the seconds since it, read after the clock so
+# that a slow read makes the clock look stepped forward, never back (nvls_tui.diagnosis.node.smoke_distrust).
+SMOKE_CLOCK_ARGVS = (("date", "-u", "+%Y-%m-%dT%H:%M:%S+00:00"), BOOT_ARGV)
 
 # How a deadline's failure message ends: the restore step always follows a failed step.
 AFTER_FAILURE = "the units it stopped are started again, and the node stays broken"
@@ -248,6 +252,7 @@ __all__ = [
     "PERSISTENCED",
     "QUIESCE_UNITS",
     "RESTORE_UNITS",
+    "SMOKE_CLOCK_ARGVS",
     "SMOKE_ENV",
     "SNAPSHOT_SERVICE",
     "SNAPSHOT_TIMER",

@@ -7,7 +7,6 @@ replay: all_reduce_perf) or :data:`HANG` (the command never returns: a wedged no
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -119,9 +118,9 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
         "nv-fabricmanager": lambda: _fabricmanager(node, rest),
         "hostname": lambda: (0, node.name + "\n", ""),
         "id": lambda: _id(rest),
-        "date": lambda: _date(rest, now),
+        "date": lambda: _date(node, rest, now),
         "mkdir": lambda: files.mkdir(node, rest),
-        "cat": lambda: files.cat(node, rest, stdin),
+        "cat": lambda: files.cat(node, rest, stdin, now),
         "tee": lambda: files.tee(node, rest, stdin),
         "mv": lambda: files.mv(node, rest),
         "rm": lambda: files.rm(node, rest),
@@ -153,9 +152,10 @@ def _id(args: list[str]) -> tuple[int, str, str]:
     return 1, "", f"id: invalid option -- '{args[0].lstrip('-')[:1]}'\nTry 'id --help' for more information.\n"
 
 
-def _date(args: list[str], now: float) -> tuple[int, str, str]:
-    fmt = next((a[1:] for a in args if a.startswith("+")), "%a %b %d %H:%M:%S UTC %Y")
-    return 0, time.strftime(fmt, time.gmtime(now)) + "\n", ""
+def _date(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
+    """coreutils ``date [-u] [+FORMAT]``: the node's clock, in its zone unless ``-u``."""
+    fmt = next((a[1:] for a in args if a.startswith("+")), "%a %b %d %H:%M:%S %Z %Y")
+    return 0, node.local_time(now, utc=bool({"-u", "--utc", "--universal"} & set(args))).strftime(fmt) + "\n", ""
 
 
 def _nvidia_smi(node: Node, args: list[str], now: float) -> Output:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 
+from nvls_tui.sim.journal_cursor import boot_id
 from nvls_tui.sim.state import Node
 
 ROOTS = ("/", "/var", "/var/lib", "/tmp", "/run")
@@ -54,15 +55,27 @@ def mkdir(node: Node, args: list[str]) -> Out:
     return code, "", err
 
 
-def cat(node: Node, args: list[str], stdin: str | None) -> Out:
-    """``cat FILE...`` (``-`` or no file: stdin)."""
+def proc_files(node: Node, now: float) -> dict[str, str]:
+    """The kernel's files a poll reads: the boot id (the one the journal's cursors carry, in /proc's
+    dashed form) and /proc/uptime (seconds since boot, whatever the node's clock did; idle time beside)."""
+    b = boot_id(node)
+    up = max(0.0, now - node.boot)
+    return {"/proc/sys/kernel/random/boot_id": f"{b[:8]}-{b[8:12]}-{b[12:16]}-{b[16:20]}-{b[20:32]}\n",
+            "/proc/uptime": f"{up:.2f} {up * 7.6:.2f}\n"}
+
+
+def cat(node: Node, args: list[str], stdin: str | None, now: float | None = None) -> Out:
+    """``cat FILE...`` (``-`` or no file: stdin; /proc's files of :func:`proc_files` when ``now`` is given)."""
     out, err, code = "", "", 0
+    proc = proc_files(node, now) if now is not None else {}
     for raw in [a for a in args if a != "--"] or ["-"]:
         if raw == "-":
             out += stdin or ""
             continue
         path = _norm(raw)
-        if path in node.files:
+        if path in proc:
+            out += proc[path]
+        elif path in node.files:
             out += node.files[path]
         elif is_dir(node, path):
             err += f"cat: {raw}: Is a directory\n"

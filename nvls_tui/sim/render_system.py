@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
+from zoneinfo import ZoneInfo
 
 from nvls_tui.sim import systemd
 from nvls_tui.sim.journal_cursor import SEEK_FAILED, cursor_of, parse_cursor, seek
@@ -24,9 +26,13 @@ STATUS_MARK = {"active": "●", "activating": "●", "failed": "×", "inactive":
 EXEC_CODES = {"exited": 1, "killed": 2, "dumped": 3}
 
 
-def sd_time(ts: float | None) -> str:
-    """``Mon 2026-08-10 15:45:34 UTC``; empty for never."""
-    return time.strftime("%a %Y-%m-%d %H:%M:%S UTC", time.gmtime(ts)) if ts else ""
+def sd_time(ts: float | None, node: Node | None = None) -> str:
+    """``Mon 2026-08-10 15:45:34 UTC`` (on ``node``'s clock, in its zone: ``... EST``); empty for never."""
+    if not ts:
+        return ""
+    if node is None:
+        return time.strftime("%a %Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+    return node.local_time(ts).strftime("%a %Y-%m-%d %H:%M:%S %Z")
 
 
 def relative(seconds: float, future: bool = False) -> str:
@@ -55,7 +61,7 @@ def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, st
                   "Type": "simple", "Restart": "no", "ControlPID": "0", "ExecMainPID": "0",
                   "ExecMainCode": "0", "ExecMainStatus": "0", "CanStart": "no", "CanStop": "no"}
         return values
-    since = sd_time(unit.since)
+    since = sd_time(unit.since, node)
     active = unit.active in ("active", "activating")
     status = unit.exec_status
     values = {
@@ -63,14 +69,14 @@ def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, st
         "ActiveState": unit.active, "FreezerState": "running", "SubState": unit.sub,
         "FragmentPath": "/dev/null" if unit.load == "masked" else unit.path,
         "UnitFileState": unit.enabled, "UnitFilePreset": "enabled", "StateChangeTimestamp": since,
-        "ActiveEnterTimestamp": sd_time(unit.active_enter), "ActiveExitTimestamp": "" if active else since,
+        "ActiveEnterTimestamp": sd_time(unit.active_enter, node), "ActiveExitTimestamp": "" if active else since,
         "InactiveEnterTimestamp": "" if active else since, "InactiveExitTimestamp": since if active else "",
         "CanStart": "no" if unit.load == "masked" else "yes", "CanStop": "yes",
         "Result": unit.result,
     }
     if unit.name.endswith(".timer"):
         nxt = (int(now // SNAPSHOT_PERIOD) + 1) * SNAPSHOT_PERIOD if active else None
-        values.update({"Unit": unit.name.replace(".timer", ".service"), "NextElapseUSecRealtime": sd_time(nxt)})
+        values.update({"Unit": unit.name.replace(".timer", ".service"), "NextElapseUSecRealtime": sd_time(nxt, node)})
     else:
         values.update({"Type": "forking" if "fabricmanager" in unit.name else
                        ("oneshot" if "snapshot" in unit.name else "simple"),
@@ -106,10 +112,11 @@ def show(node: Node, names: list[str], props: list[str] | None, now: float) -> s
 
 
 def _journal_lines(node: Node, entries: list[LogLine], iso: bool = False) -> list[str]:
+    """Entries as journalctl prints them: on the node's clock when each was logged, in its zone;
+    short-iso with the offset as systemd 252 writes it (``+0000``, ``-0500``: the lab's real journalctl)."""
     out = []
     for e in entries:
-        stamp = (time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(e.ts)) if iso
-                 else time.strftime("%b %d %H:%M:%S", time.gmtime(e.ts)))
+        stamp = node.local_time(e.ts).strftime("%Y-%m-%dT%H:%M:%S%z" if iso else "%b %d %H:%M:%S")
         who = e.ident if e.pid is None else f"{e.ident}[{e.pid}]"
         out.append(f"{stamp} {node.name} {who}: {e.text}")
     return out
@@ -137,7 +144,7 @@ def _status_block(node: Node, unit: Unit, now: float, lines: int) -> str:
                 "     Active: inactive (dead)\n")
     out = [f"{STATUS_MARK.get(unit.active, '○')} {unit.name} - {unit.description}",
            f"     Loaded: {unit.load} ({unit.path}; {unit.enabled}; vendor preset: enabled)"]
-    since = f" since {sd_time(unit.since)}; {relative(now - unit.since)}" if unit.since else ""
+    since = f" since {sd_time(unit.since, node)}; {relative(now - unit.since)}" if unit.since else ""
     if unit.active == "failed":
         out.append(f"     Active: failed (Result: {unit.result}){since}")
     else:
@@ -145,7 +152,7 @@ def _status_block(node: Node, unit: Unit, now: float, lines: int) -> str:
     if unit.name.endswith(".timer"):
         if unit.active == "active":
             nxt = (int(now // SNAPSHOT_PERIOD) + 1) * SNAPSHOT_PERIOD
-            out.append(f"    Trigger: {sd_time(nxt)}; {relative(nxt - now, future=True)}")
+            out.append(f"    Trigger: {sd_time(nxt, node)}; {relative(nxt - now, future=True)}")
         else:
             out.append("    Trigger: n/a")
         out.append(f"   Triggers: ● {unit.name.replace('.timer', '.service')}")
@@ -270,14 +277,13 @@ def systemctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     return 1, "", f"Unknown command verb {verb}.\n"
 
 
-def _parse_since(text: str) -> float | None:
+def _parse_since(text: str, node: Node) -> float | None:
+    """``--since``/``--until``: ``@EPOCH``, or a time in the node's zone (as journalctl reads it)."""
     if text.startswith("@") and text[1:].replace(".", "", 1).isdigit():
         return float(text[1:])
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
         try:
-            import calendar
-
-            return float(calendar.timegm(time.strptime(text, fmt)))
+            return dt.datetime.strptime(text, fmt).replace(tzinfo=ZoneInfo(node.tz)).timestamp()
         except ValueError:
             continue
     return None
@@ -317,7 +323,7 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
             units.append(node.unit_name(a.split("=", 1)[1]))
         elif a in ("--since", "-S", "--until", "-U") and nxt is not None or a.startswith(("--since=", "--until=")):
             value = a.split("=", 1)[1] if "=" in a else nxt
-            stamp = _parse_since(value or "")
+            stamp = _parse_since(value or "", node)
             if stamp is None:
                 return 1, "", f"Failed to parse timestamp: {value}\n"
             if a.startswith(("--since", "-S")):
@@ -361,8 +367,9 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
         entries = [e for e in node.journal if e.unit in units]
     else:
         entries = sorted(node.kernel + node.journal, key=lambda e: (e.ts, e.seq))
-    entries = [e for e in entries if e.ts <= now and (since is None or e.ts >= since)
-               and (until is None or e.ts <= until) and (not this_boot or e.ts >= node.boot)]
+    # --since/--until compare the node's clock when each entry was logged (a stepped clock shows).
+    entries = [e for e in entries if e.ts <= now and (since is None or node.clock(e.ts) >= since)
+               and (until is None or node.clock(e.ts) <= until) and (not this_boot or e.ts >= node.boot)]
     visited: LogLine | None = None
     if seek_to is not None:
         cursor = parse_cursor(seek_to)

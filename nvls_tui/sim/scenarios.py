@@ -292,6 +292,41 @@ def hostile(name: str, now: float) -> Node:
     return node
 
 
+def _smoke_record(node: Node, at: float) -> str:
+    """The passing smoke record the runbook leaves on ``node`` when a test ends at simulated time ``at``
+    (nvls_tui.runbook.smoke.smoke_json: the node's clock in UTC with its offset, its boot, its uptime)."""
+    import json
+
+    from nvls_tui.sim.files import proc_files
+
+    proc = proc_files(node, at)
+    return json.dumps({"avg_busbw": 292.1, "passed": True, "out_of_bounds": 0, "nvls_used": True, "completed": True,
+                       "errors": [], "threshold": 250.0,
+                       "at": node.local_time(at, utc=True).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+                       "boot_id": proc["/proc/sys/kernel/random/boot_id"].strip(),
+                       "uptime": float(proc["/proc/uptime"].split()[0])}, indent=2) + "\n"
+
+
+def clock_stepped(name: str, now: float) -> Node:
+    """A repaired out-of-sync node (New York time) whose clock ran an hour fast at the smoke test and
+    was stepped back by NTP since; the fault came back after the step, so its line reads older than the
+    smoke record. ``gpu-ntp01``: polled when the clock is past the record again (the step shows in the
+    clock's offset from the boot); ``gpu-ahead01``: polled before it (a record dated in the future)."""
+    from nvls_tui.poll.probe import SMOKE_FILE
+
+    node = base_node(name, now, boot_age=2 * DAY)
+    node.tz = "America/New_York"
+    smoked, stepped, came_back = ((now - 7200, now - 6600, now - 6000) if name == "gpu-ntp01"
+                                  else (now - 1200, now - 900, now - 600))
+    node.step_clock(node.boot, 3600.0)
+    node.log_kernel(smoked - 1800, fabric.OUT_OF_SYNC_LINE)  # the fault the smoke test proved repaired
+    node.files[SMOKE_FILE] = _smoke_record(node, smoked)
+    node.step_clock(stepped, -3600.0)
+    node.out_of_sync = True
+    node.log_kernel(came_back, fabric.OUT_OF_SYNC_LINE)
+    return node
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One named fleet: its nodes and how each is built."""
@@ -349,6 +384,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              lambda name, now: hostile(name, now) if name == "gpu-evil01" else healthy(name, now)),
     Scenario("missing-device-files", "HGX H200 out of sync whose /dev lacks nvidia-modeset, nvidia-nvlink and "
              "nvidia-nvswitchctl, as the real H200's does", ("gpu-h200-01",), missing_device_files),
+    Scenario("clock-step", "repaired nodes whose clock NTP stepped back an hour before the fault came back: the "
+             "fresh out-of-sync line reads older than the smoke record (gpu-ntp01 past the record again, gpu-ahead01 "
+             "with the record still in its future)", ("gpu-ntp01", "gpu-ahead01"), clock_stepped),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),

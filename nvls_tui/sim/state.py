@@ -7,8 +7,10 @@ JSON file between two commands.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from dataclasses import asdict, dataclass, field
+from zoneinfo import ZoneInfo
 
 from nvls_tui.poll.probe import SIMULATED_MARKER, STATE_DIR
 
@@ -202,6 +204,25 @@ class Node:
     watch_cycle: int = -1
     smoke_runs: int = 0
     journal_seq: int = 0
+    # The node's own clock: the zone its local times print in (journalctl -o short-iso, date without -u,
+    # systemctl), and the steps it took as [when (simulated time), seconds]: from ``when`` on it reads
+    # that many seconds more (an NTP step back: negative). Entries keep simulated time, so the journal's
+    # order stays the true one, as journald's (by boot and monotonic time) does.
+    tz: str = "UTC"
+    clock_steps: list[list[float]] = field(default_factory=list)
+
+    # ----- the node's clock ------------------------------------------------------------------
+    def clock(self, t: float) -> float:
+        """What the node's clock read at simulated time ``t`` (epoch seconds, its steps until then applied)."""
+        return t + sum(seconds for when, seconds in self.clock_steps if t >= when)
+
+    def local_time(self, t: float, utc: bool = False) -> dt.datetime:
+        """The node's clock at simulated time ``t`` as a time in its zone (or in UTC)."""
+        return dt.datetime.fromtimestamp(self.clock(t), dt.UTC if utc else ZoneInfo(self.tz))
+
+    def step_clock(self, at: float, seconds: float) -> None:
+        """Step the node's clock by ``seconds`` at simulated time ``at`` (NTP stepping it back: negative)."""
+        self.clock_steps.append([at, seconds])
 
     # ----- lookups ---------------------------------------------------------------------------
     def unit(self, name: str) -> Unit | None:
