@@ -17,8 +17,9 @@ import pytest
 from nvls_tui.backends.base import BackendOptions, LineSplitter, OutputTooLarge
 from nvls_tui.backends.local import LocalBackend
 from nvls_tui.diagnosis import diagnose
-from nvls_tui.model import Verdict
+from nvls_tui.model import Severity, Verdict
 from nvls_tui.poll.probe import SectionReader
+from nvls_tui.runbook.preflight import refusal
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import SshdRig, backend_for, find_sshd
 
@@ -168,7 +169,7 @@ async def test_an_endless_fuser_is_cut_on_the_node_and_the_node_is_read_without_
     assert ("EVIDENCE_MISSING", "holders") in codes and diagnose(states[-1]).verdict is not Verdict.HEALTHY
 
 
-async def test_an_endless_nvidia_smi_is_cut_on_the_node_and_named_as_over_the_cap(held_flood_rig):
+async def test_an_endless_nvidia_smi_is_cut_on_the_node_and_the_node_is_read_without_its_gpus(held_flood_rig):
     backend = backend_for(held_flood_rig, "gpu02", max_output=CAP, timeout=8)
     try:
         sections = await backend.read_sections()
@@ -178,5 +179,14 @@ async def test_an_endless_nvidia_smi_is_cut_on_the_node_and_named_as_over_the_ca
     assert sections["gpus"].truncated and sections["gpus"].stdout == ""
     assert all(not r.truncated and r.exit_status != -1 for name, r in sections.items() if name != "gpus")
     assert {"holders", "processes", "kernel", "units", "clock"} <= set(sections)
-    # No GPU could be read, so the node's state says why, in the cap's words (not a timeout's).
-    assert not state.reachable and "more than the byte cap" in (state.error or "")
+    # The node answered every other section: it is reachable, its GPUs unknown over the cap (not 0, not
+    # "unreachable"), and everything else was read.
+    assert state.reachable, state.error
+    assert {m.section: m.reason for m in state.missing} == {"gpus": "over the size cap"}
+    assert state.gpus == () and state.holders and state.kernel_events and state.services
+    diagnosis = diagnose(state)
+    (finding,) = [f for f in diagnosis.findings if f.code == "EVIDENCE_MISSING"]
+    assert (finding.section, finding.reason, finding.severity) == ("gpus", "over the size cap", Severity.ERROR)
+    assert "more than the byte cap" in finding.message and diagnosis.verdict is Verdict.BROKEN
+    # The repair's preflight cannot see the board: it refuses, naming the GPUs.
+    assert "the GPUs and their fabric state could not be read" in (refusal(state) or "")

@@ -89,7 +89,7 @@ def _changed(result: CommandResult, **changes) -> CommandResult:
     ("kernel", {"truncated": True}),                   # cut at the cap: unknown
     ("units", {"stdout": ""}),                         # the services' states vanish
     ("identity", {"stdout": "1000\n"}),                # not root any more: fuser cannot vouch
-    ("gpus", {"exit_status": 9}),                      # nvidia-smi failed: the node is unreachable
+    ("gpus", {"exit_status": 9}),                      # nvidia-smi failed: the GPUs are unknown
     ("boot", {"stdout": "0a0b0c0d-1111-4222-8333-444455556666\n5.00 1.00\n"}),  # rebooted: another boot id
     ("boot", {"exit_status": 1}),                      # /proc unreadable: the boot is unknown
 ])
@@ -116,7 +116,8 @@ def test_other_options_are_part_of_what_must_match(polls):
 
 def test_an_unreachable_node_is_not_kept(polls):
     host, first, _ = polls[0]
-    gone = {**first, "gpus": _changed(first["gpus"], exit_status=9, stdout="NVIDIA-SMI has failed\n")}
+    # A wedged nvidia-smi: the node is unreachable (one that answers with an error is read without GPUs).
+    gone = {**first, "gpus": _changed(first["gpus"], exit_status=124, stdout="`nvidia-smi` did not finish\n")}
     memo = LastAssembly()
     a = memo.assemble(host, gone, simulated=True)
     b = memo.assemble(host, gone, simulated=True)

@@ -52,7 +52,10 @@ def test_every_section_of_the_script_reports_its_own_exit_status(tmp_path):
             "processes"} <= set(sections)
     assert sections["gpus"].exit_status == 2  # both queries failed: the failure is not hidden
     state = assemble_node_state("no-gpu", sections, simulated=False)
-    assert not state.reachable and state.error
+    # The node answered the rest: reachable, its GPUs unknown with nvidia-smi's status (never "no GPUs").
+    missing = state.missing_section("gpus")
+    assert state.reachable and missing is not None and (missing.reason, state.gpus) == ("failed", ())
+    assert missing.detail.endswith("exited 2")
 
 
 # ---- the cap, kept on the node -------------------------------------------------------------------------

@@ -21,7 +21,8 @@ NVLINK_XIDS = frozenset({74, 79, *range(144, 151)})
 
 # The sections a repair's guards need (they refuse without them): on a board the playbook applies to,
 # not reading one of them is an error; elsewhere a warning. Either way the node is never healthy.
-GUARDED_SECTIONS = frozenset({"holders", "processes", "units", "kernel", "fm_version", "nvswitches", "record"})
+GUARDED_SECTIONS = frozenset({"gpus", "holders", "processes", "units", "kernel", "fm_version", "nvswitches",
+                              "record"})
 # Sections whose absence needs no word of its own (the marker; the user id shows through ``holders``).
 # Without ``boot`` (or ``clock``) a smoke record hides no older kernel line: nothing reads as healthy.
 SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke", "clock", "jobs", "boot"})
@@ -181,20 +182,29 @@ def scheduler_findings(state: NodeState) -> list[Finding]:
     return findings
 
 
+def playbook_may_apply(state: NodeState) -> bool:
+    """True on a board that needs a host Fabric Manager, and where the GPUs, so the board, are unknown.
+
+    The platform is read from the GPUs' model: without them it is unknown, and a guard that cannot
+    see refuses, so whatever a repair's guards need is as necessary as on an HGX board (fail closed).
+    """
+    return state.platform.has_host_fm or state.missing_section("gpus") is not None
+
+
 def evidence_findings(state: NodeState) -> list[Finding]:
     """``EVIDENCE_MISSING`` for every section the poll could not read (contract.md)."""
     findings = []
     for missing in state.missing:
         if missing.section in SILENT_SECTIONS:
             continue
-        if missing.section == "fm_version" and not state.platform.has_host_fm:
+        if missing.section == "fm_version" and not playbook_may_apply(state):
             continue  # no host Fabric Manager on this board: nothing to compare
         findings.append(_evidence_finding(state, missing))
     return findings
 
 
 def _evidence_finding(state: NodeState, missing: MissingEvidence) -> Finding:
-    guarded = missing.section in GUARDED_SECTIONS and state.platform.has_host_fm
+    guarded = missing.section in GUARDED_SECTIONS and playbook_may_apply(state)
     severity = Severity.ERROR if guarded else Severity.WARNING
     tail = "; a repair refuses until it can be read" if guarded else ""
     return Finding("EVIDENCE_MISSING", severity, f"{missing.detail} ({missing.reason}){tail}",
@@ -286,6 +296,8 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
                                 f"with `nvls-tui repair --restore {state.host}`"))
     if state.platform.has_host_fm:
         findings += _fm_findings(state)
+    elif state.missing_section("gpus") is not None:
+        pass  # the board is unknown, not unsupported: EVIDENCE_MISSING on gpus says why (an error)
     elif state.platform is not Platform.UNKNOWN or not state.gpus or not state.was_read("nvswitches"):
         findings.append(Finding("PLATFORM_UNSUPPORTED", Severity.WARNING,
                                 _platform_reason(state.platform)))

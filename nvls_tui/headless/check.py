@@ -236,12 +236,13 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
         # "?" where the poll could not read the section: unknown is never shown as a count or a state.
         fm_text = "?" if state.reachable and not state.was_read("units") else (fm.active if fm else "-")
         holders = "?" if state.reachable and not state.was_read("holders") else str(len(state.holders))
+        gpus_unread = state.missing_section("gpus") is not None
         table.add_row(
             Text(state.host),
             Text(str(diag.verdict), style=VERDICT_STYLE[diag.verdict]),
             Text(fm_text),
-            Text(state.driver or "-"),
-            Text(_fabric_summary(state)),
+            Text("?" if gpus_unread else state.driver or "-"),
+            Text("?" if gpus_unread else _fabric_summary(state)),
             Text(holders),
         )
     console.print(table)

@@ -44,7 +44,7 @@ from nvls_tui.parsers.nvidia_smi_csv import (
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
 from nvls_tui.parsers.slurm import parse_listpids
 from nvls_tui.parsers.systemctl import parse_show
-from nvls_tui.poll.evidence import missing_evidence, missing_from_unparsed
+from nvls_tui.poll.evidence import NOT_RUN, TIMED_OUT, missing_evidence, missing_from_unparsed
 from nvls_tui.textsafe import clean_deep
 
 # What nvidia-smi prints when the driver is not loaded or no GPU answers: the node cannot be read.
@@ -177,6 +177,38 @@ def _uid(result: CommandResult | None) -> int | None:
     return int(text) if text.isdecimal() and len(text) < 12 else None
 
 
+def _gpus_of(result: CommandResult | None, warnings: list[str]
+             ) -> tuple[tuple[GpuState, ...], str | None, MissingEvidence | None]:
+    """The GPUs and the driver from the ``gpus`` section, or why they could not be read (no GPU then).
+
+    The CSV's own warnings (a driver's complaint between the rows) are added to ``warnings``.
+    """
+    why = missing_evidence("gpus", result)
+    if why is not None or result is None:
+        return (), None, why
+    query = parse_query_csv(result.output)
+    warnings += query.warnings
+    gpus = gpus_from_query(query.value)
+    if not gpus:
+        # Exit 0 and no GPU: nvidia-smi's own fatal line says why, where it printed one.
+        said = next((ln.strip() for ln in result.output.splitlines() if any(m in ln for m in _SMI_FATAL)), None)
+        words = "`nvidia-smi` listed no GPU" + (f": {said[:200]}" if said else "")
+        return (), None, missing_from_unparsed("gpus", words)
+    return gpus, driver_from_query(query.value), None
+
+
+def node_answered(sections: Mapping[str, CommandResult], gpus: MissingEvidence) -> bool:
+    """Whether a node whose GPUs could not be read still answered the poll (it is reachable then).
+
+    nvidia-smi answered (cut at the cap, missing, denied, failing, or listing no GPU) and some other
+    section was read: the node is read without its GPUs. A wedged nvidia-smi (timed out) or a poll
+    that ended before it are unreachable, as over SSH, where a hung nvidia-smi holds the whole poll.
+    """
+    if gpus.reason in (TIMED_OUT, NOT_RUN):
+        return False
+    return any(missing_evidence(name, result) is None for name, result in sections.items() if name != "gpus")
+
+
 def _unreachable(host: str, simulated: bool, polled_at: float | None, result: CommandResult | None,
                  missing: MissingEvidence | None, warnings: list[str]) -> NodeState:
     text = result.output if result is not None else ""
@@ -212,7 +244,9 @@ def assemble_node_state(
         missing: evidence the backend itself could not read (the local /proc scan).
 
     Returns:
-        The node's state; ``reachable=False`` with a reason when its GPUs could not be read at all.
+        The node's state. GPUs that could not be read while the node answered the rest (nvidia-smi cut at
+        the cap, missing, failing) are missing evidence on a reachable node; ``reachable=False`` with a
+        reason when nvidia-smi hung or nothing else answered either (see :func:`node_answered`).
     """
     warnings: list[str] = []
     lost: list[MissingEvidence] = list(missing)
@@ -232,16 +266,12 @@ def assemble_node_state(
 
     if gpus is None:
         result = sections.get("gpus")
-        why = missing_evidence("gpus", result)
+        gpus, driver, why = _gpus_of(result, warnings)
         if why is not None:
-            return _unreachable(host, simulated, polled_at, result, why, warnings)
-        assert result is not None  # missing_evidence said it was read
-        query = parse_query_csv(result.output)
-        warnings += query.warnings
-        gpus = gpus_from_query(query.value)
-        driver = driver_from_query(query.value)
-        if not gpus:
-            return _unreachable(host, simulated, polled_at, result, None, warnings)
+            if not node_answered(sections, why):
+                return _unreachable(host, simulated, polled_at, result, why, warnings)
+            # Unknown GPUs, not none: the diagnosis makes this an error and preflight refuses on it.
+            lost.append(why)
 
     services: tuple[ServiceState, ...] = ()
     if (units := read("units")) is not None:

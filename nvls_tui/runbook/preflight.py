@@ -40,6 +40,8 @@ def refusal(state: NodeState) -> str | None:
     """Why the H100/H200 playbook must not run on ``state`` (None when it may)."""
     if not state.reachable:
         return f"the node cannot be read: {state.error or 'unreachable'}"
+    if (gpus := state.missing_section("gpus")) is not None:  # without them the board itself is unknown
+        return f"{gpus.detail} ({gpus.reason}); a guard that cannot see refuses, so nothing was changed"
     if not state.platform.has_host_fm:
         why = _PLATFORM_WHY.get(str(state.platform), f"platform {state.platform} is not supported")
         return f"unsupported platform ({state.platform}): {why}; this H100/H200 playbook does not apply"

@@ -91,6 +91,8 @@ def gpu_summary(state: NodeState, diagnosis: Diagnosis | None) -> str:
     ``8/8 Completed/Success`` alone misled on an out-of-sync node (registered, yet every NVLS bind
     fails) and read "0/1" on a GPU with no fabric at all.
     """
+    if (unread := state.missing_section("gpus")) is not None:
+        return f"? GPUs: unknown: {unread.reason}"  # never "0/0": nvidia-smi could not say
     if state.gpus and not any(g.fabric.supported for g in state.gpus):
         return f"{len(state.gpus)} GPU{'s' if len(state.gpus) != 1 else ''}: no NVLink fabric ({state.platform.value})"
     ok = sum(g.fabric.completed_ok for g in state.gpus)
@@ -108,7 +110,8 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     text.append("  ")
     verdict = diagnosis.verdict if diagnosis else None
     text.append_text(cells.verdict_text(verdict if state.reachable else Verdict.UNREACHABLE))
-    text.append(f"   {state.platform.value} · driver {state.driver or '–'}")
+    driver = "?" if state.missing_section("gpus") is not None else state.driver or "–"  # nvidia-smi's word
+    text.append(f"   {state.platform.value} · driver {driver}")
     fm = state.service("nvidia-fabricmanager")
     if not state.platform.has_host_fm and fm is None and not state.fm_version:
         text.append(" · no host Fabric Manager")  # not "FM – ( –)": there is none to show

@@ -235,7 +235,8 @@ class FleetGrid(DataTable):
             "sched": cells.scheduler_text(state.scheduler, stale),
         }
         gpus = {g.index: g for g in state.gpus}
-        gpu_cells = [cells.gpu_cell(gpus.get(i), stale) for i in range(self.gpu_columns)]
+        gpu_cells = ([cells.unknown_text(stale)] * self.gpu_columns if "gpus" in unread else
+                     [cells.gpu_cell(gpus.get(i), stale) for i in range(self.gpu_columns)])
         switch_cells = ([cells.unknown_text(stale)] * self.switch_columns if "nvswitches" in unread else
                         [cells.switch_cell(i < len(state.nvswitches), stale) for i in range(self.switch_columns)])
         if self.compact:
