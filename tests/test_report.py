@@ -116,9 +116,12 @@ def incident_summaries() -> tuple[dict, dict]:
     state = asyncio.run(sim_backends(load_fleet("sim:seed-incident/gpu05"))[0].snapshot())
     fm_up = tuple(replace(s, active="active", sub="running", result="success") if s.name == FM else s
                   for s in state.services)
-    fixed = replace(state, services=fm_up, holders=(),
+    # The record as the runbook writes it (UTC with its offset, this boot, its uptime), read 5 s later.
+    assert state.node_clock is not None and state.uptime is not None
+    fixed = replace(state, services=fm_up, holders=(), node_clock=state.node_clock + 20, uptime=state.uptime + 20,
                     smoke=SmokeResult(avg_busbw=291.864, passed=True, out_of_bounds=0, nvls_used=True,
-                                      completed=True, threshold=250.0, at="2026-08-15T16:10:15"))
+                                      completed=True, threshold=250.0, at="2026-08-15T16:10:15+00:00",
+                                      boot_id=state.boot_id, uptime=state.uptime + 15))
     return summarize(state), summarize(fixed)
 
 
