@@ -234,8 +234,9 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     for state, diag in results:
         fm = state.service("nvidia-fabricmanager")
         # "?" where the poll could not read the section: unknown is never shown as a count or a state.
-        fm_text = "?" if state.reachable and not state.was_read("units") else (fm.active if fm else "-")
-        holders = "?" if state.reachable and not state.was_read("holders") else str(len(state.holders))
+        # A node that never answered has read nothing: every cell is "?" (missing_section says so).
+        fm_text = "?" if state.missing_section("units") is not None else (fm.active if fm else "-")
+        holders = "?" if state.missing_section("holders") is not None else str(len(state.holders))
         gpus_unread = state.missing_section("gpus") is not None
         table.add_row(
             Text(state.host),

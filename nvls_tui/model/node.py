@@ -226,11 +226,27 @@ class NodeState:
 
     def was_read(self, section: str) -> bool:
         """True when the poll read ``section`` (False for an unreachable node)."""
-        return self.reachable and all(m.section != section for m in self.missing)
+        return self.reachable and self.missing_section(section) is None
+
+    @property
+    def read_anything(self) -> bool:
+        """Something of the node was read: at this poll, or (unreachable now) at the last one that answered.
+
+        False before the first poll and for a node that never answered: then nothing of it is known, and
+        an empty tuple is no "0 holders" or "no units" (the GB200 wording).
+        """
+        return bool(self.missing or self.services or self.gpus or self.nvswitches or self.holders
+                    or self.kernel_events or self.driver or self.fm_version or self.boot_id
+                    or self.node_clock is not None or self.smoke or self.repair_record)
 
     def missing_section(self, section: str) -> MissingEvidence | None:
-        """Why ``section`` could not be read, or None when it was read."""
-        return next((m for m in self.missing if m.section == section), None)
+        """Why ``section`` could not be read, or None when it was read (by this poll, or by the last one
+        that answered for a node unreachable now). Nothing is read of a node before its first answer."""
+        missing = next((m for m in self.missing if m.section == section), None)
+        if missing is None and not self.read_anything:
+            reason = "not polled yet" if self.reachable else "unreachable"
+            return MissingEvidence(section, reason, self.error or f"{self.host} has not answered a poll yet")
+        return missing
 
     def service(self, name: str) -> ServiceState | None:
         """The unit called ``name`` (``.service`` optional), or None when it was not read."""

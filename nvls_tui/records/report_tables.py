@@ -71,7 +71,10 @@ def before_after(log: NodeLog) -> list[str]:
     verify_ok = bool(verify and verify.get("status") == "ok")
 
     def row(label: str, fn: Callable[[dict[str, Any], bool], str]) -> str:
-        cells = [table_cell(fn(s, side == "after")) if s else "–" for side, s in (("before", before), ("after", after))]
+        # A node that did not answer was read for nothing: unknown, never "0" holders or "none".
+        cells = [("? (unreachable)" if s.get("reachable") is False and label != "verdict" else
+                  table_cell(fn(s, side == "after"))) if s else "–"
+                 for side, s in (("before", before), ("after", after))]
         return f"| {label} | {cells[0]} | {cells[1]} |"
 
     def fabric(s: dict[str, Any], _: bool) -> str:

@@ -113,11 +113,11 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     driver = "?" if state.missing_section("gpus") is not None else state.driver or "–"  # nvidia-smi's word
     text.append(f"   {state.platform.value} · driver {driver}")
     fm = state.service("nvidia-fabricmanager")
-    if not state.platform.has_host_fm and fm is None and not state.fm_version:
+    if state.read_anything and not state.platform.has_host_fm and fm is None and not state.fm_version:
         text.append(" · no host Fabric Manager")  # not "FM – ( –)": there is none to show
-    else:
-        text.append(f" · FM {state.fm_version or '–'} (")
-        text.append_text(cells.unit_text(fm))
+    else:  # "?" where the section was not read (a node never read is no GB200 without host FM)
+        text.append(f" · FM {'?' if state.missing_section('fm_version') else state.fm_version or '–'} (")
+        text.append_text(cells.unknown_text() if state.missing_section("units") else cells.unit_text(fm))
         text.append(")")
     if state.scheduler is not None:
         sched = state.scheduler

@@ -88,8 +88,10 @@ def unit_text(service: ServiceState | None, stale: bool = False) -> Text:
 
 
 def version_texts(state: NodeState, stale: bool = False) -> tuple[Text, Text]:
-    """Driver and FM version cells; both red with ``≠`` when FM differs from the driver."""
-    driver, fm = state.driver or "–", state.fm_version or "–"
+    """Driver and FM version cells; both red with ``≠`` when FM differs from the driver; ``?`` unread."""
+    # The driver's version is nvidia-smi's word: unknown when its section was not read.
+    driver = "?" if state.missing_section("gpus") is not None else state.driver or "–"
+    fm = "?" if state.missing_section("fm_version") is not None else state.fm_version or "–"
     if stale:
         return Text(driver, style=STYLE["stale"]), Text(fm, style=STYLE["stale"])
     if state.driver and state.fm_version and state.driver != state.fm_version:

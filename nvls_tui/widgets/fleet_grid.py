@@ -21,9 +21,13 @@ from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import node_story
 from nvls_tui.model import Fleet, NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
+from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.widgets import cells
 from nvls_tui.widgets.bulk_rows import add_rows, remove_rows, write_cells
 from nvls_tui.widgets.grid_layout import GridLayout, grid_layout
+
+# A node never read (before its first poll, or that never answered): every section is unknown ("?").
+EVERY_SECTION = frozenset(s.name for s in SECTIONS)
 
 GPU_COLUMNS = 8
 # Up to this many rows in or out are added and removed one by one; more rebuild the grid (removing
@@ -223,7 +227,7 @@ class FleetGrid(DataTable):
             verdict = cells.verdict_text(diagnosis.verdict if diagnosis else None)
         driver, fmver = cells.version_texts(state, stale)
         # What a poll could not read shows as "?" (unknown), never as a reassuring 0 or blank.
-        unread = {m.section for m in state.missing}
+        unread = {m.section for m in state.missing} if state.read_anything else EVERY_SECTION
         fm_cell = (cells.unknown_text(stale) if "units" in unread else
                    cells.unit_text(state.service(FM_UNIT), stale) if state.services else Text("–"))
         row: dict[str, Text] = {
@@ -255,7 +259,7 @@ class FleetGrid(DataTable):
         row["holders"] = cells.unknown_text(stale) if holders_unread else cells.count_text(len(state.holders), "warn",
                                                                                               stale)
         row["kernel"] = kern
-        row["smoke"] = cells.smoke_text(state.smoke, stale)
+        row["smoke"] = cells.unknown_text(stale) if "smoke" in unread else cells.smoke_text(state.smoke, stale)
         row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
         widths = self.widths
         row["note"] = note_for(state, diagnosis, widths.get("note"))
