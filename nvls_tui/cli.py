@@ -180,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     lab_sub = lab.add_subparsers(dest="lab_command", metavar="LABCOMMAND")
     lab_up = lab_sub.add_parser("up", help="boot the nodes, act the scenario, write DIR/ssh_config")
     lab_up.add_argument("--scenario", default="seed-incident",
-                        help="seed-incident (gpu05 FM killed, gpu06 out of sync) or healthy")
+                        help="seed-incident (gpu05 FM killed, gpu06 out of sync), healthy, or missing-device-files "
+                             "(HGX H200s out of sync whose /dev lacks nvidia-modeset, nvidia-nvlink and "
+                             "nvidia-nvswitchctl, as the real H200's does)")
     lab_up.add_argument("--nodes", default="gpu[05-06]", metavar="NODESET",
                         help="node names, ClusterShell syntax (default: gpu[05-06])")
     lab_up.add_argument("--slurm", action="store_true",

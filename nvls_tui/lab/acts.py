@@ -9,6 +9,10 @@ brought the write-up's nodes where they were.
 - ``out-of-sync`` (gpu06 after its reboot): DCGM and the pods open the GPUs *before* FM starts, so FM
   registers them while they are held: Completed/Success, yet the driver's cached state is out of sync
   and an NVLS job fails with the kernel's out-of-sync line.
+
+The scenario ``missing-device-files`` has every node act ``out-of-sync`` on HGX H200 hardware whose /dev
+lacks nvidia-modeset, nvidia-nvlink and nvidia-nvswitchctl, as the real H200's does (its hardware is
+written by ``lifecycle``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ SERVICES = ("nvidia-dcgm.service", "kubelet.service")
 TIMER = "nvidia-snapshot.timer"
 FM = "nvidia-fabricmanager.service"
 NVLS_JOB = ("all_reduce_perf", "-b", "8M", "-e", "8M", "-f", "2", "-g", "8")
-SCENARIOS = ("seed-incident", "healthy")
+SCENARIOS = ("seed-incident", "healthy", "missing-device-files")
 """The scenarios the lab can act (the in-process simulator knows more)."""
 
 
@@ -31,6 +35,8 @@ def act_of(scenario: str, host: str) -> str:
     """The act a node plays in ``scenario``."""
     if scenario == "seed-incident":
         return {"gpu05": "fm-killed", "gpu06": "out-of-sync"}.get(host, "healthy")
+    if scenario == "missing-device-files":
+        return "out-of-sync"  # gpu06's fault, as the simulator's sim:missing-device-files has it
     return "healthy"
 
 

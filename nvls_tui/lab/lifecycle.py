@@ -44,7 +44,7 @@ from nvls_tui.lab.machine import (
 )
 from nvls_tui.records.localfiles import make_private_dirs
 from nvls_tui.sim.clock import SimClock
-from nvls_tui.sim.scenarios import base_node
+from nvls_tui.sim.scenarios import base_node, without_h200_shared_files
 
 Say = Callable[[str], None]
 
@@ -56,10 +56,16 @@ def _keygen(path: Path, comment: str) -> str:
     return path.with_suffix(".pub").read_text()
 
 
-def _hardware(node: LabNode) -> list[str]:
-    """Write the node's fresh hardware (GPUs not yet registered: FM has not run); its device files."""
+def _hardware(node: LabNode, scenario: str) -> list[str]:
+    """Write the node's fresh hardware (GPUs not yet registered: FM has not run); its device files.
+
+    In ``missing-device-files`` the node is an HGX H200 whose /dev lacks nvidia-modeset, nvidia-nvlink and
+    nvidia-nvswitchctl, as the real H200's does: the devices unit creates only the files returned here.
+    """
     now = time.time()
     hw = base_node(node.name, now, boot_age=10.0)
+    if scenario == "missing-device-files":
+        without_h200_shared_files(hw)
     for gpu in hw.gpus:
         gpu.fabric_state, gpu.fabric_status = "Not Started", "N/A"
     hw.scenario = "lab"
@@ -70,10 +76,10 @@ def _hardware(node: LabNode) -> list[str]:
     return devices
 
 
-def _write_layer(node: LabNode, lab_key: str, slurm: SlurmImage | None = None) -> list[str]:
-    """Write the node's upper layer; returns its device files."""
+def _write_layer(node: LabNode, lab_key: str, scenario: str, slurm: SlurmImage | None = None) -> list[str]:
+    """Write the node's upper layer for ``scenario``; returns its device files."""
     upper = Path(node.folder, "upper")
-    devices = _hardware(node)
+    devices = _hardware(node, scenario)
     for path, (text, mode) in node_files(node.name, node.address, sys.executable, lab_key, devices, slurm).items():
         target = upper / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -145,7 +151,7 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         devices: list[str] = []
         for node in nodes:
             say(f"{node.name}: preparing its root")
-            devices = _write_layer(node, lab_key, slurm_.node_image(folder, node) if slurm else None)
+            devices = _write_layer(node, lab_key, scenario, slurm_.node_image(folder, node) if slurm else None)
         if cluster is not None:
             record()
             gpus = sum(1 for d in devices if d[len("/dev/nvidia"):].isdigit())

@@ -187,7 +187,12 @@ H200_NAME = "NVIDIA H200"
 
 def missing_device_files(name: str, now: float) -> Node:
     """gpu06's fault on an HGX H200 whose /dev lacks the shared files the real H200 lacks."""
-    node = seed_out_of_sync(name, now)
+    return without_h200_shared_files(seed_out_of_sync(name, now))
+
+
+def without_h200_shared_files(node: Node) -> Node:
+    """``node`` as an HGX H200 whose /dev lacks what the real H200's lacks (the lab's node of the
+    ``missing-device-files`` scenario too); no process holds a file the node does not have."""
     node.absent_devices = list(H200_ABSENT_DEVICES)
     for gpu in node.gpus:
         gpu.name, gpu.mem_total = H200_NAME, 143771
