@@ -227,3 +227,16 @@ def test_the_config_files_numbers_are_finite_and_in_range_too(toml, words):
 
     with pytest.raises(ConfigError, match=words):
         parse_config(tomllib.loads(toml))
+
+
+def test_the_consoles_filter_does_not_expand_a_node_set_over_the_cap():
+    # The fleet filter (`/gpu[1-30000000]`) built the whole NodeSet on the console's loop.
+    code = ("from nvls_tui.screens.fleet import _nodeset; "
+            "print(len(_nodeset('gpu[1-30000000]')), sorted(_nodeset('gpu[05-06]')))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S,
+                              check=False, preexec_fn=_limited)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the filter did not answer within {BOUND_S} s")
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == "0 ['gpu05', 'gpu06']"

@@ -191,11 +191,12 @@ async def test_insufficient_resources_is_reported_for_escalation_not_repaired():
     assert changing_commands(fleet, backend.host) == []
 
 
-async def test_a_transient_802_ends_healthy_with_no_repair_needed_and_no_reset():
+async def test_a_transient_802_ends_skipped_as_healthy_with_no_reset():
     fleet, (backend,) = fleet_of("sim:transient-802")
     outcome = await Runbook(backend, FAST).run()
-    assert outcome.result == "repaired" and outcome.no_repair_needed
-    assert "no repair needed" in outcome.message
+    assert outcome.result == "skipped" and outcome.no_repair_needed and outcome.ok
+    assert outcome.reason == outcome.message and "passed" in outcome.message and "on re-check" in outcome.message
+    assert "nothing was reset" in outcome.message
     assert outcome.step("reset").status == "skipped"
     assert not any(argv[:2] == ["nvidia-smi", "-r"] for _, argv in fleet.node(backend.host).cmdlog)
     assert diagnose(await backend.snapshot()).verdict is Verdict.HEALTHY

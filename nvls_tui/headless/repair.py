@@ -157,12 +157,22 @@ def can_confirm(stdin: TextIO) -> tuple[bool, str]:
     return True, ""
 
 
-def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO) -> tuple[bool, str]:
-    """Ask the operator to type the node names. Returns (confirmed, why not)."""
+def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO, rechecked: Sequence[str] = ()) -> tuple[bool, str]:
+    """Ask the operator to type the node names. Returns (confirmed, why not).
+
+    ``rechecked`` are the nodes that look healthy: they are smoke-tested first and skipped when the
+    test passes, so the question does not say they will be reset.
+    """
+    from nvls_tui.views.plan_summary import recheck_sentence
+
     interactive, why = can_confirm(stdin)
     if not interactive:
         return False, why
-    print(f"This resets every GPU and NVSwitch of: {' '.join(hosts)}", file=stderr)
+    resets = [h for h in hosts if h not in rechecked]
+    if resets:
+        print(f"This resets every GPU and NVSwitch of: {' '.join(resets)}", file=stderr)
+    for host in rechecked:
+        print(recheck_sentence(host), file=stderr)
     print("Type the node names to go on (anything else cancels): ", end="", file=stderr, flush=True)
     typed = stdin.readline().split()
     if sorted(typed) != sorted(hosts):
@@ -196,7 +206,9 @@ def print_plan(outcomes: list[NodeOutcome], stream: TextIO, duration: Sequence[s
     """The plan of each node as the operator approves it: what was changed by hand, each step's commands,
     then ``duration`` (:func:`duration_lines`): how long what the operator commits to takes."""
     for o in outcomes:
-        say(stream, f"== {o.host}: {o.result}" + (f" ({one_line(o.message)})" if o.result != "planned" else ""))
+        why = (f" ({one_line(o.message)})" if o.result != "planned" else
+               " (looks healthy: smoke-tested first, skipped if the test passes)" if rechecks_first(o) else "")
+        say(stream, f"== {o.host}: {o.result}{why}")
         for line in o.manual:
             say(stream, f"  changed by hand: {one_line(line)}")
         for step in o.steps:
@@ -366,7 +378,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             _report(plans, args, None, simulated)
             return 1
-        ok, why = confirm(hosts, sys.stdin, sys.stderr)
+        ok, why = confirm(hosts, sys.stdin, sys.stderr, [o.host for o in plans if rechecks_first(o)])
         if not ok:
             print(f"nvls-tui: {why}", file=sys.stderr)
             return 2

@@ -320,8 +320,9 @@ class Runbook:
             if result.passed:
                 self.outcome.no_repair_needed = True
                 self.outcome.result = NO_REPAIR_NEEDED
-                self.outcome.message = (f"healthy, no repair needed: the NVLS smoke test passed "
-                                        f"({result.avg_busbw:.1f} GB/s)" + (" on re-check" if attempt else ""))
+                self.outcome.message = self.outcome.reason = (
+                    f"healthy: the NVLS smoke test passed ({result.avg_busbw:.1f} GB/s"
+                    + (", on re-check" if attempt else "") + "); nothing was reset")
                 return True
         ctx.note("the smoke test failed twice: going on with the repair", "warning")
         return False

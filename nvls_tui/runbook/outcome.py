@@ -13,9 +13,9 @@ PLANNED = "planned"
 REFUSED = "refused"
 ABORTED = "aborted"  # stopped by the operator or a signal; ``reason`` names the step
 RESTORED = "restored"  # `repair --restore` put a node back (not in contract.md, which covers repair only)
-# A node that turned out healthy on the re-check: nothing was reset. It counts as success (exit 0)
-# and keeps the contract's word; ``no_repair_needed`` in the JSON tells it apart from a real repair.
-NO_REPAIR_NEEDED = REPAIRED
+# A node the run left alone: its fabric looked healthy and the smoke re-check passed, so nothing was
+# reset (contract.md: ``skipped``, with ``reason``). Never "repaired": it was not. Success for the exit status.
+NO_REPAIR_NEEDED = "skipped"
 
 OK = "ok"
 STEP_FAILED = "failed"
@@ -52,14 +52,15 @@ class NodeOutcome:
         steps: every step of contract.md, in order.
         restored: units the restore started again.
         smoke: the judged smoke test, if one ran.
-        result: repaired, failed, planned, refused or aborted.
+        result: repaired, failed, planned, refused, aborted, or skipped (left alone: healthy).
         message: one sentence: why it failed or was refused, or what was done.
         audit_log: the audit log's path.
         audit_fallback: the file that holds what the audit log could not take (a full disk): the
             restore's commands among them. None while the log took everything.
         no_repair_needed: the re-check found NVLS healthy, so nothing was reset.
         escalate: the fault is one a reset does not fix (report it to the vendor).
-        reason: for ``aborted``, the step it stopped at and why (``smoke-test: SIGTERM``).
+        reason: for ``aborted``, the step it stopped at and why (``smoke-test: SIGTERM``); for
+            ``skipped``, why the node was left alone.
         basis: for a dry run, what the plan was made from (the approval a repair holds the node to).
         drift: how the node differed from the approved plan, when that refused the run.
         manual: what was changed by hand on the node before the run (the console's ledger), described.
@@ -94,7 +95,7 @@ class NodeOutcome:
     @property
     def ok(self) -> bool:
         """True when the node counts as a success for the exit status."""
-        return self.result in (REPAIRED, PLANNED, RESTORED)
+        return self.result in (REPAIRED, PLANNED, RESTORED, NO_REPAIR_NEEDED)
 
     def to_json(self) -> dict[str, Any]:
         """The node object of contract.md's ``repair --json``."""

@@ -146,6 +146,9 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
     else:
         outcome.result = PLANNED
         outcome.message = "dry run: nothing was changed"
+        if preflight.fabric_looks_healthy(state):  # the plan's preflight smoke-tests it first
+            outcome.message += ("; the node looks healthy: a repair runs the NVLS smoke test first and, if it "
+                                "passes, the node is skipped (nothing is reset)")
     ctx.emit(RunFinished(host=ctx.host, result=outcome.result, message=outcome.message))
     return outcome
 

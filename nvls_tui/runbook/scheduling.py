@@ -209,7 +209,7 @@ async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, 
     """
     if hold is None or not hold.ours:
         return None
-    if hold.inherited and result != "repaired":
+    if hold.inherited and result not in ("repaired", "skipped"):
         return None  # drained before this run, by an earlier one: it stays so until a repair passes
     if result == "failed":
         reason = f"nvls-tui: repair failed at {failed_step or 'an unknown step'}"
@@ -217,7 +217,7 @@ async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, 
         if status != 0:
             raise StepFailed(f"Slurm did not take the reason {reason!r}: {output.strip() or status}")
         return f"{hook.node} stays drained in Slurm ({reason})"
-    if result in ("repaired", "no-repair-needed") and keep_drained:
+    if result in ("repaired", "skipped") and keep_drained:
         return f"{hook.node} stays drained in Slurm (--keep-drained)"
     status, output = await _command(ctx, hook, resume_argv(hook.node))
     if status != 0:

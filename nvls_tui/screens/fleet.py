@@ -65,6 +65,11 @@ def _nodeset(word: str) -> frozenset[str]:
     """The hosts a node-set word names; a half-typed one (``gpu[12``) names none yet."""
     from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
+    from nvls_tui.backends.nodesets import MAX_TARGETS, nodeset_size
+
+    size = nodeset_size(word)
+    if size is not None and size > MAX_TARGETS:
+        return frozenset()  # NodeSet would build every name first (gpu[1-30000000]: a minute, gigabytes)
     try:
         return frozenset(NodeSet(word))
     except (NodeSetParseError, ValueError):

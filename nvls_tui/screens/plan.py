@@ -31,7 +31,7 @@ from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.deadlines import deadlines_line, duration_line, rechecks_first
-from nvls_tui.views.plan_summary import is_bookkeeping, what_it_does
+from nvls_tui.views.plan_summary import is_bookkeeping, recheck_sentence, what_it_does
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
@@ -238,7 +238,13 @@ class PlanScreen(OnConsole, Screen[Approval]):
                 self.query_one(widget).display = False
             self.query_one("#plan-cancel").focus()
         elif names:
-            note.append(f"This resets every GPU and NVSwitch of {' '.join(names)}. ", style=palette.bold("bad"))
+            # A healthy-looking node is smoke-tested first and skipped when that passes: no reset promised.
+            rechecked = [h for h in names if rechecks_first(self.outcomes[h])]
+            resets = [h for h in names if h not in rechecked]
+            if resets:
+                note.append(f"This resets every GPU and NVSwitch of {' '.join(resets)}. ", style=palette.bold("bad"))
+            for host in rechecked:
+                note.append(f"{recheck_sentence(host)}. ", style=palette.STYLE["note"])
             note.append(f"Type {' '.join(names)} to go on; Esc cancels.", style="bold")
             skipped = [h for h in self.hosts if h not in names]
             if skipped:

@@ -202,7 +202,7 @@ class RunbookScreen(OnConsole, Screen[None]):
             for host in self.hosts:
                 app.poll_now(host)
         results = {o.host: o.result for o in self.outcomes}
-        bad = [h for h, r in results.items() if r != "repaired"]
+        bad = [h for h, r in results.items() if r not in ("repaired", "skipped")]
         app.notify(("Repair finished: " + ", ".join(f"{h} {r}" for h, r in results.items())
                     + ". e writes the incident report."), severity="error" if bad else "information", timeout=8)
         drifted = [o for o in self.outcomes if o.drift]

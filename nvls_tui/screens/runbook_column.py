@@ -29,8 +29,10 @@ from nvls_tui.widgets.step_list import StepList, duration_text
 
 # The colour role of each way a run can end (shown in bold); its keys are also the column's classes.
 RESULT_ROLE = {"repaired": "ok", "failed": "bad", "refused": "warn", "aborted": "warn", "planned": "command",
-               "restored": "ok", "ok": "ok"}
-RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "aborted": "■", "restored": "✔", "ok": "✔"}
+               "restored": "ok", "ok": "ok", "skipped": "note"}
+# skipped: left alone (healthy), so not the ✔ of a repair.
+RESULT_GLYPH = {"repaired": "✔", "failed": "✖", "refused": "⊘", "aborted": "■", "restored": "✔", "ok": "✔",
+                "skipped": "○"}
 
 
 def result_style(result: str | None) -> Style:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.views.deadlines import rechecks_first
 from nvls_tui.words import count
 
 BOOKKEEPING = ("mkdir", "tee", "mv", "rm", "rmdir", "cat", "date")
@@ -15,12 +16,21 @@ def is_bookkeeping(command: str) -> bool:
     return bool(words) and words[0] in BOOKKEEPING and (words[0] == "date" or "/var/lib/nvls-tui" in command)
 
 
+def recheck_sentence(host: str) -> str:
+    """What the confirmation says of a node whose fabric looks healthy (it is not promised a reset)."""
+    return (f"{host} looks healthy: it gets the NVLS smoke test first and is skipped (nothing reset) if it passes; "
+            "it is reset only if the test fails twice")
+
+
 def what_it_does(outcome: NodeOutcome) -> list[str]:
     """The plan in the operator's terms, what matters first: what goes down, what is reset, what comes back."""
     commands = [c.partition("  # ")[0].strip() for step in outcome.steps for c in step.commands if not c.startswith("#")]
     stops = [c.split()[2] for c in commands if c.startswith("systemctl stop ")]
     starts = [c.split()[2] for c in commands if c.startswith("systemctl start ") and "fabricmanager" not in c]
     lines = []
+    if rechecks_first(outcome):  # a healthy-looking node: the rest runs only when the re-check fails
+        lines += ["looks healthy: runs the NVLS smoke test first; if it passes, the node is skipped (nothing reset)",
+                  "only if the test fails twice:"]
     if stops:
         lines.append("stops " + ", ".join(dict.fromkeys(stops)))
     if "kubelet.service" in stops:

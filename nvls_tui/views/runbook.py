@@ -242,7 +242,8 @@ class NodeRun:
                 if step.status in (PENDING, RUNNING):  # never reached (or cut short): say so
                     step.status = SKIPPED if step.status == PENDING else FAILED
             changed |= {"steps", "summary", "holders"}
-            lines.append(PaneLine(f"⇒ {event.result}: {event.message}", "ok" if event.result == "repaired" else "err"))
+            good = event.result in ("repaired", "skipped")  # skipped: healthy, left alone
+            lines.append(PaneLine(f"⇒ {event.result}: {event.message}", "ok" if good else "err"))
         return changed, lines
 
     def _follow_wait(self, event: RunbookEvent, now: float) -> bool:
