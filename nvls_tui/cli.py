@@ -142,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--yes", action="store_true", help="do not ask for the node names to be typed")
     mode.add_argument("--restore", action="store_true",
                       help="put units and settings back from an interrupted repair's record")
+    repair.add_argument("--force", action="store_true",
+                        help="with --restore: take over a stale lock (no heartbeat for 5 minutes, or its nvls-tui "
+                             "process gone from this bastion); audited. A live run's lock is never taken, "
+                             "even with --force")
     repair.add_argument("--json", action="store_true", help="print the JSON of contract.md")
     repair.add_argument("--strategy", choices=("parallel", "serial", "canary"), default="parallel",
                         help="how several nodes are repaired (default parallel)")

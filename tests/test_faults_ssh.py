@@ -183,7 +183,12 @@ def test_kill_9_mid_repair_keeps_every_audit_event_check_reports_it_and_restore_
     assert code == 1 and "INTERRUPTED_REPAIR" in findings, err
     assert "--restore" in findings["INTERRUPTED_REPAIR"]["message"]
 
-    code, out, err = finish(cli(rig, "repair", "--restore", target, "--json", "--audit-dir", str(tmp_path / "r")))
+    # Its lock names a process of this bastion that is gone: stale, so the restore takes it over only with --force.
+    code, out, err = finish(cli(rig, "repair", "--restore", target, "--json", "--audit-dir", str(tmp_path / "r0")))
+    stale = json.loads(out)["nodes"][0]
+    assert (code, stale["result"]) == (1, "refused") and "stale" in stale["message"], err
+    code, out, err = finish(cli(rig, "repair", "--restore", "--force", target, "--json", "--audit-dir",
+                                str(tmp_path / "r")))
     restored = json.loads(out)["nodes"][0]
     assert (code, restored["result"]) == (0, "restored"), err
     assert "kubelet.service" in restored["restored"]

@@ -334,7 +334,10 @@ async def test_a_run_killed_mid_repair_leaves_a_record_that_check_reports_and_re
     again = await Runbook(fresh, FAST).run()
     assert again.result == "refused" and "--restore" in again.message
 
-    restored = await restore_node(fresh, FAST)
+    # Its lock names a run of this process that ended without releasing it: stale, taken over only with force.
+    refused = await restore_node(fresh, FAST)
+    assert refused.result == "refused" and "stale" in refused.message and "--force" in refused.message
+    restored = await restore_node(fresh, FAST, force=True)
     assert restored.result == "restored" and "kubelet.service" in restored.restored
     await _assert_restored(fresh, before, restored)
     assert "INTERRUPTED_REPAIR" not in [f.code for f in diagnose(await fresh.snapshot()).findings]

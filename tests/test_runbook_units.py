@@ -202,7 +202,12 @@ class TestPlan:
         assert plan["smoke-test"][0] == ("NCCL_NVLS_ENABLE=1 NCCL_ALGO=NVLS NCCL_DEBUG=INFO "
                                          "all_reduce_perf -b 8M -e 128M -f 2 -g 8")
         assert plan["preflight"][:2] == ["mkdir -p /var/lib/nvls-tui", "mkdir /var/lib/nvls-tui/lock"]
-        assert plan["restore"][-2:] == ["rm -f /var/lib/nvls-tui/repair.json", "rmdir /var/lib/nvls-tui/lock"]
+        assert plan["preflight"][2:4] == ["tee /var/lib/nvls-tui/lock/owner.json.tmp",
+                                          "mv -f /var/lib/nvls-tui/lock/owner.json.tmp /var/lib/nvls-tui/lock/owner.json"]
+        assert plan["restore"][-5:] == ["cat /var/lib/nvls-tui/repair.json", "rm -f /var/lib/nvls-tui/repair.json",
+                                        "cat /var/lib/nvls-tui/lock/owner.json",
+                                        "rm -f /var/lib/nvls-tui/lock/owner.json /var/lib/nvls-tui/lock/owner.json.tmp",
+                                        "rmdir /var/lib/nvls-tui/lock"]
         assert "systemctl start kubelet.service" in plan["restore"]
         assert "nvidia-smi -pm 1" in plan["restore"]
 

@@ -38,6 +38,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
+from nvls_tui.runbook.lock import HEARTBEAT_STEP
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.runbook.session import Session
 from nvls_tui.textsafe import one_line
@@ -113,6 +114,8 @@ class ProgressPrinter:
         if isinstance(event, StepFinished):
             tail = f": {event.message}" if event.message else ""
             return f"{event.step} {event.status} ({event.duration:.1f} s){tail}"
+        if isinstance(event, CommandFinished) and event.step == HEARTBEAT_STEP:
+            return None  # the lock's heartbeat every 30 s: the audit log keeps it
         if isinstance(event, CommandFinished):
             status = event.exit_status if event.exit_status is not None else f"no status ({event.error})"
             return f"  $ {join_argv(list(event.argv))}  -> {status}"
@@ -247,7 +250,7 @@ async def _run(session: Session, hosts: list[str], args: argparse.Namespace, opt
     reminders = asyncio.ensure_future(_remind(sink)) if isinstance(sink, ProgressPrinter) else None
     try:
         if args.restore:
-            return await session.restore_nodes(hosts, on_event=sink)
+            return await session.restore_nodes(hosts, on_event=sink, force=bool(getattr(args, "force", False)))
         kind = "dry-run" if options.dry_run else "repair"
         run = session.start_repair(hosts, args.strategy)
         return await session.repair(run, options, on_event=sink, approved=approved, kind=kind)
@@ -337,6 +340,10 @@ def run(args: argparse.Namespace) -> int:
     hosts = [b.host for b in backends]
     simulated = any(b.simulated for b in backends)
     plan_file = getattr(args, "plan", None)
+    if getattr(args, "force", False) and not args.restore:
+        print("nvls-tui: --force only takes over a stale lock for --restore; it goes with nothing else",
+              file=sys.stderr)
+        return 2
     if plan_file and (args.dry_run or args.restore):
         print("nvls-tui: --plan approves a repair; it goes with neither --dry-run nor --restore", file=sys.stderr)
         return 2

@@ -37,6 +37,7 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.ledger import ManualChange, put_back
+from nvls_tui.runbook.lock import NodeLock
 from nvls_tui.runbook.outcome import (
     ABORTED,
     FAILED,
@@ -116,6 +117,8 @@ class Runbook:
         self.outcome = NodeOutcome(host=backend.host, dry_run=self.options.dry_run, audit_log=audit_log)
         self.context = NodeContext(backend, self.options, on_event, self.outcome, operator, durable)
         self._locked = False
+        self.lock: NodeLock | None = None
+        self._manual_units: tuple[str, ...] = ()
         self._record_written = False
         self._prior_units: dict[str, str] = {}
         self._prior_pm: dict[int, str] = {}
@@ -272,7 +275,8 @@ class Runbook:
                 self.outcome.drift = changes
                 raise Refused("the node changed since the plan was approved: " + "; ".join(changes)
                               + " (plan again)")
-        await preflight.take_lock(ctx)
+        self.lock = NodeLock(ctx, self.run_id, self.operator_name, on_lost=self._lock_lost)
+        await self.lock.take()  # refused, naming the owner, when another run holds it
         self._locked = True  # from here on the restore step runs, and releases the lock at the end
         if self.scheduler is not None:
             # Drained first, so no new job lands while the running ones end; the restore puts it back.
@@ -288,6 +292,9 @@ class Runbook:
         if not self._t0:
             raise StepFailed("the node's clock could not be read (needed to check the kernel log since the repair)")
         self._prior_units = prior_units(state, put_back(self.manual) if self.put_back_manual else None)
+        # Named in the record, so that `repair --restore` may start them too (it starts no other unit a
+        # repair does not stop).
+        self._manual_units = tuple(sorted(put_back(self.manual))) if self.put_back_manual else ()
         for unit in sorted(set(self._prior_units.items()) - set(unit_states(state).items())):
             ctx.note(f"{unit[0]} was stopped by hand in this console; the restore starts it again")
         self._prior_pm = persistence_modes(state)
@@ -297,7 +304,7 @@ class Runbook:
         record = RepairRecord(run_id=self.run_id, host=self.host, operator=self.operator_name,
                               started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), t0=self._t0,
                               units=self._prior_units, persistence=self._prior_pm, tool_pid=os.getpid(),
-                              audit_log=self.outcome.audit_log)
+                              audit_log=self.outcome.audit_log, manual=self._manual_units)
         self._record_written = True  # set first: a half-written record must still be cleaned up
         await preflight.write_record(ctx, record)
         return state
@@ -326,6 +333,11 @@ class Runbook:
                 return True
         ctx.note("the smoke test failed twice: going on with the repair", "warning")
         return False
+
+    def _lock_lost(self, reason: str) -> None:
+        """A heartbeat found the node's lock is no longer this run's: stop now (the restore step decides
+        whether anything is put back: not when another run owns the node)."""
+        self.interrupt(f"{reason}; this run stopped")
 
     def _fail_current(self, message: str, result: str) -> None:
         self.outcome.result = result
@@ -378,9 +390,17 @@ class Runbook:
 
         async def body() -> str:
             nonlocal report
+            lock = self.lock
+            other = await lock.other_owner() if lock is not None else None
+            if other is not None and lock is not None:
+                await lock.release()  # stops the heartbeat; the lock is left to its owner
+                self._record_written = False  # not this run's to restore from any more
+                raise StepFailed(f"the lock of {self.host} now belongs to {other.words()}: this run put nothing "
+                                 "back and left that run's record and lock alone")
             report = await restore(ctx, self._prior_units if self._record_written else {},
                                    self._prior_pm if self._record_written else {},
-                                   remove_record=self._record_written, release_lock=True)
+                                   record_of=self.run_id if self._record_written else None, lock=lock,
+                                   manual=self._manual_units)
             if not report.ok:
                 raise StepFailed("could not put back: " + ", ".join(report.failed))
             return f"restored {', '.join(report.units) or 'nothing (nothing had been stopped)'}"
@@ -398,6 +418,8 @@ class Runbook:
         finally:
             if report is not None:
                 self.outcome.restored = list(report.units)
+            if self.lock is not None:
+                await self.lock.stop_beating()  # whatever happened above: the run is over
         await self._observe_after()
 
     async def _observe_after(self) -> None:

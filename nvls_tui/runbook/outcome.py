@@ -64,6 +64,8 @@ class NodeOutcome:
         basis: for a dry run, what the plan was made from (the approval a repair holds the node to).
         drift: how the node differed from the approved plan, when that refused the run.
         manual: what was changed by hand on the node before the run (the console's ledger), described.
+        lock_stale: a restore was refused because of a stale lock (``--force`` would take it over);
+            not in the JSON (the message says it).
     """
 
     host: str
@@ -82,6 +84,7 @@ class NodeOutcome:
     basis: dict[str, Any] | None = None
     drift: list[str] = field(default_factory=list)
     manual: list[str] = field(default_factory=list)
+    lock_stale: bool = False
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (created on first use, kept in contract order)."""

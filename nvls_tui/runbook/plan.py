@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from nvls_tui.backends.base import BackendError, join_argv
 from nvls_tui.model import NodeState
-from nvls_tui.poll.probe import QUERY_FIELDS
+from nvls_tui.poll.probe import QUERY_FIELDS, RECORD_FILE
 from nvls_tui.runbook import preflight
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.drift import plan_basis
@@ -23,6 +23,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
 )
 from nvls_tui.runbook.ledger import ManualChange, put_back
+from nvls_tui.runbook.lock import release_argvs, take_argvs
 from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
 from nvls_tui.runbook.quiesce import quiesce_actions
 from nvls_tui.runbook.restore import restore_actions
@@ -35,7 +36,6 @@ from nvls_tui.runbook.steps import (
     fuser_argv,
     is_running,
     kernel_since_argv,
-    lock_argvs,
     persistence_modes,
     record_remove_argv,
     record_write_argvs,
@@ -45,7 +45,6 @@ from nvls_tui.runbook.steps import (
     threshold_for,
     unit_argv,
     unit_states,
-    unlock_argv,
 )
 from nvls_tui.runbook.summary import summarize
 
@@ -76,7 +75,7 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     n = len(state.gpus) or 8
     smoke = [_join(smoke_argv(n), SMOKE_ENV), *(_join(a) for a in SMOKE_CLOCK_ARGVS),
              *(_join(a) for a in smoke_write_argvs())]
-    pre = [*(_join(a) for a in lock_argvs()), _join(DATE_ARGV)]
+    pre = [*(_join(a) for a in take_argvs()), _join(DATE_ARGV)]
     if preflight.fabric_looks_healthy(state):
         pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
     pre += [_join(a) for a in record_write_argvs()]
@@ -84,8 +83,9 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     prior_pm = persistence_modes(state)
     stopped = {u: "inactive" for u in prior}
     stopped[FM_UNIT] = "active"  # the fabric-manager step started it
-    restore = [_join(argv) for _, argv in restore_actions(prior, prior_pm, stopped, {})]
-    restore += [_join(record_remove_argv()), _join(unlock_argv())]
+    restore = [_join(argv) for _, argv in restore_actions(prior, prior_pm, stopped, {}, tuple(restore_also or ()))]
+    # The record and the lock go only while they are still this run's: each is read first.
+    restore += [_join(("cat", RECORD_FILE)), _join(record_remove_argv()), *(_join(a) for a in release_argvs())]
     fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
                _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
     return {

@@ -2,18 +2,17 @@
 
 It refuses an unsupported platform, a Fabric Manager whose version differs from the driver's, a
 masked FM unit, and a node that still holds the record of an interrupted repair; it reports a fabric
-status a reset cannot fix for escalation; it takes the per-node lock; and it records everything the
-restore will need before quiesce changes a thing.
+status a reset cannot fix for escalation; it records everything the restore will need before quiesce
+changes a thing. The per-node lock it takes is ``runbook/lock.py``'s.
 """
 
 from __future__ import annotations
 
 from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_events
 from nvls_tui.model import NodeState
-from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.record import RepairRecord
-from nvls_tui.runbook.steps import FM_UNIT, lock_argvs, record_write_argvs
+from nvls_tui.runbook.steps import FM_UNIT, record_write_argvs
 from nvls_tui.words import count, verb
 
 _PLATFORM_WHY = {
@@ -116,20 +115,6 @@ async def check(ctx: NodeContext, state: NodeState) -> None:
         raise StepFailed(reason, escalate=True)
 
 
-async def take_lock(ctx: NodeContext) -> None:
-    """``mkdir`` the lock directory on the node; a second repair of the node fails right here.
-
-    Raises:
-        Refused: another repair holds the lock.
-    """
-    make_dir, make_lock = lock_argvs()
-    await ctx.run(make_dir, privileged=True)
-    result = await ctx.run(make_lock, privileged=True)
-    if not result.ok:
-        raise Refused(f"another repair of {ctx.host} holds the lock ({LOCK_DIR} exists); if none is running, "
-                      f"`nvls-tui repair --restore {ctx.host}` puts back what it stopped and clears the lock")
-
-
 async def write_record(ctx: NodeContext, record: RepairRecord) -> None:
     """Write the crash-safe record atomically (tee to a temporary file, then rename).
 
@@ -144,4 +129,4 @@ async def write_record(ctx: NodeContext, record: RepairRecord) -> None:
         raise StepFailed("the crash-safe record could not be written to the node, so nothing was changed")
 
 
-__all__ = ["blind_spot", "check", "escalation", "fabric_looks_healthy", "record_refusal", "refusal", "take_lock", "write_record"]
+__all__ = ["blind_spot", "check", "escalation", "fabric_looks_healthy", "record_refusal", "refusal", "write_record"]

@@ -4,7 +4,8 @@ Before quiesce changes anything, the node gets ``/var/lib/nvls-tui/repair.json``
 temporary file and renamed, so a reader never sees half a record) holding the prior state of every
 unit and of persistence mode. If nvls-tui dies, the laptop sleeps or the link drops, the next poll
 finds the record (``INTERRUPTED_REPAIR``) and ``repair --restore`` puts everything back from it.
-The lock is a directory: ``mkdir`` is atomic, so of two repairs of one node only one can take it.
+The lock is a directory with an owner file and a heartbeat (``runbook/lock.py``): ``mkdir`` is atomic,
+so of two repairs of one node only one can take it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class RepairRecord:
         persistence: ``{gpu index: "Enabled"|"Disabled"}`` before ``nvidia-smi -pm 0``.
         tool_pid: the nvls-tui process that wrote it (on the operator's machine).
         audit_log: where that run's audit log is (on the operator's machine).
+        manual: units among ``units`` that were stopped by hand in the console (a restore starts them
+            too; other units it starts only when a repair stops them).
     """
 
     run_id: str
@@ -48,6 +51,7 @@ class RepairRecord:
     persistence: dict[int, str] = field(default_factory=dict)
     tool_pid: int | None = None
     audit_log: str | None = None
+    manual: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         """The record as one JSON document (what ``tee`` writes)."""
@@ -63,6 +67,7 @@ class RepairRecord:
             "persistence": {str(k): v for k, v in self.persistence.items()},
             "tool_pid": self.tool_pid,
             "audit_log": self.audit_log,
+            "manual": list(self.manual),
         }, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -84,6 +89,8 @@ class RepairRecord:
             persistence=persistence,
             tool_pid=data.get("tool_pid") if isinstance(data.get("tool_pid"), int) else None,
             audit_log=data.get("audit_log") if isinstance(data.get("audit_log"), str) else None,
+            manual=tuple(str(u) for u in data.get("manual") or () if isinstance(u, str))
+            if isinstance(data.get("manual"), list) else (),
         )
 
     @classmethod

@@ -2,8 +2,11 @@
 
 When nvls-tui died mid-run (kill -9, a sleeping laptop, a dropped link), the node still holds
 ``/var/lib/nvls-tui/repair.json`` with the prior state of every unit and of persistence mode, and
-the lock. This reads the record, starts what ran before, turns persistence mode back on, then
-removes the record and the lock. Without a record it only clears a stale lock.
+maybe the lock. The restore first takes the node's lock itself: a lock whose owner is alive (its
+heartbeat is fresh) refuses the restore, whatever ``--force`` says, and names the owner; a stale one
+is taken over only with ``force`` (audited). Under the lock it reads the record, starts what ran
+before (only units a repair stops, and those the record names as stopped by hand), turns persistence
+mode back on, then removes the record and releases the lock.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from nvls_tui.backends.base import Backend, BackendError
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import RECORD_FILE
-from nvls_tui.runbook.context import NodeContext
+from nvls_tui.runbook.context import NodeContext, Refused
 from nvls_tui.runbook.engine import new_run_id
 from nvls_tui.runbook.events import (
     EventSink,
@@ -20,56 +23,96 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
-from nvls_tui.runbook.outcome import FAILED, OK, RESTORED, STEP_FAILED, NodeOutcome
+from nvls_tui.runbook.lock import STALE, LockHeld, NodeLock, whoami
+from nvls_tui.runbook.outcome import FAILED, OK, REFUSED, RESTORED, STEP_FAILED, NodeOutcome
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.restore import restore
-from nvls_tui.runbook.steps import RepairOptions, unlock_argv
+from nvls_tui.runbook.steps import RepairOptions
+
+
+async def _lock(lock: NodeLock, force: bool, outcome: NodeOutcome) -> None:
+    """Take the node's lock for the restore; a stale one only with ``force``.
+
+    Raises:
+        LockHeld, Refused: not taken (the message names the owner and whether it is live).
+    """
+    try:
+        await lock.take()
+    except LockHeld as held:
+        outcome.lock_stale = held.status == STALE
+        if held.status != STALE or not force:
+            raise
+        await lock.take_over(held)
+
+
+async def _restore_under_lock(ctx: NodeContext, lock: NodeLock, outcome: NodeOutcome) -> None:
+    """Read the record and put back what it names (the lock is held)."""
+    found = await ctx.run(("cat", RECORD_FILE), privileged=True, abortable=False)
+    unreadable = missing_evidence("record", found)
+    if unreadable is not None:  # fail closed: "no record" must be a fact, not a failed cat
+        raise ValueError(f"{unreadable.detail}; restore the units by hand or fix that first")
+    record = RepairRecord.from_json(found.stdout) if found.ok else None
+    if record is None:
+        if found.ok and found.stdout.strip():
+            raise ValueError(f"{RECORD_FILE} is not a record nvls-tui can read; restore the units by hand")
+        left = await lock.release(ctx.options.restore_attempts)
+        outcome.result = FAILED if left else RESTORED
+        outcome.message = "no interrupted repair on this node" + (f"; could not release {left}" if left else "")
+        return
+    report = await restore(ctx, record.units, record.persistence, record_of=record.run_id, lock=lock,
+                           manual=record.manual)
+    outcome.restored = list(report.units)
+    if report.ok:
+        outcome.result = RESTORED
+        what = ", ".join(report.units) or "nothing needed starting"
+        pm = f"; persistence mode on GPUs {report.persistence_gpus}" if report.persistence_gpus else ""
+        outcome.message = f"restored the repair of {record.started} by {record.operator}: {what}{pm}"
+    else:
+        outcome.result = FAILED
+        outcome.message = "could not put back: " + ", ".join(report.failed)
 
 
 async def restore_node(backend: Backend, options: RepairOptions | None = None, *,
                        on_event: EventSink | None = None, run_id: str | None = None,
-                       audit_log: str | None = None) -> NodeOutcome:
-    """Restore one node from its on-node record.
+                       audit_log: str | None = None, force: bool = False,
+                       operator: str | None = None) -> NodeOutcome:
+    """Restore one node from its on-node record, under the node's lock.
+
+    Args:
+        force: take over a stale lock (never a live one).
+        operator: who asks (written into the lock's owner file).
 
     Returns:
         An outcome with the single step ``restore``; result ``restored`` (also when there was nothing
-        to restore) or ``failed``.
+        to restore), ``refused`` (another run holds the lock: the message names it) or ``failed``.
     """
     options = options or RepairOptions()
+    run_id = run_id or new_run_id()
     outcome = NodeOutcome(host=backend.host, audit_log=audit_log)
     ctx = NodeContext(backend, options, on_event, outcome)
     ctx.step = "restore"
     step = outcome.step("restore")
-    ctx.emit(RunStarted(host=ctx.host, run_id=run_id or new_run_id(), mode="restore"))
+    ctx.emit(RunStarted(host=ctx.host, run_id=run_id, mode="restore"))
     ctx.emit(StepStarted(host=ctx.host, step="restore"))
     began = options.clock()
+    lock = NodeLock(ctx, run_id, operator or whoami())
     try:
-        found = await ctx.run(("cat", RECORD_FILE), privileged=True, abortable=False)
-        unreadable = missing_evidence("record", found)
-        if unreadable is not None:  # fail closed: "no record" must be a fact, not a failed cat
-            raise ValueError(f"{unreadable.detail}; restore the units by hand or fix that first")
-        record = RepairRecord.from_json(found.stdout) if found.ok else None
-        if record is None:
-            if found.ok and found.stdout.strip():
-                raise ValueError(f"{RECORD_FILE} is not a record nvls-tui can read; restore the units by hand")
-            cleared = await ctx.run(unlock_argv(), privileged=True, abortable=False)
-            outcome.result = RESTORED
-            outcome.message = ("no interrupted repair on this node" +
-                               ("; removed a stale lock" if cleared.ok else ""))
-        else:
-            report = await restore(ctx, record.units, record.persistence, remove_record=True, release_lock=True)
-            outcome.restored = list(report.units)
-            if report.ok:
-                outcome.result = RESTORED
-                what = ", ".join(report.units) or "nothing needed starting"
-                pm = f"; persistence mode on GPUs {report.persistence_gpus}" if report.persistence_gpus else ""
-                outcome.message = f"restored the repair of {record.started} by {record.operator}: {what}{pm}"
-            else:
-                outcome.result = FAILED
-                outcome.message = "could not put back: " + ", ".join(report.failed)
+        await _lock(lock, force, outcome)
+        await _restore_under_lock(ctx, lock, outcome)
+    except Refused as exc:
+        outcome.result = REFUSED
+        outcome.message = str(exc)
     except (BackendError, ValueError) as exc:
         outcome.result = FAILED
         outcome.message = f"restore failed: {exc}"
+    finally:
+        if lock.held:  # a failure before the restore's own release: give the lock back (ours only)
+            try:
+                left = await lock.release(options.restore_attempts)
+            except BackendError as exc:
+                left = str(exc)
+            if left:
+                outcome.message += f"; could not release {left}"
     step.status = OK if outcome.result == RESTORED else STEP_FAILED
     step.duration = options.clock() - began
     step.message = outcome.message

@@ -3,13 +3,18 @@
 Used at the end of every run (success, failure, abort, cancellation, exception) and by
 ``repair --restore`` from the record an interrupted run left on the node. Each command is retried
 a few times, because the most likely reason to be here after a failure is a link that dropped.
-The record and the lock are removed only when everything came back; otherwise the record stays,
-so the next ``check`` still reports ``INTERRUPTED_REPAIR``.
+The record is removed only when everything came back and it is still the run's own; otherwise it
+stays, so the next ``check`` still reports ``INTERRUPTED_REPAIR``. The lock is released whenever it
+is still the run's own (a kept record alone marks the node; ``repair --restore`` takes the lock itself).
+
+Only units a repair stops (``QUIESCE_UNITS``) and the units the record names as stopped by hand in
+the console (``manual``) are ever started: the record is a file on the node, and a unit such as
+``poweroff.target`` written into it is reported, never started.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from nvls_tui.backends.base import (
@@ -19,9 +24,13 @@ from nvls_tui.backends.base import (
     validate_unit,
 )
 from nvls_tui.model import NodeState
+from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.events import Restored
+from nvls_tui.runbook.lock import NodeLock
+from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.steps import (
+    QUIESCE_UNITS,
     RESTORE_UNITS,
     is_running,
     persistence_argv,
@@ -29,8 +38,9 @@ from nvls_tui.runbook.steps import (
     record_remove_argv,
     unit_argv,
     unit_states,
-    unlock_argv,
 )
+
+NOT_STOPPED_BY_A_REPAIR = "not a unit a repair stops: not started"
 
 
 @dataclass
@@ -55,18 +65,29 @@ class RestoreReport:
         return not self.failed
 
 
+def startable(unit: str, manual: Collection[str] = ()) -> bool:
+    """True for a unit a restore may start: one a repair stops, or one the record names as stopped by hand."""
+    return unit in QUIESCE_UNITS or unit in manual
+
+
+def not_restorable(prior_units: Mapping[str, str], manual: Collection[str] = ()) -> list[str]:
+    """Units that ran before but are none a repair stops (nor stopped by hand): reported, never started."""
+    return sorted(u for u, active in prior_units.items() if is_running(active) and not startable(u, manual))
+
+
 def restore_actions(prior_units: Mapping[str, str], prior_pm: Mapping[int, str],
                     current_units: Mapping[str, str] | None,
-                    current_pm: Mapping[int, str] | None) -> list[tuple[str, tuple[str, ...]]]:
+                    current_pm: Mapping[int, str] | None,
+                    manual: Collection[str] = ()) -> list[tuple[str, tuple[str, ...]]]:
     """The commands that bring ``prior`` back from ``current``, as ``(what, argv)`` pairs.
 
     With ``current`` unknown (the node could not be read), every unit that ran before is started:
-    starting a running unit does nothing, so that is safe.
+    starting a running unit does nothing, so that is safe. Only :func:`startable` units are started.
     """
     actions: list[tuple[str, tuple[str, ...]]] = []
     order = list(RESTORE_UNITS) + sorted(u for u in prior_units if u not in RESTORE_UNITS)
     for unit in order:
-        if not is_running(prior_units.get(unit)):
+        if not is_running(prior_units.get(unit)) or not startable(unit, manual):
             continue
         now = None if current_units is None else current_units.get(unit)
         if current_units is not None and is_running(now):
@@ -108,15 +129,34 @@ async def _current(ctx: NodeContext) -> NodeState | None:
     return None
 
 
+async def _remove_record(ctx: NodeContext, run_id: str) -> str | None:
+    """Remove the on-node record if it is still ``run_id``'s. Returns what went wrong (None: all well)."""
+    found = await _retrying(ctx, ("cat", RECORD_FILE))
+    if found is None:
+        return "the on-node record (the node could not be reached)"
+    if not found.ok:
+        if "No such file or directory" in found.output:
+            return None  # already gone: nothing to remove
+        return "the on-node record (it could not be read)"
+    record = RepairRecord.from_json(found.stdout)
+    if record is None or record.run_id != run_id:
+        whose = f"run {record.run_id}'s" if record is not None else "not one nvls-tui can read"
+        ctx.note(f"the record on {ctx.host} is {whose}, not this run's: left as it is", "warning")
+        return None
+    removed = await _retrying(ctx, record_remove_argv())
+    return None if removed is not None and removed.ok else "the on-node record"
+
+
 async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Mapping[int, str], *,
-                  remove_record: bool, release_lock: bool) -> RestoreReport:
+                  record_of: str | None, lock: NodeLock | None, manual: Collection[str] = ()) -> RestoreReport:
     """Start what ran before and turn persistence mode back on; then drop the record and the lock.
 
     Args:
         prior_units: ``{unit: ActiveState}`` before the repair.
         prior_pm: ``{gpu: "Enabled"|"Disabled"}`` before the repair.
-        remove_record: a record was written (or is being restored from) and should go once all is back.
-        release_lock: this run holds the per-node lock.
+        record_of: the run id of the record to remove once all is back (None: no record was written).
+        lock: this run's hold on the per-node lock (released if still its own), or None.
+        manual: units the record names as stopped by hand (started again too).
     """
     report = RestoreReport()
     state = await _current(ctx)
@@ -124,7 +164,15 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
     current_pm = persistence_modes(state) if state else None
     if state is None:
         ctx.note("the node cannot be read: starting every unit that ran before, blindly", "warning")
-    for what, argv in restore_actions(prior_units, prior_pm, current_units, current_pm):
+    for unit in not_restorable(prior_units, manual):
+        try:
+            validate_unit(unit)
+            why = NOT_STOPPED_BY_A_REPAIR
+        except InvalidArgument:
+            why = "not a unit name"
+        ctx.note(f"the record names {unit!r}, which no repair stops: it was not started", "error")
+        report.failed.append(f"{unit!r} ({why})" if why != NOT_STOPPED_BY_A_REPAIR else f"{unit} ({why})")
+    for what, argv in restore_actions(prior_units, prior_pm, current_units, current_pm, manual):
         if argv[0] == "systemctl":
             # `repair --restore` reads the unit names from a file on the node, which anyone with root
             # there could have edited: a name that is not a unit name never reaches a command line.
@@ -149,19 +197,18 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
             report.units.append(what)
         else:
             report.failed.append(what)
-    if report.ok and remove_record:
-        result = await _retrying(ctx, record_remove_argv())
-        report.record_removed = result is not None and result.ok
-        if not report.record_removed:
-            report.failed.append("the on-node record")
-    if release_lock and (report.ok or not remove_record):
-        # With the record kept, the lock stays too: `repair --restore` clears both together.
-        result = await _retrying(ctx, unlock_argv())
-        if result is None or not result.ok:
-            report.failed.append("the per-node lock")
+    if report.ok and record_of is not None:
+        left = await _remove_record(ctx, record_of)
+        report.record_removed = left is None
+        if left:
+            report.failed.append(left)
+    if lock is not None:
+        left = await lock.release(ctx.options.restore_attempts)
+        if left:
+            report.failed.append(left)
     ctx.emit(Restored(host=ctx.host, step=ctx.step, units=tuple(report.units),
                       persistence_gpus=tuple(report.persistence_gpus), failed=tuple(report.failed)))
     return report
 
 
-__all__ = ["RestoreReport", "restore", "restore_actions"]
+__all__ = ["NOT_STOPPED_BY_A_REPAIR", "RestoreReport", "not_restorable", "restore", "restore_actions", "startable"]

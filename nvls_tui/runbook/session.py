@@ -282,19 +282,25 @@ class Session:
         return ActionOutcome(host, kind, ok, f"{spec.title} on {host}: {'done' if ok else 'failed'}. {outcome.message}",
                              "information" if ok else "error", outcome.audit_log, outcome)
 
-    async def restore(self, host: str, *, on_event: EventSink | None = None) -> ActionOutcome:
-        """Put ``host`` back from an interrupted repair's record (the node screen's ``U``), in the session log."""
+    async def restore(self, host: str, *, on_event: EventSink | None = None, force: bool = False) -> ActionOutcome:
+        """Put ``host`` back from an interrupted repair's record (the node screen's ``U``), in the session log.
+
+        Refused while another run holds the node's lock and is alive; ``force`` takes over a stale lock.
+        """
         try:
             log = await self.session_log()
-            outcome = await self._restore_one(host, log, on_event)
+            outcome = await self._restore_one(host, log, on_event, force)
         except (Busy, OSError) as exc:
             return self._refused(host, "restore", exc)
         ok = outcome.result == RESTORED
         return ActionOutcome(host, "restore", ok, f"{host}: {outcome.message or outcome.result}",
                              "information" if ok else "error", outcome.audit_log, outcome)
 
-    async def restore_nodes(self, hosts: Sequence[str], *, on_event: EventSink | None = None) -> list[NodeOutcome]:
+    async def restore_nodes(self, hosts: Sequence[str], *, on_event: EventSink | None = None,
+                            force: bool = False) -> list[NodeOutcome]:
         """``repair --restore``: every node put back from its record, side by side, in a run log of its own.
+
+        ``force`` (``--force``) takes over stale locks; a live run's lock refuses the node whatever it says.
 
         Raises:
             AuditWriteError, UnsafeLocation, OSError: the run log cannot be created (nothing ran).
@@ -302,7 +308,7 @@ class Session:
         log = AuditWriter(await asyncio.to_thread(AuditLog.create, self.audit_dir, new_run_id(), kind="restore"),
                           self._audit_failed)
         try:
-            results = await asyncio.gather(*(self._restore_one(h, log, on_event) for h in hosts),
+            results = await asyncio.gather(*(self._restore_one(h, log, on_event, force) for h in hosts),
                                            return_exceptions=True)
         finally:
             await asyncio.to_thread(log.close)
@@ -314,7 +320,8 @@ class Session:
             outcomes.append(result)
         return _name_fallback(outcomes, log)
 
-    async def _restore_one(self, host: str, log: AuditWriter, on_event: EventSink | None) -> NodeOutcome:
+    async def _restore_one(self, host: str, log: AuditWriter, on_event: EventSink | None,
+                           force: bool = False) -> NodeOutcome:
         """The one restore both the console and the headless command run (never cut short: shielded)."""
         if self.read_only:
             raise Busy(f"read-only session: the restore of {host} was refused")
@@ -325,7 +332,7 @@ class Session:
             async with self._pause(host):
                 outcome = await asyncio.shield(restore_node(self.backends[host], self.options,
                                                             on_event=fan_out(log, on_event), run_id=self.run_id,
-                                                            audit_log=str(log.path)))
+                                                            audit_log=str(log.path), force=force))
         finally:
             self.busy.pop(host, None)
         if outcome.result == RESTORED:

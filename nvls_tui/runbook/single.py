@@ -13,11 +13,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from nvls_tui.backends.base import BackendError
-from nvls_tui.runbook import fabric, preflight, smoke
+from nvls_tui.runbook import fabric, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
+from nvls_tui.runbook.engine import new_run_id
 from nvls_tui.runbook.events import RunFinished, RunStarted, StepFinished, StepStarted
+from nvls_tui.runbook.lock import NodeLock, whoami
 from nvls_tui.runbook.quiesce import read_holders
-from nvls_tui.runbook.steps import FM_UNIT, unit_argv, unlock_argv
+from nvls_tui.runbook.steps import FM_UNIT, unit_argv
 from nvls_tui.words import count, verb
 
 
@@ -81,12 +83,14 @@ async def run_single(action: SingleAction, ctx: NodeContext, *, run_id: str = ""
             last = message
 
     locked = False
+    # The operator's name is the owner's; the heartbeat keeps the lock live through a long reset.
+    lock_ = NodeLock(ctx, run_id or new_run_id(), whoami())
     try:
         state = await ctx.backend.snapshot()
 
         async def lock() -> str:
             nonlocal locked
-            await preflight.take_lock(ctx)
+            await lock_.take()
             locked = True
             return "took the node's repair lock"
 
@@ -125,12 +129,14 @@ async def run_single(action: SingleAction, ctx: NodeContext, *, run_id: str = ""
     finally:
         if locked:
             async def unlock() -> str:
-                await ctx.run(unlock_argv(), privileged=True, abortable=False)
+                left = await lock_.release()
+                if left:
+                    raise StepFailed(f"could not release {left}")
                 return "released the lock"
 
             try:
                 await step("unlock", unlock)
-            except BackendError as exc:
+            except (BackendError, StepFailed) as exc:
                 outcome.message += f"; the lock could not be released: {exc}"
         outcome.duration = clock() - began
         ctx.emit(RunFinished(host=host, result=outcome.result, message=outcome.message, duration=outcome.duration))

@@ -219,6 +219,9 @@ class RepairOptions:
         wait_jobs: with a scheduler, how long preflight waits for the drained node's jobs to end before
             it refuses (``--wait-jobs``; 0: refuse at once while jobs run).
         keep_drained: leave the node drained in the scheduler after a successful repair.
+        heartbeat_interval: real seconds between the lock's heartbeats while a run holds it.
+        lock_stale_after: real seconds without a heartbeat after which a lock is stale (``--force`` may
+            then take it over; a live one is never taken).
         sleep: awaitable pause (tests may pass a faster one).
         clock: monotonic clock for deadlines and durations.
     """
@@ -239,6 +242,8 @@ class RepairOptions:
     restore_attempts: int = 3
     wait_jobs: float = 0.0
     keep_drained: bool = False
+    heartbeat_interval: float = 30.0
+    lock_stale_after: float = 300.0
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     clock: Callable[[], float] = time.monotonic
 

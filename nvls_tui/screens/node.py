@@ -154,6 +154,8 @@ class NodeScreen(OnConsole, Screen[None]):
         super().__init__()
         self.host = host
         self.selected: dict[int, Holder] = {}
+        # The last restore was refused for a stale lock (its words): the next U offers the take-over.
+        self.stale_lock: str | None = None
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -427,20 +429,35 @@ class NodeScreen(OnConsole, Screen[None]):
             return
         record = state.repair_record
         units = [f"{u}: was {a}" for u, a in sorted((record.get("units") or {}).items())]
+        force = self.stale_lock is not None
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.nvls.start_action(f"restore on {host}", self._restore(host))
+                self.nvls.start_action(f"restore on {host}", self._restore(host, force=force))
 
+        started = f"Started {record.get('started', '?')} by {record.get('operator', '?')}. "
+        if force:
+            self.nvls.push_screen(ConfirmScreen(
+                f"Take over the stale lock of {host} and restore it?", [self.stale_lock or "", *units],
+                confirm_label="Take over and restore",
+                note=started + "Only a stale lock is taken over (no heartbeat for 5 minutes, or its nvls-tui gone "
+                     "from this bastion): a live run's lock refuses the restore whatever is chosen here. The "
+                     "take-over is written to the audit log."), done)
+            return
         self.nvls.push_screen(ConfirmScreen(
             f"Restore {host} from the interrupted repair's record?",
             units or ["(the record names no unit)"], confirm_label="Restore",
-            note=f"Started {record.get('started', '?')} by {record.get('operator', '?')}. Every unit and "
-                 "persistence setting goes back as recorded; the record and the lock are removed."), done)
+            note=started + "Every unit and persistence setting goes back as recorded; the record and the lock "
+                 "are removed. A repair still running on the node (its lock alive) refuses this."), done)
 
-    async def _restore(self, host: str) -> None:
-        done = await self.nvls.session.restore(host)
-        self.nvls.notify(done.message, severity=done.severity, timeout=10)
+    async def _restore(self, host: str, *, force: bool = False) -> None:
+        done = await self.nvls.session.restore(host, force=force)
+        self.stale_lock = None
+        message = done.message
+        if done.outcome is not None and done.outcome.lock_stale and not force:
+            self.stale_lock = done.outcome.message
+            message += " Press U again to take the stale lock over."
+        self.nvls.notify(message, severity=done.severity, timeout=10)
         self.nvls.poll_now(host)
 
     # ---- single actions, streamed into a side pane (console part 2) -----------------------------

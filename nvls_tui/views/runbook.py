@@ -31,6 +31,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
+from nvls_tui.runbook.lock import HEARTBEAT_STEP
 from nvls_tui.runbook.steps import STEPS, RepairOptions
 from nvls_tui.views.deadlines import Wait, ends_wait, wait_line, wait_of
 from nvls_tui.words import count, verb
@@ -160,6 +161,8 @@ class NodeRun:
         """
         changed: set[str] = set()
         lines: list[PaneLine] = []
+        if isinstance(event, (CommandStarted, CommandFinished)) and event.step == HEARTBEAT_STEP:
+            return changed, lines  # the lock's heartbeat: in the audit log, not in the step on screen
         if self._follow_wait(event, now):
             changed.add("steps")
         if isinstance(event, RunStarted):

@@ -1,0 +1,425 @@
+"""The node's repair lock, with an owner and a heartbeat.
+
+The lock is the directory ``/var/lib/nvls-tui/lock``: ``mkdir`` is atomic, so of two runs only one takes
+it. Right after, the winner names itself in ``lock/owner.json`` (run id, bastion host, operator, tool
+PID, since when, heartbeat), written to a temporary file and renamed. While the run lives it rewrites
+the heartbeat every ``heartbeat_interval`` seconds (30), also while it waits for holders or for a long
+reset, after checking that the owner named there is still itself.
+
+Another run that finds the lock taken reads the owner and judges it (:func:`judge`):
+
+* **live**: its heartbeat is younger than ``lock_stale_after`` (5 minutes) by this bastion's clock and
+  its process is not known to be gone. Nothing overrides it, not even ``--force``.
+* **stale**: the heartbeat is older than that, or the owner ran on this very bastion (same host name,
+  boot and PID namespace) and its process is gone. ``repair --restore --force`` takes it over: the
+  owner file is replaced by the restorer's, and the take-over is a warning in the audit log naming
+  the owner it replaced.
+* **no owner** (an older nvls-tui's anonymous lock, or a run between its ``mkdir`` and its owner
+  file): counts as stale only with ``--force`` and only if it still names no owner after one
+  command timeout, the time a run has to name itself.
+
+A run removes the lock only while it is still its own (the owner's run id is compared first), and
+never treats a lock that is already gone as a failure. Heartbeats are times of the bastions' clocks
+(UTC); bastions are expected to agree within a minute (NTP), far under the 5 minutes of staleness.
+The read and the removal are two commands, so a take-over that lands between them is not seen: a
+take-over only ever happens to a lock whose owner has been silent for 5 minutes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import getpass
+import json
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nvls_tui.backends.base import BackendError, CommandResult
+from nvls_tui.poll.probe import LOCK_DIR, STATE_DIR
+from nvls_tui.runbook.context import NodeContext, Refused
+from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.textsafe import clean_deep, one_line
+
+OWNER_FILE = f"{LOCK_DIR}/owner.json"
+OWNER_TMP = f"{OWNER_FILE}.tmp"
+# The step name the heartbeat's commands carry: views and progress lines leave them out (the audit keeps them).
+HEARTBEAT_STEP = "lock-heartbeat"
+
+LIVE = "live"
+STALE = "stale"
+
+# (node, run id) of every lock this process holds now: an owner naming this very process is alive exactly
+# when it is here (a run that ended without releasing its lock, its link gone, is provably dead).
+_HELD: set[tuple[str, str]] = set()
+
+
+def _utc(now: dt.datetime | None = None) -> str:
+    return (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds")
+
+
+def bastion_id() -> str:
+    """This machine's boot and PID namespace ("" when unreadable): a PID means this process only here."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+        return f"{boot}/{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class LockOwner:
+    """Who holds a node's lock (``lock/owner.json``).
+
+    Attributes:
+        run_id: the holding run's id.
+        bastion: the host name of the machine nvls-tui runs on.
+        operator: who runs it.
+        tool_pid: the nvls-tui process (on the bastion).
+        since: when it took the lock (UTC, ISO 8601, the bastion's clock).
+        heartbeat: when it last said it is alive (same clock).
+        bastion_id: the bastion's boot id and PID namespace (a PID is only checked where they match).
+    """
+
+    run_id: str
+    bastion: str
+    operator: str
+    tool_pid: int | None
+    since: str
+    heartbeat: str
+    bastion_id: str = ""
+
+    def to_json(self) -> str:
+        """The owner file's text."""
+        return json.dumps({"tool": "nvls-tui", "run_id": self.run_id, "bastion": self.bastion,
+                           "operator": self.operator, "tool_pid": self.tool_pid, "since": self.since,
+                           "heartbeat": self.heartbeat, "bastion_id": self.bastion_id},
+                          indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> LockOwner | None:
+        """Read an owner file (node text: cleaned); None when it is not one."""
+        try:
+            data: Any = clean_deep(json.loads(text))
+        except (ValueError, TypeError):
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
+            return None
+        pid = data.get("tool_pid")
+        return cls(run_id=data["run_id"], bastion=str(data.get("bastion", "?")), operator=str(data.get("operator", "?")),
+                   tool_pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+                   since=str(data.get("since", "?")), heartbeat=str(data.get("heartbeat", "")),
+                   bastion_id=str(data.get("bastion_id", "")))
+
+    def words(self) -> str:
+        """``run R (operator kim on bastion b1, nvls-tui PID 4242) since 2026-...``, one line."""
+        return one_line(f"run {self.run_id} (operator {self.operator} on bastion {self.bastion}, nvls-tui PID "
+                        f"{self.tool_pid if self.tool_pid is not None else '?'}) since {self.since}")
+
+
+def me(run_id: str, operator: str, now: dt.datetime | None = None) -> LockOwner:
+    """The owner this process writes for ``run_id``."""
+    stamp = _utc(now)
+    return LockOwner(run_id=run_id, bastion=socket.gethostname(), operator=operator, tool_pid=os.getpid(),
+                     since=stamp, heartbeat=stamp, bastion_id=bastion_id())
+
+
+def whoami() -> str:
+    """The operator's login name ("unknown" when there is none)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` exists on this machine (a process we may not signal exists too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: it exists; anything else: cannot tell, so it may be alive
+    return True
+
+
+def gone_from_here(owner: LockOwner, node: str, here: str, here_id: str,
+                   alive: Callable[[int], bool] = pid_alive) -> bool:
+    """True when the owner of ``node``'s lock provably ran on this bastion and its process is gone (or,
+    when that process is this one, its run no longer holds the lock)."""
+    if not here_id or owner.bastion != here or owner.bastion_id != here_id or owner.tool_pid is None:
+        return False
+    if owner.tool_pid == os.getpid():
+        return (node, owner.run_id) not in _HELD
+    return not alive(owner.tool_pid)
+
+
+def judge(owner: LockOwner, now: dt.datetime, stale_after: float, *, gone: bool) -> tuple[str, str]:
+    """Whether ``owner`` is live or stale, and why, in words.
+
+    Args:
+        owner: the lock's owner as read from the node.
+        now: this bastion's clock (UTC).
+        stale_after: seconds without a heartbeat after which a lock is stale.
+        gone: its process is provably gone (:func:`gone_from_here`).
+
+    Returns:
+        ``(LIVE|STALE, why)``. A heartbeat that cannot be read, or lies in the future, never makes a
+        lock stale: a guard that cannot see refuses.
+    """
+    if gone:
+        return STALE, f"its nvls-tui process {owner.tool_pid} is gone from this bastion"
+    try:
+        beat = dt.datetime.fromisoformat(owner.heartbeat)
+        if beat.tzinfo is None:
+            raise ValueError("no time zone")
+    except ValueError:
+        return LIVE, "its heartbeat cannot be read"
+    age = (now - beat).total_seconds()
+    if age > stale_after:
+        return STALE, f"no heartbeat for {int(age // 60)} min {int(age % 60)} s (stale after {stale_after:g} s)"
+    return LIVE, f"last heartbeat {max(0, int(age))} s ago"
+
+
+class LockHeld(Refused):
+    """The lock is taken. ``owner`` (None: it names no owner), ``status`` LIVE or STALE, ``why`` in words."""
+
+    def __init__(self, message: str, owner: LockOwner | None, status: str, why: str) -> None:
+        super().__init__(message)
+        self.owner, self.status, self.why = owner, status, why
+
+
+def _missing(result: CommandResult) -> bool:
+    """The command's path is not there (coreutils' words; exit 1)."""
+    return not result.ok and "No such file or directory" in (result.stderr or result.stdout)
+
+
+def take_argvs() -> tuple[tuple[str, ...], ...]:
+    """``mkdir -p`` the state directory, ``mkdir`` the lock, then the owner written and renamed."""
+    return (("mkdir", "-p", STATE_DIR), ("mkdir", LOCK_DIR), ("tee", OWNER_TMP), ("mv", "-f", OWNER_TMP, OWNER_FILE))
+
+
+def release_argvs() -> tuple[tuple[str, ...], ...]:
+    """Read the owner, then remove its files and the lock (only when the owner is still this run)."""
+    return (("cat", OWNER_FILE), ("rm", "-f", OWNER_FILE, OWNER_TMP), ("rmdir", LOCK_DIR))
+
+
+class NodeLock:
+    """One run's hold on one node's lock.
+
+    Args:
+        ctx: the run's context (the lock's own commands are its commands: announced and audited).
+        run_id: the run.
+        operator: who runs it.
+        on_lost: called once, with a sentence, when a heartbeat finds the lock is no longer this run's.
+    """
+
+    def __init__(self, ctx: NodeContext, run_id: str, operator: str,
+                 on_lost: Callable[[str], None] | None = None) -> None:
+        self.ctx = ctx
+        self.run_id = run_id
+        self.operator = operator
+        self.on_lost = on_lost
+        self.owner: LockOwner | None = None
+        self.lost: str | None = None
+        self._beating: asyncio.Task | None = None
+
+    @property
+    def held(self) -> bool:
+        """This run took the lock and has not released it."""
+        return self.owner is not None
+
+    # ---- reading ---------------------------------------------------------------------------------------
+    async def read_owner(self, ctx: NodeContext | None = None) -> tuple[bool, LockOwner | None]:
+        """``(there, owner)``: whether an owner file is there and what it says (None: not an owner file).
+
+        Raises:
+            Refused: it cannot be read (a guard that cannot see refuses).
+            BackendError: the node cannot be reached.
+        """
+        found = await (ctx or self.ctx).run(("cat", OWNER_FILE), privileged=True, abortable=False)
+        if _missing(found):
+            return False, None
+        if not found.ok:
+            raise Refused(f"the lock's owner file could not be read: {one_line(found.output.strip())[:200]}")
+        return True, LockOwner.from_json(found.stdout)
+
+    def held_by(self, owner: LockOwner | None) -> LockHeld:
+        """The refusal that names the holder of the lock and says whether it is live."""
+        host = self.ctx.host
+        if owner is None:
+            return LockHeld(f"the lock of {host} ({LOCK_DIR}) names no owner (an older nvls-tui took it, or a run is "
+                            f"taking it this moment); if no repair of {host} runs anywhere, "
+                            f"`nvls-tui repair --restore --force {host}` takes it over", None, STALE, "no owner")
+        status, why = judge(owner, dt.datetime.now(dt.UTC), self.ctx.options.lock_stale_after,
+                            gone=gone_from_here(owner, host, socket.gethostname(), bastion_id()))
+        if status == LIVE:
+            return LockHeld(f"another run holds the lock of {host}: {owner.words()}; {why}: that run is alive, so "
+                            "this was refused (--force never overrides a live run)", owner, LIVE, why)
+        return LockHeld(f"another run holds the lock of {host}: {owner.words()}; the lock is stale ({why}); if that "
+                        "run is gone, "
+                        f"`nvls-tui repair --restore --force {host}` takes the lock over and puts back what it "
+                        "stopped", owner, STALE, why)
+
+    # ---- taking --------------------------------------------------------------------------------------
+    async def take(self) -> None:
+        """Take the lock and name this run as its owner; start the heartbeat.
+
+        Raises:
+            LockHeld: another run holds it (the message names the owner and whether it is live).
+            Refused: the lock could not be taken or this run could not be named its owner.
+        """
+        make_dir, make_lock, _, _ = take_argvs()
+        await self.ctx.run(make_dir, privileged=True)
+        made = await self.ctx.run(make_lock, privileged=True)
+        if not made.ok:
+            if "File exists" not in made.output:
+                raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
+            _, owner = await self.read_owner()
+            raise self.held_by(owner)
+        mine = me(self.run_id, self.operator)
+        if not await self._write(mine, self.ctx):
+            # An empty lock no one owns would look like an older nvls-tui's: give it back at once.
+            await self.ctx.run(("rm", "-f", OWNER_TMP), privileged=True, abortable=False)
+            await self.ctx.run(("rmdir", LOCK_DIR), privileged=True, abortable=False)
+            raise Refused(f"this run could not name itself the owner of {LOCK_DIR}, so nothing was changed")
+        self._hold(mine)
+
+    async def take_over(self, held: LockHeld) -> None:
+        """Replace a stale owner with this run (``--force``), after reading the owner once more.
+
+        Raises:
+            LockHeld: the lock is live now, or its owner changed since it was judged stale.
+            Refused: the owner file could not be written.
+        """
+        if held.status != STALE:
+            raise held
+        if held.owner is None:
+            # A run names itself within a command or two of its mkdir: give it one command timeout.
+            await self.ctx.options.sleep(self.ctx.options.command_timeout)
+        _, owner = await self.read_owner()
+        again = self.held_by(owner)
+        if owner != held.owner or again.status != STALE:
+            raise again  # it changed, or came alive, since it was judged: judge it afresh next time
+        made = await self.ctx.run(("mkdir", LOCK_DIR), privileged=True, abortable=False)
+        if not made.ok and "File exists" not in made.output:  # made.ok: released meanwhile, now ours plainly
+            raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
+        mine = me(self.run_id, self.operator)
+        if not await self._write(mine, self.ctx):
+            raise Refused(f"this run could not name itself the owner of {LOCK_DIR}")
+        self.ctx.note(f"took over the stale lock of {self.ctx.host} from "
+                      f"{owner.words() if owner else 'no named owner'} ({held.why}): --force", "warning")
+        self._hold(mine)
+
+    def _hold(self, mine: LockOwner) -> None:
+        self.owner = mine
+        _HELD.add((self.ctx.host, self.run_id))
+        self._beating = asyncio.ensure_future(self._beat_forever())
+
+    async def _write(self, owner: LockOwner, ctx: NodeContext) -> bool:
+        _, _, tee, move = take_argvs()
+        written = await ctx.run(tee, privileged=True, stdin=owner.to_json(), abortable=False)
+        moved = await ctx.run(move, privileged=True, abortable=False) if written.ok else written
+        return moved.ok
+
+    # ---- the heartbeat -------------------------------------------------------------------------------
+    def _heartbeat_context(self) -> NodeContext:
+        """The heartbeat's commands: audited like the run's, but under a step of their own."""
+        ctx = NodeContext(self.ctx.backend, self.ctx.options, self.ctx.emit, NodeOutcome(host=self.ctx.host),
+                          durable=self.ctx.durable)
+        ctx.step = HEARTBEAT_STEP
+        return ctx
+
+    async def beat(self, ctx: NodeContext | None = None) -> str | None:
+        """Refresh the heartbeat if the lock is still this run's; else say what became of it.
+
+        Raises:
+            BackendError: the node cannot be reached (the next beat tries again).
+        """
+        ctx = ctx or self._heartbeat_context()
+        try:
+            there, owner = await self.read_owner(ctx)
+        except Refused:
+            return None  # cannot see: keep beating; the owner check at the end decides
+        if self.owner is None or owner is None or owner.run_id != self.run_id:
+            return (f"the lock of {self.ctx.host} now belongs to {owner.words()}" if owner is not None else
+                    f"the lock of {self.ctx.host} names no readable owner now" if there else
+                    f"the lock of {self.ctx.host} is gone")
+        self.owner = replace(self.owner, heartbeat=_utc())
+        await self._write(self.owner, ctx)
+        return None
+
+    async def _beat_forever(self) -> None:
+        ctx = self._heartbeat_context()
+        while True:
+            await asyncio.sleep(self.ctx.options.heartbeat_interval)  # real seconds: the staleness is too
+            try:
+                lost = await self.beat(ctx)
+            except BackendError:
+                continue  # a dropped link: the next beat tries again; silence long enough reads stale
+            if lost:
+                self.lost = lost
+                _HELD.discard((self.ctx.host, self.run_id))
+                if self.on_lost is not None:
+                    self.on_lost(lost)
+                return
+
+    async def stop_beating(self) -> None:
+        """End the heartbeat (before the release, so no beat rewrites an owner file being removed)."""
+        task, self._beating = self._beating, None
+        _HELD.discard((self.ctx.host, self.run_id))  # no heartbeat, no live owner: this run is over
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, BackendError, Refused):
+                await task
+
+    # ---- releasing -----------------------------------------------------------------------------------
+    async def other_owner(self) -> LockOwner | None:
+        """The run that owns the lock now if it is not this one (None: this run, nobody, or unknown)."""
+        try:
+            _, owner = await self.read_owner()
+        except (Refused, BackendError):
+            return None
+        return owner if owner is not None and owner.run_id != self.run_id else None
+
+    async def release(self, attempts: int = 1) -> str | None:
+        """Remove the lock if it is still this run's. Returns what could not be done (None: all well).
+
+        A lock already gone is fine; one that now names another run is left to that run (with a note).
+        """
+        await self.stop_beating()
+        if self.owner is None:
+            return None
+        read, remove, rmdir = release_argvs()
+        for attempt in range(max(attempts, 1)):
+            try:
+                found = await self.ctx.run(read, privileged=True, abortable=False)
+                if _missing(found):
+                    self.ctx.note(f"the lock of {self.ctx.host} was already gone: nothing to release")
+                    self.owner = None
+                    return None
+                owner = LockOwner.from_json(found.stdout) if found.ok else None
+                if owner is None or owner.run_id != self.run_id:
+                    whose = owner.words() if owner else "no readable owner"
+                    self.ctx.note(f"the lock of {self.ctx.host} now belongs to {whose}: left to it", "warning")
+                    self.owner = None
+                    return None
+                await self.ctx.run(remove, privileged=True, abortable=False)
+                gone = await self.ctx.run(rmdir, privileged=True, abortable=False)
+                if gone.ok or _missing(gone):
+                    self.owner = None
+                    return None
+                return f"the per-node lock ({one_line(gone.output.strip())[:120]})"
+            except BackendError as exc:
+                self.ctx.note(f"releasing the lock did not get through ({exc}); attempt {attempt + 1} of {attempts}",
+                              "warning")
+                await self.ctx.options.sleep(self.ctx.options.poll_interval)
+        return "the per-node lock (the node could not be reached)"
+
+
+__all__ = ["HEARTBEAT_STEP", "LIVE", "OWNER_FILE", "STALE", "LockHeld", "LockOwner", "NodeLock", "bastion_id",
+           "gone_from_here", "judge", "me", "release_argvs", "take_argvs", "whoami"]
