@@ -2,7 +2,8 @@
 
 A simulated node behind the loopback sshd keeps its state between the two consoles (shims), so the
 second console must see what the first one left: the crash-safe record on the node, shown as
-INTERRUPTED_REPAIR, and restore every unit from it with the node screen's ``U``.
+INTERRUPTED_REPAIR, and restore every unit from it with the node screen's ``U`` (twice: the dead console's
+lock is stale, and only a confirmed take-over restores).
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def test_a_console_killed_mid_repair_restarts_shows_interrupted_repair_and_resto
         second.wait_for("the node screen", lambda s: "Holders of /dev/nvidia" in s, timeout=15)
         second.keys("U")
         second.wait_for("the restore confirmation", lambda s: "interrupted repair's record?" in s, timeout=10)
+        second.keys("Tab")
+        second.keys("Enter")
+        # The killed console's lock names a process gone from this bastion: stale, taken over only when asked.
+        second.wait_for("the stale lock's refusal", lambda s: "Press U again" in s, timeout=30)
+        second.keys("U")
+        second.wait_for("the take-over confirmation", lambda s: "Take over the stale lock" in s, timeout=10)
         second.keys("Tab")
         second.keys("Enter")
         second.wait_for("the restore's outcome", lambda s: "INTERRUPTED_REPAIR" not in s and "restored" in s,
