@@ -197,7 +197,7 @@ class TestPlan:
         plan = plan_commands(incident_node())
         assert tuple(plan) == STEPS
         assert plan["reset"] == ["nvidia-smi -r"]
-        assert plan["fabric-manager"][1:3] == ["systemctl reset-failed nvidia-fabricmanager.service",
+        assert plan["fabric-manager"][2:4] == ["systemctl reset-failed nvidia-fabricmanager.service",
                                               "systemctl start nvidia-fabricmanager.service"]
         assert plan["smoke-test"][0] == ("NCCL_NVLS_ENABLE=1 NCCL_ALGO=NVLS NCCL_DEBUG=INFO "
                                          "all_reduce_perf -b 8M -e 128M -f 2 -g 8")
@@ -210,6 +210,15 @@ class TestPlan:
                                         "rmdir /var/lib/nvls-tui/lock"]
         assert "systemctl start kubelet.service" in plan["restore"]
         assert "nvidia-smi -pm 1" in plan["restore"]
+
+    def test_the_plan_lists_the_device_files_on_the_node_before_fuser_names_them(self):
+        # The runbook names only the files the node has (a real H200 lacks three shared ones): the dry run
+        # shows the listing, and no fuser line names a file the node may not have.
+        plan = plan_commands(incident_node())
+        for step in ("verify-no-holders", "fabric-manager"):
+            assert plan[step][0] == "find /dev -maxdepth 1 -name 'nvidia*' '!' -type d"
+            assert plan[step][1].startswith("fuser -v ")
+            assert "/dev/nvidia-nvlink" not in plan[step][1]
 
     def test_the_record_is_written_atomically_before_quiesce(self):
         pre = plan_commands(incident_node())["preflight"]

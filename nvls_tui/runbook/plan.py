@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from nvls_tui.backends.base import BackendError, join_argv
 from nvls_tui.model import NodeState
-from nvls_tui.poll.probe import QUERY_FIELDS, RECORD_FILE
+from nvls_tui.poll.probe import DEVICE_LIST_ARGV, QUERY_FIELDS, RECORD_FILE
 from nvls_tui.runbook import preflight
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.drift import plan_basis
@@ -33,7 +33,6 @@ from nvls_tui.runbook.steps import (
     SMOKE_CLOCK_ARGVS,
     SMOKE_ENV,
     STEPS,
-    fuser_argv,
     is_running,
     kernel_since_argv,
     persistence_modes,
@@ -86,14 +85,17 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     restore = [_join(argv) for _, argv in restore_actions(prior, prior_pm, stopped, {}, tuple(restore_also or ()))]
     # The record and the lock go only while they are still this run's: each is read first.
     restore += [_join(("cat", RECORD_FILE)), _join(record_remove_argv()), *(_join(a) for a in release_argvs())]
+    # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is
+    # known only when the step runs, so the dry run shows the listing and says what fuser is given.
+    fuser_lines = [_join(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"]
     fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
                _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
     return {
         "preflight": pre,
         "quiesce": [a.display for a in quiesce_actions(state)],
-        "verify-no-holders": [_join(fuser_argv(state))],
+        "verify-no-holders": fuser_lines,
         "reset": [_join(reset_argv())],
-        "fabric-manager": [_join(fuser_argv(state)), _join(unit_argv("reset-failed", FM_UNIT)),
+        "fabric-manager": [*fuser_lines, _join(unit_argv("reset-failed", FM_UNIT)),
                            _join(unit_argv("start", FM_UNIT)),
                            *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)],
         "verify-fabric": [_join(kernel_since_argv(T0))],

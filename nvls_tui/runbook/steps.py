@@ -40,7 +40,8 @@ RESTORE_UNITS = (FM_UNIT, PERSISTENCED, DCGM, KUBELET, SNAPSHOT_TIMER, SNAPSHOT_
 
 RUNNING = frozenset({"active", "activating", "reloading", "deactivating"})
 
-# Device files that are not per GPU or per switch; missing ones are harmless to fuser.
+# Device files that are not per GPU or per switch. A node may lack some (the real H200 has no nvidia-modeset,
+# nvidia-nvlink or nvidia-nvswitchctl): fuser is given only those the node lists (quiesce.present_devices).
 FIXED_DEVICES = (
     "/dev/nvidiactl",
     "/dev/nvidia-uvm",
@@ -76,11 +77,6 @@ def devices_of(state: NodeState) -> tuple[str, ...]:
     gpus = tuple(f"/dev/nvidia{g.index}" for g in state.gpus) or tuple(f"/dev/nvidia{i}" for i in range(8))
     switches = tuple(s.device for s in state.nvswitches if s.device.startswith("/dev/"))
     return gpus + FIXED_DEVICES + switches
-
-
-def fuser_argv(state: NodeState) -> tuple[str, ...]:
-    """``fuser -v`` on every device file, named one by one (a glob would be quoted away over SSH)."""
-    return ("fuser", "-v", *devices_of(state))
 
 
 def reset_argv() -> tuple[str, ...]:
@@ -267,7 +263,6 @@ __all__ = [
     "RepairOptions",
     "clock_text",
     "devices_of",
-    "fuser_argv",
     "is_running",
     "persistence_modes",
     "threshold_for",
