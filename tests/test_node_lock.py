@@ -85,6 +85,25 @@ async def test_a_restore_while_a_repair_waits_for_a_holder_is_refused_naming_the
     assert not node.files.get(RECORD_FILE) and LOCK_DIR not in node.dirs
 
 
+
+async def test_a_refusal_over_the_lock_names_its_owner_in_the_json_too():
+    # contract.md: "a refusal because another run holds the node's lock names its owner: run id, bastion
+    # host, operator, tool PID, since when" -- for scripts, as fields, not only inside a sentence.
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
+    with_workload(fleet)
+    book, task = await waiting_repair(fleet)
+    refused = await restore_node(SimulatedBackend(fleet, "gpu05"), FAST)
+    second = await Runbook(SimulatedBackend(fleet, "gpu05"), FAST, run_id="run-second").run()
+    for outcome in (refused, second):
+        owner = outcome.to_json()["lock_owner"]
+        assert owner["run_id"] == "run-first" and owner["operator"] == "kim" and owner["status"] == "live"
+        assert owner["bastion"] == socket.gethostname() and owner["tool_pid"] == os.getpid()
+        assert owner["since"] and owner["heartbeat"]
+    book.abort()
+    first = await asyncio.wait_for(task, 30)
+    assert first.to_json()["lock_owner"] is None  # its own lock is no refusal
+
+
 async def test_the_live_run_refreshes_its_heartbeat_while_it_waits_for_holders():
     fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
     with_workload(fleet)

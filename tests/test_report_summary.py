@@ -67,7 +67,8 @@ def test_a_cut_short_run_is_left_with_the_exact_restore_command(tmp_path):
     gpu05 = summary_of(report_from_file(path), "gpu05")
     assert gpu05.startswith("**gpu05: unfinished**")
     assert ("- Left: the run did not finish: the log ends at 16:10:01 UTC during `fabric-manager`, and the node "
-            "keeps its repair record and lock: `nvls-tui repair --restore gpu05` puts back what the run stopped.") in gpu05
+            "keeps its repair record and lock: `nvls-tui repair --restore --force gpu05` puts back what the run stopped "
+            "(`--force` takes over the lock only once its run is gone; a live run refuses it).") in gpu05
 
 
 async def test_the_summary_of_the_seed_incident_says_it_in_words(tmp_path):

@@ -194,8 +194,15 @@ def _left_on_node(log: NodeLog) -> tuple[bool, bool]:
     return record, lock
 
 
-def _restore_command(host: str) -> str:
-    return code_span(f"nvls-tui repair --restore {shlex.quote(host)}")
+def _restore_command(host: str, lock: bool = False) -> str:
+    """The command that puts the node back. With the run's lock left on the node it needs ``--force``
+    once that run is gone (its lock is stale then), and ``--force`` never overrides a run still alive."""
+    force = " --force" if lock else ""
+    return code_span(f"nvls-tui repair --restore{force} {shlex.quote(host)}")
+
+
+# Said wherever the advice carries --force, so that nobody reads it as "override whatever runs".
+_FORCE_NOTE = " (`--force` takes over the lock only once its run is gone; a live run refuses it)"
 
 
 def log_ends(log: NodeLog) -> str:
@@ -207,12 +214,13 @@ def log_ends(log: NodeLog) -> str:
 def restore_advice(log: NodeLog) -> str:
     """What a run that did not finish left on the node, and the exact command that puts the node back."""
     record, lock = _left_on_node(log)
-    command = _restore_command(log.host)
+    command = _restore_command(log.host, lock)
+    note = _FORCE_NOTE if lock else ""
     if record:
         keeps = "its repair record and lock" if lock else "its repair record"
-        return f", and the node keeps {keeps}: {command} puts back what the run stopped"
+        return f", and the node keeps {keeps}: {command} puts back what the run stopped{note}"
     if lock:
-        return f", and the node keeps its lock: {command} clears it"
+        return f", and the node keeps its lock: {command} clears it{note}"
     return f": {command} checks the node and puts back anything left"
 
 
@@ -280,11 +288,12 @@ def _manual_left(log: NodeLog) -> list[str]:
 def _record_left(log: NodeLog) -> list[str]:
     """What the run left of its own on the node: the record and lock, or, after an abort, the advice."""
     record, lock = _left_on_node(log)
-    command = _restore_command(log.host)
+    command = _restore_command(log.host, lock)
+    note = _FORCE_NOTE if lock else ""
     if record:
-        return [f"the node keeps its repair record: {command} puts back what the run stopped"]
+        return [f"the node keeps its repair record: {command} puts back what the run stopped{note}"]
     if lock:
-        return [f"the node keeps the repair's lock: {command} clears it"]
+        return [f"the node keeps the repair's lock: {command} clears it{note}"]
     if _aborted(log):
         took = any(a == ["mkdir", LOCK_DIR] for a in log.ok_commands())
         cleaned = (f"the restore removed the repair record and the lock (nothing for {command} to do)" if took else

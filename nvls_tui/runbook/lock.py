@@ -115,6 +115,11 @@ class LockOwner:
                    since=str(data.get("since", "?")), heartbeat=str(data.get("heartbeat", "")),
                    bastion_id=str(data.get("bastion_id", "")))
 
+    def fields(self, status: str) -> dict[str, Any]:
+        """The owner as ``repair --json``'s ``lock_owner`` (``status``: live or stale)."""
+        return {"run_id": self.run_id, "bastion": self.bastion, "operator": self.operator, "tool_pid": self.tool_pid,
+                "since": self.since, "heartbeat": self.heartbeat, "status": status}
+
     def words(self) -> str:
         """``run R (operator kim on bastion b1, nvls-tui PID 4242) since 2026-...``, one line."""
         return one_line(f"run {self.run_id} (operator {self.operator} on bastion {self.bastion}, nvls-tui PID "
@@ -265,6 +270,13 @@ class NodeLock:
                         f"`nvls-tui repair --restore --force {host}` takes the lock over and puts back what it "
                         "stopped", owner, STALE, why)
 
+    def refuse(self, held: LockHeld) -> LockHeld:
+        """``held``, with its owner written into the run's outcome for the JSON (scripts read fields)."""
+        self.ctx.outcome.lock_owner = held.owner.fields(held.status) if held.owner is not None else \
+            {"run_id": None, "bastion": None, "operator": None, "tool_pid": None, "since": None, "heartbeat": None,
+             "status": held.status}
+        return held
+
     # ---- taking --------------------------------------------------------------------------------------
     async def take(self) -> None:
         """Take the lock and name this run as its owner; start the heartbeat.
@@ -280,7 +292,7 @@ class NodeLock:
             if "File exists" not in made.output:
                 raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
             _, owner = await self.read_owner()
-            raise self.held_by(owner)
+            raise self.refuse(self.held_by(owner))
         mine = me(self.run_id, self.operator)
         if not await self._write(mine, self.ctx):
             # An empty lock no one owns would look like an older nvls-tui's: give it back at once.
@@ -297,14 +309,14 @@ class NodeLock:
             Refused: the owner file could not be written.
         """
         if held.status != STALE:
-            raise held
+            raise self.refuse(held)
         if held.owner is None:
             # A run names itself within a command or two of its mkdir: give it one command timeout.
             await self.ctx.options.sleep(self.ctx.options.command_timeout)
         _, owner = await self.read_owner()
         again = self.held_by(owner)
         if owner != held.owner or again.status != STALE:
-            raise again  # it changed, or came alive, since it was judged: judge it afresh next time
+            raise self.refuse(again)  # it changed, or came alive, since it was judged: judge it afresh next time
         made = await self.ctx.run(("mkdir", LOCK_DIR), privileged=True, abortable=False)
         if not made.ok and "File exists" not in made.output:  # made.ok: released meanwhile, now ours plainly
             raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")

@@ -65,7 +65,9 @@ class NodeOutcome:
         drift: how the node differed from the approved plan, when that refused the run.
         manual: what was changed by hand on the node before the run (the console's ledger), described.
         lock_stale: a restore was refused because of a stale lock (``--force`` would take it over);
-            not in the JSON (the message says it).
+            not in the JSON (the message says it, and ``lock_owner``'s status).
+        lock_owner: when another run's lock refused this one, who holds it (run id, bastion, operator,
+            tool PID, since, heartbeat, live/stale); None otherwise.
     """
 
     host: str
@@ -85,6 +87,7 @@ class NodeOutcome:
     drift: list[str] = field(default_factory=list)
     manual: list[str] = field(default_factory=list)
     lock_stale: bool = False
+    lock_owner: dict[str, Any] | None = None
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (created on first use, kept in contract order)."""
@@ -123,6 +126,7 @@ class NodeOutcome:
             "basis": self.basis,
             "drift": list(self.drift),
             "manual_changes": list(self.manual),
+            "lock_owner": self.lock_owner,
         }
 
 
