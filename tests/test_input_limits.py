@@ -240,3 +240,9 @@ def test_the_consoles_filter_does_not_expand_a_node_set_over_the_cap():
         pytest.fail(f"the filter did not answer within {BOUND_S} s")
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.strip() == "0 ['gpu05', 'gpu06']"
+
+
+def test_lab_up_counts_its_node_set_before_expanding_it(tmp_path):
+    done = cli("lab", "up", "--nodes", "gpu[1-30000000]", "--dir", str(tmp_path / "lab"))
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "between 1 and 64 lab nodes" in one_line(done.stderr)

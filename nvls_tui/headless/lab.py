@@ -37,12 +37,16 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0 when done; 2 with one sentence when the lab cannot run or a node did not come up."""
     from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
+    from nvls_tui.backends.nodesets import nodeset_size
     from nvls_tui.lab import lifecycle
     from nvls_tui.lab.machine import LabError
 
     folder = lab_dir(args)
     try:
         if args.lab_command == "up":
+            size = nodeset_size(args.nodes)  # counted before NodeSet builds every name (gpu[1-30000000]: 4 GB)
+            if size is not None and not 1 <= size <= 64:
+                raise LabError("give between 1 and 64 lab nodes")
             try:
                 names = list(NodeSet(args.nodes))
             except NodeSetParseError as exc:
