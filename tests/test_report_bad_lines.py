@@ -3,7 +3,7 @@
 Before: one line nested a thousand deep raised RecursionError and `report` wrote nothing; a field of the
 wrong type (``argv`` an object, ``exit_status`` a list, a change's ``at`` 1e300) raised TypeError,
 OverflowError or ValueError deep in the timeline. Every field is now type-checked once, where the log
-is read (``records/report_schema``).
+is read (``runbook/record_schema``, through ``runbook/event_records``).
 """
 
 from __future__ import annotations

@@ -198,31 +198,28 @@ class AuditLog:
 
 
 def event_record(event: Any) -> dict[str, Any]:
-    """The audit record of one runbook event: time, node, step, event, argv, exit_status, output, ..."""
-    data = dict(event.to_dict())
-    record: dict[str, Any] = {
-        "time": _iso(data.pop("at", None)),
-        "node": data.pop("host", None),
-        "step": data.pop("step", "") or None,
-        "event": data.pop("event", "event"),
-    }
-    argv = data.pop("argv", None)
-    if record["event"] == "process-signalled":
-        argv = ["kill", f"-{str(data.get('signal', 'TERM')).removeprefix('SIG')}", str(data.get("pid"))]
-    record["argv"] = [redact_text(str(a)) for a in argv] if argv is not None else None
-    if "env" in data:
-        data["env"] = redact_env(data["env"])
-    if "exit_status" in data:
-        record["exit_status"] = data.pop("exit_status")
-    if "output" in data:
-        record["output"] = redact_text(bound_output(str(data.pop("output") or "")))
-    if "line" in data:
-        data["line"] = redact_text(bound_output(str(data["line"]), 4096))
+    """The audit record of one runbook event: ``event.to_record()``, bounded and with secrets redacted.
+
+    The record is the event serialized (one schema, ``runbook/events.py``); this only bounds the
+    output and redacts what looks secret, so ``from_record`` reads back the event as far as it was safe
+    to keep.
+    """
+    record = dict(event.to_record())
+    if record.get("argv") is not None:
+        record["argv"] = [redact_text(str(a)) for a in record["argv"]]
+    if "env" in record:
+        record["env"] = redact_env(record["env"])
+    if "output" in record:
+        record["output"] = redact_text(bound_output(str(record["output"] or "")))
+    if "line" in record:
+        record["line"] = redact_text(bound_output(str(record["line"]), 4096))
     # Every other text too, at any depth: a signal's outcome quotes the process's command line as
     # ps printed it, and holders' command lines (`--api-key=...`) ride in several events.
-    data = {key: (value if key == "env" else _redact_deep(value)) for key, value in data.items()}
-    record.update(data)
-    return record
+    return {key: value if key in _SEALED else _redact_deep(value) for key, value in record.items()}
+
+
+# Fields event_record has already made safe, or that hold no text from a node's processes.
+_SEALED = frozenset({"time", "node", "step", "event", "argv", "exit_status", "output", "env"})
 
 
 def _redact_deep(value: Any) -> Any:

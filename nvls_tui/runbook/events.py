@@ -3,11 +3,16 @@
 The engine hands every event to a plain callback (``on_event``). The console turns them into pane
 updates, the headless command into progress lines, and the audit log into JSONL records, so each
 event carries the host and, where it applies, the step it belongs to.
+
+The audit record of an event is the event serialized: :meth:`RunbookEvent.to_record` writes it (format
+:data:`SCHEMA`, named in the record) and :func:`nvls_tui.runbook.event_records.from_record` reads it
+back into the same event, so the report reads the events the run emitted, not a second vocabulary.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +42,40 @@ class RunbookEvent:
         for f in dataclasses.fields(self):
             data[f.name] = _plain(getattr(self, f.name))
         return data
+
+    def to_record(self) -> dict[str, Any]:
+        """The event as its audit record (JSON-ready), in record format :data:`SCHEMA`.
+
+        ``time`` (UTC, ISO 8601 to the millisecond), ``node``, ``step`` (null outside a step), ``event``
+        and ``argv`` come first, a command's ``exit_status`` and ``output`` next, then the event's other
+        fields by name. The log adds who ran it and the dry-run flag, and redacts secrets
+        (``records/audit.py``); :func:`nvls_tui.runbook.event_records.from_record` reads it back.
+        """
+        data = self.to_dict()
+        record: dict[str, Any] = {
+            "time": record_time(data.pop("at", None)),
+            "node": data.pop("host", None),
+            "step": data.pop("step", "") or None,
+            "event": data.pop("event", "event"),
+            "argv": data.pop("argv", None),
+        }
+        for first in ("exit_status", "output"):
+            if first in data:
+                record[first] = data.pop(first)
+        record.update(data)
+        record["schema"] = SCHEMA
+        return record
+
+
+# The audit record's format. 1: the fields of these events as named here; logs written before the
+# format was named carry no ``schema`` field and are read as 1 (the same fields).
+SCHEMA = 1
+
+
+def record_time(at: float | None) -> str:
+    """A record's ``time``: epoch seconds (now when None) as ISO 8601 in UTC, to the millisecond."""
+    moment = dt.datetime.fromtimestamp(at, dt.UTC) if at is not None else dt.datetime.now(dt.UTC)
+    return moment.isoformat(timespec="milliseconds")
 
 
 def _plain(value: Any) -> Any:
@@ -143,6 +182,12 @@ class ProcessSignalled(RunbookEvent):
     command: str
     holder_kind: str
     outcome: str
+
+    def to_record(self) -> dict[str, Any]:
+        """The record names the signal as the command it is (``kill -TERM PID``) in ``argv``."""
+        record = RunbookEvent.to_record(self)
+        record["argv"] = ["kill", f"-{self.signal.removeprefix('SIG')}", str(self.pid)]
+        return record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,10 +323,12 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "RunbookEvent",
+    "SCHEMA",
     "SmokeFinished",
     "SmokeRow",
     "StepFinished",
     "StepStarted",
     "WaitStarted",
     "fan_out",
+    "record_time",
 ]

@@ -1,6 +1,8 @@
-"""What an audit record may hold: every field checked once, where the report reads the log.
+"""What an audit record may hold: the kind of every field a runbook event writes, checked once.
 
-A line of an audit log is trusted only as far as this module says. Each field a run writes has its
+An audit record is a serialized runbook event (:meth:`RunbookEvent.to_record`), and
+:func:`nvls_tui.runbook.event_records.from_record` reads one back through these checks before it
+builds the event. A line of an audit log is trusted only as far as this module says. Each field a run writes has its
 kind (text, a whole number, a number, true/false, a list or an object of known fields), numbers are
 finite and no larger than a run writes, times are times, and no record nests deeper than a run's
 own. A record that breaks any of it is a bad line: :func:`record_problem` says why in one phrase,
@@ -128,10 +130,11 @@ MAYBE_TEXT = optional(TEXT)
 
 SMOKE = fields({"avg_busbw": optional(NUMBER), "passed": FLAG, "out_of_bounds": optional(WHOLE),
                 "nvls_used": FLAG, "completed": FLAG, "errors": TEXTS, "threshold": optional(NUMBER),
-                "at": MAYBE_TEXT})
+                "at": MAYBE_TEXT, "boot_id": MAYBE_TEXT, "uptime": optional(NUMBER)})
 HOLDER = fields({"pid": WHOLE, "user": MAYBE_TEXT, "command": MAYBE_TEXT, "kind": MAYBE_TEXT, "devices": TEXTS,
                  "unit": MAYBE_TEXT, "pod": MAYBE_TEXT, "start_time": MAYBE_TEXT, "ppid": optional(WHOLE),
-                 "job": optional(fields({}))})  # the scheduler's job: never read here
+                 "job": optional(fields({"id": WHOLE, "user": TEXT, "name": TEXT, "end": MAYBE_TEXT,
+                                         "state": MAYBE_TEXT}))})
 SUMMARY = fields({
     "reachable": FLAG, "error": MAYBE_TEXT, "platform": TEXT, "driver": MAYBE_TEXT, "fm_version": MAYBE_TEXT,
     "verdict": TEXT, "findings": TEXTS,
@@ -147,10 +150,10 @@ SUMMARY = fields({
 CHANGE = fields({"what": TEXT, "at": EPOCH, "unit": MAYBE_TEXT, "before": MAYBE_TEXT, "pid": optional(WHOLE),
                  "command": MAYBE_TEXT, "holder_kind": MAYBE_TEXT, "signal": MAYBE_TEXT})
 
-# Every field a run writes at the top of a record (audit.event_record, runbook/events.py); a name two
-# events use means the same there, but for those in _BY_EVENT.
+# Every field a run writes at the top of a record (RunbookEvent.to_record, audit.AuditLog.encode); a name
+# two events use means the same there, but for those in _BY_EVENT.
 RECORD: dict[str, Check] = {
-    "time": TIME, "operator": MAYBE_TEXT, "dry_run": FLAG, "node": MAYBE_TEXT, "step": MAYBE_TEXT,
+    "schema": WHOLE, "time": TIME, "operator": MAYBE_TEXT, "dry_run": FLAG, "node": MAYBE_TEXT, "step": MAYBE_TEXT,
     "event": TEXT, "argv": optional(TEXTS), "env": map_of(TEXT), "kind": TEXT, "run_id": TEXT, "mode": TEXT,
     "exit_status": optional(WHOLE), "output": TEXT, "error": MAYBE_TEXT, "duration": NUMBER, "line": TEXT,
     "status": TEXT, "message": TEXT, "commands": TEXTS, "label": TEXT, "summary": SUMMARY,
@@ -190,4 +193,4 @@ def record_problem(value: Any) -> str | None:
     return (check or _ANY_EVENT)(value, "")
 
 
-__all__ = ["MAX_DEPTH", "record_problem"]
+__all__ = ["HOLDER", "MAX_DEPTH", "SMOKE", "record_problem"]
