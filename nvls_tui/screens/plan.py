@@ -170,7 +170,15 @@ class PlanScreen(OnConsole, Screen[Approval]):
         self.query_one("#plan-strategy").display = len(self.hosts) > 1
         self._timer = self.set_interval(0.1, self.draw_progress)
         self.draw_progress()
-        self.run_worker(self.plan(), group="plan", name="dry run", exit_on_error=False)
+        self.replan()
+
+    def replan(self) -> None:
+        """Start a dry run with the choices as they are now; one still running is cancelled.
+
+        Exclusive: the newest request wins. Two quick toggles of "put back" used to run two dry runs
+        side by side, and the stale one, finishing last, drew its plan under the opposite choice.
+        """
+        self.run_worker(self.plan(), group="plan", name="dry run", exclusive=True, exit_on_error=False)
 
     async def plan(self) -> None:
         """The runbook's dry run of every node at once (read-only), through the session's ledger."""
@@ -277,9 +285,9 @@ class PlanScreen(OnConsole, Screen[Approval]):
 
     @on(Checkbox.Changed, "#plan-put-back")
     def _put_back(self) -> None:
-        # The restore's commands differ: plan again so that what is shown is what will run.
-        if len(self.outcomes) == len(self.hosts):
-            self.run_worker(self.plan(), group="plan", name="dry run", exit_on_error=False)
+        # The restore's commands differ: plan again so that what is shown is what will run (a dry run
+        # still reading the nodes, the first one too, read the old choice: it is cancelled).
+        self.replan()
 
     @on(Select.Changed, "#plan-strategy")
     def _strategy(self) -> None:
