@@ -214,7 +214,7 @@ async def test_the_cursor_starts_on_the_worst_node_when_the_first_poll_changes_t
 
 
 def test_a_holders_start_time_is_shown_short_and_anything_else_as_it_is():
-    from nvls_tui.screens.node import short_start
+    from nvls_tui.widgets.node_text import short_start
 
     assert short_start("Sun Jul 12 16:10:50 2026") == "Jul 12 16:10"
     assert short_start("Tue Dec  1 08:18:02 2026") == "Dec 1 08:18"

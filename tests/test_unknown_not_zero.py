@@ -15,9 +15,10 @@ import sys
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model import NodeState
-from nvls_tui.screens.node import NodeScreen, header_text
+from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
+from nvls_tui.widgets.node_text import header_text
 from tests.waiting import wait_until
 
 NOW = 1_785_000_000.0

@@ -16,11 +16,11 @@ from textual.widgets import Footer, Input, Static
 
 from nvls_tui.bindings import bindings_for, destructive_actions, help_first
 from nvls_tui.model import Fleet, Verdict
-from nvls_tui.screens.node import header_text
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
 from nvls_tui.widgets.fleet_grid import FleetGrid, versions_line
+from nvls_tui.widgets.node_text import header_text
 from nvls_tui.widgets.ordered_input import OrderedInput
 
 if TYPE_CHECKING:

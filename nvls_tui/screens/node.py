@@ -12,130 +12,25 @@ from textual.widgets import DataTable, Footer, Static
 from nvls_tui.bindings import bindings_for, destructive_actions, help_first
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
-from nvls_tui.model import Holder, NodeState, Verdict
-from nvls_tui.model.node import ZERO_UUID, Diagnosis
+from nvls_tui.model import Holder, NodeState
+from nvls_tui.model.node import Diagnosis
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.typed import OnConsole
-from nvls_tui.textsafe import one_line
 from nvls_tui.views.consequences import sigterm_consequences
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
+from nvls_tui.widgets.node_text import (
+    compact_devices,
+    gpu_summary,
+    header_text,
+    kernel_message,
+    owner_text,
+    short_cluster,
+    short_start,
+    unread_subtitle,
+)
 from nvls_tui.widgets.tables import cursor_key, sync_rows
-from nvls_tui.words import count
-
-
-def kernel_message(line: str) -> str:
-    """A kernel line without journalctl's time and host (the "when" column has the time)."""
-    head, sep, rest = line.strip().partition(" kernel: ")
-    return rest if sep and " " in head and head[:4].isdigit() else line.strip()
-
-
-def compact_devices(devices: tuple[str, ...]) -> str:
-    """``gpu0-7 ctl uvm`` rather than eight ``/dev/nvidiaN`` paths."""
-    gpus = sorted(int(d[len("/dev/nvidia"):]) for d in devices if d[len("/dev/nvidia"):].isdigit())
-    others = [d.removeprefix("/dev/nvidia").lstrip("-") for d in devices
-              if not d[len("/dev/nvidia"):].isdigit()]
-    parts: list[str] = []
-    if gpus:
-        contiguous = gpus == list(range(gpus[0], gpus[-1] + 1))
-        parts.append(f"gpu{gpus[0]}-{gpus[-1]}" if contiguous and len(gpus) > 1
-                     else "gpu" + ",".join(map(str, gpus)))
-    return " ".join(parts + others)
-
-
-def short_cluster(uuid: str | None) -> Text:
-    """The all-zero ClusterUUID of a single-node board is normal (fixtures README): say so, briefly."""
-    if uuid is None:
-        return Text("–")
-    if uuid == ZERO_UUID:
-        return Text("all-zero", style="dim")
-    return Text(uuid)
-
-
-def owner_text(h: Holder) -> str:
-    """The job (``job 1234 alice/train``), the unit, or the pod shortened (``pod f1b0f602…``)."""
-    if h.job is not None:
-        # A job's name is anyone's text (newlines too): one line here.
-        return f"job {h.job.id} {one_line(h.job.user)}/{one_line(h.job.name)}" if h.job.name else f"job {h.job.id}"
-    if h.unit:
-        return h.unit
-    if h.pod:
-        uid = h.pod.removeprefix("pod")
-        return f"pod {uid[:8]}…" if len(uid) > 12 and h.pod.startswith("pod") else h.pod
-    return "–"
-
-
-def short_start(lstart: str | None) -> str:
-    """``Sun Jul 12 16:10:50 2026`` (ps's lstart) as ``Jul 12 16:10``, so the command column keeps its room."""
-    if not lstart:
-        return "–"
-    words = lstart.split()
-    if len(words) == 5 and words[3].count(":") == 2:
-        return f"{words[1]} {words[2]} {words[3][:5]}"
-    return lstart
-
-
-def unread_subtitle(state: NodeState, section: str, otherwise: str) -> str:
-    """A panel's subtitle: ``unknown (why)`` when the poll could not read its section, else ``otherwise``.
-
-    A panel must never read "none" for something that could not be seen (fail closed).
-    """
-    missing = state.missing_section(section)
-    return f"unknown: {missing.reason}" if missing is not None else otherwise
-
-
-def gpu_summary(state: NodeState, diagnosis: Diagnosis | None) -> str:
-    """The GPU table's caption: what the registrations say, and whether NVLS can use them.
-
-    ``8/8 Completed/Success`` alone misled on an out-of-sync node (registered, yet every NVLS bind
-    fails) and read "0/1" on a GPU with no fabric at all.
-    """
-    if (unread := state.missing_section("gpus")) is not None:
-        return f"? GPUs: unknown: {unread.reason}"  # never "0/0": nvidia-smi could not say
-    if state.gpus and not any(g.fabric.supported for g in state.gpus):
-        return f"{len(state.gpus)} GPU{'s' if len(state.gpus) != 1 else ''}: no NVLink fabric ({state.platform.value})"
-    ok = sum(g.fabric.completed_ok for g in state.gpus)
-    caption = f"{ok}/{len(state.gpus)} Completed/Success"
-    codes = {f.code for f in diagnosis.findings} if diagnosis else set()
-    if ok and "FABRIC_OUT_OF_SYNC" in codes:
-        caption = f"✔ {ok}/{len(state.gpus)} registered, ✖ NVLS unusable: the driver's fabric state is out of sync"
-    return caption
-
-
-def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None) -> Text:
-    """`` gpu05  ✖ broken  hgx-h100 · driver … · FM … (failed) · polled 3s ago``."""
-    text = Text()
-    text.append(f" {state.host} ", style="bold reverse")
-    text.append("  ")
-    verdict = diagnosis.verdict if diagnosis else None
-    text.append_text(cells.verdict_text(verdict if state.reachable else Verdict.UNREACHABLE))
-    driver = "?" if state.missing_section("gpus") is not None else state.driver or "–"  # nvidia-smi's word
-    text.append(f"   {state.platform.value} · driver {driver}")
-    fm = state.service("nvidia-fabricmanager")
-    if state.read_anything and not state.platform.has_host_fm and fm is None and not state.fm_version:
-        text.append(" · no host Fabric Manager")  # not "FM – ( –)": there is none to show
-    else:  # "?" where the section was not read (a node never read is no GB200 without host FM)
-        text.append(f" · FM {'?' if state.missing_section('fm_version') else state.fm_version or '–'} (")
-        text.append_text(cells.unknown_text() if state.missing_section("units") else cells.unit_text(fm))
-        text.append(")")
-    if state.scheduler is not None:
-        sched = state.scheduler
-        text.append(" · Slurm ")
-        text.append_text(cells.scheduler_text(sched))
-        if sched.reason:
-            text.append(f" ({one_line(sched.reason)})")
-        if sched.jobs:
-            text.append(f", {count(len(sched.jobs), 'job')}: " + ", ".join(
-                f"{j.id} {one_line(j.user)}/{one_line(j.name, 80)}" + (f" until {j.end}" if j.end else "")
-                for j in sched.jobs[:3]))
-    text.append(" · polled ")
-    text.append_text(cells.age_text(age, exact=True))
-    text.append(" ago")
-    if not state.reachable:
-        text.append(f"   stale: {state.error}", style=cells.STYLE["unreachable"])
-    return text
-
 
 # Findings (at least 30 wide), units (54) and NVSwitches (34) side by side need this many columns.
 NARROW_BELOW = 120
