@@ -104,17 +104,17 @@ def on_a_full_disk(log: AuditLog) -> AuditLog:
     return log
 
 
-def test_records_the_audit_log_cannot_take_go_to_a_private_fallback_in_another_directory(tmp_path):
+async def test_records_the_audit_log_cannot_take_go_to_a_private_fallback_in_another_directory(tmp_path):
     from nvls_tui.records.audit_writer import AuditWriter
 
     failures: list[str] = []
     log = on_a_full_disk(AuditLog.create(tmp_path / "audit", "r1", operator="kim"))
     with AuditWriter(log, lambda exc: failures.append(str(exc))) as writer:
         writer(CommandStarted(host="gpu05", step="restore", argv=("systemctl", "start", "kubelet.service")))
-        assert writer.flush_sync() is False  # the log failed: only the restore may still go on
+        assert await writer.flush() is False  # the log failed: only the restore may still go on
         writer(CommandFinished(host="gpu05", step="restore", argv=("systemctl", "start", "kubelet.service"),
                                exit_status=0))
-        assert writer.flush_sync() is False
+        assert await writer.flush() is False
     fallback = Path(os.environ["XDG_STATE_HOME"]) / "nvls-tui" / "audit-fallback" / "repair-r1.jsonl"
     assert failures == [f"the audit log {log.path} could not be written: No space left on device; "
                         f"what it could not take is in {fallback}"]
@@ -125,7 +125,7 @@ def test_records_the_audit_log_cannot_take_go_to_a_private_fallback_in_another_d
     assert stat.S_IMODE(fallback.stat().st_mode) == 0o600 and stat.S_IMODE(fallback.parent.stat().st_mode) == 0o700
 
 
-def test_with_no_directory_to_fall_back_to_the_records_go_to_standard_error(tmp_path, monkeypatch, capsys):
+async def test_with_no_directory_to_fall_back_to_the_records_go_to_standard_error(tmp_path, monkeypatch, capsys):
     from nvls_tui.records import audit_writer
 
     failures: list[str] = []
@@ -134,7 +134,7 @@ def test_with_no_directory_to_fall_back_to_the_records_go_to_standard_error(tmp_
     with audit_writer.AuditWriter(log, lambda exc: failures.append(str(exc))) as writer:
         writer(CommandFinished(host="gpu05", step="restore", argv=("systemctl", "start", "kubelet.service"),
                                exit_status=0))
-        assert writer.flush_sync() is False
+        assert await writer.flush() is False
     assert failures[0].endswith("; what it could not take is on standard error")
     kept = [json.loads(line.removeprefix("nvls-tui: audit record: ")) for line in capsys.readouterr().err.splitlines()]
     assert [r["event"] for r in kept] == ["audit-fallback", "command-finished"]

@@ -147,22 +147,17 @@ def _unlink(path: Path) -> None:
 
 
 class _Barrier:
-    """A point in the queue: set once everything queued before it is written (or failed)."""
+    """A point in the queue: its future is settled once everything queued before it is written (or failed)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        self.done = threading.Event()
-        self.ok = False
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.future: asyncio.Future[bool] | None = loop.create_future() if loop is not None else None
+        self.future: asyncio.Future[bool] = loop.create_future()
 
     def release(self, ok: bool) -> None:
-        self.ok = ok
-        self.done.set()
-        if self.loop is not None and self.future is not None:
-            try:
-                self.loop.call_soon_threadsafe(_settle, self.future, ok)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                pass
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.future, ok)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
 
 
 def _settle(future: asyncio.Future[bool], ok: bool) -> None:
@@ -225,17 +220,7 @@ class AuditWriter:
             return self.failed is None
         barrier = _Barrier(asyncio.get_running_loop())
         self._queue.put(barrier)
-        assert barrier.future is not None
         return await barrier.future
-
-    def flush_sync(self, timeout: float | None = 30.0) -> bool:
-        """:meth:`flush` for code outside the event loop (the end of a headless run)."""
-        if self._closed:
-            return self.failed is None
-        barrier = _Barrier()
-        self._queue.put(barrier)
-        barrier.done.wait(timeout)
-        return barrier.ok
 
     def close(self) -> None:
         """Write what is queued, stop the thread, close the file (idempotent)."""

@@ -84,11 +84,6 @@ def reset_argv() -> tuple[str, ...]:
     return ("nvidia-smi", "-r")
 
 
-def fabric_query_argv() -> tuple[str, ...]:
-    """The per-GPU fabric registration, as CSV."""
-    return ("nvidia-smi", "--query-gpu=index,fabric.state,fabric.status", "--format=csv")
-
-
 def kernel_since_argv(t0: str) -> tuple[str, ...]:
     """Kernel lines logged since the repair began."""
     return ("journalctl", "-k", "--since", t0, "--no-pager", "-o", "short-iso")

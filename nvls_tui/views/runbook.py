@@ -8,7 +8,7 @@ snapshot tests (a fixed script of events) and the single actions' side pane.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -308,16 +308,6 @@ class Approval:
     put_back_manual: bool = True
 
 
-def simulated_clock(backends: Sequence[Backend]) -> Callable[[], float] | None:
-    """The shared simulated clock's ``now`` when every backend is a simulated node of one fleet."""
-    clocks = {id(getattr(getattr(b, "fleet", None), "clock", None)): getattr(getattr(b, "fleet", None), "clock", None)
-              for b in backends}
-    if len(clocks) != 1 or not all(b.simulated for b in backends):
-        return None
-    clock = next(iter(clocks.values()))
-    return clock.now if clock is not None else None
-
-
 def repair_options(backends: Sequence[Backend], timeout: float | None = None, **overrides: object) -> RepairOptions:
     """RepairOptions for the console.
 
@@ -336,4 +326,4 @@ def repair_options(backends: Sequence[Backend], timeout: float | None = None, **
 
 
 __all__ = ["FAILED", "Approval", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
-           "repair_options", "short_command", "simulated_clock"]
+           "repair_options", "short_command"]
