@@ -21,7 +21,7 @@ import time
 
 from bench.measure import cpu_now, self_report
 from nvls_tui.backends.targets import resolve_backends
-from nvls_tui.cli import build_parser
+from nvls_tui.cli import build_parser, build_settings
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.poll.assemble import LastAssembly
 
@@ -37,7 +37,7 @@ async def _round(backends) -> list:
 async def main(argv: list[str]) -> int:
     changed = "--changed" in argv
     args = build_parser().parse_args(["check", *(a for a in argv if a != "--changed")])
-    backends = resolve_backends(args)
+    backends = resolve_backends(build_settings(args))
     try:
         first = await _round(backends)
         if changed:

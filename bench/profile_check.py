@@ -32,10 +32,10 @@ async def _second_round(prof: cProfile.Profile, argv: list[str], changed: bool =
     """Poll every node twice over the check's own backends; profile the second round alone."""
     from bench import nvls_repoll
     from nvls_tui.backends.targets import resolve_backends
-    from nvls_tui.cli import build_parser
+    from nvls_tui.cli import build_parser, build_settings
     from nvls_tui.poll.assemble import LastAssembly
 
-    backends = resolve_backends(build_parser().parse_args(["check", *argv]))
+    backends = resolve_backends(build_settings(build_parser().parse_args(["check", *argv])))
     try:
         await nvls_repoll._round(backends)
         if changed:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import gc
@@ -11,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from textual import events
+from textual import events, on
 from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.reactive import var
@@ -20,21 +19,24 @@ from textual.timer import Timer
 from textual.worker import Worker
 
 from nvls_tui.backends.base import Backend
-from nvls_tui.bindings import bindings_for, check_keymap
+from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import ConsoleCommands
-from nvls_tui.messages import NodePolled
+from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, NodePolled, RepairFinished
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.runbook.session import Session
 from nvls_tui.scheduler.slurm import Slurm, with_scheduler
+from nvls_tui.settings import Settings
 from nvls_tui.textsafe import clean
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.key_hold import KeyHold, after_cancel, dropped_notice, split_replay
 
 # Seconds between two reads of the scheduler (one scontrol and one squeue for the whole fleet).
 SCHEDULER_EVERY = 10.0
+# How long an action's outcome stays on screen: a restore's words are the longest (the lock, the units).
+TOAST_SECONDS = {"unit-stop": 6, "unit-start": 6, "restore": 10}
 STYLE_FILES = ("app.tcss", "palette.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
 
 
@@ -163,17 +165,13 @@ class NvlsApp(App[int]):
         self._hold_timer: Timer | None = None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> NvlsApp:
-        """Build the console from the command line and the config file (the command line wins)."""
-        from nvls_tui.backends.targets import resolve_backends, scheduler_from_args
-        from nvls_tui.config import load_config, merge_args
+    def from_settings(cls, settings: Settings) -> NvlsApp:
+        """Build the console from the one Settings (command line > config file > defaults, keymap checked)."""
+        from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings
 
-        config = load_config(getattr(args, "config", None))
-        args = merge_args(args, config)
-        keymap, notes = check_keymap(dict(config.keymap))
-        return cls(resolve_backends(args), read_only=bool(args.read_only), poll_interval=args.poll,
-                   timeout=args.timeout, keymap=keymap, notes=notes, audit_dir=getattr(args, "audit_dir", None),
-                   slurm=scheduler_from_args(args))
+        return cls(resolve_backends(settings), read_only=settings.read_only, poll_interval=settings.poll_interval,
+                   timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,
+                   slurm=scheduler_from_settings(settings))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -351,16 +349,44 @@ class NvlsApp(App[int]):
         self.push_screen(screen, approved)
         self.hold_for_plan(screen)
 
-    def start_action(self, description: str, work: Awaitable[None]) -> Worker:
-        """Run an action that changes a node in a worker (``q`` asks first while one runs)."""
+    def start_action(self, description: str, work: Awaitable[None], *, hosts: Sequence[str] = ()) -> Worker:
+        """Run an action that changes ``hosts`` in a worker (``q`` asks first while one runs).
+
+        The worker posts :class:`ActionStarted`; ``work`` posts its own past-tense message when it ends
+        (:class:`ActionFinished`, :class:`RepairFinished`); what it raises becomes :class:`ActionFailed`.
+        """
 
         async def guarded() -> None:
+            self.post_message(ActionStarted(description, hosts))
             try:
                 await work
             except Exception as exc:  # noqa: BLE001 - an action failure is a notification, not a crash
-                self.notify(f"{description} failed: {exc}", severity="error", timeout=10)
+                self.post_message(ActionFailed(description, str(exc), hosts))
 
         return self.run_worker(guarded(), group="action", name=description, exit_on_error=False)
+
+    # ---- how actions ended (messages.py): said here, once, whichever screen started them -------------
+    @on(ActionFinished)
+    def _action_finished(self, message: ActionFinished) -> None:
+        done = message.outcome
+        self.notify(message.words, severity=done.severity, timeout=TOAST_SECONDS.get(done.action, 8))
+        self.poll_now(done.host)
+
+    @on(ActionFailed)
+    def _action_failed(self, message: ActionFailed) -> None:
+        self.notify(f"{message.description} failed: {message.error}", severity="error", timeout=10)
+        for host in message.hosts:  # what the node is now is unknown: read it
+            self.poll_now(host)
+
+    @on(RepairFinished)
+    def _repair_finished(self, message: RepairFinished) -> None:
+        for host in message.hosts:
+            self.poll_now(host)
+        if message.error is not None:
+            self.notify(f"The repair did not start: {message.error}", severity="error", timeout=15)
+            return
+        self.notify("Repair finished: " + ", ".join(f"{h} {r}" for h, r in message.results.items())
+                    + ". e writes the incident report.", severity="information" if message.ok else "error", timeout=8)
 
     @property
     def actions_running(self) -> list[str]:

@@ -1,7 +1,9 @@
 """Command line: the console (default) and the headless commands of contract.md.
 
-Each subcommand's work lives in ``nvls_tui.headless.<name>.run(args) -> int``; this module only
-parses arguments and turns any stray error into one clear line on stderr (never a traceback).
+Each subcommand's work lives in ``nvls_tui.headless.<name>.run(settings) -> int``; this module parses
+the arguments, builds the one :class:`~nvls_tui.settings.Settings` (command line > config file >
+defaults) and turns any stray error into one clear line on stderr (never a traceback). ``sim`` and
+``lab``, tools of the simulator and the lab that read no config file, still take the parsed arguments.
 """
 
 from __future__ import annotations
@@ -10,8 +12,15 @@ import argparse
 import importlib
 import math
 import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from nvls_tui import __version__
+from nvls_tui.config import Config
+
+if TYPE_CHECKING:
+    from nvls_tui.backends.base import Backend
+    from nvls_tui.settings import Settings
 
 EPILOG = """\
 targets:
@@ -65,33 +74,59 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
-def _add_reach_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by the commands that reach nodes (contract.md)."""
+def _file_says(config: Config | None, key: str) -> str:
+    """`` (config file PATH: VALUE)`` when the config file sets ``key`` (``timeout``, ``ssh.user`` ...), so
+    that ``--help`` says what a run without the option would use, and why."""
+    if config is None or key not in config.given:
+        return ""
+    if key.startswith("ssh."):
+        value = config.ssh.get(key.removeprefix("ssh."))
+    elif key == "slurm.conf":
+        value = config.slurm_conf
+    else:
+        value = getattr(config, key)
+    shown = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value).lower() \
+        if isinstance(value, bool) else str(value)
+    return f" (config file {config.path}: {shown})".replace("%", "%%")  # argparse formats help with %
+
+
+def _add_reach_options(p: argparse.ArgumentParser, config: Config | None = None) -> None:
+    """Options shared by the commands that reach nodes (contract.md); ``config``: what the config file
+    sets, named in the help of each option it fills."""
+    def now(key: str) -> str:
+        return _file_says(config, key)
+
     g = p.add_argument_group("reaching nodes")
-    g.add_argument("targets", nargs="*", metavar="TARGET", help="nodes to reach (see targets below)")
+    g.add_argument("targets", nargs="*", metavar="TARGET", help="nodes to reach (see targets below)" + now("targets"))
     g.add_argument("--demo", action="store_true", help="the simulated demo fleet (sim:seed-incident)")
     g.add_argument("--hosts-file", metavar="FILE", help="one target per line, # comments")
-    g.add_argument("--ssh-config", metavar="FILE", help="OpenSSH client config (default ~/.ssh/config)")
-    g.add_argument("-i", "--identity", metavar="FILE", action="append", help="private key file")
-    g.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (host keys are always verified)")
-    g.add_argument("-l", "--user", metavar="USER", help="remote user name")
-    g.add_argument("--jump", metavar="HOST", help="jump host (ProxyJump)")
+    g.add_argument("--ssh-config", metavar="FILE", help="OpenSSH client config (default ~/.ssh/config)"
+                   + now("ssh.ssh_config"))
+    g.add_argument("-i", "--identity", metavar="FILE", action="append", help="private key file" + now("ssh.identity"))
+    g.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (host keys are always verified)"
+                   + now("ssh.known_hosts"))
+    g.add_argument("-l", "--user", metavar="USER", help="remote user name" + now("ssh.user"))
+    g.add_argument("--jump", metavar="HOST", help="jump host (ProxyJump)" + now("ssh.jump"))
     # Defaults are None so that an explicit value is told apart from an unset one: the command line
-    # beats the config file, which beats the built-in default (applied by backends.targets).
+    # beats the config file, which beats the built-in default (settings.settings_from).
     g.add_argument("--sudo", action=argparse.BooleanOptionalAction, default=None,
-                   help="prefix privileged commands with `sudo -n` (default: no)")
-    g.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS", help="per-command timeout (default 20)")
-    g.add_argument("--concurrency", type=_positive_int, default=None, metavar="N", help="connections in flight (default 64)")
+                   help="prefix privileged commands with `sudo -n` (default: no)" + now("ssh.sudo"))
+    g.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
+                   help="per-command timeout (default 20)" + now("timeout"))
+    g.add_argument("--concurrency", type=_positive_int, default=None, metavar="N",
+                   help="connections in flight (default 64)" + now("ssh.concurrency"))
     g.add_argument("--max-output", type=_size, default=None, metavar="BYTES",
                    help="what one command may print before it is stopped and its section is unknown "
                         "(default 4M; suffixes K, M, G)")
-    g.add_argument("--read-only", action="store_true", help="never change anything on a node")
+    g.add_argument("--read-only", action="store_true", help="never change anything on a node" + now("read_only"))
     g.add_argument("--slurm-conf", metavar="FILE",
                    help="the Slurm cluster's slurm.conf (default: $SLURM_CONF, else /etc/slurm/slurm.conf "
-                        "when scontrol is installed; none: no scheduler)")
+                        "when scontrol is installed; none: no scheduler)" + now("slurm.conf"))
     g.add_argument("--slurm-node-map", metavar="FILE",
                    help="'TARGET SLURM_NODE' per line, where a node's Slurm name is not its short host name")
     g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui/audit)")
+    g.add_argument("--config", metavar="FILE", help="config file (default XDG nvls-tui/config.toml)"
+                   + (f"; read: {config.path}".replace("%", "%%") if config is not None and config.path else ""))
 
 
 GROUPS: dict[str, tuple[argparse.ArgumentParser, list[str]]] = {}
@@ -105,8 +140,8 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"nvls-tui: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line."""
+def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``config``: the config file, whose values the help of each option names."""
     parser = OneLineParser(
         prog="nvls-tui",
         description="Diagnose and repair NVLink SHARP (NVLS) failures on HGX NVSwitch nodes.",
@@ -118,13 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     console = sub.add_parser("console", help="the full-screen console (the default command)",
                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_reach_options(console)
-    console.add_argument("--poll", type=_positive, default=None, metavar="SECONDS", help="poll interval")
-    console.add_argument("--config", metavar="FILE", help="config file (default XDG nvls-tui/config.toml)")
+    _add_reach_options(console, config)
+    console.add_argument("--poll", type=_positive, default=None, metavar="SECONDS",
+                         help="poll interval (default 5)" + _file_says(config, "poll_interval"))
 
     check = sub.add_parser("check", help="poll every target once and diagnose it",
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_reach_options(check)
+    _add_reach_options(check, config)
     check.add_argument("--json", action="store_true", help="print the JSON of contract.md")
     check.add_argument("--via", choices=("ssh", "slurm"), default="ssh",
                        help="reach the nodes over SSH (default) or through one srun of the Slurm cluster "
@@ -136,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     repair = sub.add_parser("repair", help="the repair runbook, headless",
                             epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_reach_options(repair)
+    _add_reach_options(repair, config)
     mode = repair.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     mode.add_argument("--yes", action="store_true", help="do not ask for the node names to be typed")
@@ -244,8 +279,44 @@ def _not_a_command(word: str) -> str:
             "sim:SCENARIO)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``nvls-tui`` command. Returns the exit status (contract.md)."""
+def _help_config(argv: list[str]) -> Config | None:
+    """The config file ``--help`` names values from (``--config FILE`` or the default); None when it
+    cannot be read (the run itself then says why)."""
+    from nvls_tui.config import ConfigError, load_config
+
+    explicit = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
+    try:
+        config = load_config(explicit)
+    except ConfigError:
+        return None
+    return config if config.path is not None else None
+
+
+def build_settings(args: argparse.Namespace) -> Settings:
+    """The one Settings of a parsed command line: the config file read (for the commands that reach
+    nodes), the environment's simulated-clock speed, the defaults.
+
+    Raises:
+        ConfigError: the config file cannot be used (one sentence naming it).
+    """
+    import os
+
+    from nvls_tui.config import load_config
+    from nvls_tui.settings import REACHING, settings_from
+
+    config = load_config(vars(args).get("config")) if args.command in REACHING else None
+    return settings_from(args, config, os.environ)
+
+
+def main(argv: list[str] | None = None, *,
+         connect: Callable[[Settings], Sequence[Backend]] | None = None) -> int:
+    """Entry point of the ``nvls-tui`` command. Returns the exit status (contract.md).
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        connect: builds the backends from the Settings instead of the targets (tests hand in a fleet
+            they hold; ``Settings.connect``).
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else ""
     if first and not first.startswith("-") and first not in SUBCOMMANDS and not _host_like(first, argv):
@@ -253,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "console")
-    parser = build_parser()
+    parser = build_parser(_help_config(argv) if {"-h", "--help"} & set(argv) else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed a usage line
@@ -266,7 +337,18 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     module = importlib.import_module(f"nvls_tui.headless.{args.command}")
     try:
-        return int(module.run(args))
+        if args.command in ("sim", "lab"):
+            return int(module.run(args))
+        from dataclasses import replace
+
+        from nvls_tui.config import ConfigError
+
+        try:
+            settings = build_settings(args)
+        except ConfigError as exc:
+            print(f"nvls-tui: {exc}", file=sys.stderr)
+            return 2
+        return int(module.run(replace(settings, connect=connect) if connect else settings))
     except KeyboardInterrupt:
         print("nvls-tui: interrupted", file=sys.stderr)
         return 130

@@ -22,12 +22,14 @@ Example::
     [keymap]                     # binding id = key (see `?` in the console)
     "node.sigterm" = "k"
 
-The command line always wins over the file; the file only fills what the command line left unset.
+The command line always wins over the file; the file only fills what the command line left unset
+(:mod:`nvls_tui.settings` builds the one Settings of every subcommand from both). Every key is checked:
+an unknown one, a ``[keymap]`` id that names no binding, or a key two bindings would answer to is an
+error, one sentence naming the file.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import tomllib
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from nvls_tui import paths
+from nvls_tui.binding_table import keymap_problem
 
 DEFAULT_POLL_INTERVAL = 5.0
 
@@ -70,6 +73,8 @@ class Config:
         keymap: binding id -> key (validated later against the binding table).
         slurm_conf: ``[slurm] conf``, the Slurm cluster's slurm.conf.
         slurm_nodes: ``[slurm.nodes]``, target -> Slurm node name.
+        given: the settings the file itself set (``poll_interval``, ``ssh.user``, ``slurm.conf`` ...), so
+            that a value can say it came from the file rather than from a default.
     """
 
     path: Path | None = None
@@ -81,6 +86,7 @@ class Config:
     keymap: Mapping[str, str] = field(default_factory=dict)
     slurm_conf: str | None = None
     slurm_nodes: Mapping[str, str] = field(default_factory=dict)
+    given: frozenset[str] = frozenset()
 
 
 def default_path() -> Path:
@@ -99,8 +105,30 @@ def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> Any:
     return value
 
 
+# The top-level settings the file may hold (each table's own keys are checked where it is read).
+_TOP_KEYS = ("poll_interval", "timeout", "targets", "read_only", "ssh", "slurm", "keymap")
+
+
 def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config:
-    """Build a Config from parsed TOML, checking every type."""
+    """Build a Config from parsed TOML, checking every key and type.
+
+    Raises:
+        ConfigError: an unknown setting, ``[ssh]``/``[slurm]`` option or ``[keymap]`` binding id, a key two
+            bindings would answer to, or a value of the wrong type: one sentence naming the file.
+    """
+    try:
+        return _parse(data, path)
+    except ConfigError as exc:
+        if path is None:
+            raise
+        raise ConfigError(f"config file {path}: {str(exc).removeprefix('config: ')}") from None
+
+
+def _parse(data: Mapping[str, object], path: Path | None) -> Config:
+    unknown_keys = [k for k in data if k not in _TOP_KEYS]
+    if unknown_keys:
+        # A typo (`pol_interval`) would otherwise leave the default in force without a word.
+        raise ConfigError(f"config: unknown setting {unknown_keys[0]!r} (known: {', '.join(_TOP_KEYS)})")
     poll = data.get("poll_interval", DEFAULT_POLL_INTERVAL)
     poll = float(_expect("poll_interval", poll, (int, float)))
     # TOML has nan and inf; nan compares false with everything, so test for a finite number first.
@@ -128,7 +156,10 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config
     if isinstance(ssh.get("identity"), str):
         ssh["identity"] = [ssh["identity"]]
     keymap_raw = _expect("[keymap]", data.get("keymap", {}), dict)
-    keymap = {str(k): str(_expect(f"keymap.{k}", v, str)) for k, v in keymap_raw.items()}
+    problem = keymap_problem(keymap_raw)
+    if problem:
+        raise ConfigError(f"config: {problem}")
+    keymap = {str(k): str(v).strip() for k, v in keymap_raw.items()}
     slurm_raw = _expect("[slurm]", data.get("slurm", {}), dict)
     unknown = set(slurm_raw) - {"conf", "nodes"}
     if unknown:
@@ -137,8 +168,11 @@ def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config
     slurm_conf = str(Path(_expect("slurm.conf", conf, str)).expanduser()) if conf is not None else None
     nodes = _expect("[slurm.nodes]", slurm_raw.get("nodes", {}), dict)
     slurm_nodes = {str(k): str(_expect(f"slurm.nodes.{k}", v, str)) for k, v in nodes.items()}
+    given = {k for k in data if k not in ("ssh", "slurm")} | {f"ssh.{k}" for k in ssh} | {
+        f"slurm.{k}" for k in slurm_raw}
     return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),
-                  read_only=read_only, ssh=ssh, keymap=keymap, slurm_conf=slurm_conf, slurm_nodes=slurm_nodes)
+                  read_only=read_only, ssh=ssh, keymap=keymap, slurm_conf=slurm_conf, slurm_nodes=slurm_nodes,
+                  given=frozenset(given))
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
@@ -163,33 +197,3 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
     return parse_config(data, file)
-
-
-DEFAULT_TIMEOUT = 20.0
-
-
-def merge_args(args: argparse.Namespace, config: Config) -> argparse.Namespace:
-    """A copy of ``args`` where the config fills what the command line left unset.
-
-    Targets come from the config only when the command line named none and did not ask for the demo.
-    """
-    merged = argparse.Namespace(**vars(args))
-    if not getattr(merged, "targets", None) and not getattr(merged, "demo", False) and config.targets:
-        merged.targets = list(config.targets)
-    if getattr(merged, "poll", None) is None:
-        merged.poll = config.poll_interval
-    if config.timeout is not None and getattr(merged, "timeout", None) is None:
-        merged.timeout = config.timeout
-    if config.read_only:
-        merged.read_only = True  # the safe direction always wins
-    for dest, value in config.ssh.items():
-        # Every reach option's command-line default is None: anything else was given explicitly.
-        if getattr(merged, dest, None) is None:
-            setattr(merged, dest, value)
-    if config.slurm_conf and getattr(merged, "slurm_conf", None) is None:
-        merged.slurm_conf = config.slurm_conf
-    if config.slurm_nodes:
-        merged.slurm_nodes = dict(config.slurm_nodes)  # --slurm-node-map entries win (backends.targets)
-    if getattr(merged, "timeout", None) is None:
-        merged.timeout = DEFAULT_TIMEOUT
-    return merged

@@ -12,8 +12,10 @@ from tests.sshd_rig import SshdRig, find_sshd, node_names
 
 @pytest.fixture(autouse=True)
 def _private_state_home(tmp_path, monkeypatch):
-    """Audit logs of tests that name no audit directory land in the test's own folder, never in ~."""
+    """Audit logs of tests that name no audit directory land in the test's own folder, never in ~; no
+    config file of the operator's is read (a test that wants one writes it under XDG_CONFIG_HOME)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
 
 
 def _shim_writer(scenario: str, speed: float | None = None, static: bool = False):

@@ -10,16 +10,17 @@ import pytest
 from nvls_tui.bindings import (
     SPECS,
     bindings_for,
-    check_keymap,
     current_key,
     destructive_actions,
+    keymap_problem,
     specs_for,
 )
-from nvls_tui.config import ConfigError, default_path, load_config, merge_args
+from nvls_tui.config import ConfigError, default_path, load_config
 from nvls_tui.model import FabricInfo, NodeState, Verdict
 from nvls_tui.poll.poller import NodePoller, backoff_delay
 from nvls_tui.screens.fleet import FleetScreen, matches
 from nvls_tui.screens.node import NodeScreen, compact_devices
+from nvls_tui.settings import COMMAND_LINE, settings_from
 from nvls_tui.widgets import cells
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
 
@@ -50,13 +51,29 @@ def test_bindings_carry_id_description_and_tooltip_from_the_table():
     assert [s.id for s in specs_for("fleet")][0] == "fleet.open"
 
 
-def test_keymap_keeps_known_ids_and_explains_unknown_ones():
-    accepted, warnings = check_keymap({"node.sigterm": "k", "node.nuke": "x", "fleet.filter": ""})
-    assert accepted == {"node.sigterm": "k"}
-    assert any("node.nuke" in w for w in warnings)
-    assert any("fleet.filter" in w for w in warnings)
+def test_a_keymap_of_known_ids_and_free_keys_applies_and_anything_else_is_named():
+    accepted = {"node.sigterm": "k", "fleet.sort": "o"}
+    assert keymap_problem(accepted) is None
     assert current_key("node.sigterm", accepted) == "k"
-    assert current_key("fleet.sort", accepted) == "v"
+    assert current_key("fleet.poll", accepted) == "p"
+    assert "unknown binding id 'node.nuke'" in (keymap_problem({"node.nuke": "x"}) or "")
+    assert "'fleet.filter' needs a key name" in (keymap_problem({"fleet.filter": " "}) or "")
+
+
+def test_the_default_keys_collide_nowhere_and_a_swap_of_two_keys_is_no_collision():
+    assert keymap_problem({}) is None
+    assert keymap_problem({"fleet.sort": "p", "fleet.poll": "v"}) is None
+
+
+@pytest.mark.parametrize(("keymap", "both"), [
+    ({"fleet.sort": "q"}, ("app.quit", "fleet.sort")),  # a screen's key shadows the app's
+    ({"app.quit": "t"}, ("app.quit", "node.sigterm")),  # and the other way round, on the node screen
+    ({"node.poll": "s"}, ("node.unit_stop", "node.poll")),
+    ({"fleet.repair": "home"}, ("fleet.top", "fleet.repair")),  # one key of a binding's several
+])
+def test_a_key_two_bindings_would_answer_to_on_one_screen_names_both(keymap, both):
+    problem = keymap_problem(keymap) or ""
+    assert all(binding_id in problem for binding_id in both), problem
 
 
 def test_config_is_read_from_the_xdg_directory(tmp_path, monkeypatch):
@@ -95,15 +112,28 @@ def test_a_bad_config_value_is_one_clear_sentence(tmp_path, text, words):
         load_config(path)
 
 
-def test_the_command_line_wins_over_the_config_file(tmp_path):
+def test_the_command_line_wins_over_the_config_file_and_each_value_says_where_it_came_from(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('poll_interval = 9\ntargets = ["gpu01"]\n[ssh]\nuser = "ops"\n')
-    args = argparse.Namespace(targets=["gpu07"], demo=False, poll=None, timeout=20.0, read_only=False,
-                              user="me", sudo=False)
-    merged = merge_args(args, load_config(path))
-    assert (merged.targets, merged.poll, merged.user) == (["gpu07"], 9.0, "me")
-    bare = merge_args(argparse.Namespace(targets=[], demo=False, poll=1.0, user=None), load_config(path))
-    assert (bare.targets, bare.poll, bare.user) == (["gpu01"], 1.0, "ops")
+    args = argparse.Namespace(command="console", targets=["gpu07"], demo=False, poll=None, timeout=20.0,
+                              read_only=False, user="me", sudo=False)
+    merged = settings_from(args, load_config(path))
+    assert (merged.targets, merged.poll_interval, merged.ssh.user) == (("gpu07",), 9.0, "me")
+    assert merged.source("poll_interval") == f"config file {path}"
+    assert merged.source("ssh.user") == merged.source("targets") == COMMAND_LINE
+    assert merged.source("ssh.jump") == "default"
+    bare = settings_from(argparse.Namespace(command="console", targets=[], demo=False, poll=1.0, user=None),
+                         load_config(path))
+    assert (bare.targets, bare.poll_interval, bare.ssh.user) == (("gpu01",), 1.0, "ops")
+    assert bare.named("ssh.user", "--user") == f"ssh.user in config file {path}"
+    assert bare.named("poll_interval", "--poll") == "--poll"
+
+
+def test_a_repair_never_takes_its_targets_from_the_config_file(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('targets = ["gpu01"]\n')
+    settings = settings_from(argparse.Namespace(command="repair", targets=[], demo=False), load_config(path))
+    assert settings.targets == ()
 
 
 def test_backoff_doubles_after_failures_and_is_capped():
@@ -183,11 +213,12 @@ def test_an_explicit_default_value_on_the_command_line_still_beats_the_config_fi
     path = tmp_path / "c.toml"
     path.write_text('timeout = 5\n[ssh]\nsudo = true\nconcurrency = 8\n')
     explicit = build_parser().parse_args(["check", "gpu01", "--no-sudo", "--timeout", "20", "--concurrency", "64"])
-    merged = merge_args(explicit, load_config(path))
-    assert (merged.sudo, merged.timeout, merged.concurrency) == (False, 20.0, 64)
-    unset = merge_args(build_parser().parse_args(["check", "gpu01"]), load_config(path))
-    assert (unset.sudo, unset.timeout, unset.concurrency) == (True, 5.0, 8)
+    merged = settings_from(explicit, load_config(path))
+    assert (merged.sudo, merged.timeout, merged.ssh.concurrency) == (False, 20.0, 64)
+    unset = settings_from(build_parser().parse_args(["check", "gpu01"]), load_config(path))
+    assert (unset.sudo, unset.timeout, unset.ssh.concurrency) == (True, 5.0, 8)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing-here"))
     no_file = load_config(None)
-    neither = merge_args(build_parser().parse_args(["check", "gpu01"]), no_file)
-    assert (neither.sudo, neither.timeout, neither.concurrency) == (None, 20.0, None)  # defaults come later
+    neither = settings_from(build_parser().parse_args(["check", "gpu01"]), no_file)
+    assert (neither.sudo, neither.timeout, neither.ssh.concurrency) == (False, 20.0, 64)
+    assert {neither.source(n) for n in ("sudo", "timeout", "ssh.concurrency")} == {"default"}

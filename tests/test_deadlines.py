@@ -300,8 +300,8 @@ def test_the_expected_duration_comes_from_the_deadlines_and_the_strategy():
 def test_the_dry_run_prints_the_expected_duration(tmp_path, monkeypatch, capsys):
     def dry_run(spec: str, *more: str) -> str:
         backends = sim_backends(load_fleet(spec, speed=0))
-        monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-        assert main(["repair", spec, "--dry-run", *more, "--audit-dir", str(tmp_path)]) == 0
+        assert main(["repair", spec, "--dry-run", *more, "--audit-dir", str(tmp_path)],
+                    connect=lambda settings: backends) == 0
         return capsys.readouterr().out
 
     out = dry_run("sim:seed-incident/gpu[05-06]", "--strategy", "serial")

@@ -8,7 +8,6 @@ that expanded it first fails the test instead of eating the machine.
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import os
 import resource
@@ -23,6 +22,7 @@ from nvls_tui.backends.ssh.targets import parse_targets, read_hosts_file
 from nvls_tui.backends.targets import target_words
 from nvls_tui.cli import build_parser
 from nvls_tui.headless.check import slurm_nodes
+from nvls_tui.settings import Settings, SshSettings
 
 # What the CLI process may map: far above what Python and the console's imports need, far below
 # what 30 million node names take.
@@ -83,8 +83,9 @@ def test_thirty_million_slurm_nodes_are_refused_before_srun(tmp_path):
     assert f"at most {MAX_TARGETS:,}" in one_line(done.stderr)
 
 
-def args_of(**values) -> argparse.Namespace:
-    return argparse.Namespace(**{"targets": [], "hosts_file": None, "demo": False, **values})
+def args_of(targets=(), hosts_file=None, known_hosts=None) -> Settings:
+    """The settings of a command line naming ``targets`` (and a hosts file, a known_hosts file)."""
+    return Settings(targets=tuple(targets), hosts_file=hosts_file, ssh=SshSettings(known_hosts=known_hosts))
 
 
 def test_the_cap_holds_the_total_across_every_target_not_each_one():

@@ -269,7 +269,7 @@ def test_a_failed_repair_leaves_the_node_drained_with_the_step_it_failed_at(slur
     import asyncio
 
     from nvls_tui.backends.targets import resolve_backends
-    from nvls_tui.cli import build_parser
+    from nvls_tui.cli import build_parser, build_settings
     from nvls_tui.runbook import Runbook
     from nvls_tui.runbook.steps import RepairOptions
     from nvls_tui.scheduler.slurm import Slurm
@@ -281,7 +281,7 @@ def test_a_failed_repair_leaves_the_node_drained_with_the_step_it_failed_at(slur
     with NodeStore(folder / "nodes" / "gpu06" / "hw").locked(write=True) as (node, _clock):
         node.stuck_in_progress = True
     args = build_parser().parse_args(["repair", "--ssh-config", str(folder / "ssh_config"), "gpu06"])
-    (backend,) = resolve_backends(args)
+    (backend,) = resolve_backends(build_settings(args))
     hook = Slurm(str(folder / "slurm.conf")).hook("gpu06")
     options = RepairOptions(fm_timeout=15.0, poll_interval=1.0, recheck_transient=False)
 

@@ -35,11 +35,14 @@ def start_job(fleet, host: str):
                       devices=gpu_devices(node, ("/dev/nvidiactl",)))
 
 
+def repair_gpu05(backends, *args: str) -> int:
+    """``nvls-tui repair sim:seed-incident/gpu05 ARGS`` on ``backends`` (the fleet the test holds)."""
+    return main(["repair", "sim:seed-incident/gpu05", *args], connect=lambda settings: backends)
+
+
 def saved_plan(monkeypatch, tmp_path, capsys, backends):
     """``repair --dry-run --json`` of the backends' nodes, saved where ``--plan`` can read it."""
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", str(SPEED))
-    assert main(["repair", "sim:seed-incident/gpu05", "--dry-run", "--json", "--audit-dir", str(tmp_path)]) == 0
+    assert repair_gpu05(backends, "--dry-run", "--json", "--audit-dir", str(tmp_path)) == 0
     plan = tmp_path / "plan.json"
     plan.write_text(capsys.readouterr().out)
     return plan
@@ -51,7 +54,7 @@ def test_a_saved_plan_binds_a_job_that_started_since_is_refused_with_exit_1(monk
     basis = json.loads(plan.read_text())["nodes"][0]["basis"]
     assert basis["gpus"] == 8 and basis["units"]["nvidia-fabricmanager.service"] == "failed"
     job = start_job(fleet, "gpu05")
-    code = main(["repair", "sim:seed-incident/gpu05", "--plan", str(plan), "--json", "--audit-dir", str(tmp_path)])
+    code = repair_gpu05(backends, "--plan", str(plan), "--json", "--audit-dir", str(tmp_path))
     node = json.loads(capsys.readouterr().out)["nodes"][0]
     assert code == 1
     assert node["result"] == "refused"
@@ -63,7 +66,7 @@ def test_a_saved_plan_binds_a_job_that_started_since_is_refused_with_exit_1(monk
 def test_a_saved_plan_of_an_unchanged_node_lets_the_repair_run(monkeypatch, tmp_path, capsys):
     fleet, backends = fleet_of("sim:seed-incident/gpu05")
     plan = saved_plan(monkeypatch, tmp_path, capsys, backends)
-    code = main(["repair", "sim:seed-incident/gpu05", "--plan", str(plan), "--audit-dir", str(tmp_path)])
+    code = repair_gpu05(backends, "--plan", str(plan), "--audit-dir", str(tmp_path))
     out = capsys.readouterr().out
     assert code == 0, out
     assert "gpu05: repaired" in out
@@ -71,15 +74,14 @@ def test_a_saved_plan_of_an_unchanged_node_lets_the_repair_run(monkeypatch, tmp_
 
 def test_a_plan_file_that_is_not_a_plan_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
     fleet, backends = fleet_of("sim:seed-incident/gpu05")
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
     bad = tmp_path / "bad.json"
     for text, words in (("not json", "is not JSON"), ('{"nodes": []}', "has no plan for gpu05"),
                         ('[1, 2]', "is not the JSON of `repair --dry-run --json`")):
         bad.write_text(text)
-        assert main(["repair", "sim:seed-incident/gpu05", "--plan", str(bad)]) == 2
+        assert repair_gpu05(backends, "--plan", str(bad)) == 2
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert main(["repair", "sim:seed-incident/gpu05", "--plan", str(tmp_path / "missing.json")]) == 2
+    assert repair_gpu05(backends, "--plan", str(tmp_path / "missing.json")) == 2
     assert "No such file" in capsys.readouterr().err
     assert fleet.node("gpu05").cmdlog == []
 
@@ -103,13 +105,11 @@ class Terminal(io.StringIO):
 def test_the_typed_confirmation_approves_the_plan_shown_and_drift_after_it_is_refused(monkeypatch, tmp_path,
                                                                                       capsys):
     fleet, backends = fleet_of("sim:seed-incident/gpu05")
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", str(SPEED))
     monkeypatch.delenv("CI", raising=False)
     jobs = []
     # The job starts while the operator reads the plan and types the names.
     monkeypatch.setattr("sys.stdin", Terminal("gpu05", lambda: jobs.append(start_job(fleet, "gpu05"))))
-    code = main(["repair", "sim:seed-incident/gpu05", "--audit-dir", str(tmp_path)])
+    code = repair_gpu05(backends, "--audit-dir", str(tmp_path))
     captured = capsys.readouterr()
     assert "$ nvidia-smi -r" in captured.err  # the plan was shown before the question
     assert captured.err.index("$ nvidia-smi -r") < captured.err.index("Type the node names")
@@ -123,9 +123,7 @@ def test_headless_progress_lines_reach_the_terminal(monkeypatch, tmp_path, capsy
     # Reproduced first: the progress printer's format() had slid into another class, and the
     # runbook's sink swallowed the AttributeError, so a headless repair printed no progress at all.
     fleet, backends = fleet_of("sim:seed-incident/gpu05")
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", str(SPEED))
-    assert main(["repair", "sim:seed-incident/gpu05", "--yes", "--audit-dir", str(tmp_path)]) == 0
+    assert repair_gpu05(backends, "--yes", "--audit-dir", str(tmp_path)) == 0
     out = capsys.readouterr().out
     for line in ("gpu05          preflight ...", "gpu05          reset ok", "  $ nvidia-smi -r  -> 0",
                  "gpu05          => repaired: NVLS works again"):

@@ -16,29 +16,30 @@ NODE = "sim:seed-incident/gpu05"
 
 
 @pytest.fixture
-def fleet(monkeypatch):
-    """gpu05 of the seed incident, the same backend for the dry run and the repair."""
-    fleet = load_fleet(NODE, speed=SPEED)
-    backends = sim_backends(fleet)
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", str(SPEED))
-    return fleet
+def fleet():
+    """gpu05 of the seed incident, one node for the dry run and the repair (each command its own backend)."""
+    return load_fleet(NODE, speed=SPEED)
 
 
-def dry_run(tmp_path, capsys, *options: str) -> dict:
+def on(fleet):
+    """``main``'s ``connect``: the backends of ``fleet``'s nodes, whatever the targets say."""
+    return lambda settings: sim_backends(fleet)
+
+
+def dry_run(fleet, tmp_path, capsys, *options: str) -> dict:
     """``repair --dry-run --json`` with ``options``, parsed."""
-    assert main(["repair", NODE, "--dry-run", "--json", "--audit-dir", str(tmp_path), *options]) == 0
+    assert main(["repair", NODE, "--dry-run", "--json", "--audit-dir", str(tmp_path), *options], connect=on(fleet)) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def apply(tmp_path, capsys, plan: object, *options: str) -> tuple[int, str]:
+def apply(fleet, tmp_path, capsys, plan: object, *options: str) -> tuple[int, str]:
     """``repair --plan FILE`` of ``plan`` (JSON, or text or bytes as they are); returns (exit status, stderr)."""
     path = tmp_path / "plan.json"
     if isinstance(plan, bytes):
         path.write_bytes(plan)
     else:
         path.write_text(plan if isinstance(plan, str) else json.dumps(plan))
-    code = main(["repair", NODE, "--plan", str(path), "--audit-dir", str(tmp_path), *options])
+    code = main(["repair", NODE, "--plan", str(path), "--audit-dir", str(tmp_path), *options], connect=on(fleet))
     return code, capsys.readouterr().err
 
 
@@ -108,7 +109,7 @@ BROKEN_FIELDS = {
 @pytest.mark.parametrize("name", list(MALFORMED))
 def test_a_plan_file_that_is_not_a_plan_is_one_usage_line_and_touches_nothing(name, fleet, tmp_path, capsys):
     text, words = MALFORMED[name]
-    code, err = apply(tmp_path, capsys, text)
+    code, err = apply(fleet, tmp_path, capsys, text)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and words in err, err[:500]
     assert "Traceback" not in err and "internal error" not in err
@@ -118,11 +119,11 @@ def test_a_plan_file_that_is_not_a_plan_is_one_usage_line_and_touches_nothing(na
 @pytest.mark.parametrize("name", list(BROKEN_FIELDS))
 def test_a_plan_with_a_missing_or_mistyped_field_is_one_usage_line_and_touches_nothing(name, fleet, tmp_path,
                                                                                        capsys):
-    plan = dry_run(tmp_path, capsys)
+    plan = dry_run(fleet, tmp_path, capsys)
     before = len(fleet.node("gpu05").cmdlog)
     change, words = BROKEN_FIELDS[name]
     change(plan)
-    code, err = apply(tmp_path, capsys, plan)
+    code, err = apply(fleet, tmp_path, capsys, plan)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and words in err, err[:500]
     assert "Traceback" not in err and "internal error" not in err
@@ -130,7 +131,7 @@ def test_a_plan_with_a_missing_or_mistyped_field_is_one_usage_line_and_touches_n
 
 
 def test_a_dry_run_records_the_options_a_repair_is_held_to(fleet, tmp_path, capsys):
-    plan = dry_run(tmp_path, capsys, "--strategy", "serial", "--sigkill", "--smoke-threshold", "200")
+    plan = dry_run(fleet, tmp_path, capsys, "--strategy", "serial", "--sigkill", "--smoke-threshold", "200")
     assert plan["options"] == {"strategy": "serial", "sigkill": True, "smoke_threshold": 200.0, "wait_jobs": 0.0,
                                "keep_drained": False, "sudo": False}
 
@@ -144,8 +145,8 @@ def test_a_dry_run_records_the_options_a_repair_is_held_to(fleet, tmp_path, caps
 ])
 def test_a_plan_applied_with_other_options_is_refused_naming_the_difference(planned, applied, words, fleet, tmp_path,
                                                                            capsys):
-    plan = dry_run(tmp_path, capsys, *planned)
-    code, err = apply(tmp_path, capsys, plan, *applied)
+    plan = dry_run(fleet, tmp_path, capsys, *planned)
+    code, err = apply(fleet, tmp_path, capsys, plan, *applied)
     assert code == 2
     line = err.strip()
     assert "\n" not in line and "approved with other options" in line and words in line, line
@@ -153,7 +154,7 @@ def test_a_plan_applied_with_other_options_is_refused_naming_the_difference(plan
 
 
 def test_a_plan_applied_with_its_own_options_runs(fleet, tmp_path, capsys):
-    plan = dry_run(tmp_path, capsys, "--sigkill", "--strategy", "serial")
-    code, err = apply(tmp_path, capsys, plan, "--strategy", "serial", "--sigkill")
+    plan = dry_run(fleet, tmp_path, capsys, "--sigkill", "--strategy", "serial")
+    code, err = apply(fleet, tmp_path, capsys, plan, "--strategy", "serial", "--sigkill")
     assert code == 0, err
     assert node_changed(fleet)

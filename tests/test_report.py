@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 from dataclasses import replace
@@ -31,6 +30,7 @@ from nvls_tui.runbook.events import (
 )
 from nvls_tui.runbook.steps import FIXED_DEVICES
 from nvls_tui.runbook.summary import summarize
+from nvls_tui.settings import Settings
 from nvls_tui.sim.fleet import load_fleet
 
 BEFORE = {"verdict": "broken", "findings": ["FM_NOT_RUNNING", "FABRIC_OUT_OF_SYNC"],
@@ -93,9 +93,9 @@ def test_a_log_cut_by_a_kill_reports_the_node_unfinished_and_skips_the_torn_line
 def test_the_report_command_writes_the_file_or_says_why_it_cannot(tmp_path, capsys):
     write_run(tmp_path / "log.jsonl")
     out = tmp_path / "incident.md"
-    assert report_cmd.run(argparse.Namespace(log=str(tmp_path / "log.jsonl"), output=str(out))) == 0
+    assert report_cmd.run(Settings(command="report", log=str(tmp_path / "log.jsonl"), output=str(out))) == 0
     assert "## gpu05" in out.read_text()
-    assert report_cmd.run(argparse.Namespace(log=str(tmp_path / "missing.jsonl"), output=None)) == 2
+    assert report_cmd.run(Settings(command="report", log=str(tmp_path / "missing.jsonl"), output=None)) == 2
     err = capsys.readouterr().err
     assert err.startswith("nvls-tui: cannot read audit log") and "Traceback" not in err
 
@@ -330,7 +330,7 @@ def test_without_a_date_in_the_log_the_offset_is_not_invented_and_node_times_are
 def test_a_file_that_is_not_an_audit_log_is_exit_2_with_one_line(tmp_path, capsys):
     path = tmp_path / "plan.json"
     path.write_text('{"nodes": [{"host": "gpu05"}]}\n')
-    assert report_cmd.run(argparse.Namespace(log=str(path), output=None)) == 2
+    assert report_cmd.run(Settings(command="report", log=str(path), output=None)) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.strip().endswith("is not an nvls-tui audit log (no record has an event, a time and a run id)")
     assert len(captured.err.strip().splitlines()) == 1

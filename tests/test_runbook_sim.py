@@ -114,9 +114,8 @@ async def test_repairing_the_two_incident_nodes_ends_repaired_and_a_check_right_
 
 def test_the_repair_command_prints_the_contract_json_and_exits_0(monkeypatch, tmp_path, capsys):
     fleet, backends = fleet_of("sim:seed-incident/gpu[05-06]")
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", str(SPEED))
-    code = main(["repair", "sim:seed-incident/gpu[05-06]", "--yes", "--json", "--audit-dir", str(tmp_path)])
+    code = main(["repair", "sim:seed-incident/gpu[05-06]", "--yes", "--json", "--audit-dir", str(tmp_path)],
+                connect=lambda settings: backends)
     data = json.loads(capsys.readouterr().out)
     assert code == 0
     assert [n["host"] for n in data["nodes"]] == ["gpu05", "gpu06"]
@@ -133,8 +132,7 @@ def test_the_repair_command_prints_the_contract_json_and_exits_0(monkeypatch, tm
 
 def test_without_yes_and_without_a_terminal_the_repair_is_refused_in_one_line(monkeypatch, capsys):
     fleet, backends = fleet_of("sim:seed-incident/gpu05")
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-    assert main(["repair", "sim:seed-incident/gpu05"]) == 2
+    assert main(["repair", "sim:seed-incident/gpu05"], connect=lambda settings: backends) == 2
     err = capsys.readouterr().err
     assert "refusing to repair without --yes" in err and "Traceback" not in err
     assert fleet.node("gpu05").cmdlog == []

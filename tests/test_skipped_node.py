@@ -19,12 +19,13 @@ SPEED = 400.0
 NODES = "sim:seed-incident/gpu[05,07]"  # gpu05: FM killed; gpu07: healthy
 
 
-def fleet_for(monkeypatch):
-    fleet = load_fleet(NODES, speed=SPEED)
-    backends = sim_backends(fleet)
-    monkeypatch.setattr("nvls_tui.headless.repair.resolve_backends", lambda args: backends)
-    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", str(SPEED))
-    return fleet
+def fleet_for():
+    return load_fleet(NODES, speed=SPEED)
+
+
+def on(fleet):
+    """``main``'s ``connect``: the backends of ``fleet``'s nodes, whatever the targets say."""
+    return lambda settings: sim_backends(fleet)
 
 
 def reset_on(fleet, host: str) -> bool:
@@ -39,8 +40,8 @@ class Terminal(io.StringIO):
 
 
 def test_a_healthy_node_in_a_multi_node_repair_is_skipped_with_its_reason_in_the_json(monkeypatch, tmp_path, capsys):
-    fleet = fleet_for(monkeypatch)
-    code = main(["repair", NODES, "--yes", "--json", "--audit-dir", str(tmp_path)])
+    fleet = fleet_for()
+    code = main(["repair", NODES, "--yes", "--json", "--audit-dir", str(tmp_path)], connect=on(fleet))
     nodes = {n["host"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
     assert code == 0  # a node left alone is no failure
     assert nodes["gpu05"]["result"] == "repaired"
@@ -55,16 +56,16 @@ def test_a_healthy_node_in_a_multi_node_repair_is_skipped_with_its_reason_in_the
 
 
 def test_a_skipped_node_reads_skipped_in_the_text_summary(monkeypatch, tmp_path, capsys):
-    fleet_for(monkeypatch)
-    assert main(["repair", NODES, "--yes", "--audit-dir", str(tmp_path)]) == 0
+    fleet = fleet_for()
+    assert main(["repair", NODES, "--yes", "--audit-dir", str(tmp_path)], connect=on(fleet)) == 0
     out = capsys.readouterr().out
     assert "gpu07: skipped" in out and "gpu07: repaired" not in out
     assert "gpu07          => skipped: healthy" in out
 
 
 def test_the_dry_run_says_a_healthy_looking_node_is_skipped_if_its_smoke_test_passes(monkeypatch, tmp_path, capsys):
-    fleet_for(monkeypatch)
-    assert main(["repair", NODES, "--dry-run", "--json", "--audit-dir", str(tmp_path)]) == 0
+    fleet = fleet_for()
+    assert main(["repair", NODES, "--dry-run", "--json", "--audit-dir", str(tmp_path)], connect=on(fleet)) == 0
     nodes = {n["host"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
     assert nodes["gpu07"]["result"] == "planned"
     assert "skipped" in nodes["gpu07"]["message"] and "nothing is reset" in nodes["gpu07"]["message"]
@@ -72,10 +73,10 @@ def test_the_dry_run_says_a_healthy_looking_node_is_skipped_if_its_smoke_test_pa
 
 
 def test_the_typed_confirmation_does_not_say_it_resets_a_node_it_will_only_smoke_test(monkeypatch, tmp_path, capsys):
-    fleet = fleet_for(monkeypatch)
+    fleet = fleet_for()
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setattr("sys.stdin", Terminal("nope\n"))  # cancelled: only the question is looked at
-    assert main(["repair", NODES, "--audit-dir", str(tmp_path)]) == 2
+    assert main(["repair", NODES, "--audit-dir", str(tmp_path)], connect=on(fleet)) == 2
     err = capsys.readouterr().err
     resets = next(line for line in err.splitlines() if line.startswith("This resets"))
     assert resets == "This resets every GPU and NVSwitch of: gpu05"

@@ -164,9 +164,10 @@ def test_the_scheduler_is_found_from_the_option_or_slurm_conf_and_a_named_file_m
 def test_the_node_map_comes_from_the_config_file_and_the_option_file_wins(tmp_path, monkeypatch):
     import argparse
 
-    from nvls_tui.backends.targets import scheduler_from_args
-    from nvls_tui.config import merge_args, parse_config
+    from nvls_tui.backends.targets import scheduler_from_settings
+    from nvls_tui.config import parse_config
     from nvls_tui.scheduler import slurm as module
+    from nvls_tui.settings import settings_from
 
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\n")
@@ -175,8 +176,8 @@ def test_the_node_map_comes_from_the_config_file_and_the_option_file_wins(tmp_pa
     config = parse_config({"slurm": {"conf": str(conf), "nodes": {"gpu05": "a05", "gpu06": "a06"}}})
     mapfile = tmp_path / "map"
     mapfile.write_text("# target slurm-name\ngpu06 b06\n")
-    args = merge_args(argparse.Namespace(slurm_conf=None, slurm_node_map=str(mapfile)), config)
-    found = scheduler_from_args(args)
+    settings = settings_from(argparse.Namespace(slurm_conf=None, slurm_node_map=str(mapfile)), config)
+    found = scheduler_from_settings(settings)
     assert found.conf == str(conf) and dict(found.node_map) == {"gpu05": "a05", "gpu06": "b06"}
     mapfile.write_text("gpu06\n")
     import pytest
@@ -184,7 +185,7 @@ def test_the_node_map_comes_from_the_config_file_and_the_option_file_wins(tmp_pa
     from nvls_tui.backends.base import InvalidArgument
 
     with pytest.raises(InvalidArgument, match="expected 'TARGET SLURM_NODE'"):
-        scheduler_from_args(args)
+        scheduler_from_settings(settings)
 
 
 # ---- job names of any characters; text that cannot be read is missing evidence (issue: item B) ----

@@ -6,10 +6,10 @@ SSH node or a ClusterShell node set of them. With no target, the demo fleet (cle
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import stat
+from typing import TYPE_CHECKING, cast
 
 from nvls_tui.backends.base import (
     DEFAULT_MAX_OUTPUT,
@@ -19,33 +19,36 @@ from nvls_tui.backends.base import (
 )
 from nvls_tui.backends.nodesets import MAX_TARGETS, nodeset_size
 
+if TYPE_CHECKING:
+    from nvls_tui.settings import Settings
+
 DEMO = "sim:seed-incident"
 
-# Tests and benchmarks speed the simulated clock up through this variable.
-SIM_SPEED_ENV = "NVLS_TUI_SIM_SPEED"
 
-
-def options_from_args(args: argparse.Namespace) -> BackendOptions:
-    """BackendOptions from the shared command-line options (missing ones take their defaults)."""
-    identity = getattr(args, "identity", None)
+def backend_options(settings: Settings) -> BackendOptions:
+    """BackendOptions from the settings of the commands that reach nodes."""
+    # One key as a path, several as a list: the pool takes either (ssh.pool.identities), though
+    # BackendOptions' annotation names only the first form.
+    identity = cast("str | None", settings.ssh.identity[0] if len(settings.ssh.identity) == 1
+                    else list(settings.ssh.identity) or None)
     return BackendOptions(
-        timeout=getattr(args, "timeout", None) or 20.0,
-        sudo=bool(getattr(args, "sudo", False)),
-        read_only=bool(getattr(args, "read_only", False)),
-        concurrency=max(1, getattr(args, "concurrency", None) or 64),
-        ssh_config=getattr(args, "ssh_config", None),
-        identity=identity[0] if isinstance(identity, list) and len(identity) == 1 else identity,
-        known_hosts=getattr(args, "known_hosts", None),
-        user=getattr(args, "user", None),
-        jump=getattr(args, "jump", None),
-        max_output=getattr(args, "max_output", None) or DEFAULT_MAX_OUTPUT,
+        timeout=settings.timeout,
+        sudo=settings.sudo,
+        read_only=settings.read_only,
+        concurrency=max(1, settings.ssh.concurrency),
+        ssh_config=settings.ssh.ssh_config,
+        identity=identity,
+        known_hosts=settings.ssh.known_hosts,
+        user=settings.ssh.user,
+        jump=settings.ssh.jump,
+        max_output=settings.max_output or DEFAULT_MAX_OUTPUT,
     )
 
 
-def target_words(args: argparse.Namespace) -> list[str]:
-    """The targets named on the command line, in the hosts file, or the demo fleet."""
-    words = list(getattr(args, "targets", None) or [])
-    hosts_file = getattr(args, "hosts_file", None)
+def target_words(settings: Settings) -> list[str]:
+    """The targets named on the command line (or in the config file), in the hosts file, or the demo fleet."""
+    words = list(settings.targets)
+    hosts_file = settings.hosts_file
     if hosts_file:
         from nvls_tui.backends.ssh.targets import read_hosts_file
 
@@ -53,7 +56,7 @@ def target_words(args: argparse.Namespace) -> list[str]:
             words += read_hosts_file(hosts_file)
         except OSError as exc:
             raise InvalidArgument(f"cannot read hosts file {hosts_file}: {exc.strerror or exc}") from None
-    if getattr(args, "demo", False):
+    if settings.demo:
         words.insert(0, DEMO)
     words = words or [DEMO]
     check_total(words)
@@ -117,31 +120,29 @@ def require_regular_file(path: str | None, option: str) -> None:
         raise InvalidArgument(f"{option} {path} is not a regular file ({kind})")
 
 
-def sim_speed(default: float = 1.0) -> float:
-    """The simulated clock's speed-up (``NVLS_TUI_SIM_SPEED``; 0 freezes it), for tests and benchmarks."""
-    try:
-        return max(0.0, float(os.environ.get(SIM_SPEED_ENV, default)))
-    except ValueError:
-        return default
+def resolve_backends(settings: Settings) -> list[Backend]:
+    """One Backend per node named by ``settings`` (contract.md TARGET syntax), or those its ``connect``
+    builds (tests hand in their own fleet).
 
-
-def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) -> list[Backend]:
-    """One Backend per node named by ``args`` (contract.md TARGET syntax).
+    A ``sim:`` fleet's clock runs at ``settings.sim_speed``: the runbook and the console take their
+    time from that clock (``views.runbook.repair_options``), so nothing else scales for simulated time.
 
     Raises:
         InvalidArgument: a target that is not valid (one sentence saying why).
     """
-    options = options_from_args(args)
+    if settings.connect is not None:
+        return list(settings.connect(settings))
+    options = backend_options(settings)
     # asyncssh opens it on the event loop at every connection: a FIFO there would hang every node.
-    require_regular_file(options.known_hosts, "--known-hosts")
+    require_regular_file(options.known_hosts, settings.named("ssh.known_hosts", "--known-hosts"))
     backends: list[Backend] = []
     ssh_words: list[str] = []
-    for word in target_words(args):
+    for word in target_words(settings):
         if word.startswith("sim:"):
             from nvls_tui.backends.simulated import sim_backends
             from nvls_tui.sim.fleet import load_fleet
 
-            backends += sim_backends(load_fleet(word, speed=speed if speed is not None else sim_speed()))
+            backends += sim_backends(load_fleet(word, speed=settings.sim_speed))
         elif word == "local":
             from nvls_tui.backends.local import LocalBackend
 
@@ -165,24 +166,28 @@ def resolve_backends(args: argparse.Namespace, *, speed: float | None = None) ->
     return backends
 
 
-def scheduler_from_args(args: argparse.Namespace):
-    """The cluster's Slurm named by ``--slurm-conf`` / ``SLURM_CONF`` (or the default config), or None.
+def scheduler_from_settings(settings: Settings):
+    """The cluster's Slurm named by ``--slurm-conf`` / ``[slurm] conf`` / ``SLURM_CONF`` (or the default
+    config), or None.
 
     Raises:
-        InvalidArgument: a named configuration or node map that cannot be used (one sentence).
+        InvalidArgument: a named configuration or node map that cannot be used (one sentence; a
+            configuration the config file named says so).
     """
     from nvls_tui.scheduler.slurm import SlurmError, find_slurm, read_node_map
 
-    node_map = dict(getattr(args, "slurm_nodes", None) or {})  # the config file's [slurm.nodes]
-    if getattr(args, "slurm_node_map", None):
+    node_map = dict(settings.slurm.nodes)  # the config file's [slurm.nodes]
+    if settings.slurm.node_map:
         try:
-            node_map.update(read_node_map(args.slurm_node_map))
+            node_map.update(read_node_map(settings.slurm.node_map))
         except OSError as exc:
-            raise InvalidArgument(f"cannot read the Slurm node map {args.slurm_node_map}: "
+            raise InvalidArgument(f"cannot read the Slurm node map {settings.slurm.node_map}: "
                                   f"{exc.strerror or exc}") from None
         except ValueError as exc:
             raise InvalidArgument(str(exc)) from None
     try:
-        return find_slurm(getattr(args, "slurm_conf", None), node_map)
+        return find_slurm(settings.slurm.conf, node_map)
     except SlurmError as exc:
-        raise InvalidArgument(str(exc)) from None
+        where = settings.source("slurm.conf")
+        raise InvalidArgument(f"{exc} (slurm.conf in {where})" if where.startswith("config file")
+                              else str(exc)) from None

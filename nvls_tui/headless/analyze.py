@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -11,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nvls_tui.diagnosis.captured import analyze_text
+from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.words import count, gbps
 
@@ -98,11 +98,11 @@ def _print_rich(entries: list[dict]) -> None:
             console.print(line)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: Settings) -> int:
     """Analyze every file; exit 0 all recognised and no error finding, 1 otherwise, 2 unreadable file."""
     entries: list[dict] = []
     unreadable = False
-    for name in args.files:
+    for name in settings.files:
         try:
             text = read_input(name)
         except OSError as exc:
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             unreadable = True
             continue
         entries.append(analyze_text(text, name))
-    if args.json:
+    if settings.json:
         json.dump(entries, sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif entries:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -14,11 +13,12 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from nvls_tui.backends.base import Activity, Backend, BackendError, InvalidArgument
-from nvls_tui.backends.targets import options_from_args, resolve_backends, scheduler_from_args, target_words
+from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings, target_words
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.records.jsonout import node_json
+from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
 
 VERDICT_STYLE = {
@@ -267,7 +267,7 @@ async def attach_scheduler(slurm, states: list[NodeState]) -> list[NodeState]:
     return with_scheduler(states, await slurm.states(hosts)) if hosts else states
 
 
-def slurm_nodes(args: argparse.Namespace) -> list[str]:
+def slurm_nodes(settings: Settings) -> list[str]:
     """The Slurm node names of ``check --via slurm`` (node sets expanded; no simulated targets).
 
     Each is counted before it is expanded (``target_words`` holds the total to the cap), and the
@@ -278,7 +278,7 @@ def slurm_nodes(args: argparse.Namespace) -> list[str]:
     from nvls_tui.backends.nodesets import nodeset_size
 
     names: dict[str, None] = {}
-    for word in target_words(args):
+    for word in target_words(settings):
         if word.startswith("sim:") or word == "local":
             raise InvalidArgument(f"--via slurm reaches Slurm nodes, not {word}")
         if nodeset_size(word) is None:  # ClusterShell's operators and groups: not counted, not expanded
@@ -290,30 +290,29 @@ def slurm_nodes(args: argparse.Namespace) -> list[str]:
     return list(names)
 
 
-def _poll(args: argparse.Namespace, slurm, deadline: float) -> list[NodeState]:
+def _poll(settings: Settings, slurm, deadline: float) -> list[NodeState]:
     """Every target's state: over SSH (each node its own session) or through one srun."""
     # Progress goes to stderr only: stdout stays exactly the table or the one JSON document.
-    if getattr(args, "via", "ssh") != "slurm":
-        return asyncio.run(poll_all(resolve_backends(args), deadline, sys.stderr))
+    if settings.via != "slurm":
+        return asyncio.run(poll_all(resolve_backends(settings), deadline, sys.stderr))
     if slurm is None:
         raise InvalidArgument("--via slurm needs the Slurm cluster: --slurm-conf FILE or SLURM_CONF")
     from nvls_tui.scheduler.srun import poll_via_srun
 
-    return asyncio.run(poll_via_srun(slurm, slurm_nodes(args), deadline, options_from_args(args).max_output))
+    return asyncio.run(poll_via_srun(slurm, slurm_nodes(settings), deadline, settings.max_output))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: Settings) -> int:
     """Poll, diagnose, print; exit status of contract.md."""
-    options = options_from_args(args)
     # A poll is several commands; give it a few command timeouts before calling the node unreachable.
-    deadline = options.timeout * 3
+    deadline = settings.timeout * 3
     started = time.monotonic()
-    slurm = scheduler_from_args(args)
-    states = _poll(args, slurm, deadline)
+    slurm = scheduler_from_settings(settings)
+    states = _poll(settings, slurm, deadline)
     if slurm is not None:
         states = asyncio.run(attach_scheduler(slurm, states))
     results = [(s, diagnose(s)) for s in states]
-    if args.json:
+    if settings.json:
         doc = {"nodes": [node_json(s, d) for s, d in results],
                "elapsed_s": round(time.monotonic() - started, 3)}
         # No indent: the C encoder is several times faster on 256 nodes (pipe to `jq .` to read it).

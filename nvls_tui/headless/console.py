@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
+from nvls_tui.settings import Settings
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: Settings) -> int:
     """Start the Textual console on the given targets (the demo fleet when none)."""
     import sys
 
@@ -15,6 +15,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from nvls_tui.app import NvlsApp
 
-    app = NvlsApp.from_args(args)
+    app = NvlsApp.from_settings(settings)
     app.run()
     return app.return_code or 0

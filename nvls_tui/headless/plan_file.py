@@ -10,10 +10,11 @@ records the options that change what a repair does (``plan_options``): a plan ap
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from nvls_tui.settings import Settings
 
 # A plan of 10,000 nodes is a few tens of MB; more than this is not a plan.
 MAX_PLAN_BYTES = 256 * 1024 * 1024
@@ -23,16 +24,16 @@ class PlanError(ValueError):
     """The plan file cannot be used; ``str()`` is one sentence."""
 
 
-def plan_options(args: argparse.Namespace) -> dict[str, Any]:
+def plan_options(settings: Settings) -> dict[str, Any]:
     """The options that change what a repair does to a node, as a plan records them (plain JSON)."""
-    wait = getattr(args, "wait_jobs", 0.0) or 0.0
+    repair = settings.repair
     return {
-        "strategy": getattr(args, "strategy", "parallel") or "parallel",
-        "sigkill": bool(getattr(args, "sigkill", False)),
-        "smoke_threshold": getattr(args, "smoke_threshold", None),
-        "wait_jobs": float(wait),
-        "keep_drained": bool(getattr(args, "keep_drained", False)),
-        "sudo": bool(getattr(args, "sudo", False)),
+        "strategy": repair.strategy,
+        "sigkill": repair.sigkill,
+        "smoke_threshold": repair.smoke_threshold,
+        "wait_jobs": float(repair.wait_jobs),
+        "keep_drained": repair.keep_drained,
+        "sudo": settings.sudo,
     }
 
 

@@ -12,7 +12,6 @@ Exit: 0 every node repaired, 1 any node failed, was refused or aborted, 2 usage.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -23,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
-from nvls_tui.backends.targets import resolve_backends, scheduler_from_args, sim_speed
+from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings
 from nvls_tui.records.audit import AuditWriteError
 from nvls_tui.runbook import STEPS, RepairOptions
 from nvls_tui.runbook.events import (
@@ -41,8 +40,10 @@ from nvls_tui.runbook.events import (
 from nvls_tui.runbook.lock import HEARTBEAT_STEP
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.runbook.session import Session
+from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.views.deadlines import WaitReminders, deadlines_line, duration_line, rechecks_first
+from nvls_tui.views.runbook import repair_options
 
 # How often the run looks for a wait line that is due (the lines themselves come every 15 s of waiting).
 REMIND_TICK = 1.0
@@ -135,21 +136,13 @@ class ProgressPrinter:
         return None
 
 
-def _options(args: argparse.Namespace, backends: list[Backend]) -> RepairOptions:
-    base = RepairOptions()
-    # A simulated clock runs faster than real time: poll it as often, relative to its own time.
-    speed = sim_speed() if backends and all(b.simulated for b in backends) else 1.0
-    return RepairOptions(
-        dry_run=bool(args.dry_run),
-        sigkill=bool(args.sigkill),
-        smoke_threshold=args.smoke_threshold,
-        command_timeout=args.timeout or base.command_timeout,
-        poll_interval=max(0.005, base.poll_interval / speed),
-        term_grace=max(0.05, base.term_grace / speed),
-        transient_pause=max(0.005, base.transient_pause / speed),
-        wait_jobs=max(0.0, getattr(args, "wait_jobs", 0.0) or 0.0),
-        keep_drained=bool(getattr(args, "keep_drained", False)),
-    )
+def _options(settings: Settings, backends: list[Backend]) -> RepairOptions:
+    """The run's tunables; a simulated fleet's run waits and times itself on the fleet's clock, as the
+    console's does (``repair_options``)."""
+    repair = settings.repair
+    return repair_options(backends, settings.timeout, dry_run=repair.dry_run, sigkill=repair.sigkill,
+                          smoke_threshold=repair.smoke_threshold, wait_jobs=max(0.0, repair.wait_jobs),
+                          keep_drained=repair.keep_drained)
 
 
 def can_confirm(stdin: TextIO) -> tuple[bool, str]:
@@ -194,7 +187,7 @@ def load_plan(path: str, hosts: list[str], options: dict | None = None) -> dict[
     """
     from nvls_tui.headless.plan_file import plan_options, read_plan
 
-    return read_plan(path, hosts, options if options is not None else plan_options(argparse.Namespace()))
+    return read_plan(path, hosts, options if options is not None else plan_options(Settings()))
 
 
 def duration_lines(outcomes: list[NodeOutcome], options: RepairOptions, strategy: str) -> list[str]:
@@ -225,7 +218,7 @@ def print_plan(outcomes: list[NodeOutcome], stream: TextIO, duration: Sequence[s
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-async def _run(session: Session, hosts: list[str], args: argparse.Namespace, options: RepairOptions, sink,
+async def _run(session: Session, hosts: list[str], settings: Settings, options: RepairOptions, sink,
                stream: TextIO, approved: dict[str, dict] | None) -> list[NodeOutcome]:
     """The run, with SIGINT, SIGTERM and SIGHUP turned into an orderly abort and restore.
 
@@ -238,7 +231,7 @@ async def _run(session: Session, hosts: list[str], args: argparse.Namespace, opt
 
     def on_signal(name: str) -> None:
         seen.append(name)
-        if len(seen) == 1 and not args.restore:
+        if len(seen) == 1 and not settings.repair.restore:
             say(stream, f"nvls-tui: {name}: aborting the repair of {' '.join(hosts)}; every node is being restored")
             session.interrupt(f"{name} received")
             return
@@ -249,10 +242,10 @@ async def _run(session: Session, hosts: list[str], args: argparse.Namespace, opt
         loop.add_signal_handler(sig, on_signal, sig.name)
     reminders = asyncio.ensure_future(_remind(sink)) if isinstance(sink, ProgressPrinter) else None
     try:
-        if args.restore:
-            return await session.restore_nodes(hosts, on_event=sink, force=bool(getattr(args, "force", False)))
+        if settings.repair.restore:
+            return await session.restore_nodes(hosts, on_event=sink, force=settings.repair.force)
         kind = "dry-run" if options.dry_run else "repair"
-        run = session.start_repair(hosts, args.strategy)
+        run = session.start_repair(hosts, settings.repair.strategy)
         return await session.repair(run, options, on_event=sink, approved=approved, kind=kind)
     finally:
         if reminders is not None:
@@ -290,18 +283,18 @@ def _refused_all(hosts: list[str], options: RepairOptions, reason: str) -> list[
     return outcomes
 
 
-def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: str | None,
+def _report(outcomes: list[NodeOutcome], settings: Settings, audit_path: str | None,
             simulated: bool = False, options: RepairOptions | None = None) -> None:
     """The JSON of contract.md, or one line per node (a terminal that is gone is no error).
 
     A dry run's text also says how long the repair it planned would take (``options``: its deadlines).
     """
-    if args.json:
+    if settings.json:
         doc: dict = {"nodes": [o.to_json() for o in outcomes]}
         if options is not None and options.dry_run:  # what `--plan` holds the repair to
             from nvls_tui.headless.plan_file import plan_options
 
-            doc["options"] = plan_options(args)
+            doc["options"] = plan_options(settings)
         say(sys.stdout, json.dumps(doc, indent=2))
         return
     if simulated:
@@ -310,7 +303,7 @@ def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: s
         smoke = f", {o.smoke.avg_busbw:.1f} GB/s" if o.smoke and o.smoke.avg_busbw is not None else ""
         say(sys.stdout, f"{o.host}: {o.result}{smoke} - {one_line(o.message)}")
     if options is not None and options.dry_run:
-        for line in duration_lines(outcomes, options, args.strategy):
+        for line in duration_lines(outcomes, options, settings.repair.strategy):
             say(sys.stdout, line)
     if audit_path:
         say(sys.stdout, f"audit log: {audit_path}")
@@ -319,71 +312,73 @@ def _report(outcomes: list[NodeOutcome], args: argparse.Namespace, audit_path: s
         say(sys.stdout, f"audit fallback (what the audit log could not take): {fallback}")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: Settings) -> int:
     """Run the repair (or dry run, or restore) of every target; print text or contract.md's JSON."""
-    if not (args.targets or getattr(args, "hosts_file", None) or getattr(args, "demo", False)):
+    repair = settings.repair
+    if not (settings.targets or settings.hosts_file or settings.demo):
         # The console may open on the demo fleet; a repair never picks its nodes by default.
         print("nvls-tui: repair needs a TARGET (a host, a node set such as gpu[01-08], local, sim:SCENARIO "
               "or --demo); it never repairs a default fleet", file=sys.stderr)
         return 2
     try:
-        backends = resolve_backends(args)
+        backends = resolve_backends(settings)
     except InvalidArgument as exc:
         print(f"nvls-tui: {exc}", file=sys.stderr)
         return 2
     if not backends:
         print("nvls-tui: no target to repair", file=sys.stderr)
         return 2
-    if getattr(args, "read_only", False) and not args.dry_run:
-        print("nvls-tui: --read-only forbids changing a node; use --dry-run to see the plan", file=sys.stderr)
+    if settings.read_only and not repair.dry_run:
+        print(f"nvls-tui: {settings.named('read_only', '--read-only')} forbids changing a node; use --dry-run to see "
+              "the plan", file=sys.stderr)
         return 2
     hosts = [b.host for b in backends]
     simulated = any(b.simulated for b in backends)
-    plan_file = getattr(args, "plan", None)
-    if getattr(args, "force", False) and not args.restore:
+    plan_file = repair.plan
+    if repair.force and not repair.restore:
         print("nvls-tui: --force only takes over a stale lock for --restore; it goes with nothing else",
               file=sys.stderr)
         return 2
-    if plan_file and (args.dry_run or args.restore):
+    if plan_file and (repair.dry_run or repair.restore):
         print("nvls-tui: --plan approves a repair; it goes with neither --dry-run nor --restore", file=sys.stderr)
         return 2
-    options = _options(args, backends)
-    stream = sys.stderr if args.json else sys.stdout
+    options = _options(settings, backends)
+    stream = sys.stderr if settings.json else sys.stdout
 
     def audit_failed(message: str) -> None:
         say(sys.stderr, f"nvls-tui: {message}: aborting, every node is being restored")
 
     try:
-        slurm = scheduler_from_args(args)
+        slurm = scheduler_from_settings(settings)
     except InvalidArgument as exc:
         print(f"nvls-tui: {exc}", file=sys.stderr)
         return 2
     # A purely simulated node is in no cluster; a lab node (over SSH) may be a real Slurm node.
     schedulers = {b.host: slurm.hook(b.host) for b in backends if not b.simulated} if slurm else {}
-    session = Session({b.host: b for b in backends}, audit_dir=args.audit_dir, options=options,
+    session = Session({b.host: b for b in backends}, audit_dir=settings.audit_dir, options=options,
                       on_audit_failure=audit_failed, schedulers=schedulers)
     approved: dict[str, dict] | None = None
     if plan_file:
         try:
             from nvls_tui.headless.plan_file import plan_options
 
-            approved = load_plan(plan_file, hosts, plan_options(args))
+            approved = load_plan(plan_file, hosts, plan_options(settings))
         except (OSError, ValueError) as exc:
             print(f"nvls-tui: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
             return 2
-    elif not (args.yes or args.dry_run or args.restore):
+    elif not (repair.yes or repair.dry_run or repair.restore):
         interactive, why = can_confirm(sys.stdin)
         if not interactive:
             print(f"nvls-tui: {why}", file=sys.stderr)
             return 2
         # Plan first: what the operator types the names for is this plan, and the repair holds to it.
         plans = asyncio.run(_plan_first(session, hosts, options))
-        print_plan(plans, sys.stderr, duration_lines(plans, options, args.strategy))
+        print_plan(plans, sys.stderr, duration_lines(plans, options, repair.strategy))
         refused = [o.host for o in plans if o.result != "planned"]
         if refused:
             print(f"nvls-tui: a repair of {' '.join(refused)} would be refused (see above); nothing was changed",
                   file=sys.stderr)
-            _report(plans, args, None, simulated)
+            _report(plans, settings, None, simulated)
             return 1
         ok, why = confirm(hosts, sys.stdin, sys.stderr, [o.host for o in plans if rechecks_first(o)])
         if not ok:
@@ -392,15 +387,15 @@ def run(args: argparse.Namespace) -> int:
         approved = {o.host: o.basis or {} for o in plans}
     progress = ProgressPrinter(stream, options.clock)
     try:
-        outcomes = asyncio.run(_run(session, hosts, args, options, progress, stream, approved))
+        outcomes = asyncio.run(_run(session, hosts, settings, options, progress, stream, approved))
     except AuditWriteError as exc:
         # Audit first: a run the log cannot record does not start. Nothing was changed.
         say(sys.stderr, f"nvls-tui: {exc}; nothing was changed")
-        _report(_refused_all(hosts, options, f"refused before any command: {exc}"), args, None, simulated)
+        _report(_refused_all(hosts, options, f"refused before any command: {exc}"), settings, None, simulated)
         return 1
     except OSError as exc:
         print(f"nvls-tui: cannot create the audit log: {exc.strerror or exc}", file=sys.stderr)
         return 2
     audit_path = next((o.audit_log for o in outcomes if o.audit_log), None)
-    _report(outcomes, args, audit_path, simulated, options)
+    _report(outcomes, settings, audit_path, simulated, options)
     return 0 if all(o.ok for o in outcomes) else 1

@@ -1,0 +1,178 @@
+"""The one table of key bindings, without Textual: ids, default keys, scopes, and the keymap check.
+
+Every action the console offers is a :class:`BindingSpec` here, with a stable id (the name a user
+remaps in ``config.toml``), a default key, a short description for the footer, a tooltip, and a
+``destructive`` flag: destructive actions change a node, so ``--read-only`` hides and refuses them.
+The table is pure data so that the config file can be checked against it wherever it is read
+(:mod:`nvls_tui.settings`, for every subcommand); :mod:`nvls_tui.bindings` turns it into Textual bindings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class BindingSpec:
+    """One action of the console.
+
+    Attributes:
+        id: stable binding id (``node.sigterm``); the key used in the config file's ``[keymap]``.
+        key: default key (Textual key names, comma-separated for several).
+        action: the action method name without ``action_`` (``sigterm``), on the scope's screen.
+        description: short words for the footer and help (``SIGTERM``).
+        tooltip: one sentence saying what happens, for the footer tooltip and the help screen.
+        scope: ``app``, ``fleet`` or ``node``: where the binding lives.
+        destructive: True when the action changes a node (hidden and refused in read-only mode).
+        show: shown in the footer.
+        palette: the palette title (``topic: verb object``; ``{host}`` is filled in), or None.
+        priority: run as the key arrives, before the keys behind it are handed out: for keys that open
+            the widget those keys are meant for (``/`` the filter box, ``r`` the plan's typed names).
+            Its action raises ``SkipAction`` where the key is text (the filter box has the focus).
+    """
+
+    id: str
+    key: str
+    action: str
+    description: str
+    tooltip: str
+    scope: str
+    destructive: bool = False
+    show: bool = True
+    palette: str | None = None
+    priority: bool = False
+
+    @property
+    def key_display(self) -> str:
+        """The key as the help screen shows it (``space`` rather than ``" "``)."""
+        return self.key
+
+
+SPECS: tuple[BindingSpec, ...] = (
+    # app: reachable from every screen
+    BindingSpec("app.help", "question_mark", "help", "Help", "Every key, what it does, and its binding id.",
+                "app", palette="app: Show help"),
+    BindingSpec("app.back", "escape", "back", "Back", "Close this screen and go back to the previous one.",
+                "app", show=False),
+    BindingSpec("app.quit", "q", "quit", "Quit",
+                "Leave the console (asks first while an action is still running).", "app",
+                palette="app: Quit"),
+    # fleet screen
+    BindingSpec("fleet.open", "enter", "open_node", "Open", "Open the node under the cursor: GPUs, units, "
+                "holders, findings.", "fleet"),
+    BindingSpec("fleet.filter", "slash", "filter", "Filter", "Show only nodes whose host, verdict or "
+                "finding codes contain the text typed.", "fleet", palette="fleet: Filter nodes", priority=True),
+    BindingSpec("fleet.sort", "v", "toggle_sort", "Sort", "Toggle between fleet order and verdict order "
+                "(broken nodes first).", "fleet", palette="fleet: Toggle sort by verdict"),
+    BindingSpec("fleet.poll", "p", "poll_all", "Poll", "Poll every node now instead of waiting.", "fleet",
+                palette="fleet: Poll every node now"),
+    BindingSpec("fleet.select", "space", "toggle_node", "Select", "Select or unselect the node under the "
+                "cursor for a repair (marked ●), then moves the cursor down: space, space picks the next nodes "
+                "too, so check the names the plan asks you to type.", "fleet", palette=None),
+    BindingSpec("fleet.down", "j", "cursor_down", "Down", "Move the cursor down a node (as ↓).", "fleet", show=False),
+    BindingSpec("fleet.up", "k", "cursor_up", "Up", "Move the cursor up a node (as ↑).", "fleet", show=False),
+    BindingSpec("fleet.top", "g,home", "cursor_top", "Top", "Move the cursor to the first node.", "fleet",
+                show=False),
+    BindingSpec("fleet.bottom", "G,end", "cursor_bottom", "Bottom", "Move the cursor to the last node.", "fleet",
+                show=False),
+    BindingSpec("fleet.next_broken", "n", "next_broken", "Next broken", "Jump to the next broken or unreachable "
+                "node (wraps around).", "fleet", palette="fleet: Jump to the next broken node"),
+    BindingSpec("fleet.prev_broken", "N", "prev_broken", "Prev broken", "Jump to the previous broken or "
+                "unreachable node (wraps around).", "fleet", show=False),
+    BindingSpec("fleet.repair", "r", "repair", "Repair", "Dry-run the repair of the selected nodes, then type "
+                "their names to run it.", "fleet",
+                destructive=True, palette="fleet: Repair selected nodes", priority=True),
+    # node screen
+    BindingSpec("node.select", "space", "toggle_holder", "Select", "Select or unselect the holder under "
+                "the cursor.", "node", palette=None),
+    BindingSpec("node.select_all", "a", "select_all", "All", "Select every holder, or clear the selection "
+                "when all are selected.", "node", palette="holders: Select all on {host}"),
+    BindingSpec("node.sigterm", "t", "sigterm", "SIGTERM", "Send SIGTERM to the selected holders after a "
+                "confirmation; each PID is re-checked first.", "node", destructive=True,
+                palette="holders: SIGTERM selected on {host}"),
+    BindingSpec("node.unit_stop", "s", "stop_unit", "Stop unit", "Stop the unit under the cursor in the "
+                "units table (confirmed).", "node", destructive=True),
+    BindingSpec("node.unit_start", "u", "start_unit", "Start unit", "Start the unit under the cursor in "
+                "the units table (confirmed).", "node", destructive=True),
+    BindingSpec("node.poll", "p", "poll_node", "Poll", "Poll this node now.", "node",
+                palette="node: Poll {host} now"),
+    BindingSpec("node.reset", "R", "reset_gpus", "Reset", "nvidia-smi -r, refused while a device is held "
+                "(type the node name to confirm).", "node",
+                destructive=True, palette="node: Reset GPUs of {host}"),
+    BindingSpec("node.fm_restart", "F", "restart_fm", "FM restart", "Restart Fabric Manager, watch the GPUs register "
+                "(type the node name).", "node", destructive=True,
+                palette="node: Restart Fabric Manager on {host}"),
+    BindingSpec("node.smoke", "n", "smoke_test", "Smoke test", "NVLS all_reduce_perf with a live bandwidth plot "
+                "(confirmed).", "node", destructive=True,
+                palette="node: Run the NVLS smoke test on {host}"),
+    BindingSpec("node.restore", "U", "restore_repair", "Restore", "Put back every unit and setting an "
+                "interrupted repair changed, from the record on the node (confirmed).", "node",
+                destructive=True, palette="node: Restore the interrupted repair on {host}"),
+    # runbook screen (a repair in progress or finished)
+    BindingSpec("runbook.abort", "a", "abort", "Abort node", "Abort the repair of the node whose column has "
+                "the focus (confirmed); it is put back as it was, the others go on.", "runbook",
+                palette="repair: Abort this node and restore it"),
+    BindingSpec("runbook.abort_all", "A", "abort_all", "Abort all", "Abort the repair of every node still "
+                "running (confirmed); each is put back as it was.", "runbook",
+                palette="repair: Abort every node and restore them"),
+    BindingSpec("runbook.sigterm", "t", "sigterm_holders", "SIGTERM", "SIGTERM the holders selected at "
+                "verify-no-holders (identity re-checked).", "runbook", destructive=True),
+    BindingSpec("runbook.report", "e", "report", "Report", "Write the Markdown incident report next to the "
+                "audit log.", "runbook", palette="repair: Write the incident report"),
+)
+
+SCOPES = ("app", "fleet", "node", "runbook")
+
+
+def spec(binding_id: str) -> BindingSpec:
+    """The spec with id ``binding_id`` (KeyError when there is none)."""
+    for s in SPECS:
+        if s.id == binding_id:
+            return s
+    raise KeyError(binding_id)
+
+
+def specs_for(scope: str) -> tuple[BindingSpec, ...]:
+    """The specs of one scope, in table order."""
+    return tuple(s for s in SPECS if s.scope == scope)
+
+
+def destructive_actions(scope: str | None = None) -> frozenset[str]:
+    """Action names that change a node (of one scope, or of every scope)."""
+    return frozenset(s.action for s in SPECS if s.destructive and (scope is None or s.scope == scope))
+
+
+def keys_of(keys: str) -> tuple[str, ...]:
+    """The keys of one binding (``"g,home"`` -> ``("g", "home")``)."""
+    return tuple(k.strip() for k in keys.split(",") if k.strip())
+
+
+def keymap_problem(keymap: dict[str, object]) -> str | None:
+    """The first thing wrong with a user's ``[keymap]`` as one sentence, or None when it can be applied.
+
+    Wrong: an id that names no binding, a key that is not a non-empty string, and a key that two bindings
+    answer to on one screen (a screen's binding shadows the app's: ``"fleet.sort" = "q"`` would leave
+    the fleet screen without a way to quit).
+    """
+    known = {s.id for s in SPECS}
+    for binding_id, keys in keymap.items():
+        if binding_id not in known:
+            return f"unknown binding id {binding_id!r} in [keymap] (`?` in the console lists the ids)"
+        if not isinstance(keys, str) or not keys_of(keys):
+            return f"[keymap] {binding_id!r} needs a key name such as \"k\" or \"ctrl+k\""
+    for scope in SCOPES:
+        # The app's bindings answer on every screen, so each screen's keys share one space with them.
+        active = specs_for(scope) if scope == "app" else specs_for("app") + specs_for(scope)
+        owner: dict[str, str] = {}
+        for s in active:
+            for key in keys_of(str(keymap.get(s.id, s.key))):
+                if key in owner:
+                    return (f"[keymap]: {key!r} is taken by both {owner[key]} and {s.id} "
+                            f"(on the {scope} screen); give one of them another key")
+                owner[key] = s.id
+    return None
+
+
+def current_key(binding_id: str, keymap: dict[str, str]) -> str:
+    """The key a binding answers to once the user's keymap is applied."""
+    return keymap.get(binding_id, spec(binding_id).key)

@@ -1,0 +1,290 @@
+"""One frozen Settings for every subcommand: the command line, then the config file, then the defaults.
+
+``cli.py`` builds it once (:func:`settings_from`) and hands it to the subcommand's ``run``; nothing
+after that reads the parsed command line. Each value knows where it came from
+(:meth:`Settings.source`: ``command line``, ``config file PATH``, the environment, or ``default``), so an
+error can name the option or the file line that set a bad value. Tests build a Settings (or take the
+command line's and ``dataclasses.replace`` a part) instead of patching module attributes; ``connect``
+hands in the backends a test built itself.
+
+The config file is read for the commands that reach nodes (console, check, repair); analyze and report
+read files named on their command line and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nvls_tui.config import DEFAULT_POLL_INTERVAL, Config
+
+if TYPE_CHECKING:
+    from nvls_tui.backends.base import Backend
+
+COMMAND_LINE = "command line"
+DEFAULT = "default"
+
+# The simulated clock's speed-up (0 freezes it): how tests and benchmarks run a simulated fleet faster
+# than real time from outside the process (the tmux tests). Read here once; the fleet's clock carries it.
+SIM_SPEED_ENV = "NVLS_TUI_SIM_SPEED"
+
+DEFAULT_TIMEOUT = 20.0
+DEFAULT_CONCURRENCY = 64
+DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024  # backends.base.DEFAULT_MAX_OUTPUT (a test holds them equal)
+
+# The commands that reach nodes, and so read the config file.
+REACHING = ("console", "check", "repair")
+
+
+@dataclass(frozen=True, slots=True)
+class SshSettings:
+    """How SSH nodes are reached (``[ssh]`` in the config file).
+
+    Attributes:
+        user: remote user name (``-l``), or None for the SSH config's.
+        identity: private key files (``-i``), in order.
+        known_hosts: known_hosts file (host keys are always verified); None for the SSH default.
+        ssh_config: OpenSSH client config (default ``~/.ssh/config``).
+        jump: jump host (ProxyJump).
+        concurrency: connections in flight.
+    """
+
+    user: str | None = None
+    identity: tuple[str, ...] = ()
+    known_hosts: str | None = None
+    ssh_config: str | None = None
+    jump: str | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmSettings:
+    """The Slurm cluster, if any (``[slurm]`` in the config file).
+
+    Attributes:
+        conf: ``--slurm-conf`` or ``[slurm] conf``; None: ``SLURM_CONF``, else the default config.
+        node_map: ``--slurm-node-map FILE`` (``TARGET SLURM_NODE`` per line); its entries win.
+        nodes: ``[slurm.nodes]``, target -> Slurm node name.
+    """
+
+    conf: str | None = None
+    node_map: str | None = None
+    nodes: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairSettings:
+    """``repair``'s own options (command line only).
+
+    Attributes:
+        dry_run: print the plan, change nothing.
+        yes: do not ask for the node names to be typed.
+        restore: put back what an interrupted repair changed.
+        force: with ``restore``: take over a stale lock.
+        strategy: parallel, serial or canary.
+        smoke_threshold: minimum average bus bandwidth (GB/s), None for the per-model default.
+        sigkill: allow SIGKILL for holders that ignore SIGTERM.
+        wait_jobs: with Slurm, seconds to wait for the drained node's jobs to end.
+        keep_drained: with Slurm, leave the node drained after a successful repair.
+        plan: an approved plan file (``repair --dry-run --json``).
+    """
+
+    dry_run: bool = False
+    yes: bool = False
+    restore: bool = False
+    force: bool = False
+    strategy: str = "parallel"
+    smoke_threshold: float | None = None
+    sigkill: bool = False
+    wait_jobs: float = 0.0
+    keep_drained: bool = False
+    plan: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a subcommand needs to know, decided once.
+
+    Attributes:
+        command: the subcommand (``console``, ``check``, ``analyze``, ``repair``, ``report``).
+        targets: TARGET words (command line, else the config file's ``targets`` for console and check).
+        hosts_file: ``--hosts-file``: more targets, one per line.
+        demo: ``--demo``: the simulated demo fleet.
+        ssh: how SSH nodes are reached.
+        sudo: prefix privileged commands with ``sudo -n``.
+        timeout: per-command timeout in seconds.
+        max_output: bytes one command may print before it is stopped.
+        read_only: never change a node (the config file can only turn this on).
+        audit_dir: where audit logs go (None: the state directory's).
+        slurm: the Slurm cluster.
+        repair: ``repair``'s own options.
+        json: print the JSON of contract.md.
+        via: ``check --via``: ``ssh`` or ``slurm``.
+        poll_interval: the console's seconds between two polls of one node.
+        keymap: binding id -> key, already checked against the binding table.
+        files: ``analyze``'s files.
+        log: ``report``'s audit log.
+        output: ``report -o``.
+        sim_speed: simulated seconds per real second of a ``sim:`` fleet's clock (0 freezes it).
+        config_file: the config file read, or None.
+        sources: setting name (``timeout``, ``ssh.user``, ``slurm.conf`` ...) -> where its value came from;
+            a name not listed took its default.
+        connect: builds the backends from these settings (tests hand in their own fleet); None: the
+            targets' (``backends.targets.resolve_backends``).
+    """
+
+    command: str = "check"
+    targets: tuple[str, ...] = ()
+    hosts_file: str | None = None
+    demo: bool = False
+    ssh: SshSettings = field(default_factory=SshSettings)
+    sudo: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    max_output: int = DEFAULT_MAX_OUTPUT
+    read_only: bool = False
+    audit_dir: str | None = None
+    slurm: SlurmSettings = field(default_factory=SlurmSettings)
+    repair: RepairSettings = field(default_factory=RepairSettings)
+    json: bool = False
+    via: str = "ssh"
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    keymap: Mapping[str, str] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+    log: str | None = None
+    output: str | None = None
+    sim_speed: float = 1.0
+    config_file: Path | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    connect: Callable[[Settings], Sequence[Backend]] | None = field(default=None, compare=False)
+
+    def source(self, name: str) -> str:
+        """Where setting ``name`` came from: ``command line``, ``config file PATH``, ... or ``default``."""
+        return self.sources.get(name, DEFAULT)
+
+    def named(self, name: str, option: str) -> str:
+        """How an error names setting ``name``: its ``option`` when the command line gave it, else the
+        config file's key and the file (``ssh.known_hosts in config file ~/.config/nvls-tui/config.toml``)."""
+        where = self.source(name)
+        return f"{name} in {where}" if where.startswith("config file") else option
+
+
+def _number_from_env(environ: Mapping[str, str], name: str, default: float) -> tuple[float, bool]:
+    """A finite number of 0 or more from the environment, or ``default`` (and False) when unset or bad."""
+    try:
+        value = float(environ[name])
+    except (KeyError, ValueError):
+        return default, False
+    return (value, True) if math.isfinite(value) and value >= 0 else (default, False)
+
+
+class _Picker:
+    """Takes each value from the first place that has it, and remembers which place that was."""
+
+    def __init__(self, args: argparse.Namespace, config: Config) -> None:
+        self.given = vars(args)
+        self.config = config
+        self.file = f"config file {config.path}"
+        self.sources: dict[str, str] = {}
+
+    def pick(self, name: str, dest: str | None, file_key: str | None, file_value: Any, default: Any) -> Any:
+        """The command line's ``dest`` (None there: unset), else the file's ``file_key``, else ``default``."""
+        value = self.given.get(dest) if dest else None
+        if value is not None:
+            self.sources[name] = COMMAND_LINE
+            return value
+        if file_key is not None and file_key in self.config.given:
+            self.sources[name] = self.file
+            return file_value
+        return default
+
+
+def settings_from(args: argparse.Namespace, config: Config | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    """The Settings of one command line: the command line wins, the config file fills what it left
+    unset, the defaults the rest.
+
+    Args:
+        args: the parsed command line (``cli.build_parser``).
+        config: the config file's contents (None or empty for commands that read none).
+        environ: the environment (``NVLS_TUI_SIM_SPEED``); default none.
+    """
+    config = config or Config()
+    ssh_file = config.ssh
+    p = _Picker(args, config)
+    given = p.given
+    command = str(given.get("command") or "check")
+    targets = tuple(given.get("targets") or ())
+    if targets:
+        p.sources["targets"] = COMMAND_LINE
+    elif command != "repair" and not given.get("demo") and "targets" in config.given:
+        # A repair never takes its nodes from a default: it needs a TARGET on its command line.
+        targets = tuple(config.targets)
+        p.sources["targets"] = p.file
+    identity = p.pick("ssh.identity", "identity", "ssh.identity", ssh_file.get("identity"), None)
+    ssh = SshSettings(
+        user=p.pick("ssh.user", "user", "ssh.user", ssh_file.get("user"), None),
+        identity=tuple(identity or ()),
+        known_hosts=p.pick("ssh.known_hosts", "known_hosts", "ssh.known_hosts", ssh_file.get("known_hosts"), None),
+        ssh_config=p.pick("ssh.ssh_config", "ssh_config", "ssh.ssh_config", ssh_file.get("ssh_config"), None),
+        jump=p.pick("ssh.jump", "jump", "ssh.jump", ssh_file.get("jump"), None),
+        concurrency=int(p.pick("ssh.concurrency", "concurrency", "ssh.concurrency", ssh_file.get("concurrency"),
+                               DEFAULT_CONCURRENCY)),
+    )
+    read_only = bool(given.get("read_only"))
+    if read_only:
+        p.sources["read_only"] = COMMAND_LINE
+    elif config.read_only:  # the file can only make a run safer
+        read_only = True
+        p.sources["read_only"] = p.file
+    slurm = SlurmSettings(
+        conf=p.pick("slurm.conf", "slurm_conf", "slurm.conf", config.slurm_conf, None),
+        node_map=p.pick("slurm.node_map", "slurm_node_map", None, None, None),
+        nodes=dict(config.slurm_nodes),
+    )
+    if config.slurm_nodes:
+        p.sources["slurm.nodes"] = p.file
+    repair = RepairSettings(
+        dry_run=bool(given.get("dry_run")), yes=bool(given.get("yes")), restore=bool(given.get("restore")),
+        force=bool(given.get("force")), strategy=str(given.get("strategy") or "parallel"),
+        smoke_threshold=given.get("smoke_threshold"), sigkill=bool(given.get("sigkill")),
+        wait_jobs=float(given.get("wait_jobs") or 0.0), keep_drained=bool(given.get("keep_drained")),
+        plan=given.get("plan"),
+    )
+    speed, from_env = _number_from_env(environ or {}, SIM_SPEED_ENV, 1.0)
+    if from_env:
+        p.sources["sim_speed"] = f"environment {SIM_SPEED_ENV}"
+    if config.keymap:
+        p.sources["keymap"] = p.file
+    return Settings(
+        command=command,
+        targets=targets,
+        hosts_file=p.pick("hosts_file", "hosts_file", None, None, None),
+        demo=bool(given.get("demo")),
+        ssh=ssh,
+        sudo=bool(p.pick("sudo", "sudo", "ssh.sudo", ssh_file.get("sudo"), False)),
+        timeout=float(p.pick("timeout", "timeout", "timeout", config.timeout, DEFAULT_TIMEOUT)),
+        max_output=int(p.pick("max_output", "max_output", None, None, DEFAULT_MAX_OUTPUT)),
+        read_only=read_only,
+        audit_dir=p.pick("audit_dir", "audit_dir", None, None, None),
+        slurm=slurm,
+        repair=repair,
+        json=bool(given.get("json")),
+        via=str(given.get("via") or "ssh"),
+        poll_interval=float(p.pick("poll_interval", "poll", "poll_interval", config.poll_interval,
+                                   DEFAULT_POLL_INTERVAL)),
+        keymap=dict(config.keymap),
+        files=tuple(given.get("files") or ()),
+        log=given.get("log"),
+        output=given.get("output"),
+        sim_speed=speed,
+        config_file=config.path,
+        sources=p.sources,
+    )
+
+
+__all__ = ["COMMAND_LINE", "DEFAULT", "REACHING", "SIM_SPEED_ENV", "RepairSettings", "Settings", "SlurmSettings",
+           "SshSettings", "settings_from"]
