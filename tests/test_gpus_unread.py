@@ -4,7 +4,8 @@ An nvidia-smi that printed without end is cut on the node and reads as over the 
 missing, denied or failing answered too. The node is reachable then, its GPUs unknown: the diagnosis
 calls that an error (never healthy: the platform itself is unknown without them), the repair's
 preflight refuses, and the console shows ``?`` where GPU counts and fabric states would be. A wedged
-nvidia-smi stays unreachable, as over SSH, where it holds the whole poll.
+nvidia-smi (timed out) reads the same: every transport cuts off only the hung command and reads the rest
+(tests/test_hung_section.py). A poll that ended before nvidia-smi ran is unreachable.
 """
 
 from __future__ import annotations
@@ -88,11 +89,20 @@ def test_without_the_gpus_every_section_a_guard_needs_is_an_error_as_on_an_hgx_b
     assert severities == {"gpus": Severity.ERROR, "fm_version": Severity.ERROR, "nvswitches": Severity.ERROR}
 
 
-def test_a_wedged_nvidia_smi_still_makes_the_node_unreachable_as_over_ssh():
+def test_a_wedged_nvidia_smi_leaves_the_node_reachable_with_its_gpus_timed_out_and_the_rest_read():
     wedged = CommandResult(SMI, 124, "`nvidia-smi --query-gpu=index --format=csv` did not finish within 1 s\n")
     state = without_gpus("sim:healthy/hgx01", wedged)
-    assert not state.reachable and "did not finish" in (state.error or "")
-    assert diagnose(state).verdict is Verdict.UNREACHABLE
+    assert state.reachable, state.error
+    assert [(m.section, m.reason) for m in state.missing] == [("gpus", "timed out")]
+    assert state.service("nvidia-fabricmanager") is not None and state.nvswitches
+    assert diagnose(state).verdict is Verdict.BROKEN
+
+
+def test_a_poll_that_ended_before_nvidia_smi_ran_is_unreachable():
+    host, sections = sections_of("sim:healthy/hgx01")
+    del sections["gpus"]
+    state = assemble_node_state(host, sections, simulated=True)
+    assert not state.reachable and "the poll ended before it ran" in (state.error or "")
 
 
 def test_a_poll_where_nothing_else_answered_either_is_unreachable_with_nvidia_smis_words():

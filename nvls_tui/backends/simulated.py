@@ -30,6 +30,7 @@ from nvls_tui.model import NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
 from nvls_tui.poll.assemble import LastAssembly
+from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import (
     PICK,
@@ -49,7 +50,11 @@ if TYPE_CHECKING:
     from nvls_tui.sim.fleet import SimFleet
     from nvls_tui.sim.state import Node, Proc
 
-# A fuser -v row: "<user> <pid> <access> <command>" (the access column is five flag characters).
+
+
+async def wait_out(seconds: float) -> None:
+    """Wait for a hung command's timeout (real seconds; tests put a fake sleep here to count the waits)."""
+    await asyncio.sleep(seconds)
 
 
 class SimulatedBackend(Backend):
@@ -181,7 +186,8 @@ class SimulatedBackend(Backend):
     async def _quick(self, argv_of: Callable[[list[int], str], tuple[str, ...]], pids: list[int]) -> CommandResult:
         """A ps read of ``pids`` as the script does it: ``-q``, and ``-p`` where ps refuses that."""
         result = await self._section(argv_of(pids, QUICK), False)
-        return result if result.ok else await self._section(argv_of(pids, PICK), False)
+        return result if result.ok or result.exit_status == TIMED_OUT_STATUS else await self._section(
+            argv_of(pids, PICK), False)
 
     async def _section(self, argv: Sequence[str], privileged: bool) -> CommandResult:
         """One probe command with stderr merged into stdout, as the remote script's ``2>&1`` does."""
@@ -194,8 +200,8 @@ class SimulatedBackend(Backend):
             return CommandResult(argv, 1, f"simulator error: {exc!r}\n")
         await asyncio.sleep(0)
         if result is HANG:
-            await asyncio.sleep(self.timeout)  # a wedged tool costs the poll its whole timeout, as on a node
-            return CommandResult(argv, 124, f"`{join_argv(argv)}` did not finish within {self.timeout:g} s\n", "",
+            await wait_out(self.timeout)  # a wedged tool costs the poll its whole timeout, as on a node
+            return CommandResult(argv, TIMED_OUT_STATUS, f"`{join_argv(argv)}` did not finish within {self.timeout:g} s\n", "",
                                  float(self.timeout))
         if not isinstance(result, Output):
             return CommandResult(argv, 1, "", "")
@@ -229,7 +235,9 @@ class SimulatedBackend(Backend):
             asked = self.kernel_tail.cursor
             argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv
             result = await self._section(argv, section.privileged)
-            if not result.ok and section.fallback:
+            # After a timeout the fallback is not tried: the same tool would hang again (the remote
+            # script's section is ended whole), and the poll would wait out a second timeout.
+            if not result.ok and result.exit_status != TIMED_OUT_STATUS and section.fallback:
                 result = await self._section(section.fallback, section.privileged)
             if section.name == "kernel":
                 # The remote script filters this section on the node (awk); do the same here.

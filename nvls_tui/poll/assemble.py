@@ -44,7 +44,7 @@ from nvls_tui.parsers.nvidia_smi_csv import (
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
 from nvls_tui.parsers.slurm import parse_listpids
 from nvls_tui.parsers.systemctl import parse_show
-from nvls_tui.poll.evidence import NOT_RUN, TIMED_OUT, missing_evidence, missing_from_unparsed
+from nvls_tui.poll.evidence import NOT_RUN, missing_evidence, missing_from_unparsed
 from nvls_tui.textsafe import clean_deep
 
 # What nvidia-smi prints when the driver is not loaded or no GPU answers: the node cannot be read.
@@ -200,11 +200,12 @@ def _gpus_of(result: CommandResult | None, warnings: list[str]
 def node_answered(sections: Mapping[str, CommandResult], gpus: MissingEvidence) -> bool:
     """Whether a node whose GPUs could not be read still answered the poll (it is reachable then).
 
-    nvidia-smi answered (cut at the cap, missing, denied, failing, or listing no GPU) and some other
-    section was read: the node is read without its GPUs. A wedged nvidia-smi (timed out) or a poll
-    that ended before it are unreachable, as over SSH, where a hung nvidia-smi holds the whole poll.
+    nvidia-smi answered (cut at the cap, missing, denied, failing, or listing no GPU) or hung (timed out:
+    every transport cuts off only the hung command, so the sections after it are read), and some other
+    section was read: the node is read without its GPUs. A poll that ended before nvidia-smi ran is
+    unreachable.
     """
-    if gpus.reason in (TIMED_OUT, NOT_RUN):
+    if gpus.reason == NOT_RUN:
         return False
     return any(missing_evidence(name, result) is None for name, result in sections.items() if name != "gpus")
 

@@ -23,6 +23,8 @@ UNPARSEABLE = "unparseable"
 OVER_CAP = "over the size cap"
 FAILED = "failed"
 NOT_RUN = "not run"
+# The exit status of a command cut off at its timeout, as coreutils `timeout` gives it (every transport).
+TIMED_OUT_STATUS = 124
 REASONS = (TOOL_MISSING, PERMISSION, TIMED_OUT, UNPARSEABLE, OVER_CAP, FAILED, NOT_RUN)
 
 # What each section is for, in the operator's words (the detail sentence names it).
@@ -84,7 +86,7 @@ def _general(section: str, result: CommandResult, tool: str, ok_statuses: frozen
     """The reasons every tool shares: cap, timeout, missing, denied, a failing exit status."""
     if result.truncated:
         return _missing(section, OVER_CAP, f"`{tool}` printed more than the byte cap allows and was stopped")
-    if result.exit_status in (-1, 124):
+    if result.exit_status in (-1, TIMED_OUT_STATUS):
         return _missing(section, TIMED_OUT, f"`{tool}` did not finish")
     if result.exit_status in ok_statuses and result.exit_status not in (126, 127):
         return None  # read (the reasons below all need a failing status)
@@ -176,6 +178,7 @@ __all__ = [
     "PERMISSION",
     "REASONS",
     "TIMED_OUT",
+    "TIMED_OUT_STATUS",
     "TOOL_MISSING",
     "UNPARSEABLE",
     "missing_evidence",

@@ -11,6 +11,7 @@ the whole group from a second session: OpenSSH refuses ``signal`` channel reques
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import shlex
 import time
@@ -43,6 +44,7 @@ from nvls_tui.backends.ssh.pool import SshConnector
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.model import NodeState
 from nvls_tui.poll.assemble import LastAssembly
+from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.probe import (
     DERIVED_SECTIONS,
@@ -125,6 +127,7 @@ class SshBackend(Backend):
         self._cleanups: set[asyncio.Task] = set()
         self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
         self.last_assembly = LastAssembly()  # an unchanged node is not parsed again
+        self._section_limit: asyncio.Timeout | None = None  # the poll script's deadline, moved per section
 
     @property
     def connector(self) -> SshConnector:
@@ -304,7 +307,9 @@ class SshBackend(Backend):
                 self._stop(proc, pgid, privileged)
                 return -1, "", True, time.monotonic() - started
             try:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(timeout) as limit:
+                    if poll:
+                        self._section_limit = limit  # each section of the script gets the whole timeout
                     stderr, stopped = await self._collect(proc, on_stdout, self.options.max_output)
                     if stopped:
                         # Past the cap: the command is stopped, not read to its end (a broken lspci that
@@ -322,6 +327,9 @@ class SshBackend(Backend):
             except asyncio.CancelledError:
                 self._stop(proc, pgid, privileged)
                 raise
+            finally:
+                if poll:
+                    self._section_limit = None
         if completed.returncode is None:
             raise self._dropped(_short(argv))
         return completed.returncode, stderr, False, time.monotonic() - started
@@ -439,16 +447,20 @@ class SshBackend(Backend):
 
         Each section may print ``options.max_output`` characters; past that the script is stopped,
         the section is kept as truncated (EVIDENCE_MISSING, over the cap), and the sections it had not
-        reached yet are read by a second script, so one flooding tool hides nothing else. A section
-        whose end marker never arrived has exit status -1.
+        reached yet are read by a second script, so one flooding tool hides nothing else. Each section
+        may take ``options.timeout`` (the deadline moves as each section begins): a command that hangs
+        past it is stopped the same way, its section kept with exit status 124 (EVIDENCE_MISSING, timed
+        out), and the rest read by a second script. This needs nothing of the node (no ``timeout``
+        command), and a hung command costs the poll one timeout, as on every other transport. A
+        section whose end marker never arrived otherwise has exit status -1.
 
         Raises:
-            Unreachable, CommandTimeout.
+            Unreachable, CommandTimeout: the script never started, or stalled between sections.
         """
         pending = list(SECTION_NAMES)
         sections: dict[str, CommandResult] = {}
         asked = self.kernel_tail.cursor
-        for _attempt in SECTION_NAMES:  # each round settles at least the section that overflowed
+        for _attempt in SECTION_NAMES:  # each round settles at least the section that overflowed or hung
             if not pending:
                 break
             nonce = new_nonce()
@@ -456,21 +468,25 @@ class SshBackend(Backend):
             script = probe_script(self.options.sudo, nonce, only=tuple(pending), kernel_cursor=asked,
                                   cap=self.options.max_output)
             argv = ["sh", "-c", script]
+            hung: str | None = None
             try:
                 await self._execute(argv, self.command_line(argv), self.options.timeout, False, None,
                                     self._tracking(reader), poll=True)
             except CommandTimeout:
                 if reader.current is None:
-                    raise  # it never started (no session, no answer): that message says so
-                raise self._hung(reader.current) from None
+                    raise  # it never started (no session, no answer), or stalled between sections
+                hung = reader.current
             for name, (status, text) in reader.finish().items():
                 sections[name] = CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
                                                stdout=text, truncated=reader.over_cap(name))
-            if reader.overflow is None:
+            if hung is not None:
+                sections[hung] = dataclasses.replace(sections[hung], exit_status=TIMED_OUT_STATUS)
+            elif reader.overflow is None:
                 break
             pending = [n for n in pending if n not in sections]
             if any(n in pending for n in DERIVED_SECTIONS):
-                if sections.get("holders") is not None and sections["holders"].truncated:
+                holders = sections.get("holders")
+                if holders is not None and (holders.truncated or holders.exit_status == TIMED_OUT_STATUS):
                     pending = [n for n in pending if n not in DERIVED_SECTIONS]  # no PID list to read them by
                 else:
                     pending.append("holders")  # the ps reads take their PIDs from the same script's fuser
@@ -500,6 +516,8 @@ class SshBackend(Backend):
             name = reader.current
             if name != shown[0]:
                 shown[0] = name
+                if self._section_limit is not None:  # a new section (or the steps between): a new timeout
+                    self._section_limit.reschedule(asyncio.get_running_loop().time() + self.options.timeout)
                 if name is None:
                     self._begin(phase=IN_SCRIPT)  # between sections: the script's own ps of the holders
                 else:
@@ -507,11 +525,6 @@ class SshBackend(Backend):
             return going
 
         return feed
-
-    def _hung(self, section: str) -> CommandTimeout:
-        """The poll's timeout, naming the command of ``section`` (running when it came), not ``sh -c``."""
-        return CommandTimeout(f"{self.host}: {_short(section_argv(section))} did not finish within "
-                              f"{self.options.timeout:g}s and was stopped")
 
     async def snapshot(self) -> NodeState:
         """Read the node once; a node that cannot be reached or read comes back ``reachable=False``.
