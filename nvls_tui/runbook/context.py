@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from nvls_tui.backends.base import Backend, CommandResult, join_argv
 from nvls_tui.runbook.events import (
@@ -17,8 +18,10 @@ from nvls_tui.runbook.events import (
     EventSink,
     Note,
     RunbookEvent,
+    StepFinished,
+    StepStarted,
 )
-from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.outcome import OK, STEP_FAILED, NodeOutcome, StepOutcome
 from nvls_tui.runbook.steps import Operator, RepairOptions
 
 # Output kept in an event; the audit log bounds it again (16 KB).
@@ -162,6 +165,38 @@ class NodeContext:
         self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=result.exit_status,
                                   output=bounded(result.output), duration=result.duration or clock() - started))
         return result
+
+    async def run_step(self, name: str, body: Callable[[], Awaitable[Any]], *, record: StepOutcome | None = None,
+                       failure: Callable[[BaseException], str] | None = None) -> Any:
+        """Run one step: announce it, time it, mark it ok or failed; the one step wrapper of every run.
+
+        Args:
+            name: the step (it becomes :attr:`step` for the commands it runs).
+            body: the step's work; a text it returns is the step's message.
+            record: the step's outcome to fill in (the repair's; a single action keeps none).
+            failure: the message of a step that raised (default: the exception's text, else its type).
+
+        Returns:
+            What ``body`` returned. Its exception goes on up, after the step is marked failed.
+        """
+        self.step = name
+        record = record if record is not None else StepOutcome(name)
+        self.emit(StepStarted(host=self.host, step=name))
+        clock = self.options.clock
+        began = clock()
+        try:
+            value = await body()
+        except BaseException as exc:
+            record.status, record.duration = STEP_FAILED, clock() - began
+            record.message = failure(exc) if failure is not None else (str(exc) or type(exc).__name__)
+            self.emit(StepFinished(host=self.host, step=name, status=STEP_FAILED, duration=record.duration,
+                                   message=record.message))
+            raise
+        record.status, record.duration = OK, clock() - began
+        if isinstance(value, str):
+            record.message = value
+        self.emit(StepFinished(host=self.host, step=name, status=OK, duration=record.duration, message=record.message))
+        return value
 
     async def pause(self) -> None:
         """Wait one poll interval (aborts are honoured right after)."""

@@ -33,8 +33,6 @@ from nvls_tui.runbook.events import (
     NodeObserved,
     RunFinished,
     RunStarted,
-    StepFinished,
-    StepStarted,
 )
 from nvls_tui.runbook.ledger import ManualChange, put_back
 from nvls_tui.runbook.lock import NodeLock
@@ -231,29 +229,12 @@ class Runbook:
                                 f"(threshold {result.threshold:.0f})")
 
     async def _step(self, name: str, body: Callable[[], Awaitable]):
-        """Run one step: announce it, time it, mark it ok or failed (the exception goes on up)."""
-        ctx = self.context
-        ctx.step = name
-        record = self.outcome.step(name)
-        ctx.emit(StepStarted(host=self.host, step=name))
-        began = self.options.clock()
-        try:
-            value = await body()
-        except BaseException as exc:
-            record.status = STEP_FAILED
-            record.duration = self.options.clock() - began
+        """Run one step through :meth:`NodeContext.run_step`, its outcome kept in the node's."""
+        def failure(exc: BaseException) -> str:
             interrupted = isinstance(exc, asyncio.CancelledError) and self._interrupted
-            record.message = f"interrupted: {self._interrupted}" if interrupted else (str(exc) or type(exc).__name__)
-            ctx.emit(StepFinished(host=self.host, step=name, status=STEP_FAILED, duration=record.duration,
-                                  message=record.message))
-            raise
-        record.status = OK
-        record.duration = self.options.clock() - began
-        if isinstance(value, str):
-            record.message = value
-        ctx.emit(StepFinished(host=self.host, step=name, status=OK, duration=record.duration,
-                              message=record.message))
-        return value
+            return f"interrupted: {self._interrupted}" if interrupted else (str(exc) or type(exc).__name__)
+
+        return await self.context.run_step(name, body, record=self.outcome.step(name), failure=failure)
 
     async def _fabric_manager(self, state: NodeState) -> str:
         # FM must never start while anything holds a device (NVLS stays broken): re-prove it first,

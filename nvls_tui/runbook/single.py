@@ -16,7 +16,7 @@ from nvls_tui.backends.base import BackendError
 from nvls_tui.runbook import fabric, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.engine import new_run_id
-from nvls_tui.runbook.events import RunFinished, RunStarted, StepFinished, StepStarted
+from nvls_tui.runbook.events import RunFinished, RunStarted
 from nvls_tui.runbook.lock import NodeLock, whoami
 from nvls_tui.runbook.quiesce import read_holders
 from nvls_tui.runbook.steps import FM_UNIT, unit_argv
@@ -69,16 +69,7 @@ async def run_single(action: SingleAction, ctx: NodeContext, *, run_id: str = ""
 
     async def step(name: str, body: Callable[[], Awaitable[str | None]]) -> None:
         nonlocal last
-        ctx.step = name
-        ctx.emit(StepStarted(host=host, step=name))
-        t0 = clock()
-        try:
-            message = await body() or ""
-        except BaseException as exc:
-            ctx.emit(StepFinished(host=host, step=name, status="failed", duration=clock() - t0,
-                                  message=str(exc) or type(exc).__name__))
-            raise
-        ctx.emit(StepFinished(host=host, step=name, status="ok", duration=clock() - t0, message=message))
+        message = await ctx.run_step(name, body) or ""
         if name not in ("lock", "unlock"):
             last = message
 
