@@ -109,3 +109,12 @@ def test_the_config_files_read_only_refuses_a_repair_that_is_not_a_dry_run(confi
     path = config_file("read_only = true\n")
     assert main(["repair", "sim:seed-incident/gpu05", "--yes", "--audit-dir", str(tmp_path / "audit")]) == 2
     assert f"read_only in config file {path} forbids changing a node" in one_line(capsys.readouterr().err)
+
+
+def test_a_headless_repair_of_a_frozen_simulated_fleet_runs_on_the_fleets_clock(monkeypatch, tmp_path, capsys):
+    # NVLS_TUI_SIM_SPEED=0 used to divide the repair's waits by 0 (an internal error): the speed was
+    # read twice, once for the fleet's clock and once to scale the waits. Now the run waits on the clock.
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
+    assert main(["repair", "sim:seed-incident/gpu05", "--yes", "--json", "--audit-dir", str(tmp_path)]) == 0
+    (node,) = json.loads(capsys.readouterr().out)["nodes"]
+    assert node["result"] == "repaired"
