@@ -284,7 +284,8 @@ def _help_config(argv: list[str]) -> Config | None:
     cannot be read (the run itself then says why)."""
     from nvls_tui.config import ConfigError, load_config
 
-    explicit = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
+    explicit = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else next(
+        (a.removeprefix("--config=") for a in argv if a.startswith("--config=")), None)
     try:
         config = load_config(explicit)
     except ConfigError:

@@ -93,7 +93,7 @@ def test_help_names_the_value_the_config_file_gives_an_option(config_file, capsy
     assert main(["check", "--help"]) == 0
     lines = capsys.readouterr().out.splitlines()
     timeout = next(line for line in lines if line.lstrip().startswith("--timeout"))
-    user = next(line for line in lines if "--user" in line)
+    user = next(line for line in lines if line.lstrip().startswith("-l USER"))
     assert f"(config file {path}: 30.0)" in timeout and f"(config file {path}: ops)" in user
 
 
@@ -118,3 +118,13 @@ def test_a_headless_repair_of_a_frozen_simulated_fleet_runs_on_the_fleets_clock(
     assert main(["repair", "sim:seed-incident/gpu05", "--yes", "--json", "--audit-dir", str(tmp_path)]) == 0
     (node,) = json.loads(capsys.readouterr().out)["nodes"]
     assert node["result"] == "repaired"
+
+
+@pytest.mark.parametrize("form", ["--config {}", "--config={}"])
+def test_help_names_the_values_of_a_config_file_named_on_the_command_line(tmp_path, capsys, monkeypatch, form):
+    monkeypatch.setenv("COLUMNS", "400")
+    path = tmp_path / "site.toml"
+    path.write_text('[ssh]\njump = "bastion"\n')
+    assert main(["repair", *form.format(path).split(), "--help"]) == 0
+    jump = next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("--jump"))
+    assert f"(config file {path}: bastion)" in jump
