@@ -142,7 +142,9 @@ def resolve_backends(settings: Settings) -> list[Backend]:
             from nvls_tui.backends.simulated import sim_backends
             from nvls_tui.sim.fleet import load_fleet
 
-            backends += sim_backends(load_fleet(word, speed=settings.sim_speed))
+            # --timeout is per command on simulated nodes too: a hung tool is waited out that long.
+            backends += sim_backends(load_fleet(word, speed=settings.sim_speed), timeout=options.timeout,
+                                     max_output=options.max_output)
         elif word == "local":
             from nvls_tui.backends.local import LocalBackend
 
