@@ -14,9 +14,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                                     r"^The following GPUs could not be reset:$|"
                                     r"^\d+ devices? (?:is|are) currently being used by one or more other", re.M)),
     # nccl-tests' own lines and NCCL's log lines (``host:pid:tid [dev] NCCL INFO``), never the words
-    # alone: prose that quotes them (a README, a ticket) is not a run.
+    # alone: prose that quotes them (a README, a ticket) is not a run. The host field starts where a word
+    # does ((?<!\S)): unanchored, \S+ was tried from every position of a long word (one 200 KB line: minutes).
     ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|^#\s+Avg bus bandwidth\s*:|"
-                              r"Test NCCL failure common\.cu:\d|\S+:\d+:\d+ \[\d+\] (?:\S+ )?(?:\(\w+\) )?NCCL (?:WARN|INFO) |"
+                              r"Test NCCL failure common\.cu:\d|(?<!\S)\S+:\d+:\d+ \[\d+\] (?:\S+ )?(?:\(\w+\) )?NCCL (?:WARN|INFO) |"
                               r"pid \d+: Test failure common\.cu:\d|"
                               r"^Failed to bind NVLink SHARP \(NVLS\) Multicast memory of size \d+ : CUDA error \d+",
                               re.M)),
