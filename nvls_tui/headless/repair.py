@@ -37,7 +37,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
-from nvls_tui.runbook.lock import HEARTBEAT_STEP
+from nvls_tui.runbook.happened import NodeHappened, bookkeeping
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.runbook.session import Session
 from nvls_tui.settings import Settings
@@ -77,11 +77,14 @@ class ProgressPrinter:
         self.gone = False
         self.clock = clock
         self.reminders = WaitReminders()
-        self._holders: dict[str, tuple[int, ...]] = {}
+        self.happened: dict[str, NodeHappened] = {}  # what happened to each node: the runbook's one fold
 
     def __call__(self, event: RunbookEvent) -> None:
         self.reminders.update(event, self.clock())
-        if not self._repeated(event):
+        node = self.happened.setdefault(event.host, NodeHappened(event.host))
+        node.fold(event)
+        # A wait re-checks the holders every poll: the same ones are said once.
+        if not (isinstance(event, HoldersRemaining) and node.holders_repeated):
             self._print(event.host, self.format(event))
         self.remind()
 
@@ -89,15 +92,6 @@ class ProgressPrinter:
         """Print the wait lines that came due (every 15 s of a wait)."""
         for host, line in self.reminders.due(self.clock()):
             self._print(host, f"  waiting: {line}")
-
-    def _repeated(self, event: RunbookEvent) -> bool:
-        """True for a waiting re-check that reports the same holders as the last one (said once)."""
-        if not isinstance(event, HoldersRemaining):
-            return False
-        pids = tuple(h.pid for h in event.holders)
-        same = event.waiting and self._holders.get(event.host) == pids
-        self._holders[event.host] = pids
-        return same
 
     def _print(self, host: str, text: str | None) -> None:
         for line in (text or "").splitlines():
@@ -115,7 +109,7 @@ class ProgressPrinter:
         if isinstance(event, StepFinished):
             tail = f": {event.message}" if event.message else ""
             return f"{event.step} {event.status} ({event.duration:.1f} s){tail}"
-        if isinstance(event, CommandFinished) and event.step == HEARTBEAT_STEP:
+        if bookkeeping(event):
             return None  # the lock's heartbeat every 30 s: the audit log keeps it
         if isinstance(event, CommandFinished):
             status = event.exit_status if event.exit_status is not None else f"no status ({event.error})"
