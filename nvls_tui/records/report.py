@@ -101,8 +101,8 @@ def _node_section(log: NodeLog) -> list[str]:
     out = [f"## {prose(host)}", ""]
     finished = log.finished
     if finished:
-        message = f" — {prose(log.clock.annotate(str(finished['message'])))}" if finished.get("message") else ""
-        out += [f"**Result: {prose(finished.get('result'))}**{message}", ""]
+        message = f" — {prose(log.clock.annotate(finished.message))}" if finished.message else ""
+        out += [f"**Result: {prose(finished.result)}**{message}", ""]
     else:
         out += [f"**Unfinished**: {log_ends(log)} (nvls-tui stopped mid-run?){restore_advice(log)}.", ""]
     out += manual_section(log)

@@ -7,6 +7,8 @@ from typing import Any
 
 from nvls_tui.records.report_clock import NodeClock, measure_clock, utc_moment
 from nvls_tui.records.report_text import as_dict, code_span, prose
+from nvls_tui.runbook.event_records import from_record
+from nvls_tui.runbook.events import RunFinished
 
 # Console actions whose signals and unit changes are the operator's own hand, not the runbook's.
 BY_HAND_MODES = frozenset({"sigterm", "unit-stop", "unit-start"})
@@ -31,9 +33,11 @@ class NodeLog:
         return (found[0] if label == "before" else found[-1]) if found else None
 
     @property
-    def finished(self) -> dict[str, Any] | None:
-        """The last ``run-finished`` record (None: the run did not finish)."""
-        return next((r for r in reversed(self.records) if r.get("event") == "run-finished"), None)
+    def finished(self) -> RunFinished | None:
+        """How the run ended: its last ``run-finished`` record, read back into the event (None: it did not finish)."""
+        record = next((r for r in reversed(self.records) if r.get("event") == "run-finished"), None)
+        event = from_record(record) if record is not None else None
+        return event if isinstance(event, RunFinished) else None
 
     @property
     def dry_run(self) -> bool:

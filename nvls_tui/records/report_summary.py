@@ -139,11 +139,11 @@ def _persistence_done(log: NodeLog) -> list[str]:
 
 
 def _done(log: NodeLog) -> str | None:
-    finished = log.finished or {}
+    finished = log.finished
     if log.dry_run:
         return "- Done: nothing (a dry run: the plan was read, nothing was changed)."
-    if finished.get("result") == "refused":
-        why = f": {prose(log.clock.annotate(str(finished['message'])))}" if finished.get("message") else ""
+    if finished is not None and finished.result == "refused":
+        why = f": {prose(log.clock.annotate(finished.message))}" if finished.message else ""
         return f"- Done: nothing, the run was refused{why}".rstrip(".") + "."
     parts = (_units_done(log) + _persistence_done(log) + _signals_done(log) + _fabric_done(log) +
              _smoke_done(log))
@@ -153,14 +153,16 @@ def _done(log: NodeLog) -> str | None:
 
 
 def _aborted(log: NodeLog) -> bool:
-    return (log.finished or {}).get("result") == "aborted"
+    finished = log.finished
+    return finished is not None and finished.result == "aborted"
 
 
 def _abort_bullet(log: NodeLog) -> str | None:
     """Where an aborted run stopped (the runbook's own sentence names the step) and what the restore did."""
     if not _aborted(log):
         return None
-    message = str((log.finished or {}).get("message") or "aborted")
+    finished = log.finished
+    message = (finished.message if finished is not None else "") or "aborted"
     if "aborted at " not in message:
         failed = next((r for r in reversed(log.events("step-finished")) if r.get("status") == "failed"), None)
         message += f" (during {failed.get('step')})" if failed else ""
@@ -316,7 +318,8 @@ def _left(log: NodeLog) -> str:
 def node_summary(log: NodeLog) -> list[str]:
     """A few bullets about one node: what was wrong, what was done (by hand too), what is left."""
     first, last = (log.records[0], log.records[-1]) if log.records else ({}, {})
-    result = prose((log.finished or {}).get("result") or "unfinished")
+    finished = log.finished
+    result = prose((finished.result if finished is not None else "") or "unfinished")
     span = f"{record_utc(first.get('time'), log.clock.day).removesuffix(' UTC')} to " \
            f"{record_utc(last.get('time'), log.clock.day)}"
     bullets = [_was_wrong(log), *_by_hand(log), _done(log), _abort_bullet(log), _left(log)]

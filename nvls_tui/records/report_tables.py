@@ -20,11 +20,11 @@ def results_table(logs: list[NodeLog]) -> list[str]:
         return []
     out = ["| node | result | smoke avg (GB/s) | message |", "| --- | --- | ---: | --- |"]
     for log in logs:
-        fin = log.finished or {}
+        fin = log.finished
         smoke: dict[str, Any] = next((r["smoke"] for r in reversed(log.events("smoke-finished"))
                                       if isinstance(r.get("smoke"), dict)), {})
-        out.append(f"| {table_cell(prose(log.host))} | {table_cell(prose(fin.get('result', 'unfinished')))} | "
-                   f"{table_cell(prose(smoke.get('avg_busbw', '–')))} | {table_cell(prose(fin.get('message', '')))} |")
+        out.append(f"| {table_cell(prose(log.host))} | {table_cell(prose(fin.result if fin else 'unfinished'))} | "
+                   f"{table_cell(prose(smoke.get('avg_busbw', '–')))} | {table_cell(prose(fin.message if fin else ''))} |")
     out.append("")
     return out
 
