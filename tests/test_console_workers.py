@@ -1,8 +1,11 @@
-"""The console's workers: a newer request supersedes an older one, so what is shown is what was asked last.
+"""The console's workers: a newer request supersedes an older one, and each tells how it ended in a message.
 
 The plan screen plans again when the operator changes what the restore puts back. Two quick toggles
 used to start two dry runs side by side; when the first (stale) one finished last, its plan was shown
 under a checkbox that said the opposite, and typing the names approved a plan nobody saw.
+
+An action posts past-tense messages (``ActionStarted``, then ``ActionFinished``, ``RepairFinished`` or
+``ActionFailed``): the tests below assert the messages that flowed, as Harlequin's do.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ import asyncio
 from textual.widgets import Checkbox
 
 from nvls_tui.app import NvlsApp
-from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
+from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, RepairFinished
+from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock
-from tests.test_console_repair import SIZE, plain
-from tests.test_console_repair_actions import open_node
+from tests.test_console_repair import SIZE, plain, start_repair
+from tests.test_console_repair_actions import confirm, open_node
 from tests.test_operations_console import DCGM, unit_by_hand
 from tests.waiting import wait_until
 
@@ -46,6 +51,20 @@ class GatedReadBackend(SimulatedBackend):
         state = await super().snapshot()
         self.reads += 1
         return state
+
+
+class Flow(list):
+    """The action messages that flowed, once each (a message bubbling from a screen to the app is seen twice)."""
+
+    KINDS = (ActionStarted, ActionFinished, ActionFailed, RepairFinished)
+
+    def __call__(self, message) -> None:
+        if isinstance(message, self.KINDS) and not any(m is message for m in self):
+            self.append(message)
+
+    def of(self, kind) -> list:
+        """The messages of ``kind``, in order."""
+        return [m for m in self if isinstance(m, kind)]
 
 
 def plan_workers(app) -> list:
@@ -85,3 +104,84 @@ async def test_two_quick_toggles_of_put_back_show_the_plan_of_the_last_choice_ev
         assert put_back.value
         assert f"$ systemctl start {DCGM}" in plain(screen.query_one("#plan-body-0"))
 
+
+async def test_a_sigterm_from_the_node_screen_posts_action_started_then_finished_with_the_signalled_outcome(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    flow = Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
+        await open_node(app, pilot, "gpu05")
+        victim = app.fleet.get("gpu05").holders[0]
+        await pilot.press("space", "t")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.click("#confirm")
+        await wait_until(pilot, lambda: flow.of(ActionFinished), "the action's end")
+    assert [type(m) for m in flow] == [ActionStarted, ActionFinished]
+    started, finished = flow
+    assert (started.description, started.hosts) == ("SIGTERM on gpu05", ("gpu05",))
+    done = finished.outcome
+    assert (done.host, done.action, done.ok, done.severity) == ("gpu05", "sigterm", True, "information")
+    assert str(victim.pid) in done.message
+
+
+async def test_a_unit_stopped_by_hand_posts_its_outcome_and_the_poll_that_follows_shows_it_stopped(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    flow = Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
+        node = await open_node(app, pilot, "gpu05")
+        await unit_by_hand(app, pilot, node, "s", DCGM, "inactive")  # waits for the re-poll the app starts
+    (finished,) = flow.of(ActionFinished)
+    assert (finished.outcome.action, finished.outcome.ok) == ("unit-stop", True)
+    assert [m.description for m in flow.of(ActionStarted)] == [f"stop {DCGM} on gpu05"]
+
+
+async def test_a_smoke_test_in_the_side_pane_posts_its_outcome_with_the_runbook_result(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    flow = Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
+        await open_node(app, pilot, "gpu01")
+        await pilot.press("n")
+        await confirm(app, pilot)
+        pane = app.screen
+        await wait_until(pilot, lambda: flow.of(ActionFinished), "the smoke test's end")
+        await pilot.pause()
+        assert pane.outcome is not None and pane.outcome.result == "ok"
+    (finished,) = flow.of(ActionFinished)
+    assert (finished.outcome.host, finished.outcome.action, finished.outcome.ok) == ("gpu01", "smoke", True)
+    assert finished.outcome.outcome is pane.outcome
+
+
+async def test_a_repair_posts_repair_finished_with_each_nodes_result(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    flow = Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
+        screen = await start_repair(app, pilot, ["gpu05"])
+        await wait_until(pilot, lambda: flow.of(RepairFinished), "the repair's end")
+        assert screen.finished_at is not None
+    assert [m.description for m in flow.of(ActionStarted)] == ["repair gpu05"]
+    (finished,) = flow.of(RepairFinished)
+    assert finished.hosts == ("gpu05",) and finished.error is None
+    assert finished.results == {"gpu05": "repaired"} and finished.ok
+
+
+async def test_an_action_that_raises_posts_action_failed_and_the_operator_reads_why(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    flow, said = Flow(), []
+
+    async def broken() -> None:
+        raise RuntimeError("the transport fell over")
+
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
+        await app.wait_for_first_poll(timeout=30)
+        app.notify = lambda message, **kw: said.append((message, kw.get("severity")))
+        app.start_action("restore on gpu05", broken(), hosts=["gpu05"])
+        await wait_until(pilot, lambda: said, "the failure to be said")
+    assert [type(m) for m in flow] == [ActionStarted, ActionFailed]
+    failed = flow[1]
+    assert (failed.description, failed.error, failed.hosts) == ("restore on gpu05", "the transport fell over",
+                                                                ("gpu05",))
+    assert said == [("restore on gpu05 failed: the transport fell over", "error")]

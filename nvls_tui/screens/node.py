@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Static
 from nvls_tui.bindings import bindings_for, destructive_actions, help_first
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
+from nvls_tui.messages import ActionFinished
 from nvls_tui.model import Holder, NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.runbook.actions import holder_label
@@ -31,6 +32,9 @@ from nvls_tui.widgets.node_text import (
     unread_subtitle,
 )
 from nvls_tui.widgets.tables import cursor_key, sync_rows
+
+# What a restore refused for a stale lock says next; the node screen's next U then offers the take-over.
+TAKE_OVER = "Press U again to take the stale lock over."
 
 # Findings (at least 30 wide), units (54) and NVSwitches (34) side by side need this many columns.
 NARROW_BELOW = 120
@@ -263,7 +267,7 @@ class NodeScreen(OnConsole, Screen[None]):
         def done(ok: bool | None) -> None:
             if ok:
                 self.selected = {}
-                self.nvls.start_action(f"SIGTERM on {host}", self._sigterm(host, holders))
+                self.nvls.start_action(f"SIGTERM on {host}", self._sigterm(host, holders), hosts=[host])
 
         consequences = sigterm_consequences(holders, self.nvls.fleet.get(host))
         self.nvls.push_screen(ConfirmScreen(
@@ -274,9 +278,7 @@ class NodeScreen(OnConsole, Screen[None]):
                  "a PID that changed is refused and reported."), done)
 
     async def _sigterm(self, host: str, holders: list[Holder]) -> None:
-        done = await self.nvls.session.sigterm(host, holders)
-        self.nvls.notify(done.message, severity=done.severity, timeout=8)
-        self.nvls.poll_now(host)
+        self.tell(ActionFinished(await self.nvls.session.sigterm(host, holders)))
 
     def action_stop_unit(self, unit: str | None = None) -> None:
         """Confirm, then ``systemctl stop`` the unit (default: the one under the units cursor)."""
@@ -297,7 +299,7 @@ class NodeScreen(OnConsole, Screen[None]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.nvls.start_action(f"{verb} {unit} on {host}", self._run_unit(host, verb, unit))
+                self.nvls.start_action(f"{verb} {unit} on {host}", self._run_unit(host, verb, unit), hosts=[host])
 
         self.nvls.push_screen(ConfirmScreen(
             f"{verb.capitalize()} {unit} on {host}?", [f"systemctl {verb} {unit}"],
@@ -306,9 +308,7 @@ class NodeScreen(OnConsole, Screen[None]):
     async def _run_unit(self, host: str, verb: str, unit: str) -> None:
         state = self.state
         seen = next((s.active for s in state.services if s.name == unit), None) if state else None
-        done = await self.nvls.session.unit(host, verb, unit, seen=seen)
-        self.nvls.notify(done.message, severity=done.severity, timeout=6)
-        self.nvls.poll_now(host)
+        self.tell(ActionFinished(await self.nvls.session.unit(host, verb, unit, seen=seen)))
 
     def action_poll_node(self) -> None:
         """Poll this node now."""
@@ -328,7 +328,7 @@ class NodeScreen(OnConsole, Screen[None]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.nvls.start_action(f"restore on {host}", self._restore(host, force=force))
+                self.nvls.start_action(f"restore on {host}", self._restore(host, force=force), hosts=[host])
 
         started = f"Started {record.get('started', '?')} by {record.get('operator', '?')}. "
         if force:
@@ -347,13 +347,15 @@ class NodeScreen(OnConsole, Screen[None]):
 
     async def _restore(self, host: str, *, force: bool = False) -> None:
         done = await self.nvls.session.restore(host, force=force)
-        self.stale_lock = None
-        message = done.message
-        if done.outcome is not None and done.outcome.lock_stale and not force:
-            self.stale_lock = done.outcome.message
-            message += " Press U again to take the stale lock over."
-        self.nvls.notify(message, severity=done.severity, timeout=10)
-        self.nvls.poll_now(host)
+        stale = done.outcome is not None and done.outcome.lock_stale and not force
+        self.tell(ActionFinished(done, TAKE_OVER if stale else ""))
+
+    @on(ActionFinished)
+    def _restore_finished(self, message: ActionFinished) -> None:
+        # A restore refused for a stale lock arms the take-over: the next U offers it (and only that U).
+        done = message.outcome
+        if done.action == "restore" and done.host == self.host:
+            self.stale_lock = done.outcome.message if message.hint == TAKE_OVER and done.outcome else None
 
     # ---- single actions, streamed into a side pane (console part 2) -----------------------------
     def action_reset_gpus(self) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -25,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from nvls_tui.bindings import bindings_for
+from nvls_tui.messages import RepairFinished
 from nvls_tui.model.scheduler import Job
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
@@ -117,7 +119,7 @@ class RunbookScreen(OnConsole, Screen[None]):
         self.set_interval(0.2, self.tick)
         self.draw_header()
         if self.start:
-            self.nvls.start_action(f"repair {' '.join(self.hosts)}", self.run_repair())
+            self.nvls.start_action(f"repair {' '.join(self.hosts)}", self.run_repair(), hosts=self.hosts)
 
     @property
     def columns(self) -> dict[str, RunbookColumn]:
@@ -191,7 +193,7 @@ class RunbookScreen(OnConsole, Screen[None]):
                 self.repair, options, on_event=self.apply, operator=self, approved=self.approval.bases or None,
                 put_back_manual=self.approval.put_back_manual)
         except (Busy, OSError) as exc:
-            app.notify(f"The repair did not start: {exc}", severity="error", timeout=15)
+            self.tell(RepairFinished(self.hosts, [], error=str(exc)))
             return
         finally:
             if self.repair.audit_log:
@@ -199,14 +201,12 @@ class RunbookScreen(OnConsole, Screen[None]):
             self.finished_at = self.now()
             self.draw_header()
             self.refresh_bindings()
-            for host in self.hosts:
-                app.poll_now(host)
-        results = {o.host: o.result for o in self.outcomes}
-        bad = [h for h, r in results.items() if r not in ("repaired", "skipped")]
-        app.notify(("Repair finished: " + ", ".join(f"{h} {r}" for h, r in results.items())
-                    + ". e writes the incident report."), severity="error" if bad else "information", timeout=8)
-        drifted = [o for o in self.outcomes if o.drift]
-        if drifted and self.is_attached:
+        self.tell(RepairFinished(self.hosts, self.outcomes))
+
+    @on(RepairFinished)
+    def _finished(self, message: RepairFinished) -> None:
+        drifted = [o for o in message.outcomes if o.drift]
+        if drifted:
             self.ask_again(drifted)
 
     def ask_again(self, drifted: list[NodeOutcome]) -> None:

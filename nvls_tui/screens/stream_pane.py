@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from nvls_tui.messages import ActionFinished
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.single import ACTIONS, SingleAction
@@ -61,7 +63,7 @@ class StreamPane(OnConsole, ModalScreen[None]):
         self.options = self.options or repair_options([self.nvls.backend_for(self.host)], self.nvls.timeout)
         self.set_interval(0.2, self.tick)
         self.draw_header()
-        self.nvls.start_action(f"{self.action_spec.title} on {self.host}", self.run_single_action())
+        self.nvls.start_action(f"{self.action_spec.title} on {self.host}", self.run_single_action(), hosts=[self.host])
 
     @property
     def column(self) -> RunbookColumn:
@@ -96,16 +98,16 @@ class StreamPane(OnConsole, ModalScreen[None]):
         return self.options.clock() if self.options is not None else time.monotonic()
 
     async def run_single_action(self) -> None:
-        """Run the action through the session (audited, polls paused); say how it ended, re-poll the node."""
-        app = self.nvls
-        try:
-            done = await app.session.single(self.host, self.action_spec.kind, options=self.options,
-                                            on_event=self.apply)
-        finally:
-            app.poll_now(self.host)
-        self.outcome = done.outcome
-        app.notify(done.message, severity=done.severity, timeout=8)
-        if done.outcome is None and self.is_attached:  # refused before it began: nothing to show here
+        """Run the action through the session (audited, polls paused); then tell how it ended (the app
+        says it and polls the node again)."""
+        done = await self.nvls.session.single(self.host, self.action_spec.kind, options=self.options,
+                                              on_event=self.apply)
+        self.tell(ActionFinished(done))
+
+    @on(ActionFinished)
+    def _finished(self, message: ActionFinished) -> None:
+        self.outcome = message.outcome.outcome
+        if self.outcome is None:  # refused before it began: nothing to show here
             self.dismiss()
 
     def action_close(self) -> None:

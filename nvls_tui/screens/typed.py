@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.message import Message
 
     from nvls_tui.app import NvlsApp
 
@@ -21,6 +22,13 @@ class _HasApp(Protocol):
     def app(self) -> App[Any]: ...
 
 
+class _Posts(_HasApp, Protocol):
+    @property
+    def is_attached(self) -> bool: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+
 class OnConsole:
     """Mixin for the console's screens and widgets."""
 
@@ -28,6 +36,14 @@ class OnConsole:
     def nvls(self: _HasApp) -> NvlsApp:
         """The running console."""
         return cast("NvlsApp", self.app)
+
+    def tell(self: _Posts, message: Message) -> None:
+        """Post a past-tense message from here: this screen's handlers see it, then it bubbles to the app.
+
+        A screen the operator already left posts it to the app itself: how an action ended is still said.
+        """
+        if not (self.is_attached and self.post_message(message)):
+            self.app.post_message(message)
 
 
 __all__ = ["OnConsole"]
