@@ -3,6 +3,7 @@ way the SSH path reads its script's output (here the real probe output of an H20
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from itertools import zip_longest
 from pathlib import Path
@@ -33,7 +34,7 @@ def test_two_nodes_interleaved_by_srun_read_back_as_the_ssh_path_reads_each():
         out += [f"1: {b}", f"0: {a}"]
     tasks = split_by_label("\n".join(out) + "\n")
     assert sorted(tasks) == [0, 1] and tasks[0][0] == f"{HOST_MARK} gpu06" and tasks[0][1:] == lines
-    via_srun = node_state("gpu05", tasks[1][1:], NONCE, 4 << 20)
+    via_srun = asyncio.run(node_state("gpu05", tasks[1][1:], NONCE, 4 << 20))
     via_ssh = over_ssh("gpu05", text)
     assert via_srun.reachable and via_srun.gpus and via_srun.holders
     assert dataclasses.replace(via_srun, polled_at=None) == dataclasses.replace(via_ssh, polled_at=None)

@@ -15,6 +15,8 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvls_tui.model import CommandResult, NodeState
+from nvls_tui.poll.assemble import LastAssembly
+from nvls_tui.poll.once import ProbeReading, build_state
 
 
 class BackendError(Exception):
@@ -256,6 +258,8 @@ class Backend(abc.ABC):
 
     host: str
     simulated: bool = False
+    # The last poll's sections and state (an unchanged node is not parsed again); each backend its own.
+    last_assembly: LastAssembly
     # Written by the backend's own poll loop (one attribute write per step) and read by whoever
     # waits on it (`check`'s progress line): no lock, no remote command, nothing on the hot path.
     _activity: Activity | None = None
@@ -356,9 +360,28 @@ class Backend(abc.ABC):
             ProcessChanged: start time or command line differ from ``expected``.
         """
 
-    @abc.abstractmethod
+    async def read_probe(self) -> ProbeReading:
+        """Read the probe's sections of the node once: what a transport does for a poll.
+
+        Raises:
+            BackendError: the node could not be reached or read (it is then unreachable).
+        """
+        raise NotImplementedError(f"{type(self).__name__} reads no probe")
+
     async def snapshot(self) -> NodeState:
-        """Read the node once and return its state (``reachable=False`` with ``error`` on failure)."""
+        """Read the node once and return its state (``reachable=False`` with ``error`` on failure).
+
+        The same for every transport: :meth:`read_probe`, then ``poll.once.build_state`` (through
+        this backend's ``last_assembly``). While it runs, :attr:`activity` names the step in flight.
+        """
+        try:
+            reading = await self.read_probe()
+        except BackendError as exc:
+            return NodeState(host=self.host, reachable=False, simulated=self.simulated, error=str(exc),
+                             polled_at=time.time())
+        finally:
+            self._idle()
+        return build_state(self.host, reading, self.last_assembly)
 
     async def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
         """Release connections; the backend can still be used again afterwards."""

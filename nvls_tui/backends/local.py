@@ -30,16 +30,18 @@ from nvls_tui.backends.base import (
     ProcessGone,
     ProcessIdentity,
     SignalOutcome,
+    Unreachable,
     identity_text,
 )
-from nvls_tui.model import FabricInfo, GpuState, MissingEvidence, NodeState
+from nvls_tui.model import FabricInfo, GpuState, MissingEvidence
 from nvls_tui.parsers.fuser import FuserHolder
 from nvls_tui.parsers.holders import build_holders
 from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column
 from nvls_tui.poll.assemble import LastAssembly
-from nvls_tui.poll.evidence import PERMISSION
+from nvls_tui.poll.evidence import PERMISSION, TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
+from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.textsafe import clean, clean_line
 
@@ -329,23 +331,20 @@ class LocalBackend(Backend):
             raise ProcessGone(f"PID {pid} has already exited") from None
         return SignalOutcome(pid, True)
 
-    async def snapshot(self) -> NodeState:
+    async def read_probe(self) -> ProbeReading:
         """NVML for the GPUs, /proc for holders, the probe's other commands for units and logs.
 
         While it runs, :attr:`activity` names the step in flight (NVML can hang in the driver).
-        """
-        try:
-            return await self._snapshot()
-        finally:
-            self._idle()
 
-    async def _snapshot(self) -> NodeState:
+        Raises:
+            Unreachable: NVML cannot read this machine's GPUs (no driver, no GPU).
+        """
         polled = time.time()
         self._begin(phase="reading the GPUs through NVML")
         try:
             driver, gpus = await asyncio.to_thread(read_nvml)
         except RuntimeError as exc:
-            return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=polled)
+            raise Unreachable(str(exc)) from None
         self._begin(phase="scanning /proc for /dev/nvidia* holders")
         fuser, entries, incomplete = await asyncio.to_thread(scan_holders, os.geteuid() == 0)
         holders = build_holders(fuser, entries)
@@ -366,7 +365,6 @@ class LocalBackend(Backend):
                     result = self.kernel_tail.take_unfiltered(result, asked)
                 sections[section.name] = result
             except CommandTimeout as exc:
-                sections[section.name] = CommandResult(section.argv, 124, "", str(exc))
-        return self.last_assembly.assemble(self.host, sections, simulated=False, polled_at=polled, gpus=gpus,
-                                           driver=driver, holders=holders, sudo=self.options.sudo,
-                                           missing=(incomplete,) if incomplete else ())
+                sections[section.name] = CommandResult(section.argv, TIMED_OUT_STATUS, "", str(exc))
+        return ProbeReading(sections, sudo=self.options.sudo, polled_at=polled, gpus=gpus, driver=driver,
+                            holders=holders, missing=(incomplete,) if incomplete else ())

@@ -26,12 +26,12 @@ from nvls_tui.backends.base import (
     identity_text,
     join_argv,
 )
-from nvls_tui.model import NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps
 from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
+from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import (
     PICK,
     QUICK,
@@ -215,18 +215,12 @@ class SimulatedBackend(Backend):
             return CommandResult(argv, -1, out[: self.max_output], err[: self.max_output], took, truncated=True)
         return CommandResult(argv, status, out, err, took)
 
-    async def snapshot(self) -> NodeState:
-        """Run the read-only probe as the remote script does, one command at a time, and assemble it.
+    async def read_probe(self) -> ProbeReading:
+        """Run the read-only probe as the remote script does, one command at a time.
 
         While it runs, :attr:`activity` names the command in flight (a wedged nvidia-smi, say).
         """
-        try:
-            return await self._snapshot()
-        finally:
-            self._idle()
-
-    async def _snapshot(self) -> NodeState:
-        return self.last_assembly.assemble(self.host, await self.read_sections(), simulated=True)
+        return ProbeReading(await self.read_sections(), simulated=True)
 
     async def read_sections(self) -> dict[str, CommandResult]:
         """The probe's sections, read one command at a time as the remote script runs them."""

@@ -12,11 +12,12 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from nvls_tui.backends.base import Activity, Backend, BackendError, InvalidArgument
+from nvls_tui.backends.base import Activity, Backend, InvalidArgument
 from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings, target_words
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
+from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.records.jsonout import node_json
 from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
@@ -36,7 +37,6 @@ EVERY_TTY_S = 1.0  # a terminal's one line is rewritten in place, so its counter
 SHOWN = 4  # pending nodes named per line (longest-waiting first); the rest are counted
 HOST_CHARS = 40
 COMMAND_CHARS = 32  # enough to tell `journalctl -k -b …` from `nvidia-smi --query-gpu=…`
-REASON_CHARS = 60
 PREFIX = "nvls-tui check: "
 ADVICE = "Ctrl-C stops; --timeout N gives up sooner; a node that does not answer stays unknown, never healthy"
 
@@ -53,48 +53,6 @@ def _waiting_on(activity: Activity | None) -> str:
     if activity.argv:
         return f"`{_command_text(activity.argv, COMMAND_CHARS)}`"
     return one_line(activity.phase, COMMAND_CHARS)
-
-
-def no_answer(deadline: float, hung: Activity | None) -> str:
-    """The unreachable reason of a node cut off at the deadline, naming what it was stuck in."""
-    said = f"no answer within {deadline:.0f} s"
-    if hung is None:
-        return said
-    if hung.argv:
-        return f"{said}: `{_command_text(hung.argv, REASON_CHARS)}` did not finish"
-    return f"{said}: still {one_line(hung.phase, REASON_CHARS)}"
-
-
-def _unreachable(backend: Backend, error: str) -> NodeState:
-    return NodeState(host=backend.host, reachable=False, simulated=backend.simulated, error=error)
-
-
-async def poll_one(backend: Backend, deadline: float) -> NodeState:
-    """One snapshot; whatever goes wrong becomes an unreachable state with the reason.
-
-    Past ``deadline`` the reason names the command (or step) the poll was stuck in: it is read before
-    the poll is stopped, since a stopped poll goes idle.
-    """
-    task = asyncio.ensure_future(backend.snapshot())
-    try:
-        done, _ = await asyncio.wait({task}, timeout=deadline)
-    except asyncio.CancelledError:  # Ctrl-C: stop the poll too (its commands on the node with it)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise
-    if not done:
-        hung = backend.activity
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return _unreachable(backend, no_answer(deadline, hung))
-    try:
-        return task.result()
-    except TimeoutError:
-        return _unreachable(backend, no_answer(deadline, None))
-    except BackendError as exc:
-        return _unreachable(backend, str(exc))
-    except OSError as exc:
-        return _unreachable(backend, exc.strerror or str(exc))
 
 
 def pending_text(pending: list[Backend], total: int, now: float, started: float) -> str:
@@ -185,7 +143,7 @@ async def poll_all(backends: list[Backend], deadline: float, progress: TextIO | 
             which may carry JSON). None: say nothing.
     """
     started = time.monotonic()
-    polls = [asyncio.ensure_future(poll_one(b, deadline)) for b in backends]
+    polls = [asyncio.ensure_future(poll_once(b, deadline)) for b in backends]
     line = ProgressLine(progress) if progress is not None else None
     reporter = asyncio.ensure_future(_report(backends, polls, line, deadline, started)) if line else None
     try:
@@ -305,7 +263,7 @@ def _poll(settings: Settings, slurm, deadline: float) -> list[NodeState]:
 def run(settings: Settings) -> int:
     """Poll, diagnose, print; exit status of contract.md."""
     # A poll is several commands; give it a few command timeouts before calling the node unreachable.
-    deadline = settings.timeout * 3
+    deadline = poll_deadline(settings.timeout)
     started = time.monotonic()
     slurm = scheduler_from_settings(settings)
     states = _poll(settings, slurm, deadline)

@@ -3,8 +3,9 @@
 Each :class:`NodePoller` owns one backend. Its :meth:`NodePoller.run` loop polls, hands a
 :class:`PollResult` to its caller (the console wraps it in a message), then sleeps for the poll
 interval (longer after failures). Nothing here knows Textual.
-A wedged node (an ``nvidia-smi`` that never returns) only ever blocks its own loop: the poll is
-cancelled after ``timeout`` seconds and the node is shown unreachable with its last known state.
+Each poll is :func:`nvls_tui.poll.once.poll_once`, as ``check``'s. A wedged command costs its node
+one command timeout (its section reads timed out); a node stuck past the whole poll's ``timeout`` only
+ever blocks its own loop: the poll is cancelled and the node shown unreachable with its last known state.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from nvls_tui.diagnosis import carry_fabric_since, diagnose
 from nvls_tui.model import NodeState, Verdict
 from nvls_tui.model.enums import Severity
 from nvls_tui.model.node import Diagnosis, Finding
+from nvls_tui.poll.once import poll_once
 
 Clock = Callable[[], float]
 Diagnose = Callable[[NodeState], Diagnosis]
@@ -145,14 +147,7 @@ class NodePoller:
                 return self._message(self.last_good, ok=True)
         async with self._lock:
             self.polls += 1
-            try:
-                state = await asyncio.wait_for(self.backend.snapshot(), self.timeout)
-            except TimeoutError:
-                state = NodeState(self.host, reachable=False, simulated=self.backend.simulated,
-                                  error=f"no answer within {self.timeout:g} s (a command is hanging)")
-            except Exception as exc:  # noqa: BLE001 - a backend bug must not kill the poll loop
-                state = NodeState(self.host, reachable=False, simulated=self.backend.simulated,
-                                  error=str(exc) or type(exc).__name__)
+            state = await poll_once(self.backend, self.timeout)  # never raises: a bug reads unreachable
             if state.reachable:
                 self.failures = 0
                 now = self.clock()

@@ -327,8 +327,9 @@ class SectionReader:
     costs the bastion ``cap`` characters, not its memory.
     """
 
-    def __init__(self, nonce: str, cap: int) -> None:
-        self.mark = f"{MARK}-{nonce} "
+    def __init__(self, nonce: str, cap: int, *, mark: str | None = None) -> None:
+        # ``mark`` overrides the whole marker (a captured output's, see :func:`probe_mark`).
+        self.mark = f"{mark or f'{MARK}-{nonce}'} "
         self.cap = cap
         self.sections: dict[str, tuple[int | None, str]] = {}
         self.overflow: str | None = None

@@ -2,8 +2,9 @@
 
 The same probe script as the SSH path (:func:`nvls_tui.poll.probe.probe_script`) runs once per node
 (``srun -N COUNT --ntasks-per-node=1 -w NODES --label``); srun's label (``3: ``) tells the nodes'
-lines apart, the script's first line names its node, and each node's lines go through the same
-section reader and assembly as over SSH, so both paths give the same state of the same node.
+lines apart, the script's first line names its node, and each node's lines are a recording replayed
+through the same poll as every transport (``backends.recorded``, ``poll.once``), so both paths give the
+same state of the same node.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from nvls_tui.model import CommandResult, NodeState
-from nvls_tui.poll.assemble import assemble_node_state
-from nvls_tui.poll.probe import SectionReader, new_nonce, probe_script, section_argv
+from nvls_tui.backends.recorded import RecordedBackend
+from nvls_tui.model import NodeState
+from nvls_tui.poll.once import poll_once
+from nvls_tui.poll.probe import MARK, new_nonce, probe_script
 from nvls_tui.scheduler.slurm import Slurm
 from nvls_tui.textsafe import one_line
 
@@ -42,14 +44,12 @@ def split_by_label(text: str) -> dict[int, list[str]]:
     return tasks
 
 
-def node_state(host: str, lines: list[str], nonce: str, cap: int) -> NodeState:
-    """One task's lines read as the SSH path reads its script's output."""
-    reader = SectionReader(nonce, cap)
-    reader.feed("\n".join(lines) + "\n")
-    sections = {name: CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
-                                    stdout=text, truncated=reader.over_cap(name))
-                for name, (status, text) in reader.finish().items()}
-    return assemble_node_state(host, sections, simulated=False, polled_at=time.time())
+async def node_state(host: str, lines: list[str], nonce: str, cap: int, deadline: float = 60.0) -> NodeState:
+    """One task's lines, replayed through the one poll every transport goes through (``poll.once``):
+    a recording of the script's output, read as the SSH path reads it live."""
+    recording = RecordedBackend(host, "\n".join(lines) + "\n", mark=f"{MARK}-{nonce}", cap=cap)
+    state = await poll_once(recording, deadline)
+    return state.replace(polled_at=time.time()) if state.reachable else state
 
 
 async def poll_via_srun(slurm: Slurm, nodes: Sequence[str], timeout: float, cap: int) -> list[NodeState]:
@@ -71,7 +71,7 @@ async def poll_via_srun(slurm: Slurm, nodes: Sequence[str], timeout: float, cap:
         if lines and lines[0].startswith(HOST_MARK + " "):
             by_host[lines[0].split()[1]] = lines[1:]
     said = one_line(err.decode(errors="replace"), 200) or f"srun exited {proc.returncode}"
-    return [node_state(n, by_host[n], nonce, cap) if n in by_host else
+    return [await node_state(n, by_host[n], nonce, cap, timeout) if n in by_host else
             NodeState(n, reachable=False, error=f"no answer through srun: {said}") for n in nodes]
 
 

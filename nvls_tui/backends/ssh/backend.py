@@ -22,7 +22,6 @@ import asyncssh
 from nvls_tui.backends.base import (
     SIGNALS,
     Backend,
-    BackendError,
     BackendOptions,
     CappedText,
     CommandFailed,
@@ -42,10 +41,10 @@ from nvls_tui.backends.base import (
 )
 from nvls_tui.backends.ssh.pool import SshConnector
 from nvls_tui.backends.ssh.targets import SshTarget
-from nvls_tui.model import NodeState
 from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
+from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import (
     DERIVED_SECTIONS,
     SECTION_NAMES,
@@ -526,19 +525,13 @@ class SshBackend(Backend):
 
         return feed
 
-    async def snapshot(self) -> NodeState:
-        """Read the node once; a node that cannot be reached or read comes back ``reachable=False``.
+    async def read_probe(self) -> ProbeReading:
+        """Read the node's sections once (see :meth:`read_sections`).
 
         While it runs, :attr:`activity` names the step in flight: queued, connecting, or the section
         of the poll script whose command the node is running.
         """
-        try:
-            sections = await self.read_sections()
-        except BackendError as exc:
-            return NodeState(host=self.host, reachable=False, error=str(exc), polled_at=time.time())
-        finally:
-            self._idle()
-        return self.last_assembly.assemble(self.host, sections, simulated=False, sudo=self.options.sudo)
+        return ProbeReading(await self.read_sections(), sudo=self.options.sudo)
 
     async def close(self) -> None:
         """Close the pooled connection (after any pending clean-up); the next command opens a new one."""
