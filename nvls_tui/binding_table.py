@@ -42,11 +42,6 @@ class BindingSpec:
     palette: str | None = None
     priority: bool = False
 
-    @property
-    def key_display(self) -> str:
-        """The key as the help screen shows it (``space`` rather than ``" "``)."""
-        return self.key
-
 
 SPECS: tuple[BindingSpec, ...] = (
     # app: reachable from every screen

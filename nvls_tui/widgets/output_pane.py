@@ -40,10 +40,8 @@ class OutputPane(RichLog):
         kwargs.setdefault("markup", False)
         kwargs.setdefault("highlight", False)
         super().__init__(**kwargs)
-        self.lines_written = 0
 
     def add(self, lines: Iterable[PaneLine]) -> None:
         """Append ``lines`` and follow the end."""
         for line in lines:
             self.write(Text(line.text, style=kind_style(line.kind)), scroll_end=True)
-            self.lines_written += 1
