@@ -8,7 +8,7 @@ from typing import Any
 from nvls_tui.records.report_clock import NodeClock, measure_clock, utc_moment
 from nvls_tui.records.report_text import as_dict, code_span, prose
 from nvls_tui.runbook.event_records import from_record
-from nvls_tui.runbook.events import RunFinished
+from nvls_tui.runbook.events import Restored, RunFinished, StepFinished
 
 # Console actions whose signals and unit changes are the operator's own hand, not the runbook's.
 BY_HAND_MODES = frozenset({"sigterm", "unit-stop", "unit-start"})
@@ -44,9 +44,11 @@ class NodeLog:
         """True when a record of this node says it was a dry run (nothing was changed)."""
         return any(r.get("dry_run") for r in self.records)
 
-    def step(self, name: str) -> dict[str, Any] | None:
-        """The last ``step-finished`` record of step ``name``."""
-        return next((r for r in reversed(self.events("step-finished")) if r.get("step") == name), None)
+    def step(self, name: str) -> StepFinished | None:
+        """How step ``name`` last ended (its last ``step-finished``, read back into the event)."""
+        record = next((r for r in reversed(self.events("step-finished")) if r.get("step") == name), None)
+        event = from_record(record) if record is not None else None
+        return event if isinstance(event, StepFinished) else None
 
     def ok_commands(self, step: str | None = None) -> list[list[str]]:
         """The argv of every command that exited 0 (in ``step``, when given)."""
@@ -54,10 +56,11 @@ class NodeLog:
                 if r.get("exit_status") == 0 and isinstance(r.get("argv"), list)
                 and (step is None or r.get("step") == step)]
 
-    def restored(self) -> dict[str, Any]:
-        """The last ``restored`` record ({} when the run restored nothing)."""
+    def restored(self) -> Restored:
+        """What the restore put back: the last ``restored`` record as the event (nothing when it has none)."""
         found = self.events("restored")
-        return found[-1] if found else {}
+        event = from_record(found[-1]) if found else None
+        return event if isinstance(event, Restored) else Restored(host=self.host, at=0.0)
 
     def stopped_units(self) -> list[str]:
         """The units quiesce stopped, in order."""

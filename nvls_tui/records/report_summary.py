@@ -64,7 +64,7 @@ def _fm_started(log: NodeLog) -> bool:
 
 def _units_done(log: NodeLog) -> list[str]:
     stopped = [u for u in log.stopped_units() if u != FM_UNIT or not _fm_started(log)]
-    restored = [str(u) for u in as_list(log.restored().get("units"))]
+    restored = list(log.restored().units)
     by_hand = [u for u in _stopped_by_hand(log) if u in restored]
     parts = []
     if stopped and set(stopped) <= set(restored):
@@ -93,11 +93,11 @@ def _signals_done(log: NodeLog) -> list[str]:
 def _fabric_done(log: NodeLog) -> list[str]:
     parts = []
     reset = log.step("reset")
-    if reset and reset.get("status") == "ok":
+    if reset and reset.status == "ok":
         gpus = len(as_list((log.observed("before") or {}).get("fabric"))) or None
         parts.append(f"{count(gpus, 'GPU')} and the NVSwitches reset")
     elif reset:
-        parts.append(f"the reset failed: {prose(log.clock.annotate(str(reset.get('message') or 'no reason given')))}")
+        parts.append(f"the reset failed: {prose(log.clock.annotate(reset.message or 'no reason given'))}")
     if _fm_started(log):
         head = ("Fabric Manager stopped, then started after the reset" if FM_UNIT in log.stopped_units() else
                 "Fabric Manager started")
@@ -106,13 +106,13 @@ def _fabric_done(log: NodeLog) -> list[str]:
         step = log.step("fabric-manager")
         if wait and wait.done:
             parts.append(f"{head}: {count(wait.gpus, 'GPU')} registered in {wait.seconds:.1f} s")
-        elif step and step.get("status") != "ok" and step.get("message"):
-            parts.append(f"{head}, but {prose(log.clock.annotate(str(step['message'])))}")
+        elif step and step.status != "ok" and step.message:
+            parts.append(f"{head}, but {prose(log.clock.annotate(step.message))}")
         else:
             parts.append(head)
     verify = log.step("verify-fabric")
-    if verify and verify.get("status") != "ok" and verify.get("message"):
-        parts.append(f"verify-fabric failed: {prose(log.clock.annotate(str(verify['message'])))}")
+    if verify and verify.status != "ok" and verify.message:
+        parts.append(f"verify-fabric failed: {prose(log.clock.annotate(verify.message))}")
     return parts
 
 
@@ -133,7 +133,7 @@ def _smoke_done(log: NodeLog) -> list[str]:
 def _persistence_done(log: NodeLog) -> list[str]:
     if not any(a[:3] == ["nvidia-smi", "-pm", "0"] for a in log.ok_commands("quiesce")):
         return []
-    gpus = as_list(log.restored().get("persistence_gpus"))
+    gpus = log.restored().persistence_gpus
     back = f", back on for {count(len(gpus), 'GPU')} by the restore" if gpus else ""
     return [f"persistence mode turned off{back}"]
 
@@ -167,14 +167,13 @@ def _abort_bullet(log: NodeLog) -> str | None:
         failed = next((r for r in reversed(log.events("step-finished")) if r.get("status") == "failed"), None)
         message += f" (during {failed.get('step')})" if failed else ""
     restored = log.restored()
-    units = [str(u) for u in as_list(restored.get("units"))]
-    failed_units = [str(u) for u in as_list(restored.get("failed"))]
+    units, failed_units = list(restored.units), list(restored.failed)
     restore = log.step("restore")
     if failed_units:
         then = f" The restore could not put back: {prose(', '.join(failed_units))}."
     elif units:
         then = f" The restore put back {count(len(units), 'unit')} ({code_spans(units)})."
-    elif restore and restore.get("status") == "ok":
+    elif restore and restore.status == "ok":
         then = " The restore had nothing to put back."
     else:
         then = ""
@@ -257,7 +256,7 @@ def _units_left(log: NodeLog) -> list[str]:
         if down:
             parts.append("not running as before the repair: " + ", ".join(
                 f"{code_span(u)} (was {prose(was[u])}, now {prose(now.get(u, 'gone'))})" for u in down))
-    failed = [str(u) for u in as_list(log.restored().get("failed"))]
+    failed = list(log.restored().failed)
     if failed:
         parts.append(f"could not put back: {prose(', '.join(failed))}")
     return parts
@@ -267,7 +266,7 @@ def _manual_left(log: NodeLog) -> list[str]:
     """Units stopped by hand that nothing put back."""
     parts = []
     listed = log.manual_list()
-    restored = [str(u) for u in as_list(log.restored().get("units"))]
+    restored = list(log.restored().units)
     now = as_dict((log.observed("after") or {}).get("units")) or {}
     stays = [u for u in _stopped_by_hand(log) if u not in restored and not is_running(now.get(u))]
     if stays:

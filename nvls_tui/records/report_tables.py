@@ -68,7 +68,7 @@ def before_after(log: NodeLog) -> list[str]:
     if not before and not after:
         return ["No node state was recorded."]
     verify = log.step("verify-fabric")
-    verify_ok = bool(verify and verify.get("status") == "ok")
+    verify_ok = verify is not None and verify.status == "ok"
 
     def row(label: str, fn: Callable[[dict[str, Any], bool], str]) -> str:
         # A node that did not answer was read for nothing: unknown, never "0" holders or "none".
