@@ -7,6 +7,8 @@ frozen fleet, each event shown at the simulated time it happened.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 
 from nvls_tui.app import NvlsApp
@@ -42,7 +44,12 @@ async def recorded_run() -> list[tuple[float, RunbookEvent]]:
     events: list[tuple[float, RunbookEvent]] = []
     books = [Runbook(b, options, on_event=lambda e: events.append((fleet.clock.now(), e)), run_id="snapshot")
              for b in backends]
-    await asyncio.gather(*(book.run() for book in books))
+    # What the run writes about the bastion (its PID in the record, the lock's owner file) is the test
+    # machine's, not the simulated fleet's: fixed here so that every machine draws the same screen.
+    with mock.patch("os.getpid", return_value=4242), mock.patch("socket.gethostname", return_value="bastion"), \
+            mock.patch("nvls_tui.runbook.lock._utc", return_value="2026-08-15T16:09:00+00:00"), \
+            mock.patch("nvls_tui.runbook.lock.bastion_id", return_value="boot-0/pidns-0"):
+        await asyncio.gather(*(book.run() for book in books))
     return events
 
 
