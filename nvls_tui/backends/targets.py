@@ -18,6 +18,7 @@ from nvls_tui.backends.base import (
     InvalidArgument,
 )
 from nvls_tui.backends.nodesets import MAX_TARGETS, nodeset_size
+from nvls_tui.backends.recorded import REPLAY_PREFIX
 
 if TYPE_CHECKING:
     from nvls_tui.settings import Settings
@@ -65,7 +66,7 @@ def target_words(settings: Settings) -> list[str]:
 
 def target_size(word: str) -> int | None:
     """How many nodes one target names, counted without expanding it (None: a node set not counted)."""
-    if word == "local":
+    if word == "local" or word.startswith(REPLAY_PREFIX):
         return 1
     if word.startswith("sim:"):
         from nvls_tui.sim.fleet import parse_spec
@@ -145,6 +146,11 @@ def resolve_backends(settings: Settings) -> list[Backend]:
             # --timeout is per command on simulated nodes too: a hung tool is waited out that long.
             backends += sim_backends(load_fleet(word, speed=settings.sim_speed), timeout=options.timeout,
                                      max_output=options.max_output)
+        elif word.startswith(REPLAY_PREFIX):
+            # A captured probe output replayed through the same poll (backends/recorded.py).
+            from nvls_tui.backends.recorded import replay_backend
+
+            backends.append(replay_backend(word, options.max_output))
         elif word == "local":
             from nvls_tui.backends.local import LocalBackend
 
