@@ -103,6 +103,15 @@ BROKEN_FIELDS = {
     "options as a list": (_set("options", []), "options is a list, not an object"),
     "sigkill as a string": (_set("options.sigkill", "no"), "options.sigkill is a string"),
     "an unknown strategy": (_set("options.strategy", "yolo"), "options.strategy is a string, not parallel"),
+    # The steps are what the operator read and approved: a plan without them approved nothing.
+    "no steps": (_drop("nodes.0.steps"), "gpu05's steps are null, not the 8 steps"),
+    "steps as a string": (_set("nodes.0.steps", "x"), "gpu05's steps are a string, not the 8 steps"),
+    "no step at all": (_set("nodes.0.steps", []), "gpu05's steps are not preflight, quiesce"),
+    "a step missing": (lambda p: p["nodes"][0]["steps"].pop(3), "gpu05's steps are not preflight, quiesce"),
+    "a step that is a number": (_set("nodes.0.steps.2", 7), "gpu05's steps[2] is a number, not an object"),
+    "a step already run": (_set("nodes.0.steps.4.status", "ok"), "gpu05's steps[4].status is a string, not planned"),
+    "commands as a string": (_set("nodes.0.steps.0.commands", "rm -rf /"), "steps[0].commands is a string"),
+    "a command that is a list": (_set("nodes.0.steps.0.commands", [["mkdir"]]), "steps[0].commands is a list"),
 }
 
 

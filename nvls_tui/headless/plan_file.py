@@ -122,6 +122,28 @@ def _kind(value: object) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
+_STEP_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "status": (lambda v: v == "planned", "planned"),
+    "commands": (lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of command lines"),
+}
+
+
+def _check_steps(host: str, steps: object) -> None:
+    """The node's steps are what a dry run plans: contract.md's steps in order, each planned, each with its
+    command lines (what the operator read and approved; a plan without them approved nothing)."""
+    from nvls_tui.runbook.steps import STEPS
+
+    if not isinstance(steps, list):
+        raise PlanError(f"{host}'s steps are {_kind(steps)}, not the {len(STEPS)} steps of a dry run")
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            raise PlanError(f"{host}'s steps[{i}] is {_kind(step)}, not an object")
+    if [step.get("name") for step in steps] != list(STEPS):
+        raise PlanError(f"{host}'s steps are not {', '.join(STEPS)}, in that order")
+    for i, step in enumerate(steps):
+        _check_fields(f"{host}'s steps[{i}]", step, _STEP_TYPES)
+
+
 def _host_word(host: object) -> str:
     from nvls_tui.textsafe import one_line
 
@@ -157,6 +179,7 @@ def check_plan(data: object, hosts: list[str], options: Mapping[str, Any]) -> di
             said = node.get("message")
             raise PlanError(f"it did not plan a repair of {host} ({_host_word(node.get('result'))}: "
                             f"{one_line(said if isinstance(said, str) else '', 200)})")
+        _check_steps(host, node.get("steps"))
         _check_fields(f"{host}'s basis", node.get("basis"), _BASIS_TYPES)
         for j, holder in enumerate(node["basis"]["holders"]):
             _check_fields(f"{host}'s basis.holders[{j}]", holder, _HOLDER_TYPES)
