@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nvls_tui.model import SmokeResult
 from nvls_tui.records.report_clock import NodeClock, measure_clock, utc_moment
 from nvls_tui.records.report_text import as_dict, code_span, prose
 from nvls_tui.runbook.event_records import from_record
-from nvls_tui.runbook.events import Restored, RunFinished, StepFinished
+from nvls_tui.runbook.events import Restored, RunFinished, SmokeFinished, StepFinished
 
 # Console actions whose signals and unit changes are the operator's own hand, not the runbook's.
 BY_HAND_MODES = frozenset({"sigterm", "unit-stop", "unit-start"})
@@ -61,6 +62,11 @@ class NodeLog:
         found = self.events("restored")
         event = from_record(found[-1]) if found else None
         return event if isinstance(event, Restored) else Restored(host=self.host, at=0.0)
+
+    def smokes(self) -> list[SmokeResult]:
+        """Every smoke test's judged result, in order (the ``smoke-finished`` records read back as events)."""
+        events = (from_record(r) for r in self.events("smoke-finished"))
+        return [e.smoke for e in events if isinstance(e, SmokeFinished)]
 
     def stopped_units(self) -> list[str]:
         """The units quiesce stopped, in order."""

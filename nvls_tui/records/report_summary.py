@@ -117,17 +117,17 @@ def _fabric_done(log: NodeLog) -> list[str]:
 
 
 def _smoke_done(log: NodeLog) -> list[str]:
-    smokes = [s for s in (as_dict(r.get("smoke")) for r in log.events("smoke-finished")) if s]
+    smokes = log.smokes()
     if not smokes:
         return []
     last = smokes[-1]
-    verdict = "passed" if last.get("passed") else "failed"
-    threshold = as_number(last.get("threshold"))
+    verdict = "passed" if last.passed else "failed"
+    threshold = as_number(last.threshold)
     limit = f" (threshold {gbps(threshold)})" if threshold is not None else ""
-    errors = [str(e) for e in as_list(last.get("errors"))] if not last.get("passed") else []
+    errors = list(last.errors) if not last.passed else []
     why = f": {prose('; '.join(errors))}" if errors else ""
     head = f"{count(len(smokes), 'smoke test')}, the last" if len(smokes) > 1 else "smoke test"
-    return [f"{head} {verdict} at {bandwidth(last.get('avg_busbw'))}{limit}{why}"]
+    return [f"{head} {verdict} at {bandwidth(last.avg_busbw)}{limit}{why}"]
 
 
 def _persistence_done(log: NodeLog) -> list[str]:

@@ -21,10 +21,9 @@ def results_table(logs: list[NodeLog]) -> list[str]:
     out = ["| node | result | smoke avg (GB/s) | message |", "| --- | --- | ---: | --- |"]
     for log in logs:
         fin = log.finished
-        smoke: dict[str, Any] = next((r["smoke"] for r in reversed(log.events("smoke-finished"))
-                                      if isinstance(r.get("smoke"), dict)), {})
+        smokes = log.smokes()
         out.append(f"| {table_cell(prose(log.host))} | {table_cell(prose(fin.result if fin else 'unfinished'))} | "
-                   f"{table_cell(prose(smoke.get('avg_busbw', '–')))} | {table_cell(prose(fin.message if fin else ''))} |")
+                   f"{table_cell(prose(smokes[-1].avg_busbw if smokes else '–'))} | {table_cell(prose(fin.message if fin else ''))} |")
     out.append("")
     return out
 
@@ -131,7 +130,7 @@ def smoke_section(log: NodeLog) -> list[str]:
     """The smoke test's rows as logged, then each result against its threshold."""
     out = ["### Smoke test", ""]
     rows = log.events("smoke-row")
-    results = [r["smoke"] for r in log.events("smoke-finished") if isinstance(r.get("smoke"), dict)]
+    results = log.smokes()
     if rows:
         out += ["| size (B) | out-of-place busbw (GB/s) | in-place busbw (GB/s) |", "| ---: | ---: | ---: |"]
         for r in rows:
@@ -140,11 +139,10 @@ def smoke_section(log: NodeLog) -> list[str]:
                        f"{table_cell(prose(row.get('ip_busbw')))} |")
         out.append("")
     for smoke in results:
-        verdict = "passed" if smoke.get("passed") else "FAILED"
-        errors = as_list(smoke.get("errors"))
-        out.append(f"- {verdict}: average bus bandwidth {prose(smoke.get('avg_busbw'))} GB/s (threshold "
-                   f"{prose(smoke.get('threshold'))}), out of bounds {prose(smoke.get('out_of_bounds'))}, NVLS used "
-                   f"{prose(smoke.get('nvls_used'))}" + (f"; {prose('; '.join(map(str, errors)))}" if errors else ""))
+        verdict = "passed" if smoke.passed else "FAILED"
+        out.append(f"- {verdict}: average bus bandwidth {prose(smoke.avg_busbw)} GB/s (threshold "
+                   f"{prose(smoke.threshold)}), out of bounds {prose(smoke.out_of_bounds)}, NVLS used "
+                   f"{prose(smoke.nvls_used)}" + (f"; {prose('; '.join(smoke.errors))}" if smoke.errors else ""))
     if not rows and not results:
         out.append("No smoke test ran.")
     out.append("")
