@@ -10,7 +10,7 @@ import pytest
 
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.poll.assemble import assemble_node_state
-from nvls_tui.poll.evidence import OVER_CAP, missing_evidence
+from nvls_tui.poll.evidence import OVER_CAP, TIMED_OUT, missing_evidence
 from nvls_tui.poll.probe import probe_script, split_probe_output
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "real" / "h200x2-nvswitch" / "query-gpu-fabric.csv"
@@ -132,3 +132,20 @@ def test_a_section_just_under_the_cap_is_read_whole_with_its_own_exit_status(tmp
     stand_in(tmp_path, "nvidia-smi", f"#!/bin/sh\nprintf '%s\\n' '{body}x'\nexit 3\n")
     reader, sections = read_back(run_bounded(shell, tmp_path, probe_script(cap=CAP)).stdout)
     assert reader.over_cap("gpus")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_with_a_section_timeout_a_hung_nvidia_smi_ends_alone_and_every_other_section_is_read(tmp_path, shell):
+    # What check --via slurm sends: srun has only its own deadline, so each command is bounded on the node.
+    calls = tmp_path / "calls"
+    stand_in(tmp_path, "nvidia-smi", f"#!/bin/sh\necho called >> '{calls}'\nexec sleep 600\n")
+    done = run_bounded(shell, tmp_path, probe_script(cap=CAP, section_timeout=1))
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-500:]
+    _, sections = read_back(done.stdout)
+    assert sections["gpus"][0] == 124  # coreutils timeout's own status
+    assert calls.read_text().count("called") == 1  # the fallback query is not run after a timeout
+    assert all(status is not None for status, _ in sections.values())
+    assert {"units", "holders", "kernel", "record", "boot", "clock"} <= set(sections)
+    gpus = CommandResult(("nvidia-smi",), sections["gpus"][0], sections["gpus"][1])
+    assert missing_evidence("gpus", gpus).reason == TIMED_OUT
+

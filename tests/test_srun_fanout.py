@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import subprocess
 from itertools import zip_longest
 from pathlib import Path
 
 from nvls_tui.model import CommandResult
 from nvls_tui.poll.assemble import assemble_node_state
+from nvls_tui.poll.evidence import TIMED_OUT
 from nvls_tui.poll.probe import SectionReader, section_argv
-from nvls_tui.scheduler.srun import HOST_MARK, node_state, split_by_label, srun_argv
+from nvls_tui.scheduler.slurm import Slurm
+from nvls_tui.scheduler.srun import HOST_MARK, node_state, poll_via_srun, split_by_label, srun_argv
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nvidia-h200"
 NONCE = "device"  # the nonce that probe output was captured with
@@ -45,3 +49,26 @@ def test_srun_runs_one_labelled_task_per_node_that_names_its_node_first():
     assert argv[:8] == ["srun", "--quiet", "--label", "-N", "2", "--ntasks-per-node=1", "-w", "gpu05,gpu06"]
     assert argv[-3:-1] == ["sh", "-c"] and argv[-1].startswith(f'echo "{HOST_MARK} $(hostname -s)"; echo probe')
     assert "--time=2" in argv  # bounded: a hung probe does not hold the nodes forever
+
+
+# A stand-in srun: runs the one task here, labelled as srun --label does (the probe's tools are this machine's).
+FAKE_SRUN = """#!/bin/sh
+for a; do last=$a; done
+sh -c "$last" 2>&1 | sed 's/^/0: /'
+"""
+
+
+async def test_a_hung_nvidia_smi_through_srun_ends_alone_on_the_node_and_the_node_is_read(tmp_path, monkeypatch):
+    calls = tmp_path / "calls"
+    for name, text in (("srun", FAKE_SRUN), ("nvidia-smi", f"#!/bin/sh\necho called >> '{calls}'\nexec sleep 600\n")):
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    # srun's own deadline (60 s) is never reached: the node's timeout ends the hung command after 1 s.
+    (state,) = await poll_via_srun(Slurm(conf=str(tmp_path / "slurm.conf")), [host], 60, 4 << 20, command_timeout=1)
+    assert state.reachable, state.error
+    assert ("gpus", TIMED_OUT) in [(m.section, m.reason) for m in state.missing]
+    assert state.node_clock is not None  # the sections after it were read
+    assert calls.read_text().count("called") == 1  # no fallback query after the timeout
+

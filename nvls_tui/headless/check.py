@@ -257,7 +257,8 @@ def _poll(settings: Settings, slurm, deadline: float) -> list[NodeState]:
         raise InvalidArgument("--via slurm needs the Slurm cluster: --slurm-conf FILE or SLURM_CONF")
     from nvls_tui.scheduler.srun import poll_via_srun
 
-    return asyncio.run(poll_via_srun(slurm, slurm_nodes(settings), deadline, settings.max_output))
+    return asyncio.run(poll_via_srun(slurm, slurm_nodes(settings), deadline, settings.max_output,
+                                     command_timeout=settings.timeout))
 
 
 def run(settings: Settings) -> int:

@@ -219,7 +219,7 @@ def _glob_safe_join(argv: tuple[str, ...]) -> str:
 
 
 def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
-                 kernel_cursor: str | None = None, cap: int = SECTION_CAP) -> str:
+                 kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None) -> str:
     """The whole poll as one POSIX sh script.
 
     Args:
@@ -230,6 +230,11 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             section then reads only what came since. Anything but journalctl's own form is ignored.
         cap: characters a section may print (the bastion's ``--max-output``); the sections held in
             shell variables are cut on the node to fit it (see :data:`OVER_CAP_WORD`).
+        section_timeout: seconds each command may run, bounded on the node by coreutils ``timeout``
+            (exit 124: the section timed out, the rest still read; no fallback after it). For a
+            script nobody watches section by section (one srun); over SSH the bastion ends a hung
+            section itself. A node without ``timeout`` runs its commands unbounded: the caller's own
+            deadline then ends the whole poll, and the node reads unreachable (unknown, never healthy).
 
     Returns:
         The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
@@ -242,10 +247,16 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
     # What a capped section prints is its text and a newline: that must fit the bastion's reader.
     limit = max(int(cap) - 1, 0)
     lines = ["export LC_ALL=C", f"m={mark}", *_CAPPED]
+    bound, no_retry = "", OVER_CAP_WORD
+    if section_timeout is not None:
+        # Exported: the kernel section's command line is run by awk's own sh, which expands it too.
+        lines += [f'NVLS_TO=; command -v timeout >/dev/null 2>&1 && NVLS_TO="timeout -k 2 {float(section_timeout):.3f}"',
+                  "export NVLS_TO"]
+        bound, no_retry = "$NVLS_TO ", f"{OVER_CAP_WORD}|124"  # the same tool would hang again
     for section in SECTIONS:
         if section.name not in wanted:
             continue
-        prefix = "sudo -n " if sudo and section.privileged else ""
+        prefix = bound + ("sudo -n " if sudo and section.privileged else "")
         argv = kernel_argv(kernel_cursor) if section.name == "kernel" else section.argv
         cmd = f"{prefix}{_glob_safe_join(argv)} 2>&1"
         begin, end = f'echo "$m begin {section.name}"', f'echo "$m end {section.name} $rc"'
@@ -253,7 +264,7 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             first = f"{prefix}{_glob_safe_join(section.argv)}"
             again = f"{prefix}{_glob_safe_join(section.fallback)}"
             # Only one of the two outputs is kept: a rejected query prints its complaint on stdout.
-            lines += [begin, f"capped {limit} {first}; case $rc in 0|{OVER_CAP_WORD}) ;; *) capped {limit} {again};; esac",
+            lines += [begin, f"capped {limit} {first}; case $rc in 0|{no_retry}) ;; *) capped {limit} {again};; esac",
                       _PUT_OUT, end]
         elif section.name == "holders":
             # Kept in a variable: the ps steps below read the PIDs from this same table (none from a cut one).
@@ -273,13 +284,13 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         lines += [f'if [ "$hrc" != {OVER_CAP_WORD} ]; then', *_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
         for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
             if name in wanted:
-                quick, pick = (f'capped {limit} ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
+                quick, pick = (f'capped {limit} {bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
                 lines += [f'echo "$m begin {name}"',
-                          f'if [ -n "$pids" ]; then {quick}; case $rc in 0|{OVER_CAP_WORD}) ;; *) {pick};; esac; '
+                          f'if [ -n "$pids" ]; then {quick}; case $rc in 0|{no_retry}) ;; *) {pick};; esac; '
                           f'[ -n "$out" ] && printf \'%s\\n\' "$out"; else rc=0; fi',
                           f'echo "$m end {name} $rc"']
         if "jobs" in wanted:
-            sudo_prefix = "sudo -n " if sudo else ""
+            sudo_prefix = bound + ("sudo -n " if sudo else "")
             lines += ['echo "$m begin jobs"',
                       f'if [ -n "$pids" ] && command -v scontrol >/dev/null 2>&1; then {sudo_prefix}scontrol '
                       'listpids 2>&1; rc=$?; else rc=0; fi',

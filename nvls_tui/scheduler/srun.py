@@ -52,20 +52,29 @@ async def node_state(host: str, lines: list[str], nonce: str, cap: int, deadline
     return state.replace(polled_at=time.time()) if state.reachable else state
 
 
-async def poll_via_srun(slurm: Slurm, nodes: Sequence[str], timeout: float, cap: int) -> list[NodeState]:
-    """Every node's state from one srun; a node that did not answer is unreachable with srun's words."""
+async def poll_via_srun(slurm: Slurm, nodes: Sequence[str], timeout: float, cap: int,
+                        command_timeout: float | None = None) -> list[NodeState]:
+    """Every node's state from one srun; a node that did not answer is unreachable with srun's words.
+
+    Args:
+        timeout: seconds the whole srun may take.
+        cap: characters a section may print.
+        command_timeout: seconds each command may take on the node (``--timeout``): a hung one ends
+            alone there (its section timed out), since nothing here watches a node's sections as they
+            come and a hung command would otherwise hold every node's answer until ``timeout``.
+    """
     nonce = new_nonce()
-    argv = srun_argv(nodes, probe_script(False, nonce, cap=cap), timeout)
+    argv = srun_argv(nodes, probe_script(False, nonce, cap=cap, section_timeout=command_timeout), timeout)
     try:
         proc = await asyncio.create_subprocess_exec(*argv, env=slurm.env(), stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except OSError as exc:
-        return [NodeState(n, reachable=False, error=f"srun could not be run: {exc.strerror or exc}") for n in nodes]
-    except TimeoutError:
+    except TimeoutError:  # before OSError, which it is a kind of: srun is stopped, not left running
         proc.kill()
         await proc.wait()
         return [NodeState(n, reachable=False, error=f"srun did not finish within {timeout:.0f} s") for n in nodes]
+    except OSError as exc:
+        return [NodeState(n, reachable=False, error=f"srun could not be run: {exc.strerror or exc}") for n in nodes]
     by_host: dict[str, list[str]] = {}
     for lines in split_by_label(out.decode(errors="replace")).values():
         if lines and lines[0].startswith(HOST_MARK + " "):
