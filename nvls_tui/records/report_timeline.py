@@ -13,12 +13,22 @@ from nvls_tui.records.report_node_log import BY_HAND_MODES, NodeLog, change_word
 from nvls_tui.records.report_text import (
     as_dict,
     as_list,
-    as_number,
     bandwidth,
     code_span,
     command_line,
     prose,
     table_cell,
+)
+from nvls_tui.runbook.event_records import from_record
+from nvls_tui.runbook.events import (
+    HoldersRemaining,
+    Note,
+    ProcessSignalled,
+    Restored,
+    RunFinished,
+    RunStarted,
+    SmokeFinished,
+    StepFinished,
 )
 from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.views.plan_summary import is_bookkeeping
@@ -187,56 +197,51 @@ def _record_lines(r: dict[str, Any], mode: str, clock: NodeClock) -> list[str]:
         return [f"by hand before this run: {change_words(c, operator_of(r), epoch_utc(c.get('at'), day))}"
                 for c in as_list(r.get("changes")) if isinstance(c, dict)]
     render = _RENDERERS.get(str(kind))
-    text = render(r, clock) if render else None
+    text = render(from_record(r), clock) if render else None  # the record read back as its event
     return [text] if text else []
 
 
-def _step_finished(r: dict[str, Any], clock: NodeClock) -> str:
-    duration = as_number(r.get("duration"))
-    dur = f" in {duration:.1f} s" if duration is not None else ""
-    msg = f": {prose(clock.annotate(str(r['message'])))}" if r.get("message") else ""
-    return f"**{prose(r.get('status'))}**{dur}{msg}"
+def _step_finished(e: StepFinished, clock: NodeClock) -> str:
+    msg = f": {prose(clock.annotate(e.message))}" if e.message else ""
+    return f"**{prose(e.status)}** in {e.duration:.1f} s{msg}"
 
 
-def _signalled(r: dict[str, Any], _: NodeClock) -> str:
-    who = f"({prose(r.get('holder_kind'))}: {prose(r.get('command'))})"  # a process's words: prose, escaped
-    return f"{prose(r.get('signal'))} pid {prose(r.get('pid'))} {who} → {prose(r.get('outcome'))}"
+def _signalled(e: ProcessSignalled, _: NodeClock) -> str:
+    who = f"({prose(e.holder_kind)}: {prose(e.command)})"  # a process's words: prose, escaped
+    return f"{prose(e.signal)} pid {prose(e.pid)} {who} → {prose(e.outcome)}"
 
 
-def _holders_remaining(r: dict[str, Any], _: NodeClock) -> str:
-    n = len(as_list(r.get("holders")))
-    waiting = " (waiting for the operator)" if r.get("waiting") else ""
+def _holders_remaining(e: HoldersRemaining, _: NodeClock) -> str:
+    n = len(e.holders)
+    waiting = " (waiting for the operator)" if e.waiting else ""
     return f"{count(n, 'holder')} {verb(n, 'remains')}{waiting}"
 
 
-def _smoke_finished(r: dict[str, Any], _: NodeClock) -> str:
-    smoke = as_dict(r.get("smoke")) or {}
-    return f"smoke test {'passed' if smoke.get('passed') else 'FAILED'}: avg {bandwidth(smoke.get('avg_busbw'))}"
+def _smoke_finished(e: SmokeFinished, _: NodeClock) -> str:
+    return f"smoke test {'passed' if e.smoke.passed else 'FAILED'}: avg {bandwidth(e.smoke.avg_busbw)}"
 
 
-def _restored(r: dict[str, Any], _: NodeClock) -> str:
-    failed = f"; could not restore {prose(', '.join(map(str, as_list(r.get('failed')))))}" if r.get("failed") else ""
-    gpus = as_list(r.get("persistence_gpus"))
-    pm = f"; persistence mode back on for {count(len(gpus), 'GPU')}" if gpus else ""
-    return f"restored {prose(', '.join(map(str, as_list(r.get('units')))) or 'no unit')}{pm}{failed}"
+def _restored(e: Restored, _: NodeClock) -> str:
+    failed = f"; could not restore {prose(', '.join(e.failed))}" if e.failed else ""
+    pm = f"; persistence mode back on for {count(len(e.persistence_gpus), 'GPU')}" if e.persistence_gpus else ""
+    return f"restored {prose(', '.join(e.units) or 'no unit')}{pm}{failed}"
 
 
-def _note(r: dict[str, Any], clock: NodeClock) -> str:
-    return f"_{prose(r.get('level', 'info'))}_: {prose(clock.annotate(str(r.get('message'))))}"
+def _note(e: Note, clock: NodeClock) -> str:
+    return f"_{prose(e.level)}_: {prose(clock.annotate(e.message))}"
 
 
-def _run_started(r: dict[str, Any], _: NodeClock) -> str:
-    return (f"run {prose(r.get('run_id'))} started ({prose(r.get('mode', 'repair'))}"
-            f"{', dry run' if r.get('dry_run') else ''})")
+def _run_started(e: RunStarted, _: NodeClock) -> str:
+    return f"run {prose(e.run_id)} started ({prose(e.mode)}{', dry run' if e.dry_run else ''})"
 
 
-def _run_finished(r: dict[str, Any], clock: NodeClock) -> str:
-    message = prose(clock.annotate(str(r.get("message") or "")))
-    return f"run finished: **{prose(r.get('result'))}** {message}".rstrip()
+def _run_finished(e: RunFinished, clock: NodeClock) -> str:
+    return f"run finished: **{prose(e.result)}** {prose(clock.annotate(e.message))}".rstrip()
 
 
-_RENDERERS: dict[str, Callable[[dict[str, Any], NodeClock], str]] = {
-    "step-started": lambda r, _: "step started",
+# The timeline's words for each kind of event (commands and Fabric Manager's polls are folded apart).
+_RENDERERS: dict[str, Callable[[Any, NodeClock], str]] = {
+    "step-started": lambda e, _: "step started",
     "step-finished": _step_finished,
     "process-signalled": _signalled,
     "holders-remaining": _holders_remaining,
