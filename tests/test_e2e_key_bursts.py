@@ -115,3 +115,22 @@ def test_enter_typed_before_the_plan_was_shown_does_not_approve_it(console):
     done = console.wait_for("the x typed after the names", lambda s: re.search(r"▊\s+gpu05x\s", s), timeout=10)
     assert "Type gpu05 to go on" in done, done
 
+
+
+def test_a_key_typed_while_the_console_starts_acts_on_the_fleet_not_a_hidden_filter(tmp_path):
+    # The filter box was the screen's first focusable widget: keys typed before the grid took the focus
+    # went into it while it was hidden (`q` left "filter “q”: 0 of 8 shown" above an empty grid).
+    session = Tmux(f"nvls-start-{os.getpid()}-{int(time.time() * 1000) % 100000}")
+    exe = Path(sys.executable).with_name("nvls-tui")
+    env = {"NVLS_TUI_SIM_SPEED": "50", "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "TERM": "xterm-256color"}
+    command = ("env -u COLUMNS -u LINES " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+               + f" {shlex.quote(str(exe))} --demo; echo console-exited-$?; sleep 60")
+    try:
+        session.start(f"sh -c {shlex.quote(command)}")
+        session.keys("q")  # at once: the console is still starting (it takes a few seconds to draw)
+        done = session.wait_for("q to quit the console", lambda s: "console-exited-" in s or "filter “q”" in s,
+                                timeout=45)
+        assert "console-exited-0" in done, done
+    finally:
+        session.kill()

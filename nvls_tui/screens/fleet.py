@@ -80,6 +80,9 @@ class FleetScreen(OnConsole, Screen[None]):
     """One row per node; Enter opens it, ``/`` filters, ``v`` toggles verdict order."""
 
     BINDINGS = [help_first(), *bindings_for("fleet"), Binding("escape", "clear_filter", show=False)]
+    # The grid has the focus from the first frame: Textual gives it to the first focusable widget, the
+    # filter box, and keys typed while the console started (a `q`) went into that hidden box.
+    AUTO_FOCUS = "#grid"
 
     def __init__(self) -> None:
         super().__init__()
@@ -93,8 +96,10 @@ class FleetScreen(OnConsole, Screen[None]):
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
         yield FleetSummary(id="summary")
         yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
-        yield OrderedInput(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
-                    id="filter")
+        box = OrderedInput(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
+                           id="filter")
+        box.display = False  # hidden (and so never focused) from the start, not from on_mount on
+        yield box
         yield FleetGrid(self.nvls.fleet.hosts, width=self.nvls.size.width, id="grid")
         yield Static(id="empty")
         yield Static(id="preview", classes="panel")
@@ -102,10 +107,9 @@ class FleetScreen(OnConsole, Screen[None]):
 
     def on_mount(self) -> None:
         """Draw what is known and follow every change of the app's fleet."""
-        self.query_one("#filter").display = False
         self.watch(self.nvls, "fleet", self.on_fleet_changed, init=False)
         self.refresh_grid()
-        self.query_one(FleetGrid).focus()
+        self.set_focus(self.query_one(FleetGrid))
         if self.nvls.periodic:
             self.set_interval(5.0, self.refresh_grid)  # poll ages (in 10 s steps) move even when nothing else does
 
