@@ -121,6 +121,7 @@ class Runbook:
         self._prior_units: dict[str, str] = {}
         self._prior_pm: dict[int, str] = {}
         self._t0: str | None = None
+        self._cursor: str | None = None
         self._interrupted: str | None = None
         self._steps_task: asyncio.Future | None = None
         self.scheduler = scheduler
@@ -218,7 +219,7 @@ class Runbook:
         await self._step("verify-no-holders", lambda: quiesce.verify_no_holders(self.context, state))
         await self._step("reset", lambda: fabric.reset(self.context))
         await self._step("fabric-manager", lambda: self._fabric_manager(state))
-        await self._step("verify-fabric", lambda: fabric.verify_fabric(self.context, self._t0 or ""))
+        await self._step("verify-fabric", lambda: fabric.verify_fabric(self.context, self._t0 or "", self._cursor))
         result = await self._step("smoke-test", lambda: smoke.smoke_test(self.context, state))
         self.outcome.smoke = result
         if not result.passed:
@@ -272,6 +273,9 @@ class Runbook:
         self._t0 = await smoke.node_time(ctx)
         if not self._t0:
             raise StepFailed("the node's clock could not be read (needed to check the kernel log since the repair)")
+        # verify-fabric reads the kernel journal after this cursor: the journal's order, which a clock step
+        # does not change (--since T0 compares the clock's dates). None: it falls back to T0, and says so.
+        self._cursor = await fabric.kernel_cursor(ctx)
         self._prior_units = prior_units(state, put_back(self.manual) if self.put_back_manual else None)
         # Named in the record, so that `repair --restore` may start them too (it starts no other unit a
         # repair does not stop).

@@ -18,16 +18,29 @@ from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
 from nvls_tui.parsers.nvidia_smi_reset import parse_reset
 from nvls_tui.poll.evidence import missing_evidence
+from nvls_tui.poll.kernel_tail import CURSOR, last_cursor
 from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.events import FabricProgress, WaitStarted
-from nvls_tui.runbook.steps import AFTER_FAILURE, FM_UNIT, clock_text, kernel_since_argv, reset_argv, unit_argv
+from nvls_tui.runbook.steps import (
+    AFTER_FAILURE,
+    FM_UNIT,
+    KERNEL_CURSOR_ARGV,
+    clock_text,
+    kernel_after_argv,
+    kernel_cursor_check_argv,
+    kernel_since_argv,
+    reset_argv,
+    unit_argv,
+)
 from nvls_tui.words import count
 
 FABRIC_QUERY = ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv")
 # What the reset waits on, as a waiting step says it (``nvidia-smi -r`` takes every GPU and NVSwitch).
 RESET_STATE = "resetting every GPU and NVSwitch"
 FM_JOURNAL = f"journalctl -u {FM_UNIT.removesuffix('.service')}"
+# How journalctl (systemd 252) refuses a cursor it cannot seek to: "Failed to seek to cursor: Invalid argument".
+SEEK_REFUSED = "Failed to seek to cursor"
 
 
 def reset_deadline_message(limit: float) -> str:
@@ -135,21 +148,65 @@ def fabric_faults(events: tuple[KernelEvent, ...]) -> list[KernelEvent]:
     return list(events)
 
 
-async def verify_fabric(ctx: NodeContext, t0: str) -> str:
-    """No new fabric, Xid or SXid line in ``journalctl -k --since T0``.
+async def kernel_cursor(ctx: NodeContext) -> str | None:
+    """Where the node's kernel journal stands now (T0): the cursor of its last entry, or None.
+
+    None when journalctl printed no cursor in its own form (no kernel entry this boot, an unreadable
+    journal): verify-fabric then falls back to the node's clock, and says so.
+    """
+    result = await ctx.run(KERNEL_CURSOR_ARGV, privileged=True)
+    cursor = last_cursor(result.stdout) if result.ok else None
+    return cursor if cursor is not None and CURSOR.fullmatch(cursor) else None
+
+
+def _seek_refused(text: str) -> str | None:
+    return next((line.strip() for line in text.splitlines() if line.startswith(SEEK_REFUSED)), None)
+
+
+async def _kernel_read(ctx: NodeContext, t0: str, cursor: str | None) -> tuple[tuple[str, ...], str]:
+    """The journalctl that lists the kernel lines logged since the repair began, and how it reads them.
+
+    The journal's own order first: a line logged before T0 while the clock ran ahead is not "new", and
+    one logged after T0 while the clock ran behind is. The node's clock (``--since T0``) only when there
+    is no cursor, or the journal no longer holds the cursor's entry (rotated away: ``--after-cursor``
+    would then step over one entry too many, systemd 252).
 
     Raises:
-        StepFailed: naming the first new line.
+        StepFailed: the journal refused to seek to its own cursor (fail closed: its order cannot be read).
     """
-    result = await ctx.run(kernel_since_argv(t0), privileged=True)
+    since = f"since {t0} by the node's clock"
+    if cursor is None:
+        return kernel_since_argv(t0), f"{since} (no journal cursor was read at the start; a clock step could hide a line)"
+    check = await ctx.run(kernel_cursor_check_argv(cursor), privileged=True)
+    refused = _seek_refused(check.output)
+    if refused is not None:
+        raise StepFailed(f"cannot verify that the kernel logged no new fabric error: journalctl answered "
+                         f"'{refused}' to the cursor it gave at {t0}")
+    if check.ok and last_cursor(check.stdout) == cursor:
+        return kernel_after_argv(cursor), f"after the journal cursor read at {t0}"
+    why = missing_evidence("kernel", check) if check.exit_status != 1 or check.output.strip() else None
+    if why is not None:
+        raise StepFailed(f"cannot verify that the kernel logged no new fabric error: {why.detail}")
+    return kernel_since_argv(t0), (f"{since} (the journal no longer holds the entry of the cursor read then; "
+                                   "a clock step could hide a line)")
+
+
+async def verify_fabric(ctx: NodeContext, t0: str, cursor: str | None = None) -> str:
+    """No new fabric, Xid or SXid line in the kernel journal after ``cursor`` (read at T0), else since T0.
+
+    Raises:
+        StepFailed: naming the first new line, or the journal could not be read.
+    """
+    argv, how = await _kernel_read(ctx, t0, cursor)
+    result = await ctx.run(argv, privileged=True)
     why = missing_evidence("kernel", result)
     if why is not None:
         raise StepFailed(f"cannot verify that the kernel logged no new fabric error: {why.detail}")
     faults = fabric_faults(parse_kernel_log(result.output).value)
     if faults:
-        raise StepFailed(f"{len(faults)} new fabric/Xid kernel lines since {t0}: {faults[0].line.strip()[:200]}")
-    return f"no new fabric or Xid kernel lines since {t0}"
+        raise StepFailed(f"{len(faults)} new fabric/Xid kernel lines {how}: {faults[0].line.strip()[:200]}")
+    return f"no new fabric or Xid kernel lines {how}"
 
 
 __all__ = ["FABRIC_QUERY", "RESET_STATE", "fabric_counts", "fabric_faults", "read_fabric", "registration_deadline_message",
-           "reset", "reset_deadline_message", "start_fabric_manager", "verify_fabric"]
+           "kernel_cursor", "reset", "reset_deadline_message", "start_fabric_manager", "verify_fabric"]

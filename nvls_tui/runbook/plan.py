@@ -30,11 +30,13 @@ from nvls_tui.runbook.restore import restore_actions
 from nvls_tui.runbook.steps import (
     DATE_ARGV,
     FM_UNIT,
+    KERNEL_CURSOR_ARGV,
     SMOKE_CLOCK_ARGVS,
     SMOKE_ENV,
     STEPS,
     is_running,
-    kernel_since_argv,
+    kernel_after_argv,
+    kernel_cursor_check_argv,
     persistence_modes,
     record_remove_argv,
     record_write_argvs,
@@ -47,7 +49,8 @@ from nvls_tui.runbook.steps import (
 )
 from nvls_tui.runbook.summary import summarize
 
-T0 = "<T0>"
+# The kernel journal's cursor preflight reads at T0 (known only when the repair runs).
+CURSOR = "<CURSOR>"
 
 
 def _join(argv: tuple[str, ...], env: dict[str, str] | None = None) -> str:
@@ -74,7 +77,7 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     n = len(state.gpus) or 8
     smoke = [_join(smoke_argv(n), SMOKE_ENV), *(_join(a) for a in SMOKE_CLOCK_ARGVS),
              *(_join(a) for a in smoke_write_argvs())]
-    pre = [*(_join(a) for a in take_argvs()), _join(DATE_ARGV)]
+    pre = [*(_join(a) for a in take_argvs()), _join(DATE_ARGV), _join(KERNEL_CURSOR_ARGV)]
     if preflight.fabric_looks_healthy(state):
         pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
     pre += [_join(a) for a in record_write_argvs()]
@@ -98,7 +101,9 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
         "fabric-manager": [*fuser_lines, _join(unit_argv("reset-failed", FM_UNIT)),
                            _join(unit_argv("start", FM_UNIT)),
                            *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)],
-        "verify-fabric": [_join(kernel_since_argv(T0))],
+        # The fallbacks (no cursor at T0, or one the journal no longer holds: `journalctl -k --since T0`) are
+        # the step's own to say; the plan shows the read a repair makes.
+        "verify-fabric": [_join(kernel_cursor_check_argv(CURSOR)), _join(kernel_after_argv(CURSOR))],
         "smoke-test": smoke + [f"# pass: completed, 0 out of bounds, NVLS used, avg busbw >= "
                                f"{threshold_for(state.gpus, thresholds or {}, smoke_threshold):.0f} GB/s"],
         "restore": restore,

@@ -85,8 +85,23 @@ def reset_argv() -> tuple[str, ...]:
 
 
 def kernel_since_argv(t0: str) -> tuple[str, ...]:
-    """Kernel lines logged since the repair began."""
+    """Kernel lines the node's clock dates at or after ``t0`` (verify-fabric's fallback without a cursor)."""
     return ("journalctl", "-k", "--since", t0, "--no-pager", "-o", "short-iso")
+
+
+# Where the kernel journal stands at T0: journalctl visits the boot's last kernel entry, prints nothing of
+# it (``-n 0 -q``) and ends with ``-- cursor: ...`` (no line, and exit 1, when the boot has no kernel entry).
+KERNEL_CURSOR_ARGV = ("journalctl", "-k", "-n", "0", "--show-cursor", "-q", "--no-pager")
+
+
+def kernel_cursor_check_argv(cursor: str) -> tuple[str, ...]:
+    """Seek to ``cursor`` and say where the seek landed: the same cursor while the journal still holds its entry."""
+    return ("journalctl", "-k", f"--cursor={cursor}", "-n", "0", "--show-cursor", "-q", "--no-pager")
+
+
+def kernel_after_argv(cursor: str) -> tuple[str, ...]:
+    """Kernel lines the journal stored after ``cursor``'s entry, whatever the node's clock said meanwhile."""
+    return ("journalctl", "-k", f"--after-cursor={cursor}", "--no-pager", "-o", "short-iso")
 
 
 def smoke_argv(gpus: int) -> tuple[str, ...]:
@@ -244,6 +259,7 @@ __all__ = [
     "DCGM",
     "DEFAULT_THRESHOLDS",
     "FM_UNIT",
+    "KERNEL_CURSOR_ARGV",
     "KUBELET",
     "PERSISTENCED",
     "QUIESCE_UNITS",
@@ -259,6 +275,9 @@ __all__ = [
     "clock_text",
     "devices_of",
     "is_running",
+    "kernel_after_argv",
+    "kernel_cursor_check_argv",
+    "kernel_since_argv",
     "persistence_modes",
     "threshold_for",
     "unit_states",

@@ -315,7 +315,7 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
         a = expanded[i]
         nxt = expanded[i + 1] if i + 1 < len(expanded) else None
         if a in ("-k", "--dmesg"):
-            kernel = True
+            kernel = this_boot = True  # -k is this boot's kernel log (journalctl sets --boot with it)
         elif a in ("-u", "--unit") and nxt is not None:
             units.append(node.unit_name(nxt))
             i += 1
@@ -379,10 +379,13 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
         entries = entries[start:]
         shown = _grep(entries, grep)
         if count is not None:
-            # From a cursor, -n counts forward: the first N, and the last one shown is the last visited.
+            # From a cursor, -n counts forward: the first N, and the last one shown is the last visited;
+            # -n 0 shows none and stays where the seek landed.
             shown = shown[:count]
             if shown:
                 entries = entries[: entries.index(shown[-1]) + 1]
+            elif count == 0:
+                entries = entries[:1]
     else:
         shown = _grep(entries, grep)
         if count is not None:
@@ -392,5 +395,6 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     out = "\n".join(_journal_lines(node, shown, iso)) + "\n" if shown else ("" if quiet else "-- No entries --\n")
     if show_cursor and visited is not None:
         out += f"-- cursor: {cursor_of(node, visited)}\n"
-    # --grep exits 1 when nothing matched, as grep does (systemd 252).
-    return (1 if grep and not shown else 0), out, ""
+    # --grep exits 1 when nothing matched, as grep does; --show-cursor when it visited no entry (no cursor to
+    # print: sd_journal_get_cursor's error is journalctl's exit status), both systemd 252.
+    return (1 if grep and not shown or show_cursor and visited is None else 0), out, ""
