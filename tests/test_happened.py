@@ -104,3 +104,20 @@ def test_the_progress_lines_say_the_repeated_holders_once_and_never_the_heartbea
     assert sum("verify-no-holders ..." in line for line in lines) == 1
     assert sum("1 holder remains" in line for line in lines) == 1  # two reports of the same holder: said once
     assert not any("owner.json.tmp" in line for line in lines)
+
+
+def test_the_report_reads_what_happened_from_the_same_fold_as_the_console():
+    from pathlib import Path
+
+    from nvls_tui.records.report import load_audit_log
+    from nvls_tui.records.report_node_log import node_logs
+    from nvls_tui.runbook.event_records import from_record
+
+    contents = load_audit_log(Path(__file__).parent / "fixtures" / "audit-v1" / "repair-seed-incident-gpu05.jsonl")
+    (log,) = node_logs(contents.records)
+    column = NodeRun("gpu05")
+    for record in log.records:
+        column.apply(from_record(record), now=0.0)
+    assert log.happened.result == column.result == "repaired"
+    assert log.happened.restored == column.restored and log.happened.restored
+    assert {n: s.status for n, s in log.happened.steps.items()} == {n: s.status for n, s in column.steps.items()}

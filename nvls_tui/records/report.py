@@ -99,10 +99,10 @@ def _node_section(log: NodeLog) -> list[str]:
     """One node's section: its result, then what was changed by hand, before and after, holders, smoke, timeline."""
     host = log.host
     out = [f"## {prose(host)}", ""]
-    finished = log.finished
-    if finished:
-        message = f" — {prose(log.clock.annotate(finished.message))}" if finished.message else ""
-        out += [f"**Result: {prose(finished.result)}**{message}", ""]
+    happened = log.happened
+    if happened.result is not None:
+        message = f" — {prose(log.clock.annotate(happened.message))}" if happened.message else ""
+        out += [f"**Result: {prose(happened.result)}**{message}", ""]
     else:
         out += [f"**Unfinished**: {log_ends(log)} (nvls-tui stopped mid-run?){restore_advice(log)}.", ""]
     out += manual_section(log)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from nvls_tui.model import SmokeResult
 from nvls_tui.records.report_clock import NodeClock, measure_clock, utc_moment
 from nvls_tui.records.report_text import as_dict, code_span, prose
-from nvls_tui.runbook.event_records import from_record
-from nvls_tui.runbook.events import Restored, RunFinished, SmokeFinished, StepFinished
+from nvls_tui.runbook.event_records import EVENT_KINDS, from_record
+from nvls_tui.runbook.events import SmokeFinished, StepFinished
+from nvls_tui.runbook.happened import NodeHappened
 
 # Console actions whose signals and unit changes are the operator's own hand, not the runbook's.
 BY_HAND_MODES = frozenset({"sigterm", "unit-stop", "unit-start"})
@@ -33,12 +35,15 @@ class NodeLog:
         found = [s for s in found if s is not None]
         return (found[0] if label == "before" else found[-1]) if found else None
 
-    @property
-    def finished(self) -> RunFinished | None:
-        """How the run ended: its last ``run-finished`` record, read back into the event (None: it did not finish)."""
-        record = next((r for r in reversed(self.records) if r.get("event") == "run-finished"), None)
-        event = from_record(record) if record is not None else None
-        return event if isinstance(event, RunFinished) else None
+    @functools.cached_property
+    def happened(self) -> NodeHappened:
+        """What happened to the node: its records read back as events, through the runbook's one fold (the
+        console's columns and the progress lines read the same), e.g. the result and what the restore put back."""
+        node = NodeHappened(self.host)
+        for record in self.records:
+            if record.get("event") in EVENT_KINDS:
+                node.fold(from_record(record))
+        return node
 
     @property
     def dry_run(self) -> bool:
@@ -56,12 +61,6 @@ class NodeLog:
         return [[str(a) for a in r["argv"]] for r in self.events("command-finished")
                 if r.get("exit_status") == 0 and isinstance(r.get("argv"), list)
                 and (step is None or r.get("step") == step)]
-
-    def restored(self) -> Restored:
-        """What the restore put back: the last ``restored`` record as the event (nothing when it has none)."""
-        found = self.events("restored")
-        event = from_record(found[-1]) if found else None
-        return event if isinstance(event, Restored) else Restored(host=self.host, at=0.0)
 
     def smokes(self) -> list[SmokeResult]:
         """Every smoke test's judged result, in order (the ``smoke-finished`` records read back as events)."""

@@ -64,7 +64,7 @@ def _fm_started(log: NodeLog) -> bool:
 
 def _units_done(log: NodeLog) -> list[str]:
     stopped = [u for u in log.stopped_units() if u != FM_UNIT or not _fm_started(log)]
-    restored = list(log.restored().units)
+    restored = list(log.happened.restored)
     by_hand = [u for u in _stopped_by_hand(log) if u in restored]
     parts = []
     if stopped and set(stopped) <= set(restored):
@@ -133,17 +133,17 @@ def _smoke_done(log: NodeLog) -> list[str]:
 def _persistence_done(log: NodeLog) -> list[str]:
     if not any(a[:3] == ["nvidia-smi", "-pm", "0"] for a in log.ok_commands("quiesce")):
         return []
-    gpus = log.restored().persistence_gpus
+    gpus = log.happened.restored_gpus
     back = f", back on for {count(len(gpus), 'GPU')} by the restore" if gpus else ""
     return [f"persistence mode turned off{back}"]
 
 
 def _done(log: NodeLog) -> str | None:
-    finished = log.finished
+    happened = log.happened
     if log.dry_run:
         return "- Done: nothing (a dry run: the plan was read, nothing was changed)."
-    if finished is not None and finished.result == "refused":
-        why = f": {prose(log.clock.annotate(finished.message))}" if finished.message else ""
+    if happened.result == "refused":
+        why = f": {prose(log.clock.annotate(happened.message))}" if happened.message else ""
         return f"- Done: nothing, the run was refused{why}".rstrip(".") + "."
     parts = (_units_done(log) + _persistence_done(log) + _signals_done(log) + _fabric_done(log) +
              _smoke_done(log))
@@ -153,21 +153,18 @@ def _done(log: NodeLog) -> str | None:
 
 
 def _aborted(log: NodeLog) -> bool:
-    finished = log.finished
-    return finished is not None and finished.result == "aborted"
+    return log.happened.result == "aborted"
 
 
 def _abort_bullet(log: NodeLog) -> str | None:
     """Where an aborted run stopped (the runbook's own sentence names the step) and what the restore did."""
     if not _aborted(log):
         return None
-    finished = log.finished
-    message = (finished.message if finished is not None else "") or "aborted"
+    message = log.happened.message or "aborted"
     if "aborted at " not in message:
         failed = next((r for r in reversed(log.events("step-finished")) if r.get("status") == "failed"), None)
         message += f" (during {failed.get('step')})" if failed else ""
-    restored = log.restored()
-    units, failed_units = list(restored.units), list(restored.failed)
+    units, failed_units = list(log.happened.restored), list(log.happened.restore_failed)
     restore = log.step("restore")
     if failed_units:
         then = f" The restore could not put back: {prose(', '.join(failed_units))}."
@@ -256,7 +253,7 @@ def _units_left(log: NodeLog) -> list[str]:
         if down:
             parts.append("not running as before the repair: " + ", ".join(
                 f"{code_span(u)} (was {prose(was[u])}, now {prose(now.get(u, 'gone'))})" for u in down))
-    failed = list(log.restored().failed)
+    failed = list(log.happened.restore_failed)
     if failed:
         parts.append(f"could not put back: {prose(', '.join(failed))}")
     return parts
@@ -266,7 +263,7 @@ def _manual_left(log: NodeLog) -> list[str]:
     """Units stopped by hand that nothing put back."""
     parts = []
     listed = log.manual_list()
-    restored = list(log.restored().units)
+    restored = list(log.happened.restored)
     now = as_dict((log.observed("after") or {}).get("units")) or {}
     stays = [u for u in _stopped_by_hand(log) if u not in restored and not is_running(now.get(u))]
     if stays:
@@ -304,12 +301,12 @@ def _record_left(log: NodeLog) -> list[str]:
 
 
 def _left(log: NodeLog) -> str:
-    if log.finished is None and not log.by_hand():
+    if log.happened.result is None and not log.by_hand():
         parts = [f"the run did not finish: {log_ends(log)}{restore_advice(log)}"]
     else:
         parts = _verdict_words(log) + _units_left(log)
     parts += _manual_left(log)
-    if log.finished is not None:
+    if log.happened.result is not None:
         parts += _record_left(log)
     return f"- Left: {one_sentence(parts) if parts else 'nothing, as far as this log shows.'}"
 
@@ -317,8 +314,7 @@ def _left(log: NodeLog) -> str:
 def node_summary(log: NodeLog) -> list[str]:
     """A few bullets about one node: what was wrong, what was done (by hand too), what is left."""
     first, last = (log.records[0], log.records[-1]) if log.records else ({}, {})
-    finished = log.finished
-    result = prose((finished.result if finished is not None else "") or "unfinished")
+    result = prose(log.happened.result or "unfinished")
     span = f"{record_utc(first.get('time'), log.clock.day).removesuffix(' UTC')} to " \
            f"{record_utc(last.get('time'), log.clock.day)}"
     bullets = [_was_wrong(log), *_by_hand(log), _done(log), _abort_bullet(log), _left(log)]

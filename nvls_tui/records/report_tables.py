@@ -20,10 +20,10 @@ def results_table(logs: list[NodeLog]) -> list[str]:
         return []
     out = ["| node | result | smoke avg (GB/s) | message |", "| --- | --- | ---: | --- |"]
     for log in logs:
-        fin = log.finished
+        ended = log.happened.result is not None
         smokes = log.smokes()
-        out.append(f"| {table_cell(prose(log.host))} | {table_cell(prose(fin.result if fin else 'unfinished'))} | "
-                   f"{table_cell(prose(smokes[-1].avg_busbw if smokes else '–'))} | {table_cell(prose(fin.message if fin else ''))} |")
+        out.append(f"| {table_cell(prose(log.host))} | {table_cell(prose(log.happened.result if ended else 'unfinished'))} | "
+                   f"{table_cell(prose(smokes[-1].avg_busbw if smokes else '–'))} | {table_cell(prose(log.happened.message if ended else ''))} |")
     out.append("")
     return out
 

@@ -85,7 +85,8 @@ class NodeHappened:
         holders_repeated: the last holders report named the same processes, while waiting, as the one
             before it (a wait re-checks every poll; a reader says it once).
         fabric: GPUs per registration state at Fabric Manager's last poll.
-        restored: units the restore started again; ``restore_failed`` those it could not.
+        restored: units the restore started again; ``restore_failed`` those it could not;
+            ``restored_gpus`` the GPUs it turned persistence mode back on for.
     """
 
     host: str
@@ -101,6 +102,7 @@ class NodeHappened:
     fabric: dict[str, int] = field(default_factory=dict)
     restored: tuple[str, ...] = ()
     restore_failed: tuple[str, ...] = ()
+    restored_gpus: tuple[int, ...] = ()
     _holder_pids: tuple[int, ...] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -159,6 +161,7 @@ class NodeHappened:
             return {"steps"}
         if isinstance(event, Restored):
             self.restored, self.restore_failed = tuple(event.units), tuple(event.failed)
+            self.restored_gpus = tuple(event.persistence_gpus)
             return {"summary"}
         if isinstance(event, RunFinished):
             self.result, self.message = event.result, event.message
