@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -73,14 +74,25 @@ async def test_the_node_screen_of_a_node_never_read_says_unknown_not_none():
             assert subtitle.startswith("unknown: unreachable"), (panel, subtitle)
 
 
+def closed_port() -> int:
+    """A loopback port nothing listens on (just handed out by the kernel and closed again)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def test_check_shows_question_marks_for_an_unreachable_node():
     env = {**os.environ, "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "check", "sim:wedged", "--timeout", "2"],
+    gone = f"root@127.0.0.1:{closed_port()}"  # connection refused: nothing of it was read
+    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "check", "sim:wedged", gone, "--timeout", "2"],
                           capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
-    row = next(line for line in done.stdout.splitlines() if WEDGED in line and "│" in line)
+    row = next(line for line in done.stdout.splitlines() if gone in line and "│" in line)
     cells = [c.strip() for c in row.strip("│ ").split("│")]
-    assert cells[:2] == [WEDGED, "unreachable"], row
+    assert cells[:2] == [gone, "unreachable"], row
     assert cells[2:] == ["?", "?", "?", "?"], row  # FM, driver, fabric, holders
+    # A node whose nvidia-smi hung is read but for its GPUs: ? for driver and fabric only.
+    wedged = next(line for line in done.stdout.splitlines() if WEDGED in line and "│" in line)
+    assert [c.strip() for c in wedged.strip("│ ").split("│")] == [WEDGED, "broken", "failed", "?", "?", "8"], wedged
     ok = next(line for line in done.stdout.splitlines() if "gpu-ok01" in line and "│" in line)
     assert re.search(r"│\s*active\s*│.*│\s*7\s*│$", ok.strip()), ok
 
