@@ -245,12 +245,9 @@ class NvlsApp(App[int]):
             self._first_round.set()
 
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
-        """Return once every node has been polled at least once (tests and snapshots)."""
+        """Return once every node has been polled at least once (a screenshot script; tests use
+        ``tests.waiting.first_poll``, which also draws the grid's coalesced redraw)."""
         await asyncio.wait_for(self._first_round.wait(), timeout)
-        for screen in self.screen_stack:  # a coalesced grid redraw may still be waiting: do it now
-            flush = getattr(screen, "flush_pending_draw", None)
-            if flush is not None:
-                flush()
 
     # ---- keys typed ahead of the widget they are meant for (widgets/key_hold.py) ------------------
     def hold_keys(self, hold: KeyHold) -> None:

@@ -10,7 +10,7 @@ from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.help import HelpScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 FIXED_NOW = 1_785_000_000.0
 # Every screen at the two sizes operators use: a wide terminal and the 80x24 of a console over a jump host.
@@ -27,7 +27,7 @@ def sim_app(spec: str = "sim:seed-incident", **kwargs) -> NvlsApp:
 
 async def polled(pilot) -> None:
     """Every node answered (or timed out) once, and the screen caught up."""
-    await pilot.app.wait_for_first_poll(timeout=30)
+    await first_poll(pilot.app, timeout=30)
     await pilot.pause()
 
 

@@ -8,7 +8,7 @@ from nvls_tui.screens.fleet import matches
 from nvls_tui.screens.help import HelpScreen
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 SIZE = (160, 48)
 HOSTS = ("gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "gpu06")
@@ -21,7 +21,7 @@ def six_nodes() -> NvlsApp:
 
 
 async def ready(app, pilot) -> FleetGrid:
-    await app.wait_for_first_poll()
+    await first_poll(app)
     await pilot.pause()
     screen = app.screen
     screen.action_toggle_sort()  # fleet order: gpu01 .. gpu06
@@ -124,7 +124,7 @@ async def test_a_value_wider_than_its_column_is_cut_with_a_mark_and_a_real_drive
                 FakeBackend(make_node("gpu02").replace(driver="580.159.04-custom-build", fm_version="x"))]
     app = NvlsApp(backends, poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         assert str(grid.get_cell("gpu01", "driver")) == "580.159.04"  # was "580.159.0": a wrong version
@@ -175,7 +175,7 @@ async def test_the_plan_says_what_matters_first_and_folds_the_bookkeeping(tmp_pa
     fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1, "plan")

@@ -9,7 +9,7 @@ from nvls_tui.screens.help import HelpScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 SIZE = (160, 48)
 
@@ -25,7 +25,7 @@ def fleet(**kwargs) -> tuple[NvlsApp, dict[str, FakeBackend]]:
 
 
 async def open_gpu05(app, pilot) -> NodeScreen:
-    await app.wait_for_first_poll()
+    await first_poll(app)
     await pilot.pause()
     app.open_node("gpu05")
     await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
@@ -35,7 +35,7 @@ async def open_gpu05(app, pilot) -> NodeScreen:
 async def test_the_fleet_puts_the_broken_node_first_and_enter_opens_it():
     app, _ = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         assert grid.visible_hosts == ("gpu05", "gpu06")
@@ -51,7 +51,7 @@ async def test_the_fleet_puts_the_broken_node_first_and_enter_opens_it():
 async def test_a_repoll_writes_only_the_cells_that_changed_and_keeps_the_cursor():
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         await pilot.press("down")
@@ -68,7 +68,7 @@ async def test_a_poll_folded_into_the_fleet_does_not_repaint_the_whole_screen():
     # reactive): ~30 full renders a second, the console's longest stalls (bench/ui_bench.py).
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         repaints = []
@@ -210,7 +210,7 @@ async def test_a_remapped_key_runs_the_action_and_the_help_shows_it():
 async def test_an_unreachable_node_keeps_its_last_state_greyed_with_the_reason():
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         backends["gpu06"].state = NodeState("gpu06", reachable=False, simulated=True,
                                             error="ssh: connection refused")
         app.poll_now("gpu06")
@@ -242,7 +242,7 @@ async def test_a_key_is_answered_while_a_node_hangs():
 async def test_quit_asks_first_while_an_action_is_running():
     app, _ = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         gate = __import__("asyncio").Event()
         app.start_action("SIGTERM on gpu05", gate.wait())
         await pilot.press("q")
@@ -258,7 +258,7 @@ async def test_quit_asks_first_while_an_action_is_running():
 async def test_the_filter_narrows_the_grid_and_escape_clears_it():
     app, _ = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         await pilot.press("slash", *"healthy", "enter")
@@ -274,7 +274,7 @@ async def test_read_only_r_shows_the_dry_run_plan_and_offers_nothing_to_start():
 
     app, backends = fleet(read_only=True)
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the plan")

@@ -27,7 +27,7 @@ from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from nvls_tui.widgets.output_pane import OutputPane
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 SIZE = (160, 48)
 REFUSAL = ("The following GPUs could not be reset:\n  GPU 00000000:18:00.0: In use by another client\n\n"
@@ -70,7 +70,7 @@ def texts(widget) -> str:
 
 async def start_repair(app, pilot, names: list[str], select: bool = True) -> RunbookScreen:
     """From the fleet: select ``names`` (space), r, wait for the plan, type the names, Enter."""
-    await app.wait_for_first_poll(timeout=30)
+    await first_poll(app, timeout=30)
     await pilot.pause()
     grid = app.screen.query_one(FleetGrid)
     if select:
@@ -125,7 +125,7 @@ async def test_the_plan_lists_the_exact_commands_in_order_and_needs_the_typed_na
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         await pilot.press("space", "space", "r")  # gpu05, gpu06 (broken first), then the plan
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 2,
@@ -214,7 +214,7 @@ async def test_read_only_mode_shows_the_plan_and_refuses_the_repair():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         app.screen.action_repair()
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen), "the dry-run plan")
@@ -230,7 +230,7 @@ async def test_five_nodes_go_to_tabs_instead_of_columns(tmp_path):
     extra = load_fleet("sim:seed-incident/gpu05", speed=0)
     app = NvlsApp(sim_backends(fleet) + sim_backends(extra), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         screen = RunbookScreen(list(app.backends), start=False, clock=lambda: 0.0)
         app.push_screen(screen)
         await wait_until(pilot, lambda: app.screen is screen and len(screen.columns) == 5, "five columns")

@@ -22,10 +22,11 @@ from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import SIZE, start_repair, wait_until
+from tests.waiting import first_poll
 
 
 async def open_node(app, pilot, host: str) -> NodeScreen:
-    await app.wait_for_first_poll(timeout=30)
+    await first_poll(app, timeout=30)
     await pilot.pause()
     app.open_node(host)
     await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")

@@ -13,14 +13,14 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import SIZE, plain
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 
 async def test_a_healthy_node_repaired_beside_a_broken_one_is_planned_confirmed_and_shown_as_skipped(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         for name in ("gpu05", "gpu07"):

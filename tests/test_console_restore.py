@@ -16,7 +16,7 @@ from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_node_lock import hand_record, waiting_repair, with_workload
 from tests.test_runbook_sim import FAST, SPEED, FaultBackend
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 
 async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every_unit_back(tmp_path):
@@ -29,7 +29,7 @@ async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every
     app = NvlsApp([SimulatedBackend(fleet, "gpu05")], poll_interval=None, audit_dir=str(tmp_path))
     notes: list[str] = []
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         codes = [f.code for f in app.diagnoses["gpu05"].findings]
         assert codes[0] == "INTERRUPTED_REPAIR"
         app.open_node("gpu05")
@@ -58,7 +58,7 @@ async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every
 
 async def restore_with_u(app, pilot, notes: list[str]) -> str:
     """Open gpu05, press U, confirm; the notification it ends with."""
-    await app.wait_for_first_poll()
+    await first_poll(app)
     app.open_node("gpu05")
     await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
     app.notify = lambda message, **kw: notes.append(message)

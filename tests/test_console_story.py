@@ -19,7 +19,7 @@ from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from nvls_tui.widgets.grid_layout import CHROME, PAD, grid_layout
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 
 def polled(spec: str) -> dict[str, NodeState]:
@@ -34,7 +34,7 @@ def sim_app(spec: str = "sim:seed-incident") -> NvlsApp:
 
 async def node_screen(app: NvlsApp, pilot, host: str) -> NodeScreen:
     """The node screen of ``host`` after the fleet's first poll."""
-    await app.wait_for_first_poll(timeout=30)
+    await first_poll(app, timeout=30)
     app.open_node(host)
     await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
     await pilot.pause()
@@ -135,7 +135,7 @@ def test_one_cell_per_gpu_only_where_the_story_keeps_room():
 async def test_the_fleet_at_80_columns_shows_the_story_and_the_versions_once():
     app = sim_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         assert grid.get_cell("gpu05", "note").plain == "FM killed 5 days ago"  # the next move gives way at 80
@@ -150,7 +150,7 @@ async def test_the_fleet_at_80_columns_shows_the_story_and_the_versions_once():
 async def test_a_fleet_whose_versions_differ_gets_the_version_columns():
     app = sim_app("sim:version-mismatch")
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         assert {"driver", "fmver"} <= set(grid.layout_now.keys)
@@ -192,7 +192,7 @@ async def test_the_out_of_sync_node_screen_names_ncclss_invalid_argument_and_dat
 async def test_ctrl_c_says_how_to_quit_in_plain_words_not_raw_markup():
     app = sim_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.press("ctrl+c")
         await pilot.pause()
         (note,) = list(app._notifications)
@@ -206,7 +206,7 @@ async def test_the_cursor_starts_on_the_worst_node_when_the_first_poll_changes_t
     app = NvlsApp(sim_backends(load_fleet("sim:wedged/gpu-ok01", speed=0))
                   + sim_backends(load_fleet("sim:version-mismatch", speed=0)), poll_interval=None)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         assert "fmver" in grid.layout_now.keys
@@ -229,7 +229,7 @@ async def test_help_is_in_the_footer_at_80_columns(open_node):
         if open_node:
             await node_screen(app, pilot, "gpu05")
         else:
-            await app.wait_for_first_poll(timeout=30)
+            await first_poll(app, timeout=30)
             await pilot.pause()
         keys = [k for k in app.screen.query("FooterKey") if k.key == "question_mark"]
         palette = app.screen.query_one("FooterKey.-command-palette")  # docked right, over the last keys

@@ -25,7 +25,7 @@ from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import SIZE, plain, start_repair
 from tests.test_console_repair_actions import confirm, open_node
 from tests.test_operations_console import DCGM, unit_by_hand
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 
 class GatedReadBackend(SimulatedBackend):
@@ -176,7 +176,7 @@ async def test_an_action_that_raises_posts_action_failed_and_the_operator_reads_
         raise RuntimeError("the transport fell over")
 
     async with app.run_test(size=SIZE, message_hook=flow) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         app.notify = lambda message, **kw: said.append((message, kw.get("severity")))
         app.start_action("restore on gpu05", broken(), hosts=["gpu05"])
         await wait_until(pilot, lambda: said, "the failure to be said")

@@ -54,7 +54,7 @@ from nvls_tui.views.runbook import NodeRun, repair_options
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from nvls_tui.widgets.step_list import StepList, step_lines
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 SIZE = (160, 48)
 WORKLOAD = Holder(pid=4242, user="alice", command="python3 train.py", kind=HolderKind.CUDA_APP,
@@ -321,7 +321,7 @@ async def test_the_plan_says_how_long_the_repair_takes_and_the_total_follows_the
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         await pilot.press("space", "space", "r")  # gpu05, gpu06, then the plan
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 2,
@@ -364,7 +364,7 @@ async def test_a_waiting_fabric_manager_step_shows_the_counts_and_its_deadline_a
     backend = GatedFabric(fleet, "gpu-stuck01", poll=10)
     app = NvlsApp([backend], poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         app.screen.query_one(FleetGrid).move_cursor(row=0)
         await pilot.press("r")

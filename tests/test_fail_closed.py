@@ -22,6 +22,7 @@ from nvls_tui.poll.probe import section_argv, split_probe_output
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import StepStarted
 from nvls_tui.sim.fleet import load_fleet
+from tests.waiting import first_poll
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=3.0, fm_timeout=3.0, smoke_timeout=30.0,
@@ -175,7 +176,7 @@ async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none
     fleet.node("hgx01").missing_tools = ["fuser", "journalctl", "lspci"]
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         assert grid.get_cell("hgx01", "verdict").plain != "✔ healthy"

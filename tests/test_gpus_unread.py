@@ -22,6 +22,7 @@ from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.preflight import refusal
 from nvls_tui.sim.fleet import load_fleet
+from tests.waiting import first_poll
 
 FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=3.0, fm_timeout=3.0, smoke_timeout=30.0,
                      transient_pause=0.01, restore_attempts=3)
@@ -145,7 +146,7 @@ async def test_the_console_shows_unread_gpus_as_unknown_never_as_no_gpus():
     fleet.node("hgx01").missing_tools = ["nvidia-smi"]
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         assert grid.get_cell("hgx01", "verdict").plain == "✖ broken"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual import events
 
 from nvls_tui.widgets.key_hold import KeyHold, dropped_notice, split_replay
+from tests.waiting import first_poll
 
 
 def keys(*names: str) -> list[events.Key]:
@@ -59,7 +60,7 @@ async def test_keys_typed_after_r_in_read_only_mode_reach_neither_the_plan_nor_t
 
     app = await read_only_console()
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         first = grid.current_host

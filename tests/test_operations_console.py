@@ -32,6 +32,7 @@ from tests.test_console_repair import (
     wait_until,
 )
 from tests.test_console_repair_actions import confirm, open_node
+from tests.waiting import first_poll
 
 DCGM = "nvidia-dcgm.service"
 
@@ -260,7 +261,7 @@ async def test_a_holder_that_appears_between_plan_and_apply_is_caught_and_the_co
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and app.screen.outcomes, "the plan")
@@ -282,7 +283,7 @@ async def plan_with(app, pilot, names: list[str], strategy: str) -> RunbookScree
     """Select ``names`` on the fleet, r, pick ``strategy`` on the plan screen, type the names."""
     from nvls_tui.widgets.fleet_grid import FleetGrid
 
-    await app.wait_for_first_poll(timeout=30)
+    await first_poll(app, timeout=30)
     await pilot.pause()
     grid = app.screen.query_one(FleetGrid)
     for name in names:

@@ -14,6 +14,7 @@ from nvls_tui.runbook.events import CommandStarted, RunbookEvent
 from nvls_tui.runbook.scheduling import JobDecision, drain_argv, resume_argv, run_reason
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import repair_options
+from tests.waiting import first_poll
 
 
 class RecordingSlurm:
@@ -161,7 +162,7 @@ async def console_repair_with_jobs(hook: RecordingSlurm, answer):
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     app.session.schedulers = {"gpu05": hook}
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.press("space", "r")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1,
                          "the dry run")
@@ -222,7 +223,7 @@ async def test_the_node_screen_refuses_to_sigterm_a_slurm_jobs_process():
     backend = FakeBackend(state.replace(holders=(job_holder,)))
     app = NvlsApp([backend], poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         app.open_node("gpu05")
         await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
         await pilot.press("space", "t")
@@ -301,7 +302,7 @@ async def test_the_consoles_question_shows_a_job_named_with_a_newline_and_an_esc
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     app.session.schedulers = {"gpu05": hook}
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.press("space", "r")
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1,
                          "the dry run")

@@ -20,6 +20,7 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
 from tests.test_runbook_sim import FAST, SPEED
+from tests.waiting import first_poll
 
 HOSTS = ("gpu-ntp01", "gpu-ahead01")
 
@@ -45,7 +46,7 @@ async def test_the_console_shows_the_stepped_nodes_broken_with_the_fabric_out_of
     fleet = load_fleet("sim:clock-step", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
         for host in HOSTS:

@@ -20,7 +20,7 @@ from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from nvls_tui.widgets.node_text import header_text
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 NOW = 1_785_000_000.0
 WEDGED = "gpu-wedged01"
@@ -48,7 +48,7 @@ async def test_the_grid_shows_question_marks_for_a_node_never_read():
     async with app.run_test(size=(160, 48)) as pilot:
         grid = app.screen.query_one(FleetGrid)
         placeholder = {k: v.plain for k, v in grid.row_cells(NodeState("gpu09"), None, NOW).items()}
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         cells = {k: v.plain for k, v in grid.row_cells(app.fleet.get(WEDGED), app.diagnoses.get(WEDGED), NOW).items()}
         for row in (placeholder, cells):
@@ -61,7 +61,7 @@ async def test_the_grid_shows_question_marks_for_a_node_never_read():
 async def test_the_node_screen_of_a_node_never_read_says_unknown_not_none():
     app = wedged_console()
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=30)
+        await first_poll(app, timeout=30)
         await pilot.pause()
         app.open_node(WEDGED)
         await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")

@@ -22,6 +22,20 @@ async def wait_until(pilot, condition: Callable[[], object], what: str, timeout:
         await pilot.pause(0.02)
 
 
+async def first_poll(app, timeout: float = 10.0) -> None:
+    """Wait until every node of the console ``app`` answered (or failed) once, then draw the fleet grid.
+
+    The grid's redraws are coalesced (at most 10 a second): the last poll's may still be waiting on its
+    timer, and a test reads the grid right after this.
+    """
+    from nvls_tui.screens.fleet import FleetScreen
+
+    await app.wait_for_first_poll(timeout)
+    for screen in app.screen_stack:
+        if isinstance(screen, FleetScreen):
+            screen.refresh_grid()
+
+
 async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
     """Wait (outside an app) until ``predicate()`` holds; fail naming ``what``."""
     deadline = time.monotonic() + timeout
@@ -31,4 +45,4 @@ async def until(predicate: Callable[[], object], timeout: float, what: str) -> N
         await asyncio.sleep(0.05)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "until", "wait_until"]
+__all__ = ["DEFAULT_TIMEOUT", "first_poll", "until", "wait_until"]

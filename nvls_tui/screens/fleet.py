@@ -142,11 +142,6 @@ class FleetScreen(OnConsole, Screen[None]):
             self._draw_pending = True
             self.set_timer(REDRAW_EVERY - since, self.redraw_changed)
 
-    def flush_pending_draw(self) -> None:
-        """Draw now if a coalesced redraw is still waiting (so callers see the latest fleet)."""
-        if self._draw_pending:
-            self.refresh_grid()
-
     def redraw_changed(self) -> None:
         """Redraw the rows whose node changed; the ages of the others move with the 5 s refresh (they
         are shown in 10 s steps). At 1,024 nodes a redraw of every row took ~25 ms, ten times a second."""
