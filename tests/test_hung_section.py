@@ -23,7 +23,7 @@ from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.headless.check import poll_all
 from nvls_tui.model import Verdict
-from nvls_tui.poll.evidence import TIMED_OUT
+from nvls_tui.poll.evidence import NOT_RUN, TIMED_OUT
 from nvls_tui.sim.fleet import load_fleet
 from tests.sshd_rig import backend_for, find_sshd
 
@@ -97,3 +97,33 @@ async def test_over_a_real_sshd_a_hung_nvidia_smi_ends_only_its_section_and_the_
     assert [(m.section, m.reason) for m in state.missing] == [("gpus", TIMED_OUT)]
     assert state.service("nvidia-fabricmanager") is not None and state.node_clock is not None
     assert diagnose(state).verdict is Verdict.BROKEN
+
+
+async def test_on_this_machine_a_hung_nvml_read_is_the_gpus_timed_out_and_is_not_started_again(monkeypatch):
+    import threading
+
+    from nvls_tui.backends import local
+    from nvls_tui.backends.base import BackendOptions
+    from nvls_tui.poll.probe import Section
+
+    stuck, calls = threading.Event(), []
+
+    def hung_nvml():  # a driver that never answers; released at the end so the thread can finish
+        calls.append(1)
+        stuck.wait(60)
+        return "580.82.07", ()
+
+    monkeypatch.setattr(local, "read_nvml", hung_nvml)
+    monkeypatch.setattr(local, "scan_holders", lambda root: ((), (), None))
+    monkeypatch.setattr(local, "SECTIONS", (Section("clock", ("date", "-u", "+%Y-%m-%dT%H:%M:%SZ")),))
+    backend = local.LocalBackend(BackendOptions(timeout=0.2))
+    try:
+        first, second = await backend.snapshot(), await backend.snapshot()
+    finally:
+        stuck.set()
+    for state in (first, second):
+        assert state.reachable, state.error
+        # (Only the clock is asked here: the other sections are "not run".)
+        assert [(m.section, m.reason) for m in state.missing if m.reason != NOT_RUN] == [("gpus", TIMED_OUT)]
+        assert state.node_clock is not None  # the commands after it ran
+    assert calls == [1]  # the second poll did not start another read into a driver still stuck

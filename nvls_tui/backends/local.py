@@ -217,6 +217,7 @@ class LocalBackend(Backend):
         self.last_exit_status: int | None = None
         self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
         self.last_assembly = LastAssembly()  # an unchanged node is not parsed again
+        self._nvml: asyncio.Future | None = None  # the NVML read in flight (one at a time, see _read_nvml)
 
     def _argv(self, argv: Sequence[str], privileged: bool) -> list[str]:
         out = [a for arg in argv for a in (sorted(glob.glob(arg)) or [arg] if arg == "/dev/nvidia*" else [arg])]
@@ -331,6 +332,25 @@ class LocalBackend(Backend):
             raise ProcessGone(f"PID {pid} has already exited") from None
         return SignalOutcome(pid, True)
 
+    async def _read_nvml(self) -> tuple[str, tuple[GpuState, ...]] | None:
+        """Driver and GPUs through NVML, or None when NVML did not answer within ``options.timeout``.
+
+        A thread stuck in the driver cannot be stopped: it is left to finish, and no other read is
+        started while it is stuck (each poll would otherwise leave one more thread behind).
+
+        Raises:
+            Unreachable: NVML cannot read this machine's GPUs (no driver, no GPU).
+        """
+        if self._nvml is None or self._nvml.done():
+            self._nvml = asyncio.ensure_future(asyncio.to_thread(read_nvml))
+        done, _ = await asyncio.wait({self._nvml}, timeout=self.options.timeout)
+        if not done:
+            return None
+        try:
+            return self._nvml.result()
+        except RuntimeError as exc:
+            raise Unreachable(str(exc)) from None
+
     async def read_probe(self) -> ProbeReading:
         """NVML for the GPUs, /proc for holders, the probe's other commands for units and logs.
 
@@ -341,14 +361,17 @@ class LocalBackend(Backend):
         """
         polled = time.time()
         self._begin(phase="reading the GPUs through NVML")
-        try:
-            driver, gpus = await asyncio.to_thread(read_nvml)
-        except RuntimeError as exc:
-            raise Unreachable(str(exc)) from None
+        sections: dict[str, CommandResult] = {}
+        nvml = await self._read_nvml()
+        if nvml is None:  # NVML hung, as a wedged nvidia-smi does: the GPUs timed out, the rest is read
+            driver, gpus = None, None
+            sections["gpus"] = CommandResult(("NVML",), TIMED_OUT_STATUS, "",
+                                             f"NVML did not answer within {self.options.timeout:g} s")
+        else:
+            driver, gpus = nvml
         self._begin(phase="scanning /proc for /dev/nvidia* holders")
         fuser, entries, incomplete = await asyncio.to_thread(scan_holders, os.geteuid() == 0)
         holders = build_holders(fuser, entries)
-        sections = {}
         for section in SECTIONS:
             if section.name in ("gpus", "holders"):
                 continue
