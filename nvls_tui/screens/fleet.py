@@ -80,9 +80,11 @@ class FleetScreen(OnConsole, Screen[None]):
     """One row per node; Enter opens it, ``/`` filters, ``v`` toggles verdict order."""
 
     BINDINGS = [help_first(), *bindings_for("fleet"), Binding("escape", "clear_filter", show=False)]
-    # The grid has the focus from the first frame: Textual gives it to the first focusable widget, the
-    # filter box, and keys typed while the console started (a `q`) went into that hidden box.
-    AUTO_FOCUS = "#grid"
+    # No widget is focused by Textual on mount (it gives the focus to the first focusable one, the filter
+    # box, and keys typed while the console started, a `q`, went into that hidden box): until on_mount
+    # gives the grid the focus, keys go to the screen's own bindings. (AUTO_FOCUS "#grid" would scroll the
+    # screen to the grid at 80x24.)
+    AUTO_FOCUS = ""
 
     def __init__(self) -> None:
         super().__init__()
@@ -109,7 +111,7 @@ class FleetScreen(OnConsole, Screen[None]):
         """Draw what is known and follow every change of the app's fleet."""
         self.watch(self.nvls, "fleet", self.on_fleet_changed, init=False)
         self.refresh_grid()
-        self.set_focus(self.query_one(FleetGrid))
+        self.set_focus(self.query_one(FleetGrid), scroll_visible=False)
         if self.nvls.periodic:
             self.set_interval(5.0, self.refresh_grid)  # poll ages (in 10 s steps) move even when nothing else does
 
