@@ -25,6 +25,7 @@ from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, NodeP
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
+from nvls_tui.poll.once import poll_deadline
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.runbook.session import Session
 from nvls_tui.scheduler.slurm import Slurm, with_scheduler
@@ -97,7 +98,8 @@ class NvlsApp(App[int]):
         read_only: hide and refuse every action that changes a node.
         poll_interval: seconds between polls of a node; None polls each node once (tests, snapshots).
         timeout: per-command timeout.
-        poll_timeout: how long a whole poll may take (default ``timeout`` + 5 s).
+        poll_timeout: how long a whole poll may take (default: ``check``'s, ``poll_deadline(timeout)``, so that
+            a node with a hung command or two reads the same in the console as in ``check``).
         clock: time source for poll stamps and ages (tests fix it).
         keymap: binding id -> key overrides (already checked against the binding table).
         diagnose: NodeState -> Diagnosis.
@@ -149,7 +151,7 @@ class NvlsApp(App[int]):
         self.audit_dir = audit_dir
         self.simulated = any(b.simulated for b in backends)
         self.diagnoses: dict[str, Diagnosis] = {}
-        self.pollers = {b.host: NodePoller(b, interval=poll_interval, timeout=poll_timeout or timeout + 5, clock=clock,
+        self.pollers = {b.host: NodePoller(b, interval=poll_interval, timeout=poll_timeout or poll_deadline(timeout), clock=clock,
                                            diagnose=diagnose) for b in backends}
         self.set_reactive(NvlsApp.fleet, Fleet(tuple(NodeState(b.host, simulated=b.simulated)
                                                      for b in backends)))

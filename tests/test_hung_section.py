@@ -127,3 +127,15 @@ async def test_on_this_machine_a_hung_nvml_read_is_the_gpus_timed_out_and_is_not
         assert [(m.section, m.reason) for m in state.missing if m.reason != NOT_RUN] == [("gpus", TIMED_OUT)]
         assert state.node_clock is not None  # the commands after it ran
     assert calls == [1]  # the second poll did not start another read into a driver still stuck
+
+
+def test_the_console_gives_a_poll_the_same_deadline_as_check():
+    # One poll path: with --timeout 20, two hung commands (40 s) used to make a node unreachable in the
+    # console (its deadline was timeout + 5) while check read the rest of it (3 x timeout).
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.poll.once import poll_deadline
+    from nvls_tui.sim.fleet import load_fleet
+
+    app = NvlsApp(sim_backends(load_fleet("sim:seed-incident/gpu05", speed=0)), poll_interval=None, timeout=20.0)
+    assert app.pollers["gpu05"].timeout == poll_deadline(20.0) == 60.0
