@@ -317,7 +317,8 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
                                 f"{count(len(state.holders), 'process')} {verb(len(state.holders), 'holds')} /dev/nvidia* (a reset would be refused)"))
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     findings.sort(key=lambda f: order[f.severity])
-    return Diagnosis(tuple(findings), verdict_of(findings))
+    distrust = smoke_distrust(state) if state.smoke is not None and state.smoke.passed else None
+    return Diagnosis(tuple(findings), verdict_of(findings), distrust)
 
 
 def verdict_of(findings: list[Finding] | tuple[Finding, ...]) -> Verdict:

@@ -135,13 +135,30 @@ def _fm_story(state: NodeState) -> str:
     return f"FM {what}{f' {age}' if age else ''}; reset + FM start needed"
 
 
-def _out_of_sync_story(state: NodeState) -> str:
+# The grid's and the story's words for why a passing smoke record is not trusted (smoke_distrust's).
+SHORT_DISTRUST = {
+    "the node's clock was stepped back since the smoke test": "clock stepped back",
+    "the smoke record is dated after the node's clock": "dated after the node's clock",
+    "the smoke record is from another boot": "from another boot",
+}
+
+
+def short_distrust(reason: str) -> str:
+    """``reason`` (from ``diagnosis.node.smoke_distrust``) in a few words: ``clock stepped back``."""
+    return SHORT_DISTRUST.get(reason, reason.removeprefix("the "))
+
+
+def _out_of_sync_story(state: NodeState, distrust: str | None = None) -> str:
     event = next((e for e in state.kernel_events if e.code == "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"), None)
     age = when(event.timestamp, state) if event else None
-    return f"fabric out of sync{f' ({age})' if age else ''}; stop holders, reset, restart FM"
+    # An old line counts again when the smoke record that dated it stale is not trusted: say so, or the
+    # operator reads the alarm as stale.
+    why = f"smoke record not trusted: {short_distrust(distrust)}" if distrust else None
+    said = "; ".join(w for w in (age, why) if w)
+    return f"fabric out of sync{f' ({said})' if said else ''}; stop holders, reset, restart FM"
 
 
-def _cause(top: Finding, state: NodeState) -> str:
+def _cause(top: Finding, state: NodeState, distrust: str | None = None) -> str:
     """The story of the finding that matters most."""
     code = top.code
     if code == "FM_VERSION_MISMATCH":
@@ -149,7 +166,7 @@ def _cause(top: Finding, state: NodeState) -> str:
     if code == "FM_NOT_RUNNING":
         return _fm_story(state)
     if code == "FABRIC_OUT_OF_SYNC":
-        return _out_of_sync_story(state)
+        return _out_of_sync_story(state, distrust)
     if code == "INTERRUPTED_REPAIR":
         return "a repair did not finish; run repair --restore"
     if code == "EVIDENCE_MISSING":
@@ -190,13 +207,15 @@ def node_story(state: NodeState, diagnosis: Diagnosis | None) -> Story:
     ranked = [f for f in diagnosis.findings if f.severity in (Severity.ERROR, Severity.WARNING)]
     if not ranked:
         if state.smoke and state.smoke.passed:
-            return Story(f"NVLS ok · smoke {gbps(state.smoke.avg_busbw)}")
+            why = diagnosis.smoke_distrust
+            return Story(f"NVLS ok · smoke {gbps(state.smoke.avg_busbw)}"
+                         + (f" (record not trusted: {short_distrust(why)})" if why else ""))
         return Story("fabric registered; no smoke test yet")
     top = ranked[0]
     more = len({f.code for f in ranked} - {top.code} - EXPLAINED_BY.get(top.code, frozenset()))
     tail = f" (+{count(more, 'finding')})" if more else ""
-    return Story(_cause(top, state) + tail, top.severity)
+    return Story(_cause(top, state, diagnosis.smoke_distrust) + tail, top.severity)
 
 
-__all__ = ["NCCL_SYMPTOMS", "Story", "ago", "before_fm_start", "fm_started_at", "kernel_when", "nccl_symptom",
-           "node_story", "node_time", "when"]
+__all__ = ["NCCL_SYMPTOMS", "SHORT_DISTRUST", "Story", "ago", "before_fm_start", "fm_started_at", "kernel_when", "nccl_symptom",
+           "node_story", "node_time", "short_distrust", "when"]

@@ -213,6 +213,12 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
                 line = Text(state.host, style=VERDICT_STYLE[diag.verdict])
                 line.append(f" {finding.code}: {one_line(finding.message)}")
                 console.print(line, soft_wrap=True)
+        if diag.smoke_distrust and state.smoke is not None:
+            # The pass no longer dates the kernel lines, so an old alarm counts again: say why.
+            bw = f" {state.smoke.avg_busbw:.1f} GB/s" if state.smoke.avg_busbw is not None else ""
+            line = Text(state.host, style=VERDICT_STYLE[diag.verdict])
+            line.append(f" smoke ✔{bw} not trusted: {diag.smoke_distrust}")
+            console.print(line, soft_wrap=True)
     counts = {v: sum(1 for _, d in results if d.verdict is v) for v in Verdict}
     console.print(Text(" ").join(Text(f"{n} {v}", style=VERDICT_STYLE[v]) for v, n in counts.items() if n))
 

@@ -260,10 +260,17 @@ class NodeState:
 
 @dataclass(frozen=True, slots=True)
 class Diagnosis:
-    """Findings for one node and the verdict they add up to."""
+    """Findings for one node and the verdict they add up to.
+
+    Attributes:
+        smoke_distrust: why the node's passing smoke record dates none of its kernel lines (its older
+            lines count again), for every view that shows the record; None when it is trusted or there is
+            no passing record.
+    """
 
     findings: tuple[Finding, ...]
     verdict: Verdict
+    smoke_distrust: str | None = None
 
 
 __all__ = [

@@ -82,6 +82,15 @@ def unit_key(name: str) -> str:
     return name.removesuffix(".service")
 
 
+def smoke_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any] | None:
+    """The last smoke record, and whether it dates the node's kernel lines (``trusted``; ``distrust``: why not)."""
+    if state.smoke is None:
+        return None
+    passed = state.smoke.passed
+    distrust = diagnosis.smoke_distrust if passed else "the smoke test did not pass"
+    return {**dataclasses.asdict(state.smoke), "trusted": passed and distrust is None, "distrust": distrust}
+
+
 def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
     """One node as contract.md's ``check --json`` entry."""
     fm = state.service(FM_UNIT)
@@ -100,7 +109,7 @@ def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
         "services": {unit_key(s.name): (s.active if s.exists else "not-found") for s in state.services},
         "holders": [holder_json(h) for h in state.holders],
         "kernel_events": [kernel_event_json(e) for e in state.kernel_events],
-        "smoke": dataclasses.asdict(state.smoke) if state.smoke else None,
+        "smoke": smoke_json(state, diagnosis),
         "repair_record": state.repair_record,
         "error": state.error,
         "missing": [{"section": m.section, "reason": m.reason, "detail": m.detail} for m in state.missing],

@@ -111,14 +111,17 @@ def scheduler_text(scheduler: SchedulerState | None, stale: bool = False) -> Tex
     return Text(word, style=STYLE["stale"] if stale else STYLE[style] if style else "")
 
 
-def smoke_text(smoke: SmokeResult | None, stale: bool = False) -> Text:
-    """The last smoke test's average bus bandwidth in GB/s: ``✔ 291.9`` green, ``✖ 120.3`` red."""
+def smoke_text(smoke: SmokeResult | None, stale: bool = False, distrust: str | None = None) -> Text:
+    """The last smoke test's average bus bandwidth in GB/s: ``✔ 291.9`` green, ``✖ 120.3`` red, and ``? 291.9``
+    for a pass whose record is not trusted (``distrust``: its older kernel lines count again)."""
     if smoke is None:
         return Text("–", style=STYLE["idle"])
     if smoke.avg_busbw is None:
         return Text("✖ failed" if not smoke.passed else "–", style=STYLE["stale" if stale else "bad"])
     style = "ok" if smoke.passed else "bad"
     mark = "✔" if smoke.passed else "✖"
+    if smoke.passed and distrust:
+        style, mark = "warn", "?"
     return Text(f"{mark} {smoke.avg_busbw:.1f}", style=STYLE["stale" if stale else style])
 
 

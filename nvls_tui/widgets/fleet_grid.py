@@ -259,7 +259,8 @@ class FleetGrid(DataTable):
         row["holders"] = cells.unknown_text(stale) if holders_unread else cells.count_text(len(state.holders), "warn",
                                                                                               stale)
         row["kernel"] = kern
-        row["smoke"] = cells.unknown_text(stale) if "smoke" in unread else cells.smoke_text(state.smoke, stale)
+        row["smoke"] = (cells.unknown_text(stale) if "smoke" in unread else
+                        cells.smoke_text(state.smoke, stale, diagnosis.smoke_distrust if diagnosis else None))
         row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
         widths = self.widths
         row["note"] = note_for(state, diagnosis, widths.get("note"))
