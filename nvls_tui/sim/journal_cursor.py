@@ -12,6 +12,10 @@ What systemd 252 does, checked against the real journald of a lab node (tests/te
   is gone (a rotated journal, vacuumed) the first entry after its place is stepped over too.
 - An entry is placed by its sequence number within its seqnum id (``s=``), else by its realtime
   (``t=``). A cursor journalctl cannot parse: ``Failed to seek to cursor: Invalid argument``, exit 1.
+- ``-n 0`` after a seek shows nothing and stays where the seek landed (``--show-cursor`` prints that
+  entry's cursor: the cursor itself while the journal holds its entry); without a seek it stays on the
+  last entry. ``--show-cursor`` that visited no entry prints no cursor and exits 1 (verify-fabric's
+  commands, checked against a real journald in tests/test_journal_cursor_real.py).
 """
 
 from __future__ import annotations
