@@ -18,6 +18,26 @@ def _private_state_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
 
 
+LAB_COMMAND_TIMEOUT = 60.0
+"""The per-command timeout of the nvls-tui commands a lab test runs (before :func:`scaled`): the
+product's default (20 s) bounds a hung command on an idle machine; the lab's containers share the
+test machine's cores, and under load a command over SSH took longer than that just to start."""
+
+
+@pytest.fixture(autouse=True)
+def _patient_lab_commands(request, _private_state_home, tmp_path):
+    """A test marked ``lab`` gets a config file whose per-command timeout scales with the machine's
+    load: every nvls-tui it runs (a subprocess or ``main()`` in this process) reads it through
+    ``XDG_CONFIG_HOME``. A test that gives ``--timeout`` itself still wins."""
+    if request.node.get_closest_marker("lab") is None:
+        return
+    from tests.waiting import scaled
+
+    config = tmp_path / "xdg-config" / "nvls-tui" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"timeout = {scaled(LAB_COMMAND_TIMEOUT):.0f}\n")
+
+
 def _shim_writer(scenario: str, speed: float | None = None, static: bool = False):
     """``populate(name, dir)`` writing the simulator's shims for ``scenario`` (skip if not built yet)."""
     try:

@@ -23,7 +23,8 @@ from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.lab import lifecycle
 from nvls_tui.lab.machine import LabNode, missing_requirements, mounted_under, node_run
-from tests.conftest import TEST_SUBNET
+from tests.conftest import LAB_COMMAND_TIMEOUT, TEST_SUBNET
+from tests.waiting import scaled
 
 pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
 
@@ -53,7 +54,8 @@ def check_json(folder: Path, nodeset: str) -> dict:
 
 
 def backend(folder: Path, name: str) -> SshBackend:
-    return SshBackend(SshTarget(name), BackendOptions(timeout=10, ssh_config=str(folder / "ssh_config")))
+    return SshBackend(SshTarget(name), BackendOptions(timeout=scaled(LAB_COMMAND_TIMEOUT),
+                                                      ssh_config=str(folder / "ssh_config")))
 
 
 def is_active(node: LabNode, *units: str) -> list[str]:
@@ -272,7 +274,8 @@ def test_the_console_repairs_a_lab_node_in_a_real_terminal(lab, tmp_path):
     assert int(pid) > 1
     node_run(node, "kill", "-KILL", pid)
     exe = Path(sys.executable).with_name("nvls-tui")
-    env = f"XDG_STATE_HOME={tmp_path / 'state'} XDG_CONFIG_HOME={tmp_path / 'config'} TERM=xterm-256color"
+    # The config home of the test (its per-command timeout scales with the machine's load: conftest).
+    env = f"XDG_STATE_HOME={tmp_path / 'state'} XDG_CONFIG_HOME={os.environ['XDG_CONFIG_HOME']} TERM=xterm-256color"
     session = Tmux(f"nvls-lab-{os.getpid()}")
     try:
         session.start(f"env -u COLUMNS -u LINES {env} {exe} --ssh-config {folder / 'ssh_config'} gpu06")

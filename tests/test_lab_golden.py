@@ -19,6 +19,8 @@ from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.lab.machine import node_run
 from nvls_tui.sim.fleet import load_fleet
+from tests.conftest import LAB_COMMAND_TIMEOUT
+from tests.waiting import scaled
 
 pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
 
@@ -44,7 +46,7 @@ SAME_STATE = [
 
 
 async def _real(folder, name: str, argv: list[str]):
-    ssh = SshBackend(SshTarget(name), BackendOptions(timeout=20, ssh_config=str(folder / "ssh_config")))
+    ssh = SshBackend(SshTarget(name), BackendOptions(timeout=scaled(LAB_COMMAND_TIMEOUT), ssh_config=str(folder / "ssh_config")))
     try:
         return await ssh.run(argv)
     finally:

@@ -8,10 +8,29 @@ fails naming it. The deadlines are long because CI is two shared cores (the suit
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 
 DEFAULT_TIMEOUT = 30.0
+
+SCALE_ENV = "NVLS_TEST_TIMEOUT_SCALE"
+"""A factor an operator of a slow or busy machine can stretch every :func:`scaled` deadline by."""
+
+
+def scaled(seconds: float) -> float:
+    """``seconds`` stretched for the machine the suite runs on: by ``$NVLS_TEST_TIMEOUT_SCALE`` (default 1)
+    and by the load per core when there is more work than cores (other processes busy on the 2 CI cores
+    made a command over SSH take longer than the product's default 20 s just to start).
+
+    For bounds on a hang only, never for a claim about speed.
+    """
+    factor = float(os.environ.get(SCALE_ENV) or 1.0)
+    try:
+        busy = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:  # no load average on this platform: the operator's factor alone
+        busy = 1.0
+    return seconds * max(factor, 1.0) * max(busy, 1.0)
 
 
 async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -45,4 +64,4 @@ async def until(predicate: Callable[[], object], timeout: float, what: str) -> N
         await asyncio.sleep(0.05)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "first_poll", "until", "wait_until"]
+__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "scaled", "until", "wait_until"]
