@@ -9,7 +9,7 @@ from nvls_tui.screens.help import HelpScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
-from tests.waiting import first_poll, wait_until
+from tests.waiting import first_poll, palette_settled, wait_until
 
 SIZE = (160, 48)
 
@@ -162,7 +162,7 @@ async def test_the_palette_runs_the_same_action_as_the_key():
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"SIGTERM selected on gpu05")
-        await pilot.pause(0.3)
+        await palette_settled(pilot, "SIGTERM selected on gpu05", "SIGTERM selected on gpu05")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert app.screen.title_text == "Send SIGTERM to 3 processes on gpu05?"
@@ -175,7 +175,7 @@ async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"unit: Stop kubelet")
-        await pilot.pause(0.3)
+        await palette_settled(pilot, "unit: Stop kubelet", "Stop kubelet")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert app.screen.lines == ["systemctl stop kubelet.service"]

@@ -245,7 +245,10 @@ async def test_a_poll_during_a_single_action_reset_does_not_run(tmp_path):
         backend.snapshot = counted  # from here on, count the poller's reads
         seen = len(polled)
         app.poll_now("gpu01")
-        await pilot.pause(0.3)
+        # The poller's loop takes the poke (clears it) and, in the same step, queues its poll on the
+        # node's lock, which the reset holds: from then on a poll that was not held back would have run.
+        poller = app.pollers["gpu01"]
+        await wait_until(pilot, lambda: not poller._poke.is_set(), "the poller to take the poke")
         assert snapshots == [], "a poll ran while the reset was in flight"
         assert len(polled) == seen, "a poll result reached the app while the reset was in flight"
         gate.set()

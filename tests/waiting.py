@@ -55,6 +55,26 @@ async def first_poll(app, timeout: float = 10.0) -> None:
             screen.refresh_grid()
 
 
+async def palette_settled(pilot, typed: str, command: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Wait until the command palette has searched all of ``typed`` and highlights ``command``.
+
+    The palette searches in a worker, restarted by each key: Enter before the last search ended
+    would pick whatever an earlier, shorter search put first.
+    """
+    from textual.command import CommandInput, CommandList, CommandPalette
+
+    def settled() -> bool:
+        palette = pilot.app.screen
+        if not isinstance(palette, CommandPalette) or palette.query_one(CommandInput).value != typed:
+            return False
+        if any(w.group == CommandPalette._GATHER_COMMANDS_GROUP and not w.is_finished for w in pilot.app.workers):
+            return False
+        option = palette.query_one(CommandList).highlighted_option
+        return option is not None and command in str(option.prompt)
+
+    await wait_until(pilot, settled, f"the palette to search “{typed}” and offer “{command}”", timeout)
+
+
 async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
     """Wait (outside an app) until ``predicate()`` holds; fail naming ``what``."""
     deadline = time.monotonic() + timeout
@@ -64,4 +84,4 @@ async def until(predicate: Callable[[], object], timeout: float, what: str) -> N
         await asyncio.sleep(0.05)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "scaled", "until", "wait_until"]
+__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "palette_settled", "scaled", "until", "wait_until"]
