@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+
 from textual.app import App
+from textual.widgets import DataTable
 
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Fleet, NodeState
 from nvls_tui.widgets.fleet_grid import FleetGrid
+from tests.waiting import wait_until
 
 HOSTS = [f"gpu{i:02d}" for i in range(1, 7)]
 
@@ -58,11 +62,36 @@ async def test_a_few_rows_in_or_out_change_only_those_rows_and_keep_the_order():
         assert grid.current_host == "gpu04"
 
 
-async def test_rows_added_unmeasured_paint_as_the_measured_ones_do(monkeypatch):
+class _MeasuringGrid(FleetGrid):
+    """The grid with DataTable's own measuring of new rows, cell by cell: the reference the fast
+    path is held to (a subclass of the test's, so Textual's class is never patched)."""
+
+    _update_dimensions = DataTable._update_dimensions
+
+
+class _CountingGrid(FleetGrid):
+    """The grid, counting the rows DataTable hands its ``_update_dimensions``."""
+
+    measured: list[int]
+
+    def _update_dimensions(self, new_rows) -> None:
+        new_rows = list(new_rows)
+        self.measured = [*getattr(self, "measured", []), len(new_rows)]
+        super()._update_dimensions(new_rows)
+
+
+class _OneGridApp(App):
+    def __init__(self, grid: FleetGrid) -> None:
+        super().__init__()
+        self.grid = grid
+
+    def compose(self):
+        yield self.grid
+
+
+async def test_rows_added_unmeasured_paint_as_the_measured_ones_do():
     """The grid skips DataTable's cell-by-cell measuring of new rows (its columns have widths): the
     table's size and every painted line are what DataTable's own measuring gives."""
-    from textual.widgets import DataTable
-
     from nvls_tui.backends.simulated import sim_backends
     from nvls_tui.sim.fleet import load_fleet
 
@@ -72,10 +101,9 @@ async def test_rows_added_unmeasured_paint_as_the_measured_ones_do(monkeypatch):
     diagnoses = {s.host: diagnose(s) for s in states}
     order = [s.host for s in states]
 
-    async def painted() -> tuple:
-        app = GridApp()
+    async def painted(grid: FleetGrid) -> tuple:
+        app = _OneGridApp(grid)
         async with app.run_test(size=(160, 20)) as pilot:
-            grid = app.query_one(FleetGrid)
             grid.show(nodes, diagnoses, order, now=0.0)
             await pilot.pause()
             grid.show(nodes, diagnoses, order[:2], now=0.0)  # narrowed, then every row back
@@ -83,10 +111,24 @@ async def test_rows_added_unmeasured_paint_as_the_measured_ones_do(monkeypatch):
             await pilot.pause()
             return grid.virtual_size, [grid.render_line(y).text for y in range(len(order) + 1)]
 
-    fast = await painted()
-    monkeypatch.setattr(FleetGrid, "_update_dimensions", DataTable._update_dimensions)
-    assert fast == await painted()
+    fast = await painted(FleetGrid(HOSTS, id="grid"))
+    assert fast == await painted(_MeasuringGrid(HOSTS, id="grid"))
     assert "gpu05" in "".join(fast[1])
+
+
+async def test_textual_still_hands_new_rows_to_the_method_the_grid_overrides():
+    """FleetGrid overrides DataTable's private ``_update_dimensions(new_rows)``: if Textual renames it,
+    changes what it is given or stops calling it, the override is dead (or wrong) without a word. This
+    says so, loudly: see FleetGrid._update_dimensions in nvls_tui/widgets/fleet_grid.py."""
+    parameters = list(inspect.signature(DataTable._update_dimensions).parameters)
+    assert parameters == ["self", "new_rows"], f"DataTable._update_dimensions now takes {parameters}"
+    fleet = Fleet(tuple(NodeState(host=h, reachable=False, error="down") for h in HOSTS))
+    diagnoses = {n.host: diagnose(n) for n in fleet.nodes}
+    grid = _CountingGrid(HOSTS, id="grid")
+    async with _OneGridApp(grid).run_test() as pilot:
+        grid.show(fleet, diagnoses, HOSTS, now=0.0)
+        await wait_until(pilot, lambda: sum(getattr(grid, "measured", ())) == len(HOSTS),
+                         "DataTable to call the grid's _update_dimensions with the six new rows")
 
 
 async def test_a_redraw_without_ages_writes_only_the_rows_whose_node_changed_and_new_rows_get_their_age():
