@@ -10,7 +10,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument
 from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings, target_words
@@ -178,33 +178,54 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     # rich is imported here: `check --json` on hundreds of nodes should not pay for it.
     from rich.console import Console
     from rich.table import Table
-    from rich.text import Text
 
     # Every cell and line is a Text, never markup: a node's words (a driver string, a unit state, a
     # finding that quotes a process) are data, and one hostile node must not hide the others.
+    rows = [_table_row(state, diag) for state, diag in results]
+    columns = ("host", "verdict", "FM", "driver", "fabric", "holders")
+    widths = [max([len(col), *(len(row[i].plain) for row in rows)]) for i, col in enumerate(columns)]
+    # A pipe has no width: rich would lay the table out for 80 columns and cut every column to fit, host
+    # names too. Piped, the table is as wide as it needs; on a terminal the host and verdict columns keep
+    # their whole width and the others give way.
     console = Console(highlight=False, markup=False, emoji=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, markup=False, emoji=False, width=max(sum(widths) + 3 * len(widths) + 1, 80))
     simulated = any(s.simulated for s, _ in results)
     lab = any(s.lab for s, _ in results)
     title = "nvls-tui check" + (" — LAB nodes (simulated GPUs)" if lab else " — SIMULATED nodes" if simulated else "")
     table = Table(title=title)
-    for col in ("host", "verdict", "FM", "driver", "fabric", "holders"):
-        table.add_column(col, no_wrap=True)
-    for state, diag in results:
-        fm = state.service("nvidia-fabricmanager")
-        # "?" where the poll could not read the section: unknown is never shown as a count or a state.
-        # A node that never answered has read nothing: every cell is "?" (missing_section says so).
-        fm_text = "?" if state.missing_section("units") is not None else (fm.active if fm else "-")
-        holders = "?" if state.missing_section("holders") is not None else str(len(state.holders))
-        gpus_unread = state.missing_section("gpus") is not None
-        table.add_row(
-            Text(state.host),
-            Text(str(diag.verdict), style=VERDICT_STYLE[diag.verdict]),
-            Text(fm_text),
-            Text("?" if gpus_unread else state.driver or "-"),
-            Text("?" if gpus_unread else _fabric_summary(state)),
-            Text(holders),
-        )
+    for i, col in enumerate(columns):
+        table.add_column(col, no_wrap=True, min_width=widths[i] if i < 2 else None)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
+    _print_lines(console, results)
+
+
+def _table_row(state: NodeState, diag: Diagnosis) -> tuple[Any, ...]:
+    """One node's row of the plain table (every cell a Text: a node's words are data)."""
+    from rich.text import Text
+
+    fm = state.service("nvidia-fabricmanager")
+    # "?" where the poll could not read the section: unknown is never shown as a count or a state.
+    # A node that never answered has read nothing: every cell is "?" (missing_section says so).
+    fm_text = "?" if state.missing_section("units") is not None else (fm.active if fm else "-")
+    holders = "?" if state.missing_section("holders") is not None else str(len(state.holders))
+    gpus_unread = state.missing_section("gpus") is not None
+    return (
+        Text(state.host),
+        Text(str(diag.verdict), style=VERDICT_STYLE[diag.verdict]),
+        Text(fm_text),
+        Text("?" if gpus_unread else state.driver or "-"),
+        Text("?" if gpus_unread else _fabric_summary(state)),
+        Text(holders),
+    )
+
+
+def _print_lines(console: Any, results: list[tuple[NodeState, Diagnosis]]) -> None:
+    """The lines under the table: each error and warning, untrusted smoke records, the counts."""
+    from rich.text import Text
+
     # What is wrong, what could not be seen, and why a node is degraded: one line each, so nothing
     # needs a wide table. Information (HOLDERS_PRESENT) stays in --json and the console.
     for state, diag in results:
