@@ -9,8 +9,7 @@ from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.consequences import sigterm_consequences
 from tests.test_console_fakes import fixed_clock
-from tests.test_console_repair_actions import open_node
-from tests.waiting import wait_until
+from tests.waiting import open_node_screen, wait_until
 
 POD = Holder(37538, "root", "/usr/bin/dcgm-exporter", HolderKind.DCGM_EXPORTER, ("/dev/nvidia0",),
              pod="pod1234", start_time="Mon Aug 10 15:00:00 2026", ppid=4242)
@@ -48,7 +47,7 @@ async def test_the_dialog_lists_the_consequences(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=(160, 48)) as pilot:
-        node = await open_node(app, pilot, "gpu05")
+        node = await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the SIGTERM dialog")
         lines = app.screen.lines

@@ -9,7 +9,7 @@ from nvls_tui.screens.help import HelpScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
-from tests.waiting import first_poll, palette_settled, wait_until
+from tests.waiting import first_poll, open_node_screen, palette_settled, wait_until
 
 SIZE = (160, 48)
 
@@ -22,14 +22,6 @@ def fleet(**kwargs) -> tuple[NvlsApp, dict[str, FakeBackend]]:
     return app, backends
 
 
-
-
-async def open_gpu05(app, pilot) -> NodeScreen:
-    await first_poll(app)
-    await pilot.pause()
-    app.open_node("gpu05")
-    await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
-    return app.screen
 
 
 async def test_the_fleet_puts_the_broken_node_first_and_enter_opens_it():
@@ -89,7 +81,7 @@ async def test_a_poll_folded_into_the_fleet_does_not_repaint_the_whole_screen():
 async def test_selecting_and_sigterming_holders_removes_them():
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_gpu05(app, pilot)
+        node = await open_node_screen(app, pilot, "gpu05")
         await pilot.press("space", "down", "space")
         assert sorted(node.selected) == [4000, 4001]
         await pilot.press("t")
@@ -108,7 +100,7 @@ async def test_selecting_and_sigterming_holders_removes_them():
 async def test_the_default_answer_of_the_confirmation_is_cancel():
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await open_gpu05(app, pilot)
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("enter")
@@ -120,7 +112,7 @@ async def test_a_pid_that_changed_is_reported_and_not_signalled():
     app, backends = fleet()
     notes = []
     async with app.run_test(size=SIZE) as pilot:
-        await open_gpu05(app, pilot)
+        await open_node_screen(app, pilot, "gpu05")
         app.notify = lambda message, **kw: notes.append((message, kw.get("severity")))
         backends["gpu05"].changed_pids = {4001}
         await pilot.press("a", "t")
@@ -138,7 +130,7 @@ async def test_read_only_hides_and_refuses_every_action_that_changes_a_node():
     app, backends = fleet(read_only=True)
     notes = []
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_gpu05(app, pilot)
+        node = await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a")
         assert node.check_action("sigterm", ()) is False
         await pilot.press("t")
@@ -156,7 +148,7 @@ async def test_read_only_hides_and_refuses_every_action_that_changes_a_node():
 async def test_the_palette_runs_the_same_action_as_the_key():
     app, _ = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_gpu05(app, pilot)
+        node = await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a")
         assert len(node.selected) == 3
         await pilot.press("ctrl+p")
@@ -171,7 +163,7 @@ async def test_the_palette_runs_the_same_action_as_the_key():
 async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await open_gpu05(app, pilot)
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"unit: Stop kubelet")
@@ -195,7 +187,7 @@ async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
 async def test_a_remapped_key_runs_the_action_and_the_help_shows_it():
     app, _ = fleet(keymap={"node.sigterm": "k"})
     async with app.run_test(size=SIZE) as pilot:
-        await open_gpu05(app, pilot)
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a", "k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("escape")
@@ -293,7 +285,7 @@ async def test_R_with_holders_left_is_refused_up_front_naming_them():
     app, backends = fleet()
     notes: list[str] = []
     async with app.run_test(size=SIZE) as pilot:
-        await open_gpu05(app, pilot)
+        await open_node_screen(app, pilot, "gpu05")
         app.screen.notify = lambda message, **kw: notes.append(message)
         await pilot.press("R")
         await pilot.pause()

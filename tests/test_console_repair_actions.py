@@ -22,16 +22,7 @@ from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import SIZE, start_repair, wait_until
-from tests.waiting import first_poll
-
-
-async def open_node(app, pilot, host: str) -> NodeScreen:
-    await first_poll(app, timeout=30)
-    await pilot.pause()
-    app.open_node(host)
-    await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
-    await pilot.pause()
-    return app.screen
+from tests.waiting import open_node_screen
 
 
 async def confirm(app, pilot, typed: str | None = None) -> None:
@@ -48,7 +39,7 @@ async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_th
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await open_node(app, pilot, "gpu01")
+        await open_node_screen(app, pilot, "gpu01")
         await pilot.press("n")
         await confirm(app, pilot)
         pane = app.screen
@@ -77,7 +68,7 @@ async def test_a_reset_while_holders_remain_is_refused_before_nvidia_smi_runs(tm
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await open_node(app, pilot, "gpu05")
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("R")  # the poll shows holders: refused before any dialog
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
@@ -101,7 +92,7 @@ async def test_a_fabric_manager_restart_brings_a_failed_unit_back_and_shows_regi
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await open_node(app, pilot, "gpu05")
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("F")
         await confirm(app, pilot, typed="gpu05")
         pane = app.screen
@@ -120,7 +111,7 @@ async def test_read_only_mode_hides_the_single_actions():
     fleet = load_fleet("sim:seed-incident/gpu[05-06]", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_node(app, pilot, "gpu05")
+        node = await open_node_screen(app, pilot, "gpu05")
         assert [node.check_action(a, ()) for a in ("reset_gpus", "restart_fm", "smoke_test")] == [False] * 3
         await pilot.press("R", "n")
         await pilot.pause()

@@ -15,11 +15,10 @@ from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.diagnosis.story import Story, ago, kernel_when, nccl_symptom, node_story, node_time
 from nvls_tui.model import KernelEvent, NodeState, ServiceState
-from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from nvls_tui.widgets.grid_layout import CHROME, PAD, grid_layout
-from tests.waiting import first_poll, wait_until
+from tests.waiting import first_poll, open_node_screen, wait_until
 
 
 def polled(spec: str) -> dict[str, NodeState]:
@@ -30,16 +29,6 @@ def polled(spec: str) -> dict[str, NodeState]:
 
 def sim_app(spec: str = "sim:seed-incident") -> NvlsApp:
     return NvlsApp(sim_backends(load_fleet(spec, speed=0)), poll_interval=None)
-
-
-async def node_screen(app: NvlsApp, pilot, host: str) -> NodeScreen:
-    """The node screen of ``host`` after the fleet's first poll."""
-    await first_poll(app, timeout=30)
-    app.open_node(host)
-    await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
-    await pilot.pause()
-    await pilot.pause(0.2)
-    return app.screen
 
 
 def epoch(iso: str) -> float:
@@ -161,7 +150,7 @@ async def test_a_fleet_whose_versions_differ_gets_the_version_columns():
 async def test_the_node_screen_at_80x24_keeps_header_banner_findings_and_footer_in_view():
     app = sim_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await node_screen(app, pilot, "gpu05")
+        screen = await open_node_screen(app, pilot, "gpu05")
         header, banner = screen.query_one("#node-header"), screen.query_one("#banner")
         findings, footer = screen.query_one("#findings"), screen.query_one("Footer")
         assert header.region.y == 0 and "gpu05" in str(header.render())
@@ -180,7 +169,7 @@ async def test_the_node_screen_at_80x24_keeps_header_banner_findings_and_footer_
 async def test_the_out_of_sync_node_screen_names_ncclss_invalid_argument_and_dates_its_line():
     app = sim_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = await node_screen(app, pilot, "gpu06")
+        screen = await open_node_screen(app, pilot, "gpu06")
         assert not screen.has_class("-narrow")
         assert "invalid argument" in str(screen.query_one("#findings").render())
         kernel = screen.query_one("#kernel")
@@ -227,7 +216,7 @@ async def test_help_is_in_the_footer_at_80_columns(open_node):
     app = sim_app()
     async with app.run_test(size=(80, 24)) as pilot:
         if open_node:
-            await node_screen(app, pilot, "gpu05")
+            await open_node_screen(app, pilot, "gpu05")
         else:
             await first_poll(app, timeout=30)
             await pilot.pause()

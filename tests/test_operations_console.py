@@ -31,8 +31,8 @@ from tests.test_console_repair import (
     start_repair,
     wait_until,
 )
-from tests.test_console_repair_actions import confirm, open_node
-from tests.waiting import first_poll
+from tests.test_console_repair_actions import confirm
+from tests.waiting import first_poll, open_node_screen
 
 DCGM = "nvidia-dcgm.service"
 
@@ -78,7 +78,7 @@ async def test_a_sigterm_from_the_node_screen_is_in_the_session_audit_log(tmp_pa
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_node(app, pilot, "gpu05")
+        node = await open_node_screen(app, pilot, "gpu05")
         victim = app.fleet.get("gpu05").holders[0]
         await pilot.press("space", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
@@ -102,7 +102,7 @@ async def test_stopping_and_starting_a_unit_by_hand_is_audited_with_the_state_be
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_node(app, pilot, "gpu05")
+        node = await open_node_screen(app, pilot, "gpu05")
         await unit_by_hand(app, pilot, node, "s", DCGM, "inactive")
         await unit_by_hand(app, pilot, node, "u", DCGM, "active")
     recs = records(tmp_path, "session-*.jsonl")
@@ -118,7 +118,7 @@ async def test_a_repair_after_a_manual_stop_puts_the_unit_back_and_says_so_in_pl
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_node(app, pilot, "gpu05")
+        node = await open_node_screen(app, pilot, "gpu05")
         await unit_by_hand(app, pilot, node, "s", DCGM, "inactive")
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, NodeScreen), "the fleet")
@@ -237,7 +237,7 @@ async def test_a_poll_during_a_single_action_reset_does_not_run(tmp_path):
 
     app = NvlsApp([backend], poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE, message_hook=hook) as pilot:
-        await open_node(app, pilot, "gpu01")
+        await open_node_screen(app, pilot, "gpu01")
         await pilot.press("R")
         await confirm(app, pilot, typed="gpu01")
         pane = app.screen
@@ -379,7 +379,7 @@ async def test_a_fabric_manager_restart_from_the_node_screen_is_in_the_session_a
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await open_node(app, pilot, "gpu05")
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("F")
         await confirm(app, pilot, typed="gpu05")
         pane = app.screen

@@ -55,6 +55,29 @@ async def first_poll(app, timeout: float = 10.0) -> None:
             screen.refresh_grid()
 
 
+async def open_node_screen(app, pilot, host: str, timeout: float = DEFAULT_TIMEOUT):
+    """The node screen of ``host``, opened the one way tests open it: after the fleet's first poll,
+    pushed, mounted and laid out (its header placed, its footer showing the screen's keys).
+
+    Returns:
+        The NodeScreen.
+    """
+    from nvls_tui.screens.node import NodeScreen
+
+    await first_poll(app, timeout)
+    await pilot.pause()
+    app.open_node(host)
+
+    def drawn() -> bool:
+        screen = app.screen
+        return (isinstance(screen, NodeScreen) and screen.host == host and screen.is_mounted
+                and screen.query_one("#node-header").region.height > 0 and bool(screen.query("FooterKey")))
+
+    await wait_until(pilot, drawn, f"the node screen of {host}", timeout)
+    await pilot.pause()
+    return app.screen
+
+
 async def palette_settled(pilot, typed: str, command: str, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Wait until the command palette has searched all of ``typed`` and highlights ``command``.
 
@@ -84,4 +107,4 @@ async def until(predicate: Callable[[], object], timeout: float, what: str) -> N
         await asyncio.sleep(0.05)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "palette_settled", "scaled", "until", "wait_until"]
+__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "open_node_screen", "palette_settled", "scaled", "until", "wait_until"]
