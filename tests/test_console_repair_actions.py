@@ -98,7 +98,7 @@ async def test_a_fabric_manager_restart_brings_a_failed_unit_back_and_shows_regi
         pane = app.screen
         await wait_until(pilot, lambda: pane.column.run.result is not None, "the FM restart to end")
         run = pane.column.run
-        assert run.steps["stop"].status == "ok" and run.steps["fabric-manager"].status in ("ok", "failed")
+        assert run.steps["stop"].status == "ok" and run.steps["fabric-manager"].status == "ok"
         assert run.fabric, "registration progress was shown"
         commands = [argv for _, argv in fleet.node("gpu05").cmdlog]
         assert ["systemctl", "reset-failed", "nvidia-fabricmanager.service"] in commands

@@ -389,7 +389,7 @@ async def test_a_fabric_manager_restart_from_the_node_screen_is_in_the_session_a
     assert ["systemctl", "stop", "nvidia-fabricmanager.service"] in argvs
     assert ["systemctl", "start", "nvidia-fabricmanager.service"] in argvs
     finished = [r for r in recs if r.get("event") == "run-finished" and r.get("node") == "gpu05"]
-    assert finished and finished[-1]["result"] in ("ok", "failed") and finished[-1]["message"]
+    assert finished and finished[-1]["result"] == "ok" and finished[-1]["message"]
 
 
 async def test_a_sigterm_from_a_waiting_runbook_column_is_in_the_repair_audit_log(tmp_path):

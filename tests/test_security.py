@@ -176,7 +176,9 @@ async def test_secrets_printed_by_the_node_are_redacted_from_the_audit_log_and_t
     log = tmp_path / "repair.jsonl"
     with AuditLog(log, operator="kim") as audit:
         outcome = await Runbook(LeakyBackend(fleet, "gpu05", leak), FAST, on_event=audit).run()
-    assert outcome.result in ("repaired", "failed")
+    # With the leaked lines riding on every command's output the reset is refused and the run fails,
+    # every time (the simulator is deterministic). The redaction below is what is tested.
+    assert outcome.result == "failed", outcome.message
     report = tmp_path / "report.md"
     assert run_cli("report", str(log), "-o", str(report))[0] == 0
     body = [line for line in key.splitlines() if not line.startswith("-----")]
@@ -213,7 +215,7 @@ def test_a_sudo_password_prompt_makes_repair_refuse_in_one_line_and_change_nothi
     code, out, err = run_cli("repair", gpu05.target("gpu05"), "--sudo", "--yes", "--json",
                              "--audit-dir", str(tmp_path / "audit"), *gpu05.cli_args())
     (node,) = json.loads(out)["nodes"]
-    assert code == 1 and node["result"] in ("refused", "failed")
+    assert code == 1 and node["result"] == "refused"
     assert "sudo wants a password" in node["message"] and "\n" not in node["message"]
     assert "lost the node" not in node["message"]
     assert [s["status"] for s in node["steps"][1:]] == ["skipped"] * 7
