@@ -25,6 +25,7 @@ from nvls_tui.runbook.session import Session
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import FakeBackend, make_node
+from tests.waiting import until
 
 DCGM = "nvidia-dcgm.service"
 
@@ -146,7 +147,7 @@ async def test_a_second_action_on_a_busy_node_is_refused_not_queued(tmp_path):
 
     session = Session({"gpu05": backend}, audit_dir=str(tmp_path), pause=held)
     first = asyncio.ensure_future(session.unit("gpu05", "stop", "kubelet.service"))
-    await asyncio.sleep(0.05)
+    await until(lambda: session.busy.get("gpu05") == "unit-stop", 30, "the stop to take gpu05")
     second = await session.sigterm("gpu05", backend.state.holders)
     assert not second.ok and "gpu05 is busy (unit-stop)" in second.message
     assert backend.signalled == []
