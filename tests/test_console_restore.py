@@ -12,11 +12,10 @@ from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_node_lock import hand_record, waiting_repair, with_workload
 from tests.test_runbook_sim import FAST, SPEED, FaultBackend
-from tests.waiting import first_poll, wait_until
+from tests.waiting import first_poll, open_node_screen, wait_until
 
 
 async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every_unit_back(tmp_path):
@@ -32,8 +31,7 @@ async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every
         await first_poll(app)
         codes = [f.code for f in app.diagnoses["gpu05"].findings]
         assert codes[0] == "INTERRUPTED_REPAIR"
-        app.open_node("gpu05")
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, "gpu05")
         app.notify = lambda message, **kw: notes.append(message)
         await pilot.press("U")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
@@ -59,8 +57,7 @@ async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every
 async def restore_with_u(app, pilot, notes: list[str]) -> str:
     """Open gpu05, press U, confirm; the notification it ends with."""
     await first_poll(app)
-    app.open_node("gpu05")
-    await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+    await open_node_screen(app, pilot, "gpu05")
     app.notify = lambda message, **kw: notes.append(message)
     await pilot.press("U")
     await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")

@@ -10,7 +10,7 @@ from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import POD_RESTART
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import first_poll, wait_until
+from tests.waiting import first_poll, open_node_screen, wait_until
 
 SIZE = (160, 48)
 
@@ -35,8 +35,7 @@ async def test_sigterm_on_gpu05_removes_the_holders_and_kubelet_brings_the_pods_
         await first_poll(app)
         before = {h.pid: h for h in holders(app)}
         assert any(h.pod for h in before.values()) and any(h.unit for h in before.values())
-        app.open_node("gpu05")
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a")
         assert set(app.screen.selected) == set(before)
         await confirm_sigterm(app, pilot)
@@ -58,8 +57,7 @@ async def test_a_holder_that_exited_after_selection_is_reported_gone_and_the_res
     notes: list[tuple[str, str]] = []
     async with app.run_test(size=SIZE) as pilot:
         await first_poll(app)
-        app.open_node("gpu05")
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("space", "down", "space")
         first, second = app.screen.selected.values()
         fleet.sh("gpu05", "kill", "-TERM", str(first.pid))  # it ends behind the console's back

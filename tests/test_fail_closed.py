@@ -22,7 +22,7 @@ from nvls_tui.poll.probe import section_argv, split_probe_output
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import StepStarted
 from nvls_tui.sim.fleet import load_fleet
-from tests.waiting import first_poll
+from tests.waiting import first_poll, open_node_screen
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=3.0, fm_timeout=3.0, smoke_timeout=30.0,
@@ -167,10 +167,8 @@ def test_verify_fabric_fails_when_the_kernel_log_cannot_be_read():
 
 async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none_or_zero():
     from nvls_tui.app import NvlsApp
-    from nvls_tui.screens.node import NodeScreen
     from nvls_tui.widgets.fleet_grid import FleetGrid
     from tests.test_console_fakes import fixed_clock
-    from tests.test_console_repair import wait_until
 
     fleet = load_fleet("sim:healthy/hgx01", speed=0)
     fleet.node("hgx01").missing_tools = ["fuser", "journalctl", "lspci"]
@@ -182,8 +180,7 @@ async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none
         assert grid.get_cell("hgx01", "verdict").plain != "✔ healthy"
         assert grid.get_cell("hgx01", "holders").plain == "?" and grid.get_cell("hgx01", "kernel").plain == "?"
         assert grid.get_cell("hgx01", "switches").plain == "????"  # one "?" per NVSwitch column folded in
-        app.open_node("hgx01")
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, "hgx01")
         await pilot.pause()
         screen = app.screen
         assert screen.query_one("#holders-box").border_subtitle == "unknown: tool missing"  # not "none: ..."

@@ -22,7 +22,7 @@ from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.preflight import refusal
 from nvls_tui.sim.fleet import load_fleet
-from tests.waiting import first_poll
+from tests.waiting import first_poll, open_node_screen
 
 FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=3.0, fm_timeout=3.0, smoke_timeout=30.0,
                      transient_pause=0.01, restore_attempts=3)
@@ -137,10 +137,8 @@ def test_a_repair_of_a_node_without_nvidia_smi_is_refused_before_anything_change
 
 async def test_the_console_shows_unread_gpus_as_unknown_never_as_no_gpus():
     from nvls_tui.app import NvlsApp
-    from nvls_tui.screens.node import NodeScreen
     from nvls_tui.widgets.fleet_grid import FleetGrid
     from tests.test_console_fakes import fixed_clock
-    from tests.test_console_repair import wait_until
 
     fleet = load_fleet("sim:healthy/hgx01", speed=0)
     fleet.node("hgx01").missing_tools = ["nvidia-smi"]
@@ -153,8 +151,7 @@ async def test_the_console_shows_unread_gpus_as_unknown_never_as_no_gpus():
         assert grid.get_cell("hgx01", "gpus").plain == "?" * 8  # one "?" per GPU column folded in, not blanks
         # The sections that were read are still shown.
         assert grid.get_cell("hgx01", "holders").plain == str(len(app.fleet.get("hgx01").holders)) != "0"
-        app.open_node("hgx01")
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, "hgx01")
         await pilot.pause()
         assert app.screen.query_one("#gpus").border_subtitle == "? GPUs: unknown: tool missing"  # not "0/0"
 

@@ -14,7 +14,7 @@ from nvls_tui.runbook.events import CommandStarted, RunbookEvent
 from nvls_tui.runbook.scheduling import JobDecision, drain_argv, resume_argv, run_reason
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import repair_options
-from tests.waiting import first_poll
+from tests.waiting import first_poll, open_node_screen
 
 
 class RecordingSlurm:
@@ -214,9 +214,7 @@ async def test_the_console_waits_for_the_jobs_when_asked_to():
 async def test_the_node_screen_refuses_to_sigterm_a_slurm_jobs_process():
     from nvls_tui.app import NvlsApp
     from nvls_tui.screens.confirm import ConfirmScreen
-    from nvls_tui.screens.node import NodeScreen
     from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
-    from tests.waiting import wait_until
 
     state = make_node("gpu05", broken=True)
     job_holder = replace(state.holders[0], job=JOB)
@@ -224,8 +222,7 @@ async def test_the_node_screen_refuses_to_sigterm_a_slurm_jobs_process():
     app = NvlsApp([backend], poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await first_poll(app)
-        app.open_node("gpu05")
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, "gpu05")
         await pilot.press("space", "t")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen) and backend.signalled == []

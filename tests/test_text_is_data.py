@@ -35,7 +35,7 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.textsafe import clean, markdown_code, markdown_text, one_line
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import wait_until
-from tests.waiting import first_poll
+from tests.waiting import first_poll, open_node_screen
 
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200b\ufeff\u2028\u2029]")
 FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=0.5, fm_timeout=3.0, smoke_timeout=30.0,
@@ -86,8 +86,7 @@ async def test_the_console_shows_hostile_names_as_plain_text_on_the_node_screen_
     async with app.run_test(size=(160, 48)) as pilot:
         await first_poll(app, timeout=30)
         await pilot.pause()
-        app.open_node("gpu-evil01")
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, "gpu-evil01")
         screen = app.screen
         await pilot.pause()
         table = screen.query_one("#holders")

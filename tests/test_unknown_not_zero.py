@@ -16,11 +16,10 @@ import sys
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model import NodeState
-from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from nvls_tui.widgets.node_text import header_text
-from tests.waiting import first_poll, wait_until
+from tests.waiting import first_poll, open_node_screen
 
 NOW = 1_785_000_000.0
 WEDGED = "gpu-wedged01"
@@ -63,8 +62,7 @@ async def test_the_node_screen_of_a_node_never_read_says_unknown_not_none():
     async with app.run_test(size=(160, 48)) as pilot:
         await first_poll(app, timeout=30)
         await pilot.pause()
-        app.open_node(WEDGED)
-        await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen")
+        await open_node_screen(app, pilot, WEDGED)
         await pilot.pause()
         header = header_text(app.fleet.get(WEDGED), app.diagnoses.get(WEDGED), None).plain
         assert "no host Fabric Manager" not in header, header
