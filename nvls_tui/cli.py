@@ -252,6 +252,8 @@ def _host_like(word: str, argv: list[str]) -> bool:
     if "--ssh-config" in argv[:-1]:
         configs.insert(0, argv[argv.index("--ssh-config") + 1])
     for path in configs:
+        if not os.path.isfile(path):  # a FIFO would block the read forever (resolve_backends says why)
+            continue
         try:
             lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:

@@ -247,3 +247,24 @@ def test_lab_up_counts_its_node_set_before_expanding_it(tmp_path):
     done = cli("lab", "up", "--nodes", "gpu[1-30000000]", "--dir", str(tmp_path / "lab"))
     assert done.returncode == 2, done.stderr[-2000:]
     assert "between 1 and 64 lab nodes" in one_line(done.stderr)
+
+
+
+def test_an_ssh_config_fifo_is_refused_at_once_with_a_sentence(tmp_path):
+    # The same hang as known_hosts: asyncssh reads the SSH config before any connection.
+    fifo = tmp_path / "ssh_config"
+    os.mkfifo(fifo)
+    done = cli("check", "--json", "--ssh-config", str(fifo), "127.0.0.1:1")
+    assert done.returncode == 2, done.stderr[-2000:]
+    line = one_line(done.stderr)
+    assert "--ssh-config" in line and "not a regular file" in line and str(fifo) in line
+
+
+def test_a_bare_word_is_not_looked_up_in_an_ssh_config_fifo(tmp_path):
+    # Before the command line is parsed, a first word that is no subcommand is looked up as a Host alias
+    # in the SSH config: a FIFO there blocked that read forever.
+    fifo = tmp_path / "ssh_config"
+    os.mkfifo(fifo)
+    done = cli("bastionalias", "--ssh-config", str(fifo))
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "bastionalias" in one_line(done.stderr)

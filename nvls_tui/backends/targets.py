@@ -136,6 +136,7 @@ def resolve_backends(settings: Settings) -> list[Backend]:
     options = backend_options(settings)
     # asyncssh opens it on the event loop at every connection: a FIFO there would hang every node.
     require_regular_file(options.known_hosts, settings.named("ssh.known_hosts", "--known-hosts"))
+    require_regular_file(options.ssh_config, settings.named("ssh.ssh_config", "--ssh-config"))  # the same hang
     backends: list[Backend] = []
     ssh_words: list[str] = []
     for word in target_words(settings):
