@@ -23,9 +23,9 @@ from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import SIZE, plain, start_repair
-from tests.test_console_repair_actions import confirm, open_node
+from tests.test_console_repair_actions import confirm
 from tests.test_operations_console import DCGM, unit_by_hand
-from tests.waiting import first_poll, wait_until
+from tests.waiting import first_poll, open_node_screen, wait_until
 
 
 class GatedReadBackend(SimulatedBackend):
@@ -79,7 +79,7 @@ async def test_two_quick_toggles_of_put_back_show_the_plan_of_the_last_choice_ev
     gpu05 = next(b for b in backends if b.host == "gpu05")
     app = NvlsApp(backends, poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        node = await open_node(app, pilot, "gpu05")
+        node = await open_node_screen(app, pilot, "gpu05")
         await unit_by_hand(app, pilot, node, "s", DCGM, "inactive")
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, NodeScreen), "the fleet")
@@ -110,7 +110,7 @@ async def test_a_sigterm_from_the_node_screen_posts_action_started_then_finished
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     flow = Flow()
     async with app.run_test(size=SIZE, message_hook=flow) as pilot:
-        await open_node(app, pilot, "gpu05")
+        await open_node_screen(app, pilot, "gpu05")
         victim = app.fleet.get("gpu05").holders[0]
         await pilot.press("space", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
@@ -129,7 +129,7 @@ async def test_a_unit_stopped_by_hand_posts_its_outcome_and_the_poll_that_follow
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     flow = Flow()
     async with app.run_test(size=SIZE, message_hook=flow) as pilot:
-        node = await open_node(app, pilot, "gpu05")
+        node = await open_node_screen(app, pilot, "gpu05")
         await unit_by_hand(app, pilot, node, "s", DCGM, "inactive")  # waits for the re-poll the app starts
     (finished,) = flow.of(ActionFinished)
     assert (finished.outcome.action, finished.outcome.ok) == ("unit-stop", True)
@@ -141,7 +141,7 @@ async def test_a_smoke_test_in_the_side_pane_posts_its_outcome_with_the_runbook_
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     flow = Flow()
     async with app.run_test(size=SIZE, message_hook=flow) as pilot:
-        await open_node(app, pilot, "gpu01")
+        await open_node_screen(app, pilot, "gpu01")
         await pilot.press("n")
         await confirm(app, pilot)
         pane = app.screen
