@@ -139,15 +139,17 @@ def test_an_ssh_node_set_over_the_cap_is_refused_by_the_parser_too():
         parse_targets([f"gpu[1-{MAX_TARGETS + 1}]"])
 
 
-# -- 10: --known-hosts must be a regular file ------------------------------------------------------
+# -- 10: --known-hosts (and --ssh-config, read the same way) must be a regular file ----------------
 
-def test_a_known_hosts_fifo_is_refused_at_once_with_a_sentence(tmp_path):
-    fifo = tmp_path / "known_hosts"
+@pytest.mark.parametrize("option", ["--known-hosts", "--ssh-config"])
+def test_a_fifo_for_a_file_read_before_connecting_is_refused_at_once_with_a_sentence(tmp_path, option):
+    # asyncssh reads both files before any connection: a FIFO hung every node.
+    fifo = tmp_path / option.lstrip("-")
     os.mkfifo(fifo)
-    done = cli("check", "--json", "--known-hosts", str(fifo), "127.0.0.1:1")
+    done = cli("check", "--json", option, str(fifo), "127.0.0.1:1")
     assert done.returncode == 2, done.stderr[-2000:]
     line = one_line(done.stderr)
-    assert "--known-hosts" in line and "not a regular file" in line and str(fifo) in line
+    assert option in line and "not a regular file" in line and str(fifo) in line
 
 
 def test_a_known_hosts_directory_is_refused(tmp_path):
@@ -247,17 +249,6 @@ def test_lab_up_counts_its_node_set_before_expanding_it(tmp_path):
     done = cli("lab", "up", "--nodes", "gpu[1-30000000]", "--dir", str(tmp_path / "lab"))
     assert done.returncode == 2, done.stderr[-2000:]
     assert "between 1 and 64 lab nodes" in one_line(done.stderr)
-
-
-
-def test_an_ssh_config_fifo_is_refused_at_once_with_a_sentence(tmp_path):
-    # The same hang as known_hosts: asyncssh reads the SSH config before any connection.
-    fifo = tmp_path / "ssh_config"
-    os.mkfifo(fifo)
-    done = cli("check", "--json", "--ssh-config", str(fifo), "127.0.0.1:1")
-    assert done.returncode == 2, done.stderr[-2000:]
-    line = one_line(done.stderr)
-    assert "--ssh-config" in line and "not a regular file" in line and str(fifo) in line
 
 
 def test_a_bare_word_is_not_looked_up_in_an_ssh_config_fifo(tmp_path):
