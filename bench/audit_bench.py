@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from nvls_tui.records.audit import AuditLog
-from nvls_tui.records.audit_writer import AuditWriter
+from nvls_tui.audit.log import AuditLog
+from nvls_tui.audit.writer import AuditWriter
 from nvls_tui.runbook.events import OutputLine
 
 LINE = "  134217728      33554432     float     sum      -1   1184.2  113.35  198.36      0   1183.9  113.37  198.40      0"

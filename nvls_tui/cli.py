@@ -379,8 +379,8 @@ def _save_crash() -> str:
     import time
     import traceback
 
+    from nvls_tui.localfiles import create_private, private_dir
     from nvls_tui.paths import state_dir
-    from nvls_tui.records.localfiles import create_private, private_dir
 
     try:
         folder = private_dir(state_dir())

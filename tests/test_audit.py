@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from nvls_tui.records.audit import (
+from nvls_tui.audit.log import (
     OUTPUT_LIMIT,
     AuditLog,
     default_audit_dir,
@@ -105,7 +105,7 @@ def on_a_full_disk(log: AuditLog) -> AuditLog:
 
 
 async def test_records_the_audit_log_cannot_take_go_to_a_private_fallback_in_another_directory(tmp_path):
-    from nvls_tui.records.audit_writer import AuditWriter
+    from nvls_tui.audit.writer import AuditWriter
 
     failures: list[str] = []
     log = on_a_full_disk(AuditLog.create(tmp_path / "audit", "r1", operator="kim"))
@@ -126,7 +126,7 @@ async def test_records_the_audit_log_cannot_take_go_to_a_private_fallback_in_ano
 
 
 async def test_with_no_directory_to_fall_back_to_the_records_go_to_standard_error(tmp_path, monkeypatch, capsys):
-    from nvls_tui.records import audit_writer
+    from nvls_tui.audit import writer as audit_writer
 
     failures: list[str] = []
     monkeypatch.setattr(audit_writer, "fallback_dirs", lambda: [Path("/dev/null/not-a-directory")])

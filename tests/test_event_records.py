@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from nvls_tui.audit.log import AuditLog, event_record
 from nvls_tui.model import Holder, HolderKind, SmokeResult
 from nvls_tui.model.scheduler import Job
-from nvls_tui.records.audit import AuditLog, event_record
-from nvls_tui.records.report import load_audit_log, render_report
+from nvls_tui.report.markdown import load_audit_log, render_report
 from nvls_tui.runbook import events as ev
 from nvls_tui.runbook.event_records import EVENT_KINDS, NotAnEvent, from_record, record_problem
 

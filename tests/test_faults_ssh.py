@@ -22,9 +22,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from nvls_tui.audit.log import AuditLog
 from nvls_tui.cli import main
 from nvls_tui.poll.probe import LOCK_DIR
-from nvls_tui.records.audit import AuditLog
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import CommandStarted, SmokeRow, StepFinished, fan_out
 from nvls_tui.sim.shims import write_shims

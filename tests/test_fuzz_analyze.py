@@ -17,8 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nvls_tui.analyze.captured import analyze_text
 from nvls_tui.cli import main
-from nvls_tui.diagnosis.captured import analyze_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCES = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".txt", ".xml", ".csv", ".json"))

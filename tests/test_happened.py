@@ -109,8 +109,8 @@ def test_the_progress_lines_say_the_repeated_holders_once_and_never_the_heartbea
 def test_the_report_reads_what_happened_from_the_same_fold_as_the_console():
     from pathlib import Path
 
-    from nvls_tui.records.report import load_audit_log
-    from nvls_tui.records.report_node_log import node_logs
+    from nvls_tui.report.markdown import load_audit_log
+    from nvls_tui.report.node_log import node_logs
     from nvls_tui.runbook.event_records import from_record
 
     contents = load_audit_log(Path(__file__).parent / "fixtures" / "audit-v1" / "repair-seed-incident-gpu05.jsonl")

@@ -9,8 +9,8 @@ import stat
 import pytest
 
 from nvls_tui import cli
-from nvls_tui.records.audit import AuditLog
-from nvls_tui.records.localfiles import UnsafeLocation, private_dir, write_private
+from nvls_tui.audit.log import AuditLog
+from nvls_tui.localfiles import UnsafeLocation, private_dir, write_private
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
 

@@ -18,9 +18,9 @@ import pytest
 from nvls_tui.backends.base import InvalidArgument, ProcessIdentity
 from nvls_tui.backends.recorded import RecordedBackend
 from nvls_tui.diagnosis import diagnose
+from nvls_tui.model.jsonout import node_json
 from nvls_tui.poll.evidence import TIMED_OUT
 from nvls_tui.poll.once import poll_once
-from nvls_tui.records.jsonout import node_json
 
 REPO = Path(__file__).parent.parent
 REAL = REPO / "tests" / "fixtures" / "real" / "nvidia-h200"

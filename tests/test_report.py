@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
+from nvls_tui.audit.log import AuditLog
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.headless import report as report_cmd
 from nvls_tui.model import SmokeResult
-from nvls_tui.records.audit import AuditLog
-from nvls_tui.records.report import load_audit_log, render_report, report_from_file
+from nvls_tui.report.markdown import load_audit_log, render_report, report_from_file
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nvls_tui.records.report import load_audit_log, render_report
+from nvls_tui.report.markdown import load_audit_log, render_report
 from tests.test_report import write_incident
 
 

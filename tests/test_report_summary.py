@@ -7,10 +7,10 @@ import re
 
 import pytest
 
+from nvls_tui.audit.log import AuditLog
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model import HolderKind
-from nvls_tui.records.audit import AuditLog
-from nvls_tui.records.report import report_from_file
+from nvls_tui.report.markdown import report_from_file
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import StepStarted, fan_out
 from nvls_tui.runbook.session import Session

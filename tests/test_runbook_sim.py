@@ -313,7 +313,7 @@ async def test_a_workload_holder_is_never_signalled_and_the_wait_gives_up_and_re
 
 
 async def test_a_run_killed_mid_repair_leaves_a_record_that_check_reports_and_restore_undoes(tmp_path):
-    from nvls_tui.records.audit import AuditLog
+    from nvls_tui.audit.log import AuditLog
 
     fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
     before = await units_and_pm(SimulatedBackend(fleet, "gpu05"))

@@ -15,11 +15,11 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from nvls_tui.audit.log import AuditLog
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.cli import main
 from nvls_tui.poll.probe import RECORD_FILE
-from nvls_tui.records.audit import AuditLog
 from nvls_tui.runbook import RepairOptions, Runbook, restore_node
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.sim.fleet import load_fleet

@@ -12,10 +12,10 @@ import json
 
 import pytest
 
+from nvls_tui.audit.log import AuditLog, AuditWriteError
+from nvls_tui.audit.writer import AuditWriter
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.model import Holder, HolderKind
-from nvls_tui.records.audit import AuditLog, AuditWriteError
-from nvls_tui.records.audit_writer import AuditWriter
 from nvls_tui.runbook.context import Aborted, NodeContext
 from nvls_tui.runbook.drift import drift, plan_basis
 from nvls_tui.runbook.events import Note

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nvls_tui.diagnosis.captured import analyze_text
+from nvls_tui.analyze.captured import analyze_text
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_sim_incident import NVLS_ENV, SMOKE
 

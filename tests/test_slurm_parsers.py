@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState
+from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.scheduler import Job, SchedulerState
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.parsers.holders import build_holders
@@ -22,7 +23,6 @@ from nvls_tui.parsers.slurm import (
     parse_squeue,
     squeue_format,
 )
-from nvls_tui.records.jsonout import node_json
 from nvls_tui.runbook.quiesce import stoppable
 
 # `scontrol show node -o gpu05,gpu06` (Slurm 22.05 takes one node argument): one line per node; OS= and

@@ -11,7 +11,7 @@ from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.diagnosis.story import node_story
-from nvls_tui.records.jsonout import node_json
+from nvls_tui.model.jsonout import node_json
 from nvls_tui.runbook import Runbook
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid

@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from rich.text import Text
 
 from nvls_tui.app import NvlsApp
+from nvls_tui.audit.log import AuditLog
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
-from nvls_tui.records.audit import AuditLog
-from nvls_tui.records.report import report_from_file
+from nvls_tui.report.markdown import report_from_file
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen

@@ -66,7 +66,7 @@ def test_analyze_of_an_nccl_log_with_802_says_what_it_means_and_what_to_do(tmp_p
 
 
 def test_nccl_401_and_invalid_argument_have_their_own_advice():
-    from nvls_tui.diagnosis.captured import nccl_advice
+    from nvls_tui.analyze.captured import nccl_advice
 
     assert "not permitted" in nccl_advice("CUDA error 401 'operation not permitted'")
     assert "without a GPU reset" in nccl_advice("transport/nvls.cc:162 NCCL WARN Cuda failure 'invalid argument'")

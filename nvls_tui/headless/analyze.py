@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nvls_tui.diagnosis.captured import analyze_text
+from nvls_tui.analyze.captured import analyze_text
 from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.words import count, gbps

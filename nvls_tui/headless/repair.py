@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from nvls_tui.audit.log import AuditWriteError
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
 from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings
-from nvls_tui.records.audit import AuditWriteError
 from nvls_tui.runbook import STEPS, RepairOptions
 from nvls_tui.runbook.events import (
     CommandFinished,

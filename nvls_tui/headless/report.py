@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from nvls_tui.records.localfiles import write_private
-from nvls_tui.records.report import NotAnAuditLog, report_from_file
+from nvls_tui.localfiles import write_private
+from nvls_tui.report.markdown import NotAnAuditLog, report_from_file
 from nvls_tui.settings import Settings
 
 

@@ -42,7 +42,7 @@ from nvls_tui.lab.machine import (
     stop,
     wait_booted,
 )
-from nvls_tui.records.localfiles import make_private_dirs
+from nvls_tui.localfiles import make_private_dirs
 from nvls_tui.sim.clock import SimClock
 from nvls_tui.sim.scenarios import base_node, without_h200_shared_files
 

@@ -49,7 +49,7 @@ class RunbookEvent:
         ``time`` (UTC, ISO 8601 to the millisecond), ``node``, ``step`` (null outside a step), ``event``
         and ``argv`` come first, a command's ``exit_status`` and ``output`` next, then the event's other
         fields by name. The log adds who ran it and the dry-run flag, and redacts secrets
-        (``records/audit.py``); :func:`nvls_tui.runbook.event_records.from_record` reads it back.
+        (``audit/log.py``); :func:`nvls_tui.runbook.event_records.from_record` reads it back.
         """
         data = self.to_dict()
         record: dict[str, Any] = {

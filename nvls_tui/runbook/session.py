@@ -27,10 +27,10 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nvls_tui.audit.log import AuditLog, AuditWriteError
+from nvls_tui.audit.writer import AuditWriter
 from nvls_tui.backends.base import Backend, BackendError, validate_unit
 from nvls_tui.model import Holder
-from nvls_tui.records.audit import AuditLog, AuditWriteError
-from nvls_tui.records.audit_writer import AuditWriter
 from nvls_tui.runbook.actions import PidOutcome, summarise
 from nvls_tui.runbook.context import Aborted, NodeContext
 from nvls_tui.runbook.engine import Runbook, new_run_id

@@ -368,8 +368,8 @@ class RunbookScreen(OnConsole, Screen[None]):
         if self.audit_path is None:
             self.notify("No audit log yet: the report comes from it.", severity="warning")
             return
-        from nvls_tui.records.localfiles import write_private
-        from nvls_tui.records.report import report_from_file
+        from nvls_tui.localfiles import write_private
+        from nvls_tui.report.markdown import report_from_file
 
         path = self.audit_path.with_suffix(".md")
         try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvls_tui.records.report_clock import NodeClock
-from nvls_tui.records.report_text import prose
+from nvls_tui.report.clock import NodeClock
+from nvls_tui.report.text import prose
 
 # The findings that rest on a kernel line, and that line's code: a line logged before the repair is
 # no proof the repair left the fault.

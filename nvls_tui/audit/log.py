@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nvls_tui import paths
-from nvls_tui.records.localfiles import PRIVATE_FLAGS, UnsafeLocation, private_dir
+from nvls_tui.localfiles import PRIVATE_FLAGS, UnsafeLocation, private_dir
 
 OUTPUT_LIMIT = 16 * 1024
 REDACTED = "[redacted]"

@@ -6,11 +6,11 @@ import shlex
 from collections import Counter
 
 from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE
-from nvls_tui.records.report_clock import epoch_utc, record_utc
-from nvls_tui.records.report_findings import findings_sentence
-from nvls_tui.records.report_kernel import KERNEL_FINDINGS, kernel_lines, since_repair
-from nvls_tui.records.report_node_log import NodeLog, change_words, operator_of
-from nvls_tui.records.report_text import (
+from nvls_tui.report.clock import epoch_utc, record_utc
+from nvls_tui.report.findings import findings_sentence
+from nvls_tui.report.kernel import KERNEL_FINDINGS, kernel_lines, since_repair
+from nvls_tui.report.node_log import NodeLog, change_words, operator_of
+from nvls_tui.report.text import (
     as_dict,
     as_list,
     as_number,
@@ -20,7 +20,7 @@ from nvls_tui.records.report_text import (
     one_sentence,
     prose,
 )
-from nvls_tui.records.report_timeline import fabric_wait
+from nvls_tui.report.timeline import fabric_wait
 from nvls_tui.runbook.steps import FM_UNIT, is_running
 from nvls_tui.words import count, gbps
 

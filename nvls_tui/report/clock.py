@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from nvls_tui.records.report_text import as_number, prose
+from nvls_tui.report.text import as_number, prose
 from nvls_tui.runbook.steps import DATE_ARGV
 from nvls_tui.words import count
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nvls_tui.records.report_clock import NodeClock, epoch_utc
-from nvls_tui.records.report_kernel import kernel_lines, kernel_listing, since_repair
-from nvls_tui.records.report_node_log import NodeLog, change_words, operator_of
-from nvls_tui.records.report_text import as_dict, as_list, as_number, bandwidth, code_spans, prose, table_cell
+from nvls_tui.report.clock import NodeClock, epoch_utc
+from nvls_tui.report.kernel import kernel_lines, kernel_listing, since_repair
+from nvls_tui.report.node_log import NodeLog, change_words, operator_of
+from nvls_tui.report.text import as_dict, as_list, as_number, bandwidth, code_spans, prose, table_cell
 from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count
 

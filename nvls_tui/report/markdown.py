@@ -18,12 +18,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvls_tui.records.report_clock import NodeClock, measure_clock, record_utc, utc_moment
-from nvls_tui.records.report_node_log import NodeLog, node_logs
-from nvls_tui.records.report_summary import log_ends, node_summary, restore_advice
-from nvls_tui.records.report_tables import before_after, holders_section, manual_section, results_table, smoke_section
-from nvls_tui.records.report_text import code_span, prose
-from nvls_tui.records.report_timeline import timeline_table
+from nvls_tui.report.clock import NodeClock, measure_clock, record_utc, utc_moment
+from nvls_tui.report.node_log import NodeLog, node_logs
+from nvls_tui.report.summary import log_ends, node_summary, restore_advice
+from nvls_tui.report.tables import before_after, holders_section, manual_section, results_table, smoke_section
+from nvls_tui.report.text import code_span, prose
+from nvls_tui.report.timeline import timeline_table
 from nvls_tui.runbook.event_records import record_problem
 from nvls_tui.textsafe import clean_deep
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from nvls_tui import paths
-from nvls_tui.records.audit import AuditLog, AuditWriteError, event_record
-from nvls_tui.records.localfiles import create_private, private_dir
+from nvls_tui.audit.log import AuditLog, AuditWriteError, event_record
+from nvls_tui.localfiles import create_private, private_dir
 
 
 def fallback_dirs() -> list[Path]:

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from nvls_tui.records.report_clock import NodeClock, epoch_utc, time_of_day, utc_moment
-from nvls_tui.records.report_node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
-from nvls_tui.records.report_text import (
+from nvls_tui.report.clock import NodeClock, epoch_utc, time_of_day, utc_moment
+from nvls_tui.report.node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
+from nvls_tui.report.text import (
     as_dict,
     as_list,
     bandwidth,

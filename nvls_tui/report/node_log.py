@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvls_tui.model import SmokeResult
-from nvls_tui.records.report_clock import NodeClock, measure_clock, utc_moment
-from nvls_tui.records.report_text import as_dict, code_span, prose
+from nvls_tui.report.clock import NodeClock, measure_clock, utc_moment
+from nvls_tui.report.text import as_dict, code_span, prose
 from nvls_tui.runbook.event_records import EVENT_KINDS, from_record
 from nvls_tui.runbook.events import SmokeFinished, StepFinished
 from nvls_tui.runbook.happened import NodeHappened

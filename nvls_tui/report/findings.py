@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nvls_tui.records.report_clock import NodeClock
-from nvls_tui.records.report_kernel import KERNEL_FINDINGS, kernel_listing
-from nvls_tui.records.report_text import and_list, as_dict, as_list, bandwidth, code_span, prose
+from nvls_tui.report.clock import NodeClock
+from nvls_tui.report.kernel import KERNEL_FINDINGS, kernel_listing
+from nvls_tui.report.text import and_list, as_dict, as_list, bandwidth, code_span, prose
 from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count, verb
 

@@ -14,6 +14,12 @@ from typing import Any
 from nvls_tui import words
 from nvls_tui.diagnosis import node as diagnosis
 from nvls_tui.model import CommandResult, Finding, NodeState, Platform, Severity
+from nvls_tui.model.jsonout import (
+    finding_json,
+    gpu_json,
+    kernel_event_json,
+    node_json,
+)
 from nvls_tui.parsers import nvidia_smi_misc
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.parsers.detect import detect_kind
@@ -30,12 +36,6 @@ from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
 from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
-from nvls_tui.records.jsonout import (
-    finding_json,
-    gpu_json,
-    kernel_event_json,
-    node_json,
-)
 from nvls_tui.textsafe import clean
 
 Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]

@@ -1,0 +1,1 @@
+"""`analyze`: one captured text (a paste, a file) recognised, parsed and diagnosed."""

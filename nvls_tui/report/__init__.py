@@ -1,0 +1,1 @@
+"""The Markdown incident report, read back from an audit log."""
