@@ -4,7 +4,9 @@
 # real-process node runs (procps ps/kill/watch, psmisc fuser, util-linux unshare), the lab's
 # containers (systemd-container's systemd-nspawn booting the host's own systemd), and the lab's Slurm
 # cluster (`lab up --slurm`: slurm-wlm's slurmctld and slurmd, slurm-client's scontrol/sinfo/squeue/
-# sbatch/scancel/srun, munge's munged). Installed only when missing.
+# sbatch/scancel/srun, munge's munged), systemd-journal-remote (writes real journal files that the
+# kernel-log and paste tests read back with the real journalctl), lsof (a holders source). Installed
+# only when missing.
 set -euo pipefail
 need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
@@ -15,6 +17,8 @@ command -v fuser >/dev/null 2>&1 || need+=(psmisc)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 [ -x /lib/systemd/systemd ] || need+=(systemd)
+[ -x /lib/systemd/systemd-journal-remote ] || need+=(systemd-journal-remote)
+command -v lsof >/dev/null 2>&1 || need+=(lsof)
 { command -v slurmctld || [ -x /usr/sbin/slurmctld ]; } >/dev/null 2>&1 \
     && { command -v slurmd || [ -x /usr/sbin/slurmd ]; } >/dev/null 2>&1 || need+=(slurm-wlm)
 for tool in scontrol sinfo squeue sbatch scancel srun; do
