@@ -26,6 +26,7 @@ from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import parse_fm_log, parse_fm_version
 from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
 from nvls_tui.parsers.kernel_log import parse_kernel_log
+from nvls_tui.parsers.lsof import parse_lsof
 from nvls_tui.parsers.lspci import parse_lspci
 from nvls_tui.parsers.nccl_json import parse_nccl_json, run_to_dict
 from nvls_tui.parsers.nccl_tests import parse_nccl_text
@@ -168,6 +169,20 @@ def _fuser(text: str) -> Result:
     return data, _holder_findings(len(holders)), parsed.warnings
 
 
+def _lsof(text: str) -> Result:
+    parsed = parse_lsof(text)
+    holders = parsed.value
+    data = {"holders": [dataclasses.asdict(h) | {"devices": list(h.devices)} for h in holders]}
+    findings = _holder_findings(len(holders))
+    # lsof that could not stat a device (no such file, permission) saw nothing there: unknown, not "no holder".
+    unseen = [w for w in parsed.warnings if w.startswith("lsof: status error") or "Permission denied" in w]
+    if unseen and not holders:
+        findings.append(Finding("EVIDENCE_MISSING", Severity.WARNING,
+                                f"lsof could not read the device files ({unseen[0][:160]}): who holds them is unknown",
+                                section="holders", reason="failed"))
+    return data, findings, parsed.warnings
+
+
 def _holder_findings(count: int) -> list[Finding]:
     if not count:
         return []
@@ -225,6 +240,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "kernel-log": _kernel,
     "fabricmanager-log": _fm_log,
     "fuser": _fuser,
+    "lsof": _lsof,
     "ps": _ps,
     "proc-stat": _proc_stat,
     "nvidia-smi": _simple(nvidia_smi_misc.parse_smi_table),

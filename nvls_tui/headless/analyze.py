@@ -57,7 +57,7 @@ def _summary(entry: dict) -> str:
     if kind in ("kernel-log", "fabricmanager-log"):
         codes = sorted({e.get("code") or "-" for e in data["events"]})
         return f"{count(len(data['events']), 'event')}: {', '.join(codes)}"
-    if kind == "fuser":
+    if kind in ("fuser", "lsof"):
         pids = [str(h["pid"]) for h in data["holders"]]
         return f"{count(len(pids), 'holder')}: {'PID' if len(pids) == 1 else 'PIDs'} {', '.join(pids) or 'none'}"
     if kind == "nvidia-smi":

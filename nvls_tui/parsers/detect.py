@@ -23,6 +23,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:")),
+    # lsof's table header, a header-less row of a /dev/nvidia* file (`lsof | grep nvidia`), or -F fields.
+    ("lsof", re.compile(r"^\s*COMMAND\s+PID\s+(?:TID\s+)?(?:TASKCMD\s+)?USER\s+FD\s+TYPE\s+DEVICE\s+SIZE/OFF\s+NODE\s+NAME|"
+                        r"^\S{1,30} +\d{1,10} +(?:\S+ +){1,3}(?:\d{1,9}[urw]\S?|mem|txt) +(?:CHR|REG) +[^\n]*?/dev/nvidia|"
+                        r"^p\d{1,10}\n(?:[^\n]*\n){0,40}?n/dev/nvidia|^lsof: status error on /dev/nvidia", re.M)),
     ("fuser", re.compile(r"^\s+USER\s+PID ACCESS COMMAND|^/dev/nvidia\S*:\s+(?:\S+\s+\d+\s+[\w.]{4,5}\s|\d+\w*)",
                          re.M)),
     ("systemctl-status", re.compile(r"^[●×○↻*] \S+\.(?:service|timer)\b.* - |^\s+Loaded: \S+ \(", re.M)),

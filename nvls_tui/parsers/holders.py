@@ -17,7 +17,8 @@ from nvls_tui.parsers.ps import PsEntry
 from nvls_tui.parsers.slurm import job_of_cgroup
 
 # Process names as they appear in a command line. fuser prints the kernel's comm, cut to 15
-# characters ("nvidia-device-p"), so a 15-character name also matches as a prefix.
+# characters ("nvidia-device-p"), so a 15-character name also matches as a prefix; lsof cuts its
+# COMMAND to 9 ("nvidia-pe"), so a 9-character one does too.
 _BY_NAME: tuple[tuple[str, HolderKind], ...] = (
     ("dcgm-exporter", HolderKind.DCGM_EXPORTER),
     ("nv-hostengine", HolderKind.NV_HOSTENGINE),
@@ -29,6 +30,7 @@ _BY_NAME: tuple[tuple[str, HolderKind], ...] = (
     ("nvidia-smi", HolderKind.NVIDIA_SMI),
 )
 _COMM_LEN = 15
+_LSOF_LEN = 9
 # Programs that run another one named in their arguments: a shell running a script, the dynamic
 # loader running a binary (the real H200 VM's nvidia-smi showed as ``ld-linux-x86-64``), env.
 _LAUNCHER = re.compile(r"^(?:sh|bash|dash|env|ld-linux[\w.-]*\.so[\d.]*|ld-[\w.-]+\.so[\d.]*)$")
@@ -49,7 +51,7 @@ def _words(command: str) -> list[str]:
 def _named(word: str) -> HolderKind | None:
     base = word.rsplit("/", 1)[-1]
     for name, kind in _BY_NAME:
-        if base == name or (len(base) == _COMM_LEN and name.startswith(base)):
+        if base == name or (len(base) in (_COMM_LEN, _LSOF_LEN) and name.startswith(base)):
             return kind
     return None
 
