@@ -20,10 +20,10 @@ import sys
 import time
 
 from bench.measure import cpu_now, self_report
-from nvls_tui.backends.targets import resolve_backends
 from nvls_tui.cli import build_parser, build_settings
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.poll.assemble import LastAssembly
+from nvls_tui.targets import resolve_backends
 
 
 async def _round(backends) -> list:

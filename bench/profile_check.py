@@ -31,9 +31,9 @@ from bench.tools import _nvls_args
 async def _second_round(prof: cProfile.Profile, argv: list[str], changed: bool = False) -> None:
     """Poll every node twice over the check's own backends; profile the second round alone."""
     from bench import nvls_repoll
-    from nvls_tui.backends.targets import resolve_backends
     from nvls_tui.cli import build_parser, build_settings
     from nvls_tui.poll.assemble import LastAssembly
+    from nvls_tui.targets import resolve_backends
 
     backends = resolve_backends(build_settings(build_parser().parse_args(["check", *argv])))
     try:

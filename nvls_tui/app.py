@@ -169,7 +169,7 @@ class NvlsApp(App[int]):
     @classmethod
     def from_settings(cls, settings: Settings) -> NvlsApp:
         """Build the console from the one Settings (command line > config file > defaults, keymap checked)."""
-        from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings
+        from nvls_tui.targets import resolve_backends, scheduler_from_settings
 
         return cls(resolve_backends(settings), read_only=settings.read_only, poll_interval=settings.poll_interval,
                    timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,

@@ -134,7 +134,7 @@ class Settings:
         sources: setting name (``timeout``, ``ssh.user``, ``slurm.conf`` ...) -> where its value came from;
             a name not listed took its default.
         connect: builds the backends from these settings (tests hand in their own fleet); None: the
-            targets' (``backends.targets.resolve_backends``).
+            targets' (``targets.resolve_backends``).
     """
 
     command: str = "check"

@@ -19,10 +19,10 @@ import pytest
 from nvls_tui.backends.base import InvalidArgument
 from nvls_tui.backends.nodesets import MAX_TARGETS, nodeset_size
 from nvls_tui.backends.ssh.targets import parse_targets, read_hosts_file
-from nvls_tui.backends.targets import target_words
 from nvls_tui.cli import build_parser
 from nvls_tui.headless.check import slurm_nodes
 from nvls_tui.settings import Settings, SshSettings
+from nvls_tui.targets import target_words
 
 # What the CLI process may map: far above what Python and the console's imports need, far below
 # what 30 million node names take.
@@ -153,7 +153,7 @@ def test_a_fifo_for_a_file_read_before_connecting_is_refused_at_once_with_a_sent
 
 
 def test_a_known_hosts_directory_is_refused(tmp_path):
-    from nvls_tui.backends.targets import resolve_backends
+    from nvls_tui.targets import resolve_backends
 
     with pytest.raises(InvalidArgument, match="not a regular file"):
         resolve_backends(args_of(targets=["127.0.0.1:1"], known_hosts=str(tmp_path)))

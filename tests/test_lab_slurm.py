@@ -268,12 +268,12 @@ def test_a_job_on_the_node_is_seen_and_refuses_the_repair_until_it_is_cancelled(
 def test_a_failed_repair_leaves_the_node_drained_with_the_step_it_failed_at(slurm_lab):
     import asyncio
 
-    from nvls_tui.backends.targets import resolve_backends
     from nvls_tui.cli import build_parser, build_settings
     from nvls_tui.runbook import Runbook
     from nvls_tui.runbook.steps import RepairOptions
     from nvls_tui.scheduler.slurm import Slurm
     from nvls_tui.sim.store import NodeStore
+    from nvls_tui.targets import resolve_backends
 
     folder = slurm_lab
     poll(lambda: states(folder).get("gpu06") == "idle", 60, "gpu06 idle")

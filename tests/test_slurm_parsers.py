@@ -164,10 +164,10 @@ def test_the_scheduler_is_found_from_the_option_or_slurm_conf_and_a_named_file_m
 def test_the_node_map_comes_from_the_config_file_and_the_option_file_wins(tmp_path, monkeypatch):
     import argparse
 
-    from nvls_tui.backends.targets import scheduler_from_settings
     from nvls_tui.config import parse_config
     from nvls_tui.scheduler import slurm as module
     from nvls_tui.settings import settings_from
+    from nvls_tui.targets import scheduler_from_settings
 
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\n")

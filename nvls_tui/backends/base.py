@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from nvls_tui.model import CommandResult, NodeState
 from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.once import ProbeReading, build_state
+from nvls_tui.poll.transport import Activity  # the poll's type: each backend sets it around its steps
 
 
 class BackendError(Exception):
@@ -230,26 +231,11 @@ class BackendOptions:
     extra: dict = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Activity:
-    """What a backend is waiting on now: a command of the poll, or a step with no command.
-
-    Data, not words for the operator: the CLI decides how to show it (and cleans it: a command line
-    is shown as the node would run it).
-
-    Attributes:
-        argv: the command being waited on (empty while in a step with no command of its own).
-        phase: that step, as a short phrase (``connecting``), when ``argv`` is empty.
-        since: ``time.monotonic()`` when it began.
-    """
-
-    argv: tuple[str, ...] = ()
-    phase: str = ""
-    since: float = 0.0
-
-
 class Backend(abc.ABC):
     """How nvls-tui reaches one node. One instance per node; safe to share between workers.
+
+    Implements the poll's ``nvls_tui.poll.transport.Transport`` (host, simulated, activity, snapshot)
+    and adds what the runbook needs: run, stream and signal.
 
     Attributes:
         host: the target as shown to the operator.

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument
-from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings, target_words
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.settings import Settings
+from nvls_tui.targets import resolve_backends, scheduler_from_settings, target_words
 from nvls_tui.textsafe import one_line
 
 VERDICT_STYLE = {

@@ -23,7 +23,6 @@ from typing import TextIO
 
 from nvls_tui.audit.log import AuditWriteError
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
-from nvls_tui.backends.targets import resolve_backends, scheduler_from_settings
 from nvls_tui.runbook import STEPS, RepairOptions
 from nvls_tui.runbook.events import (
     CommandFinished,
@@ -41,6 +40,7 @@ from nvls_tui.runbook.happened import NodeHappened, bookkeeping
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.runbook.session import Session
 from nvls_tui.settings import Settings
+from nvls_tui.targets import resolve_backends, scheduler_from_settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.views.deadlines import WaitReminders, deadlines_line, duration_line, rechecks_first
 from nvls_tui.views.runbook import repair_options

@@ -17,14 +17,11 @@ import asyncio
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from nvls_tui.model import CommandResult, GpuState, Holder, MissingEvidence, NodeState
 from nvls_tui.poll.assemble import LastAssembly
+from nvls_tui.poll.transport import Activity, Transport
 from nvls_tui.textsafe import one_line
-
-if TYPE_CHECKING:
-    from nvls_tui.backends.base import Activity, Backend
 
 # Commands' worth of time a whole poll may take before the node counts as unreachable: each command
 # has --timeout, and a hung one costs the poll one of them.
@@ -86,11 +83,11 @@ def no_answer(deadline: float, hung: Activity | None) -> str:
     return f"{said}: still {one_line(hung.phase, REASON_CHARS)}"
 
 
-def _unreachable(backend: Backend, error: str) -> NodeState:
+def _unreachable(backend: Transport, error: str) -> NodeState:
     return NodeState(host=backend.host, reachable=False, simulated=backend.simulated, error=error)
 
 
-async def poll_once(backend: Backend, deadline: float) -> NodeState:
+async def poll_once(backend: Transport, deadline: float) -> NodeState:
     """Poll ``backend``'s node once; never raises (but on cancellation, which stops the poll too).
 
     Past ``deadline`` the reason names the command (or step) the poll was stuck in: it is read before

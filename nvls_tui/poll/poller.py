@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nvls_tui.backends.base import Backend
 from nvls_tui.diagnosis import carry_fabric_since, diagnose
 from nvls_tui.model import NodeState, Verdict
 from nvls_tui.model.enums import Severity
 from nvls_tui.model.node import Diagnosis, Finding
 from nvls_tui.poll.once import poll_once
+from nvls_tui.poll.transport import Transport
 
 Clock = Callable[[], float]
 Diagnose = Callable[[NodeState], Diagnosis]
@@ -101,7 +101,7 @@ class NodePoller:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Transport,
         *,
         interval: float | None,
         timeout: float,

@@ -19,6 +19,7 @@ from nvls_tui.report.text import (
     prose,
     table_cell,
 )
+from nvls_tui.runbook.bookkeeping import is_bookkeeping
 from nvls_tui.runbook.event_records import from_record
 from nvls_tui.runbook.events import (
     HoldersRemaining,
@@ -31,7 +32,6 @@ from nvls_tui.runbook.events import (
     StepFinished,
 )
 from nvls_tui.runbook.steps import FM_UNIT
-from nvls_tui.views.plan_summary import is_bookkeeping
 from nvls_tui.words import count, verb
 
 # Non-zero exits that are the answer the runbook waits for: fuser's 1 is "nobody holds a device".

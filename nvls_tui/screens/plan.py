@@ -26,12 +26,13 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
 
+from nvls_tui.runbook.bookkeeping import is_bookkeeping
 from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.deadlines import deadlines_line, duration_line, rechecks_first
-from nvls_tui.views.plan_summary import is_bookkeeping, recheck_sentence, what_it_does
+from nvls_tui.views.plan_summary import recheck_sentence, what_it_does
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner

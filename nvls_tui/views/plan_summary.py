@@ -1,26 +1,11 @@
-"""A repair plan in the operator's terms (pure): what it stops, resets, starts; which commands are bookkeeping."""
+"""A repair plan in the operator's terms (pure): what it stops, resets, starts (``is_bookkeeping``, which commands
+are the repair's own, is the runbook's: ``runbook/bookkeeping.py``)."""
 
 from __future__ import annotations
 
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.views.deadlines import rechecks_first
 from nvls_tui.words import count
-
-BOOKKEEPING = ("mkdir", "tee", "mv", "rm", "rmdir", "cat", "date")
-"""The repair's own lock and record on the node (and its clock): folded, not listed, in the plan."""
-
-
-# Where the kernel journal stands at T0 (verify-fabric reads after it): a bookmark, like the clock's `date`.
-JOURNAL_BOOKMARK = "journalctl -k -n 0 --show-cursor"
-
-
-def is_bookkeeping(command: str) -> bool:
-    """True for the lock/record/clock commands of the repair itself (``/var/lib/nvls-tui``, ``date``, the
-    journal's cursor at T0)."""
-    words = command.split()
-    if command.startswith(JOURNAL_BOOKMARK):
-        return True
-    return bool(words) and words[0] in BOOKKEEPING and (words[0] == "date" or "/var/lib/nvls-tui" in command)
 
 
 def recheck_sentence(host: str) -> str:

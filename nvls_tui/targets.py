@@ -1,7 +1,11 @@
-"""TARGET words of contract.md -> one Backend per node.
+"""TARGET words of contract.md -> one Backend per node, and the scheduler the settings name.
 
 ``sim:SCENARIO[/NODESET]`` builds a simulated fleet, ``local`` this machine, anything else is an
 SSH node or a ClusterShell node set of them. With no target, the demo fleet (clearly simulated).
+
+It reads the one ``Settings`` and builds transports, simulated fleets and the Slurm scheduler, so it
+sits above all of them with the entry points (``cli``, ``headless``, the console), not inside
+``backends``: a transport never reads the command line (docs/design.md, "Layers").
 """
 
 from __future__ import annotations
