@@ -14,6 +14,8 @@ from nvls_tui.diagnosis.node import (
     diagnose,
     evidence_findings,
     fabric_findings,
+    gpu_lost_finding,
+    gpu_lost_findings,
     kernel_findings,
     verdict_of,
 )
@@ -31,6 +33,8 @@ __all__ = [
     "diagnose",
     "evidence_findings",
     "fabric_findings",
+    "gpu_lost_finding",
+    "gpu_lost_findings",
     "kernel_findings",
     "verdict_of",
 ]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nvls_tui.diagnosis import story
+from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
-from nvls_tui.model.node import Diagnosis, KernelEvent, MissingEvidence
+from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, KernelEvent, MissingEvidence
 from nvls_tui.words import count, verb
 
 FM_UNIT = "nvidia-fabricmanager"
@@ -30,6 +30,11 @@ SILENT_SECTIONS = frozenset({"simulated", "identity", "smoke", "clock", "jobs", 
 # Kernel codes that mean the fabric itself is unusable.
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
 FM_NOT_PRESENT = "NV_ERR_FABRIC_MANAGER_NOT_PRESENT"
+# The driver's "fallen off the bus" without an Xid (nvls_tui.parsers.kernel_log.FELL_OFF_BUS), and the Xid
+# that says the same: the GPU no longer answers on PCIe, which no GPU reset can bring back.
+FELL_OFF_BUS = "GPU_FELL_OFF_BUS"
+XID_FELL_OFF_BUS = 79
+GPU_LOST_ADVICE = "a GPU reset cannot bring it back: reboot the node, and open a hardware ticket if it falls off again"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +153,123 @@ def kernel_findings(state: NodeState) -> list[Finding]:
     return findings
 
 
+def pci_key(bus_id: str | None) -> tuple[int, int, int] | None:
+    """A PCI address as (domain, bus, device), whatever its spelling: the kernel's ``0000:5a:00``, its
+    ``0000:5a:00.0`` and nvidia-smi's ``00000000:5A:00.0`` are one GPU. None when it is not an address."""
+    if not bus_id:
+        return None
+    parts = bus_id.strip().split(".")[0].split(":")
+    if len(parts) != 3:
+        return None
+    try:
+        return int(parts[0], 16), int(parts[1], 16), int(parts[2], 16)
+    except ValueError:
+        return None
+
+
+def gpu_lost_finding(state: NodeState, bus_id: str | None, why: str) -> Finding:
+    """``GPU_LOST`` [error] for the GPU at ``bus_id`` (its index too where nvidia-smi still lists it).
+
+    Args:
+        state: the node (its GPUs name the index).
+        bus_id: the GPU's PCI address in any spelling (None: the driver did not say which GPU).
+        why: what showed it, in a few words ("the kernel logged Xid 79").
+
+    Every trigger of GPU_LOST builds its finding here, so the words and the advice stay one.
+    """
+    key = pci_key(bus_id)
+    gpu = next((g for g in state.gpus if key is not None and pci_key(g.bus_id) == key), None)
+    if gpu is not None:
+        name = f"GPU {gpu.index} ({bus_id})"
+    else:
+        name = f"the GPU at {bus_id}" if bus_id else "a GPU"
+    return Finding("GPU_LOST", Severity.ERROR, f"{name} is lost: {why}; {GPU_LOST_ADVICE}",
+                   gpu.index if gpu is not None else None)
+
+
+def gpu_lost_findings(state: NodeState) -> list[Finding]:
+    """``GPU_LOST`` for each GPU the kernel log says fell off the bus (Xid 79, or the driver's words without
+    an Xid), once per GPU whichever lines said it."""
+    findings: list[Finding] = []
+    seen: set[object] = set()
+    for event in current_kernel_events(state):
+        if event.code == FELL_OFF_BUS:
+            why = "the kernel says it has fallen off the bus"
+        elif event.code == "XID" and event.xid == XID_FELL_OFF_BUS:
+            why = "the kernel logged Xid 79 (fallen off the bus)"
+        else:
+            continue
+        key = pci_key(event.pci) or event.pci
+        if key in seen:
+            continue
+        seen.add(key)
+        findings.append(gpu_lost_finding(state, event.pci, why))
+    findings += pci_lost_findings(state, seen)
+    return findings
+
+
+def lost_from_smi(state: NodeState) -> list[str]:
+    """The GPUs lspci lists that nvidia-smi does not (their bus ids); none where either was not read.
+
+    A GPU on the PCI bus that the driver does not list fell off the bus or failed to initialise: the poll
+    sees it only by comparing the two. Unknown on either side is no comparison (the missing section says so).
+    """
+    if state.pci_gpus is None or not state.was_read("gpus") or not state.gpus:
+        return []
+    listed = {pci_key(g.bus_id) for g in state.gpus}
+    return [bus for bus in state.pci_gpus if pci_key(bus) not in listed]
+
+
+def pci_lost_findings(state: NodeState, seen: set[object] | None = None) -> list[Finding]:
+    """``GPU_LOST`` for each GPU on the PCI bus that nvidia-smi does not list (``seen``: the GPUs the kernel
+    log already named lost, by :func:`pci_key`)."""
+    seen = set() if seen is None else seen
+    findings = []
+    for bus in lost_from_smi(state):
+        if pci_key(bus) in seen:
+            continue
+        seen.add(pci_key(bus))
+        findings.append(gpu_lost_finding(state, bus, "it is on the PCI bus but nvidia-smi does not list it (the "
+                                                     "driver lost it, or it failed to initialise)"))
+    return findings
+
+
+def mig_findings(state: NodeState) -> list[Finding]:
+    """``MIG_PENDING`` [warning] for each GPU whose MIG mode changes at the next reset (or reboot).
+
+    A repair's ``nvidia-smi -r`` commits it as a side effect. A mode nvidia-smi printed as N/A is unknown,
+    not "no change": no finding claims either (the plan says it is unknown).
+    """
+    return [Finding("MIG_PENDING", Severity.WARNING,
+                    f"GPU {g.index} has a pending MIG mode change ({g.mig_current} -> {g.mig_pending}): a GPU reset "
+                    "or reboot commits it, and the repair resets every GPU", g.index)
+            for g in state.gpus if g.mig_change_pending]
+
+
+HOST_SIDE_SENTENCE = "the host or provider must finish fabric initialisation"
+
+
+def host_side(state: NodeState) -> str | None:
+    """Why the fabric can only be finished outside this node, or None.
+
+    A VM (or a slice of a board) whose GPUs wait for a fabric (``In Progress``, ``Not Started``) while no
+    NVSwitch is visible on its PCI bus: the switches and their Fabric Manager are the host's (a local FM
+    finds nothing to manage: NV_WARN_NOTHING_TO_DO), so no reset or FM restart inside can finish it.
+    Only where both the GPUs and lspci were read (fail closed: an unread bus says nothing).
+    """
+    if not state.reachable or not state.gpus or not state.was_read("gpus") or not state.was_read("nvswitches"):
+        return None
+    if state.nvswitches or state.platform in (Platform.GB200_NVL, Platform.HGX_B200):
+        return None
+    waiting = [g for g in state.gpus if g.fabric.supported and g.fabric.state != "Completed"]
+    if not waiting:
+        return None
+    states = ", ".join(sorted({g.fabric.state for g in waiting}))
+    gpus = f"GPU {waiting[0].index}" if len(waiting) == 1 else f"GPUs {_gpu_list([g.index for g in waiting])}"
+    return (f"{gpus} fabric {states} with no NVSwitch visible inside this node (a VM or a slice whose fabric is "
+            f"managed outside it): {HOST_SIDE_SENTENCE}; no GPU reset or Fabric Manager restart here can")
+
+
 def _not_present_message(state: NodeState) -> str:
     """The kernel's "FM not present", dated: a line older than the running FM is history, yet it still
     counts until a smoke test proves NVLS works (an FM started over held GPUs looks just as active)."""
@@ -199,6 +321,15 @@ def evidence_findings(state: NodeState) -> list[Finding]:
             continue
         if missing.section == "fm_version" and not playbook_may_apply(state):
             continue  # no host Fabric Manager on this board: nothing to compare
+        if missing.section == "fm_version" and fm_container.in_container(state):
+            # The host has no nv-fabricmanager: FM and its binary live in the driver pod. The version stays
+            # unknown (never healthy), but no host repair needs it: preflight refuses the host path there.
+            findings.append(Finding("EVIDENCE_MISSING", Severity.WARNING,
+                                    f"the Fabric Manager version could not be read on the host ({missing.reason}): "
+                                    "nv-fabricmanager runs in the GPU Operator's driver pod, whose image carries it; "
+                                    "compare it with the driver there", section=missing.section,
+                                    reason=missing.reason))
+            continue
         findings.append(_evidence_finding(state, missing))
     return findings
 
@@ -221,8 +352,18 @@ def _fm_findings(state: NodeState) -> list[Finding]:
                                 "FM will not start until they match (install the FM package of the driver's "
                                 "version)"))
     unit = state.service(FM_UNIT)
+    place = state.fm_place
     if unit is None and not state.was_read("units"):
         pass  # unknown, not absent: EVIDENCE_MISSING says so
+    elif fm_container.in_container(state):
+        # No host unit, and that is how the GPU Operator runs it: never "FM missing" here.
+        findings.append(Finding("FM_IN_CONTAINER", Severity.INFO, fm_container.finding_message(state)))
+    elif (why := fm_container.unknown_place(state)) is not None:
+        findings.append(Finding("EVIDENCE_MISSING", Severity.ERROR,
+                                f"where Fabric Manager runs could not be told: {why}; a repair refuses until it can",
+                                section="fm_place", reason="unparseable"))
+    elif (unit is None or not unit.exists) and place is not None and place.location == FM_UNKNOWN:
+        pass  # no unit, and the holders (where a driver pod's FM shows) were not read: EVIDENCE_MISSING says so
     elif unit is None or not unit.exists:
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
                                 "no nvidia-fabricmanager unit on a board that needs a host Fabric Manager"))
@@ -287,21 +428,28 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
         reason = state.error or "the node could not be reached"
         return Diagnosis((Finding("UNREACHABLE", Severity.ERROR, reason),), Verdict.UNREACHABLE)
 
-    findings: list[Finding] = []
+    # First: a lost GPU decides the move (no reset; a reboot), whatever else is wrong.
+    findings: list[Finding] = gpu_lost_findings(state)
     if state.repair_record:
         started = state.repair_record.get("started", "an earlier time")
         operator = state.repair_record.get("operator", "an operator")
         findings.append(Finding("INTERRUPTED_REPAIR", Severity.ERROR,
                                 f"a repair started {started} by {operator} did not finish; restore its units "
                                 f"with `nvls-tui repair --restore {state.host}`"))
-    if state.platform.has_host_fm:
+    host = host_side(state)
+    if host is not None:
+        # The fabric is the host's: its words replace "platform unsupported" and each GPU's fabric finding.
+        findings.append(Finding("FABRIC_HOST_SIDE", Severity.ERROR, host))
+    elif state.platform.has_host_fm:
         findings += _fm_findings(state)
     elif state.missing_section("gpus") is not None:
         pass  # the board is unknown, not unsupported: EVIDENCE_MISSING on gpus says why (an error)
     elif state.platform is not Platform.UNKNOWN or not state.gpus or not state.was_read("nvswitches"):
         findings.append(Finding("PLATFORM_UNSUPPORTED", Severity.WARNING,
                                 _platform_reason(state.platform)))
-    findings += fabric_findings(state, opts)
+    if host is None:
+        findings += fabric_findings(state, opts)
+    findings += mig_findings(state)
     findings += kernel_findings(state)
     findings += evidence_findings(state)
     if state.smoke and not state.smoke.passed:

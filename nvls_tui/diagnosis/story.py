@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from nvls_tui.diagnosis import fm_container
 from nvls_tui.model import KernelEvent, NodeState, Severity
 from nvls_tui.model.node import Diagnosis, Finding
 from nvls_tui.words import count, gbps
@@ -169,6 +170,9 @@ def _cause(top: Finding, state: NodeState, distrust: str | None = None) -> str:
         return _out_of_sync_story(state, distrust)
     if code == "INTERRUPTED_REPAIR":
         return "a repair did not finish; run repair --restore"
+    if code == "GPU_LOST":
+        gpu = f"GPU {top.gpu}" if top.gpu is not None else "a GPU"
+        return f"{gpu} fell off the bus; a reset cannot help: reboot / hardware ticket"
     if code == "EVIDENCE_MISSING":
         return f"cannot read {top.section or 'a section'} ({top.reason or 'unknown'}): unknown, not healthy"
     if code == "FABRIC_NOT_COMPLETED":
@@ -195,7 +199,23 @@ EXPLAINED_BY = {
     "FM_VERSION_MISMATCH": frozenset({"FM_NOT_RUNNING", "FABRIC_MANAGER_NOT_PRESENT", "FABRIC_NOT_COMPLETED"}),
     "FM_NOT_RUNNING": frozenset({"FABRIC_MANAGER_NOT_PRESENT", "FABRIC_NOT_COMPLETED"}),
     "FABRIC_OUT_OF_SYNC": frozenset({"FABRIC_MANAGER_NOT_PRESENT", "FABRIC_NOT_COMPLETED"}),
+    # Xid 79 is the lost GPU's own line; the GPUs that stopped answering beside it say it again.
+    "GPU_LOST": frozenset({"XID", "FABRIC_NOT_COMPLETED"}),
 }
+
+
+def _container_story(state: NodeState, diagnosis: Diagnosis, ranked: list[Finding]) -> Story:
+    """FM in the driver pod: the host moves (reset, FM start) do not apply, so the move is always the pod's.
+
+    An error keeps its cause in front (``fabric out of sync (30 min ago); Fabric Manager runs in ...``);
+    the FM version the host cannot read is no cause of its own (the pod line already says where FM is).
+    """
+    line = fm_container.story_line(state)
+    errors = [f for f in ranked if f.severity is Severity.ERROR]
+    if not errors:
+        return Story(line, ranked[0].severity if ranked else None)
+    cause = _cause(errors[0], state, diagnosis.smoke_distrust).partition("; ")[0]
+    return Story(f"{cause}; {line}", Severity.ERROR)
 
 
 def node_story(state: NodeState, diagnosis: Diagnosis | None) -> Story:
@@ -205,6 +225,8 @@ def node_story(state: NodeState, diagnosis: Diagnosis | None) -> Story:
     if diagnosis is None:
         return Story("")
     ranked = [f for f in diagnosis.findings if f.severity in (Severity.ERROR, Severity.WARNING)]
+    if any(f.code == "FM_IN_CONTAINER" for f in diagnosis.findings):
+        return _container_story(state, diagnosis, ranked)
     if not ranked:
         if state.smoke and state.smoke.passed:
             why = diagnosis.smoke_distrust

@@ -2,7 +2,15 @@
 
 Accepts ``journalctl -k`` (short and short-iso), ``dmesg`` with or without ``[ seconds]``, ``dmesg -T``
 and raw ``/dev/kmsg`` records. The incident's decisive line has no code at all ("NVLink fabric state
-cached by the driver is out of sync"), so some codes are recognised by their words.
+cached by the driver is out of sync"), so some codes are recognised by their words, and the two fabric
+statuses by their number too (``(0x00000087)``, ``(0x0000007a)``): the name the driver prints beside it,
+and the source line it cites, vary between releases.
+
+A kernel message may span several lines: one record with embedded newlines (``dmesg`` and ``journalctl``
+indent the lines after the first), or, in older drivers, one ``printk`` per line ("NVRM: The NVIDIA GPU
+0000:b3:00.0" / "NVRM: (PCI ID: ...) installed in this system has" / "NVRM: fallen off the bus and is not
+responding to commands."). Both are joined into one line before they are matched, so a GPU that fell off
+the bus is seen although no single line names both the GPU and the words, and there is no ``Xid``.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from nvls_tui.parsers.base import Parsed
 
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
 FM_NOT_PRESENT = "NV_ERR_FABRIC_MANAGER_NOT_PRESENT"
+# A GPU the driver says has fallen off the bus, in its words without an Xid (an Xid 79 line stays XID 79).
+FELL_OFF_BUS = "GPU_FELL_OFF_BUS"
 
 _TIMESTAMPS = (
     # journalctl short / short-precise: "Nov 30 08:00:01 host kernel: ..."
@@ -32,23 +42,104 @@ _FM_NOT_LOADED_WORDS = re.compile(r"Fabric Manager is not loaded", re.IGNORECASE
 _XID = re.compile(r"\bXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
 _SXID = re.compile(r"\bSXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
 _NV_ERR = re.compile(r"\bNV_ERR_[A-Z0-9_]+")
+# The driver's status print: "[NV_ERR_NAME] (0x%08x)". By number alone only in an NVRM line.
+_OUT_OF_SYNC_CODE = re.compile(r"\(0x0{6}87\)")
+_FM_NOT_PRESENT_CODE = re.compile(r"\(0x0{6}7[aA]\)")
+_FELL = re.compile(r"fallen off the bus", re.IGNORECASE)
+# Where the words name the GPU: "The NVIDIA GPU 0000:b3:00.0 (PCI ID: ...)", "GPU 0000:01:00.0: GPU has fallen".
+_FELL_GPU = re.compile(r"\bNVIDIA GPU (?P<a>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
+                       r"|\bGPU (?P<b>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):")
 # One cheap test first: almost every kernel line is unrelated, and a busy node logs many.
-_MAYBE = re.compile(r"out of sync|not loaded|xid \(|NV_ERR_", re.IGNORECASE)
+_MAYBE = re.compile(r"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\(0x0{6}(?:87|7a)\)", re.IGNORECASE)
 # The same words, case-sensitive as the driver prints them, to scan a whole log in one pass
 # (about three times faster than the case-blind pattern on a 300-line log).
-_SCAN = re.compile(r"out of sync|not loaded|Xid \(|NV_ERR_")
+_SCAN = re.compile(r"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\(0x0{6}(?:87|7[aA])\)")
+# The opening line of the driver's split "fallen off the bus" message (one printk per line).
+_SPLIT_OPEN = re.compile(r"NVRM: The NVIDIA GPU [0-9A-Fa-f:.]+\s*$")
+_SPLIT_MORE = re.compile(r"^NVRM: (?:\(PCI ID|installed in this system|fallen off the bus)")
+
+
+def _line_at(text: str, start: int) -> tuple[str, int]:
+    """The line that begins at ``start`` and where the next one begins (``len(text) + 1`` past the end)."""
+    end = text.find("\n", start)
+    return (text[start:], len(text) + 1) if end < 0 else (text[start:end], end + 1)
+
+
+def _previous(text: str, start: int) -> int:
+    """Where the line before the one at ``start`` begins (-1 at the first line)."""
+    return -1 if start <= 0 else text.rfind("\n", 0, start - 1) + 1
+
+
+def _is_continuation(line: str) -> bool:
+    """An indented line with no stamp of its own: the next line of a multi-line record."""
+    return line[:1] in (" ", "\t") and bool(line.strip()) and _timestamp(line.lstrip()) is None
+
+
+def message(line: str) -> str:
+    """``line`` without its timestamp prefix (journalctl's, dmesg's or /dev/kmsg's)."""
+    for pattern in _TIMESTAMPS:
+        if m := pattern.match(line):
+            return line[m.end():]
+    return line
+
+
+def _split_part(line: str) -> bool:
+    """A later line of the driver's split "fallen off the bus" message (its own printk)."""
+    return bool(_SPLIT_MORE.match(message(line).strip()))
+
+
+def _record_bounds(text: str, start: int) -> tuple[int, int]:
+    """The whole record around the line at ``start``: back to its first line, on over the lines after it.
+
+    An indented line belongs to the unindented line above it (at most four lines up); where there is
+    none (a pasted block indented as a whole) every line stands alone.
+    """
+    line, _ = _line_at(text, start)
+    first = start
+    for _ in range(4):  # the driver's longest messages span three or four lines
+        before = _previous(text, first)
+        if before < 0:
+            break
+        prev, _ = _line_at(text, before)
+        if _is_continuation(line) or (_split_part(line) and (_split_part(prev) or _SPLIT_OPEN.search(prev))):
+            first, line = before, prev
+        else:
+            break
+    head, end = _line_at(text, first)
+    if head[:1] in (" ", "\t"):
+        return start, _line_at(text, start)[1]  # no head line: the line alone
+    split = bool(_SPLIT_OPEN.search(head))
+    for _ in range(8):
+        if end > len(text):
+            break
+        nxt, after = _line_at(text, end)
+        if _is_continuation(nxt) or (split and _split_part(nxt)):
+            end = after
+        else:
+            break
+    return first, end
+
+
+def join_record(lines: list[str]) -> str:
+    """A multi-line record as one line: the first line, then each later line's message (its own stamp
+    and ``NVRM:`` dropped), so ``The NVIDIA GPU X (PCI ID: Y) installed ... fallen off the bus ...``."""
+    head = lines[0].rstrip()
+    rest = [message(ln.strip()).strip() for ln in lines[1:]]
+    return " ".join([head, *(r[len("NVRM:"):].strip() if r.startswith("NVRM:") else r for r in rest)])
 
 
 def _candidate_lines(text: str):
-    """The lines of ``text`` that contain a word worth classifying, each once, in order."""
-    last_start = -1
+    """The records of ``text`` that contain a word worth classifying, each once, in order, joined into
+    one line each (see :func:`join_record`)."""
+    done = -1
     for m in _SCAN.finditer(text):
+        if m.start() < done:
+            continue  # inside the record just given
         start = text.rfind("\n", 0, m.start()) + 1
-        if start == last_start:
-            continue
-        last_start = start
-        end = text.find("\n", m.end())
-        yield text[start:] if end < 0 else text[start:end]
+        start, end = _record_bounds(text, start)
+        done = end
+        body = text[start:min(end, len(text))].rstrip("\n")
+        yield body if "\n" not in body else join_record(body.split("\n"))
 
 
 def _timestamp(line: str) -> str | None:
@@ -58,8 +149,13 @@ def _timestamp(line: str) -> str | None:
     return None
 
 
+def _nvrm(text: str) -> bool:
+    return "NVRM" in text
+
+
 def classify_kernel_line(line: str) -> KernelEvent | None:
-    """The fabric event a kernel log line reports, or None for an unrelated line.
+    """The fabric event a kernel log line (a multi-line record joined: :func:`join_record`) reports, or
+    None for an unrelated line.
 
     Example:
         >>> classify_kernel_line("NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB ...").xid
@@ -69,15 +165,20 @@ def classify_kernel_line(line: str) -> KernelEvent | None:
     if not text or not _MAYBE.search(text):
         return None
     ts = _timestamp(text)
-    if OUT_OF_SYNC in text or _OUT_OF_SYNC_WORDS.search(text):
+    if OUT_OF_SYNC in text or _OUT_OF_SYNC_WORDS.search(text) or (_nvrm(text) and _OUT_OF_SYNC_CODE.search(text)):
         return KernelEvent(code=OUT_OF_SYNC, line=text, timestamp=ts)
-    if FM_NOT_PRESENT in text or _FM_NOT_LOADED_WORDS.search(text):
+    if FM_NOT_PRESENT in text or _FM_NOT_LOADED_WORDS.search(text) or (
+            _nvrm(text) and _FM_NOT_PRESENT_CODE.search(text)):
         return KernelEvent(code=FM_NOT_PRESENT, line=text, timestamp=ts)
     # NVSwitch SXid numbers are a different table from GPU Xids: keep the two codes apart.
     if m := _SXID.search(text):
         return KernelEvent(code="SXID", line=text, xid=int(m.group("xid")), pci=m.group("pci"), timestamp=ts)
     if m := _XID.search(text):
         return KernelEvent(code="XID", line=text, xid=int(m.group("xid")), pci=m.group("pci"), timestamp=ts)
+    if _FELL.search(text) and _nvrm(text):
+        gpu = _FELL_GPU.search(text)
+        return KernelEvent(code=FELL_OFF_BUS, line=text, pci=(gpu.group("a") or gpu.group("b")) if gpu else None,
+                           timestamp=ts)
     if m := _NV_ERR.search(text):
         return KernelEvent(code=m.group(0), line=text, timestamp=ts)
     return None
@@ -89,4 +190,5 @@ def parse_kernel_log(text: str) -> Parsed[tuple[KernelEvent, ...]]:
     return Parsed(events)
 
 
-__all__ = ["FM_NOT_PRESENT", "OUT_OF_SYNC", "classify_kernel_line", "parse_kernel_log"]
+__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "OUT_OF_SYNC", "classify_kernel_line", "join_record", "message",
+           "parse_kernel_log"]

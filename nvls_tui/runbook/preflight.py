@@ -8,7 +8,8 @@ changes a thing. The per-node lock it takes is ``runbook/lock.py``'s.
 
 from __future__ import annotations
 
-from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_events
+from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_events, fm_container, gpu_lost_findings
+from nvls_tui.diagnosis.node import host_side
 from nvls_tui.model import NodeState
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.record import RepairRecord
@@ -41,12 +42,22 @@ def refusal(state: NodeState) -> str | None:
         return f"the node cannot be read: {state.error or 'unreachable'}"
     if (gpus := state.missing_section("gpus")) is not None:  # without them the board itself is unknown
         return f"{gpus.detail} ({gpus.reason}); a guard that cannot see refuses, so nothing was changed"
+    if (host := host_side(state)) is not None:
+        # Before the platform's words: this is why no reset loop is offered (FABRIC_HOST_SIDE).
+        return f"{host}; nothing was changed"
     if not state.platform.has_host_fm:
         why = _PLATFORM_WHY.get(str(state.platform), f"platform {state.platform} is not supported")
         return f"unsupported platform ({state.platform}): {why}; this H100/H200 playbook does not apply"
+    if fm_container.in_container(state):
+        # Before the blind spots: the host's missing nv-fabricmanager is where FM lives, not a blind guard.
+        return fm_container.refusal(state)
+    if (unplaced := fm_container.unknown_place(state)) is not None:
+        return f"where Fabric Manager runs could not be told: {unplaced}; a guard that cannot see refuses"
     blind = blind_spot(state)
     if blind:
         return blind
+    if (lost := lost_gpu(state)) is not None:
+        return lost
     fm = state.service(FM_UNIT)
     if fm is None or not fm.exists:
         return "there is no nvidia-fabricmanager unit on this node"
@@ -58,6 +69,18 @@ def refusal(state: NodeState) -> str | None:
         return (f"Fabric Manager {state.fm_version} differs from driver {state.driver}: FM will not start until "
                 "they match (install the matching nvidia-fabricmanager package)")
     return None
+
+
+def lost_gpu(state: NodeState) -> str | None:
+    """Why no reset may be tried on a node with a GPU that fell off the bus (GPU_LOST), or None.
+
+    ``nvidia-smi -r`` needs every GPU to answer on PCIe; one that fell off never answers, so the reset
+    fails half-way after every holder was stopped. The reboot (or the hardware ticket) is the move.
+    """
+    lost = gpu_lost_findings(state)
+    if not lost:
+        return None
+    return "; ".join(f.message for f in lost) + "; nothing was changed"
 
 
 def record_refusal(state: NodeState) -> str | None:
@@ -129,4 +152,4 @@ async def write_record(ctx: NodeContext, record: RepairRecord) -> None:
         raise StepFailed("the crash-safe record could not be written to the node, so nothing was changed")
 
 
-__all__ = ["blind_spot", "check", "escalation", "fabric_looks_healthy", "record_refusal", "refusal", "write_record"]
+__all__ = ["blind_spot", "check", "escalation", "fabric_looks_healthy", "lost_gpu", "record_refusal", "refusal", "write_record"]
