@@ -210,6 +210,8 @@ def _table_row(state: NodeState, diag: Diagnosis) -> tuple[Any, ...]:
     # "?" where the poll could not read the section: unknown is never shown as a count or a state.
     # A node that never answered has read nothing: every cell is "?" (missing_section says so).
     fm_text = "?" if state.missing_section("units") is not None else (fm.active if fm else "-")
+    if state.fm_place is not None and state.fm_place.in_container:
+        fm_text = "driver pod"  # no host unit: its "inactive" (not-found) is no FM state
     holders = "?" if state.missing_section("holders") is not None else str(len(state.holders))
     gpus_unread = state.missing_section("gpus") is not None
     return (
@@ -230,7 +232,8 @@ def _print_lines(console: Any, results: list[tuple[NodeState, Diagnosis]]) -> No
     # needs a wide table. Information (HOLDERS_PRESENT) stays in --json and the console.
     for state, diag in results:
         for finding in diag.findings:
-            if finding.severity in (Severity.ERROR, Severity.WARNING):
+            # FM_IN_CONTAINER is information, yet it changes the move: the host-unit repair does not apply.
+            if finding.severity in (Severity.ERROR, Severity.WARNING) or finding.code == "FM_IN_CONTAINER":
                 line = Text(state.host, style=VERDICT_STYLE[diag.verdict])
                 line.append(f" {finding.code}: {one_line(finding.message)}")
                 console.print(line, soft_wrap=True)

@@ -61,6 +61,15 @@ class GpuState:
     uuid: str
     fabric: FabricInfo = field(default_factory=FabricInfo)
     persistence_mode: str | None = None
+    # MIG mode now and after the next reset (``mig.mode.current`` / ``mig.mode.pending``): nvidia-smi's
+    # words; None where it printed N/A (a board without MIG) or the poll did not ask: unknown, never "no change".
+    mig_current: str | None = None
+    mig_pending: str | None = None
+
+    @property
+    def mig_change_pending(self) -> bool:
+        """True when a reset (or reboot) would change this GPU's MIG mode; False also when it is unknown."""
+        return self.mig_current is not None and self.mig_pending is not None and self.mig_current != self.mig_pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +97,9 @@ class ServiceState:
     main_pid: int | None = None
     result: str | None = None
     since: str | None = None
+    # NRestarts: how often systemd restarted the service by its Restart= policy since it was last started
+    # or reset-failed by hand (a crash-and-restart loop, "flapping"); None for a timer or where not read.
+    restarts: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -115,6 +127,47 @@ class Holder:
     job: Job | None = None  # the scheduler's job this process belongs to (a job step: a workload)
 
 
+# Where a node's Fabric Manager runs (FmPlace.location).
+FM_HOST = "host"  # a host ``nvidia-fabricmanager`` unit is installed
+FM_CONTAINER = "container"  # no host unit; ``nv-fabricmanager`` runs in the GPU Operator's driver pod
+FM_NOWHERE = "none"  # no host unit and no ``nv-fabricmanager`` process
+FM_UNKNOWN = "unknown"  # what would tell could not be read, or says neither
+
+
+@dataclass(frozen=True, slots=True)
+class FmPlace:
+    """Where Fabric Manager runs on a node, and so how it is restarted.
+
+    With an operator-managed driver (the NVIDIA GPU Operator) there is no host unit: ``nv-fabricmanager``
+    runs inside the driver pod, and restarting FM means restarting that pod.
+
+    Attributes:
+        location: :data:`FM_HOST`, :data:`FM_CONTAINER`, :data:`FM_NOWHERE` or :data:`FM_UNKNOWN`.
+        pid: the ``nv-fabricmanager`` process seen outside a unit, if any.
+        pod: the driver pod's name, where the node says it; None when only its uid is known.
+        pod_uid: the pod's uid from the process's cgroup (``kubepods-...-pod<uid>.slice``).
+        reason: for :data:`FM_UNKNOWN`, why the place could not be told.
+    """
+
+    location: str
+    pid: int | None = None
+    pod: str | None = None
+    pod_uid: str | None = None
+    reason: str | None = None
+
+    @property
+    def in_container(self) -> bool:
+        """FM runs in the driver pod: the host-unit repair path does not apply."""
+        return self.location == FM_CONTAINER
+
+    @property
+    def pod_words(self) -> str:
+        """The pod as the operator can find it: its name, else ``(uid 1a2b…)``, else ``(name unknown)``."""
+        if self.pod:
+            return self.pod
+        return f"(uid {self.pod_uid})" if self.pod_uid else "(name unknown)"
+
+
 @dataclass(frozen=True, slots=True)
 class KernelEvent:
     """A kernel log line that matters for the fabric (``NV_ERR_*``, out-of-sync, Xid, SXid)."""
@@ -124,6 +177,49 @@ class KernelEvent:
     xid: int | None = None
     pci: str | None = None
     timestamp: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Restarters:
+    """What on a node may restart ``nvidia-*`` units behind the operator (the apt timers are in ``services``).
+
+    Attributes:
+        needrestart: needrestart's configuration is on the node (it runs after every apt/dpkg change).
+        needrestart_mode: the restart mode its configuration sets: ``a`` restarts automatically, unattended
+            upgrades included; ``i`` asks on a terminal (pre-selected) and only lists when run unattended;
+            ``l`` only lists. None without needrestart.
+        needrestart_units: the ``nvidia-*`` units the poll reads that needrestart would pick (restart in
+            ``a``, offer pre-selected in ``i``) once a library they map is upgraded.
+        uncertain: what in needrestart's configuration could not be read (units it may pick count as picked).
+        unattended_upgrades: apt's daily run installs upgrades unattended (``APT::Periodic::Unattended-Upgrade``
+            set and the unattended-upgrades package installed); None when apt's settings could not be read.
+    """
+
+    needrestart: bool = False
+    needrestart_mode: str | None = None
+    needrestart_units: tuple[str, ...] = ()
+    uncertain: tuple[str, ...] = ()
+    unattended_upgrades: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCoverage:
+    """From when this boot's kernel lines were read, and from where.
+
+    Attributes:
+        since: the node time (ISO 8601 with its offset) of the earliest moment the lines read cover; None
+            when it is unknown (nothing read, or the ring buffer's stamps could not be put on the clock).
+        sources: what was read: ``journal`` (``journalctl -k``) and/or ``dmesg`` (the ring buffer).
+        complete_since_boot: the lines reach back to the boot (one source starts with the kernel's first line).
+        journal_since: where the journal's lines of this boot start (None: it has none, or could not be read).
+        notes: what could not be read beside, in words ("the ring buffer could not be read: ...").
+    """
+
+    since: str | None
+    sources: tuple[str, ...]
+    complete_since_boot: bool
+    journal_since: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +294,12 @@ class NodeState:
         boot_id: the node's boot (/proc/sys/kernel/random/boot_id); None when it could not be read.
         uptime: seconds since that boot (/proc/uptime, read just before the clock): with ``node_clock``
             it says whether the clock was stepped since a smoke test (None when it could not be read).
+        fm_place: where Fabric Manager runs (a host unit, the GPU Operator's driver pod, ...); None where
+            the poll did not tell (an unreachable node, a state built by hand).
+        pci_gpus: the GPUs on the PCI bus (lspci), in nvidia-smi's bus id form; None when not read.
+        restarters: needrestart and unattended-upgrades on the node (None when neither could be read).
+        fm_restarts_before: the FM unit's ``NRestarts`` at the last poll (the console's poller carries it:
+            a count climbing between polls is FM flapping now); None at a first poll.
     """
 
     host: str
@@ -223,6 +325,14 @@ class NodeState:
     scheduler: SchedulerState | None = None
     boot_id: str | None = None
     uptime: float | None = None
+    # From when the kernel lines cover this boot (journal and/or ring buffer); None where the poll did not say.
+    kernel_coverage: KernelCoverage | None = None
+    fm_place: FmPlace | None = None
+    # The NVIDIA display/3D controllers lspci lists (nvidia-smi's bus id form), None when lspci was not
+    # read: a GPU on the bus that nvidia-smi does not list is lost (GPU_LOST).
+    pci_gpus: tuple[str, ...] | None = None
+    restarters: Restarters | None = None
+    fm_restarts_before: int | None = None
 
     def was_read(self, section: str) -> bool:
         """True when the poll read ``section`` (False for an unreachable node)."""
@@ -278,13 +388,20 @@ __all__ = [
     "Diagnosis",
     "FabricHealth",
     "FabricInfo",
+    "FM_CONTAINER",
+    "FM_HOST",
+    "FM_NOWHERE",
+    "FM_UNKNOWN",
     "Finding",
+    "FmPlace",
     "GpuState",
     "Holder",
+    "KernelCoverage",
     "KernelEvent",
     "MissingEvidence",
     "NO_FABRIC",
     "NodeState",
+    "Restarters",
     "ServiceState",
     "SmokeResult",
     "SwitchState",

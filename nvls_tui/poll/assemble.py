@@ -30,6 +30,8 @@ from nvls_tui.model import (
     SmokeResult,
     SwitchState,
 )
+from nvls_tui.model.enums import HolderKind
+from nvls_tui.model.node import FM_CONTAINER, FM_HOST, FM_NOWHERE, FM_UNKNOWN, FmPlace
 from nvls_tui.model.scheduler import Job
 from nvls_tui.parsers.fabricmanager_log import parse_fm_version
 from nvls_tui.parsers.fuser import parse_fuser_streams
@@ -275,7 +277,8 @@ def assemble_node_state(
             lost.append(why)
 
     services: tuple[ServiceState, ...] = ()
-    if (units := read("units")) is not None:
+    units_read = (units := read("units")) is not None
+    if units is not None:
         services = parse_show(units.output).value
 
     fm_version = None
@@ -290,9 +293,11 @@ def assemble_node_state(
         nvswitches = tuple(SwitchState(device=f"/dev/nvidia-nvswitch{i}", bus_id=dev.bus_id)
                            for i, dev in enumerate(parse_lspci(lspci.output).value))
 
+    holders_read = True
     if holders is None:
         holders = ()
-        if (table := read("holders", as_root=root)) is not None:
+        holders_read = (table := read("holders", as_root=root)) is not None
+        if table is not None:
             fuser = parse_fuser_streams(table.stdout, table.stderr)
             warnings += fuser.warnings
             entries = parse_ps(ps.output).value if (ps := read("processes")) is not None else ()
@@ -326,7 +331,52 @@ def assemble_node_state(
         node_clock=_node_clock(sections.get("clock")),
         boot_id=boot_id,
         uptime=uptime,
+        fm_place=fm_place(tuple(services) if units_read else None,
+                          holders if holders_read and not _lost(lost, "holders") else None,
+                          cgroups_read=not _lost(lost, "cgroups")),
     )
+
+
+def _lost(lost: Sequence[MissingEvidence], section: str) -> bool:
+    return any(m.section == section for m in lost)
+
+
+def fm_place(services: tuple[ServiceState, ...] | None, holders: tuple[Holder, ...] | None, *,
+             cgroups_read: bool = True) -> FmPlace:
+    """Where Fabric Manager runs, from the units and the holders of /dev/nvidia* (FM holds the NVSwitches).
+
+    A host unit that systemd knows is the host's FM. Without one, an ``nv-fabricmanager`` holder whose
+    cgroup is a Kubernetes pod's (``kubepods...pod<uid>.slice``) is the GPU Operator's driver pod. Fail
+    closed: units or holders not read, or an FM process neither in a unit nor in a pod, is unknown.
+
+    Args:
+        services: the units read (None: the units section could not be read).
+        holders: the holders read (None: the holders section could not be read).
+        cgroups_read: the holders' cgroups were read (without them no holder can be placed in a pod).
+    """
+    if services is None:
+        return FmPlace(FM_UNKNOWN, reason="the units could not be read")
+    unit = next((s for s in services if s.name == FM_UNIT), None)
+    if unit is not None and unit.exists:
+        return FmPlace(FM_HOST)
+    if holders is None:
+        return FmPlace(FM_UNKNOWN, reason="no nvidia-fabricmanager unit, and the holders of /dev/nvidia* (where "
+                                          "a driver pod's FM shows) could not be read")
+    fms = [h for h in holders if h.kind is HolderKind.FABRIC_MANAGER]
+    if not fms:
+        return FmPlace(FM_NOWHERE)
+    podded = [h for h in fms if h.pod]
+    if podded and len(podded) == len(fms):
+        fm = podded[0]
+        return FmPlace(FM_CONTAINER, pid=fm.pid, pod_uid=(fm.pod or "").removeprefix("pod") or None)
+    stray = next(h for h in fms if not h.pod)
+    if not cgroups_read:
+        return FmPlace(FM_UNKNOWN, pid=stray.pid,
+                       reason=f"no nvidia-fabricmanager unit, and the cgroup of nv-fabricmanager (pid {stray.pid}) "
+                              "could not be read")
+    return FmPlace(FM_UNKNOWN, pid=stray.pid,
+                   reason=f"no nvidia-fabricmanager unit, and nv-fabricmanager (pid {stray.pid}) runs outside any "
+                          "Kubernetes pod (its cgroup says neither a unit nor a pod)")
 
 
 def _section_key(sections: Mapping[str, CommandResult]) -> tuple:

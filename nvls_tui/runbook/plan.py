@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from nvls_tui.backends.base import BackendError, join_argv
+from nvls_tui.diagnosis import fm_container
 from nvls_tui.model import NodeState
 from nvls_tui.poll.probe import DEVICE_LIST_ARGV, QUERY_FIELDS, RECORD_FILE
 from nvls_tui.runbook import preflight
@@ -93,14 +94,22 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     fuser_lines = [_join(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"]
     fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
                _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
+    fm_step = [*fuser_lines, _join(unit_argv("reset-failed", FM_UNIT)), _join(unit_argv("start", FM_UNIT)),
+               *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)]
+    reset_step = [_join(reset_argv())]
+    if fm_container.in_container(state):
+        # No host unit to start, and FM keeps the NVSwitches open from its pod: the reset and the FM start
+        # would fail, or loop. The plan shows the move that works instead (preflight refuses the rest).
+        pod_move = f"{fm_container.restart_pod_command(state)}   # with kubectl: FM restarts with the driver pod"
+        reset_step = ["# not run: Fabric Manager runs in the GPU Operator's driver pod; the pod's restart reloads "
+                      "the driver"]
+        fm_step = [f"# not run: no host {FM_UNIT} unit to start; instead: {pod_move}"]
     return {
         "preflight": pre,
         "quiesce": [a.display for a in quiesce_actions(state)],
         "verify-no-holders": fuser_lines,
-        "reset": [_join(reset_argv())],
-        "fabric-manager": [*fuser_lines, _join(unit_argv("reset-failed", FM_UNIT)),
-                           _join(unit_argv("start", FM_UNIT)),
-                           *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)],
+        "reset": reset_step,
+        "fabric-manager": fm_step,
         # The fallbacks (no cursor at T0, or one the journal no longer holds: `journalctl -k --since T0`) are
         # the step's own to say; the plan shows the read a repair makes.
         "verify-fabric": [_join(kernel_cursor_check_argv(CURSOR)), _join(kernel_after_argv(CURSOR))],

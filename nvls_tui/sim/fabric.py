@@ -48,9 +48,11 @@ IN_USE_WRAPPED = (
 
 
 def fm_active(node: Node) -> bool:
-    """True when the FM unit is active (running)."""
+    """True when the FM unit is active (running), or FM runs in the GPU Operator's driver pod (no unit)."""
     unit = node.units.get("nvidia-fabricmanager.service")
-    return unit is not None and unit.active == "active"
+    if unit is None:
+        return any(p.role == "pod:nvidia-driver" for p in node.procs.values())
+    return unit.active == "active"
 
 
 def gpus_held(node: Node, exclude_roles: tuple[str, ...] = ()) -> bool:

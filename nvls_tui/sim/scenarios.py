@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from nvls_tui.sim import fabric
 from nvls_tui.sim.processes import spawn_pod
 from nvls_tui.sim.state import (
+    FM_ARGV,
     GB200_BUSES,
     GB200_NAME,
     HGX_BUSES,
@@ -332,6 +333,39 @@ def clock_stepped(name: str, now: float) -> Node:
     return node
 
 
+# The GPU Operator's driver pod: its container runs nv-fabricmanager (the driver container's own FM).
+DRIVER_POD_ROLE = "nvidia-driver"
+
+
+def driver_pod_name(host: str) -> str:
+    """The driver daemonset's pod on ``host`` (``nvidia-driver-daemonset-xxxxx``, stable per host)."""
+    return f"nvidia-driver-daemonset-{digest(host, DRIVER_POD_ROLE)[:5]}"
+
+
+def fm_in_container(name: str, now: float) -> Node:
+    """An operator-managed driver: no host nvidia-fabricmanager unit, no nv-fabricmanager on the host's PATH;
+    FM runs in the GPU Operator's driver pod (a containerd-shim's child in a kubepods cgroup), started before
+    the other pods, so the fabric is registered and healthy. systemctl answers for the missing unit as real
+    systemctl does (LoadState=not-found; ``status``: "could not be found", exit 4)."""
+    from nvls_tui.sim.systemd import FM_DEVICES
+
+    node = base_node(name, now, start_fm=False)
+    del node.units["nvidia-fabricmanager.service"]
+    node.fm_version = None  # the binary lives in the driver container's root, not on the host's PATH
+    start = node.boot + 18  # after containerd, before kubelet's other pods open the GPUs
+    shim = node.spawn(ppid=1, user="root", start=start, cgroup="0::/system.slice/containerd.service",
+                      role="containerd-shim",
+                      argv=["/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-id",
+                            digest(name, DRIVER_POD_ROLE, "sandbox")[:64], "-address", "/run/containerd/containerd.sock"])
+    pod = PodSpec(name=driver_pod_name(name), role=DRIVER_POD_ROLE, argv=list(FM_ARGV),
+                  devices=[d for d in FM_DEVICES if d in node.device_files()], uid=pod_uid(name, DRIVER_POD_ROLE),
+                  container=digest(name, DRIVER_POD_ROLE, 0)[:64], shim_pid=shim.pid)
+    node.pods.append(pod)
+    spawn_pod(node, pod, start + 1)
+    node.last_advance = now
+    return node
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One named fleet: its nodes and how each is built."""
@@ -392,6 +426,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("clock-step", "repaired nodes whose clock NTP stepped back an hour before the fault came back: the "
              "fresh out-of-sync line reads older than the smoke record (gpu-ntp01 past the record again, gpu-ahead01 "
              "with the record still in its future)", ("gpu-ntp01", "gpu-ahead01"), clock_stepped),
+    Scenario("fm-in-container", "GPU Operator-managed driver: no host nvidia-fabricmanager unit; nv-fabricmanager "
+             "runs in the driver pod (restart that pod, not a host unit)", ("gpu-ctr01",), fm_in_container),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),

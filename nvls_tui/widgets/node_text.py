@@ -106,6 +106,9 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     fm = state.service("nvidia-fabricmanager")
     if state.read_anything and not state.platform.has_host_fm and fm is None and not state.fm_version:
         text.append(" · no host Fabric Manager")  # not "FM – ( –)": there is none to show
+    elif state.fm_place is not None and state.fm_place.in_container:
+        # No host unit to show: FM lives in the GPU Operator's driver pod (restart the pod, not a unit).
+        text.append(f" · FM in the GPU Operator's driver pod {one_line(state.fm_place.pod_words)}")
     else:  # "?" where the section was not read (a node never read is no GB200 without host FM)
         text.append(f" · FM {'?' if state.missing_section('fm_version') else state.fm_version or '–'} (")
         text.append_text(cells.unknown_text() if state.missing_section("units") else cells.unit_text(fm))
