@@ -23,7 +23,13 @@ from nvls_tui.model.jsonout import (
 from nvls_tui.parsers import nvidia_smi_misc
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.parsers.detect import detect_kind
-from nvls_tui.parsers.fabricmanager_log import parse_fm_log, parse_fm_version
+from nvls_tui.parsers.fabricmanager_log import (
+    configured,
+    fm_log_errors,
+    parse_fm_log,
+    parse_fm_version,
+    version_mismatch,
+)
 from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
 from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.lsof import parse_lsof
@@ -145,11 +151,22 @@ def _kernel(text: str) -> Result:
 
 def _fm_log(text: str) -> Result:
     parsed = parse_fm_log(text)
-    data = {"version": parse_fm_version(text), "events": [dataclasses.asdict(e) for e in parsed.value]}
+    events = parsed.value
+    versions = version_mismatch(events)
+    data = {"version": parse_fm_version(text), "events": [dataclasses.asdict(e) for e in events],
+            "mismatch": {"fm_version": versions[0], "driver_version": versions[1]} if versions else None}
     findings = []
-    if any(e.code == "VERSION_MISMATCH" for e in parsed.value):
+    if versions:
+        findings.append(diagnosis.version_mismatch_finding(*versions))
+    elif any(e.code == "VERSION_MISMATCH" for e in events):
         findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
-                                "Fabric Manager refused to start: its version differs from the driver's"))
+                                "Fabric Manager refused to start: its version differs from the driver's (the versions "
+                                "were not in the text). Install the nvidia-fabricmanager package of the driver's "
+                                "version and hold it; clearing the unit's failed state, starting it again or "
+                                "resetting GPUs do not help"))
+    logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
+    if logged is not None:
+        findings.append(logged)
     return data, findings, parsed.warnings
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, KernelEvent, MissingEvidence
+from nvls_tui.parsers.fabricmanager_log import FmEvent, multicast_error
 from nvls_tui.words import count, verb
 
 FM_UNIT = "nvidia-fabricmanager"
@@ -342,15 +343,47 @@ def _evidence_finding(state: NodeState, missing: MissingEvidence) -> Finding:
                    section=missing.section, reason=missing.reason)
 
 
+def version_mismatch_finding(fm_version: str, driver: str) -> Finding:
+    """``FM_VERSION_MISMATCH``, worded the same for check (``--version`` against the driver) and analyze (FM's
+    own words): the move that works is the package, since FM checks the versions each time it starts."""
+    return Finding("FM_VERSION_MISMATCH", Severity.ERROR,
+                   f"Fabric Manager {fm_version} does not match driver {driver}: FM will not start until they match. "
+                   f"Install the nvidia-fabricmanager package of version {driver} (the driver's) and hold it "
+                   "(apt-mark hold, dnf versionlock) so that an upgrade cannot part them again; clearing the unit's "
+                   "failed state, starting it again or resetting GPUs do not help")
+
+
+def fm_log_finding(errors: tuple[FmEvent, ...], configured: bool) -> Finding | None:
+    """``FM_LOG_ERROR`` for FM's ERROR/WARNING lines after its configuration (:func:`fm_log_errors`); an
+    error when FM failed a multicast team (NVLS jobs then fail to bind), else a warning. None without any.
+
+    Args:
+        errors: the lines, in order.
+        configured: the text holds FM's successful configuration (else what came after it is unknown).
+    """
+    if not errors:
+        return None
+    multicast = any(multicast_error(e.message) for e in errors)
+    n_errors = sum(1 for e in errors if (e.level or "").upper() in ("ERROR", "ERR", "FATAL", "CRITICAL")
+                   or (e.level is None and multicast_error(e.message)))
+    said = " and ".join(count(n, word) for n, word in ((n_errors, "error"), (len(errors) - n_errors, "warning")) if n)
+    where = ("after it configured the fabric" if configured else
+             "(no successful configuration in this text, so these may be from before one)")
+    what = " (multicast team errors: NVLS multicast setup fails)" if multicast else ""
+    last = errors[-1]
+    at = f" at {last.timestamp}" if last.timestamp else ""
+    move = ("stop every holder, reset all GPUs and NVSwitches, then restart Fabric Manager (the repair's order)"
+            if multicast else "read them in FM's log (journalctl -u nvidia-fabricmanager, /var/log/fabricmanager.log)")
+    return Finding("FM_LOG_ERROR", Severity.ERROR if multicast else Severity.WARNING,
+                   f"Fabric Manager logged {said} {where}{what}; the last{at}: {last.message[:200]} — {move}")
+
+
 def _fm_findings(state: NodeState) -> list[Finding]:
     """FM's unit and version; a version mismatch comes first, as the cause of a unit that cannot start."""
     findings = []
     mismatch = bool(state.fm_version and state.driver and state.fm_version != state.driver)
     if mismatch:
-        findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
-                                f"Fabric Manager {state.fm_version} differs from driver {state.driver}: "
-                                "FM will not start until they match (install the FM package of the driver's "
-                                "version)"))
+        findings.append(version_mismatch_finding(str(state.fm_version), str(state.driver)))
     unit = state.service(FM_UNIT)
     place = state.fm_place
     if unit is None and not state.was_read("units"):

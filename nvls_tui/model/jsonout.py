@@ -24,6 +24,8 @@ def gpu_json(gpu: GpuState) -> dict[str, Any]:
         "name": gpu.name,
         "uuid": gpu.uuid,
         "persistence_mode": gpu.persistence_mode,
+        # nvidia-smi's words; null where it printed N/A or was not asked (unknown, not "no change").
+        "mig": {"current": gpu.mig_current, "pending": gpu.mig_pending},
         "fabric": {
             "state": fabric.state,
             "status": fabric.status,
@@ -111,9 +113,17 @@ def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
         },
         "gpus": [gpu_json(g) for g in state.gpus],
         "nvswitches": [{"device": s.device, "bus_id": s.bus_id} for s in state.nvswitches],
+        # The GPUs lspci lists (nvidia-smi's bus id form); null when lspci was not read.
+        "pci_gpus": list(state.pci_gpus) if state.pci_gpus is not None else None,
         "services": {unit_key(s.name): (s.active if s.exists else "not-found") for s in state.services},
         "holders": [holder_json(h) for h in state.holders],
         "kernel_events": [kernel_event_json(e) for e in state.kernel_events],
+        # From when the kernel lines cover this boot (journal and/or ring buffer); null where not told.
+        "kernel_coverage": ({"since": state.kernel_coverage.since, "sources": list(state.kernel_coverage.sources),
+                             "complete_since_boot": state.kernel_coverage.complete_since_boot,
+                             "journal_since": state.kernel_coverage.journal_since,
+                             "notes": list(state.kernel_coverage.notes)}
+                            if state.kernel_coverage is not None else None),
         "smoke": smoke_json(state, diagnosis),
         "repair_record": state.repair_record,
         "error": state.error,

@@ -33,7 +33,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Journal lines of FM itself or of systemd about its unit, `--version`, or FM's own log file.
     ("fabricmanager-log", re.compile(r"\snv-fabricmanager\[\d+\]:|\ssystemd\[\d+\]: .*nvidia-fabricmanager|"
                                      r"^Fabric Manager version is|"
-                                     r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]", re.M)),
+                                     r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]|"
+                                     # FM's own version-mismatch words, however the line reached the paste
+                                     r"fabric manager NVIDIA GPU driver interface version \d+\.\d", re.M)),
     ("nvidia-smi-help", re.compile(r"^List of valid properties to query for the switch", re.M)),
     ("lspci", re.compile(r"^(?:\S+ )*?(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.\d \w[\w ]*(?: \[[0-9a-f]{4}\])?: "
                          r"NVIDIA Corporation", re.M)),

@@ -38,18 +38,40 @@ _JOURNAL = re.compile(
     r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?)"
     r"\s+\S+\s+(?P<proc>[^\s:\[]+)(?:\[\d+\])?:\s?(?P<msg>.*)$"
 )
-_INNER_LEVEL = re.compile(r"^\[(?P<level>[A-Z]+)\]\s*(?:\[tid\s*\d+\]\s*)?(?P<msg>.*)$")
+# FM's own prefix inside a journal line: its level, after its own time stamp where it printed one
+# ("nv-fabricmanager[29850]: [May 16 2025 15:10:21] [INFO] [tid 30042] ...").
+_INNER_LEVEL = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?\[(?P<level>[A-Z]+)\]\s*(?:\[tid\s*\d+\]\s*)?(?P<msg>.*)$")
 _CODES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("CONFIGURED", re.compile(r"Successfully configured all the available (?:GPUs and )?NVSwitches", re.I)),
-    ("VERSION_MISMATCH", re.compile(r"version.{0,300}?do(?:n't| not) match", re.I)),
+    # FM's words: "... driver interface version 530.30.02 don't match with driver version 530.41.03." (also
+    # "don’t", with a typographic apostrophe, and "doesn't"/"does not" as other releases and pastes have it).
+    ("VERSION_MISMATCH", re.compile(r"version.{0,300}?do(?:n['’]t|esn['’]t| not|es not) match", re.I)),
     ("NV_WARN_NOTHING_TO_DO", re.compile(r"NV_WARN_NOTHING_TO_DO")),
     ("FAILED", re.compile(r"Failed to start|failed with result|Job for \S*fabricmanager\S* failed"
-                          r"|Main process exited, code=(?:killed|dumped)", re.I)),
+                          r"|Main process exited, code=(?:killed|dumped)"
+                          # systemd's words for a start that FM itself refused (a version mismatch exits 1)
+                          r"|(?:Control|Main) process exited, code=exited, status=[1-9]", re.I)),
     ("STARTED", re.compile(r"\bStarted\b.*fabric ?manager", re.I)),
     ("STOPPED", re.compile(r"\bStopped\b.*fabric ?manager", re.I)),
 )
 _OTHER_CODE = re.compile(r"\bNV_(?:ERR|WARN)_[A-Z0-9_]+")
 _VERSION = re.compile(r"Fabric ?Manager version is\s*:\s*(?P<v>[0-9][0-9A-Za-z.\-]*)", re.I)
+_MISMATCH = re.compile(r"driver interface version\s+(?P<fm>\d+(?:\.\d+)+)\s+do(?:n['’]t|esn['’]t| not|es not) match"
+                       r"(?:es)?\s+with\s+(?:the\s+)?driver version\s+(?P<driver>\d+(?:\.\d+)+)", re.I)
+# FM's errors about the multicast teams NVLS asks it to set up ("failed to release multicast team with
+# handle ..., cannot find the team", "failed to find the GPU handle ... in the multicast team"). Two
+# searches, not one pattern with ".*" between the words: a long line costs one pass each.
+_MULTICAST = re.compile(r"\bmulticast\b", re.I)
+_FAILURE = re.compile(r"\b(?:fail\w*|error\w*|cannot|unable)\b", re.I)
+
+
+def multicast_error(message: str) -> bool:
+    """True for FM's words of a multicast (team) operation that failed."""
+    return bool(_MULTICAST.search(message) and _FAILURE.search(message))
+
+
+# The levels of fabricmanager.log that report a problem.
+_PROBLEM_LEVELS = frozenset({"ERROR", "WARNING", "WARN", "ERR", "FATAL", "CRITICAL"})
 
 
 def _code(message: str) -> str | None:
@@ -84,10 +106,39 @@ def parse_fm_log(text: str) -> Parsed[tuple[FmEvent, ...]]:
     return Parsed(events, warnings)
 
 
+def version_mismatch(events: tuple[FmEvent, ...]) -> tuple[str, str] | None:
+    """``(FM version, driver version)`` from FM's own mismatch message, the last one logged; None without it.
+
+    FM names the driver interface it was built for (its own version) and the driver it found.
+    """
+    for event in reversed(events):
+        if event.code == "VERSION_MISMATCH" and (m := _MISMATCH.search(event.message)):
+            return m.group("fm"), m.group("driver")
+    return None
+
+
+def configured(events: tuple[FmEvent, ...]) -> bool:
+    """True when FM said it configured the fabric (``Successfully configured all the available ...``)."""
+    return any(e.code == "CONFIGURED" for e in events)
+
+
+def fm_log_errors(events: tuple[FmEvent, ...]) -> tuple[FmEvent, ...]:
+    """FM's ERROR and WARNING lines (and its multicast team errors at any level) after its last successful
+    configuration; every such line when the text has none (what came after it cannot be told apart).
+
+    The version mismatch has its own finding and is left out here.
+    """
+    last = max((i for i, e in enumerate(events) if e.code == "CONFIGURED"), default=-1)
+    return tuple(e for e in events[last + 1:]
+                 if e.code != "VERSION_MISMATCH"
+                 and ((e.level or "").upper() in _PROBLEM_LEVELS or multicast_error(e.message)))
+
+
 def parse_fm_version(text: str) -> str | None:
     """``nv-fabricmanager --version`` -> ``580.82.07`` (None when the line is missing)."""
     m = _VERSION.search(text)
     return m.group("v") if m else None
 
 
-__all__ = ["FmEvent", "parse_fm_line", "parse_fm_log", "parse_fm_version"]
+__all__ = ["FmEvent", "configured", "fm_log_errors", "multicast_error", "parse_fm_line", "parse_fm_log",
+           "parse_fm_version", "version_mismatch"]
