@@ -12,6 +12,8 @@ from typing import Any
 
 from textual import events, on
 from textual.app import App
+from textual.dom import DOMNode
+from textual.message_pump import MessagePump
 from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
@@ -21,7 +23,7 @@ from textual.worker import Worker
 from nvls_tui.backends.base import Backend
 from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import ConsoleCommands
-from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, NodePolled, RepairFinished
+from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, NodePolled, PlanApproved, RepairFinished
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
@@ -29,6 +31,7 @@ from nvls_tui.poll.once import poll_deadline
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.runbook.session import Session
 from nvls_tui.scheduler.slurm import Slurm, with_scheduler
+from nvls_tui.screens.services import ConsoleServices, ConsoleSettings
 from nvls_tui.settings import Settings
 from nvls_tui.textsafe import clean
 from nvls_tui.widgets import palette
@@ -108,6 +111,9 @@ class NvlsApp(App[int]):
 
     Attributes:
         session: every node-changing action goes through it (audited, polls paused, the ledger).
+        services: what every screen is given when it is made (the fleet, the session, the backends, the
+            clock, the settings, the console-wide moves): the App makes it once, here, and screens
+            never reach through ``self.app`` for these.
     """
 
     TITLE = "nvls-tui"
@@ -160,6 +166,11 @@ class NvlsApp(App[int]):
         schedulers = {h: slurm.hook(h) for h, b in self.backends.items() if not b.simulated} if slurm else {}
         self.session = Session(self.backends, audit_dir=audit_dir, timeout=timeout, pause=self.polls_paused,
                                read_only=read_only, on_audit_failure=self._audit_failed, schedulers=schedulers)
+        self.services = ConsoleServices(
+            live=self, session=self.session, backend_for=self.backend_for, clock=clock,
+            settings=ConsoleSettings(read_only=read_only, simulated=self.simulated, periodic=self.periodic,
+                                     timeout=timeout),
+            actions=self)
         self._first_round = asyncio.Event()
         self._gc_settled = False
         self._polled: set[str] = set()
@@ -204,7 +215,7 @@ class NvlsApp(App[int]):
 
         palette.load(self)  # before any screen draws a cell
         self.set_keymap(self.keymap)
-        self.push_screen(FleetScreen())
+        self.push_screen(FleetScreen(self.services))
         for host, poller in self.pollers.items():
             self.run_worker(poller.run(lambda r: self.post_message(NodePolled.of(r))), group="poll",
                             name=f"poll {host}", exit_on_error=False)
@@ -319,6 +330,11 @@ class NvlsApp(App[int]):
         """The backend that reaches ``host``."""
         return self.backends[host]
 
+    def follow(self, watcher: DOMNode, callback: Callable[[Fleet], None]) -> None:
+        """Call ``callback`` with the new fleet on every change, while ``watcher`` is mounted (a screen's
+        redraw; Textual drops the watch when the watcher closes)."""
+        watcher.watch(self, "fleet", callback, init=False)
+
     def poll_now(self, host: str | None = None) -> None:
         """Poll ``host`` (or every node) now rather than at the next interval."""
         for h, poller in self.pollers.items():
@@ -331,22 +347,29 @@ class NvlsApp(App[int]):
 
         if isinstance(self.screen, NodeScreen):
             self.pop_screen()
-        self.push_screen(NodeScreen(host))
+        self.push_screen(NodeScreen(host, self.services))
 
-    def plan_repair(self, hosts: Sequence[str], on_approved: Callable[[], object] | None = None) -> None:
-        """The dry run of ``hosts`` on the plan screen; once approved (typed names), the runbook screen."""
+    def plan_repair(self, hosts: Sequence[str], *, reply_to: MessagePump | None = None) -> None:
+        """The dry run of ``hosts`` on the plan screen; once approved (typed names), the runbook screen.
+
+        Args:
+            reply_to: the screen that asked: it hears :class:`PlanApproved` first (the fleet clears its
+                selection), then the message bubbles here (:meth:`_plan_approved`).
+        """
         from nvls_tui.screens.plan import PlanScreen
+
+        screen = PlanScreen(hosts, self.services, reply_to=reply_to)
+        self.push_screen(screen)
+        self.hold_for_plan(screen)
+
+    @on(PlanApproved)
+    def _plan_approved(self, message: PlanApproved) -> None:
+        """The names were typed: the repair runs on the runbook screen."""
         from nvls_tui.screens.runbook import RunbookScreen
 
-        def approved(approval) -> None:
-            if approval and approval.hosts:
-                if on_approved is not None:
-                    on_approved()
-                self.push_screen(RunbookScreen(list(approval.hosts), approval=approval))
-
-        screen = PlanScreen(hosts)
-        self.push_screen(screen, approved)
-        self.hold_for_plan(screen)
+        if message.approval.hosts:
+            self.push_screen(RunbookScreen(list(message.approval.hosts), services=self.services,
+                                           approval=message.approval))
 
     def start_action(self, description: str, work: Awaitable[None], *, hosts: Sequence[str] = ()) -> Worker:
         """Run an action that changes ``hosts`` in a worker (``q`` asks first while one runs).
@@ -373,6 +396,9 @@ class NvlsApp(App[int]):
 
     @on(ActionFailed)
     def _action_failed(self, message: ActionFailed) -> None:
+        if message.refused:  # refused up front: its own sentence says why, and nothing changed to re-read
+            self.notify(message.error, severity="warning", timeout=12)
+            return
         self.notify(f"{message.description} failed: {message.error}", severity="error", timeout=10)
         for host in message.hosts:  # what the node is now is unknown: read it
             self.poll_now(host)

@@ -1,63 +1,61 @@
 """Command palette providers: ``topic: verb object`` titles that call the same methods as the keys.
 
-Commands depend on where the palette was opened: every screen offers ``node: Open HOST`` for each
-node; the node screen adds its holders and units (``holders: SIGTERM selected on gpu05``,
-``unit: Stop kubelet on gpu05``). Read-only mode leaves out everything that changes a node, and a
-command whose action does not apply right now (``check_action`` says so) is not offered.
+Commands depend on where the palette was opened, and the screen says which: the app's provider
+(:class:`ConsoleCommands`) offers the keys bound anywhere and ``node: Open HOST`` for each node; a
+screen that offers more names :class:`ScreenCommands` in its ``COMMANDS`` and answers
+``palette_commands()`` (the fleet and the runbook their bound actions, the node screen also its units:
+``unit: Stop kubelet on gpu05``). The palette never tests which screen it is on. Read-only mode
+leaves out everything that changes a node, and a command whose action does not apply right now
+(``check_action`` says so) is not offered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from nvls_tui.bindings import specs_for
 
 if TYPE_CHECKING:
+    from textual.screen import Screen
+
     from nvls_tui.app import NvlsApp
 
 Command = tuple[str, Callable[[], object], str]
+"""(title, callback, help) of one palette entry."""
 
 
-class ConsoleCommands(Provider):
-    """Nodes, the current screen's bound actions, and (on a node screen) its holders and units."""
+class OffersCommands(Protocol):
+    """A screen whose ``COMMANDS`` names :class:`ScreenCommands`."""
+
+    def palette_commands(self) -> Iterator[Command]:
+        """Every command the screen offers where it stands now."""
+        ...
+
+
+def scope_commands(screen: Screen[Any], scope: str, host: str | None = None) -> Iterator[Command]:
+    """The palette entries of the keys bound on ``screen`` (binding-table ``scope``) that apply now.
+
+    Args:
+        screen: runs the action, and says through ``check_action`` whether it applies (read-only
+            mode hides what changes a node; an action with nothing to act on is left out).
+        scope: the binding table's scope of the screen (``fleet``, ``node``, ``runbook``).
+        host: fills ``{host}`` in the titles (the node screen's node).
+    """
+    for spec in specs_for(scope):
+        if spec.palette and screen.check_action(spec.action, ()) is True:
+            yield spec.palette.format(host=host), partial(screen.run_action, spec.action), spec.tooltip
+
+
+class _Listed(Provider):
+    """A provider over a list of :data:`Command` (discovery lists them, search fuzzy-matches titles)."""
 
     def commands(self) -> Iterator[Command]:
         """Every command that applies where the palette was opened: (title, callback, help)."""
-        # Imported here: the screens import this module's neighbours.
-        from nvls_tui.screens.node import NodeScreen
-
-        app, screen = cast("NvlsApp", self.app), self.screen
-        # Base screen of a modal (the palette itself is a modal over the screen it was opened on).
-        host = getattr(screen, "host", None)
-        for spec in specs_for("app"):
-            if spec.palette:
-                yield spec.palette, partial(app.run_action, spec.action), spec.tooltip
-        from nvls_tui.screens.runbook import RunbookScreen
-
-        scope = "node" if isinstance(screen, NodeScreen) else "runbook" if isinstance(screen, RunbookScreen) else "fleet"
-        for spec in specs_for(scope):
-            if spec.palette and screen.check_action(spec.action, ()) is True:
-                title = spec.palette.format(host=host)
-                yield title, partial(screen.run_action, spec.action), spec.tooltip
-        for h in app.fleet.hosts:
-            verdict = app.verdict(h)
-            yield (f"node: Open {h}", partial(app.open_node, h),
-                   f"{verdict.value if verdict else 'not polled yet'}: GPUs, units, holders, findings")
-        if isinstance(screen, NodeScreen) and not app.read_only and screen.state is not None:
-            for s in screen.state.services:
-                if not s.exists:
-                    continue
-                short = s.name.removesuffix(".service")
-                if s.active == "active":
-                    yield (f"unit: Stop {short} on {host}", partial(screen.action_stop_unit, s.name),
-                           f"systemctl stop {s.name} (confirmed first)")
-                else:
-                    yield (f"unit: Start {short} on {host}", partial(screen.action_start_unit, s.name),
-                           f"systemctl start {s.name} (confirmed first; now {s.active})")
+        raise NotImplementedError
 
     async def discover(self) -> Hits:
         """What the palette lists before anything is typed."""
@@ -71,3 +69,30 @@ class ConsoleCommands(Provider):
             score = matcher.match(title)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), callback, text=title, help=help_text)
+
+
+class ConsoleCommands(_Listed):
+    """What applies on every screen: the keys bound anywhere, and opening any node."""
+
+    def commands(self) -> Iterator[Command]:
+        """The app's bound actions, then ``node: Open HOST`` for each node."""
+        app = cast("NvlsApp", self.app)
+        for spec in specs_for("app"):
+            if spec.palette:
+                yield spec.palette, partial(app.run_action, spec.action), spec.tooltip
+        live, actions = app.services.live, app.services.actions
+        for h in live.fleet.hosts:
+            verdict = live.verdict(h)
+            yield (f"node: Open {h}", partial(actions.open_node, h),
+                   f"{verdict.value if verdict else 'not polled yet'}: GPUs, units, holders, findings")
+
+
+class ScreenCommands(_Listed):
+    """What the screen the palette was opened on offers (it answers ``palette_commands``)."""
+
+    def commands(self) -> Iterator[Command]:
+        """The screen's own commands."""
+        return cast(OffersCommands, self.screen).palette_commands()
+
+
+__all__ = ["Command", "ConsoleCommands", "OffersCommands", "ScreenCommands", "scope_commands"]

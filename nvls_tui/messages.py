@@ -17,6 +17,7 @@ from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.poller import PollResult
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.session import ActionOutcome
+from nvls_tui.views.runbook import Approval
 
 
 class NodePolled(Message):
@@ -74,19 +75,23 @@ class ActionFinished(Message):
 
 
 class ActionFailed(Message):
-    """An action's worker raised where the session gives no outcome (a bug, or a failure nobody caught).
+    """An action did not happen: the console refused it before it began, or its worker raised where the
+    session gives no outcome (a bug, or a failure nobody caught).
 
     Attributes:
-        description: the action, as in :class:`ActionStarted`.
-        error: what was raised, in words.
-        hosts: the nodes it was changing (polled again: what they are now is unknown).
+        description: the action, as in :class:`ActionStarted` (``SIGTERM on gpu05``).
+        error: why, in words: the refusal's sentence, or what was raised.
+        hosts: the nodes it was for (after a raise, polled again: what they are now is unknown).
+        refused: the console refused it up front (read-only, holders left, a Slurm job's processes):
+            no worker ran and nothing on the node changed.
     """
 
-    def __init__(self, description: str, error: str, hosts: Sequence[str]) -> None:
+    def __init__(self, description: str, error: str, hosts: Sequence[str], *, refused: bool = False) -> None:
         super().__init__()
         self.description = description
         self.error = error
         self.hosts = tuple(hosts)
+        self.refused = refused
 
 
 class RepairFinished(Message):
@@ -115,4 +120,19 @@ class RepairFinished(Message):
         return self.error is None and all(r in ("repaired", "skipped") for r in self.results.values())
 
 
-__all__ = ["ActionFailed", "ActionFinished", "ActionStarted", "NodePolled", "RepairFinished"]
+class PlanApproved(Message):
+    """The operator typed the node names on the plan screen: the repair may run as planned.
+
+    Posted to the screen that asked for the plan (the fleet clears its selection), then it bubbles to
+    the app, which opens the runbook screen.
+
+    Attributes:
+        approval: the nodes, the strategy and each node's plan basis.
+    """
+
+    def __init__(self, approval: Approval) -> None:
+        super().__init__()
+        self.approval = approval
+
+
+__all__ = ["ActionFailed", "ActionFinished", "ActionStarted", "NodePolled", "PlanApproved", "RepairFinished"]

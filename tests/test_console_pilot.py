@@ -127,19 +127,28 @@ async def test_a_pid_that_changed_is_reported_and_not_signalled():
 
 
 async def test_read_only_hides_and_refuses_every_action_that_changes_a_node():
+    from nvls_tui.messages import ActionFailed
+    from nvls_tui.screens.node import READ_ONLY_REFUSAL
+    from tests.test_console_workers import Flow
+
     app, backends = fleet(read_only=True)
-    notes = []
-    async with app.run_test(size=SIZE) as pilot:
+    notes, flow = [], Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
         node = await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a")
         assert node.check_action("sigterm", ()) is False
         await pilot.press("t")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
-        app.notify = lambda message, **kw: notes.append(message)
+        app.notify = lambda message, **kw: notes.append((message, kw.get("severity")))
         node.action_sigterm()
         node.action_stop_unit("kubelet.service")
-        assert len(notes) == 2 and all("Read-only" in n for n in notes)
+        await wait_until(pilot, lambda: len(notes) == 2, "both refusals to be said")
+        # Each refusal is a message that names the action and says why; nothing started (no ActionStarted).
+        assert [(type(m), m.description, m.error, m.refused, m.hosts) for m in flow] == [
+            (ActionFailed, "SIGTERM on gpu05", READ_ONLY_REFUSAL, True, ("gpu05",)),
+            (ActionFailed, "stop kubelet.service on gpu05", READ_ONLY_REFUSAL, True, ("gpu05",))]
+        assert notes == [(READ_ONLY_REFUSAL, "warning")] * 2
         assert backends["gpu05"].signalled == [] and backends["gpu05"].ran == []
         footer_keys = {b.binding.id for b in app.active_bindings.values() if b.enabled}
         assert "node.sigterm" not in footer_keys
@@ -282,13 +291,21 @@ async def test_read_only_r_shows_the_dry_run_plan_and_offers_nothing_to_start():
 
 
 async def test_R_with_holders_left_is_refused_up_front_naming_them():
+    from nvls_tui.messages import ActionFailed
+    from tests.test_console_workers import Flow
+
     app, backends = fleet()
     notes: list[str] = []
-    async with app.run_test(size=SIZE) as pilot:
+    flow = Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
         await open_node_screen(app, pilot, "gpu05")
-        app.screen.notify = lambda message, **kw: notes.append(message)
+        app.notify = lambda message, **kw: notes.append(message)
         await pilot.press("R")
-        await pilot.pause()
+        await wait_until(pilot, lambda: notes, "the refusal to be said")
         assert not isinstance(app.screen, ConfirmScreen)
         assert len(notes) == 1 and notes[0].startswith("Reset refused: 3 processes still hold /dev/nvidia*")
+        (refused,) = flow
+        assert isinstance(refused, ActionFailed) and refused.refused
+        assert (refused.description, refused.error, refused.hosts) == ("Reset every GPU and NVSwitch on gpu05",
+                                                                        notes[0], ("gpu05",))
         assert backends["gpu05"].ran == []

@@ -231,7 +231,7 @@ async def test_five_nodes_go_to_tabs_instead_of_columns(tmp_path):
     app = NvlsApp(sim_backends(fleet) + sim_backends(extra), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await first_poll(app, timeout=30)
-        screen = RunbookScreen(list(app.backends), start=False, clock=lambda: 0.0)
+        screen = RunbookScreen(list(app.backends), start=False, clock=lambda: 0.0, services=app.services)
         app.push_screen(screen)
         await wait_until(pilot, lambda: app.screen is screen and len(screen.columns) == 5, "five columns")
         assert screen.query("TabbedContent") and not screen.query("#runbook-columns")

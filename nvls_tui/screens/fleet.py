@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from textual import events, on
 from textual.actions import SkipAction
@@ -15,6 +16,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from nvls_tui.bindings import bindings_for, destructive_actions, help_first
+from nvls_tui.commands import Command, ScreenCommands, scope_commands
+from nvls_tui.messages import PlanApproved
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.widgets import cells, palette
@@ -24,7 +27,7 @@ from nvls_tui.widgets.node_text import header_text
 from nvls_tui.widgets.ordered_input import OrderedInput
 
 if TYPE_CHECKING:
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.services import ConsoleServices, LiveFleet
 
 # Seconds between two redraws of the grid when polls arrive in bursts.
 REDRAW_EVERY = 0.1
@@ -77,17 +80,23 @@ def _nodeset(word: str) -> frozenset[str]:
 
 
 class FleetScreen(OnConsole, Screen[None]):
-    """One row per node; Enter opens it, ``/`` filters, ``v`` toggles verdict order."""
+    """One row per node; Enter opens it, ``/`` filters, ``v`` toggles verdict order.
+
+    Args:
+        services: the fleet, the session, the clock and the settings (:class:`ConsoleServices`).
+    """
 
     BINDINGS = [help_first(), *bindings_for("fleet"), Binding("escape", "clear_filter", show=False)]
+    COMMANDS = {ScreenCommands}
     # No widget is focused by Textual on mount (it gives the focus to the first focusable one, the filter
     # box, and keys typed while the console started, a `q`, went into that hidden box): until on_mount
     # gives the grid the focus, keys go to the screen's own bindings. (AUTO_FOCUS "#grid" would scroll the
     # screen to the grid at 80x24.)
     AUTO_FOCUS = ""
 
-    def __init__(self) -> None:
+    def __init__(self, services: ConsoleServices) -> None:
         super().__init__()
+        self.services = services
         self.sort_by_verdict = True
         self.filter_text = ""
         self.selected: list[str] = []  # nodes picked for a repair (space), in the order picked
@@ -97,35 +106,36 @@ class FleetScreen(OnConsole, Screen[None]):
     def compose(self) -> ComposeResult:
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
         yield FleetSummary(id="summary")
-        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
+        yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
+                         id="banner")
         box = OrderedInput(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
                            id="filter")
         box.display = False  # hidden (and so never focused) from the start, not from on_mount on
         yield box
-        yield FleetGrid(self.nvls.fleet.hosts, width=self.nvls.size.width, id="grid")
+        yield FleetGrid(self.services.live.fleet.hosts, width=self.app.size.width, id="grid")
         yield Static(id="empty")
         yield Static(id="preview", classes="panel")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Draw what is known and follow every change of the app's fleet."""
-        self.watch(self.nvls, "fleet", self.on_fleet_changed, init=False)
+        self.services.live.follow(self, self.on_fleet_changed)
         self.refresh_grid()
         self.set_focus(self.query_one(FleetGrid), scroll_visible=False)
-        if self.nvls.periodic:
+        if self.services.settings.periodic:
             self.set_interval(5.0, self.refresh_grid)  # poll ages (in 10 s steps) move even when nothing else does
 
     def order(self, fleet: Fleet) -> list[str]:
         """Visible hosts: filtered, then sorted by verdict (broken first) if asked, else fleet order."""
-        diagnoses = self.nvls.diagnoses
+        diagnoses = self.services.live.diagnoses
         hosts = list(fleet.hosts)
         if self.filter_text:
             hosts = [h for h in hosts if matches(
-                self.filter_text, h, self.nvls.verdict(h),
+                self.filter_text, h, self.services.live.verdict(h),
                 [f.code for f in diagnoses[h].findings] if h in diagnoses else [])]
         if self.sort_by_verdict:
             rank = {h: i for i, h in enumerate(fleet.hosts)}
-            verdict = self.nvls.verdict
+            verdict = self.services.live.verdict
 
             def key(h: str) -> tuple[int, int]:
                 v = verdict(h)
@@ -157,19 +167,19 @@ class FleetScreen(OnConsole, Screen[None]):
         """
         self._last_draw = time.monotonic()
         self._draw_pending = False
-        fleet = self.nvls.fleet
+        fleet = self.services.live.fleet
         order = self.order(fleet)
         grid = self.query_one(FleetGrid)
-        grid.show(fleet, self.nvls.diagnoses, order, self.nvls.clock(), ages=ages)
+        grid.show(fleet, self.services.live.diagnoses, order, self.services.clock(), ages=ages)
         grid.border_title = versions_line(fleet, grid.show_versions)
-        mark_selected(grid, self.selected)
-        verdicts = [self.nvls.verdict(h) for h in fleet.hosts]
+        mark_selected(grid, self.selected, self.services.live, self.services.clock)
+        verdicts = [self.services.live.verdict(h) for h in fleet.hosts]
         extra = ("sorted by verdict" if self.sort_by_verdict else "fleet order")
         if self.filter_text:
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
         if self.selected:
             extra += f" · selected for repair: {' '.join(self.selected)} (r repairs)"
-        stale = freshness(fleet, self.nvls.clock())
+        stale = freshness(fleet, self.services.clock())
         if stale:
             extra += f" · {stale}"
         self.query_one(FleetSummary).show(verdicts, extra=extra)
@@ -189,18 +199,18 @@ class FleetScreen(OnConsole, Screen[None]):
         """Open the node under the cursor."""
         host = self.query_one(FleetGrid).current_host
         if host:
-            self.nvls.open_node(host)
+            self.services.actions.open_node(host)
 
     def draw_preview(self) -> None:
         """The findings of the node under the cursor, under the grid."""
         preview = self.query_one("#preview", Static)
         host = self.query_one(FleetGrid).current_host
-        state = self.nvls.fleet.get(host) if host else None
+        state = self.services.live.fleet.get(host) if host else None
         preview.display = state is not None
         if state is None or host is None:
             return
-        diagnosis = self.nvls.diagnoses.get(host)
-        age = None if state.polled_at is None else self.nvls.clock() - state.polled_at
+        diagnosis = self.services.live.diagnoses.get(host)
+        age = None if state.polled_at is None else self.services.clock() - state.polled_at
         preview.border_title = f"{host}: findings"
         preview.border_subtitle = "Enter: GPUs, units, holders"
         text = header_text(state, diagnosis, age)
@@ -261,13 +271,13 @@ class FleetScreen(OnConsole, Screen[None]):
 
     def action_poll_all(self) -> None:
         """Poll every node now."""
-        self.nvls.poll_now()
-        self.notify(f"Polling {len(self.nvls.fleet)} nodes now.", timeout=2)
+        self.services.actions.poll_now()
+        self.notify(f"Polling {len(self.services.live.fleet)} nodes now.", timeout=2)
 
     # ---- repair (console part 2) ----------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Read-only mode hides what changes nodes; ``r`` stays: it shows the dry-run plan there."""
-        if action in destructive_actions("fleet") and self.nvls.read_only and action != "repair":
+        if action in destructive_actions("fleet") and self.services.settings.read_only and action != "repair":
             return False
         return True
 
@@ -303,7 +313,7 @@ class FleetScreen(OnConsole, Screen[None]):
         bad = {Verdict.BROKEN, Verdict.UNREACHABLE}
         for offset in range(1, len(hosts) + 1):
             row = (grid.cursor_row + step * offset) % len(hosts)
-            if self.nvls.verdict(hosts[row]) in bad:
+            if self.services.live.verdict(hosts[row]) in bad:
                 grid.move_cursor(row=row)
                 return
         self.notify("No broken or unreachable node is shown.", timeout=3)
@@ -330,22 +340,27 @@ class FleetScreen(OnConsole, Screen[None]):
         if not hosts:
             self.notify("Select nodes first (space).", severity="warning")
             return
-        if self.nvls.read_only:
+        if self.services.settings.read_only:
             from nvls_tui.screens.plan import PlanScreen
 
-            screen = PlanScreen(hosts, dry_run_only=True)
+            screen = PlanScreen(hosts, self.services, dry_run_only=True)
             self.app.push_screen(screen)  # the plan, and nothing to start
-            self.nvls.hold_for_plan(screen)  # keys typed with `r` must not reach the fleet
+            self.services.actions.hold_for_plan(screen)  # keys typed with `r` must not reach the fleet
             return
+        self.services.actions.plan_repair(hosts, reply_to=self)
 
-        def clear() -> None:
-            self.selected = []
-            self.refresh_grid()
+    @on(PlanApproved)
+    def _plan_approved(self) -> None:
+        # The repair takes the selection: the next one starts empty (the message goes on to the app).
+        self.selected = []
+        self.refresh_grid()
 
-        self.nvls.plan_repair(hosts, clear)
+    def palette_commands(self) -> Iterator[Command]:
+        """The fleet's bound actions that apply now (the palette asks; nodes are the app's)."""
+        return scope_commands(self, "fleet")
 
 
-def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
+def mark_selected(grid: FleetGrid, selected: list[str], live: LiveFleet, clock: Callable[[], float]) -> None:
     """Show the nodes picked for a repair in the host column (reversed blue), others as the grid drew them.
 
     Only the host cell changes, through the DataTable's own ``update_cell``: the grid's diff keeps
@@ -353,7 +368,6 @@ def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
     """
     from rich.text import Text
 
-    app = cast("NvlsApp", grid.app)
     selected_style = palette.STYLE["selected"]
     if not selected and not grid.marked:
         return  # nothing picked and nothing marked: no need to read 1,024 host cells
@@ -365,6 +379,6 @@ def mark_selected(grid: FleetGrid, selected: list[str]) -> None:
         if want_mark and not has_mark:
             grid.update_cell(host, "host", Text(f"● {host}", style=selected_style))
         elif has_mark and not want_mark:
-            state = app.fleet.get(host)
+            state = live.fleet.get(host)
             if state is not None:
-                grid.update_cell(host, "host", grid.row_cells(state, app.diagnoses.get(host), app.clock())["host"])
+                grid.update_cell(host, "host", grid.row_cells(state, live.diagnoses.get(host), clock())["host"])

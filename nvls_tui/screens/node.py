@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import partial
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -10,9 +14,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from nvls_tui.bindings import bindings_for, destructive_actions, help_first
+from nvls_tui.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
-from nvls_tui.messages import ActionFinished
+from nvls_tui.messages import ActionFailed, ActionFinished
 from nvls_tui.model import Holder, NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.runbook.actions import holder_label
@@ -33,8 +38,14 @@ from nvls_tui.widgets.node_text import (
 )
 from nvls_tui.widgets.tables import cursor_key, sync_rows
 
+if TYPE_CHECKING:
+    from nvls_tui.screens.services import ConsoleServices
+
 # What a restore refused for a stale lock says next; the node screen's next U then offers the take-over.
 TAKE_OVER = "Press U again to take the stale lock over."
+
+# What every action refused in read-only mode says (the console hides them; a key or the palette may still ask).
+READ_ONLY_REFUSAL = "Read-only mode: this action would change the node, so it is refused."
 
 # Findings (at least 30 wide), units (54) and NVSwitches (34) side by side need this many columns.
 NARROW_BELOW = 120
@@ -44,14 +55,17 @@ class NodeScreen(OnConsole, Screen[None]):
     """GPUs, NVSwitches, units, findings, kernel events and holders of one host.
 
     Args:
-        host: the node to show (its state comes from ``app.fleet`` and follows every poll).
+        host: the node to show (its state comes from the services' live fleet and follows every poll).
+        services: the fleet, the session, the clock and the settings (:class:`ConsoleServices`).
     """
 
     BINDINGS = [help_first(), *bindings_for("node")]
+    COMMANDS = {ScreenCommands}
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, services: ConsoleServices) -> None:
         super().__init__()
         self.host = host
+        self.services = services
         self.selected: dict[int, Holder] = {}
         # The last restore was refused for a stale lock (its words): the next U offers the take-over.
         self.stale_lock: str | None = None
@@ -62,7 +76,8 @@ class NodeScreen(OnConsole, Screen[None]):
         # The header, the banner and the footer stay put; only the body between them scrolls, so a
         # short terminal (80x24) never scrolls away the node's name, SIMULATED or the keys.
         yield Static(id="node-header")
-        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
+        yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
+                         id="banner")
         with VerticalScroll(id="node-body"):
             yield DataTable(id="gpus", cursor_type="row", classes="panel")
             with Horizontal(id="node-mid"):
@@ -90,9 +105,9 @@ class NodeScreen(OnConsole, Screen[None]):
                   "#switches": "NVSwitches", "#kernel": "Kernel fabric events (this boot)"}
         for sel, title in titles.items():
             self.query_one(sel).border_title = title
-        self.watch(self.nvls, "fleet", self.refresh_node, init=False)
+        self.services.live.follow(self, self.refresh_node)
         self.refresh_node()
-        if self.nvls.periodic:
+        if self.services.settings.periodic:
             self.set_interval(1.0, self._draw_header)  # the poll age moves even when nothing else does
         # Focus the holders without scrolling the body to them: the node's findings come first.
         t("#holders", DataTable).focus(scroll_visible=False)
@@ -115,14 +130,14 @@ class NodeScreen(OnConsole, Screen[None]):
     @property
     def state(self) -> NodeState | None:
         """This node's latest state."""
-        return self.nvls.fleet.get(self.host)
+        return self.services.live.fleet.get(self.host)
 
     def refresh_node(self, *_: object) -> None:
         """Redraw from the latest state; the tables keep their cursors."""
         state = self.state
         if state is None:
             return
-        diagnosis = self.nvls.diagnoses.get(self.host)
+        diagnosis = self.services.live.diagnoses.get(self.host)
         self._draw_header()
         self._draw_gpus(state)
         self._draw_findings(diagnosis)
@@ -145,8 +160,8 @@ class NodeScreen(OnConsole, Screen[None]):
         state = self.state
         if state is None:
             return
-        age = None if state.polled_at is None else self.nvls.clock() - state.polled_at
-        self.query_one("#node-header", Static).update(header_text(state, self.nvls.diagnoses.get(self.host), age))
+        age = None if state.polled_at is None else self.services.clock() - state.polled_at
+        self.query_one("#node-header", Static).update(header_text(state, self.services.live.diagnoses.get(self.host), age))
 
     def _draw_gpus(self, state: NodeState) -> None:
         rows = []
@@ -157,7 +172,7 @@ class NodeScreen(OnConsole, Screen[None]):
                                         g.persistence_mode or "–", f.clique_id or "–",
                                         short_cluster(f.cluster_uuid), g.uuid)))
         sync_rows(self.query_one("#gpus", DataTable), rows)
-        self.query_one("#gpus").border_subtitle = gpu_summary(state, self.nvls.diagnoses.get(state.host))
+        self.query_one("#gpus").border_subtitle = gpu_summary(state, self.services.live.diagnoses.get(state.host))
 
     def _draw_findings(self, diagnosis: Diagnosis | None) -> None:
         self.query_one("#findings", Static).update(
@@ -188,7 +203,7 @@ class NodeScreen(OnConsole, Screen[None]):
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide what changes a node in read-only mode; grey out what has nothing to act on."""
-        if action in destructive_actions("node") and self.nvls.read_only:
+        if action in destructive_actions("node") and self.services.settings.read_only:
             return False
         state = self.state
         if action == "sigterm":
@@ -238,16 +253,19 @@ class NodeScreen(OnConsole, Screen[None]):
         self._draw_holders(state)
         self.refresh_bindings()
 
-    def _refuse_read_only(self) -> bool:
-        if self.nvls.read_only:
-            self.notify("Read-only mode: this action would change the node, so it is refused.",
-                        severity="warning")
+    def _refuse_read_only(self, description: str) -> bool:
+        if self.services.settings.read_only:
+            self.refuse(description, READ_ONLY_REFUSAL)
             return True
         return False
 
+    def refuse(self, description: str, reason: str) -> None:
+        """Say that ``description`` was refused up front, and why (nothing ran: :class:`ActionFailed`)."""
+        self.tell(ActionFailed(description, reason, [self.host], refused=True))
+
     def action_sigterm(self) -> None:
         """Confirm, then SIGTERM the selected holders (each PID re-checked by the backend)."""
-        if self._refuse_read_only():
+        if self._refuse_read_only(f"SIGTERM on {self.host}"):
             return
         holders = list(self.selected.values())
         if not holders:
@@ -257,20 +275,20 @@ class NodeScreen(OnConsole, Screen[None]):
         in_jobs = [h for h in holders if h.job is not None]
         if in_jobs:
             jobs = sorted({h.job.id for h in in_jobs if h.job is not None})
-            self.notify(f"PID {', '.join(str(h.pid) for h in in_jobs)} belong{'s' if len(in_jobs) == 1 else ''} to "
+            self.refuse(f"SIGTERM on {self.host}",
+                        f"PID {', '.join(str(h.pid) for h in in_jobs)} belong{'s' if len(in_jobs) == 1 else ''} to "
                         f"Slurm job {', '.join(map(str, jobs))}: nvls-tui never signals a job's processes; "
-                        f"scancel {' '.join(map(str, jobs))} (or let it end), or repair: it drains the node first.",
-                        severity="warning", timeout=10)
+                        f"scancel {' '.join(map(str, jobs))} (or let it end), or repair: it drains the node first.")
             return
         host = self.host
 
         def done(ok: bool | None) -> None:
             if ok:
                 self.selected = {}
-                self.nvls.start_action(f"SIGTERM on {host}", self._sigterm(host, holders), hosts=[host])
+                self.services.actions.start_action(f"SIGTERM on {host}", self._sigterm(host, holders), hosts=[host])
 
-        consequences = sigterm_consequences(holders, self.nvls.fleet.get(host))
-        self.nvls.push_screen(ConfirmScreen(
+        consequences = sigterm_consequences(holders, self.services.live.fleet.get(host))
+        self.app.push_screen(ConfirmScreen(
             f"Send SIGTERM to {len(holders)} process{'es' if len(holders) != 1 else ''} on {host}?",
             [holder_label(h, 90) for h in holders] + [f"⚠ {line}" for line in consequences],
             confirm_label=f"SIGTERM {len(holders)}",
@@ -278,7 +296,7 @@ class NodeScreen(OnConsole, Screen[None]):
                  "a PID that changed is refused and reported."), done)
 
     async def _sigterm(self, host: str, holders: list[Holder]) -> None:
-        self.tell(ActionFinished(await self.nvls.session.sigterm(host, holders)))
+        self.tell(ActionFinished(await self.services.session.sigterm(host, holders)))
 
     def action_stop_unit(self, unit: str | None = None) -> None:
         """Confirm, then ``systemctl stop`` the unit (default: the one under the units cursor)."""
@@ -289,9 +307,9 @@ class NodeScreen(OnConsole, Screen[None]):
         self._unit("start", unit)
 
     def _unit(self, verb: str, unit: str | None) -> None:
-        if self._refuse_read_only():
-            return
         unit = unit or self.cursor_unit()
+        if self._refuse_read_only(f"{verb} {unit or 'a unit'} on {self.host}"):
+            return
         if unit is None:
             self.notify("Pick a unit in the units table first (Tab moves there).", severity="warning")
             return
@@ -299,24 +317,24 @@ class NodeScreen(OnConsole, Screen[None]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.nvls.start_action(f"{verb} {unit} on {host}", self._run_unit(host, verb, unit), hosts=[host])
+                self.services.actions.start_action(f"{verb} {unit} on {host}", self._run_unit(host, verb, unit), hosts=[host])
 
-        self.nvls.push_screen(ConfirmScreen(
+        self.app.push_screen(ConfirmScreen(
             f"{verb.capitalize()} {unit} on {host}?", [f"systemctl {verb} {unit}"],
             confirm_label=f"{verb.capitalize()} {unit.removesuffix('.service')}"), done)
 
     async def _run_unit(self, host: str, verb: str, unit: str) -> None:
         state = self.state
         seen = next((s.active for s in state.services if s.name == unit), None) if state else None
-        self.tell(ActionFinished(await self.nvls.session.unit(host, verb, unit, seen=seen)))
+        self.tell(ActionFinished(await self.services.session.unit(host, verb, unit, seen=seen)))
 
     def action_poll_node(self) -> None:
         """Poll this node now."""
-        self.nvls.poll_now(self.host)
+        self.services.actions.poll_now(self.host)
 
     def action_restore_repair(self) -> None:
         """Confirm, then put the node back from an interrupted repair's record (repair --restore)."""
-        if self._refuse_read_only():
+        if self._refuse_read_only(f"restore on {self.host}"):
             return
         state, host = self.state, self.host
         if state is None or not state.repair_record:
@@ -328,25 +346,25 @@ class NodeScreen(OnConsole, Screen[None]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self.nvls.start_action(f"restore on {host}", self._restore(host, force=force), hosts=[host])
+                self.services.actions.start_action(f"restore on {host}", self._restore(host, force=force), hosts=[host])
 
         started = f"Started {record.get('started', '?')} by {record.get('operator', '?')}. "
         if force:
-            self.nvls.push_screen(ConfirmScreen(
+            self.app.push_screen(ConfirmScreen(
                 f"Take over the stale lock of {host} and restore it?", [self.stale_lock or "", *units],
                 confirm_label="Take over and restore",
                 note=started + "Only a stale lock is taken over (no heartbeat for 5 minutes, or its nvls-tui gone "
                      "from this bastion): a live run's lock refuses the restore whatever is chosen here. The "
                      "take-over is written to the audit log."), done)
             return
-        self.nvls.push_screen(ConfirmScreen(
+        self.app.push_screen(ConfirmScreen(
             f"Restore {host} from the interrupted repair's record?",
             units or ["(the record names no unit)"], confirm_label="Restore",
             note=started + "Every unit and persistence setting goes back as recorded; the record and the lock "
                  "are removed. A repair still running on the node (its lock alive) refuses this."), done)
 
     async def _restore(self, host: str, *, force: bool = False) -> None:
-        done = await self.nvls.session.restore(host, force=force)
+        done = await self.services.session.restore(host, force=force)
         stale = done.outcome is not None and done.outcome.lock_stale and not force
         self.tell(ActionFinished(done, TAKE_OVER if stale else ""))
 
@@ -356,6 +374,24 @@ class NodeScreen(OnConsole, Screen[None]):
         done = message.outcome
         if done.action == "restore" and done.host == self.host:
             self.stale_lock = done.outcome.message if message.hint == TAKE_OVER and done.outcome else None
+
+    # ---- the palette ----------------------------------------------------------------------------
+    def palette_commands(self) -> Iterator[Command]:
+        """The node's bound actions that apply now, then a stop or start of each unit it has."""
+        yield from scope_commands(self, "node", self.host)
+        state = self.state
+        if self.services.settings.read_only or state is None:
+            return
+        for s in state.services:
+            if not s.exists:
+                continue
+            short = s.name.removesuffix(".service")
+            if s.active == "active":
+                yield (f"unit: Stop {short} on {self.host}", partial(self.action_stop_unit, s.name),
+                       f"systemctl stop {s.name} (confirmed first)")
+            else:
+                yield (f"unit: Start {short} on {self.host}", partial(self.action_start_unit, s.name),
+                       f"systemctl start {s.name} (confirmed first; now {s.active})")
 
     # ---- single actions, streamed into a side pane (console part 2) -----------------------------
     def action_reset_gpus(self) -> None:

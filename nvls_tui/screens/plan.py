@@ -6,15 +6,17 @@ changed by hand on it in this console (the session's ledger). A node the preflig
 why and is left out. The operator picks the strategy (parallel, serial, canary) and whether the
 restore puts back what was stopped by hand; each plan and the confirmation say how long the repair
 takes (usually, and at most: every wait to its deadline, times the nodes for serial and canary); the
-repair starts only once the names of the nodes it will touch are typed. The screen then dismisses
-with an :class:`Approval` that holds each node's plan basis: the repair refuses a node that changed
-since.
+repair starts only once the names of the nodes it will touch are typed. The screen then posts
+:class:`~nvls_tui.messages.PlanApproved` with an :class:`Approval` that holds each node's plan basis
+(the repair refuses a node that changed since) to the screen that asked, from where it bubbles to the
+app, and dismisses with the same approval.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -26,6 +28,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
 
+from nvls_tui.messages import PlanApproved
 from nvls_tui.runbook.bookkeeping import is_bookkeeping
 from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome
@@ -38,6 +41,11 @@ from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.ordered_input import OrderedInput
 from nvls_tui.widgets.step_list import duration_text, spinner
+
+if TYPE_CHECKING:
+    from textual.message_pump import MessagePump
+
+    from nvls_tui.screens.services import ConsoleServices
 
 
 def how_long(outcome: NodeOutcome, options: RepairOptions) -> list[Text]:
@@ -109,18 +117,25 @@ STRATEGY_WORDS = {"parallel": "parallel: every node at once", "serial": "serial:
 
 
 class PlanScreen(OnConsole, Screen[Approval]):
-    """The dry run of ``hosts`` and the typed confirmation; dismisses with the :class:`Approval`.
+    """The dry run of ``hosts`` and the typed confirmation; posts :class:`PlanApproved` once approved.
 
     Args:
         hosts: the selected nodes, in the operator's order.
+        services: the session, the backends and the settings (:class:`ConsoleServices`).
+        dry_run_only: show the plan and offer nothing to start (read-only mode).
+        reply_to: the screen that asked for the plan: :class:`PlanApproved` goes to it first (then
+            bubbles to the app); None posts it to the app.
     """
 
     # The typed names keep the focus, so the plans scroll from the keyboard with these.
     BINDINGS = [Binding("pagedown", "scroll_plans(1)", "Scroll", tooltip="Scroll every plan down a page."),
                 Binding("pageup", "scroll_plans(-1)", "Scroll up", show=False, tooltip="Scroll every plan up.")]
 
-    def __init__(self, hosts: Sequence[str], *, dry_run_only: bool = False) -> None:
+    def __init__(self, hosts: Sequence[str], services: ConsoleServices, *, dry_run_only: bool = False,
+                 reply_to: MessagePump | None = None) -> None:
         super().__init__()
+        self.services = services
+        self.reply_to = reply_to
         self.hosts = list(hosts)
         # Read-only consoles show the plan a repair would run and offer nothing to start.
         self.dry_run_only = dry_run_only
@@ -131,7 +146,8 @@ class PlanScreen(OnConsole, Screen[Approval]):
     def compose(self) -> ComposeResult:
         """Header, banner, one plan per node side by side, the confirmation row, the footer."""
         yield Static(id="plan-header")
-        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
+        yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
+                         id="banner")
         with Horizontal(id="plan-columns"):
             for i in range(len(self.hosts)):
                 with VerticalScroll(id=f"plan-{i}", classes="plan-column panel"):
@@ -183,13 +199,13 @@ class PlanScreen(OnConsole, Screen[Approval]):
 
     async def plan(self) -> None:
         """The runbook's dry run of every node at once (read-only), through the session's ledger."""
-        backends = [self.nvls.backend_for(h) for h in self.hosts]
-        options = self.options = repair_options(backends, self.nvls.timeout, dry_run=True)
-        ledger = self.nvls.session.ledger
+        backends = [self.services.backend_for(h) for h in self.hosts]
+        options = self.options = repair_options(backends, self.services.settings.timeout, dry_run=True)
+        ledger = self.services.session.ledger
         if any(ledger.changes(h) for h in self.hosts):
             self.query_one("#plan-put-back").display = True
         put_back = self.query_one("#plan-put-back", Checkbox).value
-        self.outcomes.update(await self.nvls.session.plan(self.hosts, options, put_back_manual=put_back))
+        self.outcomes.update(await self.services.session.plan(self.hosts, options, put_back_manual=put_back))
         self._timer.stop()
         self.draw_plans()
 
@@ -303,16 +319,25 @@ class PlanScreen(OnConsole, Screen[Approval]):
     @on(Input.Submitted, "#plan-typed")
     def _submitted(self, event: Input.Submitted) -> None:
         if self.typed_ok(event.value):
-            self.dismiss(self.approval)
+            self.approve()
 
     @on(Button.Pressed, "#plan-go")
     def _go(self) -> None:
         if self.typed_ok(self.query_one("#plan-typed", Input).value):
-            self.dismiss(self.approval)
+            self.approve()
+
+    def approve(self) -> None:
+        """The names were typed: tell the screen that asked (:class:`PlanApproved`), then leave."""
+        approval = self.approval
+        message = PlanApproved(approval)
+        reply_to = self.reply_to
+        if reply_to is None or not (reply_to.is_attached and reply_to.post_message(message)):
+            self.app.post_message(message)
+        self.dismiss(approval)
 
     @on(Button.Pressed, "#plan-cancel")
     def _cancel(self) -> None:
-        self.nvls.pop_screen()
+        self.app.pop_screen()
 
     def action_scroll_plans(self, pages: int) -> None:
         """Scroll every node's plan together, a page at a time."""

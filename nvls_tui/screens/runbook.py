@@ -2,10 +2,10 @@
 
 One column per node (two to four side by side; more go to tabs), each with its step list, the
 holders left at ``verify-no-holders``, the live bandwidth plot of the smoke test and the streamed
-output. The repair runs in a worker (``app.start_action``); every event goes to the run's audit
+output. The repair runs in a worker (the services' ``start_action``); every event goes to the run's audit
 log first and then to the node's column. ``a`` aborts the node whose column has the focus, ``A``
 every node (confirmed; each restores what it changed), ``t`` SIGTERMs the holders selected in a
-waiting column, ``e`` writes the incident report at the end. The run itself is the app session's
+waiting column, ``e`` writes the incident report at the end. The run itself is the console session's
 (:meth:`~nvls_tui.runbook.session.Session.repair`): this screen only starts it and shows it.
 """
 
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual import on
@@ -26,7 +27,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from nvls_tui.bindings import bindings_for
-from nvls_tui.messages import RepairFinished
+from nvls_tui.commands import Command, ScreenCommands, scope_commands
+from nvls_tui.messages import ActionFailed, RepairFinished
 from nvls_tui.model.scheduler import Job
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
@@ -49,6 +51,10 @@ from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text
 from nvls_tui.words import count
 
+if TYPE_CHECKING:
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.services import ConsoleServices
+
 # Side by side up to this many nodes; beyond it every node gets a tab.
 MAX_SIDE_BY_SIDE = 4
 # While the runbook waits on holders, re-read them this often (real seconds) unless the operator acts.
@@ -66,13 +72,22 @@ class RunbookScreen(OnConsole, Screen[None]):
         clock: the columns' clock (default: the options' clock, the simulated one for simulated fleets).
         approval: what the operator approved on the plan screen (strategy, each node's plan basis);
             None runs in parallel with no plan to hold the nodes to.
+        services: the session, the fleet and the settings (:class:`ConsoleServices`). Only a screen
+            that replays a fixed script (``start=False``, the snapshot tests) may leave them out: it then
+            takes the console's own when it is composed.
     """
 
     BINDINGS = [*bindings_for("runbook"), Binding("escape", "back", "Back", show=False)]
+    COMMANDS = {ScreenCommands}
 
     def __init__(self, hosts: Sequence[str], *, start: bool = True, options: RepairOptions | None = None,
-                 clock: Callable[[], float] | None = None, approval: Approval | None = None) -> None:
+                 clock: Callable[[], float] | None = None, approval: Approval | None = None,
+                 services: ConsoleServices | None = None) -> None:
         super().__init__()
+        if services is None and start:
+            raise ValueError("a runbook screen that starts a repair needs the console's services")
+        if services is not None:
+            self.services = services
         self.hosts = list(hosts)
         self.start = start
         self.options = options
@@ -90,8 +105,11 @@ class RunbookScreen(OnConsole, Screen[None]):
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         """Header, banner, the columns (or tabs), the footer."""
+        if not hasattr(self, "services"):  # a replay made without them (see Args): the console's own
+            self.services = cast("NvlsApp", self.app).services
         yield Static(id="runbook-header")
-        yield ModeBanner(simulated=self.nvls.simulated, read_only=self.nvls.read_only, id="banner")
+        yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
+                         id="banner")
         columns = [RunbookColumn(h, threshold=self._threshold(h), id=f"col-{i}") for i, h in enumerate(self.hosts)]
         if len(columns) <= MAX_SIDE_BY_SIDE:
             with Horizontal(id="runbook-columns"):
@@ -104,7 +122,7 @@ class RunbookScreen(OnConsole, Screen[None]):
         yield Footer(compact=True)
 
     def _threshold(self, host: str) -> float:
-        state = self.nvls.fleet.get(host)
+        state = self.services.live.fleet.get(host)
         gpus = state.gpus if state is not None else ()
         override = self.options.smoke_threshold if self.options else None
         thresholds = self.options.thresholds if self.options else DEFAULT_THRESHOLDS
@@ -113,13 +131,14 @@ class RunbookScreen(OnConsole, Screen[None]):
     def on_mount(self) -> None:
         """Start the clock ticks (spinners, elapsed times) and, unless replaying, the repair."""
         if self.options is None and self.start:
-            self.options = repair_options([self.nvls.backend_for(h) for h in self.hosts], self.nvls.timeout)
+            self.options = repair_options([self.services.backend_for(h) for h in self.hosts],
+                                          self.services.settings.timeout)
         if self.clock is None:
             self.clock = self.options.clock if self.options else time.monotonic
         self.set_interval(0.2, self.tick)
         self.draw_header()
         if self.start:
-            self.nvls.start_action(f"repair {' '.join(self.hosts)}", self.run_repair(), hosts=self.hosts)
+            self.services.actions.start_action(f"repair {' '.join(self.hosts)}", self.run_repair(), hosts=self.hosts)
 
     @property
     def columns(self) -> dict[str, RunbookColumn]:
@@ -183,13 +202,14 @@ class RunbookScreen(OnConsole, Screen[None]):
     # ---- the run ------------------------------------------------------------------------------
     async def run_repair(self) -> None:
         """Run the repair through the session; the run log gets every event before the screen does."""
-        app = self.nvls
-        options = self.options or repair_options([app.backend_for(h) for h in self.hosts], app.timeout)
-        self.repair = app.session.start_repair(self.hosts, self.approval.strategy)
+        services = self.services
+        options = self.options or repair_options([services.backend_for(h) for h in self.hosts],
+                                                 services.settings.timeout)
+        self.repair = services.session.start_repair(self.hosts, self.approval.strategy)
         self.started_at = self.now()
         self.draw_header()
         try:
-            self.outcomes = await app.session.repair(
+            self.outcomes = await services.session.repair(
                 self.repair, options, on_event=self.apply, operator=self, approved=self.approval.bases or None,
                 put_back_manual=self.approval.put_back_manual)
         except (Busy, OSError) as exc:
@@ -215,9 +235,9 @@ class RunbookScreen(OnConsole, Screen[None]):
 
         def answer(ok: bool | None) -> None:
             if ok:
-                self.nvls.plan_repair(hosts)
+                self.services.actions.plan_repair(hosts, reply_to=self)
 
-        self.nvls.push_screen(ConfirmScreen(
+        self.app.push_screen(ConfirmScreen(
             f"{' '.join(hosts)} changed since the plan was approved: plan again?",
             [f"{o.host}: {change}" for o in drifted for change in o.drift],
             confirm_label="Plan again", cancel_label="Leave it",
@@ -254,12 +274,12 @@ class RunbookScreen(OnConsole, Screen[None]):
             if not cancel_now:
                 settle(JobDecision())
                 return
-            self.nvls.push_screen(ConfirmScreen(
+            self.app.push_screen(ConfirmScreen(
                 f"scancel {count(len(jobs), 'Slurm job')} on {host}?", lines, confirm_label=f"scancel {len(jobs)}",
                 type_to_confirm=ids, note="Slurm ends them (their owners see them cancelled); the repair goes on "
                                           "once they are gone. Esc: wait for them instead."), typed)
 
-        self.nvls.push_screen(ConfirmScreen(
+        self.app.push_screen(ConfirmScreen(
             f"{host} still runs {count(len(jobs), 'Slurm job')}", lines, confirm_label="scancel…",
             cancel_label="Wait for them",
             note="The node is drained in Slurm: no new job lands. Wait: the repair goes on when they end (a aborts "
@@ -274,7 +294,7 @@ class RunbookScreen(OnConsole, Screen[None]):
         if action == "abort_all":
             return True if self.running and self._running_hosts() else None
         if action == "sigterm_holders":
-            if self.nvls.read_only:
+            if self.services.settings.read_only:
                 return False
             return True if any(c.asking for c in self.columns.values()) else None
         if action == "report":
@@ -322,7 +342,7 @@ class RunbookScreen(OnConsole, Screen[None]):
             if ok:
                 self.abort(hosts)
 
-        self.nvls.push_screen(ConfirmScreen(
+        self.app.push_screen(ConfirmScreen(
             f"Abort the repair of {', '.join(hosts)}?",
             [f"{r.host}: at {r.current or 'a step boundary'}; stops before its next command" for r in runs],
             confirm_label="Abort and restore",
@@ -334,7 +354,7 @@ class RunbookScreen(OnConsole, Screen[None]):
         targets = list(hosts) if hosts is not None else self._running_hosts()
         for host in targets:
             self.aborting.add(host)
-            self.nvls.session.abort(host)
+            self.services.session.abort(host)
             column = self.columns.get(host)
             if column is not None and column.run.result is None:
                 column.decide(HolderDecision(abort=True))
@@ -344,8 +364,11 @@ class RunbookScreen(OnConsole, Screen[None]):
 
     def action_sigterm_holders(self) -> None:
         """Confirm, then hand the selected holders of the waiting column(s) to the runbook for SIGTERM."""
-        if self.nvls.read_only:
-            self.notify("Read-only mode: this action would change the node, so it is refused.", severity="warning")
+        if self.services.settings.read_only:
+            from nvls_tui.screens.node import READ_ONLY_REFUSAL
+
+            self.tell(ActionFailed(f"SIGTERM during the repair of {' '.join(self.hosts)}", READ_ONLY_REFUSAL,
+                                   self.hosts, refused=True))
             return
         chosen = {c.host: c.selected_holders for c in self.columns.values() if c.asking and c.selected_holders}
         if not chosen:
@@ -358,10 +381,14 @@ class RunbookScreen(OnConsole, Screen[None]):
                 for host, hs in chosen.items():
                     self.columns[host].decide(HolderDecision(sigterm=tuple(h.pid for h in hs)))
 
-        self.nvls.push_screen(ConfirmScreen(
+        self.app.push_screen(ConfirmScreen(
             f"Send SIGTERM to {len(lines)} process{'es' if len(lines) != 1 else ''}?", lines,
             confirm_label=f"SIGTERM {len(lines)}",
             note="The runbook re-checks each PID's start time and command line just before the signal."), done)
+
+    def palette_commands(self) -> Iterator[Command]:
+        """The runbook's bound actions that apply now (abort, SIGTERM, the report)."""
+        return scope_commands(self, "runbook")
 
     async def action_report(self) -> None:
         """Write the Markdown incident report next to the audit log and say where."""
@@ -388,5 +415,5 @@ class RunbookScreen(OnConsole, Screen[None]):
             self.notify("The repair is still running: a aborts it (and restores); the screen stays until it ends.",
                         severity="warning")
             return
-        self.nvls.pop_screen()
+        self.app.pop_screen()
 

@@ -8,6 +8,7 @@ plot, output) sliding over the right of the node screen.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -17,7 +18,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from nvls_tui.messages import ActionFinished
+from nvls_tui.messages import ActionFailed, ActionFinished
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.single import ACTIONS, SingleAction
@@ -30,6 +31,10 @@ from nvls_tui.widgets import palette
 from nvls_tui.widgets.step_list import duration_text
 from nvls_tui.words import count, verb
 
+if TYPE_CHECKING:
+    from nvls_tui.screens.node import NodeScreen
+    from nvls_tui.screens.services import ConsoleServices
+
 
 class StreamPane(OnConsole, ModalScreen[None]):
     """The side pane of one single action on one node; the action starts when the pane opens.
@@ -37,13 +42,16 @@ class StreamPane(OnConsole, ModalScreen[None]):
     Args:
         host: the node.
         action: what to run.
+        services: the session, the fleet and the settings (:class:`ConsoleServices`).
         options: tunables (default: :func:`repair_options` for the node's backend).
     """
 
     BINDINGS = [Binding("escape", "close", "Close", tooltip="Close the pane (a running action carries on).")]
 
-    def __init__(self, host: str, action: SingleAction, *, options: RepairOptions | None = None) -> None:
+    def __init__(self, host: str, action: SingleAction, services: ConsoleServices, *,
+                 options: RepairOptions | None = None) -> None:
         super().__init__()
+        self.services = services
         self.host = host
         self.action_spec = action
         self.options = options
@@ -53,17 +61,19 @@ class StreamPane(OnConsole, ModalScreen[None]):
         """A header line and the column (steps, plot for a smoke test, output)."""
         with Vertical(id="stream-box"):
             yield Static(id="stream-header")
-            state = self.nvls.fleet.get(self.host)
+            state = self.services.live.fleet.get(self.host)
             threshold = threshold_for(state.gpus if state else (), DEFAULT_THRESHOLDS, None)
             yield RunbookColumn(self.host, threshold=threshold, step_names=self.action_spec.steps, id="stream-column")
             yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Start the action in a worker and tick the spinner."""
-        self.options = self.options or repair_options([self.nvls.backend_for(self.host)], self.nvls.timeout)
+        self.options = self.options or repair_options([self.services.backend_for(self.host)],
+                                                      self.services.settings.timeout)
         self.set_interval(0.2, self.tick)
         self.draw_header()
-        self.nvls.start_action(f"{self.action_spec.title} on {self.host}", self.run_single_action(), hosts=[self.host])
+        self.services.actions.start_action(f"{self.action_spec.title} on {self.host}", self.run_single_action(),
+                                           hosts=[self.host])
 
     @property
     def column(self) -> RunbookColumn:
@@ -100,8 +110,8 @@ class StreamPane(OnConsole, ModalScreen[None]):
     async def run_single_action(self) -> None:
         """Run the action through the session (audited, polls paused); then tell how it ended (the app
         says it and polls the node again)."""
-        done = await self.nvls.session.single(self.host, self.action_spec.kind, options=self.options,
-                                              on_event=self.apply)
+        done = await self.services.session.single(self.host, self.action_spec.kind, options=self.options,
+                                                  on_event=self.apply)
         self.tell(ActionFinished(done))
 
     @on(ActionFinished)
@@ -130,22 +140,28 @@ def reset_refusal(state) -> str | None:
     return None
 
 
-def open_single_action(screen, kind: str) -> None:
-    """What the node screen's keys call: confirm (typing the node name for reset and FM restart), then run."""
-    app, host = screen.app, screen.host
-    if app.read_only:
-        screen.notify("Read-only mode: this action would change the node, so it is refused.", severity="warning")
-        return
+def open_single_action(screen: NodeScreen, kind: str) -> None:
+    """What the node screen's keys call: confirm (typing the node name for reset and FM restart), then run.
+
+    A refusal up front (read-only, holders left before a reset) is told as :class:`ActionFailed`.
+    """
+    from nvls_tui.screens.node import READ_ONLY_REFUSAL
+
+    services, host, app = screen.services, screen.host, screen.app
     action = ACTIONS[kind]
+    description = f"{action.title} on {host}"
+    if services.settings.read_only:
+        screen.tell(ActionFailed(description, READ_ONLY_REFUSAL, [host], refused=True))
+        return
     if kind == "reset":
-        refusal = reset_refusal(app.fleet.get(host))
+        refusal = reset_refusal(services.live.fleet.get(host))
         if refusal:  # said before any dialog: nvidia-smi -r would only refuse it on the node
-            screen.notify(refusal, severity="warning", timeout=12)
+            screen.tell(ActionFailed(description, refusal, [host], refused=True))
             return
 
     def done(ok: bool | None) -> None:
         if ok:
-            app.push_screen(StreamPane(host, action))
+            app.push_screen(StreamPane(host, action, services))
 
     app.push_screen(ConfirmScreen(
         f"{action.title} on {host}?", list(action.commands),

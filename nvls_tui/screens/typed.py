@@ -1,28 +1,25 @@
-"""``self.nvls``: the console (:class:`~nvls_tui.app.NvlsApp`), typed, for screens and widgets.
+"""The console screens' mixin: the services they were given, and how they tell what happened.
 
-Textual types ``self.app`` as ``App[object]``, so every use of the console's own attributes
-(``fleet``, ``session``, ``backend_for``) read as an error to mypy, and an override of ``app``
-cannot be typed (``App`` is invariant in its return type). Screens inherit :class:`OnConsole` and
-say ``self.nvls`` instead; it is ``self.app``, cast once, here.
+A screen gets its :class:`~nvls_tui.screens.services.ConsoleServices` when it is made (the App makes
+them; a screen passes them on to the screens it opens) and reads the fleet, the session and the
+settings there, never through ``self.app``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from textual.app import App
     from textual.message import Message
 
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.screens.services import ConsoleServices
 
 
-class _HasApp(Protocol):
+class _Posts(Protocol):
     @property
     def app(self) -> App[Any]: ...
 
-
-class _Posts(_HasApp, Protocol):
     @property
     def is_attached(self) -> bool: ...
 
@@ -30,12 +27,13 @@ class _Posts(_HasApp, Protocol):
 
 
 class OnConsole:
-    """Mixin for the console's screens and widgets."""
+    """Mixin for the console's screens.
 
-    @property
-    def nvls(self: _HasApp) -> NvlsApp:
-        """The running console."""
-        return cast("NvlsApp", self.app)
+    Attributes:
+        services: what the screen was given when it was made.
+    """
+
+    services: ConsoleServices
 
     def tell(self: _Posts, message: Message) -> None:
         """Post a past-tense message from here: this screen's handlers see it, then it bubbles to the app.
