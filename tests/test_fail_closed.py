@@ -54,7 +54,8 @@ def evidence(diag, section: str):
 def test_a_healthy_node_with_a_tool_missing_is_not_healthy_and_names_the_section(tool, section):
     healthy, diag = poll("sim:healthy/hgx01")
     assert diag.verdict is Verdict.HEALTHY and not healthy.missing  # the control: all evidence read
-    state, diag = poll("sim:healthy/hgx01", missing_tools=[tool])
+    # Without journalctl the ring buffer is read instead: the kernel log is missing only without both.
+    state, diag = poll("sim:healthy/hgx01", missing_tools=[tool, *(["dmesg"] if tool == "journalctl" else [])])
     assert diag.verdict is not Verdict.HEALTHY
     (finding,) = evidence(diag, section)
     assert finding.reason == "tool missing" and f"`{tool}`" in finding.message
@@ -171,7 +172,7 @@ async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none
     from tests.test_console_fakes import fixed_clock
 
     fleet = load_fleet("sim:healthy/hgx01", speed=0)
-    fleet.node("hgx01").missing_tools = ["fuser", "journalctl", "lspci"]
+    fleet.node("hgx01").missing_tools = ["fuser", "journalctl", "dmesg", "lspci"]
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await first_poll(app, timeout=30)

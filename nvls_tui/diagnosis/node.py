@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nvls_tui.diagnosis import fm_container, story
+from nvls_tui.diagnosis.restarters import restarter_findings
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, KernelEvent, MissingEvidence
 from nvls_tui.parsers.fabricmanager_log import FmEvent, multicast_error
@@ -271,6 +272,23 @@ def host_side(state: NodeState) -> str | None:
             f"managed outside it): {HOST_SIDE_SENTENCE}; no GPU reset or Fabric Manager restart here can")
 
 
+def coverage_findings(state: NodeState) -> list[Finding]:
+    """``KERNEL_COVERAGE`` [warning] where the kernel lines read do not reach back to the boot: lines logged
+    before ``kernel_coverage.since`` (a fault among them) are unknown, so the node is not healthy."""
+    cov = state.kernel_coverage
+    if cov is None or cov.complete_since_boot:
+        return []
+    since = story.when(cov.since, state) if cov.since else None
+    said = f"the kernel log covers this boot only since {cov.since} ({since})" if since else \
+        "the kernel log does not reach back to this boot's start (from when it covers is unknown)"
+    journal = (f"the journal starts at {cov.journal_since}; earlier lines rotated away" if cov.journal_since
+               else "the journal holds no kernel line of this boot")
+    ring = "the ring buffer was read as well" if "dmesg" in cov.sources else "the ring buffer could not be read"
+    notes = f" ({'; '.join(cov.notes)})" if cov.notes else ""
+    return [Finding("KERNEL_COVERAGE", Severity.WARNING, f"{said}: {journal}; {ring}{notes}; a fault logged "
+                    "before then is not seen")]
+
+
 def _not_present_message(state: NodeState) -> str:
     """The kernel's "FM not present", dated: a line older than the running FM is history, yet it still
     counts until a smoke test proves NVLS works (an FM started over held GPUs looks just as active)."""
@@ -484,12 +502,14 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
         findings += fabric_findings(state, opts)
     findings += mig_findings(state)
     findings += kernel_findings(state)
+    findings += coverage_findings(state)
     findings += evidence_findings(state)
     if state.smoke and not state.smoke.passed:
         bw = f"{state.smoke.avg_busbw:.1f} GB/s" if state.smoke.avg_busbw is not None else "no bandwidth"
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
                                 f"the last NVLS smoke test failed ({bw})"))
     findings += scheduler_findings(state)
+    findings += restarter_findings(state)
     findings = collapse_per_gpu(findings)
     # Holders are normal on a healthy node (DCGM, the GPU Operator's pods): they matter, and are
     # named, only where a repair would have to get past them.

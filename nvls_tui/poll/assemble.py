@@ -26,6 +26,7 @@ from nvls_tui.model import (
     MissingEvidence,
     NodeState,
     Platform,
+    Restarters,
     ServiceState,
     SmokeResult,
     SwitchState,
@@ -36,7 +37,6 @@ from nvls_tui.model.scheduler import Job
 from nvls_tui.parsers.fabricmanager_log import parse_fm_version
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders
-from nvls_tui.parsers.kernel_log import parse_kernel_log
 from nvls_tui.parsers.lspci import parse_lspci
 from nvls_tui.parsers.nvidia_smi_csv import (
     driver_from_query,
@@ -44,9 +44,16 @@ from nvls_tui.parsers.nvidia_smi_csv import (
     parse_query_csv,
 )
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
+from nvls_tui.parsers.restarters import (
+    UNATTENDED_UNIT,
+    parse_apt_periodic,
+    parse_needrestart,
+    unattended_upgrades_on,
+)
 from nvls_tui.parsers.slurm import parse_listpids
 from nvls_tui.parsers.systemctl import parse_show
 from nvls_tui.poll.evidence import NOT_RUN, missing_evidence, missing_from_unparsed
+from nvls_tui.poll.kernel_coverage import read_kernel
 from nvls_tui.textsafe import clean_deep
 
 # What nvidia-smi prints when the driver is not loaded or no GPU answers: the node cannot be read.
@@ -288,10 +295,15 @@ def assemble_node_state(
             lost.append(missing_from_unparsed("fm_version", "`nv-fabricmanager --version` printed no version"))
 
     nvswitches: tuple[SwitchState, ...] | None = None
+    pci_gpus: tuple[str, ...] | None = None
     if (lspci := read("nvswitches")) is not None:
-        # `lspci -d 10de:22a3` lists only NVSwitches (an old pci.ids names them "Device 22a3").
+        # Every NVIDIA function with its ids: the NVSwitches by id (an old pci.ids names them "Device
+        # 22a3"), the GPUs by class. A capture of the older `lspci -d 10de:22a3` lists switches only.
+        devices = parse_lspci(lspci.output).value
+        old_form = all(d.vendor_device is None for d in devices)  # no ids: the switch-only listing
         nvswitches = tuple(SwitchState(device=f"/dev/nvidia-nvswitch{i}", bus_id=dev.bus_id)
-                           for i, dev in enumerate(parse_lspci(lspci.output).value))
+                           for i, dev in enumerate(d for d in devices if old_form or d.is_nvswitch))
+        pci_gpus = tuple(bus for d in devices if d.is_gpu and (bus := d.canonical_bus_id))
 
     holders_read = True
     if holders is None:
@@ -304,12 +316,17 @@ def assemble_node_state(
             cgroups = parse_ps_cgroups(cg.output).value if (cg := read("cgroups")) is not None else {}
             holders = with_jobs(build_holders(fuser.value, entries, cgroups), sections.get("jobs"))
 
-    events: tuple[KernelEvent, ...] = ()
-    if (kernel := read("kernel", as_root=root)) is not None:
-        events = parse_kernel_log(kernel.output).value
 
     fm_loaded = any(s.name == FM_UNIT and s.exists for s in services)
     boot_id, uptime = parse_boot(read("boot"))
+    # The journal, and the ring buffer where the journal does not reach back to the boot; missing evidence
+    # only when neither could be read.
+    clock = _node_clock(sections.get("clock"))
+    kernel = read_kernel(sections.get("kernel"), sections.get("ring"), root=root,
+                         boot=clock - uptime if clock is not None and uptime is not None else None)
+    if kernel.missing is not None:
+        lost.append(kernel.missing)
+    events: tuple[KernelEvent, ...] = kernel.events
     return NodeState(
         host=host,
         reachable=True,
@@ -323,6 +340,7 @@ def assemble_node_state(
         services=tuple(services),
         holders=holders,
         kernel_events=events,
+        kernel_coverage=kernel.coverage,
         smoke=_smoke(read("smoke"), warnings),
         repair_record=_record(read("record"), warnings),
         polled_at=polled_at,
@@ -331,10 +349,63 @@ def assemble_node_state(
         node_clock=_node_clock(sections.get("clock")),
         boot_id=boot_id,
         uptime=uptime,
+        pci_gpus=pci_gpus,
+        restarters=restarters(sections, tuple(services) if units_read else None, lost, warnings),
         fm_place=fm_place(tuple(services) if units_read else None,
                           holders if holders_read and not _lost(lost, "holders") else None,
                           cgroups_read=not _lost(lost, "cgroups")),
     )
+
+
+# The nvidia-* units needrestart's configuration is asked about (the ones a repair stops and starts).
+_NVIDIA_UNITS = ("nvidia-fabricmanager.service", "nvidia-persistenced.service", "nvidia-dcgm.service")
+_NO_SUCH = re.compile(r"^grep: \S+: No such file or directory$")
+
+
+def _needrestart_missing(result: CommandResult | None) -> MissingEvidence | None:
+    """Whether grep read needrestart's configuration: exit 2 with only "No such file" lines for the files
+    that are not there (needrestart not installed, or no conf.d) is an answer; 1 is files with no line."""
+    if result is not None and not result.truncated and result.exit_status in (1, 2):
+        errors = [ln for ln in result.output.splitlines() if ln.startswith("grep: ")]
+        if all(_NO_SUCH.match(ln) for ln in errors):
+            return None
+    return missing_evidence("needrestart", result)
+
+
+def restarters(sections: Mapping[str, CommandResult], services: tuple[ServiceState, ...] | None,
+               lost: list[MissingEvidence], warnings: list[str]) -> Restarters | None:
+    """needrestart and unattended-upgrades from the ``needrestart`` and ``apt`` sections (FM_RESTARTER).
+
+    What could not be read goes to ``lost``; None when neither could be read. A node without ``apt-config``
+    has no apt, so no unattended upgrades; unattended-upgrades runs only where its package (its unit) is
+    installed, so without the units that part is unknown.
+    """
+    found: dict[str, Any] = {}
+    result = sections.get("needrestart")
+    why = _needrestart_missing(result)
+    if why is not None:
+        lost.append(why)
+    elif result is not None:
+        parsed = parse_needrestart(result.output)
+        warnings += parsed.warnings
+        config = parsed.value
+        found["needrestart"] = config is not None
+        if config is not None:
+            found["needrestart_mode"] = config.mode
+            found["uncertain"] = config.uncertain
+            found["needrestart_units"] = tuple(u for u in _NVIDIA_UNITS if config.selects(u))
+    apt = sections.get("apt")
+    if apt is not None and apt.exit_status == 127:
+        found["unattended_upgrades"] = False  # no apt-config: no apt, so no apt timers to run upgrades
+    elif (apt_why := missing_evidence("apt", apt)) is not None:
+        lost.append(apt_why)
+    elif apt is not None:
+        periodic = parse_apt_periodic(apt.output)
+        warnings += periodic.warnings
+        installed = None if services is None else any(s.name == UNATTENDED_UNIT and s.exists for s in services)
+        on = unattended_upgrades_on(periodic.value)
+        found["unattended_upgrades"] = False if not on else installed
+    return Restarters(**found) if found else None
 
 
 def _lost(lost: Sequence[MissingEvidence], section: str) -> bool:

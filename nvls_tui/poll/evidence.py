@@ -38,6 +38,7 @@ PURPOSE = {
     "processes": "the holders' identities (start time, parent, command line)",
     "cgroups": "the holders' cgroups (unit or pod)",
     "kernel": "the kernel log",
+    "ring": "the kernel ring buffer (dmesg)",
     "record": "the record of an interrupted repair",
     "smoke": "the last smoke test's result",
     "simulated": "the simulator's marker",
@@ -45,10 +46,12 @@ PURPOSE = {
     "boot": "the node's boot id and uptime",
     "jobs": "which holder belongs to which Slurm job",
     "devices": "the node's /dev/nvidia* device files",
+    "needrestart": "needrestart's configuration",
+    "apt": "apt's periodic settings (unattended upgrades)",
 }
 # How to get the tool, for the usual Debian/Ubuntu packages.
 PACKAGE = {"lspci": "pciutils", "fuser": "psmisc", "ps": "procps", "journalctl": "systemd", "find": "findutils",
-           "systemctl": "systemd", "awk": "mawk", "nv-fabricmanager": "nvidia-fabricmanager-<driver branch>"}
+           "systemctl": "systemd", "awk": "mawk", "dmesg": "util-linux", "nv-fabricmanager": "nvidia-fabricmanager-<driver branch>"}
 
 _NOT_FOUND = re.compile(r"(?:command )?not found", re.I)
 _DENIED = re.compile(r"Permission denied|Operation not permitted|access denied", re.I)

@@ -13,6 +13,16 @@ it was a line it kept (the node's filter says so: ``-- nvls-tui visited N first 
 
 A cursor from another boot (``b=``) means the node rebooted: the old boot's lines are let go. Any
 failed read lets the cursor go too, so the next poll reads the boot again. Pure: no I/O.
+
+Coverage: a whole-boot read notes the first entry it visited (``-- nvls-tui first TIME BOOT``; BOOT 1 when
+it is the kernel's own first line, ``Linux version ...``). A journal that does not reach back to the boot
+(rotated, vacuumed, volatile) or cannot be read makes the node's script read the kernel ring buffer too
+(:func:`filter_ring`, the ``ring`` section), and the tail lets its cursor go, so every poll of such a node
+reads the boot whole and decides again. The section the tail hands on says what the journal covers
+(``-- nvls-tui journal since TIME boot BOOT``, or ``since none``).
+
+A kernel message of several lines is one journal entry whose later lines journalctl indents: they stay
+with their entry (kept or dropped with it), so the parser can join them.
 """
 
 from __future__ import annotations
@@ -31,9 +41,68 @@ CURSOR = re.compile(r"s=[0-9a-f]{32};i=[0-9a-f]{1,16};b=[0-9a-f]{32};m=[0-9a-f]{
                     r"x=[0-9a-f]{1,16}")
 CURSOR_LINE = "-- cursor: "
 VISITED_LINE = "-- nvls-tui visited "
+FIRST_LINE = "-- nvls-tui first "
+JOURNAL_SINCE = "-- nvls-tui journal since "
+RING_FIRST = "-- nvls-tui ring first "
+RING_SKIPPED = "-- nvls-tui ring buffer not read: the journal covers this boot"
+# The kernel's first line of every boot: a log whose first line of this boot is it reaches back to the boot.
+BOOT_WORDS = "Linux version "
+# The kernel awk's exit status when the ring buffer must be read as well (the journal does not cover the boot).
+RING_NEEDED = 3
 _ENTRY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T")
 _PATTERN = re.compile(KERNEL_PATTERN)
 _VISITED = re.compile(r"^-- nvls-tui visited (\d+) first ([01]) last ([01])$")
+_FIRST = re.compile(r"^-- nvls-tui first (\S+) ([01])$")
+_SINCE = re.compile(r"^-- nvls-tui journal since (\S+)(?: boot ([01]))?$")
+_RING_STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] ")
+_RING_FIRST = re.compile(r"^-- nvls-tui ring first (\S+) ([01])$")
+
+
+def _starts_boot(entry: str) -> bool:
+    """Whether a journal entry (short-iso) or a dmesg line is the kernel's first line of a boot."""
+    return f"kernel: {BOOT_WORDS}" in entry.split("\n", 1)[0] or bool(
+        (m := _RING_STAMP.match(entry)) and entry[m.end():].startswith(BOOT_WORDS))
+
+
+def journal_coverage(text: str) -> tuple[str | None, bool] | None:
+    """What a kernel section (as the tail hands it on) says the journal covers: (the time of its first
+    entry this boot, whether that entry is the boot's first line); (None, False) when it holds no entry
+    of this boot; None when the section does not say (an older probe's capture)."""
+    for line in text.splitlines():
+        if (m := _SINCE.match(line)) is not None:
+            return (None, False) if m.group(1) == "none" else (m.group(1), m.group(2) == "1")
+    return None
+
+
+def filter_ring(text: str) -> str:
+    """What the probe's ring awk makes of ``dmesg``'s output (for the backends that run it themselves).
+
+    Kept: dmesg's own messages (errors, at most ``NOTE_LINES``), where the ring buffer starts (``-- nvls-tui
+    ring first SECONDS BOOT``), and the last ``KERNEL_LINES`` lines that match the pattern, each with the
+    indented lines of its record. Already filtered text is returned as it is.
+    """
+    if any(line.startswith(RING_FIRST) or line == RING_SKIPPED for line in text.splitlines()):
+        return text
+    notes: list[str] = []
+    kept: list[str] = []
+    first: str | None = None
+    keep = False
+    for line in text.splitlines():
+        if (m := _RING_STAMP.match(line)) is not None:
+            if first is None:
+                first = f"{RING_FIRST}{m.group(1)} {1 if _starts_boot(line) else 0}"
+            keep = bool(_PATTERN.search(line))
+            if keep:
+                kept.append(line)
+        elif line[:1] in (" ", "\t") and line.strip():
+            if keep and kept:
+                kept[-1] += "\n" + line
+        elif line.strip():
+            keep = False
+            if len(notes) < NOTE_LINES:
+                notes.append(line)
+    lines = notes + ([first] if first else []) + kept[-KERNEL_LINES:]
+    return "".join(line + "\n" for line in lines)
 
 
 def kernel_argv(cursor: str | None = None) -> tuple[str, ...]:
@@ -63,23 +132,32 @@ def filter_journal(text: str) -> str:
     """
     notes: list[str] = []
     kept: list[str] = []
-    cursor = ""
+    cursor = head = ""
     visited = first = last = 0
+    entry = False  # the line before was an entry (or one of its indented lines)
     for line in text.splitlines():
         if _ENTRY.match(line):
             visited += 1
             hit = 1 if _PATTERN.search(line) else 0
-            first = hit if visited == 1 else first
+            if visited == 1:
+                first = hit
+                head = f"{FIRST_LINE}{line.split(' ', 1)[0]} {1 if _starts_boot(line) else 0}"
             last = hit
             if hit:
                 kept.append(line)
+            entry = True
+        elif entry and line[:1] in (" ", "\t"):
+            if last and kept:
+                kept[-1] += "\n" + line
         elif line.startswith(CURSOR_LINE):
-            cursor = line
+            cursor, entry = line, False
         elif line.startswith("-- "):
-            continue
-        elif len(notes) < NOTE_LINES:
-            notes.append(line)
-    lines = notes + kept[-KERNEL_LINES:] + ([cursor] if cursor else []) + [
+            entry = False
+        else:
+            entry = False
+            if len(notes) < NOTE_LINES:
+                notes.append(line)
+    lines = notes + kept[-KERNEL_LINES:] + ([cursor] if cursor else []) + ([head] if head else []) + [
         f"{VISITED_LINE}{visited} first {first} last {last}"]
     return "".join(line + "\n" for line in lines)
 
@@ -97,12 +175,15 @@ class KernelTail:
         lines: the fabric lines kept (the last ``KERNEL_LINES``), oldest first.
         last_kept: the entry at ``cursor`` is ``lines[-1]`` (it matched the pattern).
         reads: how many reads began at a cursor (for tests and the bench).
+        since: what the journal covers this boot, from the last whole-boot read: (the first entry's time,
+            whether it is the boot's first line); None before a whole read.
     """
 
     cursor: str | None = None
     lines: list[str] = field(default_factory=list)
     last_kept: bool = False
     reads: int = 0
+    since: tuple[str | None, bool] | None = None
 
     def argv(self) -> tuple[str, ...]:
         """The journalctl of this node's next poll."""
@@ -110,7 +191,7 @@ class KernelTail:
 
     def reset(self) -> None:
         """Forget the cursor and the lines: the next poll reads the boot again."""
-        self.cursor, self.lines, self.last_kept = None, [], False
+        self.cursor, self.lines, self.last_kept, self.since = None, [], False, None
 
     def take_unfiltered(self, result: CommandResult, asked: str | None) -> CommandResult:
         """:meth:`take` for journalctl's own output (stderr merged), filtered here as the probe's awk does."""
@@ -130,16 +211,23 @@ class KernelTail:
             not move answers the same section poll after poll, whichever cursor it started at). A
             failed read is passed on as it came (the cursor let go).
         """
-        notes, entries, cursor, visited = [], [], None, None
+        notes, entries, cursor, visited, head = [], [], None, None, None
+        entry = False
         for line in result.stdout.splitlines():
             if line.startswith(CURSOR_LINE):
-                cursor = line[len(CURSOR_LINE):].strip()
+                cursor, entry = line[len(CURSOR_LINE):].strip(), False
             elif (m := _VISITED.match(line)) is not None:
-                visited = (int(m.group(1)), m.group(2) == "1", m.group(3) == "1")
+                visited, entry = (int(m.group(1)), m.group(2) == "1", m.group(3) == "1"), False
+            elif (m := _FIRST.match(line)) is not None:
+                head, entry = (m.group(1), m.group(2) == "1"), False
             elif _ENTRY.match(line):
                 entries.append(line)
+                entry = True
+            elif entry and line[:1] in (" ", "\t"):
+                entries[-1] += "\n" + line  # an indented line of the entry's message
             else:
                 notes.append(line)
+                entry = False
         if not result.ok or result.truncated or visited is None:
             self.reset()
             return dataclasses.replace(result, stdout="".join(n + "\n" for n in notes + entries))
@@ -163,5 +251,13 @@ class KernelTail:
             self.cursor, self.last_kept = None, False  # nothing visited: no kernel line this boot yet
         # (From a cursor with nothing visited, the cursor's entry is gone and nothing came since: keep it.)
         self.lines = merged
+        if asked is None:
+            self.since = head if head is not None else (None, False)
+        if self.since is None or not self.since[1]:
+            # The journal does not reach back to the boot: the next poll reads the boot whole again, so
+            # the node's script decides again whether to read the ring buffer as well.
+            self.cursor, self.last_kept = None, False
+        said = (f"{JOURNAL_SINCE}none" if self.since is None or self.since[0] is None
+                else f"{JOURNAL_SINCE}{self.since[0]} boot {1 if self.since[1] else 0}")
         return dataclasses.replace(result, argv=_whole_boot(result.argv),
-                                   stdout="".join(n + "\n" for n in notes + merged))
+                                   stdout="".join(n + "\n" for n in notes + merged + [said]))

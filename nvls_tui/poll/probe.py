@@ -20,7 +20,19 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
-from nvls_tui.poll.kernel_tail import KERNEL_LINES, KERNEL_PATTERN, NOTE_LINES, VISITED_LINE, kernel_argv
+from nvls_tui.parsers.restarters import RESTARTER_UNITS
+from nvls_tui.poll.kernel_tail import (
+    CURSOR,
+    FIRST_LINE,
+    KERNEL_LINES,
+    KERNEL_PATTERN,
+    NOTE_LINES,
+    RING_FIRST,
+    RING_NEEDED,
+    RING_SKIPPED,
+    VISITED_LINE,
+    kernel_argv,
+)
 
 STATE_DIR = "/var/lib/nvls-tui"
 RECORD_FILE = f"{STATE_DIR}/repair.json"
@@ -32,6 +44,10 @@ LOCK_DIR = f"{STATE_DIR}/lock"
 # only (nvls_tui.runbook.quiesce.present_devices), since a node may lack some of the shared ones.
 DEVICE_LIST_ARGV = ("find", "/dev", "-maxdepth", "1", "-name", "nvidia*", "!", "-type", "d")
 
+NEEDRESTART_ARGV = ("grep", "-rH", "--include=*.conf", "^", "/etc/needrestart/needrestart.conf",
+                    "/etc/needrestart/conf.d")
+APT_PERIODIC_ARGV = ("apt-config", "dump", "APT::Periodic")
+
 UNITS = (
     "nvidia-fabricmanager.service",
     "kubelet.service",
@@ -39,6 +55,9 @@ UNITS = (
     "nvidia-snapshot.service",
     "nvidia-dcgm.service",
     "nvidia-persistenced.service",
+    # What restarts nvidia-* units behind the operator: apt's daily runs (an upgrade runs needrestart,
+    # which restarts services whose libraries changed) and unattended-upgrades (FM_RESTARTER).
+    *RESTARTER_UNITS,
 )
 
 QUERY_FIELDS = (
@@ -48,6 +67,9 @@ QUERY_FIELDS = (
     "uuid",
     "driver_version",
     "persistence_mode",
+    # The MIG mode now and after a reset: a reset commits a pending change (MIG_PENDING); N/A off MIG boards.
+    "mig.mode.current",
+    "mig.mode.pending",
     "fabric.state",
     "fabric.status",
     "fabric.cliqueId",
@@ -56,6 +78,10 @@ QUERY_FIELDS = (
 )
 
 NVSWITCH_PCI_ID = "10de:22a3"
+# Every NVIDIA PCI function with its class and ids (-nn): the NVSwitches (10de:22a3) and the GPUs (class
+# 03xx), so a GPU on the bus that nvidia-smi does not list is seen (GPU_LOST). By id, not by name: an old
+# pci.ids names an NVSwitch "Device 22a3".
+NVIDIA_PCI_VENDOR = "10de:"
 MARK = "@@nvls-tui"
 # fuser -v rows: "... USER PID ACCESS COMMAND"; each PID once, joined by commas (procps's list syntax).
 # Shell builtins only (read, set, case): an awk here cost the node a process per poll. Globbing is off
@@ -85,13 +111,35 @@ _PARENT_LIST = (
 # the same filter in Python.
 _KERNEL_AWK = (
     "function take(s) {if (s ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/) {v++; h = (s ~ /" + KERNEL_PATTERN
-    + "/); if (v == 1) f = h; l = h; if (h) {r[n % " + str(KERNEL_LINES) + "] = s; n++}}"
-    " else if (index(s, \"-- cursor: \") == 1) cur = s; else if (index(s, \"-- \") != 1 && e < " + str(NOTE_LINES)
-    + ") msg[e++] = s}"
+    + "/); if (v == 1) {f = h; ft = s; sub(/ .*/, \"\", ft); fb = (index(s, \"kernel: Linux version \") > 0)}"
+    " l = h; if (h) {r[n % " + str(KERNEL_LINES) + "] = s; n++}; pe = 1}"
+    " else if (pe && s ~ /^[ \\t]/) {if (l && n) r[(n - 1) % " + str(KERNEL_LINES) + "] = r[(n - 1) % "
+    + str(KERNEL_LINES) + "] \"\\n\" s}"
+    " else if (index(s, \"-- cursor: \") == 1) {cur = s; pe = 0} else if (index(s, \"-- \") == 1) pe = 0;"
+    " else {pe = 0; if (e < " + str(NOTE_LINES) + ") msg[e++] = s}}"
     " BEGIN {while ((cmd | getline s) > 0) take(s); st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256;"
     " for (i = 0; i < e; i++) print msg[i]; for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES)
     + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (cur != \"\") print cur;"
-    " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st}"
+    " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
+    " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
+    " exit (st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED) + " : 0}"
+)
+# The kernel ring buffer, read only where the journal does not cover the boot (the kernel awk exits
+# RING_NEEDED): dmesg's own messages, where the buffer starts (its first stamp, and whether that line is
+# the boot's first), and the matching lines with the indented lines of their records, bounded as the
+# kernel section's. filter_ring() is the same filter in Python.
+_RING_AWK = (
+    "BEGIN {while ((cmd | getline s) > 0) {if (s ~ /^\\[ *[0-9]+\\.[0-9]+\\] /) {if (first == \"\") {t = s;"
+    " sub(/^\\[ */, \"\", t); sub(/\\].*/, \"\", t); x = s; sub(/^\\[[^]]*\\] /, \"\", x);"
+    " first = \"" + RING_FIRST + "\" t \" \" (index(x, \"Linux version \") == 1 ? 1 : 0)}"
+    " k = (s ~ /" + KERNEL_PATTERN + "/); if (k) {r[n % " + str(KERNEL_LINES) + "] = s; n++}}"
+    " else if (s ~ /^[ \\t]/ && s ~ /[^ \\t]/) {if (k && n) r[(n - 1) % " + str(KERNEL_LINES) + "] = r[(n - 1) % "
+    + str(KERNEL_LINES) + "] \"\\n\" s}"
+    " else if (s ~ /[^ \\t]/) {k = 0; if (e < " + str(NOTE_LINES) + ") msg[e++] = s}}"
+    " st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256;"
+    " for (i = 0; i < e; i++) print msg[i]; if (first != \"\") print first;"
+    " for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES) + " : 0); i < n; i++) print r[i % "
+    + str(KERNEL_LINES) + "]; print m \" end ring \" st}"
 )
 # The poll's user from the shell's own /proc/self/status (effective uid): no process for it; `id -u`
 # only where /proc cannot say.
@@ -152,16 +200,25 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "units",
         ("systemctl", "show", "--no-pager",
-         "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result,ActiveEnterTimestamp,InactiveEnterTimestamp", *UNITS),
+         "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result,ActiveEnterTimestamp,InactiveEnterTimestamp,NRestarts",
+         *UNITS),
     ),
-    Section("nvswitches", ("lspci", "-D", "-d", NVSWITCH_PCI_ID)),
+    Section("nvswitches", ("lspci", "-D", "-nn", "-d", NVIDIA_PCI_VENDOR)),
     # The glob is expanded by the remote shell (or by the local and simulated backends).
     Section("holders", ("fuser", "-v", "/dev/nvidia*"), privileged=True),
     # The whole boot's; a poll of a node read before starts at its cursor (kernel_tail.KernelTail).
     Section("kernel", kernel_argv(), privileged=True),
+    # The kernel ring buffer, where the journal does not reach back to the boot or cannot be read
+    # (rotated, vacuumed, volatile, absent): its [seconds] stamps are mapped to the node's clock by its
+    # boot time (the ``boot`` and ``clock`` sections). The script skips it where the journal covers the boot.
+    Section("ring", ("dmesg",), privileged=True),
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
+    # needrestart's configuration, its own file then conf.d's (grep -H names each line's file; stderr says
+    # which are absent), and whether apt's daily run installs upgrades unattended (FM_RESTARTER).
+    Section("needrestart", NEEDRESTART_ARGV),
+    Section("apt", APT_PERIODIC_ARGV),
     # Read just before the clock, so that a slow read makes the clock look stepped forward, never back.
     Section("boot", BOOT_ARGV),
     # The node's own clock: kernel lines and unit times are on it, so "5 days ago" is read against it.
@@ -271,7 +328,14 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             lines += [begin, f"capped {limit} {prefix}{_glob_safe_join(argv)}; holders=$out; hrc=$rc", _PUT_OUT, end]
         elif section.name == "kernel":
             # awk -v takes backslash escapes: the command has none (fixed words, a hex cursor).
-            lines += [begin, f"awk -v m=\"$m\" -v {shlex.quote('cmd=' + cmd)} {shlex.quote(_KERNEL_AWK)}"]
+            whole = 0 if kernel_cursor is not None and CURSOR.fullmatch(kernel_cursor) else 1
+            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=' + cmd)} "
+                             f"{shlex.quote(_KERNEL_AWK)}; rk=$?"]
+        elif section.name == "ring":
+            # Without the kernel section's word (it ran in an earlier script, or not at all): read.
+            lines += [begin, f'if [ "${{rk:-{RING_NEEDED}}}" = {RING_NEEDED} ]; then '
+                             f"awk -v m=\"$m\" -v {shlex.quote('cmd=' + cmd)} {shlex.quote(_RING_AWK)}; "
+                             f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
         else:

@@ -18,6 +18,7 @@ from nvls_tui.sim import (
     render_procs,
     render_smi,
     render_system,
+    restarters,
 )
 from nvls_tui.sim.processes import advance
 from nvls_tui.sim.state import Node
@@ -56,7 +57,7 @@ Result = Output | render_nccl.Plan | _Hang
 
 SIM_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
                 "nv-fabricmanager", "lspci", "hostname", "id", "all_reduce_perf", "date",
-                "mkdir", "cat", "tee", "mv", "rm", "rmdir", "find")
+                "mkdir", "cat", "tee", "mv", "rm", "rmdir", "find", "grep", "apt-config")
 
 
 def strip_wrappers(argv: Sequence[str], env: Mapping[str, str] | None) -> tuple[list[str], dict[str, str]]:
@@ -110,6 +111,7 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
     simple = {
         "systemctl": lambda: render_system.systemctl(node, rest, now),
         "journalctl": lambda: render_system.journalctl(node, rest, now),
+        "dmesg": lambda: render_system.dmesg(node, rest, now),
         "ps": lambda: procps.ps(node, rest, now),
         "kill": lambda: render_procs.kill(node, rest, now),
         "pgrep": lambda: render_procs.pgrep(node, rest, now),
@@ -126,6 +128,8 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
         "rm": lambda: files.rm(node, rest),
         "rmdir": lambda: files.rmdir(node, rest),
         "find": lambda: files.find(node, rest),
+        "grep": lambda: restarters.grep(node, rest),
+        "apt-config": lambda: restarters.apt_config(node, rest),
         "true": lambda: (0, "", ""),
         "false": lambda: (1, "", ""),
     }

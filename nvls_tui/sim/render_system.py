@@ -13,7 +13,8 @@ from nvls_tui.sim.processes import SNAPSHOT_PERIOD
 from nvls_tui.sim.state import LogLine, Node, Unit
 
 # systemctl show prints the type-specific properties (Service/Timer) before the Unit ones.
-SERVICE_PROPS = ("Type", "Restart", "MainPID", "ControlPID", "Result", "ExecMainStartTimestamp",
+# systemd 249-252 print NRestarts after Result (and before the ExecMain* ones): the Service interface's order.
+SERVICE_PROPS = ("Type", "Restart", "MainPID", "ControlPID", "Result", "NRestarts", "ExecMainStartTimestamp",
                  "ExecMainExitTimestamp", "ExecMainPID", "ExecMainCode", "ExecMainStatus")
 TIMER_PROPS = ("Unit", "NextElapseUSecRealtime", "Result")
 UNIT_PROPS = ("Id", "Names", "Description", "LoadState", "ActiveState", "FreezerState", "SubState",
@@ -58,7 +59,7 @@ def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, st
         values = {"Id": full, "Names": full, "Description": full, "LoadState": "not-found",
                   "ActiveState": "inactive", "FreezerState": "running", "SubState": "dead", "FragmentPath": "",
                   "UnitFileState": "", "UnitFilePreset": "", "MainPID": "0", "Result": "success",
-                  "Type": "simple", "Restart": "no", "ControlPID": "0", "ExecMainPID": "0",
+                  "Type": "simple", "Restart": "no", "NRestarts": "0", "ControlPID": "0", "ExecMainPID": "0",
                   "ExecMainCode": "0", "ExecMainStatus": "0", "CanStart": "no", "CanStop": "no"}
         return values
     since = sd_time(unit.since, node)
@@ -80,7 +81,8 @@ def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, st
     else:
         values.update({"Type": "forking" if "fabricmanager" in unit.name else
                        ("oneshot" if "snapshot" in unit.name else "simple"),
-                       "Restart": "always" if unit.name == "kubelet.service" else "no",
+                       "Restart": unit.restart_policy or ("always" if unit.name == "kubelet.service" else "no"),
+                       "NRestarts": str(unit.restarts),
                        "MainPID": str(unit.main_pid), "ControlPID": "0",
                        "ExecMainPID": str(unit.main_pid or unit.last_pid),
                        "ExecMainCode": str(EXEC_CODES.get(unit.exec_code, 0)),
@@ -118,7 +120,9 @@ def _journal_lines(node: Node, entries: list[LogLine], iso: bool = False) -> lis
     for e in entries:
         stamp = node.local_time(e.ts).strftime("%Y-%m-%dT%H:%M:%S%z" if iso else "%b %d %H:%M:%S")
         who = e.ident if e.pid is None else f"{e.ident}[{e.pid}]"
-        out.append(f"{stamp} {node.name} {who}: {e.text}")
+        head = f"{stamp} {node.name} {who}: "
+        # A message of several lines: journalctl indents the later ones under the first (systemd 252).
+        out.append(head + e.text.replace("\n", "\n" + " " * len(head)))
     return out
 
 
@@ -368,6 +372,8 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     else:
         entries = sorted(node.kernel + node.journal, key=lambda e: (e.ts, e.seq))
     # --since/--until compare the node's clock when each entry was logged (a stepped clock shows).
+    if node.journal_since is not None:  # rotated or vacuumed away
+        entries = [e for e in entries if e.ts >= node.journal_since]
     entries = [e for e in entries if e.ts <= now and (since is None or node.clock(e.ts) >= since)
                and (until is None or node.clock(e.ts) <= until) and (not this_boot or e.ts >= node.boot)]
     visited: LogLine | None = None
@@ -398,3 +404,31 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     # --grep exits 1 when nothing matched, as grep does; --show-cursor when it visited no entry (no cursor to
     # print: sd_journal_get_cursor's error is journalctl's exit status), both systemd 252.
     return (1 if grep and not shown or show_cursor and visited is None else 0), out, ""
+
+
+DMESG_TRY = "Try 'dmesg --help' for more information.\n"
+
+
+def dmesg(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
+    """util-linux 2.38 ``dmesg`` (no options) over the node's kernel ring buffer: ``[seconds] message``,
+    seconds since the boot padded to five places, the later lines of a multi-line record indented under
+    the first (checked against the real ``dmesg --file`` in tests/test_kernel_coverage.py).
+
+    The buffer holds this boot's lines from ``ring_since`` on (it wraps on a busy node). A user the journal
+    refuses is refused the ring buffer too (``kernel.dmesg_restrict=1``, Debian's and Ubuntu's default).
+    """
+    if node.journal_access != "ok":
+        return 1, "", "dmesg: read kernel buffer failed: Operation not permitted\n"
+    if args:
+        arg = args[0]
+        said = (f"dmesg: unrecognized option '{arg}'\n" if arg.startswith("--")
+                else f"dmesg: invalid option -- '{arg.lstrip('-')[:1]}'\n")
+        return 1, "", said + DMESG_TRY
+    lines = []
+    for e in node.kernel:
+        if e.ts < node.boot or e.ts > now or (node.ring_since is not None and e.ts < node.ring_since):
+            continue
+        us = round(max(0.0, e.ts - node.boot) * 1e6)
+        stamp = f"[{us // 1000000:5d}.{us % 1000000:06d}] "
+        lines.append(stamp + e.text.replace("\n", "\n" + " " * len(stamp)) + "\n")
+    return 0, "".join(lines), ""

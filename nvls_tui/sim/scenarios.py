@@ -116,6 +116,9 @@ def _start_at(node: Node, name: str, ts: float) -> None:
 
 def _boot_kernel(node: Node) -> None:
     t = node.boot
+    # The kernel's first line of every boot: a log that holds it reaches back to the boot.
+    node.log_kernel(t, "Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) "
+                       "12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1")
     node.log_kernel(t + 4.1, "nvidia: module license 'NVIDIA' taints kernel.")
     node.log_kernel(t + 4.3, f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {node.driver}  "
                              "Sat Aug  1 00:00:00 UTC 2026")
@@ -366,6 +369,190 @@ def fm_in_container(name: str, now: float) -> Node:
     return node
 
 
+def gpu_missing(name: str, now: float) -> Node:
+    """An HGX H100 whose GPU at D8 is on the PCI bus but lost to the driver (it failed to initialise at
+    boot): lspci lists eight GPUs, nvidia-smi seven; nothing can open its device file."""
+    node = base_node(name, now, boot_age=2 * 3600)
+    lost = node.gpus[-1]
+    lost.lost = True
+    pci = lost.bus_id[4:].lower()
+    node.log_kernel(node.boot + 8.2, f"NVRM: GPU {pci}: RmInitAdapter failed! (0x22:0x56:667)")
+    node.log_kernel(node.boot + 8.3, f"NVRM: GPU {pci}: rm_init_adapter failed, device minor number {lost.index}")
+    dead = f"/dev/nvidia{lost.index}"
+    for proc in node.procs.values():
+        proc.devices = [d for d in proc.devices if d != dead]
+    for pod in node.pods:
+        pod.devices = [d for d in pod.devices if d != dead]
+    return node
+
+
+def mig_pending(name: str, now: float) -> Node:
+    """gpu06's out-of-sync fault on a node where GPU 3's MIG mode was set to Enabled and waits for a reset
+    (``nvidia-smi -i 3 -mig 1`` refused the reset while the GPU was in use): the repair's reset commits it."""
+    node = seed_out_of_sync(name, now)
+    node.gpus[3].mig_pending = "Enabled"
+    return node
+
+
+# The real one-GPU H200 VM's bus address (tests/fixtures/real/h200-1gpu-vm).
+VM_GPU_BUS = "00000000:00:06.0"
+
+
+def vm_host_side(name: str, now: float) -> Node:
+    """A one-GPU H200 VM whose NVSwitches and Fabric Manager are the host's: no NVSwitch on its PCI bus, its
+    own FM unit failed with nothing to do (NV_WARN_NOTHING_TO_DO), the GPU's fabric In Progress for good.
+    Nothing inside can finish the fabric: the host or provider must."""
+    node = base_node(name, now, boot_age=2 * 3600, start_fm=False)
+    node.platform = "vm"
+    node.gpus = node.gpus[:1]
+    gpu = node.gpus[0]
+    gpu.bus_id, gpu.name, gpu.mem_total = VM_GPU_BUS, H200_NAME, 143771
+    gpu.fabric_state, gpu.fabric_status = "In Progress", "N/A"
+    node.switches = []
+    node.stuck_in_progress = True
+    node.absent_devices = list(H200_ABSENT_DEVICES)
+    present = set(node.device_files())
+    for proc in node.procs.values():
+        proc.devices = [d for d in proc.devices if d in present]
+    for pod in node.pods:
+        pod.devices = [d for d in pod.devices if d in present]
+    # FM's start as on a board without NVSwitch (gpu-operator issue 610's journal, the words kept).
+    fm = node.units["nvidia-fabricmanager.service"]
+    at, pid = node.boot + 21, node.alloc_pid()
+    node.log_unit(at, fm.name, "systemd", "Starting NVIDIA fabric manager service...", 1)
+    node.log_unit(at, fm.name, "nv-fabricmanager", "request to query NVSwitch device information from NVSwitch "
+                  "driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]", pid)
+    node.log_unit(at, fm.name, "systemd", f"{fm.name}: Control process exited, code=exited, status=1/FAILURE", 1)
+    node.log_unit(at, fm.name, "systemd", f"{fm.name}: Failed with result 'exit-code'.", 1)
+    fm.active, fm.sub, fm.result, fm.since, fm.main_pid = "failed", "failed", "exit-code", at, 0
+    fm.last_pid, fm.exec_code, fm.exec_status = pid, "exited", "1/FAILURE"
+    return node
+
+
+# Debian bookworm's units of apt and unattended-upgrades, with their own descriptions.
+APT_UNITS = {
+    "apt-daily.timer": "Daily apt download activities",
+    "apt-daily-upgrade.timer": "Daily apt upgrade and clean activities",
+    "apt-daily.service": "Daily apt download activities",
+    "apt-daily-upgrade.service": "Daily apt upgrade and clean activities",
+    "unattended-upgrades.service": "Unattended Upgrades Shutdown",
+}
+# needrestart's own file (Debian's, its comments cut) and a site's snippet that makes it restart on its own.
+NEEDRESTART_CONF = """# needrestart - Restart daemons after library updates.
+#
+# This is the configuration file of needrestart. This is perl syntax.
+
+# Restart mode: (l)ist only, (i)nteractive or (a)utomatically.
+#$nrconf{restart} = 'i';
+
+# Override service default selection (hash of regex).
+$nrconf{override_rc} = {
+    # DBus
+    qr(^dbus) => 0,
+    # networking stuff
+    qr(^network) => 0,
+    qr(^NetworkManager) => 0,
+    # systemd --user
+    qr(^user@\\d+\\.service) => 0,
+    # do not restart oneshot services, see also #862840
+    qr(^apt-daily\\.service$) => 0,
+    qr(^apt-daily-upgrade\\.service$) => 0,
+    qr(^unattended-upgrades\\.service$) => 0,
+    # don't restart systemd-logind, see #798097
+    qr(^systemd-logind) => 0,
+};
+
+# Read additional config snippets.
+if(-d q(/etc/needrestart/conf.d)) {
+      foreach my $fn (sort </etc/needrestart/conf.d/*.conf>) {
+	      print STDERR "$LOGPREF eval $fn\\n" if($nrconf{verbosity} > 1);
+	      eval do { local(@ARGV, $/) = $fn; <>};
+	      die "Error parsing $fn: $@" if($@);
+      }
+}
+"""
+NEEDRESTART_AUTO = "# restart outdated services without asking (unattended upgrades included)\n$nrconf{restart} = 'a';\n"
+AUTO_UPGRADES = 'APT::Periodic::Update-Package-Lists "1";\nAPT::Periodic::Unattended-Upgrade "1";\n'
+UU_ARGV = ["/usr/bin/python3", "/usr/share/unattended-upgrades/unattended-upgrade-shutdown", "--wait-for-signal"]
+
+
+def with_restarters(node: Node, now: float, fm_restarts: int = 3) -> Node:
+    """``node`` with what restarts nvidia-* units behind the operator: needrestart set to restart on its own,
+    unattended-upgrades on with apt's timers running, and FM restarted ``fm_restarts`` times by systemd
+    (a site's ``Restart=on-failure``; the count is NRestarts), the last one half an hour ago."""
+    for unit, desc in APT_UNITS.items():
+        node.units[unit] = Unit(name=unit, description=desc)
+    up = node.boot + 30
+    for unit in ("apt-daily.timer", "apt-daily-upgrade.timer"):
+        _start_at(node, unit, up)
+    _start_at(node, "unattended-upgrades.service", up)
+    uu = node.units["unattended-upgrades.service"]
+    uu.main_pid = node.spawn(ppid=1, user="root", start=up, argv=list(UU_ARGV), cgroup=f"0::/system.slice/{uu.name}",
+                             unit=uu.name).pid
+    node.dirs += ["/etc", "/etc/needrestart", "/etc/needrestart/conf.d", "/etc/apt", "/etc/apt/apt.conf.d"]
+    node.files["/etc/needrestart/needrestart.conf"] = NEEDRESTART_CONF
+    node.files["/etc/needrestart/conf.d/50-autorestart.conf"] = NEEDRESTART_AUTO
+    node.files["/etc/needrestart/conf.d/README.needrestart"] = "Files ending with .conf ... are parsed.\n"
+    node.files["/etc/apt/apt.conf.d/20auto-upgrades"] = AUTO_UPGRADES
+    fm = node.units["nvidia-fabricmanager.service"]
+    fm.restart_policy = "on-failure"
+    at = now - 1900.0
+    for n in range(1, fm_restarts + 1):
+        pid = node.alloc_pid()
+        node.log_unit(at, fm.name, "systemd", f"{fm.name}: Main process exited, code=exited, status=1/FAILURE", 1)
+        node.log_unit(at, fm.name, "systemd", f"{fm.name}: Failed with result 'exit-code'.", 1)
+        node.log_unit(at + 0.1, fm.name, "systemd", f"{fm.name}: Scheduled restart job, restart counter is at {n}.", 1)
+        node.log_unit(at + 0.1, fm.name, "systemd", f"Starting {fm.name} - {fm.description}...", 1)
+        node.log_unit(at + 1.6, fm.name, "systemd", f"Started {fm.name} - {fm.description}.", 1)
+        del pid
+        at += 30.0
+    fm.restarts, fm.since, fm.active_enter = fm_restarts, at - 30.0 + 1.6, at - 30.0 + 1.6
+    for proc in node.procs.values():
+        if proc.role == "fm":
+            proc.start = fm.since
+    return node
+
+
+def fm_restarters(name: str, now: float) -> Node:
+    """gpu06's out-of-sync fault on a node where FM is restarted behind the operator: needrestart restarts
+    nvidia-* units on its own, unattended-upgrades and apt's timers run, FM's NRestarts is 3."""
+    return with_restarters(seed_out_of_sync(name, now), now)
+
+
+# The driver's words for a GPU that no longer answers on PCIe: one record of three lines, no Xid (open
+# kernel module 570: tests/fixtures/kernel/fallen-off-bus-no-xid-570.txt).
+def fell_off_text(bus: str) -> str:
+    """The driver's multi-line "fallen off the bus" message for the GPU at ``bus`` (``0000:5a:00.0``)."""
+    return (f"NVRM: The NVIDIA GPU {bus}\nNVRM: (PCI ID: 10de:2330) installed in this system has\n"
+            "NVRM: fallen off the bus and is not responding to commands.")
+
+
+def journal_rotated(name: str, now: float) -> Node:
+    """gpu06's out-of-sync fault on a node whose journal was vacuumed after it: the journal's kernel lines
+    start 15 min ago, the out-of-sync line (30 min ago) is only in the ring buffer, which has wrapped too
+    (it starts 2 h ago, not at the boot)."""
+    node = seed_out_of_sync(name, now)
+    node.journal_since = now - 900
+    node.ring_since = now - 7200
+    node.log_kernel(now - 600, "NVRM: nvidia-nvswitch: link training retried on 0000:05:00.0 (FABRIC)")
+    return node
+
+
+def no_journal(name: str, now: float) -> Node:
+    """gpu06's out-of-sync fault on a node with no journalctl at all (the real H200 VM has dmesg only): the
+    ring buffer holds the whole boot."""
+    node = seed_out_of_sync(name, now)
+    node.missing_tools.append("journalctl")
+    return node
+
+
+def gpu_fell_off(name: str, now: float) -> Node:
+    """A node whose GPU 3 fell off the bus 20 min ago: the driver said so over three lines, without an Xid."""
+    node = base_node(name, now, boot_age=DAY)
+    node.log_kernel(now - 1200, fell_off_text("0000:5a:00.0"))
+    return node
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One named fleet: its nodes and how each is built."""
@@ -428,6 +615,22 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "with the record still in its future)", ("gpu-ntp01", "gpu-ahead01"), clock_stepped),
     Scenario("fm-in-container", "GPU Operator-managed driver: no host nvidia-fabricmanager unit; nv-fabricmanager "
              "runs in the driver pod (restart that pod, not a host unit)", ("gpu-ctr01",), fm_in_container),
+    Scenario("gpu-missing", "an HGX H100 whose GPU at D8 is on the PCI bus but not in nvidia-smi (7 of 8 "
+             "listed): GPU_LOST, no reset", ("gpu-lost01",), gpu_missing),
+    Scenario("mig-pending", "out of sync, and GPU 3 has a pending MIG mode change (Disabled -> Enabled) that the "
+             "repair's reset commits", ("gpu-mig01",), mig_pending),
+    Scenario("vm-host-side", "a one-GPU H200 VM: no NVSwitch visible, FM with nothing to do, fabric In Progress "
+             "for good (the host or provider must finish it)", ("gpu-vm01",), vm_host_side),
+    Scenario("fm-restarters", "out of sync on a node that restarts FM behind the operator: needrestart set to "
+             "restart nvidia-* units on its own, unattended-upgrades with apt's timers running, FM restarted 3 "
+             "times by systemd (NRestarts=3)", ("gpu-nr01",), fm_restarters),
+    Scenario("journal-rotated", "out of sync, but the journal was vacuumed after the fault: the out-of-sync line "
+             "is only in the ring buffer (dmesg), which does not reach the boot either", ("gpu-rot01",),
+             journal_rotated),
+    Scenario("no-journal", "out of sync on a node with no journalctl (dmesg only, as the real H200 VM)",
+             ("gpu-nojrnl01",), no_journal),
+    Scenario("gpu-fell-off", "GPU 3 fell off the bus (the driver's three-line message, no Xid): a reset cannot "
+             "bring it back", ("gpu-lost01",), gpu_fell_off),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),

@@ -51,6 +51,12 @@ class Gpu:
     temp: int = 33
     power: int = 115
     mem_total: int = 81559
+    # MIG mode now and after the next reset ("Enabled"/"Disabled"; "[N/A]" on a board without MIG).
+    mig_current: str = "Disabled"
+    mig_pending: str = "Disabled"
+    # On the PCI bus but lost to the driver (fell off the bus, failed to initialise): lspci lists it,
+    # nvidia-smi does not.
+    lost: bool = False
 
 
 @dataclass
@@ -72,6 +78,10 @@ class Unit:
     cpu: str = ""
     needs_reset_failed: bool = False
     active_enter: float | None = None
+    # NRestarts: the restarts systemd made by the unit's Restart= policy since a start or reset-failed by
+    # hand (which zero it); restart_policy overrides the Restart= a unit has by default (a site's drop-in).
+    restarts: int = 0
+    restart_policy: str = ""
 
     @property
     def path(self) -> str:
@@ -210,6 +220,10 @@ class Node:
     # order stays the true one, as journald's (by boot and monotonic time) does.
     tz: str = "UTC"
     clock_steps: list[list[float]] = field(default_factory=list)
+    # The kernel log's reach: the journal holds kernel entries only from ``journal_since`` on (rotated,
+    # vacuumed: None keeps them all), the ring buffer (dmesg) only from ``ring_since`` on (wrapped).
+    journal_since: float | None = None
+    ring_since: float | None = None
 
     # ----- the node's clock ------------------------------------------------------------------
     def clock(self, t: float) -> float:
