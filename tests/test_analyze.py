@@ -86,6 +86,13 @@ EXPECTED_KINDS = {
     "real/nvidia-h200/query-gpu-probe-fields.csv": "nvidia-smi-query-csv",
     "real/nvidia-h200/sysfs-pci-nvidia.txt": "unknown",
     "real/nvidia-h200/topo-m.txt": "topo-matrix",
+    # Pastes read inside their wrappers (tests/test_analyze_wrapped.py says what each wrapper told).
+    "wrapped/host-tags-nccl-initialization-error-nccl-1029.txt": "nccl-tests",
+    "wrapped/kernel-tag-xid-45-open-gpu-kernel-modules-1150.txt": "kernel-log",
+    "wrapped/kubectl-prefix-nginx-kubernetes-124732.txt": "unknown",  # nginx's log: the prefix is read, not the rest
+    "wrapped/mpirun-tag-output-nccl-init-aws-k8s-tester-464.txt": "nccl-tests",
+    "wrapped/quoted-dmesg-ctime-xid-gpud-46.txt": "kernel-log",
+    "wrapped/torch-rank-nccl-invalid-argument-nccl-1410.txt": "nccl-tests",
 }
 
 

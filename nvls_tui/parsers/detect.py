@@ -19,6 +19,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|^#\s+Avg bus bandwidth\s*:|"
                               r"Test NCCL failure common\.cu:\d|(?<!\S)\S+:\d+:\d+ \[\d+\] (?:\S+ )?(?:\(\w+\) )?NCCL (?:WARN|INFO) |"
                               r"pid \d+: Test failure common\.cu:\d|"
+                              # torch's NCCL exception, its first line or NCCL's error name at a line's start
+                              r"^torch\.distributed\.DistBackendError: NCCL error in: |"
+                              r"^ncclUnhandledCudaError: Call to CUDA function failed\.|"
                               r"^Failed to bind NVLink SHARP \(NVLS\) Multicast memory of size \d+ : CUDA error \d+",
                               re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
@@ -31,7 +34,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                          re.M)),
     ("systemctl-status", re.compile(r"^[●×○↻*] \S+\.(?:service|timer)\b.* - |^\s+Loaded: \S+ \(", re.M)),
     # Journal lines of FM itself or of systemd about its unit, `--version`, or FM's own log file.
-    ("fabricmanager-log", re.compile(r"\snv-fabricmanager\[\d+\]:|\ssystemd\[\d+\]: .*nvidia-fabricmanager|"
+    ("fabricmanager-log", re.compile(r"(?:^|\s)nv-fabricmanager\[\d+\]:|\ssystemd\[\d+\]: .*nvidia-fabricmanager|"
                                      r"^Fabric Manager version is|"
                                      r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]|"
                                      # FM's own version-mismatch words, however the line reached the paste
@@ -40,8 +43,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lspci", re.compile(r"^(?:\S+ )*?(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.\d \w[\w ]*(?: \[[0-9a-f]{4}\])?: "
                          r"NVIDIA Corporation", re.M)),
     # Kernel lines by their shape: a journal/dmesg/kmsg prefix (or none), then the driver's own tag.
-    ("kernel-log", re.compile(r"^(?:\S+ +\d+ [\d:.]+ \S+ kernel: |\d{4}-\d\d-\d\dT\S+ \S+ kernel: |\[[^\]]*\] ?|"
-                              r"\d+,\d+,\d+,[^;]*;)?(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
+    # A journal line may carry the kernel's own "[seconds]" stamp after "kernel: " (syslog-era journals).
+    ("kernel-log", re.compile(r"^(?:(?:\S+ +\d+ [\d:.]+ \S+ kernel: |\d{4}-\d\d-\d\dT\S+ \S+ kernel: )(?:\[[^\]]*\] ?)?|"
+                              r"\[[^\]]*\] ?|\d+,\d+,\d+,[^;]*;)?(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
                               re.M)),
     # A header of dotted field names separated by ", " (no nested quantifiers: big CSVs are common).
     ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp), [\w.]"
