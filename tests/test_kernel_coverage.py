@@ -1,0 +1,138 @@
+"""Kernel evidence that knows its coverage (issue 26 item 1): a journal that does not reach back to the boot
+is read with the ring buffer beside it, and the node says from when its kernel lines cover this boot."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from nvls_tui.model import CommandResult, KernelEvent
+from nvls_tui.poll.kernel_coverage import merge, read_kernel
+from nvls_tui.poll.kernel_tail import RING_SKIPPED, filter_journal, filter_ring
+from nvls_tui.poll.probe import probe_script, split_probe_output
+from nvls_tui.sim.commands import execute
+from nvls_tui.sim.fleet import load_fleet
+
+NVLS = [".venv/bin/nvls-tui"]
+
+
+def _check(target: str) -> dict:
+    done = subprocess.run([*NVLS, "check", target, "--json"], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stdout)["nodes"][0]
+
+
+def test_check_on_a_rotated_journal_reports_the_out_of_sync_line_from_the_ring_buffer_and_the_coverage():
+    node = _check("sim:journal-rotated")
+    codes = [f["code"] for f in node["findings"]]
+    assert "FABRIC_OUT_OF_SYNC" in codes and "KERNEL_COVERAGE" in codes
+    cov = node["kernel_coverage"]
+    assert cov["sources"] == ["journal", "dmesg"] and cov["complete_since_boot"] is False
+    assert cov["journal_since"] is not None and cov["since"] < cov["journal_since"].replace("+0000", "+00:00")
+    (finding,) = [f for f in node["findings"] if f["code"] == "KERNEL_COVERAGE"]
+    assert finding["severity"] == "warning"
+    assert f"the journal starts at {cov['journal_since']}; earlier lines rotated away" in finding["message"]
+    assert "the ring buffer was read as well" in finding["message"]
+
+
+def test_without_journalctl_the_ring_buffer_reads_the_whole_boot():
+    node = _check("sim:no-journal")
+    assert "FABRIC_OUT_OF_SYNC" in [f["code"] for f in node["findings"]]
+    assert not [f for f in node["findings"] if f["code"] in ("EVIDENCE_MISSING", "KERNEL_COVERAGE")]
+    assert node["kernel_coverage"]["sources"] == ["dmesg"] and node["kernel_coverage"]["complete_since_boot"] is True
+
+
+def test_a_whole_journal_needs_no_ring_buffer_and_no_finding():
+    node = _check("sim:healthy/hgx01")
+    assert node["verdict"] == "healthy"
+    assert node["kernel_coverage"]["sources"] == ["journal"] and node["kernel_coverage"]["complete_since_boot"]
+
+
+def test_the_fell_off_scenario_is_gpu_lost():
+    node = _check("sim:gpu-fell-off")
+    assert node["findings"][0]["code"] == "GPU_LOST" and node["findings"][0]["message"].startswith("GPU 3 ")
+
+
+@pytest.mark.skipif(shutil.which("dmesg") is None, reason="util-linux dmesg is not installed")
+def test_the_simulated_dmesg_prints_what_util_linux_dmesg_prints(tmp_path):
+    fleet = load_fleet("sim:gpu-fell-off", speed=0.0)
+    node = fleet.node("gpu-lost01")
+    now = fleet.clock.now()
+    node.log_kernel(now - 5, "NVRM: Xid (PCI:0000:34:00): 74, pid=1, NVLink: fatal error")
+    ours = execute(node, ["dmesg"], now)
+    # The same ring buffer in the syslog format util-linux reads with --file.
+    lines = []
+    for e in node.kernel:
+        if node.boot <= e.ts <= now:
+            us = round((e.ts - node.boot) * 1e6)
+            lines.append(f"<3>[{us // 1000000:5d}.{us % 1000000:06d}] {e.text}\n")
+    (tmp_path / "ring").write_text("".join(lines))
+    real = subprocess.run(["dmesg", "--file", str(tmp_path / "ring")], capture_output=True, text=True, check=True)
+    assert ours.stdout == real.stdout
+    assert "\n" + " " * 15 + "NVRM: (PCI ID" in ours.stdout  # dmesg's indent under the stamp
+    bad = execute(node, ["dmesg", "--bogus"], now)
+    real_bad = subprocess.run(["dmesg", "--bogus"], capture_output=True, text=True)
+    assert (bad.exit_status, bad.stderr) == (real_bad.returncode, real_bad.stderr)
+
+
+def _node_script(tmp_path, journal: str, ring: str) -> dict:
+    """The probe's kernel and ring sections, run by the real sh and awk over canned tool outputs."""
+    for name, text in (("journalctl", journal), ("dmesg", ring)):
+        (tmp_path / f"{name}.out").write_text(text)
+        (tmp_path / name).write_text(f"#!/bin/sh\ncat {tmp_path / name}.out\n")
+        (tmp_path / name).chmod(0o755)
+    done = subprocess.run(["sh", "-c", probe_script(only=("kernel", "ring"))], capture_output=True, text=True,
+                          env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, check=True)
+    return split_probe_output(done.stdout)
+
+
+def test_the_node_reads_the_ring_buffer_only_where_the_journal_falls_short(tmp_path):
+    fleet = load_fleet("sim:journal-rotated", speed=0.0)
+    node, now = fleet.node("gpu-rot01"), fleet.clock.now()
+    journal = execute(node, ["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso", "--show-cursor"], now).stdout
+    ring = execute(node, ["dmesg"], now).stdout
+    sections = _node_script(tmp_path, journal, ring)
+    assert sections["kernel"][1] == filter_journal(journal)
+    assert sections["ring"] == (0, filter_ring(ring))
+    assert "NV_ERR_FABRIC_STATE_OUT_OF_SYNC" in sections["ring"][1]
+    whole = load_fleet("sim:healthy/hgx01", speed=0.0)
+    journal = execute(whole.node("hgx01"), ["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso",
+                                            "--show-cursor"], whole.clock.now()).stdout
+    assert _node_script(tmp_path, journal, ring)["ring"] == (0, RING_SKIPPED + "\n")
+
+
+def _event(code: str, line: str, ts: str) -> KernelEvent:
+    return KernelEvent(code, line, timestamp=ts)
+
+
+def test_a_line_in_both_sources_is_kept_once_and_a_repeat_twice():
+    line = "NVRM: x [NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087) returned from y"
+    journal = (_event("OOS", f"2026-08-15T16:00:01+0000 h kernel: {line}", "2026-08-15T16:00:01+0000"),)
+    ring = (_event("OOS", f"[  100.000000] {line}", "2026-08-15T15:00:00+00:00"),
+            _event("OOS", f"[  200.000000] {line}", "2026-08-15T16:00:00+00:00"))
+    merged = merge(journal, ring)
+    assert [e.timestamp for e in merged] == ["2026-08-15T15:00:00+00:00", "2026-08-15T16:00:01+0000"]
+
+
+def test_the_kernel_log_is_missing_only_when_neither_source_reads():
+    denied = CommandResult(("journalctl",), 1, "No journal files were opened due to insufficient permissions.\n")
+    no_ring = CommandResult(("dmesg",), 1, "dmesg: read kernel buffer failed: Operation not permitted\n")
+    read = read_kernel(denied, no_ring, root=True, boot=1_786_000_000.0)
+    assert read.missing is not None and read.missing.section == "kernel" and read.coverage is None
+    ring = CommandResult(("dmesg",), 0, "[    0.000000] Linux version 6.1\n[  100.500000] NVRM: Xid (PCI:0000:34:00): 74, x\n")
+    read = read_kernel(denied, ring, root=True, boot=1_786_000_000.0)
+    assert read.missing is None
+    assert read.coverage is not None and read.coverage.sources == ("dmesg",) and read.coverage.complete_since_boot
+    (event,) = read.events
+    assert event.timestamp == "2026-08-06T07:08:20+00:00" and event.xid == 74  # 1786000000 is 07:06:40 UTC
+
+
+def test_ring_lines_without_a_boot_time_date_nothing():
+    ring = CommandResult(("dmesg",), 0, "[  100.500000] NVRM: Xid (PCI:0000:34:00): 74, x\n")
+    denied = CommandResult(("journalctl",), 127, "sh: 1: journalctl: not found\n")
+    read = read_kernel(denied, ring, root=True, boot=None)
+    assert read.events[0].timestamp == "100.500000"
+    assert read.coverage is not None and read.coverage.since is None and not read.coverage.complete_since_boot
+    assert any("boot time could not be read" in n for n in read.coverage.notes)
