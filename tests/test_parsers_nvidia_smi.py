@@ -298,7 +298,8 @@ def test_public_all_fields_query_builds_one_h100_with_a_health_block():
     q = parse_query_csv(read(PUBLIC / "nvidia-smi-csv" / "h100-590-query-gpu-all-fields.txt")).value
     assert gpus_from_query(q) == (
         GpuState(0, "00000000:00:09.0", "NVIDIA H100 80GB HBM3", "GPU-00000000-0000-0000-0000-000000000000",
-                 FabricInfo("Completed", "Success", "0", ZERO_UUID, FabricHealth()), "Enabled"),
+                 FabricInfo("Completed", "Success", "0", ZERO_UUID, FabricHealth()), "Enabled",
+                 mig_current="Disabled", mig_pending="Disabled"),  # the capture's mig.mode.* columns
     )
     assert driver_from_query(q) == "590.48.01"
 

@@ -240,6 +240,16 @@ def _probe(text: str) -> Result:
     return node_json(state, diag), list(diag.findings), state.warnings
 
 
+def _mig(text: str) -> Result:
+    """nvidia-smi's MIG messages: a change left pending is committed by the next GPU reset (a repair's too)."""
+    parsed = nvidia_smi_misc.parse_mig_messages(text)
+    findings = [Finding("MIG_PENDING", Severity.WARNING,
+                        f"GPU {p['bus_id']} has a pending MIG mode change (to {p['mode']}"
+                        f"{'; not applied: ' + p['reason'] if p['reason'] else ''}): the next GPU reset or a reboot "
+                        "commits it, and a repair's reset would commit it too") for p in parsed.value["pending"]]
+    return parsed.value, findings, parsed.warnings
+
+
 def _simple(fn: Callable) -> Callable[[str], Result]:
     def run(text: str) -> Result:
         parsed = fn(text)
@@ -255,6 +265,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "nccl-tests": _nccl_text,
     "nccl-tests-json": _nccl_json,
     "nvidia-smi-reset": _reset,
+    "nvidia-smi-mig": _mig,
     "systemctl-status": _status,
     "kernel-log": _kernel,
     "fabricmanager-log": _fm_log,

@@ -9,6 +9,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
     ("nvidia-smi-q-xml", re.compile(r"<nvidia_smi_log\b|<!DOCTYPE nvidia_smi_log")),
     ("nccl-tests-json", re.compile(r'^\s*\{[\s\S]*"(?:results|nccl_version)"\s*:', re.M)),
+    # nvidia-smi -mig's own sentences (whole, with a bus id): before the reset's, which its advice may follow.
+    ("nvidia-smi-mig", re.compile(r"Warning: MIG mode is in pending (?:enable|disable) state for GPU [0-9A-Fa-f]{4,8}:|"
+                                  r"(?:^|\]: )(?:Enabled|Disabled) MIG Mode for GPU [0-9A-Fa-f]{4,8}:", re.M)),
     # Anchored to nvidia-smi's own lines: prose that quotes them (a README, a ticket) is not a reset.
     ("nvidia-smi-reset", re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d was successfully reset\.\s*$|"
                                     r"^The following GPUs could not be reset:$|"

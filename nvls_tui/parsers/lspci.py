@@ -62,6 +62,18 @@ class LspciDevice:
         return "nvswitch" in self.description.lower()
 
     @property
+    def is_gpu(self) -> bool:
+        """True for an NVIDIA GPU: a display controller (PCI class 03xx: ``0302`` 3D controller, ``0300`` VGA).
+
+        Known only where lspci printed the ids (``-nn``/``-n``); by name otherwise (``3D controller``).
+        """
+        if self.vendor_device is not None and not self.vendor_device.lower().startswith("10de:"):
+            return False
+        if self.class_code is not None:
+            return self.class_code.startswith("03")
+        return self.vendor_device is not None and self.cls.lower() in ("3d controller", "vga compatible controller")
+
+    @property
     def canonical_bus_id(self) -> str | None:
         """The address in nvidia-smi's form (``00000000:05:00.0``)."""
         return canonical_bus_id(self.bus_id)

@@ -247,16 +247,19 @@ def _gpu(row: dict[str, Cell], order: int, warnings: list[str], keys: dict[str, 
         uuid=_word(get("uuid")) or "",
         fabric=fabric,
         persistence_mode=_word(get("persistence_mode")),
+        mig_current=_word(get("mig.mode.current")),
+        mig_pending=_word(get("mig.mode.pending")),
     )
 
 
 _GPU_FIELDS = ("index", "fabric.state", "fabric.status", "fabric.cliqueId", "fabric.clusterUuid", "pci.bus_id",
-               "name", "uuid", "persistence_mode", *(f"fabric.health.{name}" for name in _HEALTH_FIELDS))
+               "name", "uuid", "persistence_mode", "mig.mode.current", "mig.mode.pending",
+               *(f"fabric.health.{name}" for name in _HEALTH_FIELDS))
 
 
 def gpus_from_query(q: QueryCsv) -> tuple[GpuState, ...]:
     """GpuStates from a ``--query-gpu`` table with any subset of the columns index, pci.bus_id, name,
-    uuid, persistence_mode, fabric.state, fabric.status, fabric.cliqueId, fabric.clusterUuid and
+    uuid, persistence_mode, mig.mode.current, mig.mode.pending, fabric.state, fabric.status, fabric.cliqueId, fabric.clusterUuid and
     fabric.health.*. Missing columns give "" / None / ``"N/A"``; a missing index gives the row order.
     Never raises.
     """

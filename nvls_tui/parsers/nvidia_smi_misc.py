@@ -111,3 +111,31 @@ def parse_help_query(text: str) -> Parsed[dict]:
     fields = re.findall(r'^"([\w.]+)"', text, re.M)
     fabric = [f for f in fields if f.startswith("fabric.")]
     return Parsed({"fields": fields, "fabric_fields": fabric}, () if fields else ("no field names found",))
+
+
+# ``nvidia-smi [-i N] -mig 0|1``: the change made ("Enabled MIG Mode for GPU 00000000:36:00.0"), or left
+# pending until a reset or reboot ("Warning: MIG mode is in pending enable state for GPU 00000000:07:00.0:In
+# use by another client", then a line saying why and "All done."). Searched, not anchored: the lines often
+# arrive inside a journal's or a tool's prefix.
+_BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
+_MIG_PENDING = re.compile(rf"Warning: MIG mode is in pending (enable|disable) state for GPU ({_BUS}):\s*(.*?)\s*$")
+_MIG_SET = re.compile(rf"\b(Enabled|Disabled) MIG Mode for GPU ({_BUS})\b")
+
+
+def parse_mig_messages(text: str) -> Parsed[dict]:
+    """nvidia-smi's MIG mode messages: ``pending[]`` (``bus_id``, ``mode`` Enabled/Disabled after the reset,
+    ``reason`` as printed) and ``changed[]`` (``bus_id``, ``mode``), each GPU once, in order."""
+    pending: list[dict] = []
+    changed: list[dict] = []
+    for line in text.splitlines():
+        if m := _MIG_PENDING.search(line):
+            bus = m[2].upper()
+            if all(p["bus_id"] != bus for p in pending):
+                pending.append({"bus_id": bus, "mode": "Enabled" if m[1] == "enable" else "Disabled",
+                                "reason": m[3] or None})
+        elif m := _MIG_SET.search(line):
+            bus = m[2].upper()
+            if all(c["bus_id"] != bus for c in changed):
+                changed.append({"bus_id": bus, "mode": m[1]})
+    found = pending or changed
+    return Parsed({"pending": pending, "changed": changed}, () if found else ("no MIG mode message found",))

@@ -67,6 +67,25 @@ def prior_units(state: NodeState, restore_also: Mapping[str, str] | None = None)
     return units
 
 
+# The reset step's notes of what the reset commits besides (views.plan_summary lifts them into the summary).
+SIDE_EFFECT = "# the reset "
+
+
+def reset_side_effects(state: NodeState) -> list[str]:
+    """What ``nvidia-smi -r`` commits besides the reset, each as the rest of "the reset ...".
+
+    A pending MIG mode change takes effect at the reset (nvidia-smi's ``mig.mode.pending``). Where the
+    poll could not read a GPU's MIG mode (N/A, or not asked), whether it does is unknown, and said so.
+    """
+    notes = [f"will commit GPU {g.index}'s pending MIG mode change ({g.mig_current} -> {g.mig_pending})"
+             for g in state.gpus if g.mig_change_pending]
+    unread = [g.index for g in state.gpus if g.mig_current is None or g.mig_pending is None]
+    if unread:
+        which = f"GPU {unread[0]}" if len(unread) == 1 else f"GPUs {','.join(map(str, unread))}"
+        notes.append(f"may commit a pending MIG mode change: the MIG mode of {which} could not be read (N/A)")
+    return notes
+
+
 def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
                   thresholds: dict[str, float] | None = None,
                   restore_also: Mapping[str, str] | None = None) -> dict[str, list[str]]:
@@ -96,7 +115,8 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
                _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
     fm_step = [*fuser_lines, _join(unit_argv("reset-failed", FM_UNIT)), _join(unit_argv("start", FM_UNIT)),
                *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)]
-    reset_step = [_join(reset_argv())]
+    # What the reset does besides: said in its step before the operator confirms (and lifted into the summary).
+    reset_step = [_join(reset_argv()), *(f"{SIDE_EFFECT}{note}" for note in reset_side_effects(state))]
     if fm_container.in_container(state):
         # No host unit to start, and FM keeps the NVSwitches open from its pod: the reset and the FM start
         # would fail, or loop. The plan shows the move that works instead (preflight refuses the rest).

@@ -91,6 +91,7 @@ def reset_gpus(node: Node, now: float, index: int | None = None) -> tuple[int, s
     for g in targets:
         pci = g.bus_id[4:].lower()
         node.log_kernel(now, f"NVRM: GPU at PCI:{pci[:-2]}: {g.uuid}")
+        g.mig_current = g.mig_pending  # a reset commits a pending MIG mode change
         if node.platform == "hgx-h100":
             g.fabric_state, g.fabric_status = "Not Started", "N/A"
     if index is None and node.switches:

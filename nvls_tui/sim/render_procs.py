@@ -271,6 +271,11 @@ def kill(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     return code, "", err
 
 
+# (a word of the GPU's name, its vendor:device id, lspci's name for it); the last is the fallback.
+GPU_PCI_IDS = (("H100", "10de:2330", "GH100 [H100 SXM5 80GB]"), ("H200", "10de:2335", "GH100 [H200 SXM 141GB]"),
+               ("GB200", "10de:2941", "GB100 [GB200]"))
+
+
 def lspci(node: Node, args: list[str]) -> tuple[int, str, str]:
     """``lspci [-D] [-n|-nn] [-d 10de:22a3]``: the NVSwitch bridges (and GPUs without a filter)."""
     domain = "-D" in args
@@ -278,9 +283,9 @@ def lspci(node: Node, args: list[str]) -> tuple[int, str, str]:
     wanted = args[args.index("-d") + 1].lower() if "-d" in args and args.index("-d") + 1 < len(args) else None
     rows = []
     for g in node.gpus:
-        gpu_id = "10de:2330" if "H100" in g.name else "10de:2941"
-        model = "GH100 [H100 SXM5 80GB]" if "H100" in g.name else "GB100 [GB200]"
-        rows.append((f"0000:{g.bus_id.split(':')[1].lower()}:00.0", "3D controller", "0302", model, gpu_id))
+        # The device ids of the real boards (the H200's from tests/fixtures/real/nvidia-h200/sysfs-pci-nvidia.txt).
+        gpu_id, model = next(((i, m) for key, i, m in GPU_PCI_IDS if key in g.name), GPU_PCI_IDS[-1][1:])
+        rows.append((g.bus_id[4:].lower(), "3D controller", "0302", model, gpu_id))  # lspci -D: 4-digit domain
     for bus in node.switches:
         rows.append((f"0000:{bus.lower()}:00.0", "Bridge", "0680", "GH100 [H100 NVSwitch]", "10de:22a3"))
     out = []

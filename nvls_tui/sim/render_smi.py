@@ -31,6 +31,16 @@ def used_mib(node: Node, gpu: Gpu) -> int:
     return 0 + 1542 * len(compute_procs(node, gpu))
 
 
+def visible(gpus: list[Gpu]) -> list[Gpu]:
+    """The GPUs nvidia-smi lists: a GPU the driver lost is on the PCI bus only."""
+    return [g for g in gpus if not g.lost]
+
+
+def mig_cell(gpu: Gpu) -> str:
+    """The table's ``MIG M.`` cell: the pending mode with a star while a change waits for a reset."""
+    return f"{gpu.mig_pending}*" if gpu.mig_pending != gpu.mig_current else gpu.mig_current
+
+
 def table(node: Node, now: float) -> str:
     """Plain ``nvidia-smi``."""
     dash = "+-----------------------------------------+------------------------+----------------------+"
@@ -44,7 +54,7 @@ def table(node: Node, now: float) -> str:
         "|                                         |                        |               MIG M. |",
         "|=========================================+========================+======================|",
     ]
-    for gpu in node.gpus:
+    for gpu in visible(node.gpus):
         pm = "On" if gpu.persistence else "Off"
         name = gpu.name if len(gpu.name) <= 33 - len(pm) - 1 else gpu.name[: 33 - len(pm) - 4] + "..."
         power = f"{gpu.power}W /  700W"
@@ -52,7 +62,7 @@ def table(node: Node, now: float) -> str:
                      f"                    0 |")
         lines.append(f"| N/A   {gpu.temp:>2}C    P0 {power:>23} | {used_mib(node, gpu):>7}MiB / {gpu.mem_total:>6}MiB |"
                      f"      0%      Default |")
-        lines.append("|                                         |                        |             Disabled |")
+        lines.append(f"|                                         |                        | {mig_cell(gpu):>20} |")
         lines.append(dash)
     lines += [
         "",
@@ -62,7 +72,7 @@ def table(node: Node, now: float) -> str:
         "|        ID   ID                                                               Usage      |",
         "|" + "=" * 89 + "|",
     ]
-    rows = [(g, p) for g in node.gpus for p in compute_procs(node, g)]
+    rows = [(g, p) for g in visible(node.gpus) for p in compute_procs(node, g)]
     if not rows:
         lines.append("|  No running processes found" + " " * 61 + "|")
     for gpu, proc in rows:
@@ -80,10 +90,10 @@ def _kv(indent: int, label: str, value: object | None = None) -> str:
 
 def query_text(node: Node, now: float, gpus: list[Gpu] | None = None) -> str:
     """``nvidia-smi -q``."""
-    gpus = node.gpus if gpus is None else gpus
+    gpus = visible(node.gpus if gpus is None else gpus)
     out = ["", "==============NVSMI LOG==============", "",
            _kv(0, "Timestamp", smi_time(now)), _kv(0, "Driver Version", node.driver),
-           _kv(0, "CUDA Version", node.cuda), "", _kv(0, "Attached GPUs", len(node.gpus))]
+           _kv(0, "CUDA Version", node.cuda), "", _kv(0, "Attached GPUs", len(visible(node.gpus)))]
     for gpu in gpus:
         dev_id, sub_id = DEVICE_IDS.get(gpu.name, DEVICE_IDS["NVIDIA H100 80GB HBM3"])
         used = used_mib(node, gpu)
@@ -96,7 +106,8 @@ def query_text(node: Node, now: float, gpus: list[Gpu] | None = None) -> str:
             _kv(1, "Display Attached", "No"), _kv(1, "Display Active", "Disabled"),
             _kv(1, "Persistence Mode", "Enabled" if gpu.persistence else "Disabled"),
             _kv(1, "Addressing Mode", "None"),
-            _kv(1, "MIG Mode"), _kv(2, "Current", "Disabled"), _kv(2, "Pending", "Disabled"),
+            _kv(1, "MIG Mode"), _kv(2, "Current", gpu.mig_current.strip("[]")),
+            _kv(2, "Pending", gpu.mig_pending.strip("[]")),
             _kv(1, "Accounting Mode", "Disabled"), _kv(1, "Accounting Mode Buffer Size", 4000),
             _kv(1, "Serial Number", gpu.serial), _kv(1, "GPU UUID", gpu.uuid),
             _kv(1, "Minor Number", gpu.index), _kv(1, "VBIOS Version", "96.00.99.00.01"),
@@ -151,15 +162,16 @@ def query_xml(node: Node, now: float) -> str:
     """``nvidia-smi -q -x``."""
     out = ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">', "<nvidia_smi_log>",
            _x("timestamp", smi_time(now), 1), _x("driver_version", node.driver, 1),
-           _x("cuda_version", node.cuda, 1), _x("attached_gpus", len(node.gpus), 1)]
-    for gpu in node.gpus:
+           _x("cuda_version", node.cuda, 1), _x("attached_gpus", len(visible(node.gpus)), 1)]
+    for gpu in visible(node.gpus):
         dev_id, sub_id = DEVICE_IDS.get(gpu.name, DEVICE_IDS["NVIDIA H100 80GB HBM3"])
         bus = gpu.bus_id.split(":")[1]
         used = used_mib(node, gpu)
         out += [f'\t<gpu id="{gpu.bus_id}">', _x("product_name", gpu.name, 2), _x("product_brand", "NVIDIA", 2),
                 _x("product_architecture", "Blackwell" if "GB200" in gpu.name else "Hopper", 2),
                 _x("persistence_mode", "Enabled" if gpu.persistence else "Disabled", 2),
-                "\t\t<mig_mode>", _x("current_mig", "Disabled", 3), _x("pending_mig", "Disabled", 3), "\t\t</mig_mode>",
+                "\t\t<mig_mode>", _x("current_mig", gpu.mig_current.strip("[]"), 3),
+                _x("pending_mig", gpu.mig_pending.strip("[]"), 3), "\t\t</mig_mode>",
                 _x("serial", gpu.serial, 2), _x("uuid", gpu.uuid, 2), _x("minor_number", gpu.index, 2),
                 _x("vbios_version", "96.00.99.00.01", 2), _x("multigpu_board", "No", 2),
                 "\t\t<platformInfo>", _x("module_id", gpu.index + 1, 3), _x("gpu_fabric_guid", "N/A", 3),
@@ -201,7 +213,8 @@ def _field(node: Node, gpu: Gpu, name: str, now: float) -> tuple[str, str] | Non
         "pstate": "P0", "temperature.gpu": str(gpu.temp), "compute_mode": "Default",
         "fabric.state": gpu.fabric_state, "fabric.status": gpu.fabric_status,
         "fabric.cliqueId": gpu.clique_id, "fabric.clusterUuid": gpu.cluster_uuid,
-        "fabric.health.summary": gpu.health_summary, "mig.mode.current": "Disabled",
+        "fabric.health.summary": gpu.health_summary, "mig.mode.current": gpu.mig_current,
+        "mig.mode.pending": gpu.mig_pending,
     }
     if name in table_:
         return table_[name], ""
@@ -219,6 +232,7 @@ def _field(node: Node, gpu: Gpu, name: str, now: float) -> tuple[str, str] | Non
 def query_csv(node: Node, now: float, fields: list[str], fmt: set[str], gpus: list[Gpu]) -> tuple[int, str, str]:
     """``--query-gpu=FIELDS --format=csv[,noheader][,nounits]``: (exit, stdout, stderr)."""
     rows, header = [], []
+    gpus = visible(gpus)
     for name in fields:
         if _field(node, node.gpus[0], name, now) is None if node.gpus else False:
             return 2, f'Field "{name}" is not a valid field to query.\n\n', ""

@@ -4,6 +4,7 @@ are the repair's own, is the runbook's: ``runbook/bookkeeping.py``)."""
 from __future__ import annotations
 
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.plan import SIDE_EFFECT
 from nvls_tui.views.deadlines import rechecks_first
 from nvls_tui.words import count
 
@@ -29,11 +30,20 @@ def what_it_does(outcome: NodeOutcome) -> list[str]:
         lines.append("kubelet down: the GPU Operator pods on the node stay down until the restore starts it again")
     if any(c.startswith("kill ") for c in commands) or any(s.name == "quiesce" for s in outcome.steps):
         lines.append("SIGTERMs the remaining management processes on the GPUs (PIDs re-checked first; never SIGKILL)")
+    if "nvidia-smi -pm 0" in commands:
+        lines.append("turns persistence mode off for the reset (nvidia-smi -pm 0; it blocks the reset) and the "
+                     "restore turns it back on where it was on (nvidia-smi -pm 1)")
+    if "nvidia-persistenced.service" in stops:
+        lines.append("stops the persistence daemon (nvidia-persistenced holds every GPU open); the restore starts it "
+                     "again")
     if any(c.startswith("nvidia-smi -r") for c in commands):
         basis = outcome.basis or {}
         gpus, switches = basis.get("gpus"), basis.get("nvswitches")
         lines.append(f"resets {'all ' + count(gpus, 'GPU') if gpus else 'every GPU'} and "
                      f"{count(switches, 'NVSwitch') if switches else 'every NVSwitch'} (nvidia-smi -r)")
+    # What the reset commits besides (a pending MIG mode change): the reset step's own notes.
+    lines += [c[2:] for step in outcome.steps if step.name == "reset" for c in step.commands
+              if c.startswith(SIDE_EFFECT)]
     if any("fabricmanager" in c and ("start" in c or "restart" in c) for c in commands):
         lines.append("starts Fabric Manager and waits for every GPU to register")
     if any(c.split()[:1] == ["all_reduce_perf"] or " all_reduce_perf " in f" {c} " for c in commands):
