@@ -128,3 +128,41 @@ def test_help_names_the_values_of_a_config_file_named_on_the_command_line(tmp_pa
     assert main(["repair", *form.format(path).split(), "--help"]) == 0
     jump = next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("--jump"))
     assert f"(config file {path}: bastion)" in jump
+
+
+@pytest.fixture
+def waits(monkeypatch) -> list[float]:
+    """The simulator's waits for a hung command, recorded instead of slept: each is the --timeout in force."""
+    from nvls_tui.backends import simulated
+
+    seen: list[float] = []
+
+    async def record(seconds: float) -> None:
+        seen.append(seconds)
+
+    monkeypatch.setattr(simulated, "wait_out", record)
+    return seen
+
+
+@pytest.mark.parametrize("command", [["check", "--json"], ["repair", "--dry-run", "--json"]])
+def test_check_and_repair_wait_out_a_hung_command_for_the_config_files_timeout(config_file, tmp_path, capsys, waits,
+                                                                               command):
+    config_file("timeout = 2\n")
+    audit = ["--audit-dir", str(tmp_path / "audit")] if command[0] == "repair" else []
+    # sim:wedged's nvidia-smi hangs: the poll (and the dry run's read of the node) waits out one --timeout.
+    assert main([*command, *audit, "sim:wedged/gpu-wedged01"]) == 1
+    assert waits == [2.0]
+    waits.clear()
+    assert main([*command, *audit, "--timeout", "3", "sim:wedged/gpu-wedged01"]) == 1  # the command line wins
+    assert waits == [3.0]
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("command", [["check", "sim:healthy/hgx01"], ["repair", "--dry-run", "sim:healthy/hgx01"]])
+def test_a_key_taken_by_two_bindings_is_an_error_for_check_and_repair_too(config_file, tmp_path, capsys, command):
+    # The file is checked whole whichever subcommand reads it: a collision is not the console's alone.
+    path = config_file('[keymap]\n"fleet.sort" = "q"\n')
+    assert main([*command, "--audit-dir", str(tmp_path / "audit")] if command[0] == "repair" else command) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "'q'" in line and "fleet.sort" in line and "app.quit" in line and str(path) in line
+    assert not (tmp_path / "audit").exists()
