@@ -9,9 +9,11 @@ import pathlib
 import pytest
 
 from nvls_tui.analyze.captured import HANDLERS, analyze_text
+from nvls_tui.cli import main
 from nvls_tui.model.jsonout import finding_json
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.textsafe import clean
+from tests.test_unwrap import OUT_OF_SYNC, XID, dmesg_file, journalctl, write_journal
 
 SHARED = pathlib.Path("/work/shared/fixtures")
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
@@ -89,3 +91,103 @@ def test_a_bare_capture_reads_exactly_as_its_parser_reads_the_unwrapped_file(pat
     assert json.loads(json.dumps(entry["data"])) == json.loads(json.dumps(data))
     assert entry["findings"] == [finding_json(f) for f in findings]
     assert entry["warnings"] == list(warnings)
+
+
+# ---- pastes read inside their wrappers --------------------------------------------------------------
+
+WRAPPED_READS = {
+    # file: (kind, wrapper form, hosts, ranks)
+    "host-tags-nccl-initialization-error-nccl-1029.txt": ("nccl-tests", "host-tags", ["rdma-test-gpu-worker-1"], []),
+    "kernel-tag-xid-45-open-gpu-kernel-modules-1150.txt": ("kernel-log", "kernel-tag", [], []),
+    "mpirun-tag-output-nccl-init-aws-k8s-tester-464.txt": ("nccl-tests", "indent+mpirun", [], [0, 1]),
+    "quoted-dmesg-ctime-xid-gpud-46.txt": ("kernel-log", "quote+dmesg-ctime", [], []),
+    "torch-rank-nccl-invalid-argument-nccl-1410.txt": ("nccl-tests", "torch-rank", [], [7]),
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), sorted(WRAPPED_READS.items()))
+def test_a_wrapped_public_paste_reads_as_its_tool_and_says_what_the_wrapper_told(name, expected):
+    kind, form, hosts, ranks = expected
+    entry = analyze_text((WRAPPED / name).read_text(), name)
+    assert entry["kind"] == kind
+    assert entry["wrapper"] == {"form": form, "hosts": hosts, "ranks": ranks} | (
+        {"times": entry["wrapper"]["times"]} if "times" in entry["wrapper"] else {})
+
+
+def test_the_quoted_dmesg_paste_gives_the_xids_with_their_times():
+    entry = analyze_text((WRAPPED / "quoted-dmesg-ctime-xid-gpud-46.txt").read_text(), "paste")
+    assert [(e["xid"], e["timestamp"]) for e in entry["data"]["events"]] == [
+        (13, "Fri Aug 30 11:43:09 2024"), (13, "Fri Aug 30 11:43:09 2024"), (13, "Fri Aug 30 11:43:09 2024"),
+        (109, "Fri Aug 30 11:43:14 2024")]
+
+
+def test_a_torch_rank_error_names_its_rank_as_the_origin():
+    entry = analyze_text((WRAPPED / "torch-rank-nccl-invalid-argument-nccl-1410.txt").read_text(), "paste")
+    assert entry["origins"] == [{"host": None, "rank": 7, "pid": None, "by": "wrapper"}]
+    assert entry["findings"][0]["code"] == "NVLS_SMOKE_FAILED" and entry["findings"][0]["severity"] == "error"
+
+
+def test_nccls_own_host_field_wins_over_the_launchers_tag():
+    # The real WARN line of a public capture, collected by a launcher that tagged it with the login node's name.
+    warn = strip_fixture_header((SHARED / "public/nccl-tests/fail-nvls-bind-401-warn-line.txt").read_text())
+    pasted = "".join(f"login-node-3: {line}\n" for line in warn.splitlines())
+    entry = analyze_text(pasted, "paste")
+    assert entry["wrapper"]["hosts"] == ["login-node-3"]
+    assert entry["origins"] == [{"host": "gpu-stress-dgc86-xfpt6", "rank": None, "pid": 420, "by": "nccl"}]
+
+
+def test_a_bare_nccl_warn_line_gets_its_origin_from_nccl_and_no_wrapper():
+    entry = analyze_text((SHARED / "public/nccl-tests/fail-nvls-bind-401-warn-line.txt").read_text(), "paste")
+    assert "wrapper" not in entry
+    assert entry["origins"] == [{"host": "gpu-stress-dgc86-xfpt6", "rank": None, "pid": 420, "by": "nccl"}]
+
+
+def test_the_readable_output_says_which_host_and_rank_the_nccl_error_came_from(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("COLUMNS", "200")
+    warn = strip_fixture_header((SHARED / "public/nccl-tests/fail-nvls-bind-401-warn-line.txt").read_text())
+    tagged = tmp_path / "tagged.txt"
+    tagged.write_text("".join(f"[rank5]: {line}\n" for line in warn.splitlines()))
+    code = main(["analyze", str(tagged), str(WRAPPED / "torch-rank-nccl-invalid-argument-nccl-1410.txt")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "the NCCL error came from gpu-stress-dgc86-xfpt6 (rank 5, pid 420)" in out
+    assert "the NCCL error came from rank 7" in out
+    assert "read inside torch-rank; rank 7" in out
+
+
+def test_dmesg_iso_times_the_unwrapping_took_off_come_back_on_the_events(tmp_path):
+    printed = dmesg_file(tmp_path, "--time-format", "iso")
+    entry = analyze_text(printed, "dmesg-iso")
+    assert entry["kind"] == "kernel-log" and entry["wrapper"]["form"] == "dmesg-iso"
+    stamps = [line.split(" ", 1)[0] for line in printed.splitlines()]
+    assert [e["timestamp"] for e in entry["data"]["events"]] == stamps[:2]  # the Xid and the out-of-sync line
+    assert [e["line"] for e in entry["data"]["events"]] == [XID, OUT_OF_SYNC]
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory) -> pathlib.Path:
+    """The real journal file of tests/test_unwrap.py (kernel NVRM lines and FM's unit)."""
+    return write_journal(tmp_path_factory.mktemp("journal"))
+
+
+def test_a_no_hostname_journal_gives_kernel_events_their_journal_times(journal):
+    printed = journalctl(journal, "-o", "short", "--no-hostname", "_TRANSPORT=kernel")
+    entry = analyze_text(printed, "journal")
+    assert entry["kind"] == "kernel-log" and entry["wrapper"]["hosts"] == []
+    assert all(e["timestamp"] and e["timestamp"].startswith("Dec 02 ") for e in entry["data"]["events"])
+
+
+@pytest.mark.parametrize("mode", ["short", "short-iso", "short-precise", "short-iso-precise", "short-monotonic", "json"])
+def test_a_real_journal_of_fms_unit_reads_as_fms_log_in_every_mode(journal, mode):
+    entry = analyze_text(journalctl(journal, "-o", mode, "SYSLOG_IDENTIFIER=nv-fabricmanager"), "journal")
+    assert entry["kind"] == "fabricmanager-log" and entry["wrapper"]["hosts"] == ["gpu05"]
+    assert [e["code"] for e in entry["data"]["events"]] == ["CONFIGURED"]
+    assert entry["data"]["events"][0]["timestamp"]
+
+
+def test_escapes_decoded_from_a_json_line_never_reach_the_entry():
+    # A JSON logger's line decodes \u001b into a real escape: the inner text is cleaned again.
+    line = '{"msg":"' + "\\n".join([r"\u001b[31m" + XID, OUT_OF_SYNC + r"\u001b]0;pwned\u0007"]) + '\\n"}'
+    entry = analyze_text(line + "\n", "json-line")
+    assert entry["kind"] == "kernel-log" and entry["wrapper"]["form"] == "escaped-newlines"
+    assert "\x1b" not in json.dumps(entry, ensure_ascii=False) and "\x07" not in json.dumps(entry, ensure_ascii=False)

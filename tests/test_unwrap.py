@@ -34,7 +34,7 @@ def _need(tool: str) -> None:
         pytest.skip(f"{tool} is not installed (scripts/system-deps.sh installs it)")
 
 
-def _dmesg(tmp_path: pathlib.Path, *args: str) -> str:
+def dmesg_file(tmp_path: pathlib.Path, *args: str) -> str:
     _need("dmesg")
     log = tmp_path / "kern.log"
     log.write_text(SYSLOG)
@@ -55,7 +55,7 @@ def _dmesg(tmp_path: pathlib.Path, *args: str) -> str:
     (("-x", "--time-format", "delta"), ("dmesg-x", "dmesg-delta"), False),
 ])
 def test_every_dmesg_time_format_and_x_is_read_to_the_driver_lines(tmp_path, args, forms, kept):
-    printed = _dmesg(tmp_path, *args)
+    printed = dmesg_file(tmp_path, *args)
     inside = unwrap(printed)
     assert inside.forms == forms
     lines = inside.text.splitlines()
@@ -68,12 +68,12 @@ def test_every_dmesg_time_format_and_x_is_read_to_the_driver_lines(tmp_path, arg
 
 
 def test_dmesg_x_keeps_the_seconds_since_boot_as_the_lines_times(tmp_path):
-    inside = unwrap(_dmesg(tmp_path, "-x"))
+    inside = unwrap(dmesg_file(tmp_path, "-x"))
     assert [line.time for line in inside.lines if line.text] == ["301.500000", "302.000100", "303.250000"]
 
 
 def test_dmesg_raw_drops_the_priority_and_reads_the_plain_form(tmp_path):
-    inside = unwrap(_dmesg(tmp_path, "--raw"))
+    inside = unwrap(dmesg_file(tmp_path, "--raw"))
     assert inside.forms == ("dmesg-raw", "dmesg")
     assert inside.text.splitlines()[0] == f"[  301.500000] {XID}"
 
@@ -97,10 +97,14 @@ def _entry(i: int, fields: list[tuple[str, str]]) -> bytes:
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory) -> pathlib.Path:
     """A real journal file: two kernel-transport NVRM entries (one of two lines) and one of FM's unit."""
+    return write_journal(tmp_path_factory.mktemp("journal"))
+
+
+def write_journal(folder: pathlib.Path) -> pathlib.Path:
+    """:func:`journal`'s file, written under ``folder`` by systemd-journal-remote (skips without it)."""
     if not JOURNAL_REMOTE.exists():
         pytest.skip("systemd-journal-remote is not installed (scripts/system-deps.sh installs it)")
     _need("journalctl")
-    folder = tmp_path_factory.mktemp("journal")
     export = folder / "in.export"
     kernel = [("_TRANSPORT", "kernel"), ("_HOSTNAME", "gpu05"), ("SYSLOG_IDENTIFIER", "kernel")]
     export.write_bytes(
@@ -114,7 +118,7 @@ def journal(tmp_path_factory) -> pathlib.Path:
     return out
 
 
-def _journalctl(journal: pathlib.Path, *args: str) -> str:
+def journalctl(journal: pathlib.Path, *args: str) -> str:
     return subprocess.run(["journalctl", "--file", str(journal), "--no-pager", *args], capture_output=True,
                           text=True, check=True, timeout=30).stdout
 
@@ -128,25 +132,25 @@ def _journalctl(journal: pathlib.Path, *args: str) -> str:
     ("json", "journal-json"),
 ])
 def test_every_journal_output_mode_names_the_host_and_keeps_the_times(journal, mode, form):
-    inside = unwrap(_journalctl(journal, "-o", mode))
+    inside = unwrap(journalctl(journal, "-o", mode))
     assert inside.forms == (form,)
     assert inside.hosts == ["gpu05"]
     assert inside.times is not None and inside.times[0] != inside.times[1]
     # Kernel lines alone (journalctl -k) read as a kernel log; FM's unit lines alone as FM's log.
-    assert detect_kind(unwrap(_journalctl(journal, "-o", mode, "_TRANSPORT=kernel")).text) == "kernel-log"
-    assert detect_kind(unwrap(_journalctl(journal, "-o", mode, "SYSLOG_IDENTIFIER=nv-fabricmanager")).text) \
+    assert detect_kind(unwrap(journalctl(journal, "-o", mode, "_TRANSPORT=kernel")).text) == "kernel-log"
+    assert detect_kind(unwrap(journalctl(journal, "-o", mode, "SYSLOG_IDENTIFIER=nv-fabricmanager")).text) \
         == "fabricmanager-log"
 
 
 def test_a_records_further_line_keeps_its_records_host_and_time(journal):
-    inside = unwrap(_journalctl(journal, "-o", "short-monotonic", "_TRANSPORT=kernel"))
+    inside = unwrap(journalctl(journal, "-o", "short-monotonic", "_TRANSPORT=kernel"))
     last = [line for line in inside.lines if line.text.strip()][-1]
     assert last.text == "[  302.500000] second line of the record"
     assert (last.host, last.time) == ("gpu05", "302.500000")
 
 
 def test_journal_json_becomes_short_iso_lines_in_utc(journal):
-    inside = unwrap(_journalctl(journal, "-o", "json", "_TRANSPORT=kernel"))
+    inside = unwrap(journalctl(journal, "-o", "json", "_TRANSPORT=kernel"))
     assert inside.text.splitlines()[0] == f"2025-12-02T09:13:48.500000+0000 gpu05 kernel: {XID}"
 
 
@@ -160,21 +164,21 @@ def test_journal_json_message_as_an_array_of_bytes_is_decoded():
 
 
 def test_no_hostname_gives_the_kernel_message_and_the_units_tag(journal):
-    inside = unwrap(_journalctl(journal, "-o", "short", "--no-hostname"))
+    inside = unwrap(journalctl(journal, "-o", "short", "--no-hostname"))
     assert inside.forms == ("journal-short",) and inside.hosts == []
     assert inside.text.splitlines()[:2] == [XID, f"nv-fabricmanager[1120]: {FM_OK}"]
     assert inside.lines[0].time is not None
 
 
 def test_journal_cat_is_the_bare_messages_and_no_wrapper(journal):
-    printed = _journalctl(journal, "-o", "cat", "_TRANSPORT=kernel")
+    printed = journalctl(journal, "-o", "cat", "_TRANSPORT=kernel")
     inside = unwrap(printed)
     assert inside.forms == () and inside.text == printed
     assert detect_kind(inside.text) == "kernel-log"
 
 
 def test_a_quoted_journal_is_read_inside_both(journal):
-    printed = _journalctl(journal, "-o", "short-iso", "_TRANSPORT=kernel")
+    printed = journalctl(journal, "-o", "short-iso", "_TRANSPORT=kernel")
     inside = unwrap("".join(f"> {line}\n" for line in printed.splitlines()))
     assert inside.forms == ("quote", "journal-short-iso") and inside.hosts == ["gpu05"]
 

@@ -67,8 +67,10 @@ def origins_text(origins: list[dict[str, Any]]) -> str:
     for o in origins:
         extra = ", ".join(x for x in (f"rank {o['rank']}" if o["rank"] is not None else "",
                                       f"pid {o['pid']}" if o["pid"] is not None else "") if x)
-        where = o["host"] or "an unnamed host"
-        parts.append(f"{where} ({extra})" if extra else where)
+        if o["host"] is None:  # only a rank tag said where: the rank is the answer
+            parts.append(extra)
+            continue
+        parts.append(f"{o['host']} ({extra})" if extra else o["host"])
     return ", ".join(parts)
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nvls_tui.analyze.captured import analyze_text
+from nvls_tui.analyze.wrapped import origins_text
 from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.words import count, gbps
@@ -96,6 +97,28 @@ def _print_rich(entries: list[dict]) -> None:
             line.append(f" {finding['code']}: {one_line(finding['message'])} ")
             line.append(f"({one_line(entry['file'])})", style="dim")
             console.print(line)
+        for said in _context(entry):
+            line = Text(f"{'note':>7}", style="dim")
+            line.append(f" {one_line(said)} ")
+            line.append(f"({one_line(entry['file'])})", style="dim")
+            console.print(line)
+
+
+def _context(entry: dict) -> list[str]:
+    """What the paste's wrapper said, where an NCCL error came from, and the parser's warnings, in words."""
+    said = list(entry.get("warnings") or [])
+    if origins := entry.get("origins"):
+        said.insert(0, f"the NCCL error came from {origins_text(origins)}")
+    if wrapper := entry.get("wrapper"):
+        parts = [f"read inside {wrapper['form']}"]
+        if wrapper.get("hosts"):
+            parts.append(f"{'host' if len(wrapper['hosts']) == 1 else 'hosts'} {', '.join(wrapper['hosts'])}")
+        if wrapper.get("ranks"):
+            parts.append(f"{'rank' if len(wrapper['ranks']) == 1 else 'ranks'} {', '.join(map(str, wrapper['ranks']))}")
+        if wrapper.get("pods"):
+            parts.append(f"{'pod' if len(wrapper['pods']) == 1 else 'pods'} {', '.join(wrapper['pods'])}")
+        said.insert(0, "; ".join(parts))
+    return said
 
 
 def run(settings: Settings) -> int:
