@@ -123,13 +123,19 @@ def _nccl_json(text: str) -> Result:
 def _reset(text: str) -> Result:
     parsed = parse_reset(text)
     r = parsed.value
+    # How many devices were refused: the summary line's count, which stands for a GPU list cut by hand.
+    refused = max(r.in_use_devices or 0, len(r.failed))
     data = {"reset": list(r.reset), "failed": [{"bus_id": b, "reason": why} for b, why in r.failed],
-            "nvswitches_reset": r.nvswitches_reset, "in_use_devices": r.in_use_devices, "all_done": r.all_done}
+            "nvswitches_reset": r.nvswitches_reset, "in_use_devices": r.in_use_devices, "all_done": r.all_done,
+            "refused": refused}
     findings = []
-    if r.failed or r.in_use_devices:
+    if refused:
+        named = [b for b, _ in r.failed]
+        unlisted = f" and {refused - len(named)} not listed" if named and refused > len(named) else ""
+        which = f" ({', '.join(named)}{unlisted})" if named else ""
         findings.append(Finding("RESET_REFUSED", Severity.ERROR,
-                                "the reset was refused: processes still hold the devices"
-                                + (f" ({r.in_use_devices} devices in use)" if r.in_use_devices else "")))
+                                f"the reset was refused: {words.count(refused, 'device')} in use{which}: stop every "
+                                "holder of /dev/nvidia* first (`nvls-tui check` names them)"))
     return data, findings, parsed.warnings
 
 

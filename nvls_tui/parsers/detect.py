@@ -13,9 +13,12 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvidia-smi-mig", re.compile(r"Warning: MIG mode is in pending (?:enable|disable) state for GPU [0-9A-Fa-f]{4,8}:|"
                                   r"(?:^|\]: )(?:Enabled|Disabled) MIG Mode for GPU [0-9A-Fa-f]{4,8}:", re.M)),
     # Anchored to nvidia-smi's own lines: prose that quotes them (a README, a ticket) is not a reset.
-    ("nvidia-smi-reset", re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d was successfully reset\.\s*$|"
-                                    r"^The following GPUs could not be reset:$|"
-                                    r"^\d+ devices? (?:is|are) currently being used by one or more other", re.M)),
+    # (Each also after a journal line's "ident[pid]: ", as a unit that ran the reset logged it.)
+    ("nvidia-smi-reset", re.compile(r"(?:^|\]: )GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d was successfully "
+                                    r"reset\.\s*$|(?:^|\]: )The following GPUs could not be reset:$|"
+                                    # the summary line, also after the ellipsis of a hand-cut paste
+                                    r"(?:^|\]: )(?:(?:\.\.\.|…|\[\.\.\.\])\s*)?\d+ devices? (?:is|are) currently being "
+                                    r"used by one or more other", re.M)),
     # nccl-tests' own lines and NCCL's log lines (``host:pid:tid [dev] NCCL INFO``), never the words
     # alone: prose that quotes them (a README, a ticket) is not a run. The host field starts where a word
     # does ((?<!\S)): unanchored, \S+ was tried from every position of a long word (one 200 KB line: minutes).

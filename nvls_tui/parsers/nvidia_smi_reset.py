@@ -11,6 +11,12 @@ Reset output seen in the field:
   ``GPU 00000000:C1:00.0 is currently in use by another process.`` instead of the list.
 - lines that are not nvidia-smi's (shell prompts, ``exit=255`` added by a script, the incident's
   ``GPU reset exit code: 0``) are skipped without a warning.
+
+The same words reach operators in other wrappings, read here too: journal lines of a unit that ran the
+reset (``gpu05 nvidia-smi[4242]: ...``), mig-parted's log line with the output's newlines escaped
+(``level=error msg="\\nThe following GPUs could not be reset:\\n  GPU ...``), a transcript of several runs
+(the last run decides; an earlier refusal is said), and text shortened by hand (a GPU list cut to a few
+lines, ``... 4 devices are currently being used ...``): the summary line's count then stands for the list.
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ _IN_USE_COUNT = re.compile(r"^(\d{1,6})\s+devices?\s+(?:is|are)\s+currently bein
 _NOTE = re.compile(r"^Note:\s*The operation has successfully reset all GPUs and NVSwitches", re.IGNORECASE)
 _FAILED_HEADER = re.compile(r"^The following GPUs could not be reset:?", re.IGNORECASE)
 _ALL_DONE = re.compile(r"^All done\.?$", re.IGNORECASE)
+# What other tools put in front of nvidia-smi's lines: a journal's time stamp, host and identifier
+# (short, short-iso, short-precise, short-monotonic), and an operator's ellipsis where they cut the text.
+_JOURNAL_PREFIX = re.compile(
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?"
+    r"|\[\s*\d+\.\d+\])\s+\S+\s+[^\s:\[]+(?:\[\d+\])?:(?: |$)"
+    r"|^[\w.@-]{1,64}\[\d{1,10}\]:(?: |$)")  # the identifier alone, as a paste that cut the stamp and host has it
+_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…|\[\.\.\.\]|\[…\])\s*")
 
 # A shell prompt that runs nvidia-smi, as in pasted transcripts (``$ nvidia-smi -r -i <uuid>``).
 _PROMPT = re.compile(r"^\S*[$#]\s+(?:sudo\s+(?:-\S+\s+)*)?\S*nvidia-smi\b(.*)$")
@@ -93,6 +106,30 @@ def _own_lines(text: str, flags: re.Pattern[str]) -> list[str]:
     return kept
 
 
+def _unwrapped(text: str) -> str:
+    """nvidia-smi's own lines out of the wrappings they arrive in (module docstring): escaped newlines
+    turned back into lines where no line of the text is nvidia-smi's, journal prefixes and ellipses dropped."""
+    if "\\n" in text and not any(_is_own(line) for line in text.splitlines()):
+        text = text.replace("\\r", "").replace("\\n", "\n").replace('\\"', '"')
+    return "\n".join(_ELLIPSIS.sub("", _JOURNAL_PREFIX.sub("", line)) for line in text.splitlines())
+
+
+def _is_own(line: str) -> bool:
+    line = line.strip()
+    return any(p.match(line) for p in (_RESET_OK, _FAILED_HEADER, _IN_USE_COUNT, _NOTE, _IN_USE_OLD))
+
+
+def _runs(text: str) -> list[list[str]]:
+    """The output of each ``nvidia-smi -r`` run of a transcript (cut at its shell prompts), in order; the
+    whole text as one run when it has no prompt."""
+    lines = text.splitlines()
+    prompts = [(i, m) for i, line in enumerate(lines) if (m := _PROMPT.match(line.strip()))]
+    if not prompts:
+        return [lines]
+    return [lines[at + 1:(prompts[n + 1][0] if n + 1 < len(prompts) else len(lines))]
+            for n, (at, m) in enumerate(prompts) if _RESET_FLAGS.search(m.group(1))]
+
+
 def _ends_paragraph(line: str) -> bool:
     return (
         not line
@@ -113,7 +150,28 @@ def _paragraph(lines: list[str], start: int) -> tuple[str, int]:
 
 
 def _parse_reset(text: str, exit_status: int | None, warnings: list[str]) -> ResetResult:
-    lines = _own_lines(text, _RESET_FLAGS)
+    runs = [_parse_run(lines, exit_status) for lines in _runs(_unwrapped(text))]
+    read = [r for r in runs if r.reset or r.failed or r.nvswitches_reset or r.all_done or r.in_use_devices is not None]
+    result = read[-1] if read else (runs[-1] if runs else ResetResult(exit_status=exit_status))
+    refused_before = [r for r in read[:-1] if r.failed or r.in_use_devices is not None]
+    if refused_before:
+        n = refused_before[-1].in_use_devices or len(refused_before[-1].failed)
+        warnings.append(f"an earlier nvidia-smi -r in this text was refused ({n} device{'' if n == 1 else 's'} in use); "
+                        "the last one is read")
+    if result.in_use_devices is not None and 0 < len(result.failed) < result.in_use_devices:
+        warnings.append(f"nvidia-smi named {len(result.failed)} of the {result.in_use_devices} devices it could not "
+                        "reset")
+    if exit_status not in (None, 0) and not result.failed and result.in_use_devices is None:
+        warnings.append(f"nvidia-smi -r exited with status {exit_status} without naming a GPU that failed.")
+    if exit_status == 0 and (result.failed or result.in_use_devices is not None):
+        warnings.append("nvidia-smi -r exited with status 0 but reported GPUs it could not reset.")
+    if not read:
+        warnings.append("No nvidia-smi -r output was recognised.")
+    return result
+
+
+def _parse_run(lines: list[str], exit_status: int | None) -> ResetResult:
+    """One run's output (its lines, a transcript's prompts cut away) as a :class:`ResetResult`."""
     reset: list[str] = []
     failed: list[tuple[str, str]] = []
     nvswitches = all_done = False
@@ -144,12 +202,6 @@ def _parse_reset(text: str, exit_status: int | None, warnings: list[str]) -> Res
             note, i = _paragraph(lines, i - 1)
         elif _ALL_DONE.match(line):
             all_done = True
-    if exit_status not in (None, 0) and not failed and in_use is None:
-        warnings.append(f"nvidia-smi -r exited with status {exit_status} without naming a GPU that failed.")
-    if exit_status == 0 and (failed or in_use is not None):
-        warnings.append("nvidia-smi -r exited with status 0 but reported GPUs it could not reset.")
-    if not (reset or failed or nvswitches or all_done or in_use is not None):
-        warnings.append("No nvidia-smi -r output was recognised.")
     return ResetResult(
         reset=tuple(reset),
         failed=tuple(failed),
