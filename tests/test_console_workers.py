@@ -5,21 +5,25 @@ used to start two dry runs side by side; when the first (stale) one finished las
 under a checkbox that said the opposite, and typing the names approved a plan nobody saw.
 
 An action posts past-tense messages (``ActionStarted``, then ``ActionFinished``, ``RepairFinished`` or
-``ActionFailed``): the tests below assert the messages that flowed, as Harlequin's do.
+``ActionFailed``), and the plan's typed confirmation ``PlanApproved``: the tests below assert the messages
+that flowed, and where they went, as Harlequin's do.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from textual.message_pump import active_message_pump
 from textual.widgets import Checkbox
 
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
-from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, RepairFinished
+from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, PlanApproved, RepairFinished
 from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.fleet import FleetScreen
 from nvls_tui.screens.node import NodeScreen
 from nvls_tui.screens.plan import PlanScreen
+from nvls_tui.screens.runbook import RunbookScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import SIZE, plain, start_repair
@@ -56,11 +60,17 @@ class GatedReadBackend(SimulatedBackend):
 class Flow(list):
     """The action messages that flowed, once each (a message bubbling from a screen to the app is seen twice)."""
 
-    KINDS = (ActionStarted, ActionFinished, ActionFailed, RepairFinished)
+    KINDS = (ActionStarted, ActionFinished, ActionFailed, RepairFinished, PlanApproved)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.route: list[tuple[str, str]] = []  # (message, the pump that handled it), every arrival
 
     def __call__(self, message) -> None:
-        if isinstance(message, self.KINDS) and not any(m is message for m in self):
-            self.append(message)
+        if isinstance(message, self.KINDS):
+            self.route.append((type(message).__name__, type(active_message_pump.get()).__name__))
+            if not any(m is message for m in self):
+                self.append(message)
 
     def of(self, kind) -> list:
         """The messages of ``kind``, in order."""
@@ -153,7 +163,7 @@ async def test_a_smoke_test_in_the_side_pane_posts_its_outcome_with_the_runbook_
     assert finished.outcome.outcome is pane.outcome
 
 
-async def test_a_repair_posts_repair_finished_with_each_nodes_result(tmp_path):
+async def test_a_repair_from_the_console_posts_plan_approved_then_action_started_then_repair_finished(tmp_path):
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     flow = Flow()
@@ -161,6 +171,7 @@ async def test_a_repair_posts_repair_finished_with_each_nodes_result(tmp_path):
         screen = await start_repair(app, pilot, ["gpu05"])
         await wait_until(pilot, lambda: flow.of(RepairFinished), "the repair's end")
         assert screen.finished_at is not None
+    assert [type(m) for m in flow] == [PlanApproved, ActionStarted, RepairFinished]
     assert [m.description for m in flow.of(ActionStarted)] == ["repair gpu05"]
     (finished,) = flow.of(RepairFinished)
     assert finished.hosts == ("gpu05",) and finished.error is None
@@ -185,3 +196,52 @@ async def test_an_action_that_raises_posts_action_failed_and_the_operator_reads_
     assert (failed.description, failed.error, failed.hosts) == ("restore on gpu05", "the transport fell over",
                                                                 ("gpu05",))
     assert said == [("restore on gpu05 failed: the transport fell over", "error")]
+
+
+async def test_the_plans_confirmation_goes_to_the_fleet_first_which_clears_its_selection_then_to_the_app(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    flow = Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
+        await first_poll(app, timeout=30)
+        await pilot.pause()
+        fleet_screen = app.screen
+        assert isinstance(fleet_screen, FleetScreen)
+        await pilot.press("space", "space", "r")  # gpu05 and gpu06, the two broken nodes listed first
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 2,
+                         "the dry run of both")
+        assert fleet_screen.selected == ["gpu05", "gpu06"]
+        await pilot.press(*"gpu06 gpu05")
+        await wait_until(pilot, lambda: not app.screen.query_one("#plan-go").disabled, "the names to be typed")
+        await pilot.click("#plan-go")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunbookScreen), "the runbook screen")
+        runbook = app.screen
+        (approved,) = flow.of(PlanApproved)
+        # The fleet heard it, then the app (which opened the runbook with that very approval).
+        assert [r for r in flow.route if r[0] == "PlanApproved"] == [("PlanApproved", "FleetScreen"),
+                                                                     ("PlanApproved", "NvlsApp")]
+        assert fleet_screen.selected == []
+        assert approved.approval.hosts == ("gpu05", "gpu06") and approved.approval.strategy == "parallel"
+        assert sorted(approved.approval.bases) == ["gpu05", "gpu06"]
+        assert runbook.approval is approved.approval and runbook.hosts == ["gpu05", "gpu06"]
+        await wait_until(pilot, lambda: len(flow.of(RepairFinished)) == 1, "the repair's end")
+
+
+async def test_a_cancelled_plan_posts_no_approval_opens_no_runbook_and_keeps_the_selection(tmp_path):
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
+    flow = Flow()
+    async with app.run_test(size=SIZE, message_hook=flow) as pilot:
+        await first_poll(app, timeout=30)
+        await pilot.pause()
+        fleet_screen = app.screen
+        await pilot.press("space", "r")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and app.screen.outcomes, "the dry run")
+        await pilot.press(*"gpu05")
+        await pilot.click("#plan-cancel")
+        await wait_until(pilot, lambda: app.screen is fleet_screen, "the fleet again")
+        await pilot.pause()
+        assert fleet_screen.selected == ["gpu05"]
+        assert not any(isinstance(s, RunbookScreen) for s in app.screen_stack)
+    assert list(flow) == []
+    assert not any(argv[:2] == ["systemctl", "stop"] for _, argv in fleet.node("gpu05").cmdlog)
