@@ -7,6 +7,7 @@ import io
 
 from nvls_tui.headless.repair import ProgressPrinter
 from nvls_tui.model import Holder, HolderKind, SmokeResult
+from nvls_tui.runbook import STEPS
 from nvls_tui.runbook import events as ev
 from nvls_tui.runbook.happened import FAILED, OK, PENDING, SKIPPED, NodeHappened
 from nvls_tui.runbook.lock import HEARTBEAT_STEP
@@ -121,3 +122,51 @@ def test_the_report_reads_what_happened_from_the_same_fold_as_the_console():
     assert log.happened.result == column.result == "repaired"
     assert log.happened.restored == column.restored and log.happened.restored
     assert {n: s.status for n, s in log.happened.steps.items()} == {n: s.status for n, s in column.steps.items()}
+
+
+def test_one_recorded_run_says_the_same_in_the_report_the_progress_lines_and_the_console_column(tmp_path, capsys,
+                                                                                               monkeypatch):
+    """Issue 25's acceptance: a real headless repair (the simulator, frozen clock) records its run; that one
+    log, read back into events, is fed to the report, the headless progress lines and the console's column."""
+    from pathlib import Path
+
+    from nvls_tui.cli import main
+    from nvls_tui.report.markdown import load_audit_log, render_report
+    from nvls_tui.report.node_log import node_logs
+    from nvls_tui.runbook.event_records import from_record
+
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
+    assert main(["repair", "sim:seed-incident/gpu05", "--yes", "--audit-dir", str(tmp_path)]) == 0
+    live = capsys.readouterr().out.splitlines()
+    (path,) = Path(tmp_path).glob("repair-*.jsonl")
+    contents = load_audit_log(path)
+    (log,) = node_logs(contents.records)
+    events = [from_record(record) for record in log.records]
+
+    out = io.StringIO()
+    printer = ProgressPrinter(out, clock=lambda: 0.0)
+    column = NodeRun("gpu05")
+    pane: list[str] = []
+    for event in events:
+        printer(event)
+        pane += [line.text for line in column.apply(event, now=0.0)[1]]
+    replayed = out.getvalue().splitlines()
+
+    # The progress lines read back from the log are the lines the live run printed, one for one.
+    assert replayed and live[:len(replayed)] == replayed
+    # One fold: the report's, the progress printer's and the column's are the same.
+    report, progress = log.happened, printer.happened["gpu05"]
+    for reader in (progress, column):
+        assert {n: (s.status, s.duration, s.message) for n, s in reader.steps.items()} == \
+               {n: (s.status, s.duration, s.message) for n, s in report.steps.items()}
+        assert (reader.result, reader.message, reader.restored, reader.holders) == \
+               (report.result, report.message, report.restored, report.holders)
+        assert reader.smoke is not None and report.smoke is not None
+        assert reader.smoke.result == report.smoke.result
+    # And each says it: every step and its status, the result and its message.
+    assert report.result == "repaired" and list(report.steps) == list(STEPS)
+    for name, step in report.steps.items():
+        assert any(line.split()[1:3] == [name, step.status] for line in replayed), name
+    page = render_report(contents)
+    assert f"**Result: repaired** — {report.message}" in page
+    assert pane[-1] == f"⇒ repaired: {report.message}"
