@@ -116,7 +116,7 @@ def parse_status(text: str) -> Parsed[ServiceState]:
 
 
 _SHOW_KEYS = {"Id", "LoadState", "ActiveState", "SubState", "MainPID", "Result", "ActiveEnterTimestamp",
-              "InactiveEnterTimestamp"}
+              "InactiveEnterTimestamp", "NRestarts"}
 
 
 def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
@@ -162,6 +162,7 @@ def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
                 main_pid=main_pid,
                 result=block.get("Result") or None,
                 since=_since(block.get(_SINCE_KEY.get(block.get("ActiveState", ""), "ActiveEnterTimestamp"))),
+                restarts=_count(block.get("NRestarts")),
             )
         )
     return Parsed(tuple(states), tuple(warnings))
@@ -170,6 +171,13 @@ def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
 # The time of the unit's current state, as `systemctl status` says "since": a failed or stopped unit
 # since it went down (when FM was killed), a running one since it started.
 _SINCE_KEY = {"failed": "InactiveEnterTimestamp", "inactive": "InactiveEnterTimestamp"}
+
+
+def _count(value: str | None) -> int | None:
+    """``NRestarts``: a service's automatic restarts; None where not printed (timers, older systemd) or odd."""
+    if value is None or not value.isdecimal() or len(value) > 9:
+        return None
+    return int(value)
 
 
 def _since(value: str | None) -> str | None:

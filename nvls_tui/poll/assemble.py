@@ -319,6 +319,8 @@ def assemble_node_state(
 
     fm_loaded = any(s.name == FM_UNIT and s.exists for s in services)
     boot_id, uptime = parse_boot(read("boot"))
+    # Before the state is built: what it could not read joins ``lost`` (NodeState.missing).
+    found_restarters = restarters(sections, tuple(services) if units_read else None, lost, warnings)
     # The journal, and the ring buffer where the journal does not reach back to the boot; missing evidence
     # only when neither could be read.
     clock = _node_clock(sections.get("clock"))
@@ -350,7 +352,7 @@ def assemble_node_state(
         boot_id=boot_id,
         uptime=uptime,
         pci_gpus=pci_gpus,
-        restarters=restarters(sections, tuple(services) if units_read else None, lost, warnings),
+        restarters=found_restarters,
         fm_place=fm_place(tuple(services) if units_read else None,
                           holders if holders_read and not _lost(lost, "holders") else None,
                           cgroups_read=not _lost(lost, "cgroups")),

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nvls_tui.diagnosis import carry_fabric_since, diagnose
+from nvls_tui.diagnosis.restarters import carry_fm_restarts
 from nvls_tui.model import NodeState, Verdict
 from nvls_tui.model.enums import Severity
 from nvls_tui.model.node import Diagnosis, Finding
@@ -155,6 +156,7 @@ class NodePoller:
                     prev = self.last_good
                     elapsed = now - prev.polled_at if prev and prev.polled_at is not None else 0.0
                     state = carry_fabric_since(prev, state, max(0.0, elapsed))
+                state = carry_fm_restarts(self.last_good, state)  # FM's NRestarts climbing: flapping now
                 unchanged = same_facts(self.last_good, state)
                 self.last_good = state.replace(polled_at=now)
                 result = self._message(self.last_good, ok=True)

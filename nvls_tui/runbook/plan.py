@@ -27,7 +27,7 @@ from nvls_tui.runbook.ledger import ManualChange, put_back
 from nvls_tui.runbook.lock import release_argvs, take_argvs
 from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
 from nvls_tui.runbook.quiesce import quiesce_actions
-from nvls_tui.runbook.restore import restore_actions
+from nvls_tui.runbook.restore import restore_actions, startable
 from nvls_tui.runbook.steps import (
     DATE_ARGV,
     FM_UNIT,
@@ -60,7 +60,9 @@ def _join(argv: tuple[str, ...], env: dict[str, str] | None = None) -> str:
 
 def prior_units(state: NodeState, restore_also: Mapping[str, str] | None = None) -> dict[str, str]:
     """The units' states a restore goes back to: as read, with units stopped by hand as they were before."""
-    units = unit_states(state)
+    # Only units a restore may start: the others (unattended-upgrades' unit, a running apt-daily.service)
+    # are never stopped by a repair, so there is nothing of theirs to put back.
+    units = {u: a for u, a in unit_states(state).items() if startable(u, tuple(restore_also or ()))}
     for unit, before in (restore_also or {}).items():
         if is_running(before) and not is_running(units.get(unit)):
             units[unit] = before

@@ -12,6 +12,7 @@ from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_eve
 from nvls_tui.diagnosis.node import host_side
 from nvls_tui.model import NodeState
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
+from nvls_tui.runbook.hold_apt import apt_run_refusal
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.steps import FM_UNIT, record_write_argvs
 from nvls_tui.words import count, verb
@@ -68,7 +69,7 @@ def refusal(state: NodeState) -> str | None:
     if state.fm_version != state.driver:
         return (f"Fabric Manager {state.fm_version} differs from driver {state.driver}: FM will not start until "
                 "they match (install the matching nvidia-fabricmanager package)")
-    return None
+    return apt_run_refusal(state)  # an unattended upgrade under way would restart FM mid-repair (FM_RESTARTER)
 
 
 def lost_gpu(state: NodeState) -> str | None:

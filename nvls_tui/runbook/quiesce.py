@@ -24,6 +24,7 @@ from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import DEVICE_LIST_ARGV, PS_FORMAT, cgroup_argv, ps_argv
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
+from nvls_tui.runbook.hold_apt import HELD_NOTE, held_sentence, timers_to_hold
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
     DCGM,
@@ -66,9 +67,12 @@ class Action:
 
     @property
     def display(self) -> str:
-        """The action as a command line (a signal shows as ``kill -TERM PID  # why``)."""
+        """The action as a command line (a signal shows as ``kill -TERM PID  # why``; a command that changes
+        the node shows its note the same way, ``systemctl stop apt-daily.timer  # held for the repair ...``)."""
         if self.pid is not None:
             return f"kill -TERM {self.pid}  # {self.note}, identity re-checked first"
+        if self.note and not self.read_only:
+            return f"{shlex.join(self.argv)}  # {self.note}"
         return shlex.join(self.argv)
 
 
@@ -93,7 +97,8 @@ def watch_plan(holders: tuple[Holder, ...]) -> list[Action]:
 def quiesce_actions(state: NodeState) -> list[Action]:
     """Everything quiesce would do to ``state``, in order (the dry-run plan prints exactly this)."""
     units = unit_states(state)
-    actions: list[Action] = []
+    # apt's timers first: an unattended upgrade (and the needrestart it runs) would restart FM mid-repair.
+    actions: list[Action] = [Action(unit_argv("stop", timer), note=HELD_NOTE) for timer in timers_to_hold(state)]
     timer_up = is_running(units.get(SNAPSHOT_TIMER))
     if timer_up:
         actions.append(Action(unit_argv("stop", SNAPSHOT_TIMER)))
@@ -264,6 +269,8 @@ async def quiesce(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
     Raises:
         StepFailed: a unit would not stop or persistence mode could not be turned off.
     """
+    if held := timers_to_hold(state):
+        ctx.note(held_sentence(held))
     for action in quiesce_actions(state):
         if action.pid is not None or action.read_only:
             continue  # signals go out below, to processes re-read now, with a shared grace time

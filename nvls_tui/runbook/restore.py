@@ -24,6 +24,7 @@ from nvls_tui.backends.base import (
     validate_unit,
 )
 from nvls_tui.model import NodeState
+from nvls_tui.parsers.restarters import APT_TIMERS
 from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.events import Restored
@@ -66,8 +67,9 @@ class RestoreReport:
 
 
 def startable(unit: str, manual: Collection[str] = ()) -> bool:
-    """True for a unit a restore may start: one a repair stops, or one the record names as stopped by hand."""
-    return unit in QUIESCE_UNITS or unit in manual
+    """True for a unit a restore may start: one a repair stops (apt's timers, held for it, included), or one the
+    record names as stopped by hand."""
+    return unit in QUIESCE_UNITS or unit in APT_TIMERS or unit in manual
 
 
 def not_restorable(prior_units: Mapping[str, str], manual: Collection[str] = ()) -> list[str]:

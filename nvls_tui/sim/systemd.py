@@ -72,6 +72,7 @@ def start(node: Node, name: str, now: float) -> tuple[int, str]:
             return _fm_version_mismatch(node, unit, now)
     node.log_unit(now, unit.name, "systemd", f"Starting {unit.name} - {unit.description}...", 1)
     unit.active, unit.sub, unit.result, unit.since = "active", "running", "success", now
+    unit.restarts = 0  # a start by hand zeroes NRestarts (only Restart= restarts count)
     unit.active_enter = now
     unit.exec_code = unit.exec_status = ""
     spawn_unit_process(node, unit, now)
@@ -153,6 +154,7 @@ def reset_failed(node: Node, name: str) -> tuple[int, str]:
     if unit.active == "failed":
         unit.active, unit.sub, unit.result = "inactive", "dead", "success"
     unit.needs_reset_failed = False
+    unit.restarts = 0  # reset-failed zeroes NRestarts too
     return 0, ""
 
 

@@ -3,6 +3,8 @@ are the repair's own, is the runbook's: ``runbook/bookkeeping.py``)."""
 
 from __future__ import annotations
 
+from nvls_tui.parsers.restarters import APT_TIMERS
+from nvls_tui.runbook.hold_apt import held_sentence
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.plan import SIDE_EFFECT
 from nvls_tui.views.deadlines import rechecks_first
@@ -26,6 +28,8 @@ def what_it_does(outcome: NodeOutcome) -> list[str]:
                   "only if the test fails twice:"]
     if stops:
         lines.append("stops " + ", ".join(dict.fromkeys(stops)))
+    if held := tuple(t for t in APT_TIMERS if t in stops):  # FM_RESTARTER: apt held for the repair
+        lines.append(held_sentence(held))
     if "kubelet.service" in stops:
         lines.append("kubelet down: the GPU Operator pods on the node stay down until the restore starts it again")
     if any(c.startswith("kill ") for c in commands) or any(s.name == "quiesce" for s in outcome.steps):
