@@ -221,7 +221,8 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
     lab_up.add_argument("--scenario", default="seed-incident",
                         help="seed-incident (gpu05 FM killed, gpu06 out of sync), healthy, or missing-device-files "
                              "(HGX H200s out of sync whose /dev lacks nvidia-modeset, nvidia-nvlink and "
-                             "nvidia-nvswitchctl, as the real H200's does)")
+                             "nvidia-nvswitchctl, as the real H200's does), or fm-in-container (no host FM unit: "
+                             "nv-fabricmanager runs in the GPU Operator's driver pod's cgroup)")
     lab_up.add_argument("--nodes", default="gpu[05-06]", metavar="NODESET",
                         help="node names, ClusterShell syntax (default: gpu[05-06])")
     lab_up.add_argument("--slurm", action="store_true",

@@ -227,3 +227,14 @@ def test_the_simulated_systemctl_answers_for_the_missing_unit_as_systemd_252_doe
     assert (code, out, err) == (0, f"MainPID=0\nId={FM_UNIT}\nLoadState=not-found\nActiveState=inactive\n"
                                    "SubState=dead\n", "")
     assert systemctl(node, ["status", FM_UNIT], 0.0) == (4, "", f"Unit {FM_UNIT} could not be found.\n")
+
+
+def test_a_hybrid_cgroup_whose_v1_systemd_path_leaves_the_namespace_is_read_from_its_unified_path():
+    """A container's view of a hybrid host (a lab node, seen through real ps): ``name=systemd`` says
+    ``/../..`` (its root lies outside the cgroup namespace), the unified entry names the pod."""
+    from nvls_tui.parsers.holders import unit_and_pod
+
+    cgroup = ("9:name=systemd:/../..,0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+              f"{UID.replace('-', '_')}.slice/cri-containerd-6fbe639af0c9.scope")
+    assert unit_and_pod(cgroup) == (None, f"pod{UID}")
+    assert unit_and_pod("1:name=systemd:/system.slice/ssh.service,0::/") == ("ssh.service", None)

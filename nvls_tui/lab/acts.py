@@ -10,6 +10,13 @@ brought the write-up's nodes where they were.
   registers them while they are held: Completed/Success, yet the driver's cached state is out of sync
   and an NVLS job fails with the kernel's out-of-sync line.
 
+- ``fm-in-container`` (an operator-managed driver): the host has no ``nvidia-fabricmanager`` unit (its
+  unit file is removed and systemd reloaded: real systemctl then says ``not-found``) and no
+  ``nv-fabricmanager`` on its PATH (the binary moves into ``/run/nvidia/driver``, where the GPU Operator's
+  driver container root shows on the host); FM is started as the driver pod's container is, in a
+  transient ``cri-containerd-<id>.scope`` in the pod's real ``kubepods-besteffort-pod<uid>.slice``, on
+  idle GPUs; then DCGM, kubelet (with its pods) and the snapshot timer.
+
 The scenario ``missing-device-files`` has every node act ``out-of-sync`` on HGX H200 hardware whose /dev
 lacks nvidia-modeset, nvidia-nvlink and nvidia-nvswitchctl, as the real H200's does (its hardware is
 written by ``lifecycle``).
@@ -27,7 +34,7 @@ SERVICES = ("nvidia-dcgm.service", "kubelet.service")
 TIMER = "nvidia-snapshot.timer"
 FM = "nvidia-fabricmanager.service"
 NVLS_JOB = ("all_reduce_perf", "-b", "8M", "-e", "8M", "-f", "2", "-g", "8")
-SCENARIOS = ("seed-incident", "healthy", "missing-device-files")
+SCENARIOS = ("seed-incident", "healthy", "missing-device-files", "fm-in-container")
 """The scenarios the lab can act (the in-process simulator knows more)."""
 
 
@@ -37,6 +44,8 @@ def act_of(scenario: str, host: str) -> str:
         return {"gpu05": "fm-killed", "gpu06": "out-of-sync"}.get(host, "healthy")
     if scenario == "missing-device-files":
         return "out-of-sync"  # gpu06's fault, as the simulator's sim:missing-device-files has it
+    if scenario == "fm-in-container":
+        return "fm-in-container"
     return "healthy"
 
 
@@ -84,6 +93,31 @@ def _nvls_job(node: LabNode, code: str) -> None:
           lambda: code in node_run(node, "journalctl", "-k", "--no-pager", check=False).stdout)
 
 
+# Where the GPU Operator's driver container root shows on the host (its nv-fabricmanager lives there).
+DRIVER_ROOT = "/run/nvidia/driver"
+
+
+def _fm_in_driver_pod(node: LabNode) -> None:
+    """No host FM unit and no host nv-fabricmanager; FM runs in the driver pod's cgroup, on idle GPUs."""
+    from nvls_tui.lab.image import FM_CFG
+    from nvls_tui.sim.scenarios import DRIVER_POD_ROLE, pod_uid
+    from nvls_tui.sim.state import digest
+
+    path = node_run(node, "systemctl", "show", "-p", "FragmentPath", "--value", FM).stdout.strip()
+    node_run(node, "systemctl", "disable", "--quiet", FM, check=False)
+    node_run(node, "sh", "-c", f"rm -f {path} && systemctl daemon-reload" if path else "systemctl daemon-reload")
+    node_run(node, "sh", "-c", f"mkdir -p {DRIVER_ROOT}/usr/bin && mv /usr/bin/nv-fabricmanager {DRIVER_ROOT}/usr/bin/")
+    uid = pod_uid(node.name, DRIVER_POD_ROLE).replace("-", "_")
+    container = digest(node.name, DRIVER_POD_ROLE, 0)[:64]
+    # Detached, all of its descriptors away from this exec: the scope's process outlives the command.
+    node_run(node, "sh", "-c", f"setsid systemd-run --quiet --scope --slice=kubepods-besteffort-pod{uid}.slice "
+                               f"--unit=cri-containerd-{container} -- {DRIVER_ROOT}/usr/bin/nv-fabricmanager -c {FM_CFG} "
+                               "</dev/null >/dev/null 2>&1 &")
+    _wait("the fabric registration", node, lambda: _registered(node))
+    start(node, *SERVICES, TIMER)
+    _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)
+
+
 WATCH_USER, WATCH_UID = "ubuntu", "1001"
 WATCH = "watch -n 1 nvidia-smi"
 
@@ -119,6 +153,8 @@ def act(node: LabNode, name: str, ssh_config: Path | None = None) -> None:
         _wait("FM's failure", node,
               lambda: node_run(node, "systemctl", "is-failed", FM, check=False).stdout.strip() == "failed")
         _nvls_job(node, "NV_ERR_FABRIC_MANAGER_NOT_PRESENT")
+    elif name == "fm-in-container":
+        _fm_in_driver_pod(node)
     elif name == "out-of-sync":
         start(node, *SERVICES)
         _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)

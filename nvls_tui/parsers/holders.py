@@ -102,8 +102,10 @@ def _cgroup_path(cgroup: str) -> str:
     entries = _V1_ENTRY.findall(cgroup)
     if not entries:
         return cgroup
+    # A path that starts with /.. lies outside the reader's cgroup namespace (a container's view of a
+    # hybrid host's name=systemd tree): it names nothing, so the next systemd or unified path is read.
     for _, controllers, path in entries:
-        if controllers in ("", "name=systemd"):
+        if controllers in ("", "name=systemd") and not path.startswith("/.."):
             return path
     return entries[0][2]
 

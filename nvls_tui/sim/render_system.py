@@ -60,7 +60,10 @@ def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, st
                   "ActiveState": "inactive", "FreezerState": "running", "SubState": "dead", "FragmentPath": "",
                   "UnitFileState": "", "UnitFilePreset": "", "MainPID": "0", "Result": "success",
                   "Type": "simple", "Restart": "no", "NRestarts": "0", "ControlPID": "0", "ExecMainPID": "0",
-                  "ExecMainCode": "0", "ExecMainStatus": "0", "CanStart": "no", "CanStop": "no"}
+                  "ExecMainCode": "0", "ExecMainStatus": "0", "CanStart": "no", "CanStop": "no",
+                  # systemd 252 names these empty for a unit it does not know when -p asks for them
+                  # (checked against a lab node's real systemctl: tests/test_lab_fm_container.py).
+                  "ActiveEnterTimestamp": "", "InactiveEnterTimestamp": ""}
         return values
     since = sd_time(unit.since, node)
     active = unit.active in ("active", "activating")
