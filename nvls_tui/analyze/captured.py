@@ -74,7 +74,9 @@ def _query_csv(text: str) -> Result:
 # NCCL's words for a broken NVLink fabric, what they mean on an H100/H200 board, and the next step
 # (domain.md; the incident's 802; 401 and "invalid argument" from operators' public reports).
 NCCL_ADVICE = (
-    (re.compile(r"\b802\b|system not yet initialized"),
+    # (NCCL's older NVLS form carries no number: "transport/nvls.cc:245 NCCL WARN Cuda failure 'initialization
+    # error'" fails the same setup, and NVSHMEM's multicast group mapping follows the cuMemMap that failed.)
+    (re.compile(r"\b802\b|system not yet initialized|nvls\.cc:\d+ NCCL WARN Cuda failure (?:\d+ )?'initialization error'"),
      "CUDA error 802 means NVLS multicast could not bind: the NVLink fabric is not usable (Fabric Manager not "
      "running, the GPUs not registered, or the driver's fabric state out of sync); run `nvls-tui check` on the "
      "node: the repair resets the GPUs and NVSwitches and starts Fabric Manager"),
@@ -99,9 +101,14 @@ def nccl_advice(text: str) -> str | None:
 def _nccl_findings(run) -> list[Finding]:
     findings = []
     if run.errors:
-        advice = next((a for a in map(nccl_advice, run.errors) if a), None)
+        # The line that carries the fabric's cause (a traceback's first error line is torch's, not CUDA's).
+        line, advice = next(((e, a) for e in run.errors if (a := nccl_advice(e))), (run.errors[0], None))
+        if run.nvls.bind_failed:
+            what = "NVLS multicast setup failed"
+        else:
+            what = "the all-reduce test failed" if run.test or run.rows else "the NCCL client failed"
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
-                                f"the all-reduce test failed: {run.errors[0][:200]}" + (f" — {advice}" if advice else "")))
+                                f"{what}: {line[:200]}" + (f" — {advice}" if advice else "")))
     elif not run.completed:
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.WARNING, "the test output ends before its footer"))
     if run.out_of_bounds:

@@ -28,7 +28,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               # torch's NCCL exception, its first line or NCCL's error name at a line's start
                               r"^torch\.distributed\.DistBackendError: NCCL error in: |"
                               r"^ncclUnhandledCudaError: Call to CUDA function failed\.|"
-                              r"^Failed to bind NVLink SHARP \(NVLS\) Multicast memory of size \d+ : CUDA error \d+",
+                              r"^Failed to bind NVLink SHARP \(NVLS\) Multicast memory of size \d+ : CUDA error \d+|"
+                              # NVSHMEM's own error lines for its multicast (NVLS) memory: "FILE:LINE: non-zero
+                              # status: 401 cuMemMap failed ..." and its multicast group mapping
+                              r"\.cpp:\d+: non-zero status: \d+ (?:cuMemMap failed|Mapping mem size \d+ to MC group|"
+                              r"Mapping multicast groups)",
                               re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:")),

@@ -232,6 +232,7 @@ def run_to_dict(run: NcclRun) -> dict[str, Any]:
             "multicast_available": run.nvls.multicast_available,
             "used": run.nvls.used,
             "bind_error": run.nvls.bind_error,
+            "bind_failed": run.nvls.bind_failed,
         },
         "exit_hint": run.exit_hint,
     }

@@ -46,6 +46,14 @@ _BIND = re.compile(
     r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory(?: of size \d+)?\s*:\s*"
     r"CUDA error (\d{1,6})(?: '([^']*)')?"
 )
+# Other clients' words for a multicast setup that failed (tests/test_multicast_clients.py): CUDA's 802 in
+# NCCL's "Last error:" trailer (inside a PyTorch traceback), NCCL's NVLS transport failing a CUDA call (its
+# older form has no number), NVSHMEM's cuMemMap of multicast memory and its multicast group mapping.
+_CUDA_802 = re.compile(r"Cuda failure 802(?: '([^']*)')?|Cuda failure \d* ?'system not yet initialized'")
+_NVLS_CUDA = re.compile(r"(transport/nvls\.cc:\d+) NCCL WARN Cuda failure (?:\d+ )?'([^']*)'")
+_NVSHMEM_MAP = re.compile(r"non-zero status: (\d{1,6}) cuMemMap failed")
+_NVSHMEM_GROUP = re.compile(r"non-zero status: \d{1,6} (?:Mapping mem size \d+ to MC group \d+ failed"
+                            r"|Mapping multicast groups? [^\n]{0,120}?\bfailed)")
 _TEST_NCCL = re.compile(r"Test NCCL failure\s+\S+\s+'([^']*)'")
 _CUDA_FAIL = re.compile(r"(?:Test CUDA failure|Cuda failure)\s+(?:\S+\s+)?'([^']*)'")
 _CUDA_FAIL_BARE = re.compile(r"Test CUDA failure|Cuda failure|\bpid \d+: Test failure\b|Test failure \S+:\d+")
@@ -194,6 +202,7 @@ class NcclStreamParser:
         self._mc_no = False
         self._nvls_used = False
         self._bind_error: int | None = None
+        self._bind_failed = False
         self._hint: str | None = None
         self._finished = False
         self._warnings: list[str] = []
@@ -231,6 +240,7 @@ class NcclStreamParser:
                 multicast_available=False if self._mc_no else (True if self._mc_yes else None),
                 used=self._nvls_used,
                 bind_error=self._bind_error,
+                bind_failed=self._bind_failed,
             ),
             exit_hint=hint,
             nccl_version=self._nccl_version,
@@ -343,12 +353,25 @@ class NcclStreamParser:
     def _failure(self, line: str) -> bool:
         """Record ``line`` as an error when it says the run failed; True if it did."""
         if m := _BIND.search(line):
-            self._bind_error = int(m.group(1))
+            self._bind_error, self._bind_failed = int(m.group(1)), True
             reason = f" '{m.group(2)}'" if m.group(2) is not None else ""
             self._hint = (
                 f"NVLS multicast bind failed: CUDA error {m.group(1)}{reason}"
                 " (a Fabric Manager or NVSwitch fault)"
             )
+        elif _CUDA_802.search(line):
+            self._bind_error, self._bind_failed = 802, True
+            self._hint = ("NVLS multicast bind failed: CUDA error 802 'system not yet initialized'"
+                          " (a Fabric Manager or NVSwitch fault)")
+        elif m := _NVLS_CUDA.search(line):
+            self._bind_failed = True
+            self._hint = self._hint or f"NVLS multicast setup failed: Cuda failure '{m.group(2)}' at {m.group(1)}"
+        elif m := _NVSHMEM_MAP.search(line):
+            self._bind_error, self._bind_failed = int(m.group(1)), True
+            self._hint = f"NVLS multicast bind failed: NVSHMEM's cuMemMap returned CUDA error {m.group(1)}"
+        elif _NVSHMEM_GROUP.search(line):
+            self._bind_failed = True
+            self._hint = self._hint or "NVLS multicast setup failed: NVSHMEM could not map its multicast group"
         elif m := _TEST_NCCL.search(line):
             # nccl-tests appends " / " and the remote error (often empty) to the message.
             self._hint = self._hint or f"NCCL failure: {m.group(1).strip().removesuffix('/').strip()}"

@@ -46,13 +46,18 @@ class NvlsInfo:
         channels: the largest ``N nvls channels`` seen (None when never printed).
         multicast_available: False if any device said ``not available``, True if all said available.
         used: an NVLS comm / ``Connected NVLS`` / N>0 nvls channels / ``NCCL_ALGO`` NVLS was seen.
-        bind_error: the CUDA error number of a ``Failed to bind NVLink SHARP`` line (802, 401, ...).
+        bind_error: the CUDA error number of a ``Failed to bind NVLink SHARP`` line (802, 401, ...), of a
+            ``Cuda failure 802`` (CUDA's "system not yet initialized": the fabric is not ready), or of
+            NVSHMEM's failed ``cuMemMap`` of multicast memory.
+        bind_failed: multicast setup failed, by any client's words: the lines above, NCCL's NVLS transport
+            failing a CUDA call (its older form carries no number), NVSHMEM's multicast group mapping.
     """
 
     channels: int | None = None
     multicast_available: bool | None = None
     used: bool = False
     bind_error: int | None = None
+    bind_failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
