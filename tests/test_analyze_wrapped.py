@@ -191,3 +191,89 @@ def test_escapes_decoded_from_a_json_line_never_reach_the_entry():
     entry = analyze_text(line + "\n", "json-line")
     assert entry["kind"] == "kernel-log" and entry["wrapper"]["form"] == "escaped-newlines"
     assert "\x1b" not in json.dumps(entry, ensure_ascii=False) and "\x07" not in json.dumps(entry, ensure_ascii=False)
+
+
+# ---- truncated input says so (issue 27 item 3) -------------------------------------------------------
+
+SMI_Q = (FIXTURES / "real/h200x2-nvswitch/nvidia-smi-q.txt").read_text()
+SMI_XML = (FIXTURES / "real/h200x2-nvswitch/nvidia-smi-q-x.xml").read_text()
+PROBE = (FIXTURES / "real/h200-1gpu-vm/probe-output-with-cuda-holder.txt").read_text()
+
+
+def _lines_before(text: str, needle: str, nth: int = 1, extra: int = 0) -> str:
+    """``text`` cut before the ``nth`` line that starts with ``needle`` (plus ``extra`` lines of it)."""
+    lines = text.splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.startswith(needle)][nth - 1]
+    return "".join(lines[: at + extra])
+
+
+def _codes(entry: dict) -> list[tuple[str, str]]:
+    return [(f["code"], f["severity"]) for f in entry["findings"]]
+
+
+def test_nvidia_smi_q_cut_before_the_last_gpus_fabric_block_reads_it_unread_not_na():
+    cut = _lines_before(SMI_Q, "    Fabric", nth=2)
+    entry = analyze_text(cut, "q.txt")
+    gpu1 = entry["data"]["gpus"][1]
+    assert (gpu1["fabric"]["state"], gpu1["fabric"]["status"]) == ("unread", "unread")
+    assert any(w.startswith("the text ends inside GPU 1's section (00000000:00:07.0)") for w in entry["warnings"])
+    assert ("EVIDENCE_MISSING", "error") in _codes(entry)  # unknown is never healthy
+    assert entry["data"]["gpus"][0]["fabric"]["state"] == "Completed"  # what was read whole stays read
+
+
+def test_nvidia_smi_q_cut_inside_the_fabric_block_keeps_the_state_and_leaves_the_status_unread():
+    cut = _lines_before(SMI_Q, "    Fabric", nth=2, extra=2)  # "Fabric" and its "State" line
+    gpu1 = analyze_text(cut, "q.txt")["data"]["gpus"][1]
+    assert (gpu1["fabric"]["state"], gpu1["fabric"]["status"]) == ("Completed", "unread")
+
+
+def test_nvidia_smi_q_cut_after_the_fabric_block_keeps_the_fabric_and_still_says_it_was_cut():
+    entry = analyze_text(_lines_before(SMI_Q, "    Processes", nth=2), "q.txt")
+    assert entry["data"]["gpus"][1]["fabric"]["state"] == "Completed"
+    assert any(w.startswith("the text ends inside GPU 1's section") for w in entry["warnings"])
+    assert "EVIDENCE_MISSING" not in [code for code, _ in _codes(entry)]
+
+
+def test_a_single_gpu_nvidia_smi_q_cut_before_its_processes_says_so():
+    one = (FIXTURES / "real/nvidia-h200/nvidia-smi-q.txt").read_text()
+    entry = analyze_text(_lines_before(one, "    Fabric"), "q.txt")
+    assert any(w.startswith("the text ends inside GPU 0's section") for w in entry["warnings"])
+    assert entry["data"]["gpus"][0]["fabric"]["state"] == "unread"
+
+
+@pytest.mark.parametrize("name", ["real/h200x2-nvswitch/nvidia-smi-q.txt", "real/nvidia-h200/nvidia-smi-q.txt",
+                                  "public/nvidia-smi-q/h100-590-q-idle.txt", "public/nvidia-smi-q/h200-590-q-idle.txt",
+                                  "public/nvidia-smi-q/h100-590-q-load-with-processes.txt"])
+def test_a_whole_nvidia_smi_q_is_not_called_cut(name):
+    entry = analyze_text((FIXTURES / name).read_text(), name)
+    assert not any("ends inside" in w for w in entry["warnings"])
+    assert all(g["fabric"]["state"] != "unread" for g in entry["data"]["gpus"])
+
+
+def test_nvidia_smi_xml_cut_inside_the_second_gpu_reads_its_fabric_unread():
+    cut = SMI_XML[: SMI_XML.index("<fabric>", SMI_XML.index('<gpu id="00000000:00:07.0">'))]
+    entry = analyze_text(cut, "q.xml")
+    gpu1 = entry["data"]["gpus"][1]
+    assert (gpu1["fabric"]["state"], gpu1["fabric"]["status"]) == ("unread", "unread")
+    assert any(w.startswith("the text ends inside GPU 1's section (00000000:00:07.0)") for w in entry["warnings"])
+    assert ("EVIDENCE_MISSING", "error") in _codes(entry)
+    assert entry["data"]["gpus"][0]["fabric"]["state"] == "Completed"
+
+
+def test_nvidia_smi_xml_cut_after_the_fabric_element_keeps_the_fabric():
+    second = SMI_XML.index('<gpu id="00000000:00:07.0">')
+    cut = SMI_XML[: SMI_XML.index("</fabric>", second) + len("</fabric>")]
+    entry = analyze_text(cut, "q.xml")
+    assert entry["data"]["gpus"][1]["fabric"]["state"] == "Completed"
+    assert any(w.startswith("the text ends inside GPU 1's section") for w in entry["warnings"])
+
+
+def test_a_probe_output_cut_inside_a_section_says_the_text_ends_there_not_that_a_command_timed_out():
+    cut = _lines_before(PROBE, "@@nvls-tui end holders")
+    entry = analyze_text(cut, "probe.txt")
+    assert entry["kind"] == "nvls-tui-probe"
+    assert any(w.startswith("the text ends inside the probe's holders section") for w in entry["warnings"])
+    missing = {f.get("section"): f["message"] for f in entry["findings"] if f["code"] == "EVIDENCE_MISSING"}
+    assert "holders" in missing and "the captured text ends inside it" in missing["holders"]
+    assert all("did not finish" not in m and "timed out" not in m for m in missing.values())
+    assert "the captured text ends before it" in missing["kernel"]  # a section it never reached

@@ -14,7 +14,7 @@ from typing import Any
 from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import node as diagnosis
-from nvls_tui.model import CommandResult, Finding, NodeState, Platform, Severity
+from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
 from nvls_tui.model.jsonout import (
     finding_json,
     gpu_json,
@@ -38,12 +38,13 @@ from nvls_tui.parsers.lspci import parse_lspci
 from nvls_tui.parsers.nccl_json import parse_nccl_json, run_to_dict
 from nvls_tui.parsers.nccl_tests import parse_nccl_text
 from nvls_tui.parsers.nvidia_smi_csv import parse_query_csv
-from nvls_tui.parsers.nvidia_smi_q import parse_nvidia_smi_q
+from nvls_tui.parsers.nvidia_smi_q import UNREAD, parse_nvidia_smi_q
 from nvls_tui.parsers.nvidia_smi_reset import parse_reset
 from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
 from nvls_tui.parsers.unwrap import Line, Unwrapped, unwrap
+from nvls_tui.poll.evidence import PURPOSE, UNPARSEABLE
 from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
 from nvls_tui.textsafe import clean, clean_deep
 
@@ -52,10 +53,15 @@ Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]
 
 def _smi_report(parsed) -> Result:
     report = parsed.value
-    state = NodeState(host="file", gpus=report.gpus, platform=Platform.UNKNOWN)
+    # A GPU whose section the text ended inside before its fabric words: unknown, never healthy or N/A.
+    cut = [g for g in report.gpus if UNREAD in (g.fabric.state, g.fabric.status)]
+    state = NodeState(host="file", gpus=tuple(g for g in report.gpus if g not in cut), platform=Platform.UNKNOWN)
     data = {"driver": report.driver, "cuda": report.cuda, "gpus": [gpu_json(g) for g in report.gpus],
             "processes": [dataclasses.asdict(p) for p in report.processes]}
-    return data, diagnosis.fabric_findings(state), parsed.warnings
+    findings = [Finding("EVIDENCE_MISSING", Severity.ERROR,
+                        f"GPU {g.index}'s fabric state could not be read: the text ends inside its section",
+                        g.index, section="gpus", reason="unparseable") for g in cut]
+    return data, diagnosis.fabric_findings(state) + findings, parsed.warnings
 
 
 def _smi_q(text: str) -> Result:
@@ -246,9 +252,13 @@ def _probe(text: str) -> Result:
     )
 
     mark = probe_mark(text)
+    split = split_probe_output(text, mark=mark)
     sections = {name: CommandResult(section_argv(name), -1 if status is None else status, body)
-                for name, (status, body) in split_probe_output(text, mark=mark).items()}
+                for name, (status, body) in split.items()}
     state = assemble_node_state("file", sections, simulated=False)
+    last = next(reversed(split), None)
+    if last is not None and split[last][0] is None:
+        state = _cut_probe(state, last, set(split))
     diag = diagnosis.diagnose(state)
     return node_json(state, diag), list(diag.findings), state.warnings
 
@@ -261,6 +271,24 @@ def _mig(text: str) -> Result:
                         f"{'; not applied: ' + p['reason'] if p['reason'] else ''}): the next GPU reset or a reboot "
                         "commits it, and a repair's reset would commit it too") for p in parsed.value["pending"]]
     return parsed.value, findings, parsed.warnings
+
+
+def _cut_probe(state: NodeState, cut: str, seen: set[str]) -> NodeState:
+    """A captured probe output that ends inside section ``cut``: the paste was cut, no command timed out.
+
+    Live, a section without its end marker means the command hung or the link dropped; in a captured
+    text it means the text stops there, and the sections after it were never reached (unknown either way).
+    """
+    def why(section: str, said: str) -> str:
+        return f"{PURPOSE.get(section, section)} could not be read: the captured text ends {said} it"
+
+    missing = tuple(
+        MissingEvidence(m.section, UNPARSEABLE, why(m.section, "inside")) if m.section == cut
+        else MissingEvidence(m.section, m.reason, why(m.section, "before")) if m.section not in seen
+        else m for m in state.missing)
+    warning = (f"the text ends inside the probe's {cut} section ({PURPOSE.get(cut, cut)}): what it did not reach "
+               "is unknown")
+    return dataclasses.replace(state, missing=missing, warnings=(*state.warnings, warning))
 
 
 def _simple(fn: Callable) -> Callable[[str], Result]:

@@ -25,6 +25,8 @@ from nvls_tui.parsers.base import Parsed
 BUS_ID = r"(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
 
 _GPU_HEADER = re.compile(rf"^GPU\s+({BUS_ID})\s*$")
+#: The fabric word for a GPU whose section the text ended inside before the value: unknown, never N/A.
+UNREAD = "unread"
 _NA_WORDS = frozenset({"N/A", "[N/A]", "[Not Supported]", ""})
 
 #: FabricHealth attribute for each spelling of a health label (lowercase, spaces removed), shared by
@@ -190,6 +192,7 @@ class _TextReader:
         self.fabric_indent: int | None = None  # set while inside a Fabric block
         self.proc: dict[str, str] | None = None  # the process entry being read
         self.anonymous = False
+        self.sections: dict[int, dict[str, str]] = {}  # GPU (by id) -> its top-level labels, key -> label
 
     def feed(self, line: str) -> None:
         """Read one line."""
@@ -209,6 +212,8 @@ class _TextReader:
             return
         while self.stack and self.stack[-1][0] >= indent:
             self.stack.pop()
+        if not self.stack and self.gpu is not None:
+            self.sections.setdefault(id(self.gpu), {}).setdefault(label_key(label), label)
         if value is None:
             self._header(indent, label)
         else:
@@ -321,9 +326,39 @@ class _TextReader:
             )
         self.proc = None
 
+    def _cut(self) -> None:
+        """Say so when the text ends inside the last GPU's section, and leave what it did not reach unread.
+
+        Complete sections of one output carry the same top-level labels; a full ``-q`` section (one with a
+        ``Product Name``) ends with ``Processes``. The last section lacking one of those was cut.
+        """
+        if not self.gpus or self.anonymous:
+            return
+        last = self.gpus[-1]
+        mine = self.sections.get(id(last), {})
+        if len(self.gpus) > 1:
+            before = [self.sections.get(id(g), {}) for g in self.gpus[:-1]]
+            lacking = [label for key, label in before[0].items() if key not in mine and all(key in b for b in before)]
+        else:
+            lacking = ["Processes"] if "productname" in mine and "processes" not in mine else []
+        if not lacking:
+            return
+        inside_fabric = self.fabric_indent is not None and self.gpu is last
+        for attr in ("state", "status"):
+            if not last.has_fabric or (inside_fabric and attr not in last.fabric):
+                last.fabric[attr] = UNREAD
+        index = small_int(last.minor)
+        never = ""
+        if self.attached is not None and self.attached > len(self.gpus):
+            never = f"; {self.attached - len(self.gpus)} more of the {self.attached} attached GPUs were never reached"
+        self.warnings.append(f"the text ends inside GPU {last.order if index is None else index}'s section "
+                             f"({last.bus_id}), before {', '.join(lacking[:4])}: what it did not reach is unknown, "
+                             f"not N/A{never}")
+
     def report(self) -> Parsed[SmiReport]:
         """Everything read so far."""
         self._flush_process()
+        self._cut()
         gpus = tuple(b.build(self.warnings) for b in self.gpus)
         if self.attached is not None and self.attached != len(gpus) and not self.anonymous:
             self.warnings.append(f"nvidia-smi says {self.attached} GPUs are attached but {len(gpus)} were read.")
@@ -371,6 +406,7 @@ __all__ = [
     "GpuBuilder",
     "SmiProcess",
     "SmiReport",
+    "UNREAD",
     "label_key",
     "memory_mib",
     "na_to_none",

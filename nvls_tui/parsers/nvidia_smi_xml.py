@@ -18,6 +18,7 @@ from typing import Any
 from nvls_tui.parsers.base import Parsed
 from nvls_tui.parsers.nvidia_smi_q import (
     BUS_ID,
+    UNREAD,
     GpuBuilder,
     SmiProcess,
     SmiReport,
@@ -42,24 +43,27 @@ def _text(elem: ET.Element | None, tag: str) -> str | None:
     return (child.text or "").strip()
 
 
-def _read_tree(text: str, warnings: list[str]) -> ET.Element | None:
-    """The root element, complete or as far as the input could be read."""
+def _read_tree(text: str, warnings: list[str], ended: set[int] | None = None) -> ET.Element | None:
+    """The root element, complete or as far as the input could be read; ``ended`` gets the ids of the
+    elements whose end tag was read (one without it was cut)."""
     # Lone surrogates cannot be encoded for expat and would lose the whole document: replace them.
     cleaned = _SURROGATE.sub("\ufffd", _PLAIN_DOCTYPE.sub("", text, count=1))
     if _DANGEROUS.search(cleaned):
         warnings.append("Refused XML with a DOCTYPE internal subset or ENTITY declarations.")
         return None
-    parser: ET.XMLPullParser[Any] = ET.XMLPullParser(events=("start",))
+    parser: ET.XMLPullParser[Any] = ET.XMLPullParser(events=("start", "end"))
     root: ET.Element | None = None
     error: Exception | None = None
 
     def drain() -> None:
         nonlocal root, error
         try:
-            events: Any = parser.read_events()  # ("start", element) pairs: the only event asked for
-            for _event, elem in events:
+            events: Any = parser.read_events()  # (event, element) pairs
+            for event, elem in events:
                 if root is None:
                     root = elem
+                if event == "end" and ended is not None:
+                    ended.add(id(elem))
         except ET.ParseError as exc:
             error = error or exc
 
@@ -123,7 +127,20 @@ def _processes(elem: ET.Element, bus_id: str, warnings: list[str]) -> list[SmiPr
     return out
 
 
-def _report(root: ET.Element | None, warnings: list[str]) -> SmiReport:
+def _cut(elem: ET.Element, b: GpuBuilder, ended: set[int], warnings: list[str]) -> None:
+    """A ``<gpu>`` whose end tag never came: say so, and leave fabric words it did not reach unread."""
+    if id(elem) in ended:
+        return
+    fabric = elem.find("fabric")
+    for tag in ("state", "status"):
+        if fabric is None or (id(fabric) not in ended and _text(fabric, tag) is None):
+            b.fabric[tag] = UNREAD
+    index = small_int(b.minor)
+    warnings.append(f"the text ends inside GPU {b.order if index is None else index}'s section ({b.bus_id}): "
+                    "what it did not reach is unknown, not N/A")
+
+
+def _report(root: ET.Element | None, warnings: list[str], ended: set[int]) -> SmiReport:
     if root is None:
         return SmiReport()
     if root.tag != "nvidia_smi_log":
@@ -131,6 +148,7 @@ def _report(root: ET.Element | None, warnings: list[str]) -> SmiReport:
     gpus, processes = [], []
     for order, elem in enumerate(root.iterfind("gpu")):
         builder = _gpu(elem, order, warnings)
+        _cut(elem, builder, ended, warnings)
         gpus.append(builder.build(warnings))
         processes.extend(_processes(elem, builder.bus_id, warnings))
     attached = small_int(_text(root, "attached_gpus"))
@@ -158,7 +176,8 @@ def parse_nvidia_smi_xml(text: str) -> Parsed[SmiReport]:
         return Parsed(SmiReport(), (f"Expected text, got {type(text).__name__}.",))
     warnings: list[str] = []
     try:
-        report = _report(_read_tree(text, warnings), warnings)
+        ended: set[int] = set()
+        report = _report(_read_tree(text, warnings, ended), warnings, ended)
     except Exception as exc:  # the never-raise promise
         return Parsed(SmiReport(), tuple(warnings) + (f"Could not read nvidia-smi XML: {exc!r}"[:200],))
     if not report.gpus and report.driver is None and not warnings:
