@@ -8,6 +8,7 @@ perl evaluates the same configuration the way needrestart's ``eval`` does, to ch
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -230,6 +231,20 @@ def test_check_names_each_cause_with_its_prevention_on_the_fm_restarters_node():
     assert all(f.severity.value == "warning" for f in diagnose(state).findings if f.code == "FM_RESTARTER")
 
 
+def test_check_json_says_what_restarts_fm(capsys):
+    from nvls_tui.cli import main
+
+    assert main(["check", "sim:fm-restarters", "sim:healthy/hgx01", "--json"]) == 1
+    nodes = {n["host"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
+    assert nodes["gpu-nr01"]["restarters"] == {
+        "needrestart": {"mode": "a", "units": [FM, "nvidia-persistenced.service", "nvidia-dcgm.service"],
+                        "uncertain": []},
+        "unattended_upgrades": True, "fm_restarts": 3}
+    assert nodes["gpu-nr01"]["services"]["apt-daily-upgrade.timer"] == "active"
+    assert nodes["hgx01"]["restarters"] == {"needrestart": False, "unattended_upgrades": False,
+                                                        "fm_restarts": 0}
+
+
 def test_a_healthy_node_without_restarters_has_no_finding_and_reads_every_section():
     state = poll("sim:healthy/hgx01")
     assert state.restarters == Restarters(needrestart=False, unattended_upgrades=False)
@@ -292,7 +307,8 @@ def test_no_apt_config_means_no_apt_and_unreadable_units_leave_unattended_unknow
     absent = CommandResult(NEEDRESTART_ARGV, 2, "grep: /etc/needrestart/needrestart.conf: No such file or directory\n"
                                                 "grep: /etc/needrestart/conf.d: No such file or directory\n")
     lost: list = []
-    assert restarters({"needrestart": absent, "apt": no_apt}, None, lost, []) == Restarters(unattended_upgrades=False)
+    assert restarters({"needrestart": absent, "apt": no_apt}, None, lost, []) == Restarters(
+        needrestart=False, unattended_upgrades=False)
     on = CommandResult(APT_PERIODIC_ARGV, 0, 'APT::Periodic "";\nAPT::Periodic::Unattended-Upgrade "1";\n')
     assert restarters({"needrestart": absent, "apt": on}, None, lost, []).unattended_upgrades is None
     assert lost == []

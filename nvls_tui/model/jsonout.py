@@ -93,6 +93,22 @@ def smoke_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any] | None:
     return {**dataclasses.asdict(state.smoke), "trusted": passed and distrust is None, "distrust": distrust}
 
 
+def restarters_json(state: NodeState) -> dict[str, Any] | None:
+    """What restarts nvidia-* units behind the operator (FM_RESTARTER); null when neither section was read.
+
+    ``needrestart``: its mode and the nvidia-* units it picks where it is installed, false where it is not,
+    null where its configuration could not be read; ``unattended_upgrades`` likewise true, false or null.
+    """
+    found = state.restarters
+    if found is None:
+        return None
+    fm = state.service(FM_UNIT)
+    return {"needrestart": {"mode": found.needrestart_mode, "units": list(found.needrestart_units),
+                            "uncertain": list(found.uncertain)} if found.needrestart else found.needrestart,
+            "unattended_upgrades": found.unattended_upgrades,
+            "fm_restarts": fm.restarts if fm is not None else None}
+
+
 def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
     """One node as contract.md's ``check --json`` entry."""
     fm = state.service(FM_UNIT)
@@ -125,6 +141,7 @@ def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
                              "notes": list(state.kernel_coverage.notes)}
                             if state.kernel_coverage is not None else None),
         "smoke": smoke_json(state, diagnosis),
+        "restarters": restarters_json(state),
         "repair_record": state.repair_record,
         "error": state.error,
         "missing": [{"section": m.section, "reason": m.reason, "detail": m.detail} for m in state.missing],

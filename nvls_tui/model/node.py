@@ -184,7 +184,8 @@ class Restarters:
     """What on a node may restart ``nvidia-*`` units behind the operator (the apt timers are in ``services``).
 
     Attributes:
-        needrestart: needrestart's configuration is on the node (it runs after every apt/dpkg change).
+        needrestart: needrestart's configuration is on the node (it runs after every apt/dpkg change); None
+            when it could not be read.
         needrestart_mode: the restart mode its configuration sets: ``a`` restarts automatically, unattended
             upgrades included; ``i`` asks on a terminal (pre-selected) and only lists when run unattended;
             ``l`` only lists. None without needrestart.
@@ -195,7 +196,7 @@ class Restarters:
             set and the unattended-upgrades package installed); None when apt's settings could not be read.
     """
 
-    needrestart: bool = False
+    needrestart: bool | None = None
     needrestart_mode: str | None = None
     needrestart_units: tuple[str, ...] = ()
     uncertain: tuple[str, ...] = ()
