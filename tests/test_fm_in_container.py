@@ -238,3 +238,19 @@ def test_a_hybrid_cgroup_whose_v1_systemd_path_leaves_the_namespace_is_read_from
               f"{UID.replace('-', '_')}.slice/cri-containerd-6fbe639af0c9.scope")
     assert unit_and_pod(cgroup) == (None, f"pod{UID}")
     assert unit_and_pod("1:name=systemd:/system.slice/ssh.service,0::/") == ("ssh.service", None)
+
+
+async def test_the_node_screens_fm_restart_and_reset_are_refused_with_the_pods_move(tmp_path):
+    """The single actions (the node screen's FM restart and reset) would stop and start a host unit that does
+    not exist, or reset under FM's open NVSwitches: refused before the lock, with the pod's move."""
+    from nvls_tui.runbook.session import Session
+
+    fleet = load_fleet(f"sim:fm-in-container/{HOST}", speed=0)
+    (backend,) = sim_backends(fleet)
+    session = Session({HOST: backend}, audit_dir=str(tmp_path))
+    for kind in ("fm-restart", "reset"):
+        outcome = await session.single(HOST, kind)
+        assert not outcome.ok and MOVE in outcome.message, (kind, outcome.message)
+    ran = [argv for _at, argv in fleet.node(HOST).cmdlog]
+    assert not [a for a in ran if a[0] in ("mkdir", "tee", "mv", "kill", "rm", "rmdir")
+                or (a[0] == "systemctl" and a[1:2] != ["show"]) or (a[0] == "nvidia-smi" and "-r" in a)]

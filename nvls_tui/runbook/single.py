@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from nvls_tui.backends.base import BackendError
+from nvls_tui.diagnosis import fm_container
 from nvls_tui.runbook import fabric, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.engine import new_run_id
@@ -78,6 +79,10 @@ async def run_single(action: SingleAction, ctx: NodeContext, *, run_id: str = ""
     lock_ = NodeLock(ctx, run_id or new_run_id(), whoami())
     try:
         state = await ctx.backend.snapshot()
+        if action.kind in ("reset", "fm-restart") and fm_container.in_container(state):
+            # FM lives in the GPU Operator's driver pod: no host unit to stop or start, and FM keeps the
+            # NVSwitches open from there. Refused before the lock, with the move that works instead.
+            raise Refused(fm_container.refusal(state))
 
         async def lock() -> str:
             nonlocal locked
