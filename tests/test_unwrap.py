@@ -275,3 +275,10 @@ def test_prose_that_quotes_log_lines_has_no_wrapper(prose):
 
 def test_one_word_per_line_before_a_colon_is_not_a_node_set():
     assert unwrap("Note: one\nWarning: two\nHint: three\nCause: four\n").forms == ()
+
+
+def test_srun_labels_name_the_ranks():
+    labelled = "".join(f"{rank}: {text}\n" for rank, text in [(3, XID), (0, OUT_OF_SYNC), (3, SWITCH)])
+    inside = unwrap(labelled)
+    assert inside.forms == ("srun-label",) and inside.ranks == [0, 3]
+    assert inside.text.splitlines() == [XID, OUT_OF_SYNC, SWITCH]
