@@ -305,8 +305,8 @@ _JSON_MESSAGE_KEYS = ("message", "msg", "MESSAGE", "log", "text", "output")
 
 def _host_tags(lines: list[Line]) -> list[Line] | None:
     def carries(text: str) -> bool:
-        m = _HOST_TAG.match(text)
-        return m is not None and not _NOT_HOSTS.match(m.group("host"))
+        m = _HOST_TAG.match(text)  # a bare number is srun's rank label, not a host
+        return m is not None and not _NOT_HOSTS.match(m.group("host")) and not m.group("host").isdigit()
 
     if not _mostly(lines, carries):
         return None
@@ -315,7 +315,7 @@ def _host_tags(lines: list[Line]) -> list[Line] | None:
     if len(hosts) > max(1, carried // 2):  # one word per line ("Note: ...") is prose, not a node set
         return None
     return [replace(line, text=m.group("msg"), host=m.group("host")) if (m := _HOST_TAG.match(line.text))
-            and not _NOT_HOSTS.match(m.group("host")) else line for line in lines]
+            and carries(line.text) else line for line in lines]
 
 
 def _indent(lines: list[Line]) -> list[Line] | None:
