@@ -3,7 +3,9 @@
 A worker never draws or notifies by itself: it posts what happened, from the screen that started it,
 and the message bubbles up to the app. The screen's ``@on`` handler keeps what the screen needs (a
 stale lock for the next ``U``, a pane that has nothing to show); the app's says it to the operator
-and polls the nodes again. Pilot tests assert the messages that flowed (``message_hook``).
+and polls the nodes again. A screen's refusal up front is an :class:`ActionFailed` too (``refused``),
+and the plan's typed confirmation is :class:`PlanApproved`, which the app answers with the runbook
+screen. Pilot tests assert the messages that flowed (``message_hook``).
 """
 
 from __future__ import annotations
