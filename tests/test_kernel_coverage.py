@@ -136,3 +136,21 @@ def test_ring_lines_without_a_boot_time_date_nothing():
     assert read.events[0].timestamp == "100.500000"
     assert read.coverage is not None and read.coverage.since is None and not read.coverage.complete_since_boot
     assert any("boot time could not be read" in n for n in read.coverage.notes)
+
+
+def test_a_simulated_node_behind_sshd_serves_its_own_ring_buffer(sshd_fleet):
+    """The shims serve ``dmesg``: a node behind the real-sshd rig never runs this machine's dmesg, and check
+    over SSH reads the out-of-sync line from the node's ring buffer as it does in process."""
+    rig = sshd_fleet(["gpu-rot01"], scenario="journal-rotated", speed=0)
+    assert (rig.nodes["gpu-rot01"].bin / "dmesg").exists()
+    ring = subprocess.run(["/bin/sh", "-c", "dmesg"], capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{rig.nodes['gpu-rot01'].bin}:/usr/bin:/bin"})
+    assert ring.returncode == 0 and "NV_ERR_FABRIC_STATE_OUT_OF_SYNC" in ring.stdout
+    done = subprocess.run([*NVLS, "check", rig.target("gpu-rot01"), "--json", *rig.cli_args()],
+                          capture_output=True, text=True, timeout=180)
+    (node,) = json.loads(done.stdout)["nodes"]
+    over_ssh = {k: node["kernel_coverage"][k] for k in ("sources", "complete_since_boot")}
+    assert over_ssh == {"sources": ["journal", "dmesg"], "complete_since_boot": False}
+    codes = [f["code"] for f in node["findings"]]
+    assert "FABRIC_OUT_OF_SYNC" in codes and "KERNEL_COVERAGE" in codes
+    assert codes == [f["code"] for f in _check("sim:journal-rotated")["findings"]]

@@ -36,7 +36,8 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.store import NodeStore
 
-PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
+# dmesg too: the poll's ring section must read the node's ring buffer, never this machine's kernel.
+PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "dmesg", "fuser", "ps", "kill", "pgrep", "pkill",
                "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname", "date", "find")
 # A static ps answers any PID list with the same table, but refuses what procps refuses first.
 _STATIC_PS_CHECK = (
