@@ -277,3 +277,10 @@ def test_a_probe_output_cut_inside_a_section_says_the_text_ends_there_not_that_a
     assert "holders" in missing and "the captured text ends inside it" in missing["holders"]
     assert all("did not finish" not in m and "timed out" not in m for m in missing.values())
     assert "the captured text ends before it" in missing["kernel"]  # a section it never reached
+
+
+def test_a_real_logrus_line_with_escaped_newlines_reads_as_the_reset_it_carries():
+    # mig-parted logs nvidia-smi's refusal as one logrus line (a public capture under tests/fixtures/reset/).
+    entry = analyze_text((FIXTURES / "reset/mig-parted-escaped-refusal-magic-castle-387.txt").read_text(), "log")
+    assert entry["kind"] == "nvidia-smi-reset" and entry["wrapper"]["form"] == "escaped-newlines"
+    assert entry["data"]["failed"] == [{"bus_id": "00000000:00:06.0", "reason": "In use by another client"}]
