@@ -222,7 +222,9 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                         help="seed-incident (gpu05 FM killed, gpu06 out of sync), healthy, or missing-device-files "
                              "(HGX H200s out of sync whose /dev lacks nvidia-modeset, nvidia-nvlink and "
                              "nvidia-nvswitchctl, as the real H200's does), or fm-in-container (no host FM unit: "
-                             "nv-fabricmanager runs in the GPU Operator's driver pod's cgroup)")
+                             "nv-fabricmanager runs in the GPU Operator's driver pod's cgroup), or fm-restarters "
+                             "(out of sync; FM crashed 3 times; Debian's needrestart, set to restart on its own, and "
+                             "unattended-upgrades installed in the node, apt's timers running: apt downloads them)")
     lab_up.add_argument("--nodes", default="gpu[05-06]", metavar="NODESET",
                         help="node names, ClusterShell syntax (default: gpu[05-06])")
     lab_up.add_argument("--slurm", action="store_true",

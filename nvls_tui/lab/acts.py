@@ -17,6 +17,11 @@ brought the write-up's nodes where they were.
   transient ``cri-containerd-<id>.scope`` in the pod's real ``kubepods-besteffort-pod<uid>.slice``, on
   idle GPUs; then DCGM, kubelet (with its pods) and the snapshot timer.
 
+- ``fm-restarters``: ``out-of-sync`` with FM set to restart on failure (a site's drop-in); then FM crashes
+  three times (real systemd's NRestarts 3) and Debian's real needrestart and unattended-upgrades are
+  installed into the node's own layer, needrestart set to restart on its own, apt's timers running
+  (:mod:`nvls_tui.lab.restarters`).
+
 The scenario ``missing-device-files`` has every node act ``out-of-sync`` on HGX H200 hardware whose /dev
 lacks nvidia-modeset, nvidia-nvlink and nvidia-nvswitchctl, as the real H200's does (its hardware is
 written by ``lifecycle``).
@@ -28,13 +33,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from nvls_tui.lab import restarters
 from nvls_tui.lab.machine import LabError, LabNode, node_run, run
 
 SERVICES = ("nvidia-dcgm.service", "kubelet.service")
 TIMER = "nvidia-snapshot.timer"
 FM = "nvidia-fabricmanager.service"
 NVLS_JOB = ("all_reduce_perf", "-b", "8M", "-e", "8M", "-f", "2", "-g", "8")
-SCENARIOS = ("seed-incident", "healthy", "missing-device-files", "fm-in-container")
+SCENARIOS = ("seed-incident", "healthy", "missing-device-files", "fm-in-container", "fm-restarters")
 """The scenarios the lab can act (the in-process simulator knows more)."""
 
 
@@ -46,6 +52,8 @@ def act_of(scenario: str, host: str) -> str:
         return "out-of-sync"  # gpu06's fault, as the simulator's sim:missing-device-files has it
     if scenario == "fm-in-container":
         return "fm-in-container"
+    if scenario == "fm-restarters":
+        return "fm-restarters"  # sim:fm-restarters: gpu06's fault where needrestart and apt restart FM
     return "healthy"
 
 
@@ -155,11 +163,16 @@ def act(node: LabNode, name: str, ssh_config: Path | None = None) -> None:
         _nvls_job(node, "NV_ERR_FABRIC_MANAGER_NOT_PRESENT")
     elif name == "fm-in-container":
         _fm_in_driver_pod(node)
-    elif name == "out-of-sync":
+    elif name in ("out-of-sync", "fm-restarters"):
+        if name == "fm-restarters":
+            restarters.prepare(node)  # FM restarts on failure (the site's drop-in), before it first starts
         start(node, *SERVICES)
         _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)
         start(node, FM, TIMER)
         _wait("the fabric registration", node, lambda: _registered(node))
         _nvls_job(node, "NV_ERR_FABRIC_STATE_OUT_OF_SYNC")
+        if name == "fm-restarters":
+            # FM crashes 3 times, then the real needrestart and unattended-upgrades go in (nvls_tui/lab/restarters.py).
+            restarters.add_restarters(node)
     else:
         raise LabError(f"unknown lab act {name!r}")
