@@ -38,13 +38,22 @@ def missing_tool(name: str, tool: str) -> CommandResult:
 
 
 def vm_sections(nvswitches: CommandResult) -> dict[str, CommandResult]:
-    """What both captured VMs answered alike: root, no FM, no systemd, no journal, no nvls-tui files."""
+    """What both captured VMs answered alike: root, no FM, no systemd, no journal, no nvls-tui files.
+
+    The ring buffer is the real H200 VM's dmesg lines; needrestart's and apt's files are not captured, and
+    stand as on a node without them (grep's "No such file", no apt-config): the same for both paths."""
     return {
         "identity": CommandResult(section_argv("identity"), 0, "0\n"),
         "fm_version": missing_tool("fm_version", "nv-fabricmanager"),
         "units": missing_tool("units", "systemctl"),
         "nvswitches": nvswitches,
         "kernel": missing_tool("kernel", "journalctl"),
+        "ring": CommandResult(section_argv("ring"), 0, (REAL / "nvidia-h200" / "dmesg-nvidia-lines.txt").read_text()),
+        "fm_log": missing_tool("fm_log", "journalctl"),
+        "needrestart": CommandResult(section_argv("needrestart"), 2,
+                                     "grep: /etc/needrestart/needrestart.conf: No such file or directory\n"
+                                     "grep: /etc/needrestart/conf.d: No such file or directory\n"),
+        "apt": missing_tool("apt", "apt-config"),
         "record": CommandResult(section_argv("record"), 1, ABSENT.format("/var/lib/nvls-tui/repair.json")),
         "smoke": CommandResult(section_argv("smoke"), 1, ABSENT.format("/var/lib/nvls-tui/last-smoke.json")),
         "simulated": CommandResult(section_argv("simulated"), 1, ABSENT.format("/var/lib/nvls-tui/SIMULATED")),
@@ -141,6 +150,9 @@ def test_the_ssh_and_local_paths_read_the_same_real_node_the_same_way(name, monk
     case = CASES[name]()
     ssh, local = summary(through_ssh(case, monkeypatch)), summary(through_local(case, monkeypatch))
     assert ssh == local
+    # No host FM unit on these VMs: their unreadable FM journal is in missing, and adds no finding.
+    assert ("fm_log", "tool missing") in ssh["missing"]
+    assert not [f for f in ssh["findings"] if f[2] == "fm_log"]
 
 
 def test_the_real_h200_without_nvswitch_is_degraded_by_both_paths_not_broken(monkeypatch):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.diagnosis.restarters import restarter_findings
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
-from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, KernelEvent, MissingEvidence
+from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, FmLogLine, KernelEvent, MissingEvidence
 from nvls_tui.parsers.fabricmanager_log import FmEvent, multicast_error
 from nvls_tui.words import count, verb
 
@@ -340,6 +340,8 @@ def evidence_findings(state: NodeState) -> list[Finding]:
             continue
         if missing.section == "fm_version" and not playbook_may_apply(state):
             continue  # no host Fabric Manager on this board: nothing to compare
+        if missing.section == "fm_log" and not fm_log_needed(state):
+            continue  # no host FM unit whose journal could say anything (a driver pod's, GB200, a VM)
         if missing.section == "fm_version" and fm_container.in_container(state):
             # The host has no nv-fabricmanager: FM and its binary live in the driver pod. The version stays
             # unknown (never healthy), but no host repair needs it: preflight refuses the host path there.
@@ -361,6 +363,16 @@ def _evidence_finding(state: NodeState, missing: MissingEvidence) -> Finding:
                    section=missing.section, reason=missing.reason)
 
 
+def fm_log_needed(state: NodeState) -> bool:
+    """Whether FM's unit journal (the ``fm_log`` section) has anything to say on ``state``'s node: a board that
+    needs a host Fabric Manager (or one not known, fail closed) whose FM is not in the driver pod and whose
+    unit is not known to be absent (then ``FM_NOT_RUNNING`` says so, and no unit logs anything)."""
+    if not playbook_may_apply(state) or fm_container.in_container(state):
+        return False
+    unit = state.service(FM_UNIT)
+    return not (state.was_read("units") and (unit is None or not unit.exists))
+
+
 def version_mismatch_finding(fm_version: str, driver: str) -> Finding:
     """``FM_VERSION_MISMATCH``, worded the same for check (``--version`` against the driver) and analyze (FM's
     own words): the move that works is the package, since FM checks the versions each time it starts."""
@@ -371,7 +383,7 @@ def version_mismatch_finding(fm_version: str, driver: str) -> Finding:
                    "failed state, starting it again or resetting GPUs do not help")
 
 
-def fm_log_finding(errors: tuple[FmEvent, ...], configured: bool) -> Finding | None:
+def fm_log_finding(errors: tuple[FmEvent, ...] | tuple[FmLogLine, ...], configured: bool) -> Finding | None:
     """``FM_LOG_ERROR`` for FM's ERROR/WARNING lines after its configuration (:func:`fm_log_errors`); an
     error when FM failed a multicast team (NVLS jobs then fail to bind), else a warning. None without any.
 
@@ -399,8 +411,16 @@ def fm_log_finding(errors: tuple[FmEvent, ...], configured: bool) -> Finding | N
 def _fm_findings(state: NodeState) -> list[Finding]:
     """FM's unit and version; a version mismatch comes first, as the cause of a unit that cannot start."""
     findings = []
-    mismatch = bool(state.fm_version and state.driver and state.fm_version != state.driver)
-    if mismatch:
+    journal = state.fm_journal
+    # FM's own words since its unit's last start name the versions it compared; else --version against the
+    # driver. Words naming another FM than the binary there now are older than a package change: not now.
+    said = journal.mismatch if journal is not None else None
+    if said and state.fm_version and state.fm_version != said[0]:
+        said = None
+    mismatch = bool(said) or bool(state.fm_version and state.driver and state.fm_version != state.driver)
+    if said:
+        findings.append(version_mismatch_finding(*said))
+    elif mismatch:
         findings.append(version_mismatch_finding(str(state.fm_version), str(state.driver)))
     unit = state.service(FM_UNIT)
     place = state.fm_place
@@ -427,6 +447,11 @@ def _fm_findings(state: NodeState) -> list[Finding]:
         else:
             why = ""
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR, f"nvidia-fabricmanager is {unit.active}{detail}{why}"))
+    if journal is not None and fm_log_needed(state):
+        # The same words analyze gives a pasted FM journal (fm_log_finding), from the lines since the last start.
+        logged = fm_log_finding(journal.problems, journal.configured)
+        if logged is not None:
+            findings.append(logged)
     return findings
 
 

@@ -180,6 +180,39 @@ class KernelEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class FmLogLine:
+    """One line Fabric Manager (or systemd, for its unit) logged, as read from the unit's journal.
+
+    Attributes:
+        level: FM's own level (``ERROR``, ``WARNING``, ...) where FM printed one; None otherwise.
+        message: the text after the journal's and FM's prefixes.
+        timestamp: the journal's time stamp as printed (short-iso: with its UTC offset).
+    """
+
+    level: str | None
+    message: str
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FmJournal:
+    """What Fabric Manager's unit journal said in this boot since the unit's last start (the ``fm_log`` section).
+
+    Attributes:
+        problems: FM's ERROR/WARNING lines, and its multicast team errors at any level, after its last
+            successful configuration since that start (every such line where it has not configured since).
+        configured: FM said it configured the fabric since the unit's last start.
+        mismatch: ``(FM version, driver version)`` from FM's own version-mismatch words since that start.
+        lines: how many log lines were read since that start.
+    """
+
+    problems: tuple[FmLogLine, ...] = ()
+    configured: bool = False
+    mismatch: tuple[str, str] | None = None
+    lines: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Restarters:
     """What on a node may restart ``nvidia-*`` units behind the operator (the apt timers are in ``services``).
 
@@ -301,6 +334,8 @@ class NodeState:
         restarters: needrestart and unattended-upgrades on the node (None when neither could be read).
         fm_restarts_before: the FM unit's ``NRestarts`` at the last poll (the console's poller carries it:
             a count climbing between polls is FM flapping now); None at a first poll.
+        fm_journal: what Fabric Manager's unit journal said since the unit's last start (FM_LOG_ERROR, FM's
+            own version-mismatch words); None where the ``fm_log`` section was not read.
     """
 
     host: str
@@ -334,6 +369,7 @@ class NodeState:
     pci_gpus: tuple[str, ...] | None = None
     restarters: Restarters | None = None
     fm_restarts_before: int | None = None
+    fm_journal: FmJournal | None = None
 
     def was_read(self, section: str) -> bool:
         """True when the poll read ``section`` (False for an unreachable node)."""
@@ -394,6 +430,8 @@ __all__ = [
     "FM_NOWHERE",
     "FM_UNKNOWN",
     "Finding",
+    "FmJournal",
+    "FmLogLine",
     "FmPlace",
     "GpuState",
     "Holder",

@@ -53,6 +53,7 @@ from nvls_tui.parsers.restarters import (
 from nvls_tui.parsers.slurm import parse_listpids
 from nvls_tui.parsers.systemctl import parse_show
 from nvls_tui.poll.evidence import NOT_RUN, missing_evidence, missing_from_unparsed
+from nvls_tui.poll.fm_journal import read_fm_journal
 from nvls_tui.poll.kernel_coverage import read_kernel
 from nvls_tui.textsafe import clean_deep
 
@@ -329,6 +330,10 @@ def assemble_node_state(
     if kernel.missing is not None:
         lost.append(kernel.missing)
     events: tuple[KernelEvent, ...] = kernel.events
+    # FM's own words since its unit's last start; whether the node needs them (a host FM) is the diagnosis's call.
+    fm_journal, fm_log_why = read_fm_journal(sections.get("fm_log"), root=root)
+    if fm_log_why is not None:
+        lost.append(fm_log_why)
     return NodeState(
         host=host,
         reachable=True,
@@ -353,6 +358,7 @@ def assemble_node_state(
         uptime=uptime,
         pci_gpus=pci_gpus,
         restarters=found_restarters,
+        fm_journal=fm_journal,
         fm_place=fm_place(tuple(services) if units_read else None,
                           holders if holders_read and not _lost(lost, "holders") else None,
                           cgroups_read=not _lost(lost, "cgroups")),

@@ -39,6 +39,7 @@ PURPOSE = {
     "cgroups": "the holders' cgroups (unit or pod)",
     "kernel": "the kernel log",
     "ring": "the kernel ring buffer (dmesg)",
+    "fm_log": "Fabric Manager's journal (journalctl -u nvidia-fabricmanager)",
     "record": "the record of an interrupted repair",
     "smoke": "the last smoke test's result",
     "simulated": "the simulator's marker",
@@ -140,7 +141,8 @@ def missing_evidence(section: str, result: CommandResult | None, *, root: bool |
         if result.exit_status == 1 and text.strip() and "USER" not in text:
             return _missing(section, UNPARSEABLE, f"fuser said: {_first_line(text)}")
         return None
-    if section == "kernel":
+    if section in ("kernel", "fm_log"):
+        # FM's unit journal is the system journal too: the same hint (exit 0, no line of the unit) and errors.
         denied = next((phrase for phrase in _JOURNAL_DENIED if phrase in text), None)
         if not result.truncated and result.exit_status not in (-1, 124) and denied:
             hint = " (use --sudo, or add the user to the systemd-journal group)" if root is not True else ""

@@ -167,6 +167,16 @@ _PUT_OUT = f"[ \"$rc\" = {OVER_CAP_WORD} ] || printf '%s\\n' \"$out\""
 # The default cap of one section (4 MiB, as --max-output's default).
 SECTION_CAP = 4 << 20
 
+# Fabric Manager's unit journal of this boot, its last FM_LOG_LINES entries (FM_LOG_ERROR, and FM's own
+# version-mismatch words): one journalctl, no second call for the unit's start time; the lines before
+# the unit's last start are dropped when read (nvls_tui.poll.fm_journal). Bounded in bytes on the node
+# too (FM_LOG_BYTES, through `capped`): FM's inband messages carry multi-line payloads, and a line may
+# be as long as journald keeps. Past the bound the section is over the cap (unknown, never "no errors").
+FM_UNIT_NAME = "nvidia-fabricmanager.service"
+FM_LOG_LINES = 400
+FM_LOG_BYTES = 256 << 10
+FM_LOG_ARGV = ("journalctl", "-u", FM_UNIT_NAME, "-b", "-o", "short-iso", "--no-pager", "-n", str(FM_LOG_LINES))
+
 
 @dataclass(frozen=True, slots=True)
 class Section:
@@ -212,6 +222,8 @@ SECTIONS: tuple[Section, ...] = (
     # (rotated, vacuumed, volatile, absent): its [seconds] stamps are mapped to the node's clock by its
     # boot time (the ``boot`` and ``clock`` sections). The script skips it where the journal covers the boot.
     Section("ring", ("dmesg",), privileged=True),
+    # FM's own words since the unit's last start (see FM_LOG_ARGV); root or the systemd-journal group reads it.
+    Section("fm_log", FM_LOG_ARGV, privileged=True),
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
@@ -338,6 +350,9 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                              f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
+        elif section.name == "fm_log":
+            # Cut on the node at its own bound: past it nothing is kept and the end says over-cap.
+            lines += [begin, f"capped {min(limit, FM_LOG_BYTES)} {prefix}{_glob_safe_join(argv)}", _PUT_OUT, end]
         else:
             lines += [begin, cmd, "rc=$?", end]
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
@@ -523,6 +538,9 @@ def section_argv(name: str) -> tuple[str, ...]:
 __all__ = [
     "DERIVED_SECTIONS",
     "DEVICE_LIST_ARGV",
+    "FM_LOG_ARGV",
+    "FM_LOG_BYTES",
+    "FM_LOG_LINES",
     "KERNEL_LINES",
     "KERNEL_PATTERN",
     "LOCK_DIR",

@@ -513,6 +513,35 @@ def with_restarters(node: Node, now: float, fm_restarts: int = 3) -> Node:
     return node
 
 
+# FM's words when NVLS asks it for multicast teams it cannot serve: nccl#1043's fabricmanager.log on an H100
+# whose nccl-tests hung (tests/fixtures/fm/log-multicast-team-errors-nccl-1043.txt), here reaching the journal
+# with FM's own prefix as its syslog lines carry it (tests/fixtures/fm/journal-inner-log-prefix-bottlerocket-142.txt).
+# (seconds before now, level, FM's thread, message); a message of several lines as FM logged it.
+FM_TEAM_LINES = (
+    (1500.0, "INFO", 527113, "Received an inband message:  Message header details: magic Id:adbc request "
+                             "Id:37f37b2d0f6aa49b status:0 type:4 length:14\nMessage payload details:Team release "
+                             "request: Team Handle:ed8c03d28a369634 Flags:0"),
+    (1500.0, "ERROR", 527118, "failed to release multicast team with handle 17117060486525261364, cannot find the team"),
+    (1182.0, "INFO", 527113, "Received an inband message:  Message header details: magic Id:adbc request "
+                             "Id:ba9c9cdd87cbe5f status:0 type:2 length:46\nMessage payload details:Team setup "
+                             "request: Allocation Size:60000000 Flags:0 Number of GPUs:6 GPU Handles:b12d2e84230d90a9 "
+                             "699cdb27be093689 8fe31ad077adb013 41692f9f9d6aa4c6 c52da87fccd138d6 5ee309238856a86b"),
+    (1182.0, "ERROR", 527118, "failed to find the GPU handle 12766911663723876521 in the multicast team"),
+)
+
+
+def fm_log_errors(name: str, now: float) -> Node:
+    """A node whose FM configured the fabric at its start and later failed NVLS's multicast team requests
+    (nccl#1043's ERROR lines, in FM's unit journal): the GPUs still say Completed/Success."""
+    node = base_node(name, now)
+    fm = node.units["nvidia-fabricmanager.service"]
+    for ago, level, tid, text in FM_TEAM_LINES:
+        at = now - ago
+        stamp = node.local_time(at).strftime("%b %d %Y %H:%M:%S")
+        node.log_unit(at, fm.name, "nv-fabricmanager", f"[{stamp}] [{level}] [tid {tid}] {text}", fm.main_pid)
+    return node
+
+
 def fm_restarters(name: str, now: float) -> Node:
     """gpu06's out-of-sync fault on a node where FM is restarted behind the operator: needrestart restarts
     nvidia-* units on its own, unattended-upgrades and apt's timers run, FM's NRestarts is 3."""
@@ -624,6 +653,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("fm-restarters", "out of sync on a node that restarts FM behind the operator: needrestart set to "
              "restart nvidia-* units on its own, unattended-upgrades with apt's timers running, FM restarted 3 "
              "times by systemd (NRestarts=3)", ("gpu-nr01",), fm_restarters),
+    Scenario("fm-log-errors", "FM configured the fabric, then logged multicast team ERROR lines (NVLS jobs hang); "
+             "the GPUs still say Completed/Success", ("gpu-fmlog01",), fm_log_errors),
     Scenario("journal-rotated", "out of sync, but the journal was vacuumed after the fault: the out-of-sync line "
              "is only in the ring buffer (dmesg), which does not reach the boot either", ("gpu-rot01",),
              journal_rotated),

@@ -1,0 +1,68 @@
+"""The poll's ``fm_log`` section: Fabric Manager's unit journal of this boot, read from the unit's last start.
+
+The section is one journalctl (``nvls_tui.poll.probe.FM_LOG_ARGV``: the unit's last lines of this boot),
+so what came before the unit's last start is dropped here, at systemd's ``Starting`` line for the unit
+(systemd writes one before every start, by hand or by ``Restart=``). Where the lines read hold no such
+line, the last start is older than all of them, and every line read is after it.
+
+The lines are then read as ``analyze`` reads a pasted FM journal (the same parser, the same selection of
+ERROR/WARNING lines after FM's last successful configuration), so ``check`` and ``analyze`` say the same
+words for the same text. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nvls_tui.model import CommandResult, MissingEvidence
+from nvls_tui.model.node import FmJournal, FmLogLine
+from nvls_tui.parsers.fabricmanager_log import configured, fm_log_errors, parse_fm_log, version_mismatch
+from nvls_tui.poll.evidence import OVER_CAP, missing_evidence
+from nvls_tui.poll.probe import FM_LOG_BYTES
+
+# systemd's line before each start of the unit (journalctl -u lists the unit's own lines and systemd's about
+# it): "2026-12-02T09:00:00+0000 gpu05 systemd[1]: Starting nvidia-fabricmanager.service - NVIDIA fabric
+# manager service..." (systemd 252), "Starting NVIDIA fabric manager service..." (249). PID 1 only: a line
+# FM itself printed never moves the start.
+_UNIT_START = re.compile(r"^\S+(?: +\S+){0,2} +\S+ +systemd\[1\]: +Starting\b", re.M)
+
+
+def since_last_start(text: str) -> str:
+    """The part of a unit journal from the unit's last start on (the start line left out); all of it
+    where no start line was read."""
+    starts = list(_UNIT_START.finditer(text))
+    if not starts:
+        return text
+    end = text.find("\n", starts[-1].end())
+    return "" if end < 0 else text[end + 1:]
+
+
+def over_bound(result: CommandResult | None) -> CommandResult | None:
+    """``result`` marked over the cap where its text passes :data:`FM_LOG_BYTES` (what the remote script
+    cuts on the node), so every transport bounds the section the same way."""
+    if result is None or result.truncated or len(result.output.encode()) <= FM_LOG_BYTES:
+        return result
+    return CommandResult(result.argv, -1, "", "", result.duration, truncated=True)
+
+
+def read_fm_journal(result: CommandResult | None, *, root: bool | None = True) -> tuple[FmJournal | None,
+                                                                                     MissingEvidence | None]:
+    """The ``fm_log`` section as an :class:`FmJournal`, or why it could not be read.
+
+    Args:
+        result: the section's command (None: it never ran).
+        root: whether it ran as root (journalctl shows a user outside ``systemd-journal`` no system unit's lines).
+    """
+    result = over_bound(result)
+    why = missing_evidence("fm_log", result, root=root)
+    if why is not None or result is None:
+        if why is not None and why.reason == OVER_CAP:
+            why = MissingEvidence(why.section, why.reason,
+                                  f"{why.detail} (more than {FM_LOG_BYTES >> 10} KiB in its last lines)")
+        return None, why
+    events = parse_fm_log(since_last_start(result.output)).value
+    return FmJournal(problems=tuple(FmLogLine(e.level, e.message, e.timestamp) for e in fm_log_errors(events)),
+                     configured=configured(events), mismatch=version_mismatch(events), lines=len(events)), None
+
+
+__all__ = ["over_bound", "read_fm_journal", "since_last_start"]
