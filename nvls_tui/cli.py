@@ -224,7 +224,9 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                              "nvidia-nvswitchctl, as the real H200's does), or fm-in-container (no host FM unit: "
                              "nv-fabricmanager runs in the GPU Operator's driver pod's cgroup), or fm-restarters "
                              "(out of sync; FM crashed 3 times; Debian's needrestart, set to restart on its own, and "
-                             "unattended-upgrades installed in the node, apt's timers running: apt downloads them)")
+                             "unattended-upgrades installed in the node, apt's timers running: apt downloads them), or "
+                             "journal-rotated (out of sync; the node's real kernel journal vacuumed after the fault, "
+                             "whose line only the ring buffer still holds)")
     lab_up.add_argument("--nodes", default="gpu[05-06]", metavar="NODESET",
                         help="node names, ClusterShell syntax (default: gpu[05-06])")
     lab_up.add_argument("--slurm", action="store_true",

@@ -22,6 +22,11 @@ brought the write-up's nodes where they were.
   installed into the node's own layer, needrestart set to restart on its own, apt's timers running
   (:mod:`nvls_tui.lab.restarters`).
 
+- ``journal-rotated``: ``out-of-sync``, then the node's kernel journal file is archived (as journald
+  rotates), a later kernel line starts a new one, the real ``journalctl --vacuum-files=1`` deletes the
+  archived file, and the ring buffer drops its records from before FM's start (a wrapped buffer): the
+  out-of-sync line is in the ring buffer only (:mod:`nvls_tui.lab.kernel_log`).
+
 The scenario ``missing-device-files`` has every node act ``out-of-sync`` on HGX H200 hardware whose /dev
 lacks nvidia-modeset, nvidia-nvlink and nvidia-nvswitchctl, as the real H200's does (its hardware is
 written by ``lifecycle``).
@@ -40,7 +45,8 @@ SERVICES = ("nvidia-dcgm.service", "kubelet.service")
 TIMER = "nvidia-snapshot.timer"
 FM = "nvidia-fabricmanager.service"
 NVLS_JOB = ("all_reduce_perf", "-b", "8M", "-e", "8M", "-f", "2", "-g", "8")
-SCENARIOS = ("seed-incident", "healthy", "missing-device-files", "fm-in-container", "fm-restarters")
+SCENARIOS = ("seed-incident", "healthy", "missing-device-files", "fm-in-container", "fm-restarters",
+             "journal-rotated")
 """The scenarios the lab can act (the in-process simulator knows more)."""
 
 
@@ -54,6 +60,8 @@ def act_of(scenario: str, host: str) -> str:
         return "fm-in-container"
     if scenario == "fm-restarters":
         return "fm-restarters"  # sim:fm-restarters: gpu06's fault where needrestart and apt restart FM
+    if scenario == "journal-rotated":
+        return "journal-rotated"  # sim:journal-rotated: gpu06's fault, then the journal vacuumed
     return "healthy"
 
 
@@ -126,6 +134,26 @@ def _fm_in_driver_pod(node: LabNode) -> None:
     _wait("the GPU Operator pods", node, lambda: _holders(node) >= 5)
 
 
+# A kernel line logged after the fault (the simulator's sim:journal-rotated logs the same one).
+LATER_KERNEL_LINE = "NVRM: nvidia-nvswitch: link training retried on 0000:05:00.0 (FABRIC)"
+
+
+def _journal_rotated(node: LabNode) -> None:
+    """gpu06's out-of-sync fault, then the journal rotated and vacuumed after it with the real journalctl:
+    the journal's kernel lines start after the fault, and only the ring buffer (which has wrapped too:
+    it starts after the boot, at FM's start) still holds the out-of-sync line."""
+    from nvls_tui.lab.kernel_log import TOOL
+
+    fm_start = time.time()
+    act(node, "out-of-sync")
+    node_run(node, TOOL, "rotate")
+    node_run(node, TOOL, "print", LATER_KERNEL_LINE)
+    node_run(node, "journalctl", "--vacuum-files=1")
+    node_run(node, TOOL, "wrap", f"{fm_start:.6f}")
+    if "OUT_OF_SYNC" in node_run(node, "journalctl", "-k", "-b", "--no-pager", check=False).stdout:
+        raise LabError(f"{node.name}: the vacuumed journal still holds the out-of-sync line")
+
+
 WATCH_USER, WATCH_UID = "ubuntu", "1001"
 WATCH = "watch -n 1 nvidia-smi"
 
@@ -174,5 +202,7 @@ def act(node: LabNode, name: str, ssh_config: Path | None = None) -> None:
         if name == "fm-restarters":
             # FM crashes 3 times, then the real needrestart and unattended-upgrades go in (nvls_tui/lab/restarters.py).
             restarters.add_restarters(node)
+    elif name == "journal-rotated":
+        _journal_rotated(node)
     else:
         raise LabError(f"unknown lab act {name!r}")

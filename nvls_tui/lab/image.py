@@ -11,6 +11,8 @@ import shlex
 from dataclasses import dataclass
 
 from nvls_tui.lab.hardware import HW_DIR
+from nvls_tui.lab.kernel_log import RING_FILE
+from nvls_tui.lab.kernel_log import TOOL as KERNEL_LOG_TOOL
 from nvls_tui.lab.tools import script
 from nvls_tui.poll.probe import SIMULATED_MARKER
 from nvls_tui.sim.scenarios import UNIT_DESCRIPTIONS
@@ -22,19 +24,25 @@ LAB_MARKER = "simulated by nvls-tui lab (LAB): real systemd, sshd and processes;
 DAEMONS = ("nv-hostengine", "nvidia-persistenced", "kubelet", "nvidia-device-plugin", "dcgm-exporter",
            "gpu-feature-discovery", "nvidia-mig-manager")
 TOOLS = ("nvidia-smi", "nv-fabricmanager", "lspci", "all_reduce_perf")
-KERNEL_JOURNAL = "/usr/libexec/nvls-lab/journalctl-kernel"
 
-# journalctl -k (the kernel transport) is simulated; every other journalctl call is the real one.
+# The kernel's lines are simulated hardware, handed to a real journal file and a ring buffer file
+# (nvls_tui.lab.kernel_log); journalctl -k and dmesg hand on what is pending first, then the real tool
+# answers, with its own output and exit status. A failed hand-on fails the read (never a silent gap).
 JOURNALCTL_WRAPPER = f"""#!/bin/sh
-# nvls-tui lab: the kernel's log is simulated hardware; the rest of the journal is real journald.
+# nvls-tui lab: the kernel's lines go to the journal first (kernel-log sync); then the real journalctl.
 for a do
   case "$a" in
-    -k|--dmesg) exec {KERNEL_JOURNAL} "$@";;
+    -k|--dmesg) {KERNEL_LOG_TOOL} sync || exit 1; break;;
     --*) ;;
-    -*k*) exec {KERNEL_JOURNAL} "$@";;
+    -*k*) {KERNEL_LOG_TOOL} sync || exit 1; break;;
   esac
 done
 exec /usr/bin/journalctl "$@"
+"""
+DMESG_WRAPPER = f"""#!/bin/sh
+# nvls-tui lab: this node's ring buffer is a file (kernel-log sync writes it); util-linux dmesg reads it.
+{KERNEL_LOG_TOOL} sync || exit 1
+exec /usr/bin/dmesg --file {RING_FILE} "$@"
 """
 
 FM_CFG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
@@ -152,7 +160,8 @@ def node_files(name: str, address: str, python: str, authorized_key: str,
         "/root/.ssh/authorized_keys": (authorized_key, 0o600),
         SIMULATED_MARKER: (LAB_MARKER, 0o644),
         "/usr/local/bin/journalctl": (JOURNALCTL_WRAPPER, 0o755),
-        KERNEL_JOURNAL: (script("journalctl-kernel", python), 0o755),
+        "/usr/local/bin/dmesg": (DMESG_WRAPPER, 0o755),
+        KERNEL_LOG_TOOL: (script("kernel-log", python), 0o755),
         FM_CFG: ("# nvls-tui lab: the stand-in Fabric Manager reads nothing from here\n", 0o644),
         HW_DIR + "/.keep": ("", 0o644),
         HOLD: (script("nvls-lab-hold", python, module="nvls_tui.lab.daemons"), 0o755),
