@@ -326,8 +326,10 @@ def test_an_fm_journal_past_its_byte_bound_is_cut_on_the_node_and_read_as_missin
     journal = _long_journal(tmp_path)
     script, reader = _script_section(tmp_path, journal)
     assert reader.over_cap("fm_log") and script.output == ""  # nothing of it crossed the link
+    printed = real_journalctl(journal, FM_LOG_ARGV)
+    assert printed.exit_status == 0 and len(printed.output.encode()) > FM_LOG_BYTES  # within FM_LOG_LINES
     local = _local_section(monkeypatch, journal)
-    assert len(local.output.encode()) > FM_LOG_BYTES  # what the real tool printed, before the bound
+    assert local.truncated and local.output == ""  # as the script's: cut, nothing kept
     for result in (script, local):
         journal_read, why = read_fm_journal(result)
         assert journal_read is None and why is not None and why.reason == OVER_CAP
@@ -396,3 +398,30 @@ async def test_a_node_whose_journal_refuses_the_user_says_so_for_fm_log_too():
     missing = state.missing_section("fm_log")
     assert missing is not None and missing.reason == PERMISSION
     assert finding(state, "FM_LOG_ERROR") is None
+
+
+# -- over SSH: the one remote script, through a real sshd to the simulated node's shims ---------------------------
+
+def test_check_over_ssh_says_what_check_in_process_says_of_fms_journal(sshd_fleet, capsys):
+    """The rig's node runs the poll's one script in a real sh behind a real sshd (its journalctl the shims'):
+    the fm_log section crosses the link, is cut from the others by its markers and reads as in process."""
+    import json
+
+    from nvls_tui.cli import main
+
+    rig = sshd_fleet(["gpu-fmlog01"], scenario="fm-log-errors", speed=0)
+    done = subprocess.run([".venv/bin/nvls-tui", "check", rig.target("gpu-fmlog01"), "--json", *rig.cli_args()],
+                          capture_output=True, text=True, timeout=180)
+    (over_ssh,) = json.loads(done.stdout)["nodes"]
+    main(["check", "sim:fm-log-errors", "--json"])
+    (in_process,) = json.loads(capsys.readouterr().out)["nodes"]
+
+    def said(node: dict) -> list[tuple[str, str]]:
+        return [(f["code"], f["severity"]) for f in node["findings"]]
+
+    assert said(over_ssh) == said(in_process) == [("FM_LOG_ERROR", "error"), ("HOLDERS_PRESENT", "info")]
+    ssh_words = over_ssh["findings"][0]["message"]
+    assert ssh_words.startswith("Fabric Manager logged 2 errors after it configured the fabric (multicast team")
+    assert ssh_words.endswith("failed to find the GPU handle 12766911663723876521 in the multicast team — stop every "
+                              "holder, reset all GPUs and NVSwitches, then restart Fabric Manager (the repair's order)")
+    assert not [m for m in over_ssh["missing"] if m["section"] == "fm_log"]

@@ -40,6 +40,7 @@ from nvls_tui.parsers.nvml import fabric_from_nvml
 from nvls_tui.parsers.ps import PsEntry, cgroup_column
 from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.evidence import PERMISSION, TIMED_OUT_STATUS
+from nvls_tui.poll.fm_journal import over_bound
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import SECTIONS
@@ -386,6 +387,9 @@ class LocalBackend(Backend):
                 if section.name == "kernel":
                     # What the remote script's awk does on the node: filter, bound, note the cursor.
                     result = self.kernel_tail.take_unfiltered(result, asked)
+                elif section.name == "fm_log":
+                    # What the remote script's `capped` does on the node: past FM_LOG_BYTES nothing is kept.
+                    result = over_bound(result) or result
                 sections[section.name] = result
             except CommandTimeout as exc:
                 sections[section.name] = CommandResult(section.argv, TIMED_OUT_STATUS, "", str(exc))
