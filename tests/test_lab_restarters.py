@@ -109,6 +109,19 @@ def test_the_simulated_systemctl_prints_nrestarts_and_the_timers_as_the_real_one
     assert (fm_real["NRestarts"], fm_real["Restart"]) == ("3", "on-failure")
 
 
+def test_nrestarts_is_kept_by_a_stop_and_zeroed_by_a_start_by_hand_as_in_the_simulator(nr_lab):
+    _, node = nr_lab
+    sim_node = load_fleet(f"sim:fm-restarters/{NODE}", speed=0).node(NODE)
+    count = ["systemctl", "show", "-p", "NRestarts", FM]
+    seen_real, seen_sim = [], []
+    for verb in ("stop", "start", "reset-failed"):
+        node_run(node, "systemctl", verb, FM)
+        seen_real.append(node_run(node, *count).stdout)
+        execute(sim_node, ["systemctl", verb, FM], sim_node.last_advance)
+        seen_sim.append(execute(sim_node, count, sim_node.last_advance).stdout)
+    assert seen_sim == seen_real == ["NRestarts=3\n", "NRestarts=0\n", "NRestarts=0\n"]
+
+
 def test_a_repair_holds_apts_timers_around_the_reset_and_puts_them_back(nr_lab):
     folder, node = nr_lab
     before = show(node, (*TIMERS, *RUNS, "unattended-upgrades.service"))
@@ -134,3 +147,4 @@ def test_a_repair_holds_apts_timers_around_the_reset_and_puts_them_back(nr_lab):
     assert "Starting" not in journal, journal
     lab = check_json(folder, NODE)[NODE]
     assert not [f for f in lab["findings"] if f["code"] in ("FABRIC_OUT_OF_SYNC", "EVIDENCE_MISSING")]
+
