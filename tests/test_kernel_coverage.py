@@ -40,7 +40,9 @@ def test_check_on_a_rotated_journal_reports_the_out_of_sync_line_from_the_ring_b
 def test_without_journalctl_the_ring_buffer_reads_the_whole_boot():
     node = _check("sim:no-journal")
     assert "FABRIC_OUT_OF_SYNC" in [f["code"] for f in node["findings"]]
-    assert not [f for f in node["findings"] if f["code"] in ("EVIDENCE_MISSING", "KERNEL_COVERAGE")]
+    # The kernel log is read whole (FM's own journal, journalctl -u, is another section's evidence).
+    assert not [f for f in node["findings"] if f["code"] == "KERNEL_COVERAGE"
+                or (f["code"] == "EVIDENCE_MISSING" and f.get("section") in ("kernel", "ring"))]
     assert node["kernel_coverage"]["sources"] == ["dmesg"] and node["kernel_coverage"]["complete_since_boot"] is True
 
 
@@ -154,3 +156,99 @@ def test_a_simulated_node_behind_sshd_serves_its_own_ring_buffer(sshd_fleet):
     codes = [f["code"] for f in node["findings"]]
     assert "FABRIC_OUT_OF_SYNC" in codes and "KERNEL_COVERAGE" in codes
     assert codes == [f["code"] for f in _check("sim:journal-rotated")["findings"]]
+
+
+async def _node_screen_coverage(tmp_path, scenario: str, host: str) -> tuple[bool, str]:
+    """The node screen of ``host`` in ``sim:scenario``: whether the coverage line shows, and its words."""
+    from textual.widgets import Static
+
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.backends.simulated import SimulatedBackend
+    from tests.waiting import open_node_screen
+
+    fleet = load_fleet(f"sim:{scenario}", speed=0.0)
+    app = NvlsApp([SimulatedBackend(fleet, host)], poll_interval=None, audit_dir=str(tmp_path))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_node_screen(app, pilot, host)
+        line = screen.query_one("#kernel-coverage", Static)
+        return bool(line.display), str(line.render())
+
+
+async def test_the_node_screen_says_from_when_a_rotated_journal_covers_the_boot(tmp_path):
+    shown, words = await _node_screen_coverage(tmp_path, "journal-rotated", "gpu-rot01")
+    assert shown
+    # The simulated clock: the out-of-sync line 30 min ago (15:40) starts the ring buffer's lines, the journal
+    # starts 10 min ago (16:00).
+    assert words.strip() == ("kernel log since 15:40 (30 min ago); the journal starts at 16:00, earlier lines "
+                             "rotated away; ring buffer read as well")
+
+
+async def test_the_node_screen_says_a_node_without_journal_is_read_from_the_ring_buffer(tmp_path):
+    shown, words = await _node_screen_coverage(tmp_path, "no-journal", "gpu-nojrnl01")
+    assert shown and words.strip() == "kernel log since the boot; no journal read; ring buffer read as well"
+
+
+async def test_the_node_screen_says_nothing_of_a_journal_that_covers_the_boot(tmp_path):
+    shown, _words = await _node_screen_coverage(tmp_path, "healthy", "hgx01")
+    assert not shown
+
+
+# ----- verify-fabric where the journal does not reach back to T0 ------------------------------------------
+
+
+def _repair(spec: str, host: str, on_verify=None):
+    """Repair ``host``; ``on_verify(node, now)`` runs as verify-fabric starts. Returns verify-fabric's step."""
+    from tests.test_verify_fabric_cursor import repair
+
+    def at_verify(step, node, now):
+        if step == "verify-fabric" and on_verify is not None:
+            on_verify(node, now)
+
+    outcome, _fleet = repair(spec, host, at_verify)
+    return outcome, outcome.step("verify-fabric")
+
+
+def test_verify_fabric_sees_a_fresh_out_of_sync_line_in_the_ring_buffer_when_the_journal_lost_it():
+    from nvls_tui.sim import fabric
+
+    def fault_then_vacuum(node, now):
+        node.log_kernel(now, fabric.OUT_OF_SYNC_LINE)
+        node.journal_since = now + 0.5  # vacuumed right after: the journal no longer reaches back to T0
+
+    outcome, step = _repair("sim:journal-rotated", "gpu-rot01", fault_then_vacuum)
+    assert (outcome.result, step.status) == ("failed", "failed"), step.message
+    assert step.message.startswith("1 new fabric/Xid kernel lines since "), step.message
+    assert "in the kernel ring buffer (dmesg) as well: the journal does not reach back to T0" in step.message
+    assert "NV_ERR_FABRIC_STATE_OUT_OF_SYNC" in step.message
+
+
+def test_verify_fabric_counts_no_ring_line_logged_before_t0():
+    # The ring buffer still holds the incident's out-of-sync line (30 min before T0): not news.
+    def vacuum(node, now):
+        node.journal_since = now + 0.5
+
+    outcome, step = _repair("sim:journal-rotated", "gpu-rot01", vacuum)
+    assert step.status == "ok", step.message
+    assert "in the kernel ring buffer (dmesg) as well" in step.message
+
+
+def test_verify_fabric_on_a_node_without_journal_reads_the_ring_buffer():
+    outcome, step = _repair("sim:no-journal", "gpu-nojrnl01")
+    assert (outcome.result, step.status) == ("repaired", "ok"), step.message
+    assert step.message.startswith("no new fabric or Xid kernel lines in the kernel ring buffer (dmesg) since "), \
+        step.message
+
+
+def test_verify_fabric_on_a_node_without_journal_sees_a_fresh_line_in_the_ring_buffer():
+    from nvls_tui.sim import fabric
+
+    outcome, step = _repair("sim:no-journal", "gpu-nojrnl01", lambda node, now: node.log_kernel(now, fabric.OUT_OF_SYNC_LINE))
+    assert (outcome.result, step.status) == ("failed", "failed")
+    assert "NV_ERR_FABRIC_STATE_OUT_OF_SYNC" in step.message and "ring buffer" in step.message
+
+
+def test_verify_fabric_refuses_when_neither_the_journal_nor_the_ring_buffer_reads():
+    outcome, step = _repair("sim:no-journal", "gpu-nojrnl01", lambda node, now: node.missing_tools.append("dmesg"))
+    assert (outcome.result, step.status) == ("failed", "failed")
+    assert step.message.startswith("cannot verify that the kernel logged no new fabric error: "), step.message
+    assert "dmesg" in step.message

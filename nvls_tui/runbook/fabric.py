@@ -10,20 +10,23 @@ that runs past it fails with what to look at next.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 
 from nvls_tui.backends.base import CommandTimeout
 from nvls_tui.model import GpuState, KernelEvent
-from nvls_tui.parsers.kernel_log import parse_kernel_log
+from nvls_tui.parsers.kernel_log import message, parse_kernel_log
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
 from nvls_tui.parsers.nvidia_smi_reset import parse_reset
+from nvls_tui.poll.assemble import parse_boot
 from nvls_tui.poll.evidence import missing_evidence
-from nvls_tui.poll.kernel_tail import CURSOR, last_cursor
-from nvls_tui.poll.probe import QUERY_FIELDS
+from nvls_tui.poll.kernel_tail import CURSOR, filter_ring, last_cursor
+from nvls_tui.poll.probe import BOOT_ARGV, QUERY_FIELDS
 from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.events import FabricProgress, WaitStarted
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
+    DATE_ARGV,
     FM_UNIT,
     KERNEL_CURSOR_ARGV,
     clock_text,
@@ -191,21 +194,90 @@ async def _kernel_read(ctx: NodeContext, t0: str, cursor: str | None) -> tuple[t
                                    "a clock step could hide a line)")
 
 
+RING_ARGV = ("dmesg",)
+RING_WORDS = "in the kernel ring buffer (dmesg)"
+# The node's clock reads whole seconds: a ring line logged within this of T0 counts as new (fail closed).
+RING_SLACK_S = 1.0
+
+
+def _node_clock(text: str) -> dt.datetime | None:
+    """``YYYY-MM-DD HH:MM:SS`` (the node's wall clock, as T0 is kept), or None."""
+    try:
+        return dt.datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+
+
+def ring_faults_since(ring: str, t0: str, clock: str, uptime: float | None) -> list[KernelEvent] | None:
+    """The fabric events of ``dmesg`` output logged at or after ``t0``, or None when they cannot be dated.
+
+    Each line's ``[seconds]`` is put on the node's wall clock by its boot (``clock`` less ``uptime``, read
+    uptime first: a slow read then dates lines later, never earlier). A line the kernel logged within
+    :data:`RING_SLACK_S` before T0 counts too (the clock has whole seconds); an undated line counts. Pure.
+    """
+    start, now = _node_clock(t0), _node_clock(clock)
+    if start is None or now is None or uptime is None:
+        return None
+    booted = now - dt.timedelta(seconds=uptime)
+    fresh = []
+    for event in parse_kernel_log(filter_ring(ring)).value:
+        try:
+            at = booted + dt.timedelta(seconds=float(event.timestamp or ""))
+        except ValueError:
+            fresh.append(event)
+            continue
+        if at >= start - dt.timedelta(seconds=RING_SLACK_S):
+            fresh.append(event)
+    return fresh
+
+
+async def _ring_read(ctx: NodeContext, t0: str) -> tuple[list[KernelEvent] | None, str]:
+    """The ring buffer's fabric events since T0, or None and why they could not be read."""
+    boot = await ctx.run(BOOT_ARGV)
+    clock = await ctx.run(DATE_ARGV)
+    ring = await ctx.run(RING_ARGV, privileged=True)
+    why = missing_evidence("ring", ring)
+    if why is not None:
+        return None, why.detail
+    _boot_id, uptime = parse_boot(boot)
+    fresh = ring_faults_since(ring.output, t0, clock.stdout if clock.ok else "", uptime)
+    if fresh is None:
+        return None, "the node's clock or uptime could not be read, so the ring buffer's lines cannot be dated"
+    return fresh, ""
+
+
 async def verify_fabric(ctx: NodeContext, t0: str, cursor: str | None = None) -> str:
     """No new fabric, Xid or SXid line in the kernel journal after ``cursor`` (read at T0), else since T0.
 
+    Where the journal does not reach back to T0 (no cursor was read then, or its entry was rotated or
+    vacuumed away meanwhile) or cannot be read, the kernel ring buffer is read as well, its lines dated on
+    the node's clock by its boot: a fresh line the journal lost is still seen. Only a journal that holds
+    T0's entry is read alone.
+
     Raises:
-        StepFailed: naming the first new line, or the journal could not be read.
+        StepFailed: naming the first new line, or neither the journal nor the ring buffer could be read.
     """
     argv, how = await _kernel_read(ctx, t0, cursor)
     result = await ctx.run(argv, privileged=True)
     why = missing_evidence("kernel", result)
-    if why is not None:
-        raise StepFailed(f"cannot verify that the kernel logged no new fabric error: {why.detail}")
-    faults = fabric_faults(parse_kernel_log(result.output).value)
+    faults = fabric_faults(parse_kernel_log(result.output).value) if why is None else []
+    if argv == kernel_since_argv(t0) or why is not None:
+        ring, ring_why = await _ring_read(ctx, t0)
+        if ring is None:
+            said = f"{why.detail}; {ring_why}" if why is not None else \
+                f"the journal does not reach back to T0 and {ring_why}"
+            raise StepFailed(f"cannot verify that the kernel logged no new fabric error: {said}")
+        faults += [e for e in ring if not any(_same_line(e, j) for j in faults)]
+        how = (f"{how}, and {RING_WORDS} as well: the journal does not reach back to T0" if why is None
+               else f"{RING_WORDS} since {t0} by the node's clock ({why.detail})")
     if faults:
         raise StepFailed(f"{len(faults)} new fabric/Xid kernel lines {how}: {faults[0].line.strip()[:200]}")
     return f"no new fabric or Xid kernel lines {how}"
+
+
+def _same_line(ring: KernelEvent, journal: KernelEvent) -> bool:
+    """A ring buffer line the journal read too (the same message): counted once."""
+    return message(ring.line).strip() == message(journal.line.split("kernel: ", 1)[-1]).strip()
 
 
 __all__ = ["FABRIC_QUERY", "RESET_STATE", "fabric_counts", "fabric_faults", "read_fabric", "registration_deadline_message",

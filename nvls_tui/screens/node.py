@@ -28,6 +28,7 @@ from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.node_text import (
     compact_devices,
+    coverage_line,
     gpu_summary,
     header_text,
     kernel_message,
@@ -84,6 +85,10 @@ class NodeScreen(OnConsole, Screen[None]):
                 yield Static(id="findings", classes="panel")
                 yield DataTable(id="units", cursor_type="row", classes="panel")
                 yield DataTable(id="switches", cursor_type="none", classes="panel")
+            # Where the kernel log falls short of the boot (rotated, vacuumed, no journal): from when it covers.
+            coverage = Static(id="kernel-coverage")
+            coverage.display = False  # until a poll says the log falls short
+            yield coverage
             yield DataTable(id="kernel", cursor_type="row", classes="panel")
             with Vertical(id="holders-box"):
                 yield DataTable(id="holders", cursor_type="row", classes="panel")
@@ -153,6 +158,10 @@ class NodeScreen(OnConsole, Screen[None]):
         sync_rows(self.query_one("#kernel", DataTable), kernel)
         self.query_one("#kernel").border_subtitle = unread_subtitle(state, "kernel",
                                                                     f"{len(kernel)}" if kernel else "none")
+        coverage = coverage_line(state)
+        shown = self.query_one("#kernel-coverage", Static)
+        shown.display = coverage is not None
+        shown.update(Text(f" {coverage}", style=cells.STYLE["degraded"]) if coverage else "")
         self._draw_holders(state)
         self.refresh_bindings()
 

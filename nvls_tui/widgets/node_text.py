@@ -7,8 +7,11 @@ as k9s keeps its renderers apart from its views.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from rich.text import Text
 
+from nvls_tui.diagnosis.story import when
 from nvls_tui.model import Holder, NodeState, Verdict
 from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.textsafe import one_line
@@ -20,6 +23,45 @@ def kernel_message(line: str) -> str:
     """A kernel line without journalctl's time and host (the "when" column has the time)."""
     head, sep, rest = line.strip().partition(" kernel: ")
     return rest if sep and " " in head and head[:4].isdigit() else line.strip()
+
+
+def _clock(stamp: str, like: str | None) -> str:
+    """``HH:MM`` of a node time, on the offset of ``like`` (the journal's, the node's own) when given."""
+    try:
+        at = dt.datetime.fromisoformat(stamp)
+        if like is not None:
+            offset = dt.datetime.fromisoformat(like).tzinfo
+            at = at.astimezone(offset) if offset is not None and at.tzinfo is not None else at
+    except ValueError:
+        return one_line(stamp)
+    return at.strftime("%H:%M")
+
+
+def coverage_line(state: NodeState) -> str | None:
+    """The kernel log's coverage in a line, where it matters: ``kernel log since 03:12 (30 min ago); the
+    journal starts at 03:40, earlier lines rotated away; ring buffer read as well``.
+
+    None when the journal alone covers the whole boot (nothing to say) or the poll did not say.
+    """
+    cov = state.kernel_coverage
+    if cov is None or (cov.complete_since_boot and "dmesg" not in cov.sources):
+        return None
+    if cov.complete_since_boot:
+        said = "kernel log since the boot"
+    elif cov.since is not None:
+        age = when(cov.since, state)
+        said = f"kernel log since {_clock(cov.since, cov.journal_since)}" + (f" ({age})" if age else "")
+    else:
+        said = "kernel log: from when it covers this boot is unknown"
+    # The ring buffer is read only where the journal falls short of the boot (or cannot be read).
+    if "journal" not in cov.sources:
+        journal = "no journal read"
+    elif cov.journal_since is not None:
+        journal = f"the journal starts at {_clock(cov.journal_since, None)}, earlier lines rotated away"
+    else:
+        journal = "the journal holds no kernel line of this boot"
+    ring = "ring buffer read as well" if "dmesg" in cov.sources else "ring buffer not read"
+    return "; ".join(part for part in (said, journal, ring) if part)
 
 
 def compact_devices(devices: tuple[str, ...]) -> str:
@@ -131,4 +173,4 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     return text
 
 
-__all__ = ["compact_devices", "gpu_summary", "header_text", "kernel_message", "owner_text", "short_cluster", "short_start", "unread_subtitle"]
+__all__ = ["compact_devices", "coverage_line", "gpu_summary", "header_text", "kernel_message", "owner_text", "short_cluster", "short_start", "unread_subtitle"]
