@@ -252,3 +252,17 @@ def test_verify_fabric_refuses_when_neither_the_journal_nor_the_ring_buffer_read
     assert (outcome.result, step.status) == ("failed", "failed")
     assert step.message.startswith("cannot verify that the kernel logged no new fabric error: "), step.message
     assert "dmesg" in step.message
+
+
+def test_ring_lines_are_dated_against_t0_by_the_nodes_clock_less_its_uptime():
+    from nvls_tui.runbook.fabric import ring_faults_since
+
+    ring = ("[  100.000000] Linux version 6.1\n"
+            "[ 3597.000000] NVRM: Xid (PCI:0000:34:00): 74, pid=1, NVLink: fatal error\n"  # 2 s before T0
+            "[ 3599.500000] NVRM: Xid (PCI:0000:34:00): 79, pid=1, GPU has fallen off the bus.\n"  # within the slack
+            "[ 3700.000000] NVRM: Xid (PCI:0000:34:00): 74, pid=1, NVLink: fatal error\n")
+    # Booted at 11:00:00 by the clock (uptime 4000 s at 12:06:40); T0 at 12:00:00 is 3600 s after the boot.
+    fresh = ring_faults_since(ring, "2026-08-15 12:00:00", "2026-08-15 12:06:40", 4000.0)
+    assert fresh is not None and [e.xid for e in fresh] == [79, 74]
+    assert ring_faults_since(ring, "2026-08-15 12:00:00", "", 4000.0) is None  # the clock unread: undatable
+    assert ring_faults_since(ring, "2026-08-15 12:00:00", "2026-08-15 12:06:40", None) is None
