@@ -28,13 +28,13 @@ CAPTURE = REAL / "probe-output-after-fix.txt"
 
 
 # Sections the probe gained after the capture was made.
-LATER_SECTIONS = ("boot", "needrestart", "apt")
+LATER_SECTIONS = ("boot", "needrestart", "apt", "fm_log")
 
 
 def facts(node: dict) -> dict:
     """What a check says of a node, apart from its name (the fields tests/test_backends_agree.py compares).
 
-    The capture and that check predate the probe's ``boot``, ``needrestart`` and ``apt`` sections: the replay
+    The capture and that check predate the probe's ``boot``, ``needrestart``, ``apt`` and ``fm_log`` sections: the replay
     reads them "not run" (unknown, as it must), which that older check did not know to say.
     """
     return {"verdict": node["verdict"], "platform": node["platform"], "driver": node["driver"],
@@ -55,7 +55,7 @@ def test_check_of_a_replayed_capture_reads_as_the_real_machines_check_over_ssh()
     assert node["host"] == f"replay:{CAPTURE}" and node["reachable"] is True
     assert facts(node) == facts(live)
     assert sorted((m["section"], m["reason"]) for m in node["missing"] if m["section"] in LATER_SECTIONS) == [
-        ("apt", "not run"), ("boot", "not run"), ("needrestart", "not run")]
+        ("apt", "not run"), ("boot", "not run"), ("fm_log", "not run"), ("needrestart", "not run")]
     assert done.returncode == 0 and done.stderr == ""  # degraded: warnings only
 
 
