@@ -376,3 +376,15 @@ async def test_preflight_refuses_while_an_unattended_upgrade_runs_and_changes_no
     assert ("apt-daily-upgrade.service is running (apt's daily run: an upgrade, and the needrestart after it, can "
             "restart nvidia-* units mid-repair") in outcome.message
     assert not any(argv[:2] == ["systemctl", "stop"] for _, argv in node.cmdlog)
+
+
+def test_text_from_the_nodes_configuration_reaches_the_finding_as_data():
+    hostile = CommandResult(NEEDRESTART_ARGV, 0, "/etc/needrestart/needrestart.conf:$nrconf{restart} = 'a';\n"
+                                                 "/etc/needrestart/needrestart.conf:$nrconf{override_rc}{qr([bold\x1b[2J)} = 0;\n")
+    found = restarters({"needrestart": hostile, "apt": CommandResult(APT_PERIODIC_ARGV, 0, "")}, (), [], [])
+    assert found is not None and found.needrestart_units == (FM, "nvidia-persistenced.service", "nvidia-dcgm.service")
+    state = NodeState("n", services=(ServiceState(FM, "active"),), restarters=found)
+    (finding,) = restarter_findings(state)
+    assert "\x1b" not in finding.message
+    # The escape never reached the parser (CommandResult cleans what a node prints); the rest is quoted as data.
+    assert "(its configuration was not read whole: the regex '[bold' could not be read)" in finding.message

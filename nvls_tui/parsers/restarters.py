@@ -64,10 +64,12 @@ class NeedrestartConfig:
 
     def selects(self, unit: str) -> bool:
         """Whether needrestart would pick ``unit`` (``nvidia-fabricmanager.service``) once its binary is outdated:
-        restart it in mode ``a``, offer it pre-selected in mode ``i``. An unreadable regex counts as a match."""
+        restart it in mode ``a``, offer it pre-selected in mode ``i``. Fail closed: a regex that cannot be read
+        never takes a unit out (blacklist, override 0), and may put it in (override 1)."""
         if any(_search(rx, unit) is True for rx in self.blacklist):
             return False
-        said = {restart for rx, restart in self.override if _search(rx, unit) is not False}
+        said = {restart for rx, restart in self.override
+                if (found := _search(rx, unit)) is True or (found is None and restart)}
         if not said:
             return not self.defno
         return True in said  # keys that match and disagree: Perl's hash order decides; count it restarted
