@@ -425,3 +425,18 @@ def test_check_over_ssh_says_what_check_in_process_says_of_fms_journal(sshd_flee
     assert ssh_words.endswith("failed to find the GPU handle 12766911663723876521 in the multicast team — stop every "
                               "holder, reset all GPUs and NVSwitches, then restart Fabric Manager (the repair's order)")
     assert not [m for m in over_ssh["missing"] if m["section"] == "fm_log"]
+
+
+# -- the console ----------------------------------------------------------------------------------------------------
+
+async def test_the_node_screen_lists_fm_log_error_like_any_finding():
+    from nvls_tui.app import NvlsApp
+    from tests.test_console_fakes import fixed_clock
+    from tests.waiting import open_node_screen
+
+    app = NvlsApp(sim_backends(load_fleet("sim:fm-log-errors", speed=0)), poll_interval=None, clock=fixed_clock)
+    async with app.run_test(size=(200, 60)) as pilot:
+        screen = await open_node_screen(app, pilot, "gpu-fmlog01")
+        findings = " ".join(str(screen.query_one("#findings").render()).split())
+        assert "FM_LOG_ERROR" in findings
+        assert "Fabric Manager logged 2 errors after it configured the fabric" in findings

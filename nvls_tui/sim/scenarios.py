@@ -653,8 +653,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("fm-restarters", "out of sync on a node that restarts FM behind the operator: needrestart set to "
              "restart nvidia-* units on its own, unattended-upgrades with apt's timers running, FM restarted 3 "
              "times by systemd (NRestarts=3)", ("gpu-nr01",), fm_restarters),
-    Scenario("fm-log-errors", "FM configured the fabric, then logged multicast team ERROR lines (NVLS jobs hang); "
-             "the GPUs still say Completed/Success", ("gpu-fmlog01",), fm_log_errors),
+    Scenario("fm-log-errors", "FM configured the fabric, then logged nccl#1043's multicast team ERROR lines in its "
+             "journal; the GPUs still say Completed/Success (the simulated smoke test still passes)",
+             ("gpu-fmlog01",), fm_log_errors),
     Scenario("journal-rotated", "out of sync, but the journal was vacuumed after the fault: the out-of-sync line "
              "is only in the ring buffer (dmesg), which does not reach the boot either", ("gpu-rot01",),
              journal_rotated),
