@@ -162,6 +162,24 @@ def test_only_the_lines_after_the_units_last_start_are_kept():
     assert since_last_start(text.splitlines(keepends=True)[1]) == text.splitlines(keepends=True)[1]
 
 
+def test_a_forking_units_started_line_does_not_move_the_cut_but_a_simple_units_does():
+    """FM's own unit is Type=forking: systemd says Starting, FM configures, then Started; the lines between are
+    this start's. A unit that goes straight to active (Type=simple, as the lab's) says only Started."""
+    forking = ("2026-12-02T09:00:00+0000 gpu05 systemd[1]: Starting nvidia-fabricmanager.service - NVIDIA fabric manager service...\n"
+               "2026-12-02T09:00:01+0000 gpu05 nv-fabricmanager[11]: Successfully configured all the available NVSwitches to route GPU NVLink traffic.\n"
+               "2026-12-02T09:00:02+0000 gpu05 systemd[1]: Started nvidia-fabricmanager.service - NVIDIA fabric manager service.\n"
+               "2026-12-02T09:10:00+0000 gpu05 nv-fabricmanager[11]: [Dec 02 2026 09:10:00] [WARNING] [tid 2] late\n")
+    assert since_last_start(forking) == "".join(forking.splitlines(keepends=True)[1:])
+    journal, _ = read_fm_journal(CommandResult(FM_LOG_ARGV, 0, forking))
+    assert journal is not None and journal.configured and [p.message for p in journal.problems] == ["late"]
+    simple = ("Dec 02 09:00:00 lab1 systemd[1]: Started NVIDIA fabric manager service.\n"
+              "Dec 02 09:00:01 lab1 nv-fabricmanager[11]: [Dec 02 2026 09:00:01] [ERROR] [tid 2] old\n"
+              "Dec 02 09:05:00 lab1 systemd[1]: Stopped NVIDIA fabric manager service.\n"
+              "Dec 02 09:05:01 lab1 systemd[1]: Started NVIDIA fabric manager service.\n"
+              "Dec 02 09:05:02 lab1 nv-fabricmanager[12]: [Dec 02 2026 09:05:02] [ERROR] [tid 3] new\n")
+    assert since_last_start(simple) == simple.splitlines(keepends=True)[-1]
+
+
 # -- the simulator's journalctl against the real one -------------------------------------------------------------
 
 @pytest.mark.parametrize("target", ["sim:fm-log-errors/gpu-fmlog01", "sim:version-mismatch/gpu-ver01",

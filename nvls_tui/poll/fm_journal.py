@@ -2,8 +2,9 @@
 
 The section is one journalctl (``nvls_tui.poll.probe.FM_LOG_ARGV``: the unit's last lines of this boot),
 so what came before the unit's last start is dropped here, at systemd's ``Starting`` line for the unit
-(systemd writes one before every start, by hand or by ``Restart=``). Where the lines read hold no such
-line, the last start is older than all of them, and every line read is after it.
+(``Started`` for a unit without an activating phase; systemd writes one for every start, by hand or by
+``Restart=``). Where the lines read hold no such line, the last start is older than all of them, and every
+line read is after it.
 
 The lines are then read as ``analyze`` reads a pasted FM journal (the same parser, the same selection of
 ERROR/WARNING lines after FM's last successful configuration), so ``check`` and ``analyze`` say the same
@@ -20,20 +21,32 @@ from nvls_tui.parsers.fabricmanager_log import configured, fm_log_errors, parse_
 from nvls_tui.poll.evidence import OVER_CAP, missing_evidence
 from nvls_tui.poll.probe import FM_LOG_BYTES
 
-# systemd's line before each start of the unit (journalctl -u lists the unit's own lines and systemd's about
-# it): "2026-12-02T09:00:00+0000 gpu05 systemd[1]: Starting nvidia-fabricmanager.service - NVIDIA fabric
-# manager service..." (systemd 252), "Starting NVIDIA fabric manager service..." (249). PID 1 only: a line
-# FM itself printed never moves the start.
-_UNIT_START = re.compile(r"^\S+(?: +\S+){0,2} +\S+ +systemd\[1\]: +Starting\b", re.M)
+# systemd's lines about a start of the unit (journalctl -u lists the unit's own lines and PID 1's about it):
+# "2026-12-02T09:00:00+0000 gpu05 systemd[1]: Starting nvidia-fabricmanager.service - NVIDIA fabric manager
+# service..." (systemd 252; "Starting NVIDIA fabric manager service..." in 249) when the start has an
+# activating phase (FM's unit is Type=forking: its lines come between that and "Started ..."); a unit that
+# goes straight to active (Type=simple) logs only "Started ...", before its process prints anything. PID 1
+# only: a line FM itself printed never moves the cut.
+_UNIT_START = re.compile(r"^\S+(?: +\S+){0,2} +\S+ +systemd\[1\]: +(Starting|Started)\b", re.M)
 
 
 def since_last_start(text: str) -> str:
     """The part of a unit journal from the unit's last start on (the start line left out); all of it
-    where no start line was read."""
-    starts = list(_UNIT_START.finditer(text))
-    if not starts:
+    where no start line was read.
+
+    A start begins at systemd's ``Starting`` line, or at its ``Started`` line where no ``Starting`` came
+    since the last start (a unit without an activating phase)."""
+    cut, pending = None, False
+    for found in _UNIT_START.finditer(text):
+        if found.group(1) == "Starting":
+            cut, pending = found, True
+        else:
+            if not pending:
+                cut = found
+            pending = False
+    if cut is None:
         return text
-    end = text.find("\n", starts[-1].end())
+    end = text.find("\n", cut.end())
     return "" if end < 0 else text[end + 1:]
 
 
