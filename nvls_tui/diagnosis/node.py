@@ -257,9 +257,13 @@ def host_side(state: NodeState) -> str | None:
     A VM (or a slice of a board) whose GPUs wait for a fabric (``In Progress``, ``Not Started``) while no
     NVSwitch is visible on its PCI bus: the switches and their Fabric Manager are the host's (a local FM
     finds nothing to manage: NV_WARN_NOTHING_TO_DO), so no reset or FM restart inside can finish it.
-    Only where both the GPUs and lspci were read (fail closed: an unread bus says nothing).
+    Only where both the GPUs and lspci were read, and lspci listed GPUs (fail closed: an unread bus, or a
+    listing that shows none of the GPUs nvidia-smi drives, is no view of the board and proves no switch
+    absent; the fabric findings and EVIDENCE_MISSING speak for such a node instead).
     """
     if not state.reachable or not state.gpus or not state.was_read("gpus") or not state.was_read("nvswitches"):
+        return None
+    if not state.pci_gpus:
         return None
     if state.nvswitches or state.platform in (Platform.GB200_NVL, Platform.HGX_B200):
         return None
