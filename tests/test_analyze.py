@@ -95,6 +95,18 @@ EXPECTED_KINDS = {
     "real/nvidia-h200/query-gpu-probe-fields.csv": "nvidia-smi-query-csv",
     "real/nvidia-h200/sysfs-pci-nvidia.txt": "unknown",
     "real/nvidia-h200/topo-m.txt": "topo-matrix",
+    # util-linux dmesg's time forms of the same three NVRM lines (none is a fault): read inside their wrappers.
+    "real/nvidia-h200/dmesg-T-nvrm.txt": "kernel-log",
+    "real/nvidia-h200/dmesg-r-nvrm.txt": "kernel-log",
+    "real/nvidia-h200/dmesg-time-format-iso-nvrm.txt": "kernel-log",
+    "real/nvidia-h200/dmesg-x-nvrm.txt": "kernel-log",
+    "real/nvidia-h200/query-gpu-mig-persistence.csv": "nvidia-smi-query-csv",
+    # grep -n -A of nvidia-smi -q (line numbers with ':' and '-', '--' between hits): no whole output to read.
+    "real/nvidia-h200/nvidia-smi-q-mig-persistence-grep.txt": "unknown",
+    "real/nvidia-h200/proc-stat-btime.txt": "unknown",  # /proc/stat's btime line: the poll's, not a capture kind
+    "kernel/fallen-off-bus-no-xid-570.txt": "kernel-log",
+    "kernel/xid-79-fallen-off-bus-journal.txt": "kernel-log",
+    "restarters/needrestart.conf": "unknown",  # a configuration file (the needrestart section reads it), no output
     # Pastes read inside their wrappers (tests/test_analyze_wrapped.py says what each wrapper told).
     "wrapped/host-tags-nccl-initialization-error-nccl-1029.txt": "nccl-tests",
     "wrapped/kernel-tag-xid-45-open-gpu-kernel-modules-1150.txt": "kernel-log",
