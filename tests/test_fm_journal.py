@@ -458,3 +458,86 @@ async def test_the_node_screen_lists_fm_log_error_like_any_finding():
         findings = " ".join(str(screen.query_one("#findings").render()).split())
         assert "FM_LOG_ERROR" in findings
         assert "Fabric Manager logged 2 errors after it configured the fabric" in findings
+
+
+# -- a lab node: the real systemd, journald and journalctl --------------------------------------------------------
+
+LAB_NODE = "gpu-fmj01"
+TEAM_ERROR = "failed to release multicast team with handle 17117060486525261364, cannot find the team"
+
+
+@pytest.fixture(scope="module")
+def fmj_lab(tmp_path_factory):
+    """One healthy lab node of this file's own (127.0.19.x): ``(folder, LabNode)``."""
+    import tempfile
+
+    from nvls_tui.lab import lifecycle
+    from nvls_tui.lab.machine import missing_requirements, owner_alive
+    from tests.conftest import TEST_SUBNET
+
+    problem = missing_requirements()
+    if problem:
+        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
+    root = Path(tempfile.gettempdir())
+    for stale in [*root.glob("pytest-of-*/pytest-*/fmjlab*/lab.json"),
+                  *root.glob("pytest-of-*/pytest-*/*/fmjlab*/lab.json")]:
+        if not owner_alive(stale.parent):
+            lifecycle.down(stale.parent, say=lambda _t: None)
+    folder = tmp_path_factory.mktemp("fmjlab")
+    (node,) = lifecycle.up(folder, [LAB_NODE], "healthy", say=lambda _t: None, subnet=TEST_SUBNET + 13)
+    yield folder, node
+    lifecycle.down(folder, say=lambda _t: None)
+
+
+def _lab_check(folder: Path) -> dict:
+    from tests.test_lab import check_json
+
+    return check_json(folder, LAB_NODE)[LAB_NODE]
+
+
+def _until(what: str, probe, timeout: float = 60.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = probe()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.mark.lab
+@pytest.mark.xdist_group("lab")
+def test_check_reads_a_lab_nodes_real_fm_journal_from_the_units_last_start(fmj_lab):
+    """The lab's FM unit runs under the node's real systemd 252 and logs to its real journald: check over
+    real SSH reads it healthy; FM's team ERROR logged from inside the unit's cgroup (journald files it under the
+    unit) is FM_LOG_ERROR with the words analyze gives the node's own journalctl output; a real restart of the
+    unit (Type=simple: systemd says only "Started") leaves it behind."""
+    from nvls_tui.lab.machine import node_run
+
+    folder, node = fmj_lab
+    healthy = _lab_check(folder)
+    assert healthy["verdict"] == "healthy", healthy["findings"]
+    assert not [m for m in healthy["missing"] if m["section"] == "fm_log"]
+    stamp = node_run(node, "date", "+%b %d %Y %H:%M:%S").stdout.strip()
+    line = f"[{stamp}] [ERROR] [tid 527118] {TEAM_ERROR}"
+    cgroup = "/sys/fs/cgroup/system.slice/nvidia-fabricmanager.service/cgroup.procs"
+    node_run(node, "sh", "-c", f'echo $$ > {cgroup} && printf "%s\\n" "$1" | systemd-cat -t nv-fabricmanager',
+             "sh", line)
+
+    def unit_journal() -> str | None:
+        out = node_run(node, *FM_LOG_ARGV).stdout
+        return out if TEAM_ERROR in out else None
+
+    printed = _until("the line in FM's unit journal", unit_journal)
+    broken = _lab_check(folder)
+    (said,) = [f for f in broken["findings"] if f["code"] == "FM_LOG_ERROR"]
+    assert (said["severity"], broken["verdict"]) == ("error", "broken")
+    assert said["message"] == analyzed(printed, "FM_LOG_ERROR")["message"]
+    assert said["message"].startswith("Fabric Manager logged 1 error after it configured the fabric (multicast team")
+    node_run(node, "systemctl", "restart", FM)
+    _until("FM's configuration after the restart",
+           lambda: since_last_start(node_run(node, *FM_LOG_ARGV).stdout).count("Successfully configured"))
+    again = _lab_check(folder)
+    assert not [f for f in again["findings"] if f["code"] == "FM_LOG_ERROR"], again["findings"]
