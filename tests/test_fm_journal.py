@@ -541,3 +541,14 @@ def test_check_reads_a_lab_nodes_real_fm_journal_from_the_units_last_start(fmj_l
            lambda: since_last_start(node_run(node, *FM_LOG_ARGV).stdout).count("Successfully configured"))
     again = _lab_check(folder)
     assert not [f for f in again["findings"] if f["code"] == "FM_LOG_ERROR"], again["findings"]
+
+
+async def test_fms_journal_text_is_data_in_the_finding():
+    """A line in FM's journal is the node's text: escapes never reach the finding, markup stays literal."""
+    _, sections = await _sections("sim:fm-log-errors/gpu-fmlog01")
+    hostile = ("2026-12-02T09:30:00+0000 gpu-fmlog01 nv-fabricmanager[4242]: [Dec 02 2026 09:30:00] [ERROR] "
+               "[tid 1] failed multicast team \x1b]0;pwned\x07\x1b[2J[bold red]PWNED[/] [@click=app.quit]x[/]\n")
+    sections["fm_log"] = CommandResult(FM_LOG_ARGV, 0, sections["fm_log"].stdout + hostile)
+    said = finding(_state("gpu-fmlog01", sections), "FM_LOG_ERROR")
+    assert said is not None and "\x1b" not in said.message and "\x07" not in said.message
+    assert "failed multicast team [bold red]PWNED[/] [@click=app.quit]x[/]" in said.message
