@@ -55,11 +55,25 @@ def _waiting_on(activity: Activity | None) -> str:
     return one_line(activity.phase, COMMAND_CHARS)
 
 
-def pending_text(pending: list[Backend], total: int, now: float, started: float) -> str:
-    """How many nodes are pending, what each waits on and for how long (longest-waiting first)."""
+def _waited(activity: Activity | None, now: float, started: float) -> str:
+    """``3 s``: how long the current command has run; ``3 s (12 s in all)`` once the node has moved on
+    from an earlier slow command, so the count an operator watches never starts again at 0."""
+    own = now - (activity.since if activity else started)
+    whole = now - started
+    return f"{own:.0f} s" + (f" ({whole:.0f} s in all)" if whole - own >= 1 else "")
+
+
+def pending_text(pending: list[Backend], total: int, now: float, started: float, *, whole_hosts: bool = False) -> str:
+    """How many nodes are pending, what each waits on and for how long (longest-waiting first).
+
+    Args:
+        whole_hosts: never cut a host name (a pipe or a log: it has no width, and a cut name cannot be
+            searched for); else names are cut at ``HOST_CHARS`` so a terminal's one line shows several.
+    """
     seen = [(b, b.activity) for b in pending]  # read once each: a backend may move on
     seen.sort(key=lambda ba: ba[1].since if ba[1] else started)
-    named = [f"{one_line(b.host, HOST_CHARS)} {_waiting_on(a)} {now - (a.since if a else started):.0f} s"
+    host_chars = None if whole_hosts else HOST_CHARS
+    named = [f"{one_line(b.host, host_chars)} {_waiting_on(a)} {_waited(a, now, started)}"
              for b, a in seen[:SHOWN]]
     more = f" and {len(seen) - SHOWN} more" if len(seen) > SHOWN else ""
     noun = "node" if total == 1 else "nodes"
@@ -129,7 +143,7 @@ async def _report(backends: list[Backend], polls: Sequence[asyncio.Future], line
     # Never later than halfway to the deadline: a wait long enough to cut a node off gets a word first.
     await asyncio.sleep(min(QUIET_S, deadline / 2))
     while pending := [b for b, poll in zip(backends, polls, strict=True) if not poll.done()]:
-        line.show(pending_text(pending, len(backends), time.monotonic(), started))
+        line.show(pending_text(pending, len(backends), time.monotonic(), started, whole_hosts=not line.tty))
         await asyncio.sleep(line.every)
 
 
