@@ -3,6 +3,7 @@ the on-node record, and the dry-run plan built from a hand-made node state."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -194,9 +195,14 @@ class TestRecord:
 
 class TestPlan:
     def test_the_plan_lists_every_step_in_contract_order_with_the_write_up_commands(self):
-        plan = plan_commands(incident_node())
+        # MIG off and nothing pending, as the poll reads it: the reset commits nothing else, so it is one line
+        # (an unread MIG mode adds a note: tests/test_mig_pending.py).
+        read = tuple(dataclasses.replace(g, mig_current="Disabled", mig_pending="Disabled")
+                     for g in incident_node().gpus)
+        plan = plan_commands(incident_node(gpus=read))
         assert tuple(plan) == STEPS
         assert plan["reset"] == ["nvidia-smi -r"]
+        assert plan_commands(incident_node())["reset"][0] == "nvidia-smi -r"
         assert plan["fabric-manager"][2:4] == ["systemctl reset-failed nvidia-fabricmanager.service",
                                               "systemctl start nvidia-fabricmanager.service"]
         assert plan["smoke-test"][0] == ("NCCL_NVLS_ENABLE=1 NCCL_ALGO=NVLS NCCL_DEBUG=INFO "
