@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from nvls_tui.poll.probe import QUERY_FIELDS
 from nvls_tui.sim.shims import write_shims
 from nvls_tui.sim.store import NodeStore
 
@@ -98,10 +99,11 @@ def test_shims_work_from_a_copied_home_bin(gpu05, tmp_path):
 
 def test_static_shims_print_pre_rendered_outputs_without_python(tmp_path):
     root = write_shims(tmp_path / "static", "seed-incident", "gpu06", static=True)
-    script = ("nvidia-smi --query-gpu=index,pci.bus_id,name,uuid,driver_version,persistence_mode,fabric.state,"
-              "fabric.status,fabric.cliqueId,fabric.clusterUuid,fabric.health.summary --format=csv; nvidia-smi -r")
+    # The poll's own query (its fields grow: MIG modes were added), pre-rendered; a reset is not.
+    script = f"nvidia-smi --query-gpu={','.join(QUERY_FIELDS)} --format=csv; nvidia-smi -r"
     result = sh(root, script)
-    assert result.stdout.startswith("index, pci.bus_id, name, uuid")
+    assert result.stdout.startswith("index, pci.bus_id, name, uuid, driver_version, persistence_mode, mig.mode.current")
+    assert result.stdout.count("\n") == 9  # the header and gpu06's eight GPUs
     assert "static simulator has no output for: -r" in result.stderr
     assert "python" not in (root / "bin" / "nvidia-smi").read_text()
 
