@@ -90,7 +90,9 @@ async def test_the_console_shows_hostile_names_as_plain_text_on_the_node_screen_
         screen = app.screen
         await pilot.pause()
         table = screen.query_one("#holders")
-        commands = [table.get_cell(key, list(table.columns)[-1]) for key in [r.value for r in table.rows]]
+        # The command column by its label (a devices column follows it).
+        command = next(k for k, c in table.columns.items() if str(c.label) == "command")
+        commands = [table.get_cell(key, command) for key in [r.value for r in table.rows]]
         assert all(isinstance(c, Text) for c in commands)
         hostile = [c for c in commands if "[@click=app.quit]" in c.plain]
         assert hostile and all(not span.style or "@click" not in str(span.style) for c in hostile for span in c.spans)
@@ -99,7 +101,7 @@ async def test_the_console_shows_hostile_names_as_plain_text_on_the_node_screen_
         assert any("name=x [/x]" in line for line in lines)
         # Select the hostile holders and SIGTERM them: the confirmation and the toast quote their names.
         for i, row in enumerate(table.rows):
-            if "[/x]" in table.get_cell(row.value, list(table.columns)[-1]).plain:
+            if "[/x]" in table.get_cell(row.value, command).plain:
                 table.move_cursor(row=i)
                 await pilot.press("space")
         await pilot.press("t")
