@@ -293,8 +293,11 @@ def hostile(name: str, now: float) -> Node:
     # A management process the repair stops on its own: its hostile command line reaches the report.
     node.spawn(ppid=1, user="root", start=now - 400, argv=["/usr/bin/dcgm-exporter", "--label", HOSTILE_TEXT],
                cgroup="0::/system.slice/dcgm-exporter-evil.service", devices=["/dev/nvidia2"], role="user")
-    node.log_kernel(now - 300, "NVRM: Xid (PCI:0000:34:00): 79, pid=4242, name=" + HOSTILE_TEXT
-                    + ", GPU has fallen off the bus.")
+    # An NVLink Xid that quotes the user's process name. Not Xid 79: a GPU fallen off the bus is GPU_LOST,
+    # whose repair is refused before any holder or report text is shown, and this node exists to carry
+    # hostile text through every screen and the report.
+    node.log_kernel(now - 300, "NVRM: Xid (PCI:0000:34:00): 74, pid=4242, name=" + HOSTILE_TEXT
+                    + ", NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
     node.files[RECORD_FILE] = ('{"run_id": "x", "operator": "' + HOSTILE_TEXT.replace("\\", "\\\\")
                                .replace('"', '\\"').replace("\x1b", "\\u001b").replace("\x07", "\\u0007")
                                + '", "started": "2026-12-01T00:00:00+00:00"}\n')
