@@ -245,6 +245,17 @@ async def test_fms_old_mismatch_words_do_not_outlive_the_package_that_fixed_it()
     assert "FM_VERSION_MISMATCH" not in codes and "FM_NOT_RUNNING" in codes
 
 
+async def test_fms_old_mismatch_words_do_not_outlive_a_driver_reloaded_since():
+    """FM's words name driver 580.82.07; the driver loaded now is FM's own 570.172.08 (a module reload in this
+    boot): the words are older than the driver there now, and --version against the driver says they match."""
+    backend, node, _ = _sim("sim:version-mismatch/gpu-ver01")
+    node.driver = node.fm_version
+    state = _state("gpu-ver01", await backend.read_sections())
+    assert state.fm_journal is not None and state.fm_journal.mismatch == ("570.172.08", "580.82.07")
+    assert state.driver == state.fm_version == "570.172.08"
+    assert "FM_VERSION_MISMATCH" not in {f.code for f in diagnose(state).findings}
+
+
 async def test_a_restart_of_fm_leaves_its_earlier_errors_behind():
     backend, node, now = _sim("sim:fm-log-errors/gpu-fmlog01")
     systemd.stop(node, FM, now - 60)

@@ -417,9 +417,10 @@ def _fm_findings(state: NodeState) -> list[Finding]:
     findings = []
     journal = state.fm_journal
     # FM's own words since its unit's last start name the versions it compared; else --version against the
-    # driver. Words naming another FM than the binary there now are older than a package change: not now.
+    # driver. Words naming another FM than the binary there now, or another driver than the one loaded, are
+    # older than a package change or a module reload: not now.
     said = journal.mismatch if journal is not None else None
-    if said and state.fm_version and state.fm_version != said[0]:
+    if said and (state.fm_version and state.fm_version != said[0] or state.driver and state.driver != said[1]):
         said = None
     mismatch = bool(said) or bool(state.fm_version and state.driver and state.fm_version != state.driver)
     if said:
