@@ -193,6 +193,24 @@ class NvlsApp(App[int]):
         super().notify(clean(message), title=clean(title), severity=severity,
                        timeout=timeout, markup=markup)
 
+    async def run_action(self, action: Any, default_namespace: DOMNode | None = None,
+                         namespaces: Any = None) -> bool:
+        """Run an action; where it cannot act now, its screen's ``why_not`` words come as a toast.
+
+        Textual drops a key whose ``check_action`` is not True without a word: ``s`` outside the Units
+        table, ``t`` in ``--read-only`` did nothing at all (issue 28 item 5).
+        """
+        handled = await super().run_action(action, default_namespace, namespaces)
+        if not handled:
+            target, name, params = self._parse_action(action, self if default_namespace is None else default_namespace,
+                                                      namespaces)
+            why_not = getattr(target, "why_not", None)
+            if callable(why_not) and target.check_action(name, params) is not True:
+                reason = why_not(name)
+                if reason:
+                    self.notify(reason, severity="warning", timeout=5)
+        return handled
+
     def action_help_quit(self) -> None:
         """ctrl+c: say how to quit, in plain words (Textual's own toast is markup, and toasts here are plain)."""
         self.notify("Press q to quit nvls-tui (it asks first while an action runs).", title="Do you want to quit?")

@@ -127,6 +127,11 @@ def spec(binding_id: str) -> BindingSpec:
     raise KeyError(binding_id)
 
 
+def spec_of_action(scope: str, action: str) -> BindingSpec | None:
+    """The spec of ``scope`` whose action is ``action`` (None when the scope binds no such action)."""
+    return next((s for s in SPECS if s.scope == scope and s.action == action), None)
+
+
 def specs_for(scope: str) -> tuple[BindingSpec, ...]:
     """The specs of one scope, in table order."""
     return tuple(s for s in SPECS if s.scope == scope)

@@ -16,6 +16,7 @@ from nvls_tui.binding_table import (
     destructive_actions,
     keymap_problem,
     spec,
+    spec_of_action,
     specs_for,
 )
 
@@ -36,4 +37,4 @@ def help_first() -> BindingType:
 
 
 __all__ = ["SCOPES", "SPECS", "BindingSpec", "bindings_for", "current_key", "destructive_actions", "help_first",
-           "keymap_problem", "spec", "specs_for"]
+           "keymap_problem", "spec", "spec_of_action", "specs_for"]

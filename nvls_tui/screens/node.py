@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from nvls_tui.bindings import bindings_for, destructive_actions, help_first
+from nvls_tui.bindings import bindings_for, destructive_actions, help_first, spec_of_action
 from nvls_tui.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
@@ -211,23 +211,49 @@ class NodeScreen(OnConsole, Screen[None]):
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hide what changes a node in read-only mode; grey out what has nothing to act on."""
+        """Hide what changes a node in read-only mode; grey out what has nothing to act on (its key
+        then says why: :meth:`why_not`)."""
         if action in destructive_actions("node") and self.services.settings.read_only:
             return False
-        state = self.state
-        if action == "sigterm":
-            return True if self.selected else None
-        if action in ("toggle_holder", "select_all"):
-            return True if state and state.holders else None
-        if action == "restore_repair":
-            return True if state and state.repair_record else None
+        return None if self.why_not(action) else True
+
+    def why_not(self, action: str) -> str | None:
+        """Why the key of ``action`` cannot act now, as the toast says it (None when it can act).
+
+        The app shows these words when a greyed or hidden key is pressed: a key never does nothing
+        without a word (issue 28 item 5).
+        """
+        host, state = self.host, self.state
+        if action in destructive_actions("node") and self.services.settings.read_only:
+            bound = spec_of_action("node", action)
+            what = bound.description if bound else action
+            return f"read-only: {what} would change {host}; the console was started with --read-only."
+        if action == "sigterm" and not self.selected:
+            return "Select holders first (space, or a for all)."
+        if action in ("toggle_holder", "select_all") and not (state and state.holders):
+            return f"{host} shows no holder of /dev/nvidia* to select."
+        if action == "restore_repair" and not (state and state.repair_record):
+            return f"{host} holds no record of an interrupted repair: there is nothing to restore."
         if action in ("stop_unit", "start_unit"):
-            unit = self.cursor_unit()
-            if unit is None or state is None:
-                return None
-            active = next((s.active for s in state.services if s.name == unit), None)
-            return (active == "active") == (action == "stop_unit") or None
-        return True
+            return self._why_not_unit("stop" if action == "stop_unit" else "start")
+        return None
+
+    def _why_not_unit(self, verb: str) -> str | None:
+        # `s`/`u` act on the Units table's cursor only while that table has the focus: a unit picked by a
+        # cursor the operator is not looking at is not what they meant.
+        units = self.query_one("#units", DataTable)
+        if self.focused is not units:
+            return f"move to the Units table (tab) to {verb} a unit."
+        unit, state = self.cursor_unit(), self.state
+        if unit is None or state is None:
+            return f"The Units table lists no unit of {self.host} to {verb}."
+        short = unit.removesuffix(".service")
+        active = next((s.active for s in state.services if s.name == unit), None)
+        if verb == "stop" and active != "active":
+            return f"{short} is {active or 'in an unknown state'}: nothing to stop (u starts it)."
+        if verb == "start" and active == "active":
+            return f"{short} is already active: nothing to start (s stops it)."
+        return None
 
     def cursor_unit(self) -> str | None:
         """The unit under the units table's cursor."""
