@@ -139,11 +139,13 @@ def test_the_fm_log_section_is_one_journalctl_of_the_unit_this_boot_bounded_in_l
     assert "-q" not in section.argv and "--quiet" not in section.argv
 
 
-def test_the_remote_script_bounds_the_section_in_bytes_on_the_node():
+def test_the_remote_script_runs_the_section_as_one_journalctl_keeping_its_status():
+    """One process on the node (no `capped` pipeline around it): its lines bounded by -n there, its bytes
+    where it is read."""
     script = probe_script(nonce=NONCE, only=("fm_log",), sudo=True)
-    assert f"capped {FM_LOG_BYTES} sudo -n journalctl -u {FM} -b -o short-iso --no-pager -n {FM_LOG_LINES}" in script
-    # A bastion cap below the section's own bound wins.
-    assert "capped 999 journalctl" in probe_script(nonce=NONCE, only=("fm_log",), cap=1000)
+    assert (f"sudo -n journalctl -u {FM} -b -o short-iso --no-pager -n {FM_LOG_LINES} 2>&1\nrc=$?\n"
+            'echo "$m end fm_log $rc"') in script
+    assert "capped" not in script.split('begin fm_log"', 1)[1]
 
 
 def test_only_the_lines_after_the_units_last_start_are_kept():
@@ -351,14 +353,13 @@ def _long_journal(tmp: Path) -> Path:
     return real_journal(tmp, node, now)
 
 
-def test_an_fm_journal_past_its_byte_bound_is_cut_on_the_node_and_read_as_missing(tmp_path, monkeypatch):
+def test_an_fm_journal_past_its_byte_bound_is_read_as_missing_on_every_transport(tmp_path, monkeypatch):
     journal = _long_journal(tmp_path)
     script, reader = _script_section(tmp_path, journal)
-    assert reader.over_cap("fm_log") and script.output == ""  # nothing of it crossed the link
-    printed = real_journalctl(journal, FM_LOG_ARGV)
-    assert printed.exit_status == 0 and len(printed.output.encode()) > FM_LOG_BYTES  # within FM_LOG_LINES
+    assert not reader.over_cap("fm_log") and script.exit_status == 0  # under the bastion's own cap
+    assert script.output.count("\n") == FM_LOG_LINES and len(script.output.encode()) > FM_LOG_BYTES
     local = _local_section(monkeypatch, journal)
-    assert local.truncated and local.output == ""  # as the script's: cut, nothing kept
+    assert local.truncated and local.output == ""  # the local backend drops it at once
     for result in (script, local):
         journal_read, why = read_fm_journal(result)
         assert journal_read is None and why is not None and why.reason == OVER_CAP

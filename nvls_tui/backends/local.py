@@ -388,7 +388,7 @@ class LocalBackend(Backend):
                     # What the remote script's awk does on the node: filter, bound, note the cursor.
                     result = self.kernel_tail.take_unfiltered(result, asked)
                 elif section.name == "fm_log":
-                    # What the remote script's `capped` does on the node: past FM_LOG_BYTES nothing is kept.
+                    # Past FM_LOG_BYTES nothing is kept (what assembling any transport's reading does).
                     result = over_bound(result) or result
                 sections[section.name] = result
             except CommandTimeout as exc:

@@ -51,8 +51,8 @@ def since_last_start(text: str) -> str:
 
 
 def over_bound(result: CommandResult | None) -> CommandResult | None:
-    """``result`` marked over the cap where its text passes :data:`FM_LOG_BYTES` (what the remote script
-    cuts on the node), so every transport bounds the section the same way."""
+    """``result`` marked over the cap, its text dropped, where that text passes :data:`FM_LOG_BYTES`, so every
+    transport bounds the section the same way (the node bounds it in lines only)."""
     if result is None or result.truncated or len(result.output.encode()) <= FM_LOG_BYTES:
         return result
     return CommandResult(result.argv, -1, "", "", result.duration, truncated=True)

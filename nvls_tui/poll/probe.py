@@ -169,9 +169,12 @@ SECTION_CAP = 4 << 20
 
 # Fabric Manager's unit journal of this boot, its last FM_LOG_LINES entries (FM_LOG_ERROR, and FM's own
 # version-mismatch words): one journalctl, no second call for the unit's start time; the lines before
-# the unit's last start are dropped when read (nvls_tui.poll.fm_journal). Bounded in bytes on the node
-# too (FM_LOG_BYTES, through `capped`): FM's inband messages carry multi-line payloads, and a line may
-# be as long as journald keeps. Past the bound the section is over the cap (unknown, never "no errors").
+# the unit's last start are dropped when read (nvls_tui.poll.fm_journal). Bounded in lines on the node
+# and in bytes where it is read (FM_LOG_BYTES, nvls_tui.poll.fm_journal.over_bound, every transport):
+# FM's inband messages carry multi-line payloads, and a line may be as long as journald keeps. Past the
+# bound the section is over the cap (unknown, never "no errors"). Not cut on the node with `capped`:
+# that costs the node three processes more per poll (a subshell, the pipeline's, head) than the one
+# journalctl, and the bastion's section cap already stops a section that floods.
 FM_UNIT_NAME = "nvidia-fabricmanager.service"
 FM_LOG_LINES = 400
 FM_LOG_BYTES = 256 << 10
@@ -350,9 +353,6 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                              f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
-        elif section.name == "fm_log":
-            # Cut on the node at its own bound: past it nothing is kept and the end says over-cap.
-            lines += [begin, f"capped {min(limit, FM_LOG_BYTES)} {prefix}{_glob_safe_join(argv)}", _PUT_OUT, end]
         else:
             lines += [begin, cmd, "rc=$?", end]
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
