@@ -83,6 +83,8 @@ def _file_says(config: Config | None, key: str) -> str:
         value = config.ssh.get(key.removeprefix("ssh."))
     elif key == "slurm.conf":
         value = config.slurm_conf
+    elif key.startswith("kubernetes."):
+        value = config.kubernetes.get(key.removeprefix("kubernetes."))
     else:
         value = getattr(config, key)
     shown = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value).lower() \
@@ -124,6 +126,16 @@ def _add_reach_options(p: argparse.ArgumentParser, config: Config | None = None)
                         "when scontrol is installed; none: no scheduler)" + now("slurm.conf"))
     g.add_argument("--slurm-node-map", metavar="FILE",
                    help="'TARGET SLURM_NODE' per line, where a node's Slurm name is not its short host name")
+    g.add_argument("--kubeconfig", metavar="FILE",
+                   help="the Kubernetes cluster's kubeconfig (default: $KUBECONFIG, else ~/.kube/config when kubectl "
+                        "is installed; none: no cluster)" + now("kubernetes.kubeconfig"))
+    g.add_argument("--kube-context", metavar="NAME", help="the kubeconfig's context (default: its current one)"
+                   + now("kubernetes.context"))
+    g.add_argument("--kube-node-map", metavar="FILE",
+                   help="'TARGET K8S_NODE' per line, where a node's Kubernetes name is not its short host name")
+    g.add_argument("--no-kubernetes", action="store_true",
+                   help="no Kubernetes cluster, whatever would name one (KUBECONFIG, ~/.kube/config, "
+                        "the config file's [kubernetes])")
     g.add_argument("--audit-dir", metavar="DIR", help="where audit logs go (default ~/.local/state/nvls-tui/audit)")
     g.add_argument("--config", metavar="FILE", help="config file (default XDG nvls-tui/config.toml)"
                    + (f"; read: {config.path}".replace("%", "%%") if config is not None and config.path else ""))

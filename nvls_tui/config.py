@@ -19,6 +19,12 @@ Example::
     [slurm.nodes]                # target = Slurm node name, where it is not the short host name
     "gpu05.dc1.example" = "dc1-gpu05"
 
+    [kubernetes]                 # the cluster (else KUBECONFIG, else ~/.kube/config when kubectl is installed)
+    kubeconfig = "~/.kube/config"
+    context = "prod"
+    [kubernetes.nodes]           # target = Kubernetes node name, where it is not the short host name
+    "gpu05.dc1.example" = "dc1-gpu05"
+
     [keymap]                     # binding id = key (see `?` in the console)
     "node.sigterm" = "k"
 
@@ -73,6 +79,8 @@ class Config:
         keymap: binding id -> key (validated later against the binding table).
         slurm_conf: ``[slurm] conf``, the Slurm cluster's slurm.conf.
         slurm_nodes: ``[slurm.nodes]``, target -> Slurm node name.
+        kubernetes: ``[kubernetes]`` ``kubeconfig`` and ``context`` (the file's path expanded).
+        kube_nodes: ``[kubernetes.nodes]``, target -> Kubernetes node name.
         given: the settings the file itself set (``poll_interval``, ``ssh.user``, ``slurm.conf`` ...), so
             that a value can say it came from the file rather than from a default.
     """
@@ -86,6 +94,8 @@ class Config:
     keymap: Mapping[str, str] = field(default_factory=dict)
     slurm_conf: str | None = None
     slurm_nodes: Mapping[str, str] = field(default_factory=dict)
+    kubernetes: Mapping[str, str] = field(default_factory=dict)
+    kube_nodes: Mapping[str, str] = field(default_factory=dict)
     given: frozenset[str] = frozenset()
 
 
@@ -106,7 +116,7 @@ def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> Any:
 
 
 # The top-level settings the file may hold (each table's own keys are checked where it is read).
-_TOP_KEYS = ("poll_interval", "timeout", "targets", "read_only", "ssh", "slurm", "keymap")
+_TOP_KEYS = ("poll_interval", "timeout", "targets", "read_only", "ssh", "slurm", "kubernetes", "keymap")
 
 
 def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config:
@@ -168,11 +178,31 @@ def _parse(data: Mapping[str, object], path: Path | None) -> Config:
     slurm_conf = str(Path(_expect("slurm.conf", conf, str)).expanduser()) if conf is not None else None
     nodes = _expect("[slurm.nodes]", slurm_raw.get("nodes", {}), dict)
     slurm_nodes = {str(k): str(_expect(f"slurm.nodes.{k}", v, str)) for k, v in nodes.items()}
-    given = {k for k in data if k not in ("ssh", "slurm")} | {f"ssh.{k}" for k in ssh} | {
-        f"slurm.{k}" for k in slurm_raw}
+    kubernetes, kube_nodes = _kubernetes(data.get("kubernetes", {}))
+    given = {k for k in data if k not in ("ssh", "slurm", "kubernetes")} | {f"ssh.{k}" for k in ssh} | {
+        f"slurm.{k}" for k in slurm_raw} | {f"kubernetes.{k}" for k in kubernetes} | (
+        {"kubernetes.nodes"} if kube_nodes else set())
     return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),
                   read_only=read_only, ssh=ssh, keymap=keymap, slurm_conf=slurm_conf, slurm_nodes=slurm_nodes,
-                  given=frozenset(given))
+                  kubernetes=kubernetes, kube_nodes=kube_nodes, given=frozenset(given))
+
+
+def _kubernetes(raw: object) -> tuple[dict[str, str], dict[str, str]]:
+    """``[kubernetes]``: ``kubeconfig`` (path expanded) and ``context``; ``[kubernetes.nodes]``: target -> node."""
+    table = _expect("[kubernetes]", raw, dict)
+    unknown = set(table) - {"kubeconfig", "context", "nodes"}
+    if unknown:
+        raise ConfigError(f"config: unknown [kubernetes] option {sorted(unknown)[0]!r} "
+                          "(known: kubeconfig, context, nodes)")
+    out: dict[str, str] = {}
+    for key in ("kubeconfig", "context"):
+        if key in table:
+            value = str(_expect(f"kubernetes.{key}", table[key], str))
+            if not value.strip():
+                raise ConfigError(f"config: kubernetes.{key} must not be empty")
+            out[key] = str(Path(value).expanduser()) if key == "kubeconfig" else value
+    nodes = _expect("[kubernetes.nodes]", table.get("nodes", {}), dict)
+    return out, {str(k): str(_expect(f"kubernetes.nodes.{k}", v, str)) for k, v in nodes.items()}
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

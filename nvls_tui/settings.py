@@ -77,6 +77,26 @@ class SlurmSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class KubeSettings:
+    """The Kubernetes cluster, if any (``[kubernetes]`` in the config file).
+
+    Attributes:
+        kubeconfig: ``--kubeconfig`` or ``[kubernetes] kubeconfig``; None: ``KUBECONFIG``, else
+            ``~/.kube/config`` where kubectl is installed (``targets.kube_from_settings``).
+        context: ``--kube-context`` or ``[kubernetes] context``; None: the kubeconfig's current context.
+        node_map: ``--kube-node-map FILE`` (``TARGET K8S_NODE`` per line); its entries win.
+        nodes: ``[kubernetes.nodes]``, target -> Kubernetes node name.
+        disabled: ``--no-kubernetes``: no cluster, whatever a default would find.
+    """
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    node_map: str | None = None
+    nodes: Mapping[str, str] = field(default_factory=dict)
+    disabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class RepairSettings:
     """``repair``'s own options (command line only).
 
@@ -121,6 +141,7 @@ class Settings:
         read_only: never change a node (the config file can only turn this on).
         audit_dir: where audit logs go (None: the state directory's).
         slurm: the Slurm cluster.
+        kube: the Kubernetes cluster.
         repair: ``repair``'s own options.
         json: print the JSON of contract.md.
         via: ``check --via``: ``ssh`` or ``slurm``.
@@ -148,6 +169,7 @@ class Settings:
     read_only: bool = False
     audit_dir: str | None = None
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
+    kube: KubeSettings = field(default_factory=KubeSettings)
     repair: RepairSettings = field(default_factory=RepairSettings)
     json: bool = False
     via: str = "ssh"
@@ -247,6 +269,17 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
     )
     if config.slurm_nodes:
         p.sources["slurm.nodes"] = p.file
+    kube_file = config.kubernetes
+    kube = KubeSettings(
+        kubeconfig=p.pick("kubernetes.kubeconfig", "kubeconfig", "kubernetes.kubeconfig", kube_file.get("kubeconfig"),
+                          None),
+        context=p.pick("kubernetes.context", "kube_context", "kubernetes.context", kube_file.get("context"), None),
+        node_map=p.pick("kubernetes.node_map", "kube_node_map", None, None, None),
+        nodes=dict(config.kube_nodes),
+        disabled=bool(given.get("no_kubernetes")),
+    )
+    if config.kube_nodes:
+        p.sources["kubernetes.nodes"] = p.file
     repair = RepairSettings(
         dry_run=bool(given.get("dry_run")), yes=bool(given.get("yes")), restore=bool(given.get("restore")),
         force=bool(given.get("force")), strategy=str(given.get("strategy") or "parallel"),
@@ -271,6 +304,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         read_only=read_only,
         audit_dir=p.pick("audit_dir", "audit_dir", None, None, None),
         slurm=slurm,
+        kube=kube,
         repair=repair,
         json=bool(given.get("json")),
         via=str(given.get("via") or "ssh"),
@@ -286,5 +320,5 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
     )
 
 
-__all__ = ["COMMAND_LINE", "DEFAULT", "REACHING", "SIM_SPEED_ENV", "RepairSettings", "Settings", "SlurmSettings",
+__all__ = ["COMMAND_LINE", "DEFAULT", "REACHING", "SIM_SPEED_ENV", "KubeSettings", "RepairSettings", "Settings", "SlurmSettings",
            "SshSettings", "settings_from"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import stat
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from nvls_tui.backends.base import (
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from nvls_tui.settings import Settings
 
 DEMO = "sim:seed-incident"
+DEFAULT_SOURCE = "default"  # settings.DEFAULT: a setting no one gave
 
 
 def backend_options(settings: Settings) -> BackendOptions:
@@ -204,3 +207,78 @@ def scheduler_from_settings(settings: Settings):
         where = settings.source("slurm.conf")
         raise InvalidArgument(f"{exc} (slurm.conf in {where})" if where.startswith("config file")
                               else str(exc)) from None
+
+
+def kube_from_settings(settings: Settings, backends: Sequence[Backend]):
+    """The clusters of this run (a ``KubeFleet``), or None where no target is in one.
+
+    Real targets are read through the real ``kubectl`` with ``--kubeconfig`` / ``[kubernetes] kubeconfig``, else
+    ``KUBECONFIG``, else ``~/.kube/config`` where kubectl is installed; ``--no-kubernetes`` (or none of these)
+    leaves them in no cluster. A simulated fleet on Kubernetes (``sim:k8s-incident``) is read through the
+    simulator's kubectl. A kubeconfig that was named is checked here, once (``kubectl config view --minify``:
+    the file parses and its context exists), so that a bad one is one sentence before anything runs.
+
+    Raises:
+        InvalidArgument: a named kubeconfig, context or node map that cannot be used, or kubectl missing while
+            a kubeconfig was named (one sentence; one the config file named says so).
+    """
+    from nvls_tui.kube.client import Kubectl, default_kubeconfig, read_node_map
+    from nvls_tui.kube.fleet import KubeFleet
+
+    parts = []
+    sim = [b for b in backends if b.simulated and getattr(getattr(getattr(b, "fleet", None), "scenario", None),
+                                                            "kubernetes", False)]
+    if sim:
+        from nvls_tui.sim.kubectl import SimKubectl
+
+        fleet = sim[0].fleet  # type: ignore[attr-defined]
+        names = [b.host for b in sim]
+        parts.append((Kubectl(runner=SimKubectl(fleet.node, names, fleet.clock.now)), tuple(names)))
+    real = tuple(b.host for b in backends if not b.simulated)
+    kube = settings.kube
+    if real and not kube.disabled:
+        named = kube.kubeconfig or kube.context
+        config = kube.kubeconfig or default_kubeconfig()
+        binary = shutil.which("kubectl")
+        if config and (named or binary):
+            node_map = dict(kube.nodes)
+            if kube.node_map:
+                try:
+                    node_map.update(read_node_map(kube.node_map))
+                except OSError as exc:
+                    raise InvalidArgument(f"cannot read the Kubernetes node map {kube.node_map}: "
+                                          f"{exc.strerror or exc}") from None
+                except ValueError as exc:
+                    raise InvalidArgument(str(exc)) from None
+            kubectl = Kubectl(kubeconfig=config, context=kube.context, node_map=node_map,
+                              timeout=min(settings.timeout, 60.0))
+            _check_kubeconfig(settings, kubectl, binary)
+            parts.append((kubectl, real))
+        elif kube.context:
+            raise InvalidArgument(f"--kube-context {kube.context} names a context but no kubeconfig was found "
+                                  "(--kubeconfig, KUBECONFIG or ~/.kube/config)")
+    return KubeFleet(tuple(parts)) if parts else None
+
+
+def _check_kubeconfig(settings: Settings, kubectl, binary: str | None) -> None:
+    """Refuse a kubeconfig kubectl cannot use (missing, not YAML, no such context), in one sentence."""
+    import subprocess
+
+    where = settings.source("kubernetes.kubeconfig")
+    named = settings.named("kubernetes.kubeconfig", "--kubeconfig") if where != DEFAULT_SOURCE else "the kubeconfig"
+    config = kubectl.kubeconfig
+    if binary is None:
+        raise InvalidArgument(f"{named} {config} names a Kubernetes cluster but kubectl is not installed")
+    if ":" not in config:  # KUBECONFIG may be a list; kubectl itself skips its missing files
+        require_regular_file(config, named)
+    argv = [a for a in kubectl.argv("config", "view", "--minify", "-o", "json") if not a.startswith("--request-timeout")]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvalidArgument(f"kubectl could not read {named} {config}: {exc}") from None
+    if done.returncode != 0:
+        from nvls_tui.textsafe import one_line
+
+        lines = [line for line in done.stderr.decode(errors="replace").splitlines() if line.strip()]
+        said = one_line(lines[-1], 200).removeprefix("error: ") if lines else f"exit {done.returncode}"
+        raise InvalidArgument(f"{named} {config} cannot be used: {said}")

@@ -19,7 +19,7 @@ from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.settings import Settings
-from nvls_tui.targets import resolve_backends, scheduler_from_settings, target_words
+from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings, target_words
 from nvls_tui.textsafe import one_line
 
 VERDICT_STYLE = {
@@ -196,7 +196,13 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     # Every cell and line is a Text, never markup: a node's words (a driver string, a unit state, a
     # finding that quotes a process) are data, and one hostile node must not hide the others.
     rows = [_table_row(state, diag) for state, diag in results]
-    columns = ("host", "verdict", "FM", "driver", "fabric", "holders")
+    columns: tuple[str, ...] = ("host", "verdict", "FM", "driver", "fabric", "holders")
+    if any(state.k8s is not None for state, _ in results):  # a cluster is configured: its word for each node
+        from rich.text import Text
+
+        columns += ("k8s",)
+        rows = [(*row, Text(state.k8s.word if state.k8s is not None else "-"))
+                for row, (state, _) in zip(rows, results, strict=True)]
     widths = [max([len(col), *(len(row[i].plain) for row in rows)]) for i, col in enumerate(columns)]
     # A pipe has no width: rich would lay the table out for 80 columns and cut every column to fit, host
     # names too. Piped, the table is as wide as it needs; on a terminal the host and verdict columns keep
@@ -269,6 +275,14 @@ async def attach_scheduler(slurm, states: list[NodeState]) -> list[NodeState]:
     return with_scheduler(states, await slurm.states(hosts)) if hosts else states
 
 
+async def attach_kube(kube, states: list[NodeState]) -> list[NodeState]:
+    """The cluster's view of every node in one (one node list, one pods list a node), after the poll: a
+    holder's pod uid is looked up in a pods list read after the holders were."""
+    from nvls_tui.kube.view import with_kube
+
+    return with_kube(states, await kube.read())
+
+
 def slurm_nodes(settings: Settings) -> list[str]:
     """The Slurm node names of ``check --via slurm`` (node sets expanded; no simulated targets).
 
@@ -296,7 +310,10 @@ def _poll(settings: Settings, slurm, deadline: float) -> list[NodeState]:
     """Every target's state: over SSH (each node its own session) or through one srun."""
     # Progress goes to stderr only: stdout stays exactly the table or the one JSON document.
     if settings.via != "slurm":
-        return asyncio.run(poll_all(resolve_backends(settings), deadline, sys.stderr))
+        backends = resolve_backends(settings)
+        kube = kube_from_settings(settings, backends)  # a bad kubeconfig is refused before any node is polled
+        states = asyncio.run(poll_all(backends, deadline, sys.stderr))
+        return asyncio.run(attach_kube(kube, states)) if kube is not None else states
     if slurm is None:
         raise InvalidArgument("--via slurm needs the Slurm cluster: --slurm-conf FILE or SLURM_CONF")
     from nvls_tui.scheduler.srun import poll_via_srun

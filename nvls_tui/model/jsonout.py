@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any
 
 from nvls_tui.model import Finding, GpuState, Holder, KernelEvent, NodeState
+from nvls_tui.model.kube import KubeNode
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
 
@@ -36,8 +37,21 @@ def gpu_json(gpu: GpuState) -> dict[str, Any]:
     }
 
 
-def holder_json(holder: Holder) -> dict[str, Any]:
-    """One holder as contract.md's ``holders[]`` entry."""
+def pod_json(holder: Holder) -> dict[str, Any] | None:
+    """A holder's ``pod`` where a cluster is configured: its uid (from the cgroup) and, where the cluster's pods
+    list has that uid, its namespace, name, container and owner (null each where not known); null for a
+    process in no pod."""
+    if not holder.pod:
+        return None
+    ref = holder.pod_ref
+    return {"uid": holder.pod.removeprefix("pod"), "namespace": ref.namespace if ref else None,
+            "name": ref.name if ref else None, "container": ref.container if ref else None,
+            "owner_kind": ref.owner_kind if ref else None, "owner_name": ref.owner_name if ref else None}
+
+
+def holder_json(holder: Holder, cluster: bool = False) -> dict[str, Any]:
+    """One holder as contract.md's ``holders[]`` entry (``cluster``: a Kubernetes cluster is configured, so
+    ``pod`` is the pod as the cluster names it; else the cgroup's ``pod<uid>`` as before)."""
     return {
         "pid": holder.pid,
         "user": holder.user,
@@ -45,7 +59,7 @@ def holder_json(holder: Holder) -> dict[str, Any]:
         "kind": str(holder.kind),
         "devices": list(holder.devices),
         "unit": holder.unit,
-        "pod": holder.pod,
+        "pod": pod_json(holder) if cluster else holder.pod,
         "start_time": holder.start_time,
         "ppid": holder.ppid,
         "job": ({"id": holder.job.id, "user": holder.job.user, "name": holder.job.name}
@@ -60,6 +74,18 @@ def scheduler_json(scheduler: SchedulerState | None) -> dict[str, Any] | None:
     return {"kind": scheduler.kind, "node": scheduler.node, "state": scheduler.state, "reason": scheduler.reason,
             "jobs": [{"id": j.id, "user": j.user, "name": j.name, "end": j.end} for j in scheduler.jobs],
             "error": scheduler.error}
+
+
+def k8s_json(node: KubeNode | None) -> dict[str, Any] | None:
+    """contract.md's ``k8s`` (null without a cluster): the node name, ready and cordoned (null where unknown),
+    the GPU Operator's ``nvidia.com/gpu.deploy.*`` labels and their values, its taints, whether the cluster
+    has the node at all, and why it could not be read."""
+    if node is None:
+        return None
+    return {"node": node.node, "found": node.found, "ready": node.ready, "cordoned": node.cordoned,
+            "labels": node.operand_labels,
+            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.taints],
+            "error": node.error}
 
 
 def kernel_event_json(event: KernelEvent) -> dict[str, Any]:
@@ -132,7 +158,7 @@ def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
         # The GPUs lspci lists (nvidia-smi's bus id form); null when lspci was not read.
         "pci_gpus": list(state.pci_gpus) if state.pci_gpus is not None else None,
         "services": {unit_key(s.name): (s.active if s.exists else "not-found") for s in state.services},
-        "holders": [holder_json(h) for h in state.holders],
+        "holders": [holder_json(h, state.k8s is not None) for h in state.holders],
         "kernel_events": [kernel_event_json(e) for e in state.kernel_events],
         # From when the kernel lines cover this boot (journal and/or ring buffer); null where not told.
         "kernel_coverage": ({"since": state.kernel_coverage.since, "sources": list(state.kernel_coverage.sources),
@@ -146,6 +172,7 @@ def node_json(state: NodeState, diagnosis: Diagnosis) -> dict[str, Any]:
         "error": state.error,
         "missing": [{"section": m.section, "reason": m.reason, "detail": m.detail} for m in state.missing],
         "scheduler": scheduler_json(state.scheduler),
+        "k8s": k8s_json(state.k8s),
         "findings": [finding_json(f) for f in diagnosis.findings],
         "verdict": str(diagnosis.verdict),
     }

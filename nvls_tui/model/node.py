@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from nvls_tui.model.enums import HolderKind, Platform, Severity, Verdict
+from nvls_tui.model.kube import KubeNode, PodRef
 from nvls_tui.model.scheduler import Job, SchedulerState
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
@@ -125,6 +126,11 @@ class Holder:
     start_time: str | None = None
     ppid: int | None = None
     job: Job | None = None  # the scheduler's job this process belongs to (a job step: a workload)
+    # The container runtime's id from the cgroup (``cri-containerd-ID.scope``): which container of the pod.
+    container_id: str | None = None
+    # The pod as the cluster names it (namespace, name, container, owner), where a cluster is configured
+    # and its pods list has this holder's pod uid; None otherwise.
+    pod_ref: PodRef | None = None
 
 
 # Where a node's Fabric Manager runs (FmPlace.location).
@@ -336,6 +342,8 @@ class NodeState:
             a count climbing between polls is FM flapping now); None at a first poll.
         fm_journal: what Fabric Manager's unit journal said since the unit's last start (FM_LOG_ERROR, FM's
             own version-mismatch words); None where the ``fm_log`` section was not read.
+        k8s: what the Kubernetes cluster says of the node (ready, cordoned, the GPU Operator's labels, its
+            pods); None where no cluster is configured.
     """
 
     host: str
@@ -370,6 +378,7 @@ class NodeState:
     restarters: Restarters | None = None
     fm_restarts_before: int | None = None
     fm_journal: FmJournal | None = None
+    k8s: KubeNode | None = None
 
     def was_read(self, section: str) -> bool:
         """True when the poll read ``section`` (False for an unreachable node)."""

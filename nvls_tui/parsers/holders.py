@@ -13,6 +13,7 @@ import shlex
 from nvls_tui.model import Holder, HolderKind
 from nvls_tui.model.scheduler import Job
 from nvls_tui.parsers.fuser import FuserHolder
+from nvls_tui.parsers.kube import container_id_of
 from nvls_tui.parsers.ps import PsEntry
 from nvls_tui.parsers.slurm import job_of_cgroup
 
@@ -166,6 +167,7 @@ def build_holders(fuser: tuple[FuserHolder, ...], ps: tuple[PsEntry, ...],
                 start_time=entry.lstart if entry is not None else None,
                 ppid=entry.ppid if entry is not None else None,
                 job=Job(job_id, user, "") if job_id is not None else None,
+                container_id=container_id_of(cgroup) if pod else None,
             )
         )
     # A parent that keeps spawning holders (a `watch nvidia-smi` loop) must be stopped first, so it is

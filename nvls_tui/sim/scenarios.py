@@ -593,12 +593,49 @@ class Scenario:
     description: str
     nodes: tuple[str, ...]
     build: Callable[[str, float], Node]
+    # The nodes are a Kubernetes cluster's: the console and check read it through the simulated kubectl
+    # (sim/kubectl.py) as they read a real cluster through the real one.
+    kubernetes: bool = False
 
     def build_node(self, node: str, now: float) -> Node:
         """Build ``node`` of this scenario at simulated time ``now``."""
         built = self.build(node, now)
         built.scenario = self.name
         return built
+
+
+VLLM_ARGV = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-70B-Instruct",
+             "--tensor-parallel-size", "8"]
+VLLM_OWNER = ("inference", "ReplicaSet", "vllm-llama-70b-6d5f8b9c7")
+
+
+def add_vllm_pod(node: Node, start: float) -> PodSpec:
+    """A vLLM workload pod (a Deployment's ReplicaSet in ``inference``) holding every GPU, as in the incident."""
+    shim = node.spawn(ppid=1, user="root", start=start - 1, cgroup="0::/system.slice/containerd.service",
+                      role="containerd-shim",
+                      argv=["/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-id",
+                            digest(node.name, "vllm", "sandbox")[:64], "-address", "/run/containerd/containerd.sock"])
+    namespace, kind, owner = VLLM_OWNER
+    pod = PodSpec(name=f"{owner}-{digest(node.name, 'vllm')[:5]}", role="vllm", argv=list(VLLM_ARGV),
+                  devices=[f"/dev/nvidia{g.index}" for g in node.gpus] + ["/dev/nvidiactl", "/dev/nvidia-uvm"],
+                  uid=pod_uid(node.name, "vllm"), container=digest(node.name, "vllm", 0)[:64], shim_pid=shim.pid,
+                  k8s_namespace=namespace, k8s_owner_kind=kind, k8s_owner_name=owner, k8s_container="vllm")
+    node.pods.append(pod)
+    spawn_pod(node, pod, start)
+    return pod
+
+
+def k8s_incident(name: str, now: float) -> Node:
+    """The seed incident on Kubernetes: gpu05 FM killed (someone cordoned it), gpu06 out of sync with a vLLM
+    workload pod holding its GPUs beside the GPU Operator's operands; an administrator turned the node status
+    exporter off on every node (``nvidia.com/gpu.deploy.node-status-exporter=false``)."""
+    node = {"gpu05": seed_fm_killed, "gpu06": seed_out_of_sync}.get(name, healthy)(name, now)
+    node.k8s_labels = {"nvidia.com/gpu.deploy.node-status-exporter": "false"}
+    if name == "gpu05":
+        node.k8s_cordoned = True
+    if name == "gpu06":
+        add_vllm_pod(node, now - 2 * 3600)
+    return node
 
 
 def _seed(name: str, now: float) -> Node:
@@ -666,6 +703,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              ("gpu-nojrnl01",), no_journal),
     Scenario("gpu-fell-off", "GPU 3 fell off the bus (the driver's three-line message, no Xid): a reset cannot "
              "bring it back", ("gpu-lost01",), gpu_fell_off),
+    Scenario("k8s-incident", "the seed incident on Kubernetes: gpu05 FM killed and cordoned, gpu06 out of sync "
+             "with a vLLM workload pod holding its GPUs beside the GPU Operator's operands; the cluster read through "
+             "a simulated kubectl", ("gpu05", "gpu06", "gpu07"), k8s_incident, kubernetes=True),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),

@@ -131,6 +131,12 @@ class PodSpec:
     gone_at: float | None = None
     restarts: int = 0
     shim_pid: int = 1
+    # The pod as the Kubernetes API names it (sim/kubectl.py): a workload's namespace, controlling owner and
+    # container name; None: a GPU Operator DaemonSet's pod in gpu-operator, its container named by its role.
+    k8s_namespace: str | None = None
+    k8s_owner_kind: str | None = None
+    k8s_owner_name: str | None = None
+    k8s_container: str | None = None
 
     @property
     def cgroup(self) -> str:
@@ -224,6 +230,10 @@ class Node:
     # vacuumed: None keeps them all), the ring buffer (dmesg) only from ``ring_since`` on (wrapped).
     journal_since: float | None = None
     ring_since: float | None = None
+    # The node as the Kubernetes API sees it (sim/kubectl.py): labels over the GPU Operator's defaults (an
+    # administrator's `nvidia.com/gpu.deploy.X=false`), and whether it is cordoned.
+    k8s_labels: dict[str, str] = field(default_factory=dict)
+    k8s_cordoned: bool = False
 
     # ----- the node's clock ------------------------------------------------------------------
     def clock(self, t: float) -> float:
