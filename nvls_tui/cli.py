@@ -145,6 +145,31 @@ GROUPS: dict[str, tuple[argparse.ArgumentParser, list[str]]] = {}
 """Command groups (``sim``, ``lab``): their parser and subcommand names, filled by :func:`build_parser`."""
 
 
+WATCH_DEFAULT_S = 5.0
+
+
+def split_watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """``check --watch WORD``: WORD is the interval when it is a number, else the first target.
+
+    ``--watch`` takes an optional value, so argparse hands it the word after it whatever it is; a
+    host name there is a target and the interval keeps its default. A number that is no interval
+    (0, -1, nan) is a usage error (one line, exit 2).
+    """
+    word = getattr(args, "watch", None)
+    if word is None:
+        return
+    try:
+        float(word)
+    except ValueError:
+        args.targets = [word, *(args.targets or [])]
+        args.watch = WATCH_DEFAULT_S
+        return
+    try:
+        args.watch = _positive(word)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"argument --watch: {exc}")
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse that says what is wrong in one sentence and where the help is (no usage block)."""
 
@@ -176,6 +201,11 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
     check.add_argument("--via", choices=("ssh", "slurm"), default="ssh",
                        help="reach the nodes over SSH (default) or through one srun of the Slurm cluster "
                             "(TARGETs are then Slurm node names, e.g. 'gpu[05-06]')")
+    # A string here: `--watch gpu05` must leave gpu05 a target (see split_watch), not fail as a number.
+    check.add_argument("--watch", nargs="?", const=str(WATCH_DEFAULT_S), default=None, metavar="SECONDS",
+                       help=f"poll again every SECONDS (default {WATCH_DEFAULT_S:g}) until Ctrl-C: on a terminal "
+                            "the table is redrawn in place, piped each round follows the last under a header "
+                            "line (--json: one document per line); exit status of the last round")
 
     analyze = sub.add_parser("analyze", help="recognise and parse captured command outputs")
     analyze.add_argument("files", nargs="+", metavar="FILE", help="files to read ('-' = stdin)")
@@ -348,6 +378,10 @@ def main(argv: list[str] | None = None, *,
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed a usage line
+        return 0 if exc.code in (0, None) else 2
+    try:
+        split_watch(args, parser)
+    except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
     for command in ("sim", "lab"):  # a command group without its subcommand is a usage error
         if args.command == command and not getattr(args, f"{command}_command"):

@@ -145,6 +145,7 @@ class Settings:
         repair: ``repair``'s own options.
         json: print the JSON of contract.md.
         via: ``check --via``: ``ssh`` or ``slurm``.
+        watch: ``check --watch``: seconds between two rounds, or None for one round.
         poll_interval: the console's seconds between two polls of one node.
         keymap: binding id -> key, already checked against the binding table.
         files: ``analyze``'s files.
@@ -173,6 +174,7 @@ class Settings:
     repair: RepairSettings = field(default_factory=RepairSettings)
     json: bool = False
     via: str = "ssh"
+    watch: float | None = None
     poll_interval: float = DEFAULT_POLL_INTERVAL
     keymap: Mapping[str, str] = field(default_factory=dict)
     files: tuple[str, ...] = ()
@@ -308,6 +310,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         repair=repair,
         json=bool(given.get("json")),
         via=str(given.get("via") or "ssh"),
+        watch=float(given["watch"]) if given.get("watch") is not None else None,
         poll_interval=float(p.pick("poll_interval", "poll", "poll_interval", config.poll_interval,
                                    DEFAULT_POLL_INTERVAL)),
         keymap=dict(config.keymap),

@@ -322,21 +322,72 @@ def _poll(settings: Settings, slurm, deadline: float) -> list[NodeState]:
                                      command_timeout=settings.timeout))
 
 
-def run(settings: Settings) -> int:
-    """Poll, diagnose, print; exit status of contract.md."""
+def _round(settings: Settings, slurm) -> tuple[list[tuple[NodeState, Diagnosis]], float]:
+    """One poll of every target, diagnosed, and how long it took."""
     # A poll is several commands; give it a few command timeouts before calling the node unreachable.
     deadline = poll_deadline(settings.timeout)
     started = time.monotonic()
-    slurm = scheduler_from_settings(settings)
     states = _poll(settings, slurm, deadline)
     if slurm is not None:
         states = asyncio.run(attach_scheduler(slurm, states))
-    results = [(s, diagnose(s)) for s in states]
+    return [(s, diagnose(s)) for s in states], time.monotonic() - started
+
+
+def _print_round(settings: Settings, results: list[tuple[NodeState, Diagnosis]], elapsed: float) -> None:
+    """The table and its lines, or the one JSON document (one line) of a round."""
     if settings.json:
-        doc = {"nodes": [node_json(s, d) for s, d in results],
-               "elapsed_s": round(time.monotonic() - started, 3)}
+        doc = {"nodes": [node_json(s, d) for s, d in results], "elapsed_s": round(elapsed, 3)}
         # No indent: the C encoder is several times faster on 256 nodes (pipe to `jq .` to read it).
         sys.stdout.write(json.dumps(doc) + "\n")
     else:
         _print_table(results)
-    return exit_status(results)
+    sys.stdout.flush()
+
+
+def run(settings: Settings) -> int:
+    """Poll, diagnose, print; exit status of contract.md (``--watch``: that of the last round)."""
+    slurm = scheduler_from_settings(settings)
+    if settings.watch is None:
+        results, elapsed = _round(settings, slurm)
+        _print_round(settings, results, elapsed)
+        return exit_status(results)
+    return _watch(settings, slurm, settings.watch)
+
+
+# A terminal's round replaces the last: cursor home, clear to the end of the screen.
+HOME_CLEAR = "\x1b[H\x1b[J"
+WATCH_ADVICE = "Ctrl-C stops (exit status of the last round)"
+
+
+def _watch(settings: Settings, slurm, every: float) -> int:
+    """``check --watch``: a round every ``every`` seconds until Ctrl-C; the last finished round's status.
+
+    On a terminal (stdout a tty, no ``--json``) each round is drawn whole in place of the last, so the
+    screen never scrolls. Otherwise each round follows the last under a header line naming it (a log
+    keeps every round); ``--json`` prints one document per line and no header, so each line parses.
+    Raises KeyboardInterrupt (130) when Ctrl-C comes before any round finished: there is no status.
+    """
+    try:
+        tty = sys.stdout.isatty()
+    except (OSError, ValueError):
+        tty = False
+    status: int | None = None
+    number = 0
+    try:
+        while True:
+            number += 1
+            began = time.monotonic()
+            results, elapsed = _round(settings, slurm)
+            when = time.strftime("%H:%M:%S") if tty else time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            header = f"nvls-tui check --watch: round {number}, {when}, every {every:g} s — {WATCH_ADVICE}"
+            if tty and not settings.json:
+                sys.stdout.write(HOME_CLEAR + header + "\n")
+            elif not settings.json:
+                sys.stdout.write(("\n" if number > 1 else "") + header + "\n")
+            _print_round(settings, results, elapsed)
+            status = exit_status(results)
+            time.sleep(max(0.0, every - (time.monotonic() - began)))
+    except KeyboardInterrupt:
+        if status is None:
+            raise
+        return status
