@@ -139,7 +139,7 @@ def kubectl(nodes: Sequence[Node], argv: Sequence[str], now: float) -> tuple[int
         advance(node, now)
     words = _words(argv)
     if words[:2] == ["get", "nodes"] and words[2:] == ["-o", "json"]:
-        return 0, _list([node_json(n, now) for n in nodes]), ""
+        return 0, _list([node_json(n, now) for n in sorted(nodes, key=lambda n: n.name)]), ""
     if words[:3] == ["get", "pods", "--all-namespaces"] and len(words) == 7 and words[3] == "--field-selector" \
             and words[5:] == ["-o", "json"]:
         field, _, value = words[4].partition("=")
@@ -147,6 +147,8 @@ def kubectl(nodes: Sequence[Node], argv: Sequence[str], now: float) -> tuple[int
             return 1, "", (f'Error from server (BadRequest): Unable to find "/v1, Resource=pods" that match label '
                            f'selector "", field selector "{words[4]}": field label not supported: {field}\n')
         pods = [pod_json(n, p) for n in nodes if n.name == value for p in n.pods]
+        # The API lists in its storage's key order: namespace, then name.
+        pods.sort(key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
         return 0, _list(pods), ""
     verb = words[0] if words else ""
     return 1, "", f'error: unknown command "{verb}" for "kubectl"\n'
