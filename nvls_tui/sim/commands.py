@@ -88,6 +88,8 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
     """Run ``argv`` on ``node`` at simulated time ``now``."""
     advance(node, now)
     node.cmdlog.append([now, list(argv)])
+    if node.silent:
+        return HANG  # nothing of the node answers, whatever is asked
     args, env_ = strip_wrappers(argv, env)
     if not args:
         return Output(0)

@@ -261,6 +261,14 @@ def wedged(name: str, now: float) -> Node:
     return node
 
 
+def no_answer(name: str, now: float) -> Node:
+    """A node that does not answer at all (issue 25): every command hangs; behind sshd its shell never
+    starts the poll. Nothing of it can be read, so it is unreachable, never healthy."""
+    node = seed_fm_killed(name, now)  # what it would say, were it asked: never read
+    node.silent = True
+    return node
+
+
 def transient_802(name: str, now: float) -> Node:
     """A healthy node whose first NVLS smoke test fails with 802 (an FM stall) and later ones pass."""
     node = base_node(name, now)
@@ -670,6 +678,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("stuck-in-progress", "fabric registration stays In Progress", ("gpu-stuck01",), stuck_in_progress),
     Scenario("wedged", "nvidia-smi hangs on gpu-wedged01 (timeouts); gpu-ok01 answers",
              ("gpu-wedged01", "gpu-ok01"), _wedged),
+    Scenario("no-answer", "gpu-silent01 does not answer at all: every command hangs, behind sshd even its "
+             "shell (unreachable; sim:wedged's node answers all but nvidia-smi)", ("gpu-silent01",), no_answer),
     Scenario("transient-802", "the first NVLS smoke test fails with 802, later ones pass", ("gpu-t802",),
              transient_802),
     Scenario("gb200-no-fm", "GB200 tray: no host FM, no NVSwitch PCI devices (platform unsupported)",

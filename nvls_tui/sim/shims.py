@@ -62,6 +62,9 @@ _NO_SLURM = (
     "exit 1\n"
 )
 
+# The caller's timeout ends it: the SSH transport kills the command's process group (its login shell's $$).
+_SILENT = "#!/bin/sh\n# nvls-tui shim: this simulated node does not answer\nexec sleep 3600\n"
+
 
 def _q(text: str) -> str:
     """Single-quote for sh."""
@@ -139,6 +142,10 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
         _write(root / "bin" / command, _file_script(root, command))
     _write(root / "bin" / "sudo", _sudo_script(root))
     _write(root / "bin" / "scontrol", _NO_SLURM)
+    if state.silent:
+        # A node that does not answer at all: the poll's `sh -c SCRIPT` (looked up on PATH by the login
+        # shell) never prints a byte, so no section begins, as on a node whose shell is stuck.
+        _write(root / "bin" / "sh", _SILENT)
     if static:
         _write_static(root, fleet, node)
     else:

@@ -172,6 +172,7 @@ class Node:
         stuck_in_progress: registration never completes (scenario).
         fabric_fault: a Completed status other than Success that survives resets (scenario).
         wedged: nvidia-smi never returns (scenario).
+        silent: the node does not answer at all: every command hangs, behind sshd even its shell (scenario).
         transient_802: NVLS smoke runs that still fail by themselves before the fabric settles.
         fm_mismatch: FM refuses to start (its version differs from the driver's).
     """
@@ -214,6 +215,7 @@ class Node:
     stuck_in_progress: bool = False
     fabric_fault: str = ""
     wedged: bool = False
+    silent: bool = False
     transient_802: int = 0
     fm_mismatch: bool = False
     snapshot_last_run: float = 0.0
