@@ -6,6 +6,7 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import events, on
@@ -28,6 +29,8 @@ from nvls_tui.widgets.ordered_input import OrderedInput
 
 if TYPE_CHECKING:
     from nvls_tui.screens.services import ConsoleServices, LiveFleet
+
+EXPORT_TITLE = "fleet: Export the fleet view (CSV and JSON)"
 
 # Seconds between two redraws of the grid when polls arrive in bursts.
 REDRAW_EVERY = 0.1
@@ -356,8 +359,23 @@ class FleetScreen(OnConsole, Screen[None]):
         self.refresh_grid()
 
     def palette_commands(self) -> Iterator[Command]:
-        """The fleet's bound actions that apply now (the palette asks; nodes are the app's)."""
-        return scope_commands(self, "fleet")
+        """The fleet's bound actions that apply now (the palette asks; nodes are the app's), and the export."""
+        yield from scope_commands(self, "fleet")
+        yield (EXPORT_TITLE, self.export_view, "Write the rows the grid shows (filter and order as shown) "
+               "to a CSV and a JSON file in the state directory's exports (private).")
+
+    def export_view(self) -> tuple[Path, Path] | None:
+        """Write what the grid shows as CSV and JSON (nvls_tui.export); a toast names both files."""
+        from nvls_tui.export import export_dir, grid_view, write_export
+
+        view = grid_view(self.query_one(FleetGrid), simulated=self.services.settings.simulated)
+        try:
+            paths = write_export(view, export_dir(), self.services.clock())
+        except OSError as exc:  # UnsafeLocation too: one sentence, nothing written
+            self.notify(f"Export not written: {exc}", severity="error", timeout=10)
+            return None
+        self.notify(f"Exported {len(view.rows)} nodes as shown: {paths[0]} and {paths[1].name}", timeout=10)
+        return paths
 
 
 def mark_selected(grid: FleetGrid, selected: list[str], live: LiveFleet, clock: Callable[[], float]) -> None:
