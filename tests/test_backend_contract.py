@@ -40,7 +40,9 @@ from nvls_tui.parsers.ps import parse_ps
 from nvls_tui.poll.probe import RECORD_FILE, ps_argv
 from nvls_tui.runbook.steps import DATE_ARGV
 from nvls_tui.sim.fleet import load_fleet
+from tests.conftest import LAB_COMMAND_TIMEOUT
 from tests.sshd_rig import find_sshd, options_for
+from tests.waiting import scaled
 
 DATE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
 KINDS = ("sim", "ssh", "local",
@@ -112,7 +114,9 @@ def subject(request, sshd_fleet):
             lab_spawned.append(pid)
             return pid, identity
 
-        backend = SshBackend(parse_target("gpu06")[0], BackendOptions(timeout=5.0, ssh_config=str(folder / "ssh_config")))
+        # The lab tests' load-scaled timeout: a fixed 5 s did not cover an SSH start on the busy 2-core machine.
+        backend = SshBackend(parse_target("gpu06")[0], BackendOptions(timeout=scaled(LAB_COMMAND_TIMEOUT),
+                                                                      ssh_config=str(folder / "ssh_config")))
         subj = Subject(kind, backend, lab_spawn, ("sleep", "30"))
         subj.node = node  # type: ignore[attr-defined]
     else:
