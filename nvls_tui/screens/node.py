@@ -22,10 +22,12 @@ from nvls_tui.model import Holder, NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.confirm import ConfirmScreen
+from nvls_tui.screens.searching import SEARCH_ACTIONS, Searching
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.consequences import sigterm_consequences
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
+from nvls_tui.widgets.hanging import Hanging
 from nvls_tui.widgets.node_text import (
     compact_devices,
     coverage_line,
@@ -48,11 +50,15 @@ TAKE_OVER = "Press U again to take the stale lock over."
 # What every action refused in read-only mode says (the console hides them; a key or the palette may still ask).
 READ_ONLY_REFUSAL = "Read-only mode: this action would change the node, so it is refused."
 
-# Findings (at least 30 wide), units (54) and NVSwitches (34) side by side need this many columns.
+# Units (54) and NVSwitches (34) side by side, with room for the GPU table's columns, need this many.
 NARROW_BELOW = 120
 
+# The panels' titles; what a key would do is said only where the key may act (never in read-only).
+UNITS_TITLE, UNITS_KEYS = "Units", "  (s stop · u start)"
+HOLDERS_TITLE, HOLDERS_KEYS = "Holders of /dev/nvidia*", "  (space select · a all · t SIGTERM)"
 
-class NodeScreen(OnConsole, Screen[None]):
+
+class NodeScreen(Searching, OnConsole, Screen[None]):
     """GPUs, NVSwitches, units, findings, kernel events and holders of one host.
 
     Args:
@@ -60,7 +66,8 @@ class NodeScreen(OnConsole, Screen[None]):
         services: the fleet, the session, the clock and the settings (:class:`ConsoleServices`).
     """
 
-    BINDINGS = [help_first(), *bindings_for("node")]
+    # The search keys first: while a search is on, n is its next match, not the smoke test.
+    BINDINGS = [help_first(), *bindings_for("search"), *bindings_for("node")]
     COMMANDS = {ScreenCommands}
 
     def __init__(self, host: str, services: ConsoleServices) -> None:
@@ -81,8 +88,11 @@ class NodeScreen(OnConsole, Screen[None]):
                          id="banner")
         with VerticalScroll(id="node-body"):
             yield DataTable(id="gpus", cursor_type="row", classes="panel")
+            # The findings take the body's whole width (a third of it hid two of gpu05's three at
+            # 120x40) and scroll, with a scrollbar, where they are taller than their box.
+            with VerticalScroll(id="findings-box", classes="panel"):
+                yield Static(id="findings")
             with Horizontal(id="node-mid"):
-                yield Static(id="findings", classes="panel")
                 yield DataTable(id="units", cursor_type="row", classes="panel")
                 yield DataTable(id="switches", cursor_type="none", classes="panel")
             # Where the kernel log falls short of the boot (rotated, vacuumed, no journal): from when it covers.
@@ -104,9 +114,13 @@ class NodeScreen(OnConsole, Screen[None]):
         t("#units", DataTable).add_columns("unit", "state", "sub")
         t("#switches", DataTable).add_columns("nvswitch", "bus id")
         t("#kernel", DataTable).add_columns("code", "when", "line")
-        t("#holders", DataTable).add_columns(" ", "pid", "user", "kind", "unit / pod", "devices", "started",
-                                             "command")
-        titles = {"#gpus": "GPUs", "#findings": "Findings", "#units": "Units  (s stop · u start)",
+        # The command before the devices: what a process is decides whether to stop it; its device
+        # files (compressed) rarely do, and a long list took the command's room.
+        t("#holders", DataTable).add_columns(" ", "pid", "user", "kind", "unit / pod", "started", "command",
+                                             "devices")
+        read_only = self.services.settings.read_only
+        titles = {"#gpus": "GPUs", "#findings-box": "Findings",
+                  "#units": UNITS_TITLE + ("" if read_only else UNITS_KEYS),
                   "#switches": "NVSwitches", "#kernel": "Kernel fabric events (this boot)"}
         for sel, title in titles.items():
             self.query_one(sel).border_title = title
@@ -114,23 +128,38 @@ class NodeScreen(OnConsole, Screen[None]):
         self.refresh_node()
         if self.services.settings.periodic:
             self.set_interval(1.0, self._draw_header)  # the poll age moves even when nothing else does
-        # Focus the holders without scrolling the body to them: the node's findings come first.
+        # Focus the holders without scrolling the body to them: the node's findings come first (and on
+        # a narrow terminal the holders come right after them, on the same first screen).
         t("#holders", DataTable).focus(scroll_visible=False)
+        self.watch(t("#findings-box"), "scroll_y", self._findings_scrolled, init=False)
 
     def on_resize(self, event: events.Resize) -> None:
         """Stack the findings, units and switches when they cannot stand side by side."""
         self._arrange(event.size.width)
 
     def _arrange(self, width: int) -> None:
-        # Narrow: the findings (and units, switches) stack, and come before the GPU table, so what is
-        # wrong is on the first screen of an 80x24 terminal; wide: the GPUs on top, all side by side.
+        # Narrow: the findings first, then the holders (the focused table), then units and switches
+        # stacked, the GPU table and the kernel, so what is wrong and what holds the devices are on the
+        # first screen of an 80x24 terminal; wide: the GPUs on top, the findings, units beside switches,
+        # the kernel, the holders.
         narrow = width < NARROW_BELOW
         self.set_class(narrow, "-narrow")
-        body, gpus, mid = self.query_one("#node-body"), self.query_one("#gpus"), self.query_one("#node-mid")
-        if narrow and body.children.index(mid) > body.children.index(gpus):
-            body.move_child(mid, before=gpus)
-        elif not narrow and body.children.index(mid) < body.children.index(gpus):
-            body.move_child(gpus, before=mid)
+        body = self.query_one("#node-body")
+        wide_order = ["#gpus", "#findings-box", "#node-mid", "#kernel-coverage", "#kernel", "#holders-box"]
+        narrow_order = ["#findings-box", "#holders-box", "#node-mid", "#gpus", "#kernel-coverage", "#kernel"]
+        order = [self.query_one(sel) for sel in (narrow_order if narrow else wide_order)]
+        if body.children.index(order[0]) != 0:
+            body.move_child(order[0], before=body.children[0])
+        for before, after in zip(order, order[1:], strict=False):
+            if body.children.index(after) != body.children.index(before) + 1:
+                body.move_child(after, after=before)
+        self.call_after_refresh(self._findings_scrolled)
+
+    def _findings_scrolled(self, *_: object) -> None:
+        """Say on the findings' border how much lies below, while some does (the scrollbar alone is thin)."""
+        box = self.query_one("#findings-box")
+        below = int(box.max_scroll_y - box.scroll_y)
+        box.border_subtitle = f"↓ {below} more line{'s' if below != 1 else ''} (scroll)" if below > 0 else ""
 
     @property
     def state(self) -> NodeState | None:
@@ -184,12 +213,20 @@ class NodeScreen(OnConsole, Screen[None]):
         self.query_one("#gpus").border_subtitle = gpu_summary(state, self.services.live.diagnoses.get(state.host))
 
     def _draw_findings(self, diagnosis: Diagnosis | None) -> None:
+        # Wrapped under their words: a code never runs into the words that follow it.
         self.query_one("#findings", Static).update(
-            cells.findings_text(diagnosis.findings if diagnosis else None, nccl=True))
+            Hanging(cells.findings_text(diagnosis.findings if diagnosis else None, nccl=True)))
+        self.call_after_refresh(self._findings_scrolled)
 
     def _draw_units(self, state: NodeState) -> None:
         rows = [(s.name, (s.name.removesuffix(".service"), cells.unit_text(s), s.sub or "–"))
                 for s in state.services if s.exists]
+        if state.k8s is not None:  # the cluster's word for the node, and the GPU Operator's operand labels
+            k8s = state.k8s
+            rows.append(("k8s:node", (f"k8s {k8s.node}", cells.kube_text(k8s),
+                                      "not read" if k8s.error else "cordoned" if k8s.cordoned else "schedulable")))
+            rows += [(f"k8s:{key}", (key.removeprefix("nvidia.com/gpu."), Text(value), "label"))
+                     for key, value in k8s.operand_labels.items()]
         sync_rows(self.query_one("#units", DataTable), rows)
         self.query_one("#units").border_subtitle = unread_subtitle(state, "units", "")
 
@@ -201,11 +238,11 @@ class NodeScreen(OnConsole, Screen[None]):
         for h in state.holders:
             mark = Text("●", style=palette.bold("accent")) if h.pid in self.selected else Text(" ")
             rows.append((str(h.pid), (mark, str(h.pid), h.user, h.kind.value, owner_text(h),
-                                      compact_devices(h.devices), short_start(h.start_time), h.command)))
+                                      short_start(h.start_time), h.command, compact_devices(h.devices))))
         table = self.query_one("#holders", DataTable)
         sync_rows(table, rows)
         box = self.query_one("#holders-box")
-        box.border_title = "Holders of /dev/nvidia*  (space select · a all · t SIGTERM)"
+        box.border_title = HOLDERS_TITLE + ("" if self.services.settings.read_only else HOLDERS_KEYS)
         box.border_subtitle = unread_subtitle(state, "holders", f"{len(self.selected)} selected of {len(rows)}"
                                               if rows else "none: a reset would not be refused")
 
@@ -213,6 +250,8 @@ class NodeScreen(OnConsole, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide what changes a node in read-only mode; grey out what has nothing to act on (its key
         then says why: :meth:`why_not`)."""
+        if action in SEARCH_ACTIONS:
+            return self.search_allows(action)
         if action in destructive_actions("node") and self.services.settings.read_only:
             return False
         return None if self.why_not(action) else True

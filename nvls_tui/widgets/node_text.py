@@ -65,15 +65,31 @@ def coverage_line(state: NodeState) -> str | None:
 
 
 def compact_devices(devices: tuple[str, ...]) -> str:
-    """``gpu0-7 ctl uvm`` rather than eight ``/dev/nvidiaN`` paths."""
-    gpus = sorted(int(d[len("/dev/nvidia"):]) for d in devices if d[len("/dev/nvidia"):].isdigit())
-    others = [d.removeprefix("/dev/nvidia").lstrip("-") for d in devices
-              if not d[len("/dev/nvidia"):].isdigit()]
+    """``gpu0-7 ctl uvm`` and ``nvswitch0-3,ctl ctl`` rather than a dozen ``/dev/nvidia*`` paths.
+
+    Numbered devices of one family (``/dev/nvidiaN``, ``/dev/nvidia-nvswitchN``) become a range (or a
+    list where it has gaps), the family's control file joins it as ``,ctl``; the rest keep their short name.
+    """
+    families: dict[str, list[str]] = {}
+    others: list[str] = []
+    for device in devices:
+        name = device.removeprefix("/dev/nvidia").lstrip("-")
+        family = name.rstrip("0123456789")
+        if name[len(family):] and family in ("", "nvswitch"):
+            families.setdefault(family or "gpu", []).append(name[len(family):])
+        elif name == "nvswitchctl":
+            families.setdefault("nvswitch", []).append("ctl")
+        else:
+            others.append(name)
     parts: list[str] = []
-    if gpus:
-        contiguous = gpus == list(range(gpus[0], gpus[-1] + 1))
-        parts.append(f"gpu{gpus[0]}-{gpus[-1]}" if contiguous and len(gpus) > 1
-                     else "gpu" + ",".join(map(str, gpus)))
+    for family, members in families.items():
+        numbers = sorted(int(m) for m in members if m.isdigit())
+        said: list[str] = []
+        if numbers:
+            contiguous = numbers == list(range(numbers[0], numbers[-1] + 1))
+            said = [f"{numbers[0]}-{numbers[-1]}"] if contiguous and len(numbers) > 1 else [str(n) for n in numbers]
+        said += [m for m in members if not m.isdigit()]
+        parts.append(family + ",".join(said))
     return " ".join(parts + others)
 
 
@@ -93,6 +109,10 @@ def owner_text(h: Holder) -> str:
         return f"job {h.job.id} {one_line(h.job.user)}/{one_line(h.job.name)}" if h.job.name else f"job {h.job.id}"
     if h.unit:
         return h.unit
+    if h.pod_ref is not None:  # the cluster named the pod: namespace/pod/container and its owner
+        ref = h.pod_ref
+        owner = f" · {ref.owner_kind} {ref.owner_name}" if ref.owner_kind and ref.owner_name else " · bare pod"
+        return one_line(f"{ref.namespace}/{ref.name}/{ref.container or '?'}{owner}")
     if h.pod:
         uid = h.pod.removeprefix("pod")
         return f"pod {uid[:8]}…" if len(uid) > 12 and h.pod.startswith("pod") else h.pod
@@ -144,7 +164,9 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     verdict = diagnosis.verdict if diagnosis else None
     text.append_text(cells.verdict_text(verdict if state.reachable else Verdict.UNREACHABLE))
     driver = "?" if state.missing_section("gpus") is not None else state.driver or "–"  # nvidia-smi's word
-    text.append(f"   {state.platform.value} · driver {driver}")
+    # " · " rather than blanks: where the header wraps after the verdict, or a copy joins its lines,
+    # the verdict and the platform still read apart (not "▲ degradedno-nvswitch").
+    text.append(f" · {state.platform.value} · driver {driver}")
     fm = state.service("nvidia-fabricmanager")
     if state.read_anything and not state.platform.has_host_fm and fm is None and not state.fm_version:
         text.append(" · no host Fabric Manager")  # not "FM – ( –)": there is none to show
