@@ -510,7 +510,9 @@ def _lab_check(folder: Path) -> dict:
 def _until(what: str, probe, timeout: float = 60.0):
     import time
 
-    deadline = time.monotonic() + timeout
+    from tests.waiting import scaled
+
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         found = probe()
         if found:
@@ -529,8 +531,12 @@ def test_check_reads_a_lab_nodes_real_fm_journal_from_the_units_last_start(fmj_l
     from nvls_tui.lab.machine import node_run
 
     folder, node = fmj_lab
-    healthy = _lab_check(folder)
-    assert healthy["verdict"] == "healthy", healthy["findings"]
+
+    def when_healthy() -> dict | None:  # a node just booted may still be registering its fabric
+        found = _lab_check(folder)
+        return found if found["verdict"] == "healthy" else None
+
+    healthy = _until("the lab node to read healthy", when_healthy, timeout=120.0)
     assert not [m for m in healthy["missing"] if m["section"] == "fm_log"]
     stamp = node_run(node, "date", "+%b %d %Y %H:%M:%S").stdout.strip()
     line = f"[{stamp}] [ERROR] [tid 527118] {TEAM_ERROR}"
