@@ -19,7 +19,7 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets import cells
 from nvls_tui.widgets.hanging import Hanging, hang
 from nvls_tui.widgets.node_text import compact_devices
-from tests.waiting import open_node_screen
+from tests.waiting import first_poll, open_node_screen
 
 
 def sim_app(spec: str = "sim:seed-incident", **kwargs) -> NvlsApp:
@@ -153,3 +153,17 @@ async def test_read_only_the_node_screen_does_not_advertise_what_it_refuses():
         assert "SIGTERM" not in title and "space select" not in title
         shown = "\n".join(screen_lines(app))
         assert "s stop" not in shown and "t SIGTERM" not in shown
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 48)])
+async def test_the_fleets_findings_panel_continues_a_finding_under_its_words(size):
+    app = sim_app("sim:gb200-no-fm")
+    async with app.run_test(size=size) as pilot:
+        await first_poll(app, timeout=30)
+        await pilot.pause()
+        preview = app.screen.query_one("#preview")
+        inner = preview.region.shrink(preview.styles.gutter)
+        lines = [line[inner.x:inner.right] for line in screen_lines(app)[inner.y:inner.bottom]]
+        at = next(i for i, line in enumerate(lines) if "PLATFORM_UNSUPPORTED" in line)
+        # The message is longer than any of these widths leave after the code: it wraps, under its words.
+        assert lines[at + 1].startswith(" " * 8) and lines[at + 1].strip(), lines[at:at + 2]

@@ -24,6 +24,7 @@ from nvls_tui.screens.typed import OnConsole
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
 from nvls_tui.widgets.fleet_grid import FleetGrid, versions_line
+from nvls_tui.widgets.hanging import Hanging
 from nvls_tui.widgets.node_text import header_text
 from nvls_tui.widgets.ordered_input import OrderedInput
 
@@ -224,7 +225,8 @@ class FleetScreen(OnConsole, Screen[None]):
             text.append("\nholders  ", style="bold")
             text.append("  ".join(f"{k} ×{n}" if n > 1 else k for k, n in sorted(kinds.items())))
         # Its height is fixed by the layout (1fr): skip the relayout, which repaints the whole grid.
-        preview.update(text, layout=False)
+        # Wrapped under their words (a code never runs into them); a cut last line ends in "…".
+        preview.update(Hanging(text), layout=False)
 
     def on_data_table_row_highlighted(self, _: FleetGrid.RowHighlighted) -> None:
         """Follow the cursor with the preview."""
