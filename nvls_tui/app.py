@@ -500,10 +500,11 @@ class NvlsApp(App[int]):
 
     def action_help(self) -> None:
         """Show every key, generated from the binding table."""
-        from nvls_tui.screens.help import HelpScreen
+        from nvls_tui.screens.help import HelpScreen, screen_scope
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.keymap, self.read_only))
+            # The keys of the screen it is opened on come first.
+            self.push_screen(HelpScreen(self.keymap, self.read_only, screen_scope(self.screen)))
 
     async def action_back(self) -> None:
         """Go back one screen (never past the fleet)."""

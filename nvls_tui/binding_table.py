@@ -22,7 +22,7 @@ class BindingSpec:
         action: the action method name without ``action_`` (``sigterm``), on the scope's screen.
         description: short words for the footer and help (``SIGTERM``).
         tooltip: one sentence saying what happens, for the footer tooltip and the help screen.
-        scope: ``app``, ``fleet`` or ``node``: where the binding lives.
+        scope: ``app``, ``fleet``, ``node``, ``runbook`` or ``search`` (keys of a screen that can be searched).
         destructive: True when the action changes a node (hidden and refused in read-only mode).
         show: shown in the footer.
         palette: the palette title (``topic: verb object``; ``{host}`` is filled in), or None.
@@ -77,6 +77,8 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("fleet.repair", "r", "repair", "Repair", "Dry-run the repair of the selected nodes, then type "
                 "their names to run it.", "fleet",
                 destructive=True, palette="fleet: Repair selected nodes", priority=True),
+    BindingSpec("fleet.yank", "y", "yank", "Yank", "Copy the host under the cursor to the clipboard (OSC 52); "
+                "a toast says what was copied.", "fleet", show=False),
     # node screen
     BindingSpec("node.select", "space", "toggle_holder", "Select", "Select or unselect the holder under "
                 "the cursor.", "node", palette=None),
@@ -103,6 +105,9 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("node.restore", "U", "restore_repair", "Restore", "Put back every unit and setting an "
                 "interrupted repair changed, from the record on the node (confirmed).", "node",
                 destructive=True, palette="node: Restore the interrupted repair on {host}"),
+    BindingSpec("node.yank", "y", "yank", "Yank", "Copy to the clipboard (OSC 52): the holder's command where the "
+                "holders table has the focus, else the host; the palette's yank: entries copy a finding, the audit "
+                "path or the --restore command.", "node", show=False),
     # runbook screen (a repair in progress or finished)
     BindingSpec("runbook.abort", "a", "abort", "Abort node", "Abort the repair of the node whose column has "
                 "the focus (confirmed); it is put back as it was, the others go on.", "runbook",
@@ -116,7 +121,23 @@ SPECS: tuple[BindingSpec, ...] = (
                 "audit log.", "runbook", palette="repair: Write the incident report"),
 )
 
-SCOPES = ("app", "fleet", "node", "runbook")
+SEARCH = (
+    # search inside a screen that has one (the node screen, the repair screen, the help): these come
+    # before the screen's own keys, and n/N/Esc answer only while a search is on; without one they are
+    # the screen's (the node screen's n is its smoke test, Esc goes back).
+    BindingSpec("search.start", "slash", "search", "Search", "Search this screen as you type (tables, output, "
+                "findings); Enter keeps the search, n/N step through the matches, Esc ends it.", "search",
+                priority=True),
+    BindingSpec("search.next", "n", "search_next", "Next match", "While a search is on: the next match "
+                "(wraps around); the border says which of how many (3/7).", "search"),
+    BindingSpec("search.prev", "N", "search_prev", "Prev match", "While a search is on: the previous match "
+                "(wraps around).", "search"),
+    BindingSpec("search.end", "escape", "search_end", "End search", "While a search is on: end it; the "
+                "focus goes back where it was.", "search", show=False),
+)
+SPECS = SPECS + SEARCH
+
+SCOPES = ("app", "fleet", "node", "runbook", "search")
 
 
 def spec(binding_id: str) -> BindingSpec:
@@ -161,8 +182,10 @@ def keymap_problem(keymap: dict[str, object]) -> str | None:
         if not isinstance(keys, str) or not keys_of(keys):
             return f"[keymap] {binding_id!r} needs a key name such as \"k\" or \"ctrl+k\""
     for scope in SCOPES:
-        # The app's bindings answer on every screen, so each screen's keys share one space with them.
-        active = specs_for(scope) if scope == "app" else specs_for("app") + specs_for(scope)
+        # The app's bindings answer on every screen, so each screen's keys share one space with them. The
+        # search keys answer only while a search is on, before the screen's and the app's: they may share
+        # a key with those (n is the node screen's smoke test without a search), never with each other.
+        active = specs_for(scope) if scope in ("app", "search") else specs_for("app") + specs_for(scope)
         owner: dict[str, str] = {}
         for s in active:
             for key in keys_of(str(keymap.get(s.id, s.key))):
