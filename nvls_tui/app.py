@@ -23,8 +23,11 @@ from textual.worker import Worker
 from nvls_tui.backends.base import Backend
 from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import ConsoleCommands
+from nvls_tui.kube.fleet import KubeFleet
+from nvls_tui.kube.view import with_kube
 from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, NodePolled, PlanApproved, RepairFinished
 from nvls_tui.model import Fleet, NodeState, Verdict
+from nvls_tui.model.kube import KubeNode
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.poll.once import poll_deadline
@@ -39,6 +42,8 @@ from nvls_tui.widgets.key_hold import KeyHold, after_cancel, dropped_notice, spl
 
 # Seconds between two reads of the scheduler (one scontrol and one squeue for the whole fleet).
 SCHEDULER_EVERY = 10.0
+# Seconds between two reads of the Kubernetes cluster (one node list and one pods list a node).
+KUBE_EVERY = 10.0
 # How long an action's outcome stays on screen: a restore's words are the longest (the lock, the units).
 TOAST_SECONDS = {"unit-stop": 6, "unit-start": 6, "restore": 10}
 STYLE_FILES = ("app.tcss", "palette.tcss", "fleet.tcss", "node.tcss", "modals.tcss", "runbook.tcss")
@@ -142,9 +147,12 @@ class NvlsApp(App[int]):
         poll_timeout: float | None = None,
         audit_dir: str | None = None,
         slurm: Slurm | None = None,
+        kube: KubeFleet | None = None,
     ) -> None:
         super().__init__()
         self.slurm = slurm
+        self.kube = kube
+        self.kube_view: dict[str, KubeNode] = {}  # the cluster's view, refreshed by its own worker
         self.scheduler: dict[str, SchedulerState] = {}  # the scheduler's view, refreshed by its own worker
         self._diagnose = diagnose
         self.backends = {b.host: b for b in backends}
@@ -180,11 +188,12 @@ class NvlsApp(App[int]):
     @classmethod
     def from_settings(cls, settings: Settings) -> NvlsApp:
         """Build the console from the one Settings (command line > config file > defaults, keymap checked)."""
-        from nvls_tui.targets import resolve_backends, scheduler_from_settings
+        from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 
-        return cls(resolve_backends(settings), read_only=settings.read_only, poll_interval=settings.poll_interval,
+        backends = resolve_backends(settings)
+        return cls(backends, read_only=settings.read_only, poll_interval=settings.poll_interval,
                    timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,
-                   slurm=scheduler_from_settings(settings))
+                   slurm=scheduler_from_settings(settings), kube=kube_from_settings(settings, backends))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -241,6 +250,20 @@ class NvlsApp(App[int]):
             self.notify(note, severity="warning", timeout=10)
         if self.slurm is not None:
             self.run_worker(self._watch_scheduler(), group="scheduler", name="scheduler", exit_on_error=False)
+        if self.kube is not None:
+            self.run_worker(self._watch_kube(), group="kube", name="kubernetes", exit_on_error=False)
+
+    async def _watch_kube(self) -> None:
+        """Read the cluster's view of every node in one (one node list, one pods list a node), every
+        KUBE_EVERY seconds; each read is folded into the nodes already polled."""
+        assert self.kube is not None
+        while self.kube.hosts:
+            self.kube_view = await self.kube.read()
+            for host in self.kube_view:
+                state = self.fleet.get(host)
+                if state is not None and state.polled_at is not None:
+                    self._fold(state, None)
+            await asyncio.sleep(KUBE_EVERY)
 
     async def _watch_scheduler(self) -> None:
         """Read the scheduler's view of every node it can know, every SCHEDULER_EVERY seconds."""
@@ -258,6 +281,10 @@ class NvlsApp(App[int]):
         # The scheduler's latest view rides on every poll; a reachable node is diagnosed with it.
         if state.host in self.scheduler:
             (state,) = with_scheduler([state], self.scheduler)
+            if state.reachable or diagnosis is None:
+                diagnosis = self._diagnose(state)
+        if state.host in self.kube_view:  # the cluster's latest view likewise (k8s, pod holders named)
+            (state,) = with_kube([state], self.kube_view)
             if state.reachable or diagnosis is None:
                 diagnosis = self._diagnose(state)
         if diagnosis is not None:

@@ -206,3 +206,50 @@ def test_check_on_the_k8s_incident(capsys):
     header = next(line for line in table.splitlines() if "verdict" in line)
     assert header.split()[-2:] == ["k8s", "┃"]
     assert any("gpu05" in line and "cordoned" in line for line in table.splitlines())
+
+
+async def test_the_console_shows_the_k8s_column_the_labels_and_the_pod_holders():
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.settings import Settings
+    from nvls_tui.targets import kube_from_settings
+    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from tests.waiting import first_poll, open_node_screen, wait_until
+
+    backends = sim_backends(load_fleet("sim:k8s-incident", speed=0))
+    app = NvlsApp(backends, poll_interval=None, kube=kube_from_settings(Settings(), backends))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await first_poll(app)
+        await wait_until(pilot, lambda: all(app.fleet.get(h).k8s is not None for h in ("gpu05", "gpu06", "gpu07")),
+                         "the cluster's view folded in")
+        grid = app.screen.query_one(FleetGrid)
+        await wait_until(pilot, lambda: grid._shown.get("gpu05", {}).get("k8s") is not None, "the k8s column")
+        assert "k8s" in grid.layout_now.keys
+        assert {h: grid._shown[h]["k8s"].plain for h in ("gpu05", "gpu06", "gpu07")} == {
+            "gpu05": "cordoned", "gpu06": "Ready", "gpu07": "Ready"}
+        screen = await open_node_screen(app, pilot, "gpu06")
+        from textual.widgets import DataTable
+
+        units = screen.query_one("#units", DataTable)
+        rows = {str(units.get_row(k)[0]): units.get_row(k)[1:] for k in units.rows}
+        assert rows["deploy.node-status-exporter"][0].plain == "false"
+        assert rows["deploy.dcgm-exporter"][0].plain == "true"
+        assert (rows["k8s gpu06"][0].plain, str(rows["k8s gpu06"][1])) == ("Ready", "schedulable")
+        holders = screen.query_one("#holders", DataTable)
+        owners = [str(holders.get_row(k)[4]) for k in holders.rows]
+        assert "inference/vllm-llama-70b-6d5f8b9c7-b25a6/vllm · ReplicaSet vllm-llama-70b-6d5f8b9c7" in owners
+        assert any(o.startswith("gpu-operator/dcgm-exporter-daemonset-") and o.endswith(
+            "/dcgm-exporter · DaemonSet dcgm-exporter-daemonset") for o in owners)
+
+
+async def test_the_console_without_a_cluster_has_no_k8s_column():
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from tests.waiting import first_poll
+
+    app = NvlsApp(sim_backends(load_fleet("sim:seed-incident/gpu[05-06]", speed=0)), poll_interval=None)
+    async with app.run_test(size=(200, 50)):
+        await first_poll(app)
+        assert "k8s" not in app.screen.query_one(FleetGrid).layout_now.keys
+        assert all(s.k8s is None for s in app.fleet.nodes)

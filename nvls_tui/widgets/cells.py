@@ -23,6 +23,7 @@ from nvls_tui.model import (
     SmokeResult,
     Verdict,
 )
+from nvls_tui.model.kube import KubeNode
 from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.widgets import palette
 
@@ -108,6 +109,19 @@ def scheduler_text(scheduler: SchedulerState | None, stale: bool = False) -> Tex
         return Text("–", style=STYLE["idle"])
     word = SCHEDULER_WORDS.get(scheduler.state, scheduler.state)
     style = "bad" if scheduler.state == "down" else "warn" if scheduler.held_back or scheduler.error else ""
+    return Text(word, style=STYLE["stale"] if stale else STYLE[style] if style else "")
+
+
+def kube_text(node: KubeNode | None, stale: bool = False) -> Text:
+    """The Kubernetes node in the grid: ``Ready``, ``NotReady`` (red), ``cordoned`` (yellow), ``NR,crdn`` (both),
+    ``absent`` (not in the cluster), ``?`` (not read: never a reassuring word); ``–`` where no cluster is configured."""
+    if node is None:
+        return Text("–", style=STYLE["idle"])
+    word = node.word
+    if word == "cordoned,NotReady":
+        word = "NR,crdn"
+    style = ("bad" if node.ready is False else "warn" if node.cordoned or word in ("?", "absent") or node.error
+             else "")
     return Text(word, style=STYLE["stale"] if stale else STYLE[style] if style else "")
 
 

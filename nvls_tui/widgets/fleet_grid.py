@@ -125,6 +125,7 @@ class FleetGrid(DataTable):
         self.screen_width = width
         self.show_versions = False
         self.show_scheduler = False
+        self.show_kube = False
         self.layout_now = self._layout()
         self._order: list[str] = []
         # What the grid last wrote to each cell (the Text itself: its signature is taken only when a new
@@ -149,7 +150,7 @@ class FleetGrid(DataTable):
         # The host column leaves room for the selection mark ("● ").
         host = 2 + max(6, max((len(h) for h in self._hosts), default=0))
         return grid_layout(self.screen_width, host, gpus=self.gpu_columns, switches=self.switch_columns,
-                           versions=self.show_versions, scheduler=self.show_scheduler)
+                           versions=self.show_versions, scheduler=self.show_scheduler, kube=self.show_kube)
 
     def on_mount(self) -> None:
         """Create the columns for the width the screen has."""
@@ -171,11 +172,12 @@ class FleetGrid(DataTable):
             super()._update_dimensions(())
 
     def relayout(self, width: int | None = None, show_versions: bool | None = None,
-                 show_scheduler: bool | None = None) -> bool:
-        """Fit the columns to a new screen width, version spread or scheduler; True when they changed."""
+                 show_scheduler: bool | None = None, show_kube: bool | None = None) -> bool:
+        """Fit the columns to a new screen width, version spread, scheduler or cluster; True when they changed."""
         self.screen_width = width if width is not None else self.screen_width
         self.show_versions = show_versions if show_versions is not None else self.show_versions
         self.show_scheduler = show_scheduler if show_scheduler is not None else self.show_scheduler
+        self.show_kube = show_kube if show_kube is not None else self.show_kube
         layout = self._layout()
         if layout == self.layout_now:
             return False
@@ -237,6 +239,7 @@ class FleetGrid(DataTable):
             "driver": driver,
             "fmver": fmver,
             "sched": cells.scheduler_text(state.scheduler, stale),
+            "k8s": cells.kube_text(state.k8s, stale),
         }
         gpus = {g.index: g for g in state.gpus}
         gpu_cells = ([cells.unknown_text(stale)] * self.gpu_columns if "gpus" in unread else
@@ -287,7 +290,8 @@ class FleetGrid(DataTable):
             How many cells were written (0 when nothing changed).
         """
         self.relayout(show_versions=versions_differ(fleet),
-                      show_scheduler=any(n.scheduler is not None for n in fleet.nodes))
+                      show_scheduler=any(n.scheduler is not None for n in fleet.nodes),
+                      show_kube=any(n.k8s is not None for n in fleet.nodes))
         states = {h: s for h in order if (s := fleet.get(h)) is not None}
         order = list(states)
         rows: dict[str, tuple[dict[str, Text], bool]] = {}

@@ -25,6 +25,7 @@ STORY_WIDE = 50
 OPTIONAL = (
     ("fm", "FM unit", 8),
     ("sched", "sched", 5),  # the scheduler's state (idle / alloc / mix / drain / drng / down)
+    ("k8s", "k8s", 8),  # the Kubernetes node (Ready / NotReady / cordoned), where a cluster is configured
     ("driver", "driver", 10),  # 580.159.04: a driver version is 9-10 wide
     ("fmver", "FM ver", 11),  # with the mismatch sign: ≠580.159.04
     ("holders", "hold", 4),
@@ -35,7 +36,7 @@ OPTIONAL = (
 )
 VERSION_KEYS = ("driver", "fmver")
 # Columns that show only when the fleet has what they show: versions that differ, a scheduler.
-WHEN = {"driver": "versions", "fmver": "versions", "sched": "scheduler"}
+WHEN = {"driver": "versions", "fmver": "versions", "sched": "scheduler", "k8s": "kube"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,7 @@ def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset
         if left - _cost(cols) >= STORY_MIN:
             chosen[key] = cols
             left -= _cost(cols)
-    order = ["host", "verdict", "fm", "sched", "driver", "fmver", "gpus", "switches", "holders", "kernel", "smoke", "age"]
+    order = ["host", "verdict", "fm", "sched", "k8s", "driver", "fmver", "gpus", "switches", "holders", "kernel", "smoke", "age"]
     by_key = {c.key: [c] for c in base}
     by_key.update(chosen)
     if not compact:  # one column per device: keep them together where the compact cell would be
@@ -99,7 +100,7 @@ def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset
 
 
 def grid_layout(width: int, host_width: int, *, gpus: int = 8, switches: int = 4,
-                versions: bool = True, scheduler: bool = False) -> GridLayout:
+                versions: bool = True, scheduler: bool = False, kube: bool = False) -> GridLayout:
     """The fleet grid's columns for a screen ``width`` cells wide.
 
     Args:
@@ -108,8 +109,9 @@ def grid_layout(width: int, host_width: int, *, gpus: int = 8, switches: int = 4
         gpus, switches: device columns (one per GPU index and per NVSwitch).
         versions: show the driver and FM version columns (they differ somewhere in the fleet).
         scheduler: show the scheduler's state column (a scheduler was found).
+        kube: show the Kubernetes column (a cluster is configured for some node).
     """
-    shown = frozenset(name for name, on in (("versions", versions), ("scheduler", scheduler)) if on)
+    shown = frozenset(name for name, on in (("versions", versions), ("scheduler", scheduler), ("kube", kube)) if on)
     wide = _try(width, host_width, gpus, switches, shown, compact=False)
     wanted = [k for k, _, _ in OPTIONAL if k not in WHEN or WHEN[k] in shown]
     has_all = all(k in wide.keys or (k == "switches" and "s0" in wide.keys) for k in wanted)
