@@ -360,6 +360,12 @@ class FleetScreen(OnConsole, Screen[None]):
         self.selected = []
         self.refresh_grid()
 
+    def action_yank(self) -> None:
+        """Copy the host under the cursor (OSC 52) and say so."""
+        from nvls_tui.screens.yanking import yank_host
+
+        yank_host(self, self.query_one(FleetGrid).current_host)
+
     def palette_commands(self) -> Iterator[Command]:
         """The fleet's bound actions that apply now (the palette asks; nodes are the app's), and the export."""
         yield from scope_commands(self, "fleet")

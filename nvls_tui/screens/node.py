@@ -24,6 +24,7 @@ from nvls_tui.runbook.actions import holder_label
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.searching import SEARCH_ACTIONS, Searching
 from nvls_tui.screens.typed import OnConsole
+from nvls_tui.screens.yanking import copy, yank_commands
 from nvls_tui.views.consequences import sigterm_consequences
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import ModeBanner
@@ -449,10 +450,28 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         if done.action == "restore" and done.host == self.host:
             self.stale_lock = done.outcome.message if message.hint == TAKE_OVER and done.outcome else None
 
+    # ---- yank (copy to the clipboard) -----------------------------------------------------------
+    def _holder_under_cursor(self) -> int | None:
+        key = cursor_key(self.query_one("#holders", DataTable))
+        return int(key) if key is not None and key.isdigit() else None
+
+    def action_yank(self) -> None:
+        """``y``: the holder's command where the holders table has the focus, else the host (OSC 52)."""
+        from nvls_tui.yank import host_yank, node_yanks
+
+        pid = self._holder_under_cursor() if self.focused is self.query_one("#holders", DataTable) else None
+        if pid is not None:
+            held = node_yanks(self.host, self.state, None, holder_pid=pid)
+            if len(held) > 2:  # the host, the holder, the --restore command
+                copy(self, held[1])
+                return
+        copy(self, host_yank(self.host))
+
     # ---- the palette ----------------------------------------------------------------------------
     def palette_commands(self) -> Iterator[Command]:
         """The node's bound actions that apply now, then a stop or start of each unit it has."""
         yield from scope_commands(self, "node", self.host)
+        yield from yank_commands(self, self.services, self.host, self._holder_under_cursor())
         state = self.state
         if self.services.settings.read_only or state is None:
             return
