@@ -60,8 +60,8 @@ def cluster(tmp_path):
     hooks = Hooks()
     timing = Timing(operand_grace=0.1, create_delay=0.1, termination_delay=0.0)
     with running(STATE, tmp_path, on_create=hooks.on_create, on_delete=hooks.on_delete, timing=timing) as standin:
-        standin.hooks = hooks  # type: ignore[attr-defined]
-        standin.cache = tmp_path / "kube-cache"  # type: ignore[attr-defined]
+        standin.hooks = hooks
+        standin.cache = tmp_path / "kube-cache"
         yield standin
 
 
@@ -343,8 +343,8 @@ def slow_cluster(tmp_path):
     hooks = Hooks()
     timing = Timing(operand_grace=0.1, create_delay=0.1, termination_delay=1.0)
     with running(STATE, tmp_path, on_create=hooks.on_create, on_delete=hooks.on_delete, timing=timing) as standin:
-        standin.hooks = hooks  # type: ignore[attr-defined]
-        standin.cache = tmp_path / "kube-cache"  # type: ignore[attr-defined]
+        standin.hooks = hooks
+        standin.cache = tmp_path / "kube-cache"
         yield standin
 
 
@@ -464,3 +464,132 @@ def test_command_line_bad_state_is_one_line(tmp_path):
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and out.stderr.startswith(f"kube_standin: {bad}: not JSON:")
     assert "Traceback" not in out.stderr
+
+
+# -- the answers against the API reference (OpenAPI v3 excerpt with provenance) -----------------------
+
+SPEC = json.loads((FIXTURES / "openapi-excerpt.json").read_text())
+_TYPES = {"string": str, "integer": int, "boolean": bool, "object": dict, "array": list}
+_DATE_TIME = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$"
+
+
+def conforms(schema: str, value: Any, where: str = "$") -> list[str]:
+    """What in ``value`` breaks the excerpt's ``schema``: required fields missing, a property of the wrong type."""
+    import re
+
+    spec = SPEC["schemas"][schema]
+    if not isinstance(value, dict):
+        return [f"{where}: not an object"]
+    problems = [f"{where}.{name}: required, missing" for name in spec.get("required", []) if name not in value]
+
+    def prop(rule: dict[str, Any], item: Any, at: str) -> None:
+        if item is None:
+            return  # the server writes null for an unset optional pointer (lastProbeTime: null)
+        if "$ref" in rule:
+            problems.extend(conforms(rule["$ref"], item, at))
+            return
+        wanted = _TYPES[rule["type"]]
+        if not isinstance(item, wanted) or (wanted is int and isinstance(item, bool)):
+            problems.append(f"{at}: {type(item).__name__}, not {rule['type']}")
+            return
+        if rule.get("format") == "date-time" and not re.match(_DATE_TIME, str(item)):
+            problems.append(f"{at}: {item!r} is not an RFC 3339 date-time")
+        if isinstance(item, list) and "items" in rule:
+            for i, element in enumerate(item):
+                prop(rule["items"], element, f"{at}[{i}]")
+
+    for name, rule in spec.get("properties", {}).items():
+        if name in value:
+            prop(rule, value[name], f"{where}.{name}")
+    return problems
+
+
+def operation(operation_id: str) -> dict[str, Any]:
+    return next(op for op in SPEC["operations"] if op["operationId"] == operation_id)
+
+
+CORE, META, POLICY = "io.k8s.api.core.v1.", "io.k8s.apimachinery.pkg.apis.meta.v1.", "io.k8s.api.policy.v1."
+
+
+def test_spec_validator_catches_what_it_should():
+    """The checker itself: a missing required field and a wrong type are both reported."""
+    assert conforms(CORE + "PodList", {"kind": "PodList"}) == ["$.items: required, missing"]
+    assert conforms(META + "Status", {"code": "404"}) == ["$.code: str, not integer"]
+    assert conforms(CORE + "Pod", {"metadata": {"creationTimestamp": "yesterday"}}) == [
+        "$.metadata.creationTimestamp: 'yesterday' is not an RFC 3339 date-time"]
+
+
+def test_spec_node_get_list_and_patch(cluster):
+    code, _, node = http(cluster, "GET", "/api/v1/nodes/gpu01")
+    assert code == 200 and conforms(CORE + "Node", node) == []
+    for condition in node["status"]["conditions"]:
+        assert conforms(CORE + "NodeCondition", condition) == []
+    code, _, nodes = http(cluster, "GET", "/api/v1/nodes?fieldSelector=metadata.name%3Dgpu02")
+    assert code == 200 and conforms(CORE + "NodeList", nodes) == []
+    assert [n["metadata"]["name"] for n in nodes["items"]] == ["gpu02"]
+    consumed = operation("patchCoreV1NamespacedPod")["requestBody"]
+    bodies = {"application/strategic-merge-patch+json": {"spec": {"unschedulable": True}},
+              "application/merge-patch+json": {"metadata": {"labels": {"a": "b"}}},
+              "application/json-patch+json": [{"op": "add", "path": "/metadata/annotations/x", "value": "1"}]}
+    for content_type, body in bodies.items():
+        assert content_type in consumed
+        code, _, patched = http(cluster, "PATCH", "/api/v1/nodes/gpu01", body, content_type)
+        assert str(code) in operation("patchCoreV1NamespacedPod")["responses"], content_type
+        assert conforms(CORE + "Node", patched) == [], content_type
+    code, _, body = http(cluster, "PATCH", "/api/v1/nodes/gpu01", {}, "text/plain")
+    assert code == 415 and conforms(META + "Status", body) == []
+
+
+def test_spec_pods_get_list_delete(cluster):
+    code, _, pods = http(cluster, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dgpu01&limit=500")
+    assert code == 200 and conforms(CORE + "PodList", pods) == []
+    for pod in pods["items"]:
+        for condition in pod["status"]["conditions"]:
+            assert conforms(CORE + "PodCondition", condition) == []
+    assert str(code) in operation("listCoreV1NamespacedLimitRange")["responses"]
+    code, _, pod = http(cluster, "GET", "/api/v1/namespaces/default/pods/batch-job")
+    assert str(code) in operation("readCoreV1NamespacedPod")["responses"]
+    assert conforms(CORE + "Pod", pod) == []
+    code, _, deleted = http(cluster, "DELETE", "/api/v1/namespaces/default/pods/batch-job",
+                            {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+    assert str(code) in operation("deleteCoreV1NamespacedPod")["responses"]
+    assert conforms(CORE + "Pod", deleted) == [] and deleted["kind"] == "Pod"
+    assert conforms(META + "DeleteOptions", {"gracePeriodSeconds": 0, "preconditions": {"uid": "u"}}) == []
+    # a DELETE of another kind (the budget) answers a Status, as the spec's other deletes do
+    code, _, status = http(cluster, "DELETE", "/apis/policy/v1/namespaces/inference/poddisruptionbudgets/vllm-pdb")
+    assert str(code) in operation("deleteCoreV1NamespacedLimitRange")["responses"]
+    assert conforms(META + "Status", status) == [] and status["status"] == "Success"
+
+
+def test_spec_eviction_answers(cluster):
+    vllm = next(n for n, p in pods_on(cluster, "gpu01").items() if p["metadata"]["namespace"] == "inference")
+    request = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": vllm, "namespace": "inference"},
+               "deleteOptions": {"gracePeriodSeconds": 30}}
+    assert conforms(POLICY + "Eviction", request) == []
+    code, _, refusal = http(cluster, "POST", f"/api/v1/namespaces/inference/pods/{vllm}/eviction", request)
+    assert code == 429 and conforms(META + "Status", refusal) == []
+    code, _, budgets = http(cluster, "GET", "/apis/policy/v1/namespaces/inference/poddisruptionbudgets")
+    assert code == 200 and conforms(POLICY + "PodDisruptionBudgetList", budgets) == []
+    for condition in budgets["items"][0]["status"]["conditions"]:
+        assert conforms(META + "Condition", condition) == []
+    request = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "batch-job", "namespace": "default"}}
+    code, _, answer = http(cluster, "POST", "/api/v1/namespaces/default/pods/batch-job/eviction", request)
+    assert str(code) in operation("createCoreV1NamespacedPodEviction")["responses"]
+    # the real server answers a Status where the spec names an Eviction: it fits both
+    assert conforms(META + "Status", answer) == [] and conforms(POLICY + "Eviction", answer) == []
+
+
+def test_spec_watch_events_and_discovery(cluster):
+    rv = cluster.store.resource_version
+    cluster.store.delete("pods", "default", "batch-job")
+    req = urllib.request.Request(cluster.url + f"/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=2")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]  # marked, then gone after the kubelet
+    for event in events:
+        assert conforms(META + "WatchEvent", event) == [] and conforms(CORE + "Pod", event["object"]) == []
+    code, _, resources = http(cluster, "GET", "/api/v1")
+    assert str(code) in operation("getCoreV1APIResources")["responses"]
+    assert conforms(META + "APIResourceList", resources) == []
+    code, _, missing = http(cluster, "GET", "/api/v1/nodes/gpu99")
+    assert code == 404 and conforms(META + "Status", missing) == []
