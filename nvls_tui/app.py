@@ -6,12 +6,12 @@ import asyncio
 import functools
 import gc
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from textual import events, on
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.dom import DOMNode
 from textual.message_pump import MessagePump
 from textual.notifications import SeverityLevel
@@ -219,6 +219,12 @@ class NvlsApp(App[int]):
                 if reason:
                     self.notify(reason, severity="warning", timeout=5)
         return handled
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
+        """Textual's own palette entries the console keeps, and its screenshot (commands.system_commands)."""
+        from nvls_tui.commands import system_commands
+
+        return system_commands(self, super().get_system_commands(screen))
 
     def action_help_quit(self) -> None:
         """ctrl+c: say how to quit, in plain words (Textual's own toast is markup, and toasts here are plain)."""

@@ -11,10 +11,12 @@ leaves out everything that changes a node, and a command whose action does not a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from textual.app import SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from nvls_tui.bindings import specs_for
@@ -95,4 +97,40 @@ class ScreenCommands(_Listed):
         return cast(OffersCommands, self.screen).palette_commands()
 
 
-__all__ = ["Command", "ConsoleCommands", "OffersCommands", "ScreenCommands", "scope_commands"]
+# Textual's own palette entries the console keeps (docs/console.md lists them): the others are left
+# out on purpose. Keys: Textual's panel of the focused widget's keys, beside `?`, which knows the ids
+# and read-only. Theme: the cells' colours are read once from the stylesheet, so a theme recoloured
+# the frames but not the states. Quit: `app: Quit` is the same action under the console's own title.
+KEPT_SYSTEM_COMMANDS = ("Maximize", "Minimize")
+
+
+def system_commands(app: NvlsApp, inherited: Iterable[SystemCommand]) -> Iterator[SystemCommand]:
+    """The palette's entries that are not the console's own: Textual's that are kept, and a screenshot.
+
+    The screenshot (an SVG of the screen as it is) goes where the fleet's exports go, private (0600 in a
+    0700 directory of the operator's own): a screen shows host names, users and command lines.
+    """
+    for command in inherited:
+        if command.title in KEPT_SYSTEM_COMMANDS:
+            yield command
+    yield SystemCommand("app: Save a screenshot (SVG)",
+                        "An SVG of this screen in the exports directory, for a ticket or a hand-over.",
+                        lambda: app.set_timer(0.1, partial(save_screenshot, app)))  # once the palette is gone
+
+
+def save_screenshot(app: NvlsApp) -> None:
+    """Write the screen as SVG next to the fleet's exports and say where (one line when it cannot)."""
+    from nvls_tui.export import export_dir
+    from nvls_tui.localfiles import private_dir, write_private
+
+    try:
+        folder = private_dir(export_dir())
+        path = write_private(folder / time.strftime("screen-%Y%m%dT%H%M%S.svg"), app.export_screenshot())
+    except OSError as exc:
+        app.notify(f"Screenshot not saved: {exc}", severity="error", timeout=10)
+        return
+    app.notify(f"Screenshot saved: {path}", timeout=8)
+
+
+__all__ = ["KEPT_SYSTEM_COMMANDS", "Command", "ConsoleCommands", "OffersCommands", "ScreenCommands", "save_screenshot",
+           "scope_commands", "system_commands"]

@@ -126,3 +126,27 @@ async def test_help_from_the_fleet_lists_the_fleet_keys_first():
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
         table = app.screen.query_one("#help-table")
         assert str(table.get_row_at(0)[0]) == "fleet"
+
+
+async def test_textual_s_own_palette_entries_are_the_documented_ones_and_the_screenshot_is_private(tmp_path,
+                                                                                                  monkeypatch):
+    # Keys (Textual's key panel), Theme (the cells' colours are read once from the stylesheet) and its
+    # Quit (app: Quit asks first) are gone; Maximize/Minimize and the screenshot stay, and docs say so.
+    from pathlib import Path
+
+    import nvls_tui.export
+
+    monkeypatch.setattr(nvls_tui.export, "export_dir", lambda: tmp_path / "exports")
+    app = sim_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_node_screen(app, pilot, "gpu05")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert titles == ["Maximize", "app: Save a screenshot (SVG)"]
+        doc = (Path(__file__).resolve().parent.parent / "docs" / "console.md").read_text()
+        assert all(f"`{t}`" in doc for t in [*titles, "Minimize"])
+        shot = next(c for c in app.get_system_commands(app.screen) if "screenshot" in c.title)
+        shot.callback()
+        await wait_until(pilot, lambda: list((tmp_path / "exports").glob("screen-*.svg")), "the screenshot file")
+        (svg,) = (tmp_path / "exports").glob("screen-*.svg")
+        assert svg.stat().st_mode & 0o777 == 0o600 and "gpu05" in svg.read_text()
+        assert any(str(svg) in n.message for n in app._notifications)
