@@ -131,10 +131,11 @@ async def test_a_workload_holder_waits_for_the_operator_who_selects_and_sigterms
         await wait_until(pilot, lambda: column.asking, "the runbook to wait on the workload")
         assert [h.pid for h in column.run.holders] == [job.pid]
         assert column.query_one(".holders-box").display
-        assert screen.check_action("sigterm_holders", ()) is True
+        assert screen.check_action("sigterm_holders", ()) is None  # greyed until a holder is picked
         assert app.focused is column.query_one(".holders")  # the list takes the keys as it appears
         await pilot.press("space")  # select the one holder listed
         assert column.selected_pids == [job.pid]
+        assert screen.check_action("sigterm_holders", ()) is True
         await pilot.press("t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the SIGTERM confirmation")
         assert "python3 train.py" in str(app.screen.lines)

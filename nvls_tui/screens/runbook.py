@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, SelectionList, Static, TabbedContent, TabPane
 
 from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import Command, ScreenCommands, scope_commands
@@ -45,6 +45,7 @@ from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RESULT_GLYPH, RunbookColumn, result_style
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.textsafe import one_line
+from nvls_tui.views.consequences import workload_words
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
@@ -296,7 +297,8 @@ class RunbookScreen(OnConsole, Screen[None]):
         if action == "sigterm_holders":
             if self.services.settings.read_only:
                 return False
-            return True if any(c.asking for c in self.columns.values()) else None
+            # Offered from the first pick (greyed while nothing is picked: there is nothing to signal).
+            return True if any(c.asking and c.selected_pids for c in self.columns.values()) else None
         if action == "report":
             return True if self.finished_at is not None and self.audit_path else None
         return True
@@ -374,7 +376,9 @@ class RunbookScreen(OnConsole, Screen[None]):
         if not chosen:
             self.notify("Select holders in a waiting column first (space).", severity="warning")
             return
-        lines = [f"{host}: {holder_label(h, 80)}" for host, hs in chosen.items() for h in hs]
+        # Whose work each one is, where it is someone's (a job, a pod, a user's process): said before the signal.
+        lines = [f"{host}: {holder_label(h, 80)}" + (f"  ← {words}" if (words := workload_words(h)) else "")
+                 for host, hs in chosen.items() for h in hs]
 
         def done(ok: bool | None) -> None:
             if ok:
@@ -385,6 +389,11 @@ class RunbookScreen(OnConsole, Screen[None]):
             f"Send SIGTERM to {len(lines)} process{'es' if len(lines) != 1 else ''}?", lines,
             confirm_label=f"SIGTERM {len(lines)}",
             note="The runbook re-checks each PID's start time and command line just before the signal."), done)
+
+    @on(SelectionList.SelectedChanged)
+    def _picks_changed(self) -> None:
+        # A pick or an unpick in a waiting column decides whether t applies: the footer follows at once.
+        self.refresh_bindings()
 
     def palette_commands(self) -> Iterator[Command]:
         """The runbook's bound actions that apply now (abort, SIGTERM, the report)."""

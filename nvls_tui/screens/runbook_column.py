@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import SelectionList, Static
+from textual.widgets import Static
 from textual.widgets.selection_list import Selection
 
 from nvls_tui.model import Holder
@@ -24,6 +24,7 @@ from nvls_tui.runbook.steps import HolderDecision
 from nvls_tui.views.runbook import NodeRun
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
+from nvls_tui.widgets.holder_picks import HolderPicks
 from nvls_tui.widgets.output_pane import OutputPane
 from nvls_tui.widgets.step_list import StepList, duration_text
 
@@ -89,7 +90,7 @@ class RunbookColumn(Vertical):
         yield StepList(classes="steps")
         with Vertical(classes="holders-box"):
             yield Static(classes="holders-hint")
-            yield SelectionList[int](classes="holders")
+            yield HolderPicks(classes="holders")
         with Vertical(classes="smoke-box"):
             yield BandwidthPlot(threshold=self.threshold, classes="plot")
         yield Static(classes="summary")
@@ -153,7 +154,7 @@ class RunbookColumn(Vertical):
         self.query_one(".holders-hint", Static).update(Text(
             "The runbook waits: space selects, t sends SIGTERM (identity re-checked), a aborts.",
             style=palette.STYLE["warn"]))
-        listing = self.query_one(".holders", SelectionList)
+        listing = self.query_one(".holders", HolderPicks)
         pids = [h.pid for h in run.holders]
         if pids != [listing.get_option_at_index(i).value for i in range(listing.option_count)]:
             # Rebuild only when the holders changed: a re-check must not lose the cursor or the picks.
@@ -171,7 +172,7 @@ class RunbookColumn(Vertical):
     def selected_pids(self) -> list[int]:
         """PIDs selected in the holders list (still present)."""
         present = {h.pid for h in self.run.holders}
-        return [pid for pid in self.query_one(".holders", SelectionList).selected if pid in present]
+        return [pid for pid in self.query_one(".holders", HolderPicks).selected if pid in present]
 
     @property
     def selected_holders(self) -> list[Holder]:
@@ -187,12 +188,15 @@ class RunbookColumn(Vertical):
     async def ask(self, recheck: float) -> HolderDecision:
         """Wait for the operator (SIGTERM or abort), or ``recheck`` seconds: then re-read the holders."""
         self._decision = asyncio.get_running_loop().create_future()
+        self.screen.refresh_bindings()  # t applies from the first pick: the footer must say so now
         try:
             return await asyncio.wait_for(asyncio.shield(self._decision), recheck)
         except TimeoutError:
             return HolderDecision()
         finally:
             self._decision = None
+            if self.is_attached:
+                self.screen.refresh_bindings()
 
     def decide(self, decision: HolderDecision) -> bool:
         """Hand the operator's decision to a waiting runbook. False when nothing was waiting."""

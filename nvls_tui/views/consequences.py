@@ -10,8 +10,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nvls_tui.model import Holder, HolderKind, NodeState
+from nvls_tui.textsafe import one_line
 
 KUBELET = "kubelet.service"
+
+
+def workload_words(holder: Holder) -> str | None:
+    """Whose work a holder is, where it is someone's workload: ``Slurm job 4242 (carol/train)``,
+    ``bob's process (a user's workload)``, ``a pod's process (pod …, a workload)``; None for NVIDIA's
+    own agents (exporters, device plugins, FM, nvidia-smi), which a repair stops as a matter of course."""
+    if holder.job is not None:
+        job = holder.job
+        return f"Slurm job {job.id} ({one_line(job.user)}/{one_line(job.name)})"
+    if holder.kind.is_management:
+        return None
+    if holder.pod:
+        return f"a pod's process (pod {one_line(holder.pod)}, a workload)"
+    if holder.user != "root":
+        return f"{one_line(holder.user)}'s process (a user's workload)"
+    return None
 
 
 def sigterm_consequences(holders: Sequence[Holder], state: NodeState | None) -> list[str]:
