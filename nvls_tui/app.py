@@ -30,6 +30,7 @@ from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.kube import KubeNode
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
+from nvls_tui.notify import Notifier
 from nvls_tui.poll.once import poll_deadline
 from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
 from nvls_tui.runbook.session import Session
@@ -148,6 +149,7 @@ class NvlsApp(App[int]):
         audit_dir: str | None = None,
         slurm: Slurm | None = None,
         kube: KubeFleet | None = None,
+        notify: bool = True,
     ) -> None:
         super().__init__()
         self.slurm = slurm
@@ -184,6 +186,8 @@ class NvlsApp(App[int]):
         self._polled: set[str] = set()
         self._hold: KeyHold | None = None  # keys typed ahead of the widget they are meant for
         self._hold_timer: Timer | None = None
+        # A long repair's end rings the bell and raises a desktop notification (nvls_tui/notify.py).
+        self.notifier = Notifier(notify, self._write_terminal, time.monotonic)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> NvlsApp:
@@ -193,7 +197,14 @@ class NvlsApp(App[int]):
         backends = resolve_backends(settings)
         return cls(backends, read_only=settings.read_only, poll_interval=settings.poll_interval,
                    timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,
-                   slurm=scheduler_from_settings(settings), kube=kube_from_settings(settings, backends))
+                   slurm=scheduler_from_settings(settings), kube=kube_from_settings(settings, backends),
+                   notify=settings.notify)
+
+    def _write_terminal(self, text: str) -> None:
+        """Write raw text (a bell, an OSC sequence) to the terminal, past the screen's rendering."""
+        if self._driver is not None:
+            self._driver.write(text)
+            self._driver.flush()
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -419,6 +430,7 @@ class NvlsApp(App[int]):
         from nvls_tui.screens.runbook import RunbookScreen
 
         if message.approval.hosts:
+            self.notifier.repair_started()
             self.push_screen(RunbookScreen(list(message.approval.hosts), services=self.services,
                                            approval=message.approval))
 
@@ -461,6 +473,8 @@ class NvlsApp(App[int]):
         if message.error is not None:
             self.notify(f"The repair did not start: {message.error}", severity="error", timeout=15)
             return
+        self.notifier.repair_ended(message.hosts, message.ok,
+                                   ", ".join(f"{h} {r}" for h, r in message.results.items()) or "ended")
         self.notify("Repair finished: " + ", ".join(f"{h} {r}" for h, r in message.results.items())
                     + ". e writes the incident report.", severity="information" if message.ok else "error", timeout=8)
 

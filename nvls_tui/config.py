@@ -6,6 +6,7 @@ Example::
     timeout = 20.0               # per-command timeout
     targets = ["gpu[01-08]"]     # used when the command line names no target
     read_only = false
+    notify = true                # bell + desktop notification when a long repair ends
 
     [ssh]
     user = "ops"
@@ -75,6 +76,7 @@ class Config:
         timeout: per-command timeout in seconds, or None for the command line's default.
         targets: default targets when the command line names none.
         read_only: start in read-only mode.
+        notify: the console's notification when a long repair ends (bell, OSC 9/777).
         ssh: SSH options by argparse destination (``user``, ``identity``, ``known_hosts``, ...).
         keymap: binding id -> key (validated later against the binding table).
         slurm_conf: ``[slurm] conf``, the Slurm cluster's slurm.conf.
@@ -90,6 +92,7 @@ class Config:
     timeout: float | None = None
     targets: tuple[str, ...] = ()
     read_only: bool = False
+    notify: bool = True
     ssh: Mapping[str, object] = field(default_factory=dict)
     keymap: Mapping[str, str] = field(default_factory=dict)
     slurm_conf: str | None = None
@@ -116,7 +119,7 @@ def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> Any:
 
 
 # The top-level settings the file may hold (each table's own keys are checked where it is read).
-_TOP_KEYS = ("poll_interval", "timeout", "targets", "read_only", "ssh", "slurm", "kubernetes", "keymap")
+_TOP_KEYS = ("poll_interval", "timeout", "targets", "read_only", "notify", "ssh", "slurm", "kubernetes", "keymap")
 
 
 def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config:
@@ -154,6 +157,7 @@ def _parse(data: Mapping[str, object], path: Path | None) -> Config:
     for t in targets:
         _expect("targets[]", t, str)
     read_only = bool(_expect("read_only", data.get("read_only", False), bool))
+    notify = bool(_expect("notify", data.get("notify", True), bool))
     ssh_raw = _expect("[ssh]", data.get("ssh", {}), dict)
     ssh: dict[str, object] = {}
     for key, value in ssh_raw.items():
@@ -183,7 +187,7 @@ def _parse(data: Mapping[str, object], path: Path | None) -> Config:
         f"slurm.{k}" for k in slurm_raw} | {f"kubernetes.{k}" for k in kubernetes} | (
         {"kubernetes.nodes"} if kube_nodes else set())
     return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),
-                  read_only=read_only, ssh=ssh, keymap=keymap, slurm_conf=slurm_conf, slurm_nodes=slurm_nodes,
+                  read_only=read_only, notify=notify, ssh=ssh, keymap=keymap, slurm_conf=slurm_conf, slurm_nodes=slurm_nodes,
                   kubernetes=kubernetes, kube_nodes=kube_nodes, given=frozenset(given))
 
 

@@ -146,6 +146,8 @@ class Settings:
         json: print the JSON of contract.md.
         via: ``check --via``: ``ssh`` or ``slurm``.
         watch: ``check --watch``: seconds between two rounds, or None for one round.
+        notify: the console's bell and desktop notification when a long repair ends (``notify`` in the
+            config file; ``--no-notify`` turns it off).
         poll_interval: the console's seconds between two polls of one node.
         keymap: binding id -> key, already checked against the binding table.
         files: ``analyze``'s files.
@@ -175,6 +177,7 @@ class Settings:
     json: bool = False
     via: str = "ssh"
     watch: float | None = None
+    notify: bool = True
     poll_interval: float = DEFAULT_POLL_INTERVAL
     keymap: Mapping[str, str] = field(default_factory=dict)
     files: tuple[str, ...] = ()
@@ -311,6 +314,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         json=bool(given.get("json")),
         via=str(given.get("via") or "ssh"),
         watch=float(given["watch"]) if given.get("watch") is not None else None,
+        notify=bool(p.pick("notify", "notify", "notify", config.notify, True)),
         poll_interval=float(p.pick("poll_interval", "poll", "poll_interval", config.poll_interval,
                                    DEFAULT_POLL_INTERVAL)),
         keymap=dict(config.keymap),
