@@ -334,6 +334,27 @@ def test_eviction_of_a_missing_pod_and_a_wrong_body(cluster):
     assert body["message"] == "name in URL does not match name in Eviction object"
 
 
+def test_eviction_of_a_pod_two_budgets_select_is_a_500(cluster):
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+              "metadata": {"name": "second", "namespace": "inference"},
+              "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "vllm"}}}}
+    code, _, created = http(cluster, "POST", "/apis/policy/v1/namespaces/inference/poddisruptionbudgets", budget)
+    assert (code, created["kind"], created["metadata"]["name"]) == (201, "PodDisruptionBudget", "second")
+    vllm = next(n for n, p in pods_on(cluster, "gpu01").items() if p["metadata"]["namespace"] == "inference")
+    code, _, body = http(cluster, "POST", f"/api/v1/namespaces/inference/pods/{vllm}/eviction",
+                         {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": vllm}})
+    assert (code, body["reason"]) == (500, "InternalError")
+    assert body["message"] == ("This pod has more than one PodDisruptionBudget, which the eviction subresource does "
+                               "not support.")
+    assert vllm in pods_on(cluster, "gpu01")
+
+
+@needs_kubectl
+def test_namespaces_of_the_state(cluster):
+    out = kubectl(cluster, "get", "namespaces", "-o", "name")
+    assert out.stdout.split() == ["namespace/default", "namespace/gpu-operator", "namespace/inference"]
+
+
 # -- delete and wait --------------------------------------------------------------------------------
 
 

@@ -141,6 +141,17 @@ def _pod(store: Store, entry: Any, where: str) -> None:
     _place(store, pod, node_name, where, entry.get("phase", "Running"))
 
 
+def _namespaces(store: Store) -> None:
+    """A Namespace object for every namespace the state's objects live in (and ``default``)."""
+    used = {"default"}
+    for plural in ("pods", "daemonsets", "replicasets", "deployments", "poddisruptionbudgets"):
+        used.update(o["metadata"]["namespace"] for o in store.query(plural)[0])
+    for name in sorted(used):
+        if store.find("namespaces", "", name) is None:
+            store.create("namespaces", {"metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+
+
 def load_state(doc: Any, store: Store | None = None) -> Store:
     """A Store holding the state ``doc`` describes."""
     store = store or Store()
@@ -179,6 +190,7 @@ def load_state(doc: Any, store: Store | None = None) -> Store:
             _workload(store, entry, f"workloads[{i}]")
         for i, entry in enumerate(doc.get("pods") or []):
             _pod(store, entry, f"pods[{i}]")
+        _namespaces(store)
     except ApiError as err:
         raise FixtureError(str(err)) from None
     except (TypeError, ValueError, AttributeError) as err:
