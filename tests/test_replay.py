@@ -24,39 +24,50 @@ from nvls_tui.poll.once import poll_once
 
 REPO = Path(__file__).parent.parent
 REAL = REPO / "tests" / "fixtures" / "real" / "nvidia-h200"
-CAPTURE = REAL / "probe-output-after-fix.txt"
-
-
-# Sections the probe gained after the capture was made.
+# The newest capture: the probe run by hand on the real H200 VM on 2026-12-02, with that day's
+# `check --json` over SSH beside it (tests/fixtures/README.md).
+CAPTURE = REAL / "probe-output-2026-12-02.txt"
+LIVE = REAL / "check-ssh-2026-12-02.json"
+# An older capture (2026-12-01), from before the probe's ``boot``, ``needrestart``, ``apt`` and
+# ``fm_log`` sections existed.
+OLD_CAPTURE = REAL / "probe-output-after-fix.txt"
 LATER_SECTIONS = ("boot", "needrestart", "apt", "fm_log")
 
 
 def facts(node: dict) -> dict:
-    """What a check says of a node, apart from its name (the fields tests/test_backends_agree.py compares).
-
-    The capture and that check predate the probe's ``boot``, ``needrestart``, ``apt`` and ``fm_log`` sections: the replay
-    reads them "not run" (unknown, as it must), which that older check did not know to say.
-    """
+    """What a check says of a node, apart from its name (the fields tests/test_backends_agree.py compares)."""
     return {"verdict": node["verdict"], "platform": node["platform"], "driver": node["driver"],
-            "findings": sorted((f["code"], f["severity"], f.get("section")) for f in node["findings"]
-                               if f.get("section") not in LATER_SECTIONS),
+            "findings": sorted((f["code"], f["severity"], f.get("section")) for f in node["findings"]),
             "gpus": node["gpus"], "services": node["services"],
             "holders": [(h["pid"], h["ppid"], h["user"], " ".join(h["start_time"].split()), h["command"], h["kind"],
                          h["devices"]) for h in node["holders"]],
-            "missing": sorted((m["section"], m["reason"]) for m in node["missing"] if m["section"] not in LATER_SECTIONS)}
+            "missing": sorted((m["section"], m["reason"]) for m in node["missing"]),
+            "kernel_coverage": node.get("kernel_coverage")}
 
 
-def test_check_of_a_replayed_capture_reads_as_the_real_machines_check_over_ssh():
-    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "check", f"replay:{CAPTURE}", "--json"],
+def _check_replay(capture: Path) -> tuple[dict, subprocess.CompletedProcess]:
+    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "check", f"replay:{capture}", "--json"],
                           capture_output=True, text=True, timeout=120, check=False, cwd=REPO,
                           stdin=subprocess.DEVNULL)
     (node,) = json.loads(done.stdout)["nodes"]
-    (live,) = json.loads((REAL / "check-ssh-after-fix.json").read_text())["nodes"]
+    return node, done
+
+
+def test_check_of_a_replayed_capture_reads_as_the_real_machines_check_over_ssh():
+    node, done = _check_replay(CAPTURE)
+    (live,) = json.loads(LIVE.read_text())["nodes"]
     assert node["host"] == f"replay:{CAPTURE}" and node["reachable"] is True
     assert facts(node) == facts(live)
+    assert node["verdict"] == "degraded" and node["platform"] == "no-nvswitch"
+    assert done.returncode == 0 and done.stderr == ""  # degraded: warnings only
+
+
+def test_an_older_capture_reads_the_sections_it_predates_as_not_run():
+    node, done = _check_replay(OLD_CAPTURE)
     assert sorted((m["section"], m["reason"]) for m in node["missing"] if m["section"] in LATER_SECTIONS) == [
         ("apt", "not run"), ("boot", "not run"), ("fm_log", "not run"), ("needrestart", "not run")]
-    assert done.returncode == 0 and done.stderr == ""  # degraded: warnings only
+    assert node["verdict"] == "degraded"  # unknown is never healthy
+    assert done.returncode == 0 and done.stderr == ""
 
 
 async def test_a_section_whose_end_never_came_reads_timed_out_and_the_rest_is_read():
@@ -66,7 +77,7 @@ async def test_a_section_whose_end_never_came_reads_timed_out_and_the_rest_is_re
     state = await poll_once(RecordedBackend("gpu05", hung), deadline=5)
     assert state.reachable, state.error
     assert ("gpus", TIMED_OUT) in [(m.section, m.reason) for m in state.missing]
-    assert [h.pid for h in state.holders] == [515]  # the holders after it were read
+    assert [h.pid for h in state.holders] == [541]  # the holders after it were read (the CUDA process of that capture)
     assert diagnose(state).verdict.value == "broken"
 
 
