@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from nvls_tui.kube_standin import FixtureError, load_state, running
+from nvls_tui.kube_standin import FixtureError, Store, load_state, running
 from nvls_tui.kube_standin.controller import Timing
 from nvls_tui.kube_standin.errors import ApiError
 from nvls_tui.kube_standin.patch import STRATEGIC, apply
@@ -451,6 +451,47 @@ def test_watch_from_a_resource_version_streams_the_deletion(cluster):
         ("DELETED", "Pod", "batch-job")]
     code, _, body = http(cluster, "GET", "/api/v1/pods?watch=1&resourceVersion=abc")
     assert (code, body["reason"]) == (400, "BadRequest")
+
+
+def test_watch_from_a_compacted_resource_version_is_410(tmp_path):
+    store = load_state(STATE, Store(event_window=5))
+    for i in range(10):
+        store.update("nodes", "", "gpu01", lambda n, i=i: n["metadata"]["annotations"].__setitem__("n", str(i)))
+    with running(store, tmp_path) as standin:
+        code, _, body = http(standin, "GET", "/api/v1/nodes?watch=true&resourceVersion=1001")
+    assert (code, body["reason"]) == (410, "Expired")
+    assert body["message"].startswith("too old resource version: 1001 (")
+
+
+def test_hooks_end_and_start_real_processes(tmp_path):
+    """The lab's use: each pod is a real process; pausing the operand's label ends the device plugin's."""
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(pod: dict[str, Any]) -> None:
+        processes[pod["metadata"]["name"]] = subprocess.Popen(["sleep", "300"])
+
+    def end(pod: dict[str, Any]) -> None:
+        proc = processes[pod["metadata"]["name"]]
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    timing = Timing(operand_grace=0.1, create_delay=0.1)
+    try:
+        with running(STATE, tmp_path, on_create=start, on_delete=end, timing=timing) as standin:
+            plugin = next(n for n, p in pods_on(standin, "gpu01").items()
+                          if owner(p) == "nvidia-device-plugin-daemonset")
+            assert processes[plugin].poll() is None
+            standin.store.update("nodes", "", "gpu01", lambda n: n["metadata"]["labels"].__setitem__(
+                "nvidia.com/gpu.deploy.device-plugin", "paused-for-nvls-repair"))
+            standin.wait_for(lambda s: plugin not in pods_on(standin, "gpu01"))
+            assert processes[plugin].returncode == -15  # SIGTERM, as the kubelet sends
+            others = [n for n in pods_on(standin, "gpu01") if n != plugin]
+            assert others and all(processes[n].poll() is None for n in others)
+    finally:
+        for proc in processes.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def test_legacy_discovery_for_older_kubectl(cluster):

@@ -43,11 +43,11 @@ class Event:
 class Store:
     """All objects by resource; thread-safe; the only place the resourceVersion moves."""
 
-    def __init__(self) -> None:
+    def __init__(self, event_window: int = EVENT_WINDOW) -> None:
         self.cond = threading.Condition(threading.RLock())
         self._objects: dict[str, dict[Key, Obj]] = {plural: {} for plural in BY_PLURAL}
         self._rv = 1000
-        self._events: collections.deque[Event] = collections.deque(maxlen=EVENT_WINDOW)
+        self._events: collections.deque[Event] = collections.deque(maxlen=event_window)
         self.closed = False
 
     # -- reading ---------------------------------------------------------------------------------
