@@ -4,9 +4,10 @@ A dry run records its basis (who held the devices, which units ran, the versions
 Right before a repair changes anything, preflight compares the node it finds with that basis and
 refuses when it differs in what matters: a workload that appeared on a GPU (a job that started
 after the plan was read), a unit that came up or went down, another driver or Fabric Manager, a
-repair record. Holders that went away are not drift: there is less to stop. Nor is a new PID of a
-management kind (each run of a watch loop's or a snapshot timer's nvidia-smi is a new process; a pod
-kubelet recreated): the plan already stops those, whatever their PIDs. Pure.
+repair record, a MIG mode change that became pending (the reset would commit it unshown). Holders that
+went away are not drift: there is less to stop. Nor is a new PID of a management kind (each run of a
+watch loop's or a snapshot timer's nvidia-smi is a new process; a pod kubelet recreated): the plan
+already stops those, whatever their PIDs. Pure.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def plan_basis(state: NodeState) -> dict[str, Any]:
         "holders": [{"pid": h.pid, "start_time": h.start_time, "kind": str(h.kind), "command": h.command}
                     for h in state.holders],
         "record": bool(state.repair_record),
+        # Each GPU's MIG mode [current, pending] (null where nvidia-smi printed N/A): what the reset commits.
+        "mig": {str(g.index): [g.mig_current, g.mig_pending] for g in state.gpus},
     }
 
 
@@ -65,6 +68,29 @@ def drift(basis: Mapping[str, Any], state: NodeState) -> list[str]:
             changes.append(f"{unit} was {was}, now {active}")
     if state.repair_record and not basis.get("record"):
         changes.append("the node now holds the record of another repair")
+    changes += _mig_drift(basis.get("mig"), state)
+    return changes
+
+
+def _mig_drift(planned: Any, state: NodeState) -> list[str]:
+    """MIG mode changes the reset would commit that the plan did not show, one sentence per GPU.
+
+    Drift: a change pending now that the plan did not show as pending (or showed as another change), and a
+    mode the plan read that cannot be read now (unknown is never "no change"). Not drift: a change the plan
+    showed, one that went away, a mode unread then and now (the plan said it was unknown). A basis without
+    MIG modes (saved before plans recorded them) showed no pending change.
+    """
+    modes = planned if isinstance(planned, Mapping) else {}
+    changes: list[str] = []
+    for g in state.gpus:
+        shown = modes.get(str(g.index))
+        was = (shown[0], shown[1]) if isinstance(shown, list | tuple) and len(shown) == 2 else (None, None)
+        if g.mig_change_pending and (g.mig_current, g.mig_pending) != was:
+            changes.append(f"GPU {g.index} has a pending MIG mode change ({g.mig_current} -> {g.mig_pending}) "
+                           "that the plan did not show: the reset would commit it")
+        elif (g.mig_current is None or g.mig_pending is None) and None not in was:
+            changes.append(f"GPU {g.index}'s MIG mode was read for the plan ({was[0]}, pending {was[1]}) but "
+                           "cannot be read now: whether the reset commits a MIG mode change is unknown")
     return changes
 
 
