@@ -218,12 +218,57 @@ def _container_story(state: NodeState, diagnosis: Diagnosis, ranked: list[Findin
     return Story(f"{cause}; {line}", Severity.ERROR)
 
 
-def node_story(state: NodeState, diagnosis: Diagnosis | None) -> Story:
-    """What is wrong with a node and what to do, in one line (the grid's last column)."""
+# What each repair step is, in a few words, for "where the last repair stopped".
+STEP_WORDS = {
+    "preflight": "the re-check", "quiesce": "stopping the holders' units", "verify-no-holders": "the holders",
+    "reset": "the GPU reset", "fabric-manager": "FM start and registration wait",
+    "verify-fabric": "the fabric check", "smoke-test": "the NVLS smoke test", "restore": "the restore",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LastRepair:
+    """How the console's last repair of a node ended, where that is news the fleet must keep showing.
+
+    Attributes:
+        result: ``failed`` or ``aborted``.
+        step: the step it stopped at (None when the outcome did not say).
+        restored: the restore put the units and settings back (False: it did not, or not all).
+    """
+
+    result: str
+    step: str | None
+    restored: bool = True
+
+
+def repair_story(last: LastRepair, cause: str | None) -> str:
+    """``repair failed at fabric-manager (FM start and registration wait), restored; GPUs not registered``.
+
+    Where it stopped, never the failed step again as the next move; the node's present cause (without its
+    advice) follows, when there is one.
+    """
+    where = f" at {last.step}" + (f" ({STEP_WORDS[last.step]})" if last.step in STEP_WORDS else "") if last.step else ""
+    put_back = "restored" if last.restored else "NOT all restored: repair --restore"
+    said = f"repair {last.result}{where}, {put_back}"
+    return f"{said}; now: {cause}" if cause else said
+
+
+def node_story(state: NodeState, diagnosis: Diagnosis | None, last: LastRepair | None = None) -> Story:
+    """What is wrong with a node and what to do, in one line (the grid's last column).
+
+    Args:
+        last: the console's last repair of the node, where it failed or was aborted and the node has not
+            changed since: the story says where that repair stopped first (not its failed step as advice).
+    """
     if not state.reachable:
         return Story(f"unreachable: {state.error or 'no answer'}", Severity.ERROR)
     if diagnosis is None:
         return Story("")
+    if last is not None:
+        now = node_story(state, diagnosis)
+        cause = now.text.partition("; ")[0] if now.severity is not None else None
+        severity = Severity.ERROR if last.result == "failed" or not last.restored else Severity.WARNING
+        return Story(repair_story(last, cause), severity)
     ranked = [f for f in diagnosis.findings if f.severity in (Severity.ERROR, Severity.WARNING)]
     if any(f.code == "FM_IN_CONTAINER" for f in diagnosis.findings):
         return _container_story(state, diagnosis, ranked)
@@ -239,5 +284,5 @@ def node_story(state: NodeState, diagnosis: Diagnosis | None) -> Story:
     return Story(_cause(top, state, diagnosis.smoke_distrust) + tail, top.severity)
 
 
-__all__ = ["NCCL_SYMPTOMS", "SHORT_DISTRUST", "Story", "ago", "before_fm_start", "fm_started_at", "kernel_when", "nccl_symptom",
-           "node_story", "node_time", "short_distrust", "when"]
+__all__ = ["NCCL_SYMPTOMS", "SHORT_DISTRUST", "STEP_WORDS", "LastRepair", "Story", "ago", "before_fm_start", "fm_started_at", "kernel_when", "nccl_symptom",
+           "node_story", "node_time", "repair_story", "short_distrust", "when"]

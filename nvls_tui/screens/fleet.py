@@ -21,6 +21,7 @@ from nvls_tui.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.messages import PlanApproved
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.typed import OnConsole
+from nvls_tui.views.last_repair import RepairMemory
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
 from nvls_tui.widgets.fleet_grid import FleetGrid, versions_line
@@ -106,6 +107,7 @@ class FleetScreen(OnConsole, Screen[None]):
         self.selected: list[str] = []  # nodes picked for a repair (space), in the order picked
         self._last_draw = 0.0
         self._draw_pending = False
+        self.repair_memory = RepairMemory()  # the last failed or aborted repair of each node, while news
 
     def compose(self) -> ComposeResult:
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
@@ -174,6 +176,7 @@ class FleetScreen(OnConsole, Screen[None]):
         fleet = self.services.live.fleet
         order = self.order(fleet)
         grid = self.query_one(FleetGrid)
+        self._follow_repairs(grid)
         grid.show(fleet, self.services.live.diagnoses, order, self.services.clock(), ages=ages)
         grid.border_title = versions_line(fleet, grid.show_versions)
         mark_selected(grid, self.selected, self.services.live, self.services.clock)
@@ -193,6 +196,19 @@ class FleetScreen(OnConsole, Screen[None]):
         if not order:
             empty.update("No node matches the filter. Esc clears it." if self.filter_text
                          else "No targets. Start with `nvls-tui --demo`, or name hosts: `nvls-tui gpu[01-08]`.")
+
+    def _follow_repairs(self, grid: FleetGrid) -> None:
+        # A failed or aborted repair stays in the node's story until a poll shows the node changed.
+        memory = self.repair_memory
+        changed = memory.remember(self.services.session.repairs, self.services.clock())
+        diagnoses = self.services.live.diagnoses
+        for host in memory.hosts:
+            state = self.services.live.fleet.get(host)
+            if state is not None and memory.seen(state, diagnoses.get(host)):
+                changed.add(host)
+        for host in changed:
+            grid.forget_row(host)
+        grid.last_repair = memory.get
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the grid's columns to the new width (the story column takes what is left)."""

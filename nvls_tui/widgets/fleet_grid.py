@@ -9,7 +9,7 @@ put while polls stream in. Rows are rebuilt only when the set or order of visibl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.text import Text
 from textual.binding import Binding
@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 
 from nvls_tui.bindings import spec
 from nvls_tui.diagnosis import current_kernel_events
-from nvls_tui.diagnosis.story import node_story
+from nvls_tui.diagnosis.story import LastRepair, node_story
 from nvls_tui.model import Fleet, NodeState, Severity, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.probe import SECTIONS
@@ -50,9 +50,11 @@ def host_of(cell: object) -> str:
     return plain.removeprefix("● ")
 
 
-def note_for(state: NodeState, diagnosis: Diagnosis | None, width: int | None = None) -> Text:
-    """The last column: the node's story (the cause and the next move), coloured by its severity."""
-    story = node_story(state, diagnosis)
+def note_for(state: NodeState, diagnosis: Diagnosis | None, width: int | None = None,
+             last: LastRepair | None = None) -> Text:
+    """The last column: the node's story (the cause and the next move), coloured by its severity; after a
+    failed or aborted repair (``last``), where that repair stopped."""
+    story = node_story(state, diagnosis, last)
     text = story.fitted(width) if width else story.text
     if not state.reachable:
         return Text(f"stale: {state.error or 'unreachable'}", style=cells.STYLE["unreachable"])
@@ -136,6 +138,8 @@ class FleetGrid(DataTable):
         self._keep: str | None = None  # the host under the cursor across a change of columns
         self.marked: set[str] = set()  # hosts the screen marked as picked for a repair (mark_selected)
 
+        # The console's last failed or aborted repair of a host, while still the news (the screen's memory).
+        self.last_repair: Callable[[str], LastRepair | None] = lambda _host: None
     @property
     def compact(self) -> bool:
         """All GPUs share one cell (and all NVSwitches another)."""
@@ -266,7 +270,7 @@ class FleetGrid(DataTable):
                         cells.smoke_text(state.smoke, stale, diagnosis.smoke_distrust if diagnosis else None))
         row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
         widths = self.widths
-        row["note"] = note_for(state, diagnosis, widths.get("note"))
+        row["note"] = note_for(state, diagnosis, widths.get("note"), self.last_repair(state.host))
         return {key: cells.fit(row[key], widths[key]) for key in self.layout_now.keys}
 
     def show(
@@ -337,6 +341,10 @@ class FleetGrid(DataTable):
         """True when the row of ``host`` was drawn from this very state and diagnosis."""
         cached = self._cache.get(host)
         return cached is not None and cached[0] is state and cached[1] is diagnosis
+    def forget_row(self, host: str) -> None:
+        """Draw ``host``'s row anew at the next :meth:`show` (what it shows changed beyond its state)."""
+        self._cache.pop(host, None)
+
 
     def _row(self, state: NodeState, diagnosis: Diagnosis | None, now: float) -> tuple[dict[str, Text], bool]:
         # A poll of one node must not re-render 255 others: reuse rows whose state and diagnosis are
