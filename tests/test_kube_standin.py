@@ -224,6 +224,33 @@ def test_annotate(cluster):
     assert cluster.store.get("nodes", "", "gpu01")["metadata"]["annotations"] == {}
 
 
+@needs_kubectl
+def test_human_readable_get_is_the_servers_table(cluster):
+    out = kubectl(cluster, "get", "nodes")
+    lines = [line.split() for line in out.stdout.splitlines()]
+    assert lines[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert [(row[0], row[1], row[2], row[4]) for row in lines[1:]] == [
+        ("gpu01", "Ready", "<none>", "v1.32.0"), ("gpu02", "Ready,SchedulingDisabled", "<none>", "v1.32.0")]
+    out = kubectl(cluster, "get", "pods", "-n", "inference", "-o", "wide")
+    header, row = (line.split() for line in out.stdout.splitlines())
+    assert header[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"] and header[5:8] == ["IP", "NODE", "NOMINATED"]
+    assert row[1:4] == ["1/1", "Running", "0"] and row[5:7] == ["10.0.0.1", "gpu01"]
+    out = kubectl(cluster, "get", "pdb", "-A")
+    assert out.stdout.split("\n")[1].split() == ["inference", "vllm-pdb", "1", "N/A", "0",
+                                                  out.stdout.split("\n")[1].split()[-1]]
+
+
+def test_human_age_as_kubectl_shows_it():
+    from nvls_tui.kube_standin.tables import human_age
+
+    t0 = "2025-01-01T00:00:00Z"
+    base = 1735689600.0
+    assert [human_age(t0, base + s) for s in (5, 119, 200, 600, 3 * 3600 + 5, 5 * 3600 + 600, 30 * 3600,
+                                                  3 * 86400 + 7200, 30 * 86400)] == [
+        "5s", "119s", "3m20s", "10m", "3h", "5h10m", "30h", "3d2h", "30d"]
+    assert human_age(None) == "<unknown>" and human_age("yesterday") == "<invalid>"
+
+
 # -- the GPU Operator's DaemonSets ------------------------------------------------------------------
 
 

@@ -167,7 +167,8 @@ def load_state(doc: Any, store: Store | None = None) -> Store:
                 _need(entry, "name", where), labels=_str_map(entry.get("labels"), where + ".labels"),
                 annotations=_str_map(entry.get("annotations"), where + ".annotations"),
                 unschedulable=bool(entry.get("unschedulable", False)), ready=bool(entry.get("ready", True)),
-                gpus=int(entry.get("gpus", 8)), taints=entry.get("taints")))
+                gpus=int(entry.get("gpus", 8)), taints=entry.get("taints"),
+                address=str(entry.get("address", f"10.0.0.{i + 1}"))))
         for i, raw in enumerate(doc.get("objects") or []):
             kind = _need(raw, "kind", f"objects[{i}]")
             resource = BY_KIND.get(kind)

@@ -16,7 +16,8 @@ Obj = dict[str, Any]
 
 
 def node(name: str, *, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-         unschedulable: bool = False, ready: bool = True, gpus: int = 8, taints: list[Obj] | None = None) -> Obj:
+         unschedulable: bool = False, ready: bool = True, gpus: int = 8, taints: list[Obj] | None = None,
+         address: str = "10.0.0.1") -> Obj:
     """A Node with a Ready condition, addresses, capacity (``nvidia.com/gpu``) and nodeInfo."""
     now = clock.now()
     spec: Obj = {}
@@ -38,7 +39,7 @@ def node(name: str, *, labels: dict[str, str] | None = None, annotations: dict[s
                 "message": "kubelet is posting ready status" if ready else "Kubelet stopped posting node status.",
                 "lastHeartbeatTime": now, "lastTransitionTime": now,
             }],
-            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
+            "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
             "capacity": capacity, "allocatable": dict(capacity),
             "nodeInfo": {"kubeletVersion": "v1.32.0", "containerRuntimeVersion": "containerd://1.7.24",
                          "kernelVersion": "6.8.0-60-generic", "osImage": "Ubuntu 24.04.2 LTS",

@@ -12,7 +12,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from nvls_tui.kube_standin import api, discovery
+from nvls_tui.kube_standin import api, discovery, tables
 from nvls_tui.kube_standin.errors import ApiError, method_not_allowed, status, unknown_path
 from nvls_tui.kube_standin.store import Store
 
@@ -116,13 +116,22 @@ class Handler(BaseHTTPRequestHandler):
             return
         target = api.parse_path(segments, query)
         store = self.server.store
+        table = tables.wants_table(self.headers.get("Accept") or "")
         if self.command == "GET" and target.name is None:
             if query.get("watch") in ("1", "true"):
                 self._watch(target)
                 return
-            self._send(*api.list_(store, target))
+            code, answer = api.list_(store, target)
+            if table:
+                answer = tables.table(target.resource, answer["items"], answer["metadata"]["resourceVersion"],
+                                      query.get("includeObject", ""), table)
+            self._send(code, answer)
         elif self.command == "GET":
-            self._send(*api.get(store, target))
+            code, answer = api.get(store, target)
+            if table:
+                answer = tables.table(target.resource, [answer], answer["metadata"]["resourceVersion"],
+                                      query.get("includeObject", ""), table)
+            self._send(code, answer)
         elif self.command == "PATCH" and target.name is not None:
             self._send(*api.patch_(store, target, self.headers.get("Content-Type") or "", body))
         elif self.command == "DELETE" and target.name is not None:
