@@ -58,7 +58,14 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("fleet.filter", "slash", "filter", "Filter", "Show only nodes whose host, verdict or "
                 "finding codes contain the text typed.", "fleet", palette="fleet: Filter nodes", priority=True),
     BindingSpec("fleet.sort", "v", "toggle_sort", "Sort", "Toggle between fleet order and verdict order "
-                "(broken nodes first).", "fleet", palette="fleet: Toggle sort by verdict"),
+                "(broken nodes first); from any other order, back to verdict order.", "fleet",
+                palette="fleet: Toggle sort by verdict"),
+    BindingSpec("fleet.sort_by", "S", "sort_by", "Sort by", "Sort the fleet by any column shown (a picker); "
+                "the same column again reverses it; the top line says the order.", "fleet", show=False,
+                palette="fleet: Sort by a column"),
+    BindingSpec("fleet.columns", "c", "choose_columns", "Columns", "Show or hide the grid's optional columns "
+                "(FM unit, versions, holders, kernel, smoke, age ...) for this session.", "fleet", show=False,
+                palette="fleet: Choose the grid's columns"),
     BindingSpec("fleet.poll", "p", "poll_all", "Poll", "Poll every node now instead of waiting.", "fleet",
                 palette="fleet: Poll every node now"),
     BindingSpec("fleet.select", "space", "toggle_node", "Select", "Select or unselect the node under the "

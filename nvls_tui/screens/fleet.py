@@ -21,6 +21,7 @@ from nvls_tui.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.messages import PlanApproved
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.typed import OnConsole
+from nvls_tui.views.fleet_sort import SortOrder, cell_value, ordered
 from nvls_tui.views.last_repair import RepairMemory
 from nvls_tui.widgets import cells, palette
 from nvls_tui.widgets.banner import FleetSummary, ModeBanner
@@ -102,7 +103,7 @@ class FleetScreen(OnConsole, Screen[None]):
     def __init__(self, services: ConsoleServices) -> None:
         super().__init__()
         self.services = services
-        self.sort_by_verdict = True
+        self.grid_order = SortOrder()  # verdict order (broken first); S picks any column, v toggles fleet order
         self.filter_text = ""
         self.selected: list[str] = []  # nodes picked for a repair (space), in the order picked
         self._last_draw = 0.0
@@ -139,16 +140,43 @@ class FleetScreen(OnConsole, Screen[None]):
             hosts = [h for h in hosts if matches(
                 self.filter_text, h, self.services.live.verdict(h),
                 [f.code for f in diagnoses[h].findings] if h in diagnoses else [])]
-        if self.sort_by_verdict:
-            rank = {h: i for i, h in enumerate(fleet.hosts)}
-            verdict = self.services.live.verdict
+        return ordered(hosts, self.grid_order, functools.partial(self._sort_value, self.grid_order.column,
+                                                                 self.services.clock()))
 
-            def key(h: str) -> tuple[int, int]:
-                v = verdict(h)
-                return (v.rank if v else len(Verdict), rank[h])
+    @property
+    def sort_by_verdict(self) -> bool:
+        """The fleet is in verdict order (broken first), the default."""
+        return self.grid_order == SortOrder()
 
-            hosts.sort(key=key)
-        return hosts
+    def _sort_value(self, column: str, now: float, host: str) -> tuple[object, ...] | None:
+        # None: unknown (never read, or the section unread) or absent: sorted after every known value.
+        live = self.services.live
+        if column == "verdict":
+            verdict = live.verdict(host)
+            return (verdict.rank,) if verdict else None
+        state = live.fleet.get(host)
+        if state is None:
+            return None
+        if column == "age":
+            return None if state.polled_at is None else (now - state.polled_at,)
+        if column == "gpus":  # how many GPUs are not registered with the fabric, the worst first
+            unread = not state.read_anything or any(m.section == "gpus" for m in state.missing)
+            return None if unread or not state.gpus else (sum(not g.fabric.completed_ok for g in state.gpus),)
+        grid = self.query_one(FleetGrid)
+        return cell_value(column, grid.cell_plain(state, live.diagnoses.get(host), now, column))
+
+    def sortable_columns(self) -> list[tuple[str, str]]:
+        """``(key, label)`` of the orders the sort picker offers: the fleet's own, then every column shown."""
+        layout = self.query_one(FleetGrid).layout_now
+        columns: list[tuple[str, str]] = [("", "fleet order")]
+        for column in layout.columns:
+            key = column.key
+            if key[:1] in "gs" and key[1:].isdigit():
+                if key == "g0":
+                    columns.append(("gpus", "GPUs (not registered)"))
+                continue
+            columns.append((key, {"note": "story", "gpus": "GPUs (not registered)"}.get(key, column.label)))
+        return columns
 
     def on_fleet_changed(self, *_: object) -> None:
         """Redraw at most every REDRAW_EVERY seconds: 256 nodes polled every 2 s change the fleet
@@ -181,7 +209,8 @@ class FleetScreen(OnConsole, Screen[None]):
         grid.border_title = versions_line(fleet, grid.show_versions)
         mark_selected(grid, self.selected, self.services.live, self.services.clock)
         verdicts = [self.services.live.verdict(h) for h in fleet.hosts]
-        extra = ("sorted by verdict" if self.sort_by_verdict else "fleet order")
+        labels = dict(self.sortable_columns())
+        extra = self.grid_order.words(labels.get(self.grid_order.column))
         if self.filter_text:
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
         if self.selected:
@@ -286,9 +315,37 @@ class FleetScreen(OnConsole, Screen[None]):
         self.query_one(FleetGrid).focus()
 
     def action_toggle_sort(self) -> None:
-        """Switch between verdict order (broken first) and fleet order."""
-        self.sort_by_verdict = not self.sort_by_verdict
+        """Switch between verdict order (broken first) and fleet order (from any other order: verdict)."""
+        self.grid_order = SortOrder("") if self.sort_by_verdict else SortOrder()
         self.refresh_grid()
+
+    def action_sort_by(self) -> None:
+        """Pick the column to sort by; the current one again reverses it (k9s)."""
+        from nvls_tui.screens.pickers import SortPicker
+
+        current = self.grid_order
+        marker = current.words().rsplit(" ", 1)[-1] if current.column not in ("", "verdict") else (
+            "(reversed)" if current.reverse else "(current)")
+
+        def picked(column: str | None) -> None:
+            if column is not None:
+                self.grid_order = self.grid_order.picked(column)
+                self.refresh_grid()
+
+        self.app.push_screen(SortPicker(self.sortable_columns(), current.column, marker), picked)
+
+    def action_choose_columns(self) -> None:
+        """Show or hide the grid's optional columns (for the rest of the session)."""
+        from nvls_tui.screens.pickers import ColumnPicker
+        from nvls_tui.widgets.grid_layout import OPTIONAL
+
+        grid = self.query_one(FleetGrid)
+
+        def apply(hidden: frozenset[str]) -> None:
+            if grid.relayout(hidden=hidden):
+                self.refresh_grid()
+
+        self.app.push_screen(ColumnPicker([(key, label) for key, label, _ in OPTIONAL], grid.hidden_columns, apply))
 
     def action_poll_all(self) -> None:
         """Poll every node now."""

@@ -128,6 +128,7 @@ class FleetGrid(DataTable):
         self.show_versions = False
         self.show_scheduler = False
         self.show_kube = False
+        self.hidden_columns: frozenset[str] = frozenset()  # optional columns the operator hid (c)
         self.layout_now = self._layout()
         self._order: list[str] = []
         # What the grid last wrote to each cell (the Text itself: its signature is taken only when a new
@@ -137,9 +138,9 @@ class FleetGrid(DataTable):
         self._cache: dict[str, tuple[NodeState, Diagnosis | None, dict[str, Text]]] = {}
         self._keep: str | None = None  # the host under the cursor across a change of columns
         self.marked: set[str] = set()  # hosts the screen marked as picked for a repair (mark_selected)
-
         # The console's last failed or aborted repair of a host, while still the news (the screen's memory).
         self.last_repair: Callable[[str], LastRepair | None] = lambda _host: None
+
     @property
     def compact(self) -> bool:
         """All GPUs share one cell (and all NVSwitches another)."""
@@ -154,7 +155,8 @@ class FleetGrid(DataTable):
         # The host column leaves room for the selection mark ("● ").
         host = 2 + max(6, max((len(h) for h in self._hosts), default=0))
         return grid_layout(self.screen_width, host, gpus=self.gpu_columns, switches=self.switch_columns,
-                           versions=self.show_versions, scheduler=self.show_scheduler, kube=self.show_kube)
+                           versions=self.show_versions, scheduler=self.show_scheduler, kube=self.show_kube,
+                           hidden=self.hidden_columns)
 
     def on_mount(self) -> None:
         """Create the columns for the width the screen has."""
@@ -176,12 +178,14 @@ class FleetGrid(DataTable):
             super()._update_dimensions(())
 
     def relayout(self, width: int | None = None, show_versions: bool | None = None,
-                 show_scheduler: bool | None = None, show_kube: bool | None = None) -> bool:
+                 show_scheduler: bool | None = None, show_kube: bool | None = None,
+                 hidden: frozenset[str] | None = None) -> bool:
         """Fit the columns to a new screen width, version spread, scheduler or cluster; True when they changed."""
         self.screen_width = width if width is not None else self.screen_width
         self.show_versions = show_versions if show_versions is not None else self.show_versions
         self.show_scheduler = show_scheduler if show_scheduler is not None else self.show_scheduler
         self.show_kube = show_kube if show_kube is not None else self.show_kube
+        self.hidden_columns = hidden if hidden is not None else self.hidden_columns
         layout = self._layout()
         if layout == self.layout_now:
             return False
@@ -337,14 +341,24 @@ class FleetGrid(DataTable):
         # One repaint for the lot, and none when every row that changed is off screen.
         return written + write_cells(self, writes)
 
-    def _drawn_from(self, host: str, state: NodeState, diagnosis: Diagnosis | None) -> bool:
-        """True when the row of ``host`` was drawn from this very state and diagnosis."""
-        cached = self._cache.get(host)
-        return cached is not None and cached[0] is state and cached[1] is diagnosis
+    def cell_plain(self, state: NodeState, diagnosis: Diagnosis | None, now: float, column: str) -> str:
+        """The text of one cell of ``state``'s row as the grid shows it (empty for a column not shown);
+        from the grid's own row cache, so sorting a thousand unchanged rows renders none. The cache is
+        only read here: a row built for sorting is not stored, or ``show`` would take it as drawn."""
+        cached = self._cache.get(state.host)
+        row = cached[2] if cached and cached[0] is state and cached[1] is diagnosis else \
+            self.row_cells(state, diagnosis, now)
+        cell = row.get(column)
+        return cell.plain if cell is not None else ""
+
     def forget_row(self, host: str) -> None:
         """Draw ``host``'s row anew at the next :meth:`show` (what it shows changed beyond its state)."""
         self._cache.pop(host, None)
 
+    def _drawn_from(self, host: str, state: NodeState, diagnosis: Diagnosis | None) -> bool:
+        """True when the row of ``host`` was drawn from this very state and diagnosis."""
+        cached = self._cache.get(host)
+        return cached is not None and cached[0] is state and cached[1] is diagnosis
 
     def _row(self, state: NodeState, diagnosis: Diagnosis | None, now: float) -> tuple[dict[str, Text], bool]:
         # A poll of one node must not re-render 255 others: reuse rows whose state and diagnosis are

@@ -76,7 +76,8 @@ def _cost(columns: list[Column]) -> int:
     return sum(c.width + PAD for c in columns)
 
 
-def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset[str], compact: bool) -> GridLayout:
+def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset[str], compact: bool,
+         hidden: frozenset[str] = frozenset()) -> GridLayout:
     """The columns that fit beside a story of at least STORY_MIN, wanted ones first."""
     room = width - CHROME
     base = [Column("host", "host", host_width), Column("verdict", "verdict", 13),
@@ -84,7 +85,7 @@ def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset
     chosen: dict[str, list[Column]] = {}
     left = room - _cost(base) - PAD  # the story's own padding
     for key, label, w in OPTIONAL:
-        if key in WHEN and WHEN[key] not in shown:
+        if (key in WHEN and WHEN[key] not in shown) or key in hidden:
             continue
         cols = _device_columns("s", switches, compact) if key == "switches" else [Column(key, label, w)]
         if left - _cost(cols) >= STORY_MIN:
@@ -100,7 +101,8 @@ def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset
 
 
 def grid_layout(width: int, host_width: int, *, gpus: int = 8, switches: int = 4,
-                versions: bool = True, scheduler: bool = False, kube: bool = False) -> GridLayout:
+                versions: bool = True, scheduler: bool = False, kube: bool = False,
+                hidden: frozenset[str] = frozenset()) -> GridLayout:
     """The fleet grid's columns for a screen ``width`` cells wide.
 
     Args:
@@ -110,13 +112,14 @@ def grid_layout(width: int, host_width: int, *, gpus: int = 8, switches: int = 4
         versions: show the driver and FM version columns (they differ somewhere in the fleet).
         scheduler: show the scheduler's state column (a scheduler was found).
         kube: show the Kubernetes column (a cluster is configured for some node).
+        hidden: optional columns the operator chose to hide (their room goes to the story).
     """
     shown = frozenset(name for name, on in (("versions", versions), ("scheduler", scheduler), ("kube", kube)) if on)
-    wide = _try(width, host_width, gpus, switches, shown, compact=False)
-    wanted = [k for k, _, _ in OPTIONAL if k not in WHEN or WHEN[k] in shown]
+    wide = _try(width, host_width, gpus, switches, shown, compact=False, hidden=hidden)
+    wanted = [k for k, _, _ in OPTIONAL if (k not in WHEN or WHEN[k] in shown) and k not in hidden]
     has_all = all(k in wide.keys or (k == "switches" and "s0" in wide.keys) for k in wanted)
     if has_all and (wide.width_of("note") or 0) >= STORY_WIDE:
         return wide
-    return _try(width, host_width, gpus, switches, shown, compact=True)
+    return _try(width, host_width, gpus, switches, shown, compact=True, hidden=hidden)
 
 __all__ = ["Column", "GridLayout", "grid_layout"]

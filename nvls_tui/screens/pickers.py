@@ -1,0 +1,101 @@
+"""Small pickers over the fleet: the column to sort by (``S``) and the columns to show (``c``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, SelectionList, Static
+from textual.widgets.option_list import Option
+
+
+class SortPicker(ModalScreen[str | None]):
+    """Pick the column the fleet is sorted by; the current one is marked, and picking it again reverses.
+
+    Args:
+        columns: ``(key, label)`` of every column that can be sorted by, ``("", "fleet order")`` first.
+        current: the key of the current order's column.
+        marker: how the current column is marked (``↑``, ``↓``).
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without changing the order.")]
+
+    def __init__(self, columns: Sequence[tuple[str, str]], current: str, marker: str) -> None:
+        super().__init__()
+        self.columns = list(columns)
+        self.current = current
+        self.marker = marker
+
+    def compose(self) -> ComposeResult:
+        """A title and the columns."""
+        with Vertical(id="picker-box"):
+            yield Static(Text("Sort the fleet by  (Enter picks; the current column again reverses it)"),
+                         id="picker-title")
+            yield OptionList(*[Option(Text(f"{label}  {self.marker}" if key == self.current else label), id=key or "-")
+                               for key, label in self.columns], id="picker-list")
+
+    def on_mount(self) -> None:
+        """Start on the current column."""
+        options = self.query_one(OptionList)
+        keys = [key for key, _ in self.columns]
+        options.highlighted = keys.index(self.current) if self.current in keys else 0
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a column: that order."""
+        event.stop()
+        chosen = event.option.id or ""
+        self.dismiss("" if chosen == "-" else chosen)
+
+    def action_cancel(self) -> None:
+        """Esc: leave the order as it is."""
+        self.dismiss(None)
+
+
+class ColumnPicker(ModalScreen[None]):
+    """Choose which of the grid's optional columns show; each change applies at once (space toggles).
+
+    Args:
+        columns: ``(key, label)`` of every optional column.
+        hidden: the keys hidden now.
+        apply: called with the hidden keys after each change.
+    """
+
+    BINDINGS = [Binding("escape", "close", "Close", tooltip="Close the column picker (the choice stays).")]
+
+    def __init__(self, columns: Sequence[tuple[str, str]], hidden: frozenset[str],
+                 apply: Callable[[frozenset[str]], None]) -> None:
+        super().__init__()
+        self.columns = list(columns)
+        self.hidden = hidden
+        self.apply = apply
+
+    def compose(self) -> ComposeResult:
+        """A title and a check box per column."""
+        with Vertical(id="picker-box"):
+            yield Static(Text("Columns of the fleet grid  (space shows or hides; host, verdict, GPUs and the story "
+                              "always show; a column shows only where the width allows)"), id="picker-title")
+            yield SelectionList[str](*[(label, key, key not in self.hidden) for key, label in self.columns],
+                                     id="picker-list")
+
+    def on_mount(self) -> None:
+        """The list has the focus."""
+        self.query_one(SelectionList).focus()
+
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        """Apply the new choice at once."""
+        event.stop()
+        shown = set(event.selection_list.selected)
+        self.hidden = frozenset(key for key, _ in self.columns if key not in shown)
+        self.apply(self.hidden)
+
+    def action_close(self) -> None:
+        """Esc: close (the columns stay as chosen)."""
+        self.dismiss(None)
+
+
+__all__ = ["ColumnPicker", "SortPicker"]
