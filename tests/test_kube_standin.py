@@ -543,6 +543,33 @@ def test_fixture_errors_are_one_line():
         load_state({"gpuOperator": {"operands": ["x"]}})
 
 
+@needs_kubectl
+def test_command_line_serves_until_sigterm(tmp_path):
+    import signal
+    import sys
+
+    kubeconfig = tmp_path / "kc"
+    state = str(FIXTURES / "state-gpu-node.json")
+    proc = subprocess.Popen([sys.executable, "-m", "nvls_tui.kube_standin", "--state", state,
+                             "--kubeconfig", str(kubeconfig)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("serving http://127.0.0.1:")
+        assert f"kubeconfig {kubeconfig} (context nvls-standin)" in first
+        assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
+        out = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"),
+                              "get", "nodes", "-o", "name"], capture_output=True, text=True, timeout=60, check=False)
+        assert out.stdout.split() == ["node/gpu01", "node/gpu02"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_command_line_bad_state_is_one_line(tmp_path):
     import sys
 

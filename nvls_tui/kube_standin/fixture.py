@@ -34,7 +34,8 @@ _OPERATOR_IMAGES = {
     "nvidia-dcgm-exporter": ("nvidia-dcgm-exporter", "nvcr.io/nvidia/k8s/dcgm-exporter:4.1.1-4.0.4-ubuntu22.04"),
     "gpu-feature-discovery": ("gpu-feature-discovery", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"),
     "nvidia-mig-manager": ("nvidia-mig-manager", "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1"),
-    "nvidia-operator-validator": ("nvidia-operator-validator", "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.0"),
+    "nvidia-operator-validator": ("nvidia-operator-validator",
+                                  "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.0"),
 }
 
 

@@ -48,7 +48,8 @@ def apply(content_type: str, target: dict[str, Any], raw: bytes) -> dict[str, An
     if kind == JSON_PATCH:
         return json_patch(target, patch)
     if not isinstance(patch, dict):
-        raise bad_request("json: cannot unmarshal " + type(patch).__name__ + " into Go value of type map[string]interface {}")
+        raise bad_request(f"json: cannot unmarshal {type(patch).__name__} into Go value of type "
+                          "map[string]interface {}")
     if kind == MERGE:
         return merge_patch(target, patch)
     return strategic_merge(target, patch, ())

@@ -63,7 +63,8 @@ def label_selector(text: str) -> Predicate:
         negate, key, op, values = st.groups()
         if op:
             if negate:
-                raise bad_request(f"unable to parse requirement: found '{term.strip()}', expected: valid label selector")
+                raise bad_request(f"unable to parse requirement: found '{term.strip()}', "
+                                  "expected: valid label selector")
             checks.append(_member(key, {v.strip() for v in values.split(",") if v.strip()}, op == "notin"))
         else:
             checks.append(_exists(key, bool(negate)))
