@@ -167,3 +167,22 @@ async def test_the_fleets_findings_panel_continues_a_finding_under_its_words(siz
         at = next(i for i, line in enumerate(lines) if "PLATFORM_UNSUPPORTED" in line)
         # The message is longer than any of these widths leave after the code: it wraps, under its words.
         assert lines[at + 1].startswith(" " * 8) and lines[at + 1].strip(), lines[at:at + 2]
+
+
+# ---- item 6: noise and wording ---------------------------------------------------------------------
+async def test_the_node_screens_footer_at_80x24_ends_with_the_palette_key_and_nothing_after_it():
+    app = sim_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_node_screen(app, pilot, "gpu05")
+        footer = screen_lines(app)[-1]
+        assert footer.rstrip().endswith("^p palette"), repr(footer)
+
+
+async def test_the_simulated_bar_fits_80_columns_on_one_line():
+    app = sim_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_node_screen(app, pilot, "gpu05")
+        banner = app.screen.query_one("#banner")
+        assert banner.region.height == 1
+        line = screen_lines(app)[banner.region.y]
+        assert "SIMULATED" in line and "nothing here touches real hardware" in line

@@ -47,7 +47,8 @@ class ModeBanner(Static):
     follows the console's fleet and never goes back: once simulated, always labelled.
     """
 
-    SIM = "SIMULATED FLEET — these nodes are simulated; nothing here touches real hardware"
+    # One line at 80 columns (with the bar's padding): the warning must be read whole on a jump host's console.
+    SIM = "SIMULATED FLEET — nothing here touches real hardware"
     LAB = ("LAB FLEET — simulated GPUs and NVSwitches on real systemd, sshd and processes; nothing here "
            "touches real hardware")
 
