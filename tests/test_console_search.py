@@ -106,7 +106,7 @@ async def test_help_shows_the_node_keys_first_and_slash_filters_its_rows():
             return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
         everything = len(rows())
-        assert rows()[0][0] == "node" and "node screen's first" in str(help_screen.query_one("#help-title").render())
+        assert rows()[0][0] == "node" and "node screen's keys first" in str(help_screen.query_one("#help-title").render())
         await pilot.press("slash", *"sigterm")
         assert [r[3] for r in rows()] == ["node.sigterm", "runbook.sigterm"]
         assert help_screen.query_one(SearchBar).border_title == "search 1/2"

@@ -70,7 +70,7 @@ class HelpScreen(Searching, ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """A title, the key table, the legend of the fleet glyphs."""
         with Vertical(id="help-box"):
-            here = f"{SCREEN_NAMES[self.scope]}'s first · " if self.scope in SCREEN_NAMES else ""
+            here = f"{SCREEN_NAMES[self.scope]}'s keys first · " if self.scope in SCREEN_NAMES else ""
             yield Label(Text(f"Keys  ({here}/ filters · remap in ~/.config/nvls-tui/config.toml: "
                              "[keymap] id = \"key\")"), id="help-title")
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
