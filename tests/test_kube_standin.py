@@ -709,3 +709,28 @@ def test_spec_watch_events_and_discovery(cluster):
     assert conforms(META + "APIResourceList", resources) == []
     code, _, missing = http(cluster, "GET", "/api/v1/nodes/gpu99")
     assert code == 404 and conforms(META + "Status", missing) == []
+
+
+@needs_kubectl
+def test_quiesce_and_restore_through_kubectl(slow_cluster):
+    """The repair's calls: pause an operand by label, wait for its pod to go, restore, wait for the new one Ready."""
+    label = "nvidia.com/gpu.deploy.device-plugin"
+    select = ["-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset",
+              "--field-selector", "spec.nodeName=gpu01"]
+    old = kubectl(slow_cluster, "get", "pods", *select, "-o", "name").stdout.split()
+    assert len(old) == 1
+    assert kubectl(slow_cluster, "label", "node", "gpu01", f"{label}=paused-for-nvls-repair",
+                   "--overwrite").returncode == 0
+    out = kubectl(slow_cluster, "wait", "--for=delete", "pod", *select, "--timeout=30s")
+    assert (out.returncode, out.stdout.strip()) == (0, f"{old[0]} condition met")
+    assert kubectl(slow_cluster, "get", "pods", *select, "-o", "name").stdout.split() == []
+    assert len(kubectl(slow_cluster, "get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset",
+                       "--field-selector", "spec.nodeName=gpu02", "-o", "name").stdout.split()) == 1
+    assert kubectl(slow_cluster, "label", "node", "gpu01", f"{label}=true", "--overwrite").returncode == 0
+    deadline = time.monotonic() + 30
+    while not (new := kubectl(slow_cluster, "get", "pods", *select, "-o", "name").stdout.split()):
+        assert time.monotonic() < deadline, "the DaemonSet never brought its pod back"
+        time.sleep(0.2)
+    assert new != old
+    out = kubectl(slow_cluster, "wait", "--for=condition=Ready", "pod", *select, "--timeout=30s")
+    assert (out.returncode, out.stdout.strip()) == (0, f"{new[0]} condition met")

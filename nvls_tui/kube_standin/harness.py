@@ -58,7 +58,11 @@ class StandIn:
         self._thread.join(timeout=10)
 
     def wait_for(self, condition: Callable[[Store], Any], timeout: float = 10.0) -> Any:
-        """Wait until ``condition(store)`` is truthy (returning it), or raise TimeoutError."""
+        """Wait until ``condition(store)`` is truthy (returning it), or raise TimeoutError.
+
+        The condition runs under the store's lock: it must read the store, never call the server (a kubectl
+        run from it would wait for that lock forever).
+        """
         deadline = time.monotonic() + timeout
         while True:
             with self.store.cond:
