@@ -205,39 +205,76 @@ class ReplayBackend(SimulatedBackend):
         return dataclasses.replace(self._state, polled_at=time.time())
 
 
-async def scenario_fleet(seconds: float, replay: bool = False) -> dict:
-    """Issue 16: 1,024 nodes polling every 5 s: first full grid, cursor and filter key latency.
+def _own_peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM), MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
-    ``replay``: the nodes answer from their first state (:class:`ReplayBackend`): the console alone.
+
+def _polls(app) -> int:
+    """Polls the console has folded so far (its poller process's, or its in-process pollers')."""
+    if app.poller is not None:
+        return app.poller.polls
+    return sum(p.polls for p in app.pollers.values())
+
+
+def _all_answered(app, hosts) -> bool:
+    if app.poller is not None:
+        return len(app.poller.seq) >= len(hosts)
+    return all(p.last_good is not None or p.failures for p in app.pollers.values())
+
+
+async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool = False,
+                         targets: tuple[str, ...] = ("sim:fleet-1024",), settings_extra: dict | None = None) -> dict:
+    """Issue 16 and 30: 1,024 nodes polling every 5 s: first full grid, cursor and filter key latency.
+
+    By default the console as the operator starts it (``NvlsApp.from_settings``): the nodes are polled,
+    and simulated, in its poller process. ``in_process``: the pollers and the simulator on the console's
+    own loop (before issue 30). ``replay``: the nodes answer from their first state
+    (:class:`ReplayBackend`), in process: the console alone.
     """
     from nvls_tui.app import NvlsApp
+    from nvls_tui.settings import Settings
     from nvls_tui.sim.fleet import load_fleet
 
     started = time.perf_counter()
-    fleet = load_fleet("sim:fleet-1024")
-    backends = [ReplayBackend(fleet, name) for name in fleet.names] if replay else sim_backends(fleet)
-    app = NvlsApp(backends, poll_interval=FLEET_POLL_INTERVAL, timeout=5.0)
-    hosts = list(app.pollers)
+    if replay or in_process:
+        fleet = load_fleet(targets[0])
+        backends = [ReplayBackend(fleet, name) for name in fleet.names] if replay else sim_backends(fleet)
+        app = NvlsApp(backends, poll_interval=FLEET_POLL_INTERVAL, timeout=5.0)
+    else:
+        app = NvlsApp.from_settings(Settings(command="console", targets=targets, poll_interval=FLEET_POLL_INTERVAL,
+                                             timeout=5.0, **(settings_extra or {})))
+    hosts = list(app.backends)
     answered = grid = None
+    poller_rss = None
     async with app.run_test(size=SIZE):
         while grid is None:
             now = time.perf_counter() - started
-            if answered is None and all(p.last_good is not None or p.failures for p in app.pollers.values()):
+            if answered is None and _all_answered(app, hosts):
                 answered = now
             if _full_grid(app, hosts):
                 grid = now
                 answered = now if answered is None else answered
             elif now > FULL_GRID_TIMEOUT:
-                raise TimeoutError("1,024 nodes never filled the grid")
+                raise TimeoutError(f"{len(hosts)} nodes never filled the grid")
             await asyncio.sleep(0.005)
-        polls0 = sum(p.polls for p in app.pollers.values())
+        polls0 = _polls(app)
         t0 = time.perf_counter()
         cursor = await _press_and_time(app, max(20, int(seconds / 0.06)), 0.05)
         typed = await _type_filter(app, "gpu00")
         window = time.perf_counter() - t0
-        polls = sum(p.polls for p in app.pollers.values()) - polls0
+        polls = _polls(app) - polls0
+        if app.poller is not None:
+            poller_rss = app.poller.peak_rss_mb()
     both = cursor + typed
+    console_rss = _own_peak_rss_mb()
     return {
+        "poll_process": app.poller is not None, "console_rss_mb": round(console_rss, 1),
+        "poller_rss_mb": round(poller_rss, 1) if poller_rss is not None else None,
+        "rss_sum_mb": round(console_rss + (poller_rss or 0.0), 1), "load_average": list(os.getloadavg()),
         "nodes": len(hosts), "last_answer_s": round(answered, 3), "first_full_grid_s": round(grid, 3),
         "grid_after_last_answer_s": round(grid - answered, 3), "presses": len(cursor), "filter_keys": len(typed),
         "cursor_p50_ms": round(statistics.median(cursor), 2), "cursor_p99_ms": round(_percentile(cursor, 0.99), 2),

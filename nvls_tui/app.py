@@ -31,8 +31,9 @@ from nvls_tui.model.kube import KubeNode
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.notify import Notifier
+from nvls_tui.poll.client import PollerClient, PollerGone
 from nvls_tui.poll.once import poll_deadline
-from nvls_tui.poll.poller import Diagnose, NodePoller, default_diagnose
+from nvls_tui.poll.poller import Diagnose, NodePoller, PollResult, default_diagnose
 from nvls_tui.runbook.session import Session
 from nvls_tui.scheduler.slurm import Slurm, with_scheduler
 from nvls_tui.screens.services import ConsoleServices, ConsoleSettings
@@ -114,6 +115,8 @@ class NvlsApp(App[int]):
         diagnose: NodeState -> Diagnosis.
         notes: sentences to show once the console is up (config warnings).
         audit_dir: where repairs write their audit log and report (None: the XDG state directory).
+        poller: the client of a poller process that polls ``backends``' nodes off this event loop
+            (``from_settings`` makes one); None polls them here, one worker per node (tests).
 
     Attributes:
         session: every node-changing action goes through it (audited, polls paused, the ledger).
@@ -150,8 +153,10 @@ class NvlsApp(App[int]):
         slurm: Slurm | None = None,
         kube: KubeFleet | None = None,
         notify: bool = True,
+        poller: PollerClient | None = None,
     ) -> None:
         super().__init__()
+        self.poller = poller
         self.slurm = slurm
         self.kube = kube
         self.kube_view: dict[str, KubeNode] = {}  # the cluster's view, refreshed by its own worker
@@ -167,8 +172,10 @@ class NvlsApp(App[int]):
         self.audit_dir = audit_dir
         self.simulated = any(b.simulated for b in backends)
         self.diagnoses: dict[str, Diagnosis] = {}
-        self.pollers = {b.host: NodePoller(b, interval=poll_interval, timeout=poll_timeout or poll_deadline(timeout), clock=clock,
-                                           diagnose=diagnose) for b in backends}
+        # In process only without a poller process: there the nodes are polled off this loop.
+        self.pollers = {} if poller is not None else {
+            b.host: NodePoller(b, interval=poll_interval, timeout=poll_timeout or poll_deadline(timeout), clock=clock,
+                               diagnose=diagnose) for b in backends}
         self.set_reactive(NvlsApp.fleet, Fleet(tuple(NodeState(b.host, simulated=b.simulated)
                                                      for b in backends)))
         # With a scheduler, console repairs drain and resume through it as headless ones do (a purely
@@ -190,15 +197,27 @@ class NvlsApp(App[int]):
         self.notifier = Notifier(notify, self._write_terminal, time.monotonic)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> NvlsApp:
-        """Build the console from the one Settings (command line > config file > defaults, keymap checked)."""
+    def from_settings(cls, settings: Settings, *, poll_process: bool = True) -> NvlsApp:
+        """Build the console from the one Settings (command line > config file > defaults, keymap checked).
+
+        The nodes are polled by a poller process of the console's own (``poll_process``), except where the
+        settings bring their own fleet (``connect``: a test's objects, which another process cannot have)
+        or a simulated fleet is on Kubernetes (its simulated cluster acts on the console's copy of the nodes).
+        """
         from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 
         backends = resolve_backends(settings)
+        poller = None
+        if poll_process and settings.connect is None and not any(
+                getattr(getattr(getattr(b, "fleet", None), "scenario", None), "kubernetes", False) for b in backends):
+            from nvls_tui.poller_process import console_poller
+
+            backends, poller = console_poller(settings, backends, interval=settings.poll_interval,
+                                              poll_timeout=poll_deadline(settings.timeout))
         return cls(backends, read_only=settings.read_only, poll_interval=settings.poll_interval,
                    timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,
                    slurm=scheduler_from_settings(settings), kube=kube_from_settings(settings, backends),
-                   notify=settings.notify)
+                   notify=settings.notify, poller=poller)
 
     def _write_terminal(self, text: str) -> None:
         """Write raw text (a bell, an OSC sequence) to the terminal, past the screen's rendering."""
@@ -243,11 +262,19 @@ class NvlsApp(App[int]):
 
     async def on_unmount(self) -> None:
         """Close the session's audit log; give the frozen objects back to the collector."""
+        if self.poller is not None:
+            await self.poller.close()
         await self.session.close()
         release_garbage_collector()
 
     def polls_paused(self, host: str):
-        """Hold ``host``'s poller while an action runs on it (the session asks for this)."""
+        """Hold ``host``'s poller while an action runs on it (the session asks for this).
+
+        With a poller process the hold is in place once that process acknowledged it; a process that
+        is gone refuses (``PollerGone``), and the action does not start.
+        """
+        if self.poller is not None:
+            return self.poller.paused(host)
         return self.pollers[host].paused()
 
     def _audit_failed(self, message: str) -> None:
@@ -263,6 +290,8 @@ class NvlsApp(App[int]):
         for host, poller in self.pollers.items():
             self.run_worker(poller.run(lambda r: self.post_message(NodePolled.of(r))), group="poll",
                             name=f"poll {host}", exit_on_error=False)
+        if self.poller is not None:
+            self.run_worker(self._run_poller(self.poller), group="poll", name="poller process", exit_on_error=False)
         for note in self.notes:
             self.notify(note, severity="warning", timeout=10)
         if self.slurm is not None:
@@ -295,6 +324,10 @@ class NvlsApp(App[int]):
             await asyncio.sleep(SCHEDULER_EVERY)
 
     def _fold(self, state: NodeState, diagnosis: Diagnosis | None) -> None:
+        self.fleet = self.fleet.with_node(self._folded(state, diagnosis))
+
+    def _folded(self, state: NodeState, diagnosis: Diagnosis | None) -> NodeState:
+        """``state`` as the fleet holds it (with the scheduler's and the cluster's views); its diagnosis noted."""
         # The scheduler's latest view rides on every poll; a reachable node is diagnosed with it.
         if state.host in self.scheduler:
             (state,) = with_scheduler([state], self.scheduler)
@@ -306,17 +339,45 @@ class NvlsApp(App[int]):
                 diagnosis = self._diagnose(state)
         if diagnosis is not None:
             self.diagnoses[state.host] = diagnosis
-        self.fleet = self.fleet.with_node(state)
+        return state
+
+    async def _run_poller(self, poller: PollerClient) -> None:
+        """Start the poller process, fold its batches as they come; if it ends, every node is unknown."""
+        try:
+            await poller.start(self.fold_polls)
+            reason = await poller.wait_closed()
+        except PollerGone as exc:
+            reason = str(exc)
+        if poller.stopped:
+            return  # the console closed it
+        # Fail closed: nothing reads the nodes any more, so what the grid last showed is not known now.
+        for host in self.backends:
+            state = self.fleet.get(host) or NodeState(host)
+            self._fold(state.replace(reachable=False, error=reason), Diagnosis((), Verdict.UNREACHABLE))
+        self.notify(f"Polling stopped: {reason}. Restart the console to poll again.", severity="error", timeout=30)
+
+    def fold_polls(self, results: list[PollResult]) -> None:
+        """Fold one batch of the poller process's polls into the fleet: one change of ``fleet`` for
+        the batch (each change runs every screen's watcher)."""
+        fleet = self.fleet
+        for result in results:
+            fleet = fleet.with_node(self._folded(result.state, result.diagnosis))
+        self.fleet = fleet
+        for result in results:
+            self._note_polled(result.state)
 
     def on_node_polled(self, message: NodePolled) -> None:
         """Fold one poll into the fleet (screens redraw from the ``fleet`` watcher)."""
         self._fold(message.state, message.diagnosis)
-        self._polled.add(message.state.host)
-        if not self._gc_settled and len(self._polled) >= 0.9 * len(self.pollers):
+        self._note_polled(message.state)
+
+    def _note_polled(self, state: NodeState) -> None:
+        self._polled.add(state.host)
+        if not self._gc_settled and len(self._polled) >= 0.9 * len(self.backends):
             # Most nodes in: do not wait for a hung node before settling (it may take a timeout).
             self._gc_settled = True
             settle_garbage_collector()
-        if len(self._polled) == len(self.pollers) and not self._first_round.is_set():
+        if len(self._polled) == len(self.backends) and not self._first_round.is_set():
             self._first_round.set()
 
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
@@ -399,6 +460,8 @@ class NvlsApp(App[int]):
 
     def poll_now(self, host: str | None = None) -> None:
         """Poll ``host`` (or every node) now rather than at the next interval."""
+        if self.poller is not None:
+            self.poller.poke(host)
         for h, poller in self.pollers.items():
             if host is None or h == host:
                 poller.poke()

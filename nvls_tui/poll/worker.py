@@ -1,0 +1,222 @@
+"""The poller process's side: every node's :class:`NodePoller`, off the console's event loop.
+
+:class:`PollWorker` runs one poll loop per node, as the console did in its own loop before, and
+sends what they read over a pipe (``nvls_tui.poll.wire``): a batch at most every ``BATCH_SECONDS``,
+each node's updates numbered, and a node that read the same as last time (but for its clock and
+the like) as the fields that moved alone. It answers the console's requests: poll now, hold a
+node's polls (acknowledged once no poll of it runs), and, for nodes whose simulator lives here,
+an action's commands (the console's session audits them first: this is only the transport).
+
+Nothing here builds a backend: the entry point (``nvls_tui.poller_process``) builds them from the
+console's settings and hands them in. It ends when the console says so or its pipe ends (the console
+is gone, however it went).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from nvls_tui.model import NodeState
+from nvls_tui.poll import wire
+from nvls_tui.poll.poller import NodePoller, PollResult
+
+# What a Call may ask of a node held here (the session has audited it in the console).
+OPS = ("run", "deliver", "read_probe", "snapshot")
+STATE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeState))
+
+
+def state_changes(last: NodeState, new: NodeState) -> dict[str, Any]:
+    """The fields of ``new`` that differ from ``last`` (``last.replace(**changes) == new``)."""
+    return {name: getattr(new, name) for name in STATE_FIELDS if getattr(new, name) != getattr(last, name)}
+
+
+class UpdateEncoder:
+    """Numbers each node's polls and sends an unchanged node's moved fields alone."""
+
+    def __init__(self) -> None:
+        self.seq: dict[str, int] = {}
+        self.last: dict[str, PollResult] = {}
+
+    def encode(self, result: PollResult) -> wire.Update:
+        """The update for ``result``, the next of its node."""
+        host = result.state.host
+        seq = self.seq[host] = self.seq.get(host, 0) + 1
+        last = self.last.get(host)
+        self.last[host] = result
+        if last is not None and last.diagnosis == result.diagnosis:
+            changes = state_changes(last.state, result.state)
+            # A diff only where it is small: a changed GPU table or process list travels whole.
+            if len(changes) <= 6:
+                return wire.Update(host, seq, None, changes, result.ok)
+        return wire.Update(host, seq, result, None, result.ok)
+
+
+class PollWorker:
+    """Polls every node and serves the console's requests over a pipe.
+
+    Args:
+        pollers: one per node, in the console's order.
+        nodes: the backends of nodes whose actions run here (simulated ones), by host.
+    """
+
+    def __init__(self, pollers: Mapping[str, NodePoller], nodes: Mapping[str, Any] | None = None) -> None:
+        self.pollers = dict(pollers)
+        self.nodes = dict(nodes or {})
+        self.encoder = UpdateEncoder()
+        self._pending: list[wire.Update] = []
+        self._have = asyncio.Event()
+        self._resume: dict[int, asyncio.Event] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._writer: asyncio.StreamWriter | None = None
+
+    def send(self, message: object) -> None:
+        """Write one message now (replies and acknowledgements do not wait for a batch)."""
+        assert self._writer is not None
+        self._writer.write(wire.encode(message))
+
+    def post(self, result: PollResult) -> None:
+        """Queue one poll for the next batch."""
+        self._pending.append(self.encoder.encode(result))
+        self._have.set()
+
+    async def _flush(self) -> None:
+        """Send a batch at most every BATCH_SECONDS (the console folds and draws once per batch)."""
+        assert self._writer is not None
+        while True:
+            await self._have.wait()
+            await asyncio.sleep(wire.BATCH_SECONDS)
+            batch, self._pending = self._pending, []
+            self._have.clear()
+            # In frames of at most FRAME_UPDATES: the console reads one frame in one go, and a first
+            # round of 1,024 full states in one frame held its keys for half a second.
+            for start in range(0, len(batch), wire.FRAME_UPDATES):
+                self.send(wire.Polled(tuple(batch[start:start + wire.FRAME_UPDATES])))
+            await self._writer.drain()  # a console that reads slowly slows the batches, not the polls
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Poll until the console says stop or its pipe ends."""
+        import os
+
+        self._writer = writer
+        self.send(wire.Hello(tuple(self.pollers), os.getpid()))
+        loops = [asyncio.create_task(p.run(self.post), name=f"poll {h}") for h, p in self.pollers.items()]
+        flusher = asyncio.create_task(self._flush(), name="flush")
+        try:
+            while True:
+                message = await wire.receive(reader)
+                if message is None or isinstance(message, wire.Stop):
+                    return
+                self.dispatch(message)
+        finally:
+            for task in [*loops, flusher, *self._tasks.values()]:
+                task.cancel()
+            await asyncio.gather(*loops, flusher, *self._tasks.values(), return_exceptions=True)
+
+    def dispatch(self, message: object) -> None:
+        """Act on one request of the console."""
+        if isinstance(message, wire.Poke):
+            for host, poller in self.pollers.items():
+                if message.host is None or host == message.host:
+                    poller.poke()
+        elif isinstance(message, wire.Pause):
+            self._resume[message.token] = asyncio.Event()
+            self._start(message.token, self._hold(message))
+        elif isinstance(message, wire.Resume):
+            event = self._resume.get(message.token)
+            if event is not None:
+                event.set()
+        elif isinstance(message, wire.Call):
+            self._start(message.id, self._call(message))
+        elif isinstance(message, wire.OpenStream):
+            self._start(message.id, self._stream(message))
+        elif isinstance(message, wire.Cancel):
+            task = self._tasks.get(message.id)
+            if task is not None:
+                task.cancel()
+
+    def _start(self, key: int, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._tasks[key] = task
+        task.add_done_callback(lambda _: self._tasks.pop(key, None))
+
+    async def _hold(self, message: wire.Pause) -> None:
+        """Hold ``message.host``'s polls from the acknowledgement until the console resumes them."""
+        event = self._resume[message.token]
+        poller = self.pollers.get(message.host)
+        try:
+            if poller is None:  # not a node of this poller: nothing of it polls here
+                self.send(wire.Paused(message.token))
+                return
+            async with poller.paused():
+                self.send(wire.Paused(message.token))
+                await event.wait()
+        finally:
+            self._resume.pop(message.token, None)
+
+    def _clock(self, host: str, offset: float) -> float:
+        """Move the node's simulated clock to at least the console's (a frozen clock the runbook moved)."""
+        clock = getattr(getattr(self.nodes.get(host), "fleet", None), "clock", None)
+        if clock is None:
+            return 0.0
+        clock.offset = max(clock.offset, offset)
+        return float(clock.offset)
+
+    async def _call(self, message: wire.Call) -> None:
+        backend = self.nodes.get(message.host)
+        self._clock(message.host, message.clock_offset)
+        try:
+            if backend is None or message.op not in OPS:
+                raise LookupError(f"{message.host}: no {message.op!r} here (not a node of the poller process)")
+            if message.op == "run":
+                value = await backend.run(*message.args, **message.kwargs)
+            elif message.op == "deliver":
+                value = await backend._deliver(*message.args)  # noqa: SLF001 - the console's signal() checked first
+            elif message.op == "snapshot":  # the runbook's own reads: through this node's poll state, as in process
+                value = await backend.snapshot()
+            else:
+                value = await backend.read_probe()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the console raises it where the action waits
+            self.send(wire.Reply(message.id, error=wire.error_for_wire(exc),
+                                 clock_offset=self._clock(message.host, 0.0)))
+            return
+        self.send(wire.Reply(message.id, value, clock_offset=self._clock(message.host, 0.0)))
+
+    async def _stream(self, message: wire.OpenStream) -> None:
+        backend = self.nodes.get(message.host)
+        self._clock(message.host, message.clock_offset)
+        lines: list[str] = []
+        loop = asyncio.get_running_loop()
+
+        def flush() -> None:
+            if lines:
+                self.send(wire.Lines(message.id, tuple(lines)))
+                lines.clear()
+
+        try:
+            if backend is None:
+                raise LookupError(f"{message.host}: not a node of the poller process")
+            generator = backend.stream(message.argv, **message.kwargs)
+            try:
+                async for line in generator:
+                    if not lines:
+                        loop.call_soon(flush)  # the lines that came without a wait travel together
+                    lines.append(line)
+            finally:
+                await generator.aclose()  # a cancelled stream ends its command (a smoke test's process)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - raised where the console reads the stream
+            flush()
+            self.send(wire.StreamEnd(message.id, None, wire.error_for_wire(exc), self._clock(message.host, 0.0)))
+            return
+        flush()
+        self.send(wire.StreamEnd(message.id, getattr(backend, "last_exit_status", None),
+                                 clock_offset=self._clock(message.host, 0.0)))
+
+
+__all__ = ["OPS", "PollWorker", "UpdateEncoder", "state_changes"]

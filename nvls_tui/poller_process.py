@@ -1,0 +1,152 @@
+"""The console's poller process: ``python -m nvls_tui.poller_process READ_FD WRITE_FD PARENT_PID``.
+
+The console (``NvlsApp.from_settings``) starts it with :func:`console_poller`; it reads a
+:class:`PollerSpec` from its pipe, builds the nodes from the console's own ``Settings`` (the same
+targets, SSH options and host-key checks: it holds its own SSH connections), and polls them with
+``poll.worker.PollWorker``. Simulated nodes live here only: the console's backends for them send an
+action's commands here (``backends.via_poller``), so the node the polls read is the node the action
+changed. SSH, local and replayed nodes keep their actions in the console, on its own connections:
+an action streams its output to the console's panes, and a second hop would only add a failure mode.
+
+It ends with the console, whatever way the console ends: at the end of its pipe (quit, crash,
+SIGTERM, SIGHUP, SIGKILL of the console all close it), and on Linux through ``PR_SET_PDEATHSIG``.
+It ignores SIGINT: a Ctrl-C to the terminal's process group is the console's to act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvls_tui.backends.base import Backend
+from nvls_tui.poll import wire
+from nvls_tui.poll.client import PollerClient
+from nvls_tui.poll.poller import NodePoller
+from nvls_tui.poll.worker import PollWorker
+from nvls_tui.settings import Settings
+from nvls_tui.textsafe import one_line
+
+PR_SET_PDEATHSIG = 1
+NICENESS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class PollerSpec:
+    """What the poller process polls, as the console would.
+
+    Attributes:
+        settings: the console's settings (targets, SSH options, timeouts); never a ``connect`` hook.
+        interval: seconds between polls of a node (None: once, then when poked).
+        poll_timeout: seconds a whole poll may take.
+        clocks: the console's simulated clock of each simulated node (``SimClock.to_dict``), so both
+            processes read the same simulated time.
+    """
+
+    settings: Settings
+    interval: float | None
+    poll_timeout: float
+    clocks: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask Linux to send SIGTERM when the parent dies; end now if it already has."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # the console died before the request took: nothing to poll for
+        os._exit(0)
+
+
+def build(spec: PollerSpec) -> list[Backend]:
+    """The nodes of ``spec``, their simulated clocks set to the console's."""
+    from nvls_tui.sim.clock import SimClock
+    from nvls_tui.targets import resolve_backends
+
+    backends = resolve_backends(spec.settings)
+    for backend in backends:
+        clock = spec.clocks.get(backend.host)
+        fleet = getattr(backend, "fleet", None)
+        if clock is not None and fleet is not None:
+            fleet.clock = SimClock.from_dict(dict(clock))
+    return backends
+
+
+async def serve(read_fd: int, write_fd: int) -> int:
+    """Read the spec, build the nodes, poll until the console goes."""
+    reader, writer = await wire.open_pipes(read_fd, write_fd)
+    spec = await wire.receive(reader)
+    if not isinstance(spec, PollerSpec):
+        return 2
+    try:
+        backends = build(spec)
+    except Exception as exc:  # noqa: BLE001 - one line for the console, never a traceback
+        writer.write(wire.encode(wire.Failed(one_line(str(exc) or type(exc).__name__))))
+        with contextlib.suppress(OSError):
+            await writer.drain()
+        return 2
+    pollers = {b.host: NodePoller(b, interval=spec.interval, timeout=spec.poll_timeout) for b in backends}
+    try:
+        await PollWorker(pollers, {b.host: b for b in backends if b.simulated}).serve(reader, writer)
+    finally:
+        for backend in backends:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(backend.close(), 2.0)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The process's entry point: ``READ_FD WRITE_FD PARENT_PID``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        read_fd, write_fd, parent = (int(a) for a in args)
+    except ValueError:
+        print("usage: python -m nvls_tui.poller_process READ_FD WRITE_FD PARENT_PID (the console starts it)",
+              file=sys.stderr)
+        return 2
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        # The console's keys come first: on a busy bastion the polls wait a little, the operator does not.
+        os.nice(NICENESS)
+    os.set_inheritable(read_fd, False)  # a node command run from here must not hold the console's pipes
+    os.set_inheritable(write_fd, False)
+    try:
+        return asyncio.run(serve(read_fd, write_fd))
+    except (BrokenPipeError, ConnectionResetError):
+        return 0  # the console went while we wrote to it
+
+
+def console_poller(settings: Settings, backends: Sequence[Backend], *, interval: float | None,
+                   poll_timeout: float) -> tuple[list[Backend], PollerClient]:
+    """The console's backends (``backends``, built from ``settings``) and the client of its poller
+    process (started by the console).
+
+    Simulated nodes become :class:`~nvls_tui.backends.via_poller.PollerHeldBackend` s: their simulator
+    runs in the poller process only.
+    """
+    from nvls_tui.backends.via_poller import PollerHeldBackend
+
+    clocks: dict[str, Any] = {}
+    for backend in backends:
+        fleet = getattr(backend, "fleet", None)
+        if backend.simulated and fleet is not None:
+            clocks[backend.host] = fleet.clock.to_dict()
+    client = PollerClient(PollerSpec(settings, interval, poll_timeout, clocks))
+    return [PollerHeldBackend(b, client) if b.host in clocks else b for b in backends], client
+
+
+__all__ = ["PollerSpec", "build", "console_poller", "die_with_parent", "main", "serve"]
+
+
+if __name__ == "__main__":
+    # Through the module's own name: the spec unpickles as nvls_tui.poller_process.PollerSpec, not __main__'s.
+    from nvls_tui.poller_process import main as _main
+
+    sys.exit(_main())
