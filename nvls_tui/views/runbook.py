@@ -59,6 +59,11 @@ class PaneLine:
     kind: str = "out"
 
 
+def aborted_message(message: str) -> bool:
+    """True for the message of a step the operator aborted (the runbook's ``Aborted``: "aborted by ...")."""
+    return message.startswith("aborted")
+
+
 def short_command(argv: Sequence[str], env: dict[str, str] | None = None, width: int = COMMAND_WIDTH) -> str:
     """The command as a shell line, shortened in the middle when it is too long for a pane."""
     text = join_argv(list(argv), env or None)
@@ -123,7 +128,9 @@ class NodeRun(NodeHappened):
             self.steps[event.step].started = now
             lines.append(PaneLine(f"── {event.step} ──", "step"))
         elif isinstance(event, StepFinished):
-            if event.status == "failed":
+            if event.status == "failed" and aborted_message(event.message):
+                lines.append(PaneLine(f"■ {event.step} aborted: {event.message}", "warn"))  # asked for: no failure
+            elif event.status == "failed":
                 lines.append(PaneLine(f"✖ {event.step} failed: {event.message}", "err"))
             elif event.message and event.status == "ok":
                 lines.append(PaneLine(f"✔ {event.message}", "ok"))
@@ -161,7 +168,8 @@ class NodeRun(NodeHappened):
         elif isinstance(event, RunFinished):
             self.finished, self.command = now, ""
             good = event.result in ("repaired", "skipped")  # skipped: healthy, left alone
-            lines.append(PaneLine(f"⇒ {event.result}: {event.message}", "ok" if good else "err"))
+            kind = "ok" if good else "warn" if event.result == "aborted" else "err"
+            lines.append(PaneLine(f"⇒ {event.result}: {event.message}", kind))
         return lines
 
     def _follow_wait(self, event: RunbookEvent, now: float) -> bool:

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from nvls_tui.runbook.fabric import fabric_counts
-from nvls_tui.views.runbook import FAILED, OK, PENDING, RUNNING, SKIPPED, NodeRun, StepView
+from nvls_tui.views.runbook import FAILED, OK, PENDING, RUNNING, SKIPPED, NodeRun, StepView, aborted_message
 from nvls_tui.widgets import palette
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -55,19 +55,24 @@ def step_lines(run: NodeRun, now: float, width: int = 40) -> Text:
     for i, step in enumerate(run.steps.values()):
         if i:
             text.append("\n")
+        # The operator's abort is no failure: ■ aborted in the warning colour, not a red ✖ failed.
+        aborted = step.status == FAILED and aborted_message(step.message)
         if step.status == RUNNING:
             text.append(f" {spinner(now)} ", style=palette.bold("accent"))
+        elif aborted:
+            text.append(" ■ ", style=palette.STYLE["warn"])
         else:
             glyph, role = GLYPH.get(step.status, ("?", ""))
             text.append(f" {glyph} ", style=palette.STYLE.get(role, ""))
-        text.append(step.name.ljust(name_width), style=word_style(step.status))
+        text.append(step.name.ljust(name_width), style=palette.bold("warn") if aborted else word_style(step.status))
         if step.status == RUNNING:
             running = _running(run, step, now)
             if 3 + name_width + running.cell_len > width:  # a narrow column: under the name, not at column 0
                 text.append("\n" + " " * 5)
             text.append_text(running)
         elif step.status in (OK, FAILED):
-            text.append(f"{step.status:<8}", style=word_style(step.status))
+            word = "aborted" if aborted else step.status
+            text.append(f"{word:<8}", style=palette.bold("warn") if aborted else word_style(step.status))
             text.append(duration_text(step.duration), style=palette.STYLE["muted"])
         else:
             text.append(step.status, style=word_style(step.status))
