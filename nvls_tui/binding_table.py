@@ -60,7 +60,7 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("fleet.sort", "v", "toggle_sort", "Sort", "Toggle between fleet order and verdict order "
                 "(broken nodes first); from any other order, back to verdict order.", "fleet",
                 palette="fleet: Toggle sort by verdict"),
-    BindingSpec("fleet.sort_by", "S", "sort_by", "Sort by", "Sort the fleet by any column shown (a picker); "
+    BindingSpec("fleet.sort_by", "O", "sort_by", "Sort by", "Sort the fleet by any column shown (a picker); "
                 "the same column again reverses it; the top line says the order.", "fleet", show=False,
                 palette="fleet: Sort by a column"),
     BindingSpec("fleet.columns", "c", "choose_columns", "Columns", "Show or hide the grid's optional columns "

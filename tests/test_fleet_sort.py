@@ -1,4 +1,4 @@
-"""Issue 28 item 8: sort the fleet by any column (S, again to reverse; the top line says the order) and
+"""Issue 28 item 8: sort the fleet by any column (O, again to reverse; the top line says the order) and
 choose the grid's columns (c); both last the session. Unknown values sort last in either direction."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def sim_app() -> NvlsApp:
 
 
 async def pick(pilot, app, label: str) -> None:
-    await pilot.press("S")
+    await pilot.press("O")
     await wait_until(pilot, lambda: isinstance(app.screen, SortPicker), "the sort picker")
     options = app.screen.query_one("#picker-list")
     index = next(i for i in range(options.option_count)

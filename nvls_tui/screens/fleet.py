@@ -103,7 +103,7 @@ class FleetScreen(OnConsole, Screen[None]):
     def __init__(self, services: ConsoleServices) -> None:
         super().__init__()
         self.services = services
-        self.grid_order = SortOrder()  # verdict order (broken first); S picks any column, v toggles fleet order
+        self.grid_order = SortOrder()  # verdict order (broken first); O picks any column, v toggles fleet order
         self.filter_text = ""
         self.selected: list[str] = []  # nodes picked for a repair (space), in the order picked
         self._last_draw = 0.0

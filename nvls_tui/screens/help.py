@@ -19,9 +19,11 @@ from nvls_tui.screens.searching import SEARCH_ACTIONS, Searching
 from nvls_tui.views.search import find
 from nvls_tui.widgets import palette
 
-SCOPE_TITLES = {"app": "anywhere", "fleet": "fleet", "node": "node", "runbook": "repair", "search": "search"}
+SCOPE_TITLES = {"app": "anywhere", "fleet": "fleet", "node": "node", "runbook": "repair", "search": "search",
+                "logs": "logs"}
 # The words for "the keys of the screen you are on" in the help's title.
-SCREEN_NAMES = {"fleet": "the fleet", "node": "the node screen", "runbook": "the repair screen"}
+SCREEN_NAMES = {"fleet": "the fleet", "node": "the node screen", "runbook": "the repair screen",
+                "logs": "the logs screen"}
 
 GLYPHS = ("✔ Completed/Success   … In Progress   ○ Not Started   ✖ error status   – not supported   "
           "◆ NVSwitch present")
@@ -111,7 +113,7 @@ class HelpScreen(Searching, ModalScreen[None]):
                     flag = Text("refused: read-only" if self.read_only else "changes a node",
                                 style=palette.STYLE["muted" if self.read_only else "warn"])
                 does = Text(f"{s.description}: {s.tooltip}")
-                where = Text(SCOPE_TITLES[scope], style="bold" if scope == self.scope else "")
+                where = Text(SCOPE_TITLES.get(scope, scope), style="bold" if scope == self.scope else "")
                 cells = [where, Text(key, style="bold"), does]
                 if wide:
                     cells += [Text(s.id, style="dim"), flag]

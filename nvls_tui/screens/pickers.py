@@ -1,4 +1,4 @@
-"""Small pickers over the fleet: the column to sort by (``S``) and the columns to show (``c``)."""
+"""Small pickers over the fleet: the column to sort by (``O``) and the columns to show (``c``)."""
 
 from __future__ import annotations
 
