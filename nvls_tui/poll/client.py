@@ -35,7 +35,7 @@ STOP_TIMEOUT = 3.0
 REASON_CHARS = 200
 
 
-class PollerGone(Exception):
+class PollerGone(ConnectionError):
     """The poller process is not running (never started, or ended): ``str()`` says why."""
 
 
