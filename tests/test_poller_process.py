@@ -235,7 +235,7 @@ async def test_the_console_polls_through_its_process_and_shows_every_node_unknow
 
     app = NvlsApp.from_settings(settings(poll_interval=0.5))
     assert app.poller is not None and app.pollers == {}
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=(160, 48)):
         await first_poll(app, 30)
         assert app.verdict("gpu05") is Verdict.BROKEN and app.verdict("gpu01") is Verdict.HEALTHY
         pid = app.poller.pid
