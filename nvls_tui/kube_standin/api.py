@@ -105,6 +105,12 @@ def patch_(store: Store, t: Target, content_type: str, body: bytes) -> tuple[int
                            "field is immutable", reason="Invalid")
         expect = meta.get("resourceVersion")
         patched["apiVersion"], patched["kind"] = t.resource.api_version, t.resource.kind
+        # status has its own subresource: a write to the main resource leaves it as it was (as the real
+        # registries' PrepareForUpdate do), so a patch cannot make a node Ready or a pod Running
+        if "status" in current or "status" in patched:
+            patched["status"] = current.get("status")
+            if patched["status"] is None:
+                del patched["status"]
         out = store.replace(plural, patched, expect_rv=expect if expect else None)
     return 200, _typed(t.resource, out)
 
