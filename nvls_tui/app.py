@@ -181,8 +181,11 @@ class NvlsApp(App[int]):
         # With a scheduler, console repairs drain and resume through it as headless ones do (a purely
         # simulated node is in no cluster).
         schedulers = {h: slurm.hook(h) for h, b in self.backends.items() if not b.simulated} if slurm else {}
+        # On Kubernetes, console repairs cordon, pause operand labels and evict through the API as headless ones do.
+        kubes = {h: k for h in self.backends if kube is not None and (k := kube.for_host(h)) is not None}
         self.session = Session(self.backends, audit_dir=audit_dir, timeout=timeout, pause=self.polls_paused,
-                               read_only=read_only, on_audit_failure=self._audit_failed, schedulers=schedulers)
+                               read_only=read_only, on_audit_failure=self._audit_failed, schedulers=schedulers,
+                               kube=kubes)
         self.services = ConsoleServices(
             live=self, session=self.session, backend_for=self.backend_for, clock=clock,
             settings=ConsoleSettings(read_only=read_only, simulated=self.simulated, periodic=self.periodic,

@@ -238,6 +238,10 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                              "(default 0: refuse at once while jobs run)")
     repair.add_argument("--keep-drained", action="store_true",
                         help="with Slurm: leave the node drained after a successful repair")
+    repair.add_argument("--wait-pods", type=_not_negative, default=0.0, metavar="SECONDS",
+                        help="on Kubernetes: how long an eviction that a PodDisruptionBudget refuses is retried "
+                             "before the repair is refused (default 0: refuse at the first refusal; a pod is never "
+                             "force-deleted)")
     repair.add_argument("--plan", metavar="FILE",
                         help="hold each node to this approved plan (the JSON of `repair --dry-run --json`): "
                              "a node that changed since is refused")

@@ -110,6 +110,7 @@ class RepairSettings:
         sigkill: allow SIGKILL for holders that ignore SIGTERM.
         wait_jobs: with Slurm, seconds to wait for the drained node's jobs to end.
         keep_drained: with Slurm, leave the node drained after a successful repair.
+        wait_pods: on Kubernetes, seconds an eviction a PodDisruptionBudget refuses is retried.
         plan: an approved plan file (``repair --dry-run --json``).
     """
 
@@ -123,6 +124,7 @@ class RepairSettings:
     wait_jobs: float = 0.0
     keep_drained: bool = False
     plan: str | None = None
+    wait_pods: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +292,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         force=bool(given.get("force")), strategy=str(given.get("strategy") or "parallel"),
         smoke_threshold=given.get("smoke_threshold"), sigkill=bool(given.get("sigkill")),
         wait_jobs=float(given.get("wait_jobs") or 0.0), keep_drained=bool(given.get("keep_drained")),
-        plan=given.get("plan"),
+        plan=given.get("plan"), wait_pods=float(given.get("wait_pods") or 0.0),
     )
     speed, from_env = _number_from_env(environ or {}, SIM_SPEED_ENV, 1.0)
     if from_env:

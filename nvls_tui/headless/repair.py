@@ -40,7 +40,7 @@ from nvls_tui.runbook.happened import NodeHappened, bookkeeping
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
 from nvls_tui.runbook.session import Session
 from nvls_tui.settings import Settings
-from nvls_tui.targets import resolve_backends, scheduler_from_settings
+from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.views.deadlines import WaitReminders, deadlines_line, duration_line, rechecks_first
 from nvls_tui.views.runbook import repair_options
@@ -136,7 +136,7 @@ def _options(settings: Settings, backends: list[Backend]) -> RepairOptions:
     repair = settings.repair
     return repair_options(backends, settings.timeout, dry_run=repair.dry_run, sigkill=repair.sigkill,
                           smoke_threshold=repair.smoke_threshold, wait_jobs=max(0.0, repair.wait_jobs),
-                          keep_drained=repair.keep_drained)
+                          keep_drained=repair.keep_drained, wait_pods=max(0.0, repair.wait_pods))
 
 
 def can_confirm(stdin: TextIO) -> tuple[bool, str]:
@@ -349,8 +349,15 @@ def run(settings: Settings) -> int:
         return 2
     # A purely simulated node is in no cluster; a lab node (over SSH) may be a real Slurm node.
     schedulers = {b.host: slurm.hook(b.host) for b in backends if not b.simulated} if slurm else {}
+    try:
+        # On Kubernetes the repair cordons, pauses operand labels and evicts through the API (runbook/kube_repair.py).
+        fleet = kube_from_settings(settings, backends)
+    except InvalidArgument as exc:
+        print(f"nvls-tui: {exc}", file=sys.stderr)
+        return 2
+    kubes = {h: k for h in hosts if fleet is not None and (k := fleet.for_host(h)) is not None}
     session = Session({b.host: b for b in backends}, audit_dir=settings.audit_dir, options=options,
-                      on_audit_failure=audit_failed, schedulers=schedulers)
+                      on_audit_failure=audit_failed, schedulers=schedulers, kube=kubes)
     approved: dict[str, dict] | None = None
     if plan_file:
         try:

@@ -23,8 +23,9 @@ from nvls_tui.backends.base import (
     CommandTimeout,
     OutputTooLarge,
 )
+from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model import NodeState
-from nvls_tui.runbook import fabric, preflight, quiesce, scheduling, smoke
+from nvls_tui.runbook import fabric, kube_repair, preflight, quiesce, scheduling, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.drift import drift
 from nvls_tui.runbook.events import (
@@ -34,6 +35,7 @@ from nvls_tui.runbook.events import (
     RunFinished,
     RunStarted,
 )
+from nvls_tui.runbook.kube_repair import KubeHold
 from nvls_tui.runbook.ledger import ManualChange, put_back
 from nvls_tui.runbook.lock import NodeLock
 from nvls_tui.runbook.outcome import (
@@ -105,7 +107,7 @@ class Runbook:
                  audit_log: str | None = None, approved: Mapping[str, Any] | None = None,
                  manual: Sequence[ManualChange] = (), put_back_manual: bool = True,
                  durable: Callable[[], Awaitable[bool]] | None = None,
-                 scheduler: SchedulerHook | None = None) -> None:
+                 scheduler: SchedulerHook | None = None, kube: Kubectl | None = None) -> None:
         self.options = options or RepairOptions()
         self.run_id = run_id or new_run_id()
         self.operator_name = operator_name or _whoami()
@@ -126,6 +128,10 @@ class Runbook:
         self._steps_task: asyncio.Future | None = None
         self.scheduler = scheduler
         self._drain: DrainHold | None = None
+        # On Kubernetes (a cluster configured and the node in it): cordon, operand labels, evictions.
+        self.kube = kube
+        self._kube: KubeHold | None = None
+        self._stopped_at: str | None = None
 
     @property
     def host(self) -> str:
@@ -161,7 +167,8 @@ class Runbook:
 
             return await plan_node(self.context, self.run_id, manual=self.manual,
                                    put_back_manual=self.put_back_manual,
-                                   scheduler_node=self.scheduler.node if self.scheduler is not None else None)
+                                   scheduler_node=self.scheduler.node if self.scheduler is not None else None,
+                                   kube=self.kube)
         ctx = self.context
         started = self.options.clock()
         for name in STEPS:
@@ -202,6 +209,7 @@ class Runbook:
         except Exception as exc:  # noqa: BLE001 - a bug must still end in a restore
             self._fail_current(f"internal error during {ctx.step}: {exc!r}", FAILED)
         finally:
+            self._stopped_at = None if self.outcome.result in (REPAIRED, NO_REPAIR_NEEDED) else (ctx.step or "preflight")
             cancelled = await self._finish(cancelled) or cancelled
         self.outcome.duration = self.options.clock() - started
         ctx.emit(RunFinished(host=self.host, result=self.outcome.result, message=self.outcome.message,
@@ -215,7 +223,7 @@ class Runbook:
         state = await self._step("preflight", self._preflight)
         if self.outcome.no_repair_needed:
             return
-        await self._step("quiesce", lambda: quiesce.quiesce(self.context, state))
+        await self._step("quiesce", lambda: self._quiesce(state))
         await self._step("verify-no-holders", lambda: quiesce.verify_no_holders(self.context, state))
         await self._step("reset", lambda: fabric.reset(self.context))
         await self._step("fabric-manager", lambda: self._fabric_manager(state))
@@ -236,6 +244,14 @@ class Runbook:
             return f"interrupted: {self._interrupted}" if interrupted else (str(exc) or type(exc).__name__)
 
         return await self.context.run_step(name, body, record=self.outcome.step(name), failure=failure)
+
+    async def _quiesce(self, state: NodeState) -> object:
+        """On Kubernetes the operands leave through their labels and the workloads through evictions first;
+        kubelet keeps running. Then the node's own clients, as without a cluster."""
+        if self._kube is not None and self.kube is not None:
+            await kube_repair.pause_operands(self.context, self.kube, self._kube)
+            await kube_repair.evict_workloads(self.context, self.kube, self._kube, state)
+        return await quiesce.quiesce(self.context, state, stop_kubelet=self._kube is None)
 
     async def _fabric_manager(self, state: NodeState) -> str:
         # FM must never start while anything holds a device (NVLS stays broken): re-prove it first,
@@ -270,6 +286,13 @@ class Runbook:
         reason = preflight.record_refusal(state)
         if reason:
             raise Refused(reason)
+        if self.kube is not None:
+            # Read before anything changes: what the record says the restore puts back.
+            name = self.kube.node_name(self.host)
+            self._kube = await kube_repair.survey(ctx, self.kube, name)
+            if self._kube is None:
+                ctx.note(f"the Kubernetes cluster has no node {name}: repaired as without a cluster (kubelet is "
+                         f"stopped; map the target with --kube-node-map if it has another name there)", "warning")
         self._t0 = await smoke.node_time(ctx)
         if not self._t0:
             raise StepFailed("the node's clock could not be read (needed to check the kernel log since the repair)")
@@ -289,9 +312,12 @@ class Runbook:
         record = RepairRecord(run_id=self.run_id, host=self.host, operator=self.operator_name,
                               started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), t0=self._t0,
                               units=self._prior_units, persistence=self._prior_pm, tool_pid=os.getpid(),
-                              audit_log=self.outcome.audit_log, manual=self._manual_units)
+                              audit_log=self.outcome.audit_log, manual=self._manual_units,
+                              kube=self._kube.to_record() if self._kube is not None else None)
         self._record_written = True  # set first: a half-written record must still be cleaned up
         await preflight.write_record(ctx, record)
+        if self._kube is not None and self.kube is not None:
+            await kube_repair.cordon(ctx, self.kube, self._kube)  # the record names it first
         return state
 
     async def _recheck(self, state: NodeState) -> bool:
@@ -385,7 +411,7 @@ class Runbook:
             report = await restore(ctx, self._prior_units if self._record_written else {},
                                    self._prior_pm if self._record_written else {},
                                    record_of=self.run_id if self._record_written else None, lock=lock,
-                                   manual=self._manual_units)
+                                   manual=self._manual_units, before_record=self._settle_kube)
             if not report.ok:
                 raise StepFailed("could not put back: " + ", ".join(report.failed))
             return f"restored {', '.join(report.units) or 'nothing (nothing had been stopped)'}"
@@ -406,6 +432,26 @@ class Runbook:
             if self.lock is not None:
                 await self.lock.stop_beating()  # whatever happened above: the run is over
         await self._observe_after()
+
+    async def _settle_kube(self) -> list[str]:
+        """The cluster back (after the units, before the record goes): the labels this run paused, and the
+        cordon lifted after a pass or kept, naming the step, after anything else. Returns what failed."""
+        if self._kube is None or self.kube is None:
+            return []
+        passed = self.outcome.result in (REPAIRED, NO_REPAIR_NEEDED)
+        try:
+            done, failed = await kube_repair.settle(self.context, self.kube, self._kube, passed=passed,
+                                                    stopped_at=self._stopped_at)
+        except KubeError as exc:
+            done, failed = [], [f"the cluster ({exc})"]
+        self.outcome.kube = {"node": self._kube.node, "cordoned": self._kube.cordoned,
+                             "paused": list(self._kube.paused), "evicted": list(self._kube.evicted),
+                             "restored": done, "failed": failed}
+        said = "; ".join(d for d in done if "stays cordoned" in d)
+        if said:
+            self.context.note(said)
+            self.outcome.message = f"{self.outcome.message}; {said}".lstrip("; ")
+        return failed
 
     async def _observe_after(self) -> None:
         """One last read of the node for the report's before/after comparison (best effort)."""

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from nvls_tui.backends.base import Backend
+from nvls_tui.kube.client import Kubectl
 from nvls_tui.runbook.engine import Runbook, new_run_id
 from nvls_tui.runbook.events import EventSink, Note
 from nvls_tui.runbook.ledger import ManualChange
@@ -65,7 +66,8 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
                    approved: Mapping[str, Mapping[str, Any]] | None = None,
                    manual: Mapping[str, Sequence[ManualChange]] | None = None, put_back_manual: bool = True,
                    durable: Callable[[], Awaitable[bool]] | None = None,
-                   schedulers: Mapping[str, SchedulerHook] | None = None) -> list[NodeOutcome]:
+                   schedulers: Mapping[str, SchedulerHook] | None = None,
+                   kubes: Mapping[str, Kubectl] | None = None) -> list[NodeOutcome]:
     """Repair (or plan) every node with ``strategy``; outcomes come back in the order of ``backends``.
 
     Args:
@@ -82,6 +84,8 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
         put_back_manual: the restore starts the units stopped by hand again.
         durable: awaited before each command (the audit log holds everything so far).
         schedulers: per node, its scheduler (Slurm): drained before, put back after.
+        kubes: per node, its Kubernetes cluster: cordoned, operands paused and workloads evicted through the
+            API instead of stopping kubelet, all put back after.
 
     Raises:
         ValueError: an unknown strategy.
@@ -93,7 +97,7 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
     books = [Runbook(b, options, on_event=on_event, operator=operator, run_id=run_id, audit_log=audit_log,
                      approved=(approved or {}).get(b.host), manual=(manual or {}).get(b.host, ()),
                      put_back_manual=put_back_manual, durable=durable,
-                     scheduler=(schedulers or {}).get(b.host))
+                     scheduler=(schedulers or {}).get(b.host), kube=(kubes or {}).get(b.host))
              for b in backends]
     group = group if group is not None else RunGroup()
     group.books.extend(books)

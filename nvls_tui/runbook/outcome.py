@@ -68,6 +68,8 @@ class NodeOutcome:
             not in the JSON (the message says it, and ``lock_owner``'s status).
         lock_owner: when another run's lock refused this one, who holds it (run id, bastion, operator,
             tool PID, since, heartbeat, live/stale); None otherwise.
+        kube: on Kubernetes, what the repair changed in the cluster (node, cordoned, paused labels, evicted
+            pods, what the restore put back and what it could not); None without a cluster (not in the JSON).
     """
 
     host: str
@@ -88,6 +90,7 @@ class NodeOutcome:
     manual: list[str] = field(default_factory=list)
     lock_stale: bool = False
     lock_owner: dict[str, Any] | None = None
+    kube: dict[str, Any] | None = None
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (created on first use, kept in contract order)."""
@@ -127,6 +130,7 @@ class NodeOutcome:
             "drift": list(self.drift),
             "manual_changes": list(self.manual),
             "lock_owner": self.lock_owner,
+            **({"kube": self.kube} if self.kube is not None else {}),
         }
 
 

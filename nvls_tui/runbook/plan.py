@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from nvls_tui.backends.base import BackendError, join_argv
 from nvls_tui.diagnosis import fm_container
+from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import NodeState
 from nvls_tui.poll.probe import DEVICE_LIST_ARGV, QUERY_FIELDS, RECORD_FILE
 from nvls_tui.runbook import preflight
@@ -32,6 +33,7 @@ from nvls_tui.runbook.steps import (
     DATE_ARGV,
     FM_UNIT,
     KERNEL_CURSOR_ARGV,
+    KUBELET,
     SMOKE_CLOCK_ARGVS,
     SMOKE_ENV,
     STEPS,
@@ -90,11 +92,13 @@ def reset_side_effects(state: NodeState) -> list[str]:
 
 def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
                   thresholds: dict[str, float] | None = None,
-                  restore_also: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+                  restore_also: Mapping[str, str] | None = None,
+                  kube_lines: Mapping[str, list[str]] | None = None) -> dict[str, list[str]]:
     """``{step: [command line, ...]}`` for a repair of ``state``, every step of contract.md in order.
 
     ``restore_also`` names units the operator stopped by hand (``{unit: state before}``): the
-    restore starts them again too.
+    restore starts them again too. ``kube_lines`` (:func:`~nvls_tui.runbook.kube_repair.plan_lines`): the
+    node is repaired through the Kubernetes API, and kubelet is not stopped.
     """
     n = len(state.gpus) or 8
     smoke = [_join(smoke_argv(n), SMOKE_ENV), *(_join(a) for a in SMOKE_CLOCK_ARGVS),
@@ -102,13 +106,19 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     pre = [*(_join(a) for a in take_argvs()), _join(DATE_ARGV), _join(KERNEL_CURSOR_ARGV)]
     if preflight.fabric_looks_healthy(state):
         pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
+    kube = kube_lines or {}
+    pre += kube.get("preflight", [])
     pre += [_join(a) for a in record_write_argvs()]
+    pre += kube.get("cordon", [])
     prior = prior_units(state, restore_also)
     prior_pm = persistence_modes(state)
     stopped = {u: "inactive" for u in prior}
     stopped[FM_UNIT] = "active"  # the fabric-manager step started it
+    if kube_lines is not None and KUBELET in stopped:
+        stopped[KUBELET] = prior[KUBELET]  # not stopped on this path: nothing to start
     restore = [_join(argv) for _, argv in restore_actions(prior, prior_pm, stopped, {}, tuple(restore_also or ()))]
     # The record and the lock go only while they are still this run's: each is read first.
+    restore += kube.get("restore", [])
     restore += [_join(("cat", RECORD_FILE)), _join(record_remove_argv()), *(_join(a) for a in release_argvs())]
     # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is
     # known only when the step runs, so the dry run shows the listing and says what fuser is given.
@@ -128,7 +138,8 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
         fm_step = [f"# not run: no host {FM_UNIT} unit to start; instead: {pod_move}"]
     return {
         "preflight": pre,
-        "quiesce": [a.display for a in quiesce_actions(state)],
+        "quiesce": kube.get("quiesce", []) + [a.display for a in quiesce_actions(state,
+                                                                                 stop_kubelet=kube_lines is None)],
         "verify-no-holders": fuser_lines,
         "reset": reset_step,
         "fabric-manager": fm_step,
@@ -141,8 +152,33 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     }
 
 
+async def _kube_plan(ctx: NodeContext, state: NodeState,
+                     kube: Kubectl) -> tuple[str | None, dict[str, list[str]] | None]:
+    """(why a repair would be refused, the kubectl lines of each step) from a read of the cluster now.
+
+    The reads are the repair's own (audited like any command); a node the cluster lacks is repaired as
+    without one (no lines); a cluster that cannot be read refuses.
+    """
+    from nvls_tui.runbook import kube_repair
+    from nvls_tui.runbook.context import Refused
+
+    ctx.step = "preflight"
+    try:
+        hold = await kube_repair.survey(ctx, kube, kube.node_name(ctx.host))
+    except Refused as exc:
+        return str(exc), None
+    finally:
+        ctx.step = ""
+    if hold is None:
+        ctx.note(f"the Kubernetes cluster has no node {kube.node_name(ctx.host)}: a repair stops kubelet, as "
+                 "without a cluster", "warning")
+        return None, None
+    return None, kube_repair.plan_lines(kube, hold, state, ctx.options.wait_pods, ctx.options.operand_timeout)
+
+
 async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualChange] = (),
-                    put_back_manual: bool = True, scheduler_node: str | None = None) -> NodeOutcome:
+                    put_back_manual: bool = True, scheduler_node: str | None = None,
+                    kube: Kubectl | None = None) -> NodeOutcome:
     """Read the node once and fill ``ctx.outcome`` with the plan (result planned, or refused and why).
 
     The outcome keeps the plan's ``basis`` (what the node looked like), which a repair approved from
@@ -162,8 +198,10 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
     if manual:
         outcome.manual = [c.describe() for c in manual]
         ctx.emit(ManualChanges(host=ctx.host, changes=tuple(c.to_dict() for c in manual), put_back=put_back_manual))
+    kube_refusal, kube_lines = await _kube_plan(ctx, state, kube) if kube is not None and state.reachable else (None, None)
     commands = plan_commands(state, smoke_threshold=ctx.options.smoke_threshold,
-                             thresholds=dict(ctx.options.thresholds), restore_also=restore_also)
+                             thresholds=dict(ctx.options.thresholds), restore_also=restore_also,
+                             kube_lines=kube_lines)
     if scheduler_node is not None:  # the scheduler's drain and resume, run on the bastion
         from nvls_tui.runbook import scheduling
 
@@ -176,7 +214,8 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
         step.status = STEP_PLANNED
         step.commands = commands[name]
         ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, commands=tuple(step.commands)))
-    reason = preflight.refusal(state) or preflight.record_refusal(state) or preflight.escalation(state)
+    reason = (preflight.refusal(state) or preflight.record_refusal(state) or kube_refusal
+              or preflight.escalation(state))
     if reason:
         outcome.result = REFUSED
         outcome.message = f"a repair would stop at preflight: {reason}"

@@ -94,8 +94,12 @@ def watch_plan(holders: tuple[Holder, ...]) -> list[Action]:
     return parents + children
 
 
-def quiesce_actions(state: NodeState) -> list[Action]:
-    """Everything quiesce would do to ``state``, in order (the dry-run plan prints exactly this)."""
+def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True) -> list[Action]:
+    """Everything quiesce would do to ``state``, in order (the dry-run plan prints exactly this).
+
+    ``stop_kubelet`` False: the repair goes through the Kubernetes API instead (runbook/kube_repair.py), and
+    kubelet keeps running (the node stays Ready; the paused operands' pods are deleted by their DaemonSets).
+    """
     units = unit_states(state)
     # apt's timers first: an unattended upgrade (and the needrestart it runs) would restart FM mid-repair.
     actions: list[Action] = [Action(unit_argv("stop", timer), note=HELD_NOTE) for timer in timers_to_hold(state)]
@@ -111,6 +115,8 @@ def quiesce_actions(state: NodeState) -> list[Action]:
     if any(mode == "Enabled" for mode in persistence_modes(state).values()):
         actions.append(Action(persistence_argv(False)))
     for unit in (KUBELET, FM_UNIT):
+        if unit == KUBELET and not stop_kubelet:
+            continue
         if is_running(units.get(unit)):
             actions.append(Action(unit_argv("stop", unit)))
     done = {a.pid for a in actions if a.pid is not None}
@@ -263,15 +269,17 @@ async def terminate(ctx: NodeContext, state: NodeState, holders: list[Holder]) -
     return after
 
 
-async def quiesce(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
+async def quiesce(ctx: NodeContext, state: NodeState, *, stop_kubelet: bool = True) -> tuple[Holder, ...]:
     """Stop every client of the GPUs; return the holders left (the verify step deals with them).
+
+    ``stop_kubelet`` False: the Kubernetes path (see :func:`quiesce_actions`).
 
     Raises:
         StepFailed: a unit would not stop or persistence mode could not be turned off.
     """
     if held := timers_to_hold(state):
         ctx.note(held_sentence(held))
-    for action in quiesce_actions(state):
+    for action in quiesce_actions(state, stop_kubelet=stop_kubelet):
         if action.pid is not None or action.read_only:
             continue  # signals go out below, to processes re-read now, with a shared grace time
         result = await ctx.run(action.argv, privileged=True)

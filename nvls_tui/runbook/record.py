@@ -40,6 +40,9 @@ class RepairRecord:
         audit_log: where that run's audit log is (on the operator's machine).
         manual: units among ``units`` that were stopped by hand in the console (a restore starts them
             too; other units it starts only when a repair stops them).
+        kube: on Kubernetes, the node's name there, whether it was cordoned before and the operand labels
+            the repair pauses with their values before (``runbook/kube_repair.KubeHold.to_record``); None
+            without a cluster.
     """
 
     run_id: str
@@ -52,6 +55,7 @@ class RepairRecord:
     tool_pid: int | None = None
     audit_log: str | None = None
     manual: tuple[str, ...] = ()
+    kube: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """The record as one JSON document (what ``tee`` writes)."""
@@ -68,6 +72,7 @@ class RepairRecord:
             "tool_pid": self.tool_pid,
             "audit_log": self.audit_log,
             "manual": list(self.manual),
+            **({"kube": self.kube} if self.kube is not None else {}),
         }, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -91,6 +96,7 @@ class RepairRecord:
             audit_log=data.get("audit_log") if isinstance(data.get("audit_log"), str) else None,
             manual=tuple(str(u) for u in data.get("manual") or () if isinstance(u, str))
             if isinstance(data.get("manual"), list) else (),
+            kube=data.get("kube") if isinstance(data.get("kube"), dict) else None,
         )
 
     @classmethod

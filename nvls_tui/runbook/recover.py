@@ -11,9 +11,13 @@ mode back on, then removes the record and releases the lock.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from nvls_tui.backends.base import Backend, BackendError
+from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import RECORD_FILE
+from nvls_tui.runbook import kube_repair
 from nvls_tui.runbook.context import NodeContext, Refused
 from nvls_tui.runbook.engine import new_run_id
 from nvls_tui.runbook.events import (
@@ -23,6 +27,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
+from nvls_tui.runbook.kube_repair import KubeHold
 from nvls_tui.runbook.lock import STALE, LockHeld, NodeLock, whoami
 from nvls_tui.runbook.outcome import FAILED, OK, REFUSED, RESTORED, STEP_FAILED, NodeOutcome
 from nvls_tui.runbook.record import RepairRecord
@@ -45,7 +50,31 @@ async def _lock(lock: NodeLock, force: bool, outcome: NodeOutcome) -> None:
         await lock.take_over(held)
 
 
-async def _restore_under_lock(ctx: NodeContext, lock: NodeLock, outcome: NodeOutcome) -> None:
+def _cluster_back(ctx: NodeContext, record: RepairRecord, kube: Kubectl | None,
+                  outcome: NodeOutcome) -> Callable[[], Awaitable[list[str]]] | None:
+    """What puts the record's cluster changes back (None: the record names none): the paused labels, and the
+    cordon kept with the step the crashed run was in (no smoke test passed)."""
+    hold = KubeHold.from_record(record.kube)
+    if hold is None:
+        return None
+
+    async def back() -> list[str]:
+        if kube is None:
+            return [f"the labels and cordon of Kubernetes node {hold.node} (no cluster is configured here: run "
+                    f"`nvls-tui repair --restore` again with --kubeconfig)"]
+        step = kube_repair.step_in_log(record.audit_log, record.host) or kube_repair.INTERRUPTED
+        try:
+            done, failed = await kube_repair.settle(ctx, kube, hold, passed=False, stopped_at=step, blind=True)
+        except KubeError as exc:
+            return [f"the cluster ({exc})"]
+        outcome.kube = {"node": hold.node, "restored": done, "failed": failed}
+        return failed
+
+    return back
+
+
+async def _restore_under_lock(ctx: NodeContext, lock: NodeLock, outcome: NodeOutcome,
+                              kube: Kubectl | None = None) -> None:
     """Read the record and put back what it names (the lock is held)."""
     found = await ctx.run(("cat", RECORD_FILE), privileged=True, abortable=False)
     unreadable = missing_evidence("record", found)
@@ -60,13 +89,16 @@ async def _restore_under_lock(ctx: NodeContext, lock: NodeLock, outcome: NodeOut
         outcome.message = "no interrupted repair on this node" + (f"; could not release {left}" if left else "")
         return
     report = await restore(ctx, record.units, record.persistence, record_of=record.run_id, lock=lock,
-                           manual=record.manual)
+                           manual=record.manual, before_record=_cluster_back(ctx, record, kube, outcome))
     outcome.restored = list(report.units)
     if report.ok:
         outcome.result = RESTORED
         what = ", ".join(report.units) or "nothing needed starting"
         pm = f"; persistence mode on GPUs {report.persistence_gpus}" if report.persistence_gpus else ""
         outcome.message = f"restored the repair of {record.started} by {record.operator}: {what}{pm}"
+        kept = [d for d in (outcome.kube or {}).get("restored", []) if "stays cordoned" in d]
+        if kept:
+            outcome.message += "; " + "; ".join(kept)
     else:
         outcome.result = FAILED
         outcome.message = "could not put back: " + ", ".join(report.failed)
@@ -75,12 +107,13 @@ async def _restore_under_lock(ctx: NodeContext, lock: NodeLock, outcome: NodeOut
 async def restore_node(backend: Backend, options: RepairOptions | None = None, *,
                        on_event: EventSink | None = None, run_id: str | None = None,
                        audit_log: str | None = None, force: bool = False,
-                       operator: str | None = None) -> NodeOutcome:
+                       operator: str | None = None, kube: Kubectl | None = None) -> NodeOutcome:
     """Restore one node from its on-node record, under the node's lock.
 
     Args:
         force: take over a stale lock (never a live one).
         operator: who asks (written into the lock's owner file).
+        kube: the cluster, where one is configured (a record that names a Kubernetes node needs it).
 
     Returns:
         An outcome with the single step ``restore``; result ``restored`` (also when there was nothing
@@ -98,7 +131,7 @@ async def restore_node(backend: Backend, options: RepairOptions | None = None, *
     lock = NodeLock(ctx, run_id, operator or whoami())
     try:
         await _lock(lock, force, outcome)
-        await _restore_under_lock(ctx, lock, outcome)
+        await _restore_under_lock(ctx, lock, outcome, kube)
     except Refused as exc:
         outcome.result = REFUSED
         outcome.message = str(exc)

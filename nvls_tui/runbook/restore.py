@@ -14,7 +14,7 @@ the console (``manual``) are ever started: the record is a file on the node, and
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from nvls_tui.backends.base import (
@@ -150,7 +150,8 @@ async def _remove_record(ctx: NodeContext, run_id: str) -> str | None:
 
 
 async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Mapping[int, str], *,
-                  record_of: str | None, lock: NodeLock | None, manual: Collection[str] = ()) -> RestoreReport:
+                  record_of: str | None, lock: NodeLock | None, manual: Collection[str] = (),
+                  before_record: Callable[[], Awaitable[list[str]]] | None = None) -> RestoreReport:
     """Start what ran before and turn persistence mode back on; then drop the record and the lock.
 
     Args:
@@ -159,6 +160,8 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
         record_of: the run id of the record to remove once all is back (None: no record was written).
         lock: this run's hold on the per-node lock (released if still its own), or None.
         manual: units the record names as stopped by hand (started again too).
+        before_record: what else goes back once the units are back and before the record is removed (the
+            cluster's labels and cordon: runbook/kube_repair.py); it returns what it could not put back.
     """
     report = RestoreReport()
     state = await _current(ctx)
@@ -199,6 +202,8 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
             report.units.append(what)
         else:
             report.failed.append(what)
+    if before_record is not None:
+        report.failed.extend(await before_record())
     if report.ok and record_of is not None:
         left = await _remove_record(ctx, record_of)
         report.record_removed = left is None

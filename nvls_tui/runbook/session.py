@@ -30,6 +30,7 @@ from typing import Any, Literal
 from nvls_tui.audit.log import AuditLog, AuditWriteError
 from nvls_tui.audit.writer import AuditWriter
 from nvls_tui.backends.base import Backend, BackendError, validate_unit
+from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import Holder
 from nvls_tui.runbook.actions import PidOutcome, summarise
 from nvls_tui.runbook.context import Aborted, NodeContext
@@ -136,9 +137,11 @@ class Session:
                  timeout: float | None = None, pause: Pause | None = None, read_only: bool = False,
                  on_audit_failure: Callable[[str], None] | None = None,
                  options: RepairOptions | None = None,
-                 schedulers: Mapping[str, SchedulerHook] | None = None) -> None:
+                 schedulers: Mapping[str, SchedulerHook] | None = None,
+                 kube: Mapping[str, Kubectl] | None = None) -> None:
         self.backends = dict(backends)
         self.schedulers = dict(schedulers or {})  # per node, its scheduler (Slurm), where there is one
+        self.kube = dict(kube or {})  # per node, its Kubernetes cluster, where one is configured
         self.audit_dir = audit_dir
         self.timeout = timeout
         self.read_only = read_only
@@ -332,7 +335,8 @@ class Session:
             async with self._pause(host):
                 outcome = await asyncio.shield(restore_node(self.backends[host], self.options,
                                                             on_event=fan_out(log, on_event), run_id=self.run_id,
-                                                            audit_log=str(log.path), force=force))
+                                                            audit_log=str(log.path), force=force,
+                                                            kube=self.kube.get(host)))
         finally:
             self.busy.pop(host, None)
         if outcome.result == RESTORED:
@@ -345,7 +349,7 @@ class Session:
         """The dry run of ``hosts`` (read-only), each listing what was changed by hand in this session."""
         dry = _with(options, dry_run=True)
         books = [Runbook(self.backends[h], dry, manual=self.ledger.changes(h), put_back_manual=put_back_manual,
-                         scheduler=self.schedulers.get(h))
+                         scheduler=self.schedulers.get(h), kube=self.kube.get(h))
                  for h in hosts]
         results = await asyncio.gather(*(b.run() for b in books), return_exceptions=True)
         plans: dict[str, NodeOutcome] = {}
@@ -402,7 +406,7 @@ class Session:
                                               audit_log=str(log.path), group=run.group, approved=approved,
                                               manual={h: self.ledger.changes(h) for h in hosts},
                                               put_back_manual=put_back_manual, durable=writer.flush,
-                                              schedulers=self.schedulers)
+                                              schedulers=self.schedulers, kubes=self.kube)
         finally:
             await asyncio.to_thread(writer.close)
             for h in hosts:

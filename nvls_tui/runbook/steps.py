@@ -225,6 +225,10 @@ class RepairOptions:
         wait_jobs: with a scheduler, how long preflight waits for the drained node's jobs to end before
             it refuses (``--wait-jobs``; 0: refuse at once while jobs run).
         keep_drained: leave the node drained in the scheduler after a successful repair.
+        wait_pods: on Kubernetes, how long an eviction a PodDisruptionBudget refuses is retried before the
+            repair is refused (``--wait-pods``; 0: refuse at the first refusal).
+        operand_timeout: on Kubernetes, how long quiesce waits for the paused operands' pods (and the evicted
+            workload pods) to be deleted (the GPU Operator's own managers wait 5 minutes).
         heartbeat_interval: real seconds between the lock's heartbeats while a run holds it.
         lock_stale_after: real seconds without a heartbeat after which a lock is stale (``--force`` may
             then take it over; a live one is never taken).
@@ -248,6 +252,8 @@ class RepairOptions:
     restore_attempts: int = 3
     wait_jobs: float = 0.0
     keep_drained: bool = False
+    wait_pods: float = 0.0
+    operand_timeout: float = 300.0
     heartbeat_interval: float = 30.0
     lock_stale_after: float = 300.0
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep

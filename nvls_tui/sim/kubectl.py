@@ -8,19 +8,27 @@ id, and a stopped kubelet makes the node's Ready condition ``Unknown`` after the
 period, as on a real cluster. The stand-in API server (``nvls_tui/kube_standin``) is where the real kubectl
 is tested; tests hold this one's JSON to what the real kubectl prints from it.
 
-It answers the two reads the product makes (``get nodes -o json``, ``get pods --all-namespaces
---field-selector spec.nodeName=NODE -o json``) with kubectl's list shape and the API's fields, and anything
-else with kubectl's own words for an unknown command and exit status 1.
+It answers the reads the product makes (``get nodes -o json``, the same with ``--field-selector
+metadata.name=NODE``, ``get pods --all-namespaces --field-selector spec.nodeName=NODE -o json``) with
+kubectl's list shape and the API's fields, and the repair's writes (runbook/kube_repair.py) with what kubectl
+1.32 prints against a real API server, exit status included: ``cordon``/``uncordon``, ``label node``
+(``--overwrite K=V``, ``K-``), ``annotate node``, ``wait --for=delete pod/...`` and the Eviction subresource
+(``create --raw .../eviction -f FILE``; a pod with a budget that allows no disruption gets the 429). The
+cluster acts on them at once: a deploy label that no longer reads ``true`` takes its operand's pods off the
+node (their processes end with SIGTERM, as kubelet ends a deleted pod's containers), ``true`` (or unset) brings
+new pods back; an evicted pod's processes end and its ReplicaSet's replacement stays Pending (no scheduler
+here). Anything else gets kubectl's own words for an unknown command and exit status 1.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nvls_tui.sim.processes import advance
+from nvls_tui.sim.processes import advance, exit_process, spawn_pod
 from nvls_tui.sim.state import Node, PodSpec, digest
 
 # The node controller's node-monitor-grace-period: kubelet silent this long -> Ready is Unknown.
@@ -42,7 +50,8 @@ def node_labels(node: Node) -> dict[str, str]:
     labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}
     labels |= {f"nvidia.com/gpu.deploy.{o}": "true" for o in OPERANDS}
     labels |= node.k8s_labels
-    return dict(sorted(labels.items()))
+    # An empty value is a default label removed through the API (``kubectl label node N K-``).
+    return dict(sorted((k, v) for k, v in labels.items() if v != ""))
 
 
 def _ready(node: Node, now: float) -> str:
@@ -66,7 +75,8 @@ def node_json(node: Node, now: float) -> dict[str, Any]:
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": node.name, "uid": _uid(node.name, "node"), "labels": node_labels(node),
                      "annotations": {"node.alpha.kubernetes.io/ttl": "0",
-                                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+                                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+                     | node.k8s_annotations,
                      "creationTimestamp": _iso(node.boot)},
         "spec": spec,
         "status": {"conditions": [{"type": "Ready", "status": ready,
@@ -150,8 +160,175 @@ def kubectl(nodes: Sequence[Node], argv: Sequence[str], now: float) -> tuple[int
         # The API lists in its storage's key order: namespace, then name.
         pods.sort(key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
         return 0, _list(pods), ""
+    if words[:3] == ["get", "nodes", "--field-selector"] and len(words) == 6 and words[4:] == ["-o", "json"]:
+        field, _, value = words[3].partition("=")
+        if field != "metadata.name":
+            return 1, "", (f'Error from server (BadRequest): Unable to find "/v1, Resource=nodes" that match label '
+                           f'selector "", field selector "{words[3]}": field label not supported: {field}\n')
+        return 0, _list([node_json(n, now) for n in nodes if n.name == value]), ""
+    writes = {"cordon": _cordon, "uncordon": _cordon, "label": _label, "annotate": _annotate, "wait": _wait,
+              "create": _evict}
     verb = words[0] if words else ""
+    if verb in writes:
+        return writes[verb](nodes, words, now)
     return 1, "", f'error: unknown command "{verb}" for "kubectl"\n'
+
+
+def _not_found(kind: str, name: str) -> tuple[int, str, str]:
+    return 1, "", f'Error from server (NotFound): {kind} "{name}" not found\n'
+
+
+def _node_named(nodes: Sequence[Node], name: str) -> Node | None:
+    return next((n for n in nodes if n.name == name), None)
+
+
+def _cordon(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
+    """``cordon NODE`` / ``uncordon NODE``: kubectl sends nothing where the node is already so, and says it."""
+    verb, rest = words[0], words[1:]
+    if len(rest) != 1:
+        return 1, "", "error: USAGE: cordon NODE [flags]\n"
+    node = _node_named(nodes, rest[0])
+    if node is None:
+        return _not_found("nodes", rest[0])
+    want = verb == "cordon"
+    if node.k8s_cordoned == want:
+        return 0, f"node/{node.name} already {verb}ed\n", ""
+    node.k8s_cordoned = want
+    return 0, f"node/{node.name} {verb}ed\n", ""
+
+
+def _pairs(words: list[str]) -> tuple[str, bool, list[str]]:
+    """``label|annotate node NODE [--overwrite] K=V|K- ...``: (node name, overwrite, the changes)."""
+    rest = [w for w in words[2:] if w != "--overwrite"]
+    return (rest[0] if rest else ""), "--overwrite" in words, rest[1:]
+
+
+def _label(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
+    """``label node NODE [--overwrite] K=V | K-``; an operand's deploy label moves its pods (see the module)."""
+    if words[1:2] != ["node"]:
+        return 1, "", f'error: the server doesn\'t have a resource type "{words[1] if len(words) > 1 else ""}"\n'
+    name, overwrite, changes = _pairs(words)
+    node = _node_named(nodes, name)
+    if node is None:
+        return _not_found("nodes", name)
+    labels = node_labels(node)
+    out = ""
+    changed = False
+    for change in changes:
+        if change.endswith("-") and "=" not in change:
+            key = change[:-1]
+            if key not in labels:
+                out += f'label "{key}" not found.\n'
+                continue
+            node.k8s_labels[key] = ""  # over a default: gone (node_labels drops the empty)
+            changed = True
+            continue
+        key, _, value = change.partition("=")
+        if key in labels and not overwrite:
+            return 1, "", f"error: '{key}' already has a value ({labels[key]}), and --overwrite is false\n"
+        node.k8s_labels[key] = value
+        changed = True
+    if not changed:
+        return 0, out + f"node/{node.name} not labeled\n", ""
+    _reconcile_operands(node, now)
+    return 0, out + f"node/{node.name} {'unlabeled' if all(c.endswith('-') for c in changes) else 'labeled'}\n", ""
+
+
+def operand_of(owner: str) -> str:
+    """The operand a GPU Operator DaemonSet deploys (its name less ``nvidia-`` and ``-daemonset``)."""
+    return owner.removeprefix("nvidia-").removesuffix("-daemonset")
+
+
+def _deployed(node: Node, pod: PodSpec) -> bool:
+    """Whether the pod's DaemonSet wants it on ``node`` (its deploy label true, or unset)."""
+    _, kind, owner = owner_of(pod)
+    if kind != "DaemonSet":
+        return True
+    return node_labels(node).get(f"nvidia.com/gpu.deploy.{operand_of(owner)}", "true") == "true"
+
+
+def _end_pod(node: Node, pod: PodSpec, now: float) -> None:
+    """The pod leaves the node: kubelet ends its containers' processes (SIGTERM) and forgets it."""
+    for proc in [p for p in node.procs.values() if p.pod == pod.name]:
+        exit_process(node, proc, now, signo=signal.SIGTERM)
+    node.pods = [p for p in node.pods if p.name != pod.name]
+
+
+def _reconcile_operands(node: Node, now: float) -> None:
+    """The operand DaemonSets after a label change: paused ones' pods go, resumed ones' come back as new pods."""
+    for pod in [p for p in node.pods if not _deployed(node, p)]:
+        _end_pod(node, pod, now)
+        node.k8s_parked.append(pod)
+    for pod in [p for p in node.k8s_parked if _deployed(node, p)]:
+        node.k8s_parked.remove(pod)
+        base = pod.name.rsplit("-", 1)[0]
+        again = digest(node.name, pod.name, now)
+        pod.name, pod.uid = f"{base}-{again[:5]}", f"{again[:8]}-{again[8:12]}-{again[12:16]}-{again[16:20]}-{again[20:32]}"
+        pod.container, pod.restarts, pod.gone_at = digest(node.name, pod.name, 0)[:64], 0, None
+        node.pods.append(pod)
+        kubelet = node.units.get("kubelet.service")
+        if kubelet is not None and kubelet.active == "active":
+            spawn_pod(node, pod, now)
+
+
+def _annotate(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
+    """``annotate node NODE K=V [--overwrite] | K-``."""
+    if words[1:2] != ["node"]:
+        return 1, "", f'error: the server doesn\'t have a resource type "{words[1] if len(words) > 1 else ""}"\n'
+    name, overwrite, changes = _pairs(words)
+    node = _node_named(nodes, name)
+    if node is None:
+        return _not_found("nodes", name)
+    for change in changes:
+        if change.endswith("-") and "=" not in change:
+            node.k8s_annotations.pop(change[:-1], None)
+            continue
+        key, _, value = change.partition("=")
+        if key in node.k8s_annotations and not overwrite:
+            return 1, "", (f"error: --overwrite is false but found the following declared annotation(s): "
+                           f"'{key}' already has a value ({node.k8s_annotations[key]})\n")
+        node.k8s_annotations[key] = value
+    return 0, f"node/{node.name} annotated\n", ""
+
+
+def _pod_named(nodes: Sequence[Node], namespace: str, name: str) -> tuple[Node, PodSpec] | None:
+    for node in nodes:
+        for pod in node.pods:
+            if pod.name == name and owner_of(pod)[0] == namespace:
+                return node, pod
+    return None
+
+
+def _wait(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
+    """``wait --for=delete pod/A ... -n NS --timeout=Ns``: a pod already gone is no output and exit 0 (kubectl
+    1.32); this cluster moves only between calls, so a pod still here outlasts the wait."""
+    if "--for=delete" not in words:
+        return 1, "", "error: the simulated cluster only waits --for=delete\n"
+    namespace = words[words.index("-n") + 1] if "-n" in words[:-1] else "default"
+    for target in (w for w in words[1:] if w.startswith("pod/")):
+        if _pod_named(nodes, namespace, target.removeprefix("pod/")) is not None:
+            return 1, "", f"error: timed out waiting for the condition on pods/{target.removeprefix('pod/')}\n"
+    return 0, "", ""
+
+
+_EVICTED = '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
+
+
+def _evict(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
+    """``create --raw /api/v1/namespaces/NS/pods/P/eviction -f FILE``: the Eviction subresource."""
+    path = words[2] if words[1:2] == ["--raw"] and len(words) > 2 else ""
+    parts = path.strip("/").split("/")
+    if len(parts) != 7 or parts[:3] != ["api", "v1", "namespaces"] or parts[4] != "pods" or parts[6] != "eviction":
+        return 1, "", 'error: unknown command "create" for "kubectl"\n' if not path else \
+            'Error from server (NotFound): the server could not find the requested resource\n'
+    found = _pod_named(nodes, parts[3], parts[5])
+    if found is None:
+        return _not_found("pods", parts[5])
+    node, pod = found
+    if pod.k8s_budget:
+        return 1, "", "Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget.\n"
+    _end_pod(node, pod, now)
+    return 0, _EVICTED, ""
 
 
 class SimKubectl:

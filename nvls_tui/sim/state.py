@@ -137,6 +137,9 @@ class PodSpec:
     k8s_owner_kind: str | None = None
     k8s_owner_name: str | None = None
     k8s_container: str | None = None
+    # A PodDisruptionBudget that selects the pod and allows no disruption now (its name): an eviction is
+    # refused with the API's 429, as the real disruption controller answers.
+    k8s_budget: str | None = None
 
     @property
     def cgroup(self) -> str:
@@ -236,6 +239,10 @@ class Node:
     # administrator's `nvidia.com/gpu.deploy.X=false`), and whether it is cordoned.
     k8s_labels: dict[str, str] = field(default_factory=dict)
     k8s_cordoned: bool = False
+    # The node's annotations set through the API, and the GPU Operator's operand pods whose DaemonSet a
+    # paused deploy label took off the node (back, as new pods, when the label reads true again).
+    k8s_annotations: dict[str, str] = field(default_factory=dict)
+    k8s_parked: list[PodSpec] = field(default_factory=list)
 
     # ----- the node's clock ------------------------------------------------------------------
     def clock(self, t: float) -> float:
@@ -322,6 +329,7 @@ class Node:
         data["units"] = {k: Unit(**u) for k, u in data.get("units", {}).items()}
         data["procs"] = {int(p["pid"]): Proc(**p) for p in data.get("procs", [])}
         data["pods"] = [PodSpec(**p) for p in data.get("pods", [])]
+        data["k8s_parked"] = [PodSpec(**p) for p in data.get("k8s_parked", [])]
         data["kernel"] = [LogLine(**e) for e in data.get("kernel", [])]
         data["journal"] = [LogLine(**e) for e in data.get("journal", [])]
         return cls(**data)

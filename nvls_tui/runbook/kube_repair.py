@@ -1,0 +1,523 @@
+"""The repair around Kubernetes: cordon, pause the GPU Operator's operands by label, evict, and put it all back.
+
+With a cluster configured and the node known to it, the repair goes through the API instead of stopping
+kubelet (which would make the whole node NotReady and, after five minutes, have the node controller evict
+every pod). As the GPU Operator's own MIG and driver managers do:
+
+* preflight reads the node and its pods, then cordons it (remembering whether it was cordoned already);
+* quiesce sets each operand label that is ``true`` (or unset) to ``paused-for-nvls-repair`` and leaves an
+  administrator's ``false`` alone, waits (with a deadline) for those operands' pods to be deleted, and evicts
+  the workload pods whose processes hold a GPU through the Eviction API: a PodDisruptionBudget's 429 is
+  waited on up to ``--wait-pods`` seconds, then the repair is refused (never a forced delete);
+* restore puts back exactly the labels this repair paused (only where they still read paused) and
+  uncordons only a node this repair cordoned, and only after a passing smoke test; after a failed or
+  interrupted repair the node stays cordoned with the annotation ``nvls-tui/repair-stopped-at=STEP``.
+
+Every kubectl call is an audited command of the step it belongs to (announced, on disk before it goes out,
+recorded in the step's commands), and what this module will change is in the on-node record before the
+first change, so ``repair --restore`` after a crash puts the labels back and keeps the cordon. The cluster
+is reached through a :class:`~nvls_tui.kube.client.Kubectl` (the real kubectl, or the simulator's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvls_tui.kube.client import Kubectl, KubeError
+from nvls_tui.model import NodeState
+from nvls_tui.model.kube import OPERAND_LABEL_PREFIX, KubeNode, KubePod
+from nvls_tui.parsers.kube import parse_nodes, parse_pods
+from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
+from nvls_tui.runbook.events import CommandFinished, CommandStarted
+from nvls_tui.runbook.steps import STEPS as STEP_NAMES
+from nvls_tui.textsafe import one_line
+from nvls_tui.words import count
+
+#: The value a paused operand label gets (the GPU Operator's own managers use paused-for-mig-change and
+#: paused-for-driver-upgrade the same way).
+PAUSED = "paused-for-nvls-repair"
+#: The operands whose pods open the GPUs. The driver and the container toolkit are never paused: pausing the
+#: driver's label unloads the driver.
+PAUSE_OPERANDS = ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "mig-manager",
+                  "node-status-exporter", "operator-validator")
+#: The annotation a cordon kept after a failed or interrupted repair carries: the step it stopped at.
+STOPPED_AT = "nvls-tui/repair-stopped-at"
+#: The step named after a crash, where the run could not say how far it got.
+INTERRUPTED = "interrupted"
+#: Seconds between two evictions a disruption budget refused.
+EVICT_RETRY = 5.0
+#: Seconds kubectl gets on top of a wait's own ``--timeout`` before its process is ended.
+WAIT_SLACK = 15.0
+
+
+def operand_of(daemonset: str) -> str:
+    """The operand a GPU Operator DaemonSet deploys: ``nvidia-device-plugin-daemonset`` -> ``device-plugin``,
+    ``nvidia-dcgm-exporter`` -> ``dcgm-exporter`` (its name less ``nvidia-`` and ``-daemonset``)."""
+    return daemonset.removeprefix("nvidia-").removesuffix("-daemonset")
+
+
+def pause_plan(node: KubeNode) -> dict[str, str | None]:
+    """``{label: value before}`` of each operand label to pause: ``true`` or unset (None); never a ``false`` or
+    any other value an administrator (or another manager) set."""
+    labels = dict(node.labels)
+    plan: dict[str, str | None] = {}
+    for operand in PAUSE_OPERANDS:
+        key = OPERAND_LABEL_PREFIX + operand
+        if labels.get(key, "true") == "true":
+            plan[key] = labels.get(key)
+    return plan
+
+
+def operand_pods(pods: Sequence[KubePod], paused: Sequence[str]) -> list[KubePod]:
+    """The pods of the DaemonSets that the ``paused`` labels deploy (the pods the pause deletes)."""
+    operands = {key.removeprefix(OPERAND_LABEL_PREFIX) for key in paused}
+    return [p for p in pods if p.owner_kind == "DaemonSet" and p.owner_name and operand_of(p.owner_name) in operands]
+
+
+def workload_pods(pods: Sequence[KubePod], state: NodeState) -> list[KubePod]:
+    """The pods to evict: not a DaemonSet's, with a process that holds a GPU device (the poll's holders)."""
+    holding = {h.pod.removeprefix("pod") for h in state.holders if h.pod and h.pod.startswith("pod")}
+    return [p for p in pods if p.owner_kind != "DaemonSet" and p.uid in holding]
+
+
+# ---- the argv of each call (what the dry run shows and the audit log records) -----------------------------
+
+def read_node_args(node: str) -> tuple[str, ...]:
+    """One node as a list (the list parser reads it; an empty list is a node the cluster lacks)."""
+    return ("get", "nodes", "--field-selector", f"metadata.name={node}", "-o", "json")
+
+
+def read_pods_args(node: str) -> tuple[str, ...]:
+    """Every pod bound to the node, in every namespace."""
+    return ("get", "pods", "--all-namespaces", "--field-selector", f"spec.nodeName={node}", "-o", "json")
+
+
+def cordon_args(node: str) -> tuple[str, ...]:
+    """``kubectl cordon NODE``."""
+    return ("cordon", node)
+
+
+def uncordon_args(node: str) -> tuple[str, ...]:
+    """``kubectl uncordon NODE``."""
+    return ("uncordon", node)
+
+
+def label_args(node: str, key: str, value: str | None) -> tuple[str, ...]:
+    """Set a label (``--overwrite KEY=VALUE``) or remove it (``KEY-``, where it was unset before)."""
+    if value is None:
+        return ("label", "node", node, f"{key}-")
+    return ("label", "node", node, "--overwrite", f"{key}={value}")
+
+
+def annotate_args(node: str, step: str | None) -> tuple[str, ...]:
+    """Name the step a repair stopped at on the node (``--overwrite``), or remove that annotation (None)."""
+    if step is None:
+        return ("annotate", "node", node, f"{STOPPED_AT}-")
+    return ("annotate", "node", node, f"{STOPPED_AT}={step}", "--overwrite")
+
+
+def wait_delete_args(namespace: str, pods: Sequence[str], timeout: float) -> tuple[str, ...]:
+    """``kubectl wait --for=delete pod/A pod/B -n NS --timeout=Ns`` (exit 0 once every one is gone)."""
+    return ("wait", "--for=delete", *(f"pod/{p}" for p in pods), "-n", namespace, f"--timeout={max(1, int(timeout))}s")
+
+
+def eviction_body(namespace: str, pod: str) -> str:
+    """The Eviction the API is sent for one pod (policy/v1)."""
+    return json.dumps({"apiVersion": "policy/v1", "kind": "Eviction",
+                       "metadata": {"name": pod, "namespace": namespace}}, sort_keys=True)
+
+
+def evict_args(namespace: str, pod: str, body_file: str) -> tuple[str, ...]:
+    """``kubectl create --raw .../pods/P/eviction -f FILE``: the Eviction subresource (PDBs are honoured)."""
+    return ("create", "--raw", f"/api/v1/namespaces/{namespace}/pods/{pod}/eviction", "-f", body_file)
+
+
+def uncordon_words(node: str) -> str:
+    """How the operator lifts a cordon nvls-tui kept."""
+    return (f"once the node is repaired, `kubectl uncordon {node}` and `kubectl annotate node {node} {STOPPED_AT}-` "
+            f"(or run the repair again: a passing one uncordons it)")
+
+
+# ---- what the run remembers ---------------------------------------------------------------------------------
+
+@dataclass
+class KubeHold:
+    """What this repair found and changed in the cluster (its first three fields go into the on-node record).
+
+    Attributes:
+        node: the Kubernetes node name.
+        cordoned_before: the node was cordoned before the repair (its cordon is left alone).
+        labels: ``{operand label: value before}`` (None: unset) of the labels this repair pauses.
+        inherited: the cordon is an earlier nvls-tui repair's (it carries :data:`STOPPED_AT`): a passing repair
+            lifts it.
+        cordoned: this run cordoned the node.
+        paused: the labels this run set to paused.
+        evicted: ``namespace/pod`` of each pod this run evicted.
+        pods: the node's pods as preflight read them.
+        kept: the operand labels left alone (``false`` or another value someone set), as read.
+    """
+
+    node: str
+    cordoned_before: bool
+    labels: dict[str, str | None] = field(default_factory=dict)
+    inherited: bool = False
+    cordoned: bool = False
+    paused: list[str] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+    pods: tuple[KubePod, ...] = ()
+    kept: dict[str, str] = field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        """The part the on-node record keeps (``kube`` in repair.json)."""
+        return {"node": self.node, "cordoned_before": self.cordoned_before, "inherited": self.inherited,
+                "labels": dict(self.labels)}
+
+    @classmethod
+    def from_record(cls, data: Any) -> KubeHold | None:
+        """Read the record's ``kube`` back; None when it is absent or not one (the record is data, not trusted)."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("node"), str) or not data["node"]:
+            return None
+        raw = data.get("labels")
+        labels = {k: v for k, v in raw.items() if isinstance(k, str) and k.startswith(OPERAND_LABEL_PREFIX)
+                  and (v is None or isinstance(v, str))} if isinstance(raw, Mapping) else {}
+        return cls(node=data["node"], cordoned_before=data.get("cordoned_before") is not False,
+                   labels=labels, inherited=data.get("inherited") is True)
+
+
+# ---- the audited call ----------------------------------------------------------------------------------------
+
+async def call(ctx: NodeContext, kube: Kubectl, args: Sequence[str], *, timeout: float | None = None,
+               abortable: bool = True) -> tuple[int, str, str]:
+    """One kubectl call of the current step: recorded, announced, on disk before it goes out, its answer after.
+
+    Raises:
+        Aborted: the operator asked to stop (abortable calls), or the audit log cannot take it.
+        KubeError: kubectl could not be run or did not answer in time (after the event).
+    """
+    if abortable:
+        ctx.check_abort()
+    runner = kube if timeout is None else dataclasses.replace(kube, timeout=timeout)
+    argv = tuple(runner.argv(*args))
+    ctx.record_command(argv)
+    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv))
+    await ctx.audit_first(argv, abortable=abortable)
+    began = ctx.options.clock()
+    try:
+        status, out, err = await runner.run_status(*args)
+    except KubeError as exc:
+        ctx.emit(CommandFinished(host=ctx.host, step=ctx.step, argv=argv, exit_status=None, error=str(exc),
+                                 duration=ctx.options.clock() - began))
+        raise
+    ctx.emit(CommandFinished(host=ctx.host, step=ctx.step, argv=argv, exit_status=status, output=(out + err)[:65536],
+                             duration=ctx.options.clock() - began))
+    return status, out, err
+
+
+def _said(status: int, out: str, err: str) -> str:
+    """kubectl's last line (what it says failed), or the exit status."""
+    lines = [line for line in (err or out).splitlines() if line.strip()]
+    return one_line(lines[-1], 200) if lines else f"exit status {status}"
+
+
+async def read_node(ctx: NodeContext, kube: Kubectl, node: str, *, abortable: bool = True) -> KubeNode | None:
+    """The node as the API has it now (no pods); None where the cluster has no such node.
+
+    Raises:
+        KubeError: the cluster could not be read, or answered with what could not be read whole.
+    """
+    status, out, err = await call(ctx, kube, read_node_args(node), abortable=abortable)
+    if status != 0:
+        raise KubeError(f"`kubectl get nodes` failed: {_said(status, out, err)}")
+    parsed = parse_nodes(out)
+    if parsed.warnings:
+        raise KubeError(parsed.warnings[0])
+    return parsed.value.get(node)
+
+
+async def read_pods(ctx: NodeContext, kube: Kubectl, node: str) -> tuple[KubePod, ...]:
+    """The pods bound to the node (every namespace).
+
+    Raises:
+        KubeError: they could not be read whole.
+    """
+    status, out, err = await call(ctx, kube, read_pods_args(node))
+    if status != 0:
+        raise KubeError(f"`kubectl get pods` failed: {_said(status, out, err)}")
+    parsed = parse_pods(out)
+    if parsed.warnings:
+        raise KubeError(parsed.warnings[0])
+    return tuple(p for p in parsed.value if p.node in (None, node))
+
+
+# ---- preflight ---------------------------------------------------------------------------------------------
+
+async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
+    """Read the node and its pods before anything changes: what the repair will pause and put back.
+
+    None where the cluster answered and has no such node (the repair then goes on as without a cluster).
+
+    Raises:
+        Refused: the cluster could not be read (a guard that cannot see refuses; nothing was changed).
+    """
+    try:
+        found = await read_node(ctx, kube, node)
+        if found is None:
+            return None
+        pods = await read_pods(ctx, kube, node)
+    except KubeError as exc:
+        raise Refused(f"the Kubernetes cluster could not be read, so the node's pods are unknown: {exc}") from None
+    if found.cordoned is None:
+        raise Refused(f"whether {node} is cordoned could not be read; a guard that cannot see refuses")
+    ours = dict(found.annotations).get(STOPPED_AT) is not None
+    labels = pause_plan(found)
+    kept = {k: v for k, v in found.operand_labels.items()
+            if k not in labels and k.removeprefix(OPERAND_LABEL_PREFIX) in PAUSE_OPERANDS}
+    return KubeHold(node=node, cordoned_before=found.cordoned, labels=labels,
+                    inherited=bool(found.cordoned and ours), pods=pods, kept=kept)
+
+
+async def cordon(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
+    """Cordon the node (nothing to do where it was cordoned already: that cordon is not this run's).
+
+    Raises:
+        Refused: the API refused the cordon.
+    """
+    if hold.cordoned_before:
+        whose = "an earlier nvls-tui repair" if hold.inherited else "someone else"
+        ctx.note(f"{hold.node} was cordoned already (by {whose}): "
+                 + ("a passing repair uncordons it" if hold.inherited else "it stays cordoned after the repair"))
+        return
+    status, out, err = await call(ctx, kube, cordon_args(hold.node))
+    if status != 0:
+        raise Refused(f"Kubernetes did not cordon {hold.node}: {_said(status, out, err)}")
+    hold.cordoned = True
+
+
+# ---- quiesce -------------------------------------------------------------------------------------------------
+
+async def pause_operands(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
+    """Set each planned operand label to paused, then wait (bounded) for those operands' pods to be deleted.
+
+    Raises:
+        StepFailed: a label could not be set, or an operand pod outlived the wait.
+    """
+    for key in hold.labels:
+        status, out, err = await call(ctx, kube, label_args(hold.node, key, PAUSED))
+        if status != 0:
+            raise StepFailed(f"Kubernetes did not pause {key} on {hold.node}: {_said(status, out, err)}")
+        hold.paused.append(key)
+    pods = operand_pods(hold.pods, hold.paused)
+    if pods:
+        ctx.note(f"waiting for {count(len(pods), 'operand pod')} to be deleted: "
+                 + ", ".join(f"{p.namespace}/{p.name}" for p in pods))
+    await _wait_deleted(ctx, kube, pods, ctx.options.operand_timeout, "the GPU Operator's")
+
+
+async def _wait_deleted(ctx: NodeContext, kube: Kubectl, pods: Sequence[KubePod], limit: float, whose: str) -> None:
+    by_namespace: dict[str, list[str]] = {}
+    for pod in pods:
+        by_namespace.setdefault(pod.namespace, []).append(pod.name)
+    for namespace, names in by_namespace.items():
+        args = wait_delete_args(namespace, names, limit)
+        try:
+            status, out, err = await call(ctx, kube, args, timeout=limit + WAIT_SLACK)
+        except KubeError as exc:
+            raise StepFailed(f"waiting for {whose} pods to be deleted failed: {exc}") from None
+        if status != 0:
+            raise StepFailed(f"{whose} pods in {namespace} were not deleted within {limit:.0f} s "
+                             f"({_said(status, out, err)}); the labels are put back and the node stays cordoned")
+
+
+async def evict_workloads(ctx: NodeContext, kube: Kubectl, hold: KubeHold, state: NodeState) -> None:
+    """Evict every workload pod holding a GPU through the Eviction API, then wait for it to be gone.
+
+    A disruption budget's refusal (429) is retried every :data:`EVICT_RETRY` seconds until ``wait_pods`` has
+    passed since the first try, then the repair is refused, naming the pod: nvls-tui never force-deletes.
+
+    Raises:
+        Refused: a budget still refused at the deadline.
+        StepFailed: the API refused the eviction for another reason, or the pod outlived the wait.
+    """
+    pods = workload_pods(hold.pods, state)
+    if not pods:
+        return
+    ctx.note(f"evicting {count(len(pods), 'workload pod')} holding GPUs: "
+             + ", ".join(f"{p.namespace}/{p.name}" for p in pods))
+    folder = tempfile.mkdtemp(prefix="nvls-tui-eviction-")
+    try:
+        for pod in pods:
+            body = os.path.join(folder, f"{pod.namespace}.{pod.name}.json")
+            with open(body, "w", encoding="utf-8") as handle:
+                handle.write(eviction_body(pod.namespace, pod.name))
+            await _evict(ctx, kube, hold, pod, body)
+    finally:
+        for name in os.listdir(folder):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+    await _wait_deleted(ctx, kube, pods, ctx.options.operand_timeout, "the evicted")
+
+
+async def _evict(ctx: NodeContext, kube: Kubectl, hold: KubeHold, pod: KubePod, body: str) -> None:
+    deadline = ctx.options.clock() + max(0.0, ctx.options.wait_pods)
+    told = False
+    while True:
+        try:
+            status, out, err = await call(ctx, kube, evict_args(pod.namespace, pod.name, body))
+        except KubeError as exc:
+            raise StepFailed(f"the eviction of {pod.namespace}/{pod.name} could not be sent: {exc}") from None
+        said = _said(status, out, err)
+        if status == 0 or "(NotFound)" in said:
+            hold.evicted.append(f"{pod.namespace}/{pod.name}")
+            return
+        if "(TooManyRequests)" not in said:
+            raise StepFailed(f"Kubernetes refused to evict {pod.namespace}/{pod.name}: {said}")
+        if ctx.options.clock() >= deadline:
+            raise Refused(f"the disruption budget of {pod.namespace}/{pod.name} refuses its eviction ({said}); "
+                          f"nvls-tui never force-deletes a pod: let the workload scale elsewhere (--wait-pods SECONDS "
+                          f"keeps retrying that long) or delete the pod yourself, then repair again")
+        if not told:
+            told = True
+            ctx.note(f"the disruption budget of {pod.namespace}/{pod.name} refuses its eviction for now: retrying "
+                     f"every {EVICT_RETRY:.0f} s for up to {ctx.options.wait_pods:.0f} s", "warning")
+        await ctx.options.sleep(EVICT_RETRY)
+        ctx.check_abort()
+
+
+# ---- restore -------------------------------------------------------------------------------------------------
+
+async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: bool, stopped_at: str | None,
+                 blind: bool = False) -> tuple[list[str], list[str]]:
+    """Put the paused labels back, then lift this repair's cordon after a pass, or keep it with the step named.
+
+    Only labels that still read :data:`PAUSED` are put back (an administrator's change meanwhile is kept); where
+    the node cannot be read, the labels this run set (``blind``: every label of the record) are put back anyway.
+    Never abortable: the restore runs after an abort too.
+
+    Args:
+        passed: the smoke test passed (the only case a cordon comes off).
+        stopped_at: the step the repair stopped at (for the annotation); None after a pass.
+        blind: a restore from the record: the labels the run set are not known, only those it meant to.
+
+    Returns:
+        (what was done, what could not be done): phrases for the run's message.
+    """
+    done: list[str] = []
+    failed: list[str] = []
+    try:
+        now = await read_node(ctx, kube, hold.node, abortable=False)
+    except KubeError as exc:
+        ctx.note(f"{hold.node} could not be read from the cluster ({exc}): putting the paused labels back blindly",
+                 "warning")
+        now = None
+    current = dict(now.labels) if now is not None else None
+    for key, before in hold.labels.items():
+        if current is not None and current.get(key) != PAUSED:
+            continue  # not paused (never reached, or changed by someone since): left as it is
+        if current is None and not blind and key not in hold.paused:
+            continue
+        status, out, err = await call(ctx, kube, label_args(hold.node, key, before), abortable=False)
+        if status == 0:
+            done.append(f"{key}={before if before is not None else '(unset)'}")
+        else:
+            failed.append(f"label {key} ({_said(status, out, err)})")
+    cordoned_now = now.cordoned if now is not None else (hold.cordoned or blind)
+    ours = hold.cordoned or (blind and not hold.cordoned_before) or hold.inherited
+    if not ours or not cordoned_now:
+        return done, failed
+    if passed and not failed:
+        status, out, err = await call(ctx, kube, uncordon_args(hold.node), abortable=False)
+        if status != 0:
+            failed.append(f"the cordon of {hold.node} ({_said(status, out, err)})")
+            return done, failed
+        done.append(f"{hold.node} uncordoned")
+        if now is None or STOPPED_AT in dict(now.annotations):
+            await call(ctx, kube, annotate_args(hold.node, None), abortable=False)
+        return done, failed
+    step = stopped_at or INTERRUPTED
+    status, out, err = await call(ctx, kube, annotate_args(hold.node, step), abortable=False)
+    if status != 0:
+        failed.append(f"the annotation {STOPPED_AT}={step} ({_said(status, out, err)})")
+    done.append(f"{hold.node} stays cordoned ({STOPPED_AT}={step}): {uncordon_words(hold.node)}")
+    return done, failed
+
+
+#: Bytes of a crashed run's audit log read to find the step it was in.
+LOG_READ_LIMIT = 8 * 1024 * 1024
+
+
+def step_in_log(path: str | None, host: str) -> str | None:
+    """The last step a run's audit log shows ``host`` starting (the step a crashed run was in), or None.
+
+    The log is the operator's machine's own JSON lines; a line that is not JSON, or a log that cannot be read,
+    says nothing (the annotation then reads :data:`INTERRUPTED`).
+    """
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(LOG_READ_LIMIT)
+    except OSError:
+        return None
+    step = None
+    for raw in data.splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("event") == "step-started" and record.get("node") == host \
+                and isinstance(record.get("step"), str) and record["step"] != "restore":
+            step = record["step"]
+    return step if step in STEP_NAMES else None
+
+
+# ---- the dry run -----------------------------------------------------------------------------------------
+
+def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float,
+               operand_timeout: float) -> dict[str, list[str]]:
+    """The kubectl lines a repair of ``state`` makes, in order: ``preflight`` (the reads), ``cordon`` (after the
+    record is written), ``quiesce`` (before the node's own clients) and ``restore`` (after the units)."""
+    def line(args: Sequence[str], note: str = "") -> str:
+        text = shlex.join(kube.argv(*args))
+        return f"{text}  # {note}" if note else text
+
+    node = hold.node
+    pre = [line(read_node_args(node)), line(read_pods_args(node))]
+    if hold.cordoned_before:
+        cordon = [f"# {node} is cordoned already: it is left so" + (" until a repair passes" if hold.inherited else "")]
+    else:
+        cordon = [line(cordon_args(node), "after the record: no new pod lands while the node is repaired")]
+    quiesce = [line(label_args(node, key, PAUSED), f"was {before or 'unset'}") for key, before in hold.labels.items()]
+    quiesce += [f"# {key}={value} left as it is (not true: an administrator's)" for key, value in hold.kept.items()]
+    pods = operand_pods(hold.pods, list(hold.labels))
+    for namespace in dict.fromkeys(p.namespace for p in pods):
+        names = [p.name for p in pods if p.namespace == namespace]
+        quiesce.append(line(wait_delete_args(namespace, names, operand_timeout), "the operands' pods go"))
+    workloads = workload_pods(hold.pods, state)
+    for pod in workloads:
+        quiesce.append(line(evict_args(pod.namespace, pod.name, "EVICTION.json"),
+                            f"{eviction_body(pod.namespace, pod.name)}; a disruption budget's refusal is retried for "
+                            f"{wait_pods:.0f} s, then the repair is refused"))
+    for namespace in dict.fromkeys(p.namespace for p in workloads):
+        names = [p.name for p in workloads if p.namespace == namespace]
+        quiesce.append(line(wait_delete_args(namespace, names, operand_timeout), "the evicted pods go"))
+    restore = [line(read_node_args(node))]
+    restore += [line(label_args(node, key, before), "where it still reads paused") for key, before in hold.labels.items()]
+    if not hold.cordoned_before or hold.inherited:
+        restore.append(line(uncordon_args(node), "only after a passing smoke test"))
+        restore.append(line(annotate_args(node, "STEP"), "instead, after a failed or interrupted repair: "
+                                                         "the node stays cordoned"))
+    return {"preflight": pre, "cordon": cordon, "quiesce": quiesce, "restore": restore}
+
+
+__all__ = ["EVICT_RETRY", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
+           "cordon", "cordon_args", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
+           "operand_pods", "pause_operands", "pause_plan", "plan_lines", "read_node", "read_node_args", "read_pods",
+           "read_pods_args", "settle", "step_in_log", "survey", "uncordon_args", "uncordon_words", "wait_delete_args",
+           "workload_pods"]
