@@ -150,3 +150,33 @@ async def test_textual_s_own_palette_entries_are_the_documented_ones_and_the_scr
         (svg,) = (tmp_path / "exports").glob("screen-*.svg")
         assert svg.stat().st_mode & 0o777 == 0o600 and "gpu05" in svg.read_text()
         assert any(str(svg) in n.message for n in app._notifications)
+
+
+async def test_slash_searches_the_repair_screen_s_output_panes():
+    # The output panes of a finished repair (recorded run, as the snapshots replay it): / finds a command
+    # in them, Enter scrolls the pane to it, n steps, Esc ends the search and leaves the screen up.
+    from nvls_tui.screens.runbook import RunbookScreen
+    from nvls_tui.widgets.output_pane import OutputPane
+    from snapshots.test_snapshots_repair import replay
+    from snapshots.test_snapshots_repair import sim_app as repair_app
+
+    app = repair_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await replay(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunbookScreen)
+        await pilot.press("slash", *"nvidia-smi -r")
+        bar = screen.query_one(SearchBar)
+        total = len(find(screen.search_lines(), "nvidia-smi -r"))
+        assert total >= 2  # a reset on each node
+        assert bar.border_title == f"search 1/{total}"
+        await pilot.press("enter")
+        pane = screen.focused
+        assert isinstance(pane, OutputPane)
+        key, line = screen.search_state.current
+        assert "nvidia-smi -r" in pane.lines[line].text
+        assert pane.scroll_y <= line < pane.scroll_y + pane.scrollable_content_region.height
+        await pilot.press("n")
+        assert bar.border_title == f"search 2/{total}"
+        await pilot.press("escape")
+        assert not bar.display and app.screen is screen

@@ -43,6 +43,7 @@ from nvls_tui.runbook.steps import (
 )
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RESULT_GLYPH, RunbookColumn, result_style
+from nvls_tui.screens.searching import SEARCH_ACTIONS, Searching
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.textsafe import one_line
 from nvls_tui.views.consequences import workload_words
@@ -62,7 +63,7 @@ MAX_SIDE_BY_SIDE = 4
 HOLDER_RECHECK = 2.0
 
 
-class RunbookScreen(OnConsole, Screen[None]):
+class RunbookScreen(Searching, OnConsole, Screen[None]):
     """The repair of ``hosts``, one column each.
 
     Args:
@@ -78,7 +79,8 @@ class RunbookScreen(OnConsole, Screen[None]):
             takes the console's own when it is composed.
     """
 
-    BINDINGS = [*bindings_for("runbook"), Binding("escape", "back", "Back", show=False)]
+    # The search keys first: while a search is on, Esc ends it rather than leaving the screen.
+    BINDINGS = [*bindings_for("search"), *bindings_for("runbook"), Binding("escape", "back", "Back", show=False)]
     COMMANDS = {ScreenCommands}
 
     def __init__(self, hosts: Sequence[str], *, start: bool = True, options: RepairOptions | None = None,
@@ -290,6 +292,8 @@ class RunbookScreen(OnConsole, Screen[None]):
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Abort while running, SIGTERM while a column waits with a selection, report at the end."""
+        if action in SEARCH_ACTIONS:
+            return self.search_allows(action)
         if action == "abort":
             return True if self.abort_target() else None
         if action == "abort_all":

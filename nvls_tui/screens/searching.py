@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import events
 from textual.actions import SkipAction
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from nvls_tui.views.search import Search
@@ -25,12 +26,16 @@ from nvls_tui.widgets.search_bar import SEARCH_ID, SearchBar
 
 if TYPE_CHECKING:
     from textual.screen import Screen
-    from textual.widget import Widget
 
 SEARCH_ACTIONS = frozenset({"search", "search_next", "search_prev", "search_end"})
 
 Where = tuple[str, int]
-"""A match's place: the widget's id and the row (table) or line (pane, Static) in it."""
+"""A match's place: the widget's key (its id, or ``@`` and its object id for a widget without one, as the
+repair screen's output panes) and the row (table) or line (pane, Static) in it."""
+
+
+def _key(widget: Widget) -> str:
+    return widget.id or f"@{id(widget)}"
 
 
 def _plain(cell: object) -> str:
@@ -71,24 +76,30 @@ class Searching:
     def search_lines(self) -> Iterator[tuple[Where, str]]:
         """Every line the screen shows, in screen order: table rows, output lines, ``.searchable`` text."""
         screen = self._screen()
+        self._searched: dict[str, Widget] = {}
         for widget in screen.query("DataTable, RichLog, Static.searchable"):
-            if not widget.id or not widget.display or widget.id == SEARCH_ID:
+            if not widget.display or widget.id == SEARCH_ID:
                 continue
+            key = _key(widget)
+            self._searched[key] = widget
             if isinstance(widget, DataTable):
                 for i in range(widget.row_count):
-                    yield (widget.id, i), "  ".join(_plain(c) for c in widget.get_row_at(i))
+                    yield (key, i), "  ".join(_plain(c) for c in widget.get_row_at(i))
             elif isinstance(widget, RichLog):
                 for i, strip in enumerate(widget.lines):
-                    yield (widget.id, i), strip.text
+                    yield (key, i), strip.text
             elif isinstance(widget, Static):
                 for i, line in enumerate(_static_text(widget).splitlines()):
-                    yield (widget.id, i), line
+                    yield (key, i), line
 
     def show_match(self, where: Where, focus: bool = True) -> None:
         """Bring the match at ``where`` into view: a table's cursor on its row, a pane scrolled to it;
         with ``focus``, the widget takes the focus (so the next ``n`` is a key, not text in the box)."""
-        widget_id, index = where
-        widget: Widget = self._screen().query_one(f"#{widget_id}")
+        key, index = where
+        found = getattr(self, "_searched", {}).get(key)
+        if found is None or not found.is_attached:
+            return  # gone since it was searched (a column closed): nothing to show
+        widget: Widget = found
         if focus and widget.focusable:
             widget.focus(scroll_visible=False)
         elif focus:
