@@ -22,7 +22,8 @@ class BindingSpec:
         action: the action method name without ``action_`` (``sigterm``), on the scope's screen.
         description: short words for the footer and help (``SIGTERM``).
         tooltip: one sentence saying what happens, for the footer tooltip and the help screen.
-        scope: ``app``, ``fleet``, ``node``, ``runbook`` or ``search`` (keys of a screen that can be searched).
+        scope: ``app``, ``fleet``, ``node``, ``runbook``, ``search`` (keys of a screen that can be searched) or
+            ``logs`` (the node's logs screen).
         destructive: True when the action changes a node (hidden and refused in read-only mode).
         show: shown in the footer.
         palette: the palette title (``topic: verb object``; ``{host}`` is filled in), or None.
@@ -86,6 +87,10 @@ SPECS: tuple[BindingSpec, ...] = (
                 destructive=True, palette="fleet: Repair selected nodes", priority=True),
     BindingSpec("fleet.yank", "y", "yank", "Yank", "Copy the host under the cursor to the clipboard (OSC 52); "
                 "a toast says what was copied.", "fleet", show=False),
+    BindingSpec("fleet.ssh", "S", "ssh", "ssh", "Suspend the console and ssh to the node under the cursor with "
+                "the console's own SSH options (config, known_hosts, user, port, identity, jump); leave the shell "
+                "to come back. Read-only mode keeps it: the shell is the operator's own.", "fleet", show=False,
+                palette="fleet: ssh to the node under the cursor"),
     # node screen
     BindingSpec("node.select", "space", "toggle_holder", "Select", "Select or unselect the holder under "
                 "the cursor.", "node", palette=None),
@@ -115,6 +120,14 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("node.yank", "y", "yank", "Yank", "Copy to the clipboard (OSC 52): the holder's command where the "
                 "holders table has the focus, else the host; the palette's yank: entries copy a finding, the audit "
                 "path or the --restore command.", "node", show=False),
+    BindingSpec("node.logs", "l", "logs", "Logs", "The node's logs in three tabs: Fabric Manager's journal of "
+                "this boot, the kernel log since the boot (the ring buffer where the journal falls short) and the "
+                "node's past repairs as reports. Read-only reads.", "node", show=False,
+                palette="node: Show the logs of {host}"),
+    BindingSpec("node.ssh", "S", "ssh", "ssh", "Suspend the console and ssh to this node with the console's own "
+                "SSH options (config, known_hosts, user, port, identity, jump); leave the shell to come back. "
+                "Read-only mode keeps it: the shell is the operator's own.", "node", show=False,
+                palette="node: ssh to {host}"),
     # runbook screen (a repair in progress or finished)
     BindingSpec("runbook.abort", "a", "abort", "Abort node", "Abort the repair of the node whose column has "
                 "the focus (confirmed); it is put back as it was, the others go on.", "runbook",
@@ -144,7 +157,21 @@ SEARCH = (
 )
 SPECS = SPECS + SEARCH
 
-SCOPES = ("app", "fleet", "node", "runbook", "search")
+LOGS = (
+    # the logs screen (``l`` in the node screen): three tabs of read-only reads, searched with the search keys.
+    BindingSpec("logs.fm", "1", "show_fm", "FM journal", "Fabric Manager's journal of this boot "
+                "(journalctl -u nvidia-fabricmanager -b).", "logs"),
+    BindingSpec("logs.kernel", "2", "show_kernel", "Kernel", "The kernel log since the boot (journalctl -k "
+                "-b) with its coverage; the ring buffer (dmesg) too where the journal falls short or is missing.",
+                "logs"),
+    BindingSpec("logs.past", "3", "show_past", "Past repairs", "The node's past repairs: the audit logs "
+                "that name it, newest first, each opened as its incident report.", "logs"),
+    BindingSpec("logs.reread", "p", "reread", "Read again", "Read the three logs again.", "logs",
+                palette="logs: Read the logs of {host} again"),
+)
+SPECS = SPECS + LOGS
+
+SCOPES = ("app", "fleet", "node", "runbook", "search", "logs")
 
 
 def spec(binding_id: str) -> BindingSpec:

@@ -439,6 +439,12 @@ class FleetScreen(OnConsole, Screen[None]):
 
         yank_host(self, self.query_one(FleetGrid).current_host)
 
+    def action_ssh(self) -> None:
+        """``S``: suspend the console and ssh to the node under the cursor (read-only mode keeps it)."""
+        from nvls_tui.screens.shell import open_shell
+
+        open_shell(self, self.services, self.query_one(FleetGrid).current_host)
+
     def palette_commands(self) -> Iterator[Command]:
         """The fleet's bound actions that apply now (the palette asks; nodes are the app's), and the export."""
         yield from scope_commands(self, "fleet")

@@ -467,6 +467,19 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
                 return
         copy(self, host_yank(self.host))
 
+    # ---- the node's logs and an ssh to it (read-only mode keeps both: neither changes the node) -----
+    def action_logs(self) -> None:
+        """``l``: FM's journal, the kernel log and the past repairs of this node, in tabs."""
+        from nvls_tui.screens.logs import LogsScreen
+
+        self.app.push_screen(LogsScreen(self.host, self.services))
+
+    def action_ssh(self) -> None:
+        """``S``: suspend the console and ssh to this node with the console's SSH options."""
+        from nvls_tui.screens.shell import open_shell
+
+        open_shell(self, self.services, self.host)
+
     # ---- the palette ----------------------------------------------------------------------------
     def palette_commands(self) -> Iterator[Command]:
         """The node's bound actions that apply now, then a stop or start of each unit it has."""
