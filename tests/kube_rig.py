@@ -1,0 +1,135 @@
+"""A simulated node on a stand-in cluster: the stand-in API server is the cluster, the simulator the machine.
+
+The stand-in's kubelet hooks link the two. A pod the stand-in runs on the node (``on_create``) becomes a
+container on the simulated node: a process holding every GPU, in the pod's cgroup (its uid and container id),
+as the GPU Operator's operands and a vLLM worker do. A pod the stand-in deletes (``on_delete``: a paused
+operand label, an eviction) ends that process. So the real kubectl changes the cluster, and the runbook's
+fuser on the simulated node sees the operands and the workload leave, or stay.
+
+The hooks run on the stand-in's controller thread; the node is changed only on the test's thread, at the
+next command the backend answers (its ``node`` property drains what the hooks queued), as a kubelet's work
+lands between two reads of a real node.
+"""
+
+from __future__ import annotations
+
+import copy
+import queue
+import signal
+from typing import Any
+
+from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.sim.processes import exit_process, spawn_pod
+from nvls_tui.sim.scenarios import VLLM_ARGV
+from nvls_tui.sim.state import Node, PodSpec, digest
+
+NODE = "gpu06"
+# The operand labels as an administrator left them: the MIG manager off (false), dcgm and the node status
+# exporter unset (the operator counts unset as true), the rest true.
+LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+          "nvidia.com/gpu.deploy.device-plugin": "true", "nvidia.com/gpu.deploy.dcgm-exporter": "true",
+          "nvidia.com/gpu.deploy.gpu-feature-discovery": "true", "nvidia.com/gpu.deploy.mig-manager": "false",
+          "nvidia.com/gpu.deploy.operator-validator": "true", "nvidia.com/gpu.deploy.driver": "true"}
+OPERANDS = ["nvidia-device-plugin-daemonset", "nvidia-dcgm-exporter", "gpu-feature-discovery", "nvidia-mig-manager",
+            "nvidia-operator-validator"]
+# Labels a repair pauses here (true or unset), and those it leaves alone.
+PAUSED: dict[str, str | None] = {
+    "nvidia.com/gpu.deploy.device-plugin": "true", "nvidia.com/gpu.deploy.gpu-feature-discovery": "true",
+    "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.dcgm": None,
+    "nvidia.com/gpu.deploy.node-status-exporter": None, "nvidia.com/gpu.deploy.operator-validator": "true"}
+
+
+def cluster_state(*, budget: bool = False, cordoned: bool = False) -> dict[str, Any]:
+    """The stand-in's state: the node with the operator's operands and a vLLM workload (optionally with a
+    budget that allows no eviction)."""
+    workload: dict[str, Any] = {"name": "vllm", "namespace": "inference", "nodes": [NODE],
+                                "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5",
+                                                "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    if budget:
+        workload["pdb"] = {"minAvailable": 1}
+    return {"nodes": [{"name": NODE, "labels": dict(LABELS), "unschedulable": cordoned}],
+            "gpuOperator": {"namespace": "gpu-operator", "operands": list(OPERANDS)},
+            "workloads": [workload]}
+
+
+def _container_id(pod: dict[str, Any]) -> str:
+    statuses = pod.get("status", {}).get("containerStatuses") or []
+    raw = statuses[0].get("containerID", "") if statuses else ""
+    return raw.partition("://")[2] or digest(pod["metadata"]["uid"])[:64]
+
+
+def _owner(pod: dict[str, Any]) -> tuple[str | None, str | None]:
+    refs = pod["metadata"].get("ownerReferences") or []
+    return (refs[0]["kind"], refs[0]["name"]) if refs else (None, None)
+
+
+class Kubelet:
+    """The stand-in's hooks for one simulated node: what they queue is applied by :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self.pending: queue.SimpleQueue[tuple[str, dict[str, Any]]] = queue.SimpleQueue()
+        self.created: list[str] = []
+        self.ended: list[str] = []
+
+    def on_create(self, pod: dict[str, Any]) -> None:
+        """A pod runs on a node (the stand-in's kubelet)."""
+        if pod["spec"].get("nodeName") == NODE:
+            self.pending.put(("create", copy.deepcopy(pod)))
+
+    def on_delete(self, pod: dict[str, Any]) -> None:
+        """A pod's containers are ended (the stand-in's kubelet)."""
+        if pod["spec"].get("nodeName") == NODE:
+            self.pending.put(("delete", copy.deepcopy(pod)))
+
+    def apply(self, node: Node, now: float) -> None:
+        """Start and end the containers the hooks asked for, in order."""
+        while True:
+            try:
+                what, pod = self.pending.get_nowait()
+            except queue.Empty:
+                return
+            meta = pod["metadata"]
+            if what == "delete":
+                spec = next((p for p in node.pods if p.uid == meta["uid"]), None)
+                if spec is None:
+                    continue
+                for proc in [p for p in node.procs.values() if p.pod == spec.name]:
+                    exit_process(node, proc, now, signo=signal.SIGTERM)
+                node.pods.remove(spec)
+                self.ended.append(meta["name"])
+                continue
+            kind, owner = _owner(pod)
+            workload = kind != "DaemonSet"
+            container = pod["spec"]["containers"][0]["name"]
+            spec = PodSpec(name=meta["name"], role="vllm" if workload else container,
+                           argv=list(VLLM_ARGV) if workload else [f"/usr/bin/{container}"],
+                           devices=[f"/dev/nvidia{g.index}" for g in node.gpus] + ["/dev/nvidiactl"],
+                           uid=meta["uid"], container=_container_id(pod), shim_pid=1,
+                           k8s_namespace=meta["namespace"], k8s_owner_kind=kind, k8s_owner_name=owner,
+                           k8s_container=container)
+            node.pods.append(spec)
+            spawn_pod(node, spec, now)
+            self.created.append(meta["name"])
+
+
+class LinkedBackend(SimulatedBackend):
+    """A simulated node whose containers are the stand-in's pods (what the kubelet queued lands first)."""
+
+    def __init__(self, fleet, name: str, kubelet: Kubelet) -> None:
+        super().__init__(fleet, name)
+        self.kubelet = kubelet
+
+    @property
+    def node(self) -> Node:  # type: ignore[override]
+        """The simulated node, with the stand-in kubelet's work applied."""
+        node = self.fleet.node(self.host)
+        self.kubelet.apply(node, self.fleet.clock.now())
+        return node
+
+
+def without_own_pods(node: Node, now: float) -> None:
+    """Take the scenario's own pods (and their processes) off the node: the stand-in's pods replace them."""
+    for spec in list(node.pods):
+        for proc in [p for p in node.procs.values() if p.pod == spec.name]:
+            exit_process(node, proc, now, signo=signal.SIGTERM)
+    node.pods.clear()

@@ -1,0 +1,260 @@
+"""The repair around Kubernetes (issue 29 part two), against the stand-in API server with the real kubectl.
+
+The node is simulated (out of sync, as the incident's gpu06) and its containers are the stand-in's pods
+(tests/kube_rig.py): pausing an operand's label makes the stand-in's DaemonSet delete its pod, which ends the
+simulated node's process for it, and so does an eviction. A repair cordons, pauses only the labels that were
+true (or unset), leaves the administrator's false alone, evicts the workload (a budget's refusal is waited on,
+then refused), resets, puts the labels back and uncordons; kubelet is never stopped on this path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import shutil
+import threading
+import time
+
+import pytest
+
+from nvls_tui.kube.client import Kubectl
+from nvls_tui.kube_standin.controller import Timing
+from nvls_tui.kube_standin.harness import running
+from nvls_tui.runbook import RepairOptions
+from nvls_tui.runbook.kube_repair import PAUSED as PAUSED_VALUE
+from nvls_tui.runbook.kube_repair import STOPPED_AT, pause_plan, workload_pods
+from nvls_tui.runbook.session import Session
+from nvls_tui.sim.fleet import load_fleet
+from tests.kube_rig import NODE, PAUSED, Kubelet, LinkedBackend, cluster_state, without_own_pods
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+
+SPEED = 2000.0
+FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=5.0, fm_timeout=3.0, smoke_timeout=30.0,
+                     transient_pause=0.01, restore_attempts=3, operand_timeout=20.0)
+TIMING = Timing(operand_grace=0.1, create_delay=0.1)
+
+
+class Rig:
+    """The stand-in cluster, the linked simulated node, and a session that repairs it through the real kubectl."""
+
+    def __init__(self, standin, kubelet: Kubelet, tmp_path) -> None:
+        self.standin = standin
+        self.kubelet = kubelet
+        self.fleet = load_fleet(f"sim:seed-incident/{NODE}", speed=SPEED)
+        without_own_pods(self.fleet.node(NODE), self.fleet.clock.now())
+        self.backend = LinkedBackend(self.fleet, NODE, kubelet)
+        self.kubectl = Kubectl(kubeconfig=standin.kubeconfig, timeout=30.0)
+        self.audit_dir = str(tmp_path / "audit")
+
+    def session(self, options: RepairOptions = FAST) -> Session:
+        return Session({NODE: self.backend}, audit_dir=self.audit_dir, options=options, kube={NODE: self.kubectl})
+
+    def repair(self, options: RepairOptions = FAST, *, dry_run: bool = False):
+        async def go():
+            session = self.session(options)
+            run = session.start_repair([NODE])
+            opts = RepairOptions(**{**options.__dict__, "dry_run": dry_run}) if dry_run else options
+            return (await session.repair(run, opts, kind="dry-run" if dry_run else "repair"))[0]
+        return asyncio.run(go())
+
+    def node(self) -> dict:
+        return self.standin.store.find("nodes", "", NODE)
+
+    def labels(self) -> dict[str, str]:
+        return dict(self.node()["metadata"].get("labels") or {})
+
+    def pods(self) -> list[dict]:
+        pods, _ = self.standin.store.query("pods")
+        return [p for p in pods if p["spec"].get("nodeName") == NODE and not p["metadata"].get("deletionTimestamp")]
+
+    def writes(self) -> list[tuple[str, str, str]]:
+        """The changes sent to the API, in order: (method, path, body)."""
+        return [(m, p.split("?")[0], b.decode(errors="replace")) for m, p, _, b in self.standin.requests()
+                if m in ("PATCH", "POST", "DELETE")]
+
+    def holders_of_pods(self) -> set[str]:
+        node = self.backend.node  # what the stand-in's kubelet did lands first
+        return {p.pod for p in node.procs.values() if p.pod}
+
+
+@pytest.fixture
+def rig(tmp_path):
+    def make(**state):
+        kubelet = Kubelet()
+        ctx = running(cluster_state(**state), tmp_path, on_create=kubelet.on_create, on_delete=kubelet.on_delete,
+                      timing=TIMING)
+        standin = ctx.__enter__()
+        made.append(ctx)
+        return Rig(standin, kubelet, tmp_path)
+
+    made: list = []
+    yield make
+    for ctx in made:
+        ctx.__exit__(None, None, None)
+
+
+def _kubectl_lines(commands: list[str]) -> list[str]:
+    return [c for c in commands if c.startswith("kubectl ")]
+
+
+def test_a_repair_cordons_pauses_only_true_labels_evicts_resets_and_puts_everything_back(rig):
+    r = rig()
+    before = r.labels()
+    operands = {p["metadata"]["name"] for p in r.pods() if p["metadata"]["namespace"] == "gpu-operator"}
+    vllm = next(p["metadata"]["name"] for p in r.pods() if p["metadata"]["namespace"] == "inference")
+    assert operands and r.holders_of_pods() >= operands | {vllm}  # their processes hold the GPUs
+
+    outcome = r.repair()
+
+    assert outcome.result == "repaired", outcome.message
+    assert outcome.kube["paused"] == list(PAUSED) and outcome.kube["cordoned"] is True
+    assert outcome.kube["evicted"] == [f"inference/{vllm}"]
+    # The cluster as it was: every label, the administrator's false untouched, the cordon off, no annotation.
+    r.standin.wait_for(lambda s: len([p for p in r.pods() if p["metadata"]["namespace"] == "gpu-operator"])
+                       == len(operands))
+    assert r.labels() == before
+    assert not r.node()["spec"].get("unschedulable")
+    assert STOPPED_AT not in (r.node()["metadata"].get("annotations") or {})
+    # The operands came back as new pods; the evicted workload's replacement waits for a scheduler (Pending).
+    assert not operands & {p["metadata"]["name"] for p in r.pods()}
+    assert not any(p["metadata"]["namespace"] == "inference" for p in r.pods())
+    # What went to the API, in order: cordon, the pauses (never the MIG manager's false), the eviction, the
+    # labels back, uncordon.
+    writes = r.writes()
+    kinds = [("cordon" if '"unschedulable":true' in b else "uncordon" if '"unschedulable":null' in b
+              else "evict" if p.endswith("/eviction") else "label") for m, p, b in writes]
+    assert kinds[0] == "cordon" and kinds[-1] == "uncordon"
+    assert kinds.index("evict") > max(i for i, k in enumerate(kinds[:kinds.index("evict")]) if k == "label")
+    assert not any("mig-manager" in b for _, _, b in writes)
+    paused = [json.loads(b)["metadata"]["labels"] for m, p, b in writes if p.endswith(f"/nodes/{NODE}")
+              and PAUSED_VALUE in b]
+    assert [next(iter(d)) for d in paused] == list(PAUSED)
+    # kubelet kept running: never stopped, never started.
+    commands = [c for s in outcome.steps for c in s.commands]
+    assert not any("kubelet" in c for c in commands if c.startswith("systemctl"))
+    # The operands' and the workload's processes ended through the cluster, never by a signal of the repair.
+    assert set(r.kubelet.ended) >= operands | {vllm}
+    assert not any(c.startswith("kill") and any(o in c for o in operands) for c in commands)
+
+
+def test_every_kubectl_call_is_in_the_audit_log_and_the_dry_run_lists_them_in_order(rig, tmp_path):
+    r = rig()
+    plan = r.repair(dry_run=True)
+    assert plan.result == "planned", plan.message
+    planned = [line.split("  # ")[0] for s in plan.steps for line in _kubectl_lines(s.commands)]
+    assert r.writes() == []  # the dry run changed nothing in the cluster
+
+    outcome = r.repair()
+    assert outcome.result == "repaired", outcome.message
+    ran = [c for s in outcome.steps for c in _kubectl_lines(s.commands)]
+
+    def normal(line: str) -> str:
+        words = shlex.split(line)
+        words = [w if not w.endswith(".json") or w.startswith("/api") else "EVICTION.json" for w in words]
+        return " ".join(w for w in words if not w.startswith("--request-timeout="))
+
+    # The restore reads the node before putting anything back; the plan's alternative (the annotation kept
+    # after a failure) is not run after a pass.
+    expected = [normal(line) for line in planned if f"{STOPPED_AT}=STEP" not in line]
+    assert [normal(c) for c in ran] == expected
+    records = []
+    for path in (tmp_path / "audit").glob("repair-*.jsonl"):
+        records += [json.loads(line) for line in path.read_text().splitlines()]
+    audited = [" ".join(r["argv"]) for r in records if r.get("event") == "command-started" and r["argv"][0] == "kubectl"]
+    assert [a for a in audited] == [" ".join(shlex.split(c)) for c in ran]
+
+
+def test_a_budget_that_refuses_the_eviction_is_waited_on_then_the_repair_is_refused_and_the_node_stays_cordoned(rig):
+    r = rig(budget=True)
+    before = r.labels()
+    vllm = next(p["metadata"]["name"] for p in r.pods() if p["metadata"]["namespace"] == "inference")
+    skip = Skipping()
+    options = RepairOptions(**{**FAST.__dict__, "wait_pods": 12.0, "sleep": skip.sleep, "clock": skip.clock})
+    outcome = r.repair(options)
+
+    assert outcome.result == "refused", outcome.message
+    assert "disruption budget" in outcome.message and "never force-deletes" in outcome.message
+    assert f"kubectl uncordon {NODE}" in outcome.message  # how to lift the cordon it kept
+    evictions = [p for m, p, _ in r.writes() if p.endswith("/eviction")]
+    assert len(evictions) >= 3  # retried every 5 s for 12 s
+    assert not any(m == "DELETE" for m, _, _ in r.writes())  # never a forced delete
+    assert vllm in {p["metadata"]["name"] for p in r.pods()}
+    r.standin.wait_for(lambda s: r.labels() == before)
+    assert r.node()["spec"].get("unschedulable") is True
+    assert r.node()["metadata"]["annotations"][STOPPED_AT] == "quiesce"
+    assert outcome.kube["evicted"] == []
+
+
+def test_a_budget_that_allows_the_eviction_while_the_repair_waits_lets_it_go_on(rig):
+    r = rig(budget=True)
+    lifted = threading.Event()
+
+    async def sleep_then_lift(seconds: float) -> None:
+        if not lifted.is_set():  # the first refusal: someone scales the workload elsewhere meanwhile
+            lifted.set()
+            r.standin.store.delete("poddisruptionbudgets", "inference", "vllm-pdb")
+        await asyncio.sleep(0)
+
+    options = RepairOptions(**{**FAST.__dict__, "wait_pods": 60.0, "sleep": sleep_then_lift})
+    outcome = r.repair(options)
+    assert outcome.result == "repaired", outcome.message
+    evictions = [p for m, p, _ in r.writes() if p.endswith("/eviction")]
+    assert len(evictions) == 2 and lifted.is_set()
+
+
+def test_a_node_cordoned_by_someone_else_stays_cordoned_after_a_passing_repair(rig):
+    r = rig(cordoned=True)
+    outcome = r.repair()
+    assert outcome.result == "repaired", outcome.message
+    assert r.node()["spec"].get("unschedulable") is True
+    assert not any('"unschedulable"' in b for _, _, b in r.writes())  # neither cordoned nor uncordoned
+    assert STOPPED_AT not in (r.node()["metadata"].get("annotations") or {})
+
+
+def test_a_cluster_that_cannot_be_read_refuses_the_repair_before_anything_changes(rig):
+    r = rig()
+    broken = Kubectl(kubeconfig=r.standin.kubeconfig, context="no-such-context", timeout=10.0)
+    r.kubectl = broken
+    outcome = r.repair()
+    assert outcome.result == "refused"
+    assert "could not be read" in outcome.message and "cluster" in outcome.message
+    assert r.writes() == []
+    assert outcome.step("quiesce").status != "ok"
+
+
+def test_what_is_paused_and_evicted_is_decided_from_the_labels_and_the_holders():
+    from nvls_tui.model import Holder, NodeState
+    from nvls_tui.model.enums import HolderKind
+    from nvls_tui.model.kube import KubeNode, KubePod
+
+    node = KubeNode("gpu06", ready=True, cordoned=False, labels=(
+        ("nvidia.com/gpu.deploy.device-plugin", "true"), ("nvidia.com/gpu.deploy.mig-manager", "false"),
+        ("nvidia.com/gpu.deploy.dcgm-exporter", "paused-for-mig-change"), ("nvidia.com/gpu.deploy.driver", "true")))
+    plan = pause_plan(node)
+    assert plan["nvidia.com/gpu.deploy.device-plugin"] == "true"
+    assert plan["nvidia.com/gpu.deploy.dcgm"] is None  # unset: the operator deploys it, so it is paused too
+    assert "nvidia.com/gpu.deploy.mig-manager" not in plan  # an administrator's false
+    assert "nvidia.com/gpu.deploy.dcgm-exporter" not in plan  # another manager's pause: not ours to take
+    assert "nvidia.com/gpu.deploy.driver" not in plan  # pausing the driver would unload it
+    pods = (KubePod("inference", "vllm-1", "u1", owner_kind="ReplicaSet", owner_name="vllm"),
+            KubePod("batch", "idle-1", "u2", owner_kind="ReplicaSet", owner_name="idle"),
+            KubePod("gpu-operator", "dp-1", "u3", owner_kind="DaemonSet", owner_name="nvidia-device-plugin-daemonset"))
+    state = NodeState("gpu06", holders=(Holder(10, "root", "python3", HolderKind.CUDA_APP, pod="podu1"),
+                                        Holder(11, "root", "nvidia-device-plugin", HolderKind.OTHER, pod="podu3")))
+    assert [p.name for p in workload_pods(pods, state)] == ["vllm-1"]  # a pod with no GPU process stays
+
+
+class Skipping:
+    """A run's clock that a pause moves on at once (the 5 s between two evictions take no real time)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def clock(self) -> float:
+        return time.monotonic() + self.offset
+
+    async def sleep(self, seconds: float) -> None:
+        self.offset += seconds
+        await asyncio.sleep(0.005)
