@@ -98,7 +98,10 @@ class PollerClient:
             self._proc = subprocess.Popen(
                 [self.python, "-m", self.module, str(to_child_r), str(from_child_w), str(os.getpid())],
                 pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=self._stderr, env=env, close_fds=True)
+                stderr=self._stderr, env=env, close_fds=True,
+                # A session of its own: the terminal's Ctrl-C and hang-up go to the console, which decides;
+                # the process ends by its own means (the pipe's end, the parent-death signal), never by luck.
+                start_new_session=True)
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
