@@ -200,7 +200,7 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="poll every target once and diagnose it",
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_reach_options(check, config)
-    check.add_argument("--json", action="store_true", help="print the JSON of contract.md")
+    check.add_argument("--json", action="store_true", help="print the JSON of docs/contract.md (in the repository)")
     check.add_argument("--via", choices=("ssh", "slurm"), default="ssh",
                        help="reach the nodes over SSH (default) or through one srun of the Slurm cluster "
                             "(TARGETs are then Slurm node names, e.g. 'gpu[05-06]')")
@@ -212,7 +212,7 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
 
     analyze = sub.add_parser("analyze", help="recognise and parse captured command outputs")
     analyze.add_argument("files", nargs="+", metavar="FILE", help="files to read ('-' = stdin)")
-    analyze.add_argument("--json", action="store_true", help="print the JSON of contract.md")
+    analyze.add_argument("--json", action="store_true", help="print the JSON of docs/contract.md (in the repository)")
 
     repair = sub.add_parser("repair", help="the repair runbook, headless",
                             epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -226,7 +226,7 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                         help="with --restore: take over a stale lock (no heartbeat for 5 minutes, or its nvls-tui "
                              "process gone from this bastion); audited. A live run's lock is never taken, "
                              "even with --force")
-    repair.add_argument("--json", action="store_true", help="print the JSON of contract.md")
+    repair.add_argument("--json", action="store_true", help="print the JSON of docs/contract.md (in the repository)")
     repair.add_argument("--strategy", choices=("parallel", "serial", "canary"), default="parallel",
                         help="how several nodes are repaired (default parallel)")
     repair.add_argument("--smoke-threshold", type=_positive, default=None, metavar="GBPS",
