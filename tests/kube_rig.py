@@ -13,12 +13,21 @@ lands between two reads of a real node.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import queue
 import signal
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.kube.client import Kubectl
+from nvls_tui.kube_standin.controller import Timing
+from nvls_tui.kube_standin.harness import running
+from nvls_tui.runbook import RepairOptions
+from nvls_tui.runbook.session import Session
+from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import exit_process, spawn_pod
 from nvls_tui.sim.scenarios import VLLM_ARGV
 from nvls_tui.sim.state import Node, PodSpec, digest
@@ -133,3 +142,82 @@ def without_own_pods(node: Node, now: float) -> None:
         for proc in [p for p in node.procs.values() if p.pod == spec.name]:
             exit_process(node, proc, now, signo=signal.SIGTERM)
     node.pods.clear()
+
+
+SPEED = 2000.0
+FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=5.0, fm_timeout=3.0, smoke_timeout=30.0,
+                     transient_pause=0.01, restore_attempts=3, operand_timeout=20.0)
+TIMING = Timing(operand_grace=0.1, create_delay=0.1)
+
+
+class Rig:
+    """The stand-in cluster, the linked simulated node, and a session that repairs it through the real kubectl."""
+
+    def __init__(self, standin, kubelet: Kubelet, tmp_path) -> None:
+        self.standin = standin
+        self.kubelet = kubelet
+        self.fleet = load_fleet(f"sim:seed-incident/{NODE}", speed=SPEED)
+        without_own_pods(self.fleet.node(NODE), self.fleet.clock.now())
+        self.backend = LinkedBackend(self.fleet, NODE, kubelet)
+        self.kubectl = Kubectl(kubeconfig=standin.kubeconfig, timeout=30.0)
+        self.audit_dir = str(tmp_path / "audit")
+
+    def session(self, options: RepairOptions = FAST) -> Session:
+        return Session({NODE: self.backend}, audit_dir=self.audit_dir, options=options, kube={NODE: self.kubectl})
+
+    def repair(self, options: RepairOptions = FAST, *, dry_run: bool = False):
+        async def go():
+            session = self.session(options)
+            run = session.start_repair([NODE])
+            opts = RepairOptions(**{**options.__dict__, "dry_run": dry_run}) if dry_run else options
+            return (await session.repair(run, opts, kind="dry-run" if dry_run else "repair"))[0]
+        return asyncio.run(go())
+
+    def node(self) -> dict:
+        return self.standin.store.find("nodes", "", NODE)
+
+    def labels(self) -> dict[str, str]:
+        return dict(self.node()["metadata"].get("labels") or {})
+
+    def pods(self) -> list[dict]:
+        pods, _ = self.standin.store.query("pods")
+        return [p for p in pods if p["spec"].get("nodeName") == NODE and not p["metadata"].get("deletionTimestamp")]
+
+    def writes(self) -> list[tuple[str, str, str]]:
+        """The changes sent to the API, in order: (method, path, body)."""
+        return [(m, p.split("?")[0], b.decode(errors="replace")) for m, p, _, b in self.standin.requests()
+                if m in ("PATCH", "POST", "DELETE")]
+
+    def holders_of_pods(self) -> set[str]:
+        node = self.backend.node  # what the stand-in's kubelet did lands first
+        return {p.pod for p in node.procs.values() if p.pod}
+
+
+def rigs(tmp_path) -> Iterator[Callable[..., Rig]]:
+    """What the ``rig`` fixture of a test module yields: a maker of rigs, each stopped at the end."""
+    def make(**state) -> Rig:
+        kubelet = Kubelet()
+        ctx = running(cluster_state(**state), tmp_path, on_create=kubelet.on_create, on_delete=kubelet.on_delete,
+                      timing=TIMING)
+        standin = ctx.__enter__()
+        made.append(ctx)
+        return Rig(standin, kubelet, tmp_path)
+
+    made: list = []
+    yield make
+    for ctx in made:
+        ctx.__exit__(None, None, None)
+
+
+class Skipping:
+    """A run's clock that a pause moves on at once (the 5 s between two evictions take no real time)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def clock(self) -> float:
+        return time.monotonic() + self.offset
+
+    async def sleep(self, seconds: float) -> None:
+        self.offset += seconds
+        await asyncio.sleep(0.005)

@@ -14,85 +14,20 @@ import json
 import shlex
 import shutil
 import threading
-import time
 
 import pytest
 
 from nvls_tui.kube.client import Kubectl
-from nvls_tui.kube_standin.controller import Timing
-from nvls_tui.kube_standin.harness import running
 from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.kube_repair import PAUSED as PAUSED_VALUE
 from nvls_tui.runbook.kube_repair import STOPPED_AT, pause_plan, workload_pods
-from nvls_tui.runbook.session import Session
-from nvls_tui.sim.fleet import load_fleet
-from tests.kube_rig import NODE, PAUSED, Kubelet, LinkedBackend, cluster_state, without_own_pods
+from tests.kube_rig import FAST, NODE, PAUSED, Skipping, rigs
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
-SPEED = 2000.0
-FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=5.0, fm_timeout=3.0, smoke_timeout=30.0,
-                     transient_pause=0.01, restore_attempts=3, operand_timeout=20.0)
-TIMING = Timing(operand_grace=0.1, create_delay=0.1)
-
-
-class Rig:
-    """The stand-in cluster, the linked simulated node, and a session that repairs it through the real kubectl."""
-
-    def __init__(self, standin, kubelet: Kubelet, tmp_path) -> None:
-        self.standin = standin
-        self.kubelet = kubelet
-        self.fleet = load_fleet(f"sim:seed-incident/{NODE}", speed=SPEED)
-        without_own_pods(self.fleet.node(NODE), self.fleet.clock.now())
-        self.backend = LinkedBackend(self.fleet, NODE, kubelet)
-        self.kubectl = Kubectl(kubeconfig=standin.kubeconfig, timeout=30.0)
-        self.audit_dir = str(tmp_path / "audit")
-
-    def session(self, options: RepairOptions = FAST) -> Session:
-        return Session({NODE: self.backend}, audit_dir=self.audit_dir, options=options, kube={NODE: self.kubectl})
-
-    def repair(self, options: RepairOptions = FAST, *, dry_run: bool = False):
-        async def go():
-            session = self.session(options)
-            run = session.start_repair([NODE])
-            opts = RepairOptions(**{**options.__dict__, "dry_run": dry_run}) if dry_run else options
-            return (await session.repair(run, opts, kind="dry-run" if dry_run else "repair"))[0]
-        return asyncio.run(go())
-
-    def node(self) -> dict:
-        return self.standin.store.find("nodes", "", NODE)
-
-    def labels(self) -> dict[str, str]:
-        return dict(self.node()["metadata"].get("labels") or {})
-
-    def pods(self) -> list[dict]:
-        pods, _ = self.standin.store.query("pods")
-        return [p for p in pods if p["spec"].get("nodeName") == NODE and not p["metadata"].get("deletionTimestamp")]
-
-    def writes(self) -> list[tuple[str, str, str]]:
-        """The changes sent to the API, in order: (method, path, body)."""
-        return [(m, p.split("?")[0], b.decode(errors="replace")) for m, p, _, b in self.standin.requests()
-                if m in ("PATCH", "POST", "DELETE")]
-
-    def holders_of_pods(self) -> set[str]:
-        node = self.backend.node  # what the stand-in's kubelet did lands first
-        return {p.pod for p in node.procs.values() if p.pod}
-
-
 @pytest.fixture
 def rig(tmp_path):
-    def make(**state):
-        kubelet = Kubelet()
-        ctx = running(cluster_state(**state), tmp_path, on_create=kubelet.on_create, on_delete=kubelet.on_delete,
-                      timing=TIMING)
-        standin = ctx.__enter__()
-        made.append(ctx)
-        return Rig(standin, kubelet, tmp_path)
-
-    made: list = []
-    yield make
-    for ctx in made:
-        ctx.__exit__(None, None, None)
+    yield from rigs(tmp_path)
 
 
 def _kubectl_lines(commands: list[str]) -> list[str]:
@@ -244,17 +179,3 @@ def test_what_is_paused_and_evicted_is_decided_from_the_labels_and_the_holders()
     state = NodeState("gpu06", holders=(Holder(10, "root", "python3", HolderKind.CUDA_APP, pod="podu1"),
                                         Holder(11, "root", "nvidia-device-plugin", HolderKind.OTHER, pod="podu3")))
     assert [p.name for p in workload_pods(pods, state)] == ["vllm-1"]  # a pod with no GPU process stays
-
-
-class Skipping:
-    """A run's clock that a pause moves on at once (the 5 s between two evictions take no real time)."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def clock(self) -> float:
-        return time.monotonic() + self.offset
-
-    async def sleep(self, seconds: float) -> None:
-        self.offset += seconds
-        await asyncio.sleep(0.005)
