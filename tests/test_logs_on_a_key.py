@@ -229,3 +229,55 @@ def test_the_ring_buffer_is_read_where_coverage_is_unknown_or_short():
     assert ring_reason(whole, LogRead(error="x", missing_tool=True)).startswith("journalctl is not on this node")
     assert ring_reason(whole, LogRead(error="timed out")).startswith("the journal could not be read")
     assert HOSTILE_TEXT  # the hostile scenario's text is what test_hostile_node_text... draws
+
+
+async def test_a_read_in_flight_shows_the_loading_indicator_and_its_command_at_80x24():
+    app = _app("seed-incident")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_node_screen(app, pilot, "gpu05")
+        backend = app.backend_for("gpu05")
+        real_run, release = backend.run, __import__("asyncio").Event()
+
+        async def slow(argv, *args, **kwargs):
+            await release.wait()
+            return await real_run(argv, *args, **kwargs)
+
+        backend.run = slow
+        await pilot.press("l")
+        await wait_until(pilot, lambda: isinstance(app.screen, LogsScreen), "the logs screen")
+        screen = app.screen
+        await pilot.pause()
+        pane = screen.query_one("#log-fm")
+        assert pane.loading is True
+        assert screen.status["fm"] == f"reading `{' '.join(FM_ARGV)}` …"
+        # At 80x24 the header and the status line are on screen above the footer (the pane is covered by
+        # Textual's loading indicator meanwhile), and so is the pane once the read is in.
+        await wait_until(pilot, lambda: screen.query_one("#status-fm").region.height > 0, "the status laid out")
+        for selector in ("#logs-header", "#status-fm"):
+            region = screen.query_one(selector).region
+            assert region.height > 0 and region.bottom <= 23, selector
+        assert pane.loading is True  # still reading
+        release.set()
+        await wait_until(pilot, lambda: pane.loading is False and screen.shown["fm"], "the FM tab read")
+        await wait_until(pilot, lambda: pane.region.height > 0, "the pane shown")
+        assert pane.region.bottom <= 23 and len(pane.lines) > 0
+
+
+async def test_slash_searches_the_tab_shown_and_n_steps_through_its_matches():
+    app = _app("journal-rotated")
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_logs(app, pilot, "gpu-rot01")
+        await pilot.press("2")
+        await pilot.pause()
+        await pilot.press("/", *"NVRM")
+        await pilot.pause()
+        hits = screen.search_state.hits
+        assert hits and all(where[0] == "log-kernel" for where in hits)
+        assert len(hits) == sum("NVRM" in strip.text for strip in screen.query_one("#log-kernel").lines)
+        await pilot.press("enter")
+        first = screen.search_state.current
+        await pilot.press("n")
+        assert len(hits) == 1 or screen.search_state.current != first
+        await pilot.press("escape")  # ends the search, the logs screen stays
+        await pilot.pause()
+        assert isinstance(app.screen, LogsScreen)
