@@ -21,7 +21,8 @@ from nvls_tui.kube.client import Kubectl
 from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.kube_repair import PAUSED as PAUSED_VALUE
 from nvls_tui.runbook.kube_repair import STOPPED_AT, pause_plan, workload_pods
-from tests.kube_rig import FAST, NODE, PAUSED, Skipping, rigs
+from nvls_tui.sim.fleet import load_fleet
+from tests.kube_rig import FAST, NODE, PAUSED, TIMING, Skipping, rigs
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
@@ -179,3 +180,96 @@ def test_what_is_paused_and_evicted_is_decided_from_the_labels_and_the_holders()
     state = NodeState("gpu06", holders=(Holder(10, "root", "python3", HolderKind.CUDA_APP, pod="podu1"),
                                         Holder(11, "root", "nvidia-device-plugin", HolderKind.OTHER, pod="podu3")))
     assert [p.name for p in workload_pods(pods, state)] == ["vllm-1"]  # a pod with no GPU process stays
+
+
+def _sim_and_real(tmp_path):
+    """The same calls to the simulated kubectl (sim:k8s-incident's gpu06) and to the real kubectl against the
+    stand-in (its gpu06, the same labels, a vLLM pod with a budget that allows none)."""
+    import subprocess
+
+    from nvls_tui.kube_standin.harness import running
+    from nvls_tui.sim.kubectl import kubectl as sim_kubectl
+
+    fleet = load_fleet("sim:k8s-incident/gpu06", speed=0)
+    node = fleet.node("gpu06")
+    vllm = next(p for p in node.pods if p.k8s_namespace == "inference")
+    return fleet, node, vllm, sim_kubectl, subprocess, running
+
+
+def test_the_simulated_kubectl_writes_answer_as_the_real_kubectl_against_the_stand_in(tmp_path):
+    fleet, node, vllm, sim_kubectl, subprocess, running = _sim_and_real(tmp_path)
+    from tests.kube_rig import cluster_state
+
+    state = cluster_state(budget=True)
+    with running(state, tmp_path, timing=TIMING) as standin:
+        pods, _ = standin.store.query("pods")
+        real_vllm = next(p["metadata"]["name"] for p in pods if p["metadata"]["namespace"] == "inference")
+        real_dp = next(p["metadata"]["name"] for p in pods if "device-plugin" in p["metadata"]["name"])
+        sim_dp = next(p.name for p in node.pods if "device-plugin" in p.name)
+        body = tmp_path / "eviction.json"
+
+        def both(*args: str, real_pod: str = "", sim_pod: str = "") -> None:
+            real_args = [a.replace("POD", real_pod) for a in args]
+            sim_args = [a.replace("POD", sim_pod) for a in args]
+            body.write_text(json.dumps({"apiVersion": "policy/v1", "kind": "Eviction",
+                                        "metadata": {"name": real_pod, "namespace": "inference"}}))
+            real = subprocess.run(["kubectl", "--kubeconfig", standin.kubeconfig, "--request-timeout=9s", *real_args],
+                                  capture_output=True, text=True, timeout=60)
+            sim = sim_kubectl([node], ["kubectl", "--request-timeout=9s", *sim_args], fleet.clock.now())
+            said = (real.returncode, real.stdout.replace(real_pod, "POD"), real.stderr.replace(real_pod, "POD"))
+            assert (sim[0], sim[1].replace(sim_pod, "POD"), sim[2].replace(sim_pod, "POD")) == said, args
+
+        both("cordon", "gpu06")
+        both("cordon", "gpu06")
+        both("uncordon", "gpu06")
+        both("uncordon", "gpu06")
+        both("cordon", "gpu09")
+        both("label", "node", "gpu06", "--overwrite", "nvidia.com/gpu.deploy.dcgm=paused-for-nvls-repair")
+        both("label", "node", "gpu06", "nvidia.com/gpu.deploy.dcgm=true")
+        both("label", "node", "gpu06", "nvidia.com/gpu.deploy.dcgm-")
+        both("label", "node", "gpu06", "nvidia.com/gpu.deploy.dcgm-")
+        both("annotate", "node", "gpu06", "nvls-tui/repair-stopped-at=reset", "--overwrite")
+        both("annotate", "node", "gpu06", "nvls-tui/repair-stopped-at-")
+        both("wait", "--for=delete", "pod/POD", "-n", "gpu-operator", "--timeout=1s", real_pod=real_dp, sim_pod=sim_dp)
+        vllm.k8s_budget = "vllm-pdb"
+        both("create", "--raw", "/api/v1/namespaces/inference/pods/POD/eviction", "-f", str(body),
+             real_pod=real_vllm, sim_pod=vllm.name)
+        vllm.k8s_budget = None
+        standin.store.delete("poddisruptionbudgets", "inference", "vllm-pdb")
+        both("create", "--raw", "/api/v1/namespaces/inference/pods/POD/eviction", "-f", str(body),
+             real_pod=real_vllm, sim_pod=vllm.name)
+        standin.wait_for(lambda s: real_vllm not in {p["metadata"]["name"] for p in s.query("pods")[0]})
+        both("wait", "--for=delete", "pod/POD", "-n", "inference", "--timeout=5s", real_pod=real_vllm,
+             sim_pod=vllm.name)
+        both("create", "--raw", "/api/v1/namespaces/inference/pods/POD/eviction", "-f", str(body),
+             real_pod=real_vllm, sim_pod=vllm.name)
+        both("get", "nodes", "--field-selector", "metadata.name=gpu09", "-o", "json")
+        # A paused label ends the operand's pod; true brings a new one (each side by its own controller).
+        both("label", "node", "gpu06", "--overwrite", "nvidia.com/gpu.deploy.device-plugin=paused-for-nvls-repair")
+        standin.wait_for(lambda s: real_dp not in {p["metadata"]["name"] for p in s.query("pods")[0]})
+        assert sim_dp not in {p.name for p in node.pods}
+        assert not any(p.pod == sim_dp for p in node.procs.values())
+        both("label", "node", "gpu06", "--overwrite", "nvidia.com/gpu.deploy.device-plugin=true")
+        back = standin.wait_for(lambda s: [p for p in s.query("pods")[0] if "device-plugin" in p["metadata"]["name"]])
+        assert back and back[0]["metadata"]["name"] != real_dp
+        again = [p for p in node.pods if "device-plugin" in p.name]
+        assert again and again[0].name != sim_dp and any(p.pod == again[0].name for p in node.procs.values())
+
+
+def test_sim_k8s_incident_repairs_headless_through_the_simulated_cluster(capsys, tmp_path, monkeypatch):
+    from nvls_tui.cli import main
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    code = main(["repair", "sim:k8s-incident/gpu06", "--yes", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    (node,) = out["nodes"]
+    assert code == 0 and node["result"] == "repaired", node["message"]
+    kube = node["kube"]
+    assert kube["node"] == "gpu06" and kube["cordoned"] is True
+    assert "nvidia.com/gpu.deploy.node-status-exporter" not in kube["paused"]  # the administrator's false
+    assert "nvidia.com/gpu.deploy.device-plugin" in kube["paused"]
+    assert kube["evicted"] and kube["evicted"][0].startswith("inference/vllm-")
+    assert "gpu06 uncordoned" in kube["restored"] and kube["failed"] == []
+    commands = [c for s in node["steps"] for c in s["commands"]]
+    assert "kubectl --request-timeout=14s cordon gpu06" in commands
+    assert not any(c.startswith("systemctl") and "kubelet" in c for c in commands)

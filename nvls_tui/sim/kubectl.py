@@ -37,8 +37,9 @@ GRACE = 40.0
 OPERANDS = ("driver", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter", "gpu-feature-discovery",
             "mig-manager", "node-status-exporter", "operator-validator")
 OPERATOR_NAMESPACE = "gpu-operator"
-# kubectl's global flags that take a value (the product passes these before the verb).
-_VALUED = ("--kubeconfig", "--context", "--cluster", "--user", "--namespace", "-n")
+# kubectl's global flags that take a value (the product passes these before the verb). ``-n NS`` is kept:
+# the verbs that take it (wait) read it.
+_VALUED = ("--kubeconfig", "--context", "--cluster", "--user")
 
 
 def _iso(ts: float) -> str:
