@@ -281,3 +281,16 @@ async def test_slash_searches_the_tab_shown_and_n_steps_through_its_matches():
         await pilot.press("escape")  # ends the search, the logs screen stays
         await pilot.pause()
         assert isinstance(app.screen, LogsScreen)
+
+
+async def test_the_console_as_started_reads_the_logs_through_its_poller_process():
+    from nvls_tui.settings import Settings
+
+    app = NvlsApp.from_settings(Settings(command="console", targets=("sim:no-journal",), poll_interval=5.0))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_for_first_poll(60)
+        screen = await _open_logs(app, pilot, "gpu-nojrnl01")
+        assert type(app.backend_for("gpu-nojrnl01")).__name__ == "PollerHeldBackend"  # the simulator lives there
+        assert screen.status["fm"].startswith("journalctl is not installed on gpu-nojrnl01")
+        assert screen.shown["kernel"][0] == "── ring buffer: dmesg ──"
+        assert any("out of sync" in line.lower() for line in screen.shown["kernel"])
