@@ -104,6 +104,12 @@ EXPECTED_KINDS = {
     # grep -n -A of nvidia-smi -q (line numbers with ':' and '-', '--' between hits): no whole output to read.
     "real/nvidia-h200/nvidia-smi-q-mig-persistence-grep.txt": "unknown",
     "real/nvidia-h200/proc-stat-btime.txt": "unknown",  # /proc/stat's btime line: the poll's, not a capture kind
+    "real/nvidia-h200/check-local-2026-12-02.json": "unknown",  # nvls-tui's own JSON
+    "real/nvidia-h200/check-ssh-2026-12-02.json": "unknown",
+    "real/nvidia-h200/probe-output-2026-12-02.txt": "nvls-tui-probe",
+    # The Kubernetes stand-in's inputs (a cluster state, an OpenAPI excerpt): no output of a node.
+    "k8s/openapi-excerpt.json": "unknown",
+    "k8s/state-gpu-node.json": "unknown",
     "kernel/fallen-off-bus-no-xid-570.txt": "kernel-log",
     "kernel/xid-79-fallen-off-bus-journal.txt": "kernel-log",
     "restarters/needrestart.conf": "unknown",  # a configuration file (the needrestart section reads it), no output
