@@ -71,6 +71,19 @@ def test_a_host_key_the_console_would_refuse_is_refused_whatever_the_ssh_config_
 
 
 @needs_ssh
+def test_a_known_hosts_path_with_a_space_reaches_ssh_whole(sshd_fleet, tmp_path):
+    rig = sshd_fleet(1)
+    (target,) = parse_target(rig.target("gpu01"))
+    spaced = tmp_path / "my hosts" / "known hosts"
+    spaced.parent.mkdir()
+    spaced.write_text(rig.known_hosts.read_text())
+    argv = ssh_argv(target, options_for(rig, known_hosts=str(spaced)), SSH)
+    assert f'UserKnownHostsFile="{spaced}"' in argv
+    done = subprocess.run(_batch(argv, "true"), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+
+
+@needs_ssh
 def test_a_jump_host_gets_the_same_options_through_a_proxy_command(sshd_fleet):
     rig = sshd_fleet(2)
     (target,) = parse_target(rig.target("gpu02"))
