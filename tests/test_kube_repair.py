@@ -273,3 +273,32 @@ def test_sim_k8s_incident_repairs_headless_through_the_simulated_cluster(capsys,
     commands = [c for s in node["steps"] for c in s["commands"]]
     assert "kubectl --request-timeout=14s cordon gpu06" in commands
     assert not any(c.startswith("systemctl") and "kubelet" in c for c in commands)
+
+
+def test_the_report_says_what_changed_in_the_cluster(capsys, tmp_path, monkeypatch):
+    from nvls_tui.cli import main
+    from nvls_tui.report.markdown import report_from_file
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert main(["repair", "sim:k8s-incident/gpu06", "--yes", "--json"]) == 0
+    node = json.loads(capsys.readouterr().out)["nodes"][0]
+    report = report_from_file(node["audit_log"])
+    done = next(line for line in report.splitlines() if line.startswith("- Done:"))
+    assert "`gpu06` cordoned in Kubernetes" in done
+    assert "6 operand labels paused" in done and "put back by the restore" in done
+    assert "`nvidia.com/gpu.deploy.node-status-exporter`" not in done
+    assert "1 pod evicted (`inference/vllm-llama-70b-6d5f8b9c7-" in done
+    assert "`gpu06` uncordoned after the smoke test passed" in done
+
+
+def test_the_report_of_a_refused_eviction_says_the_node_stays_cordoned_and_how_to_lift_it(rig, tmp_path):
+    from nvls_tui.report.markdown import report_from_file
+
+    r = rig(budget=True)
+    skip = Skipping()
+    outcome = r.repair(RepairOptions(**{**FAST.__dict__, "sleep": skip.sleep, "clock": skip.clock}))
+    assert outcome.result == "refused"
+    report = report_from_file(outcome.audit_log)
+    left = next(line for line in report.splitlines() if line.startswith("- Left:"))
+    assert f"`{NODE}` stays cordoned in Kubernetes (`{STOPPED_AT}=quiesce`)" in left
+    assert f"`kubectl uncordon {NODE}`" in left

@@ -7,6 +7,7 @@ from collections import Counter
 
 from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE
 from nvls_tui.report.clock import epoch_utc, record_utc
+from nvls_tui.report.cluster import cluster_done, cluster_left
 from nvls_tui.report.findings import findings_sentence
 from nvls_tui.report.kernel import KERNEL_FINDINGS, kernel_lines, since_repair
 from nvls_tui.report.node_log import NodeLog, change_words, operator_of
@@ -145,8 +146,8 @@ def _done(log: NodeLog) -> str | None:
     if happened.result == "refused":
         why = f": {prose(log.clock.annotate(happened.message))}" if happened.message else ""
         return f"- Done: nothing, the run was refused{why}".rstrip(".") + "."
-    parts = (_units_done(log) + _persistence_done(log) + _signals_done(log) + _fabric_done(log) +
-             _smoke_done(log))
+    parts = (cluster_done(log) + _units_done(log) + _persistence_done(log) + _signals_done(log) +
+             _fabric_done(log) + _smoke_done(log))
     if not parts:
         return None if log.by_hand() else "- Done: nothing was changed."
     return f"- Done: {one_sentence(parts)}"
@@ -305,6 +306,7 @@ def _left(log: NodeLog) -> str:
         parts = [f"the run did not finish: {log_ends(log)}{restore_advice(log)}"]
     else:
         parts = _verdict_words(log) + _units_left(log)
+    parts += cluster_left(log)
     parts += _manual_left(log)
     if log.happened.result is not None:
         parts += _record_left(log)
