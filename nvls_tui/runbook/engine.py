@@ -32,6 +32,8 @@ from nvls_tui.runbook.events import (
     EventSink,
     ManualChanges,
     NodeObserved,
+    ProcessSignalled,
+    RunbookEvent,
     RunFinished,
     RunStarted,
 )
@@ -61,17 +63,44 @@ from nvls_tui.runbook.steps import (
     unit_states,
 )
 from nvls_tui.runbook.summary import summarize
+from nvls_tui.textsafe import one_line
+from nvls_tui.words import count
+
+# How many signalled processes an abort's message names (the audit log names every one).
+SHOWN_PROCESSES = 3
 
 
-def aborted_words(outcome: NodeOutcome, step: str) -> str:
+def stopped_words(signalled: Sequence[ProcessSignalled]) -> str:
+    """``2 processes were stopped with SIGTERM (4242 python train.py, 4243 ...); the restore does not start
+    processes again``.
+
+    The restore puts units and settings back, never a process the run ended (a user's job is gone): an
+    abort after a signal must say so, not that the node is as it was.
+    """
+    by_signal: dict[str, list[ProcessSignalled]] = {}
+    for event in signalled:
+        by_signal.setdefault(event.signal, []).append(event)
+    parts = []
+    for name, events in by_signal.items():
+        shown = ", ".join(f"{e.pid} {one_line(e.command)[:40]}" for e in events[:SHOWN_PROCESSES])
+        more = f", +{len(events) - SHOWN_PROCESSES} more" if len(events) > SHOWN_PROCESSES else ""
+        parts.append(f"{count(len(events), 'process')} {'was' if len(events) == 1 else 'were'} stopped with "
+                     f"{name} ({shown}{more})")
+    return " and ".join(parts) + "; the restore does not start processes again"
+
+
+def aborted_words(outcome: NodeOutcome, step: str, signalled: Sequence[ProcessSignalled] = ()) -> str:
     """``aborted at fabric-manager: GPUs reset, fabric not verified — run the repair again``.
 
     What an abort leaves behind depends on how far the run got; the operator must read that, not
     a bare "aborted" (an abort after the reset leaves the GPUs reset and the fabric unproven).
+    ``signalled``: the processes the run signalled (the restore cannot bring them back).
     """
     done = {s.name for s in outcome.steps if s.status == OK}
     if step == "reset" and "reset" not in done:
         where = "the reset may have begun, fabric not verified"  # cut short in flight: assume the worst
+    elif "reset" not in done and signalled:
+        where = f"nothing was reset; {stopped_words(signalled)}"
     elif "reset" not in done:
         where = "nothing was reset; the node is as it was"
     elif "verify-fabric" not in done:
@@ -115,7 +144,16 @@ class Runbook:
         self.manual = tuple(manual)
         self.put_back_manual = put_back_manual
         self.outcome = NodeOutcome(host=backend.host, dry_run=self.options.dry_run, audit_log=audit_log)
-        self.context = NodeContext(backend, self.options, on_event, self.outcome, operator, durable)
+        # The processes this run signalled: an abort's words must say they are gone for good.
+        self.signalled: list[ProcessSignalled] = []
+
+        def sink(event: RunbookEvent) -> None:
+            if isinstance(event, ProcessSignalled) and event.outcome == "signalled":
+                self.signalled.append(event)
+            if on_event is not None:
+                on_event(event)
+
+        self.context = NodeContext(backend, self.options, sink, self.outcome, operator, durable)
         self._locked = False
         self.lock: NodeLock | None = None
         self._manual_units: tuple[str, ...] = ()
@@ -194,7 +232,7 @@ class Runbook:
         except Aborted as exc:
             step = ctx.step or "preflight"
             self.outcome.reason = f"{step}: {exc}"
-            self._fail_current(f"{aborted_words(self.outcome, step)} ({exc})", ABORTED)
+            self._fail_current(f"{aborted_words(self.outcome, step, self.signalled)} ({exc})", ABORTED)
         except CommandFailed as exc:
             # The node answered but refused (sudo wants a password): not a lost node, say what it is.
             self._fail_current(f"{ctx.step} could not go on: {exc}", FAILED)
