@@ -38,6 +38,7 @@ from nvls_tui.runbook.events import (
 )
 from nvls_tui.runbook.happened import NodeHappened, bookkeeping
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
+from nvls_tui.runbook.restore import restored_words
 from nvls_tui.runbook.session import Session
 from nvls_tui.settings import Settings
 from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
@@ -121,7 +122,7 @@ class ProgressPrinter:
         if isinstance(event, SmokeRow):
             return f"  {event.size:>12} B  {event.busbw} GB/s" if event.size is not None else None
         if isinstance(event, Restored):
-            return f"  restored {', '.join(event.units) or 'no unit'}" + (
+            return f"  restored {restored_words(event.units, event.persistence_gpus, 'no unit')}" + (
                 f"; FAILED {', '.join(event.failed)}" if event.failed else "")
         if isinstance(event, Note):
             return f"  [{event.level}] {event.message}"

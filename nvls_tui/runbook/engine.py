@@ -53,7 +53,7 @@ from nvls_tui.runbook.outcome import (
 )
 from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.record import RepairRecord
-from nvls_tui.runbook.restore import RestoreReport, restore
+from nvls_tui.runbook.restore import RestoreReport, restore, restored_words
 from nvls_tui.runbook.scheduling import DrainHold, SchedulerHook
 from nvls_tui.runbook.steps import (
     STEPS,
@@ -452,7 +452,7 @@ class Runbook:
                                    manual=self._manual_units, before_record=self._settle_kube)
             if not report.ok:
                 raise StepFailed("could not put back: " + ", ".join(report.failed))
-            return f"restored {', '.join(report.units) or 'nothing (nothing had been stopped)'}"
+            return f"restored {restored_words(report.units, report.persistence_gpus, 'nothing (nothing had been stopped)')}"
 
         try:
             await self._step("restore", body)

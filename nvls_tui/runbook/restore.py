@@ -40,6 +40,7 @@ from nvls_tui.runbook.steps import (
     unit_argv,
     unit_states,
 )
+from nvls_tui.words import count
 
 NOT_STOPPED_BY_A_REPAIR = "not a unit a repair stops: not started"
 
@@ -64,6 +65,27 @@ class RestoreReport:
     def ok(self) -> bool:
         """True when everything came back."""
         return not self.failed
+
+
+def persistence_words(gpus: Collection[int]) -> str:
+    """``persistence mode on 8 GPUs`` (``on GPU 3``): what the restore turned back on; "" for none."""
+    if not gpus:
+        return ""
+    if len(gpus) == 1:
+        return f"persistence mode on GPU {next(iter(gpus))}"
+    return f"persistence mode on {count(len(gpus), 'GPU')}"
+
+
+def restored_words(units: Collection[str], gpus: Collection[int] = (), nothing: str = "nothing") -> str:
+    """What a restore put back: ``nvidia-dcgm.service, kubelet.service; persistence mode on 8 GPUs``.
+
+    Persistence mode is named whenever the repair turned it off and the restore on again: it is as much
+    a setting the operator expects back as a unit. ``nothing``: the words when neither came back.
+    """
+    parts = [", ".join(units)] if units else []
+    if gpus:
+        parts.append(persistence_words(gpus))
+    return "; ".join(parts) or nothing
 
 
 def startable(unit: str, manual: Collection[str] = ()) -> bool:
@@ -218,4 +240,5 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
     return report
 
 
-__all__ = ["NOT_STOPPED_BY_A_REPAIR", "RestoreReport", "not_restorable", "restore", "restore_actions", "startable"]
+__all__ = ["NOT_STOPPED_BY_A_REPAIR", "RestoreReport", "not_restorable", "persistence_words", "restore",
+           "restore_actions", "restored_words", "startable"]

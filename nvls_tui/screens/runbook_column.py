@@ -20,6 +20,7 @@ from textual.widgets.selection_list import Selection
 from nvls_tui.model import Holder
 from nvls_tui.runbook.actions import holder_label
 from nvls_tui.runbook.events import RunbookEvent
+from nvls_tui.runbook.restore import restored_words
 from nvls_tui.runbook.steps import HolderDecision
 from nvls_tui.views.runbook import NodeRun
 from nvls_tui.widgets import palette
@@ -60,9 +61,9 @@ def summary_text(run: NodeRun) -> Text:
                 style=palette.STYLE["muted"])
     if run.message:
         text.append(f"\n {run.message}")
-    if run.restored or run.restore_failed:
+    if run.restored or run.restored_gpus or run.restore_failed:
         text.append("\n restored: ", style=palette.STYLE["muted"])
-        text.append(", ".join(u.removesuffix(".service") for u in run.restored) or "nothing")
+        text.append(restored_words([u.removesuffix(".service") for u in run.restored], run.restored_gpus))
         if run.restore_failed:
             text.append(f"  NOT restored: {', '.join(run.restore_failed)}", style=palette.bold("bad"))
     return text
