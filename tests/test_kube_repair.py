@@ -302,3 +302,34 @@ def test_the_report_of_a_refused_eviction_says_the_node_stays_cordoned_and_how_t
     left = next(line for line in report.splitlines() if line.startswith("- Left:"))
     assert f"`{NODE}` stays cordoned in Kubernetes (`{STOPPED_AT}=quiesce`)" in left
     assert f"`kubectl uncordon {NODE}`" in left
+
+
+async def test_the_console_repairs_sim_k8s_incident_through_the_simulated_cluster(tmp_path):
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.kube.fleet import KubeFleet
+    from nvls_tui.sim.kubectl import SimKubectl, node_labels
+    from tests.test_console_fakes import fixed_clock
+    from tests.test_console_repair import SIZE, start_repair
+    from tests.waiting import wait_until
+
+    fleet = load_fleet("sim:k8s-incident/gpu06", speed=0)
+    cluster = KubeFleet(((Kubectl(runner=SimKubectl(fleet.node, ["gpu06"], fleet.clock.now)), ("gpu06",)),))
+    labels = node_labels(fleet.node("gpu06"))
+    app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path), kube=cluster)
+    plans = []
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await start_repair(app, pilot, ["gpu06"], select=False)
+        plans.append(app.session.repairs[-1])
+        await wait_until(pilot, lambda: screen.finished_at is not None, "the repair to end", timeout=60)
+        await pilot.pause()
+        run = next(iter(screen.columns.values())).run
+        assert run.result == "repaired", run.message
+    outcome = plans[0].outcomes[0]
+    commands = [c for s in outcome.steps for c in s.commands]
+    assert commands.index("kubectl --request-timeout=14s cordon gpu06") < next(
+        i for i, c in enumerate(commands) if "paused-for-nvls-repair" in c)
+    assert not any(c.startswith("systemctl") and "kubelet" in c for c in commands)
+    node = fleet.node("gpu06")
+    assert not node.k8s_cordoned and node_labels(node) == labels
+    assert outcome.kube is not None and outcome.kube["evicted"]
