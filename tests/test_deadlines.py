@@ -305,12 +305,14 @@ def test_the_dry_run_prints_the_expected_duration(tmp_path, monkeypatch, capsys)
         return capsys.readouterr().out
 
     out = dry_run("sim:seed-incident/gpu[05-06]", "--strategy", "serial")
-    assert ("expected duration: usually about 1–2 minutes per node, 2–4 minutes in all, one node after another; "
-            "at most ~44 minutes if every wait runs to its deadline") in out
+    assert ("expected duration: simulated: about 15 s on the simulator's clock per node, about 30 s in all, one node "
+            "after another; a real HGX node usually takes 1–2 minutes; at most ~44 minutes if every wait runs to its "
+            "deadline") in out
     assert "deadlines per node: holders 2:00 (checked twice), reset 3:00, Fabric Manager 5:00, smoke test 10:00\n" in out
     # A fabric that looks healthy is smoke-tested first, twice at worst: 22 minutes and 20:10 more.
     out = dry_run("sim:transient-802")
-    assert "expected duration: usually about 1–2 minutes; at most ~43 minutes if every wait runs to its deadline" in out
+    assert ("expected duration: simulated: about 20 s on the simulator's clock; a real HGX node usually takes 1–2 "
+            "minutes; at most ~43 minutes if every wait runs to its deadline") in out
     assert ("smoke test 10:00; first a smoke-test re-check of gpu-t802 (the fabric looks healthy): 10:00, "
             "up to twice") in out
 
@@ -329,17 +331,19 @@ async def test_the_plan_says_how_long_the_repair_takes_and_the_total_follows_the
         await pilot.pause()
         plan = app.screen
         gpu05 = plain(plan.query_one("#plan-body-0").content)
-        assert gpu05.index("What this repair does:") < gpu05.index("How long: usually about 1–2 minutes; "
-                                                                   "at most ~22 minutes if every wait runs to its "
-                                                                   "deadline") < gpu05.index("1. preflight")
+        assert gpu05.index("What this repair does:") < gpu05.index("How long: simulated: about 15 s on the "
+                                                                   "simulator's clock; a real HGX node usually "
+                                                                   "takes 1–2 minutes; at most ~22 minutes if every "
+                                                                   "wait runs to its deadline") < gpu05.index("1. preflight")
         assert "holders 2:00 (checked twice), reset 3:00, Fabric Manager 5:00, smoke test 10:00" in gpu05
         note = plain(plan.query_one("#plan-duration").content)
-        assert ("It takes usually about 1–2 minutes, the nodes side by side; at most ~22 minutes if every wait "
-                "runs to its deadline.") in note
+        assert ("It takes simulated: about 15 s on the simulator's clock, the nodes side by side; a real HGX node "
+                "usually takes 1–2 minutes; at most ~22 minutes if every wait runs to its deadline.") in note
         plan.query_one("#plan-strategy").value = "serial"
-        await wait_until(pilot, lambda: "2–4 minutes in all" in plain(plan.query_one("#plan-duration").content),
+        await wait_until(pilot, lambda: "about 30 s in all" in plain(plan.query_one("#plan-duration").content),
                          "the total for one node after another")
-        assert "one node after another; at most ~44 minutes" in plain(plan.query_one("#plan-duration").content)
+        assert "one node after another; a real HGX node usually takes 1–2 minutes; at most ~44 minutes" in plain(
+            plan.query_one("#plan-duration").content)
 
 
 class GatedFabric(SimulatedBackend):

@@ -27,6 +27,9 @@ from nvls_tui.runbook.events import (
 from nvls_tui.runbook.fabric import fabric_counts
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.steps import RepairOptions, clock_text
+from nvls_tui.sim.clock import SimClock
+from nvls_tui.sim.fabric import REG_COMPLETE
+from nvls_tui.sim.render_nccl import INIT_TIME, ROW_DELAYS
 from nvls_tui.words import count
 
 # A headless run prints a waiting step's line once per this many seconds of waiting, not every poll.
@@ -35,6 +38,9 @@ WAIT_LINE_EVERY = 15.0
 # 4 NVSwitches, Fabric Manager registering them, the smoke test, the restore.
 TYPICAL_MINUTES = (1, 2)
 SERIAL_STRATEGIES = ("serial", "canary")
+# The simulator's steps outside its two timed waits (preflight, quiesce, the reset, verify-fabric, the restore):
+# under 2 s together on the simulator's clock (sim:seed-incident: 1.2 s), so this much is allowed for them.
+SIM_OTHER_STEPS = 2.0
 
 
 def wait_line(state: str, elapsed: float, limit: float) -> str:
@@ -177,8 +183,50 @@ def about(seconds: float) -> str:
     return f"~{math.ceil(seconds / 360) / 10:g} hours"
 
 
+def simulated_clock(options: RepairOptions) -> SimClock | None:
+    """The simulator's clock the run waits on (``repair_options`` of a simulated fleet), or None for real nodes."""
+    owner = getattr(options.clock, "__self__", None)
+    return owner if isinstance(owner, SimClock) else None
+
+
+def simulated_seconds(options: RepairOptions, recheck: bool = False) -> float:
+    """Seconds of the simulator's clock one simulated node's repair takes, from the simulator's own timings.
+
+    Fabric Manager registers every GPU ``REG_COMPLETE`` seconds after its start, seen at the runbook's next
+    poll; the smoke test starts in ``INIT_TIME`` and prints a row after each of ``ROW_DELAYS``; a plan that
+    smoke-tests first runs it once more. The other steps take :data:`SIM_OTHER_STEPS` at most.
+    """
+    smoke = INIT_TIME + sum(ROW_DELAYS)
+    return REG_COMPLETE + options.poll_interval + smoke * (2 if recheck else 1) + SIM_OTHER_STEPS
+
+
+def _seconds(seconds: float) -> str:
+    """``about 15 s``: rounded up to 5 s (a minute and more as ``about 2 minutes``)."""
+    rounded = math.ceil(seconds / 5) * 5
+    return f"about {rounded} s" if rounded < 60 else f"about {count(math.ceil(seconds / 60), 'minute')}"
+
+
+def _simulated_usually(options: RepairOptions, clock: SimClock, strategy: str, rechecks: Sequence[bool]) -> str:
+    """``simulated: about 15 s on the simulator's clock``: the usual time said for what it is, with the real HGX
+    time beside it (a simulated repair must not promise minutes it does not take, nor pass for a real one)."""
+    each = [simulated_seconds(options, r) for r in rechecks] or [simulated_seconds(options)]
+    serial = strategy in SERIAL_STRATEGIES and len(each) > 1
+    text = f"simulated: {_seconds(max(each))} on the simulator's clock"
+    if serial:
+        text += f" per node, {_seconds(sum(each))} in all, one node after another"
+    elif len(each) > 1:
+        text += ", the nodes side by side"
+    if clock.speed > 0 and clock.speed != 1:
+        text += f" (which runs {clock.speed:g}× real time)"
+    low, high = TYPICAL_MINUTES
+    return f"{text}; a real HGX node usually takes {low}–{high} minutes"
+
+
 def duration_line(options: RepairOptions, strategy: str, rechecks: Sequence[bool]) -> str:
     """How long the repair of the nodes takes: usually, and at most (every wait to its deadline).
+
+    On a simulated fleet (the run waits on the simulator's clock) "usually" is the simulator's own time,
+    said to be simulated (:func:`simulated_seconds`).
 
     Args:
         options: the run's deadlines.
@@ -189,7 +237,11 @@ def duration_line(options: RepairOptions, strategy: str, rechecks: Sequence[bool
     worst = [node_worst_case(options, r) for r in rechecks] or [node_worst_case(options)]
     n = len(worst)
     low, high = TYPICAL_MINUTES
-    if strategy in SERIAL_STRATEGIES and n > 1:
+    clock = simulated_clock(options)
+    if clock is not None:
+        usually = _simulated_usually(options, clock, strategy, rechecks)
+        total = sum(worst) if strategy in SERIAL_STRATEGIES and n > 1 else max(worst)
+    elif strategy in SERIAL_STRATEGIES and n > 1:
         usually = f"usually about {low}–{high} minutes per node, {low * n}–{high * n} minutes in all, one node after another"
         total = sum(worst)
     else:
@@ -212,4 +264,5 @@ def deadlines_line(options: RepairOptions, rechecked: Sequence[str] = ()) -> str
 
 
 __all__ = ["TYPICAL_MINUTES", "WAIT_LINE_EVERY", "Wait", "WaitReminders", "about", "deadlines_line", "duration_line",
-           "ends_wait", "holders_left", "node_worst_case", "rechecks_first", "wait_line", "wait_of"]
+           "ends_wait", "holders_left", "node_worst_case", "rechecks_first", "simulated_clock", "simulated_seconds",
+           "wait_line", "wait_of"]
