@@ -32,6 +32,7 @@ from nvls_tui.runbook.events import (
     Restored,
     RunbookEvent,
     RunFinished,
+    SmokeFinished,
     SmokeRow,
     StepFinished,
     StepStarted,
@@ -44,7 +45,7 @@ from nvls_tui.settings import Settings
 from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.views.deadlines import WaitReminders, deadlines_line, duration_line, rechecks_first
-from nvls_tui.views.runbook import repair_options
+from nvls_tui.views.runbook import repair_options, smoke_lines
 
 # How often the run looks for a wait line that is due (the lines themselves come every 15 s of waiting).
 REMIND_TICK = 1.0
@@ -121,6 +122,10 @@ class ProgressPrinter:
             return f"  {event.message}"
         if isinstance(event, SmokeRow):
             return f"  {event.size:>12} B  {event.busbw} GB/s" if event.size is not None else None
+        if isinstance(event, SmokeFinished) and not event.smoke.passed:
+            # Each NCCL line on its own, marked as quoted (a line's leading blanks do not survive one_line).
+            head, *nccl = smoke_lines(event.smoke)
+            return "\n".join([head, *(f"| {line.strip()}" for line in nccl)])
         if isinstance(event, Restored):
             return f"  restored {restored_words(event.units, event.persistence_gpus, 'no unit')}" + (
                 f"; FAILED {', '.join(event.failed)}" if event.failed else "")

@@ -22,6 +22,7 @@ from nvls_tui.report.text import (
     prose,
 )
 from nvls_tui.report.timeline import fabric_wait
+from nvls_tui.runbook.smoke_words import nccl_lines, reasons
 from nvls_tui.runbook.steps import FM_UNIT, is_running
 from nvls_tui.words import count, gbps
 
@@ -126,7 +127,11 @@ def _smoke_done(log: NodeLog) -> list[str]:
     threshold = as_number(last.threshold)
     limit = f" (threshold {gbps(threshold)})" if threshold is not None else ""
     errors = list(last.errors) if not last.passed else []
-    why = f": {prose('; '.join(errors))}" if errors else ""
+    said, raw = reasons(errors), nccl_lines(errors)
+    # NCCL's own lines are listed apart under "Smoke test": glued here they would read as one sentence.
+    why = f": {prose('; '.join(said))}" if said else ""
+    if raw:
+        why += f" (NCCL's {count(len(raw), 'line')} under Smoke test)" if said else ": NCCL's lines under Smoke test"
     head = f"{count(len(smokes), 'smoke test')}, the last" if len(smokes) > 1 else "smoke test"
     return [f"{head} {verdict} at {bandwidth(last.avg_busbw)}{limit}{why}"]
 

@@ -9,7 +9,8 @@ from typing import Any
 from nvls_tui.report.clock import NodeClock, epoch_utc
 from nvls_tui.report.kernel import kernel_lines, kernel_listing, since_repair
 from nvls_tui.report.node_log import NodeLog, change_words, operator_of
-from nvls_tui.report.text import as_dict, as_list, as_number, bandwidth, code_spans, prose, table_cell
+from nvls_tui.report.text import as_dict, as_list, as_number, bandwidth, code_span, code_spans, prose, table_cell
+from nvls_tui.runbook.smoke_words import nccl_lines, reasons
 from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count
 
@@ -140,9 +141,12 @@ def smoke_section(log: NodeLog) -> list[str]:
         out.append("")
     for smoke in results:
         verdict = "passed" if smoke.passed else "FAILED"
+        said = reasons(smoke.errors)
         out.append(f"- {verdict}: average bus bandwidth {prose(smoke.avg_busbw)} GB/s (threshold "
                    f"{prose(smoke.threshold)}), out of bounds {prose(smoke.out_of_bounds)}, NVLS used "
-                   f"{prose(smoke.nvls_used)}" + (f"; {prose('; '.join(smoke.errors))}" if smoke.errors else ""))
+                   f"{prose(smoke.nvls_used)}" + (f"; {prose('; '.join(said))}" if said else ""))
+        # Each line NCCL printed, as printed, on a bullet of its own.
+        out += [f"  - {code_span(line)}" for line in nccl_lines(smoke.errors)]
     if not rows and not results:
         out.append("No smoke test ran.")
     out.append("")

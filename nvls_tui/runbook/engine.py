@@ -55,6 +55,7 @@ from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.restore import RestoreReport, restore, restored_words
 from nvls_tui.runbook.scheduling import DrainHold, SchedulerHook
+from nvls_tui.runbook.smoke_words import failure_words
 from nvls_tui.runbook.steps import (
     STEPS,
     Operator,
@@ -269,8 +270,7 @@ class Runbook:
         result = await self._step("smoke-test", lambda: smoke.smoke_test(self.context, state))
         self.outcome.smoke = result
         if not result.passed:
-            raise StepFailed("the NVLS smoke test failed after the repair: " + ("; ".join(result.errors) or
-                                                                               "no reason given"))
+            raise StepFailed(f"the NVLS smoke test failed after the repair: {failure_words(result.errors)}")
         self.outcome.result = REPAIRED
         self.outcome.message = (f"NVLS works again: average bus bandwidth {result.avg_busbw:.1f} GB/s "
                                 f"(threshold {result.threshold:.0f})")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvls_tui.backends.base import Backend, join_argv
+from nvls_tui.model import SmokeResult
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,
@@ -41,6 +42,7 @@ from nvls_tui.runbook.happened import (
     StepView,
     bookkeeping,
 )
+from nvls_tui.runbook.smoke_words import nccl_lines, reasons
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.views.deadlines import Wait, ends_wait, wait_line, wait_of
 from nvls_tui.words import count, verb
@@ -62,6 +64,16 @@ class PaneLine:
 def aborted_message(message: str) -> bool:
     """True for the message of a step the operator aborted (the runbook's ``Aborted``: "aborted by ...")."""
     return message.startswith("aborted")
+
+
+def smoke_lines(smoke: SmokeResult) -> list[str]:
+    """A smoke test's result: ``smoke test FAILED: no average: <why>``, then each NCCL line on a line of its own,
+    indented (never glued to the next: :mod:`~nvls_tui.runbook.smoke_words`)."""
+    verdict = "passed" if smoke.passed else "FAILED"
+    avg = f"{smoke.avg_busbw:.1f} GB/s" if smoke.avg_busbw is not None else "no average"
+    why = "; ".join(reasons(smoke.errors))
+    return [f"smoke test {verdict}: {avg}" + (f": {why}" if why else "")] + [f"  {line}" for line in
+                                                                            nccl_lines(smoke.errors)]
 
 
 def short_command(argv: Sequence[str], env: dict[str, str] | None = None, width: int = COMMAND_WIDTH) -> str:
@@ -144,11 +156,7 @@ class NodeRun(NodeHappened):
             lines += self._finished_lines(event)
             self.command, self.command_started = "", None
         elif isinstance(event, SmokeFinished):
-            verdict = "passed" if event.smoke.passed else "FAILED"
-            avg = f"{event.smoke.avg_busbw:.1f} GB/s" if event.smoke.avg_busbw is not None else "no average"
-            lines.append(PaneLine(f"smoke test {verdict}: {avg}" + (f" ({'; '.join(event.smoke.errors)})"
-                                                                     if event.smoke.errors else ""),
-                                  "ok" if event.smoke.passed else "err"))
+            lines += [PaneLine(text, "ok" if event.smoke.passed else "err") for text in smoke_lines(event.smoke)]
         elif isinstance(event, HoldersRemaining):
             n = len(event.holders)
             lines.append(PaneLine(event.message or f"{count(n, 'holder')} {verb(n, 'remains')}",
@@ -238,4 +246,4 @@ def repair_options(backends: Sequence[Backend], timeout: float | None = None, **
 
 
 __all__ = ["FAILED", "Approval", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
-           "repair_options", "short_command"]
+           "repair_options", "short_command", "smoke_lines"]
