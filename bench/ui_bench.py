@@ -45,7 +45,8 @@ POLL_INTERVAL = 2.0
 FLEET_POLL_INTERVAL = 5.0  # issue 16: 1,024 nodes polling every 5 s
 FULL_GRID_TIMEOUT = 90.0
 KEY_TIMEOUT = 5.0
-SCENARIOS = ("startup", "keys", "stream", "fleet", "fleet-replay")
+SCENARIOS = ("startup", "keys", "stream", "fleet", "fleet-replay", "fleet-inprocess", "fleet-ssh",
+             "fleet-ssh-inprocess")
 NCCL_LINE = ("   {size:>10}   {count:>10}     float     sum      -1   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0"
              "   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0")
 
@@ -227,7 +228,8 @@ def _all_answered(app, hosts) -> bool:
 
 
 async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool = False,
-                         targets: tuple[str, ...] = ("sim:fleet-1024",), settings_extra: dict | None = None) -> dict:
+                         targets: tuple[str, ...] = ("sim:fleet-1024",), settings_extra: dict | None = None,
+                         filter_text: str = "gpu00") -> dict:
     """Issue 16 and 30: 1,024 nodes polling every 5 s: first full grid, cursor and filter key latency.
 
     By default the console as the operator starts it (``NvlsApp.from_settings``): the nodes are polled,
@@ -240,13 +242,13 @@ async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool 
     from nvls_tui.sim.fleet import load_fleet
 
     started = time.perf_counter()
-    if replay or in_process:
+    if replay:
         fleet = load_fleet(targets[0])
-        backends = [ReplayBackend(fleet, name) for name in fleet.names] if replay else sim_backends(fleet)
-        app = NvlsApp(backends, poll_interval=FLEET_POLL_INTERVAL, timeout=5.0)
+        app = NvlsApp([ReplayBackend(fleet, name) for name in fleet.names], poll_interval=FLEET_POLL_INTERVAL,
+                      timeout=5.0)
     else:
         app = NvlsApp.from_settings(Settings(command="console", targets=targets, poll_interval=FLEET_POLL_INTERVAL,
-                                             timeout=5.0, **(settings_extra or {})))
+                                             timeout=5.0, **(settings_extra or {})), poll_process=not in_process)
     hosts = list(app.backends)
     answered = grid = None
     poller_rss = None
@@ -264,7 +266,7 @@ async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool 
         polls0 = _polls(app)
         t0 = time.perf_counter()
         cursor = await _press_and_time(app, max(20, int(seconds / 0.06)), 0.05)
-        typed = await _type_filter(app, "gpu00")
+        typed = await _type_filter(app, filter_text)
         window = time.perf_counter() - t0
         polls = _polls(app) - polls0
         if app.poller is not None:
@@ -327,6 +329,23 @@ async def scenario_stream(seconds: float) -> dict:
     }
 
 
+async def scenario_fleet_ssh(seconds: float, in_process: bool = False) -> dict:
+    """Issue 30: N nodes of the real-sshd rig (static shims, 48 KB probes) polling every 5 s, the
+    console as the operator starts it (its poller process holds the SSH connections) or, with
+    ``in_process``, asyncssh on the console's own loop. N: ``BENCH_UI_SSH_NODES`` (default 64)."""
+    from bench.rig import BenchRig
+    from nvls_tui.settings import SshSettings
+
+    n = int(os.environ.get("BENCH_UI_SSH_NODES", "64"))
+    with BenchRig(n) as rig:
+        ssh = SshSettings(identity=(str(rig.rig.client_key),), known_hosts=str(rig.rig.known_hosts),
+                          ssh_config=str(rig.rig.ssh_config), concurrency=n)
+        result = await scenario_fleet(seconds, in_process=in_process, targets=tuple(rig.targets(n)),
+                                      settings_extra={"ssh": ssh}, filter_text="127.0")
+    result["ssh_nodes"] = n
+    return result
+
+
 def child(name: str, seconds: float) -> int:
     """Run one scenario in this process and report it (``BENCH {...}`` on stderr)."""
     t = time.perf_counter()
@@ -338,6 +357,12 @@ def child(name: str, seconds: float) -> int:
         result = asyncio.run(scenario_fleet(seconds))
     elif name == "fleet-replay":
         result = asyncio.run(scenario_fleet(seconds, replay=True))
+    elif name == "fleet-inprocess":
+        result = asyncio.run(scenario_fleet(seconds, in_process=True))
+    elif name == "fleet-ssh":
+        result = asyncio.run(scenario_fleet_ssh(seconds))
+    elif name == "fleet-ssh-inprocess":
+        result = asyncio.run(scenario_fleet_ssh(seconds, in_process=True))
     else:
         result = asyncio.run(scenario_stream(seconds))
     result["scenario"] = name
