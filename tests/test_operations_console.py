@@ -51,10 +51,12 @@ def commands(recs: list[dict], node: str) -> list[list[str]]:
 
 
 async def pick_unit(node: NodeScreen, pilot, unit: str) -> None:
-    """Put the units table's cursor on ``unit``."""
+    """Give the units table the focus (s and u act only there) and put its cursor on ``unit``."""
     table = node.query_one("#units")
+    table.focus()
     table.move_cursor(row=table.get_row_index(unit))
-    await pilot.pause()
+    await wait_until(pilot, lambda: node.focused is table and table.cursor_row == table.get_row_index(unit),
+                     f"the Units table focused on {unit}")
 
 
 async def unit_by_hand(app, pilot, node: NodeScreen, key: str, unit: str, after: str) -> None:
