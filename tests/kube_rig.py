@@ -27,10 +27,12 @@ from nvls_tui.kube_standin.controller import Timing
 from nvls_tui.kube_standin.harness import running
 from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.session import Session
+from nvls_tui.sim.fabric import fm_started, reset_gpus
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.sim.processes import exit_process, spawn_pod
-from nvls_tui.sim.scenarios import VLLM_ARGV
-from nvls_tui.sim.state import Node, PodSpec, digest
+from nvls_tui.sim.processes import exit_process, fm_went_away, spawn_pod
+from nvls_tui.sim.scenarios import DRIVER_POD_ROLE, VLLM_ARGV
+from nvls_tui.sim.state import FM_ARGV, Node, PodSpec, digest
+from nvls_tui.sim.systemd import FM_DEVICES
 
 NODE = "gpu06"
 # The operand labels as an administrator left them: the MIG manager off (false), dcgm and the node status
@@ -48,16 +50,17 @@ PAUSED: dict[str, str | None] = {
     "nvidia.com/gpu.deploy.node-status-exporter": None, "nvidia.com/gpu.deploy.operator-validator": "true"}
 
 
-def cluster_state(*, budget: bool = False, cordoned: bool = False) -> dict[str, Any]:
+def cluster_state(*, budget: bool = False, cordoned: bool = False, driver: bool = False) -> dict[str, Any]:
     """The stand-in's state: the node with the operator's operands and a vLLM workload (optionally with a
-    budget that allows no eviction)."""
+    budget that allows no eviction, and with the operator's driver DaemonSet, whose pod runs Fabric Manager)."""
     workload: dict[str, Any] = {"name": "vllm", "namespace": "inference", "nodes": [NODE],
                                 "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5",
                                                 "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
     if budget:
         workload["pdb"] = {"minAvailable": 1}
     return {"nodes": [{"name": NODE, "labels": dict(LABELS), "unschedulable": cordoned}],
-            "gpuOperator": {"namespace": "gpu-operator", "operands": list(OPERANDS)},
+            "gpuOperator": {"namespace": "gpu-operator",
+                            "operands": list(OPERANDS) + (["nvidia-driver-daemonset"] if driver else [])},
             "workloads": [workload]}
 
 
@@ -79,6 +82,8 @@ class Kubelet:
         self.pending: queue.SimpleQueue[tuple[str, dict[str, Any]]] = queue.SimpleQueue()
         self.created: list[str] = []
         self.ended: list[str] = []
+        self.reloads = 0  # times a new driver pod loaded the driver again (after the old one was deleted)
+        self._driver_gone = False
 
     def on_create(self, pod: dict[str, Any]) -> None:
         """A pod runs on a node (the stand-in's kubelet)."""
@@ -106,10 +111,16 @@ class Kubelet:
                     exit_process(node, proc, now, signo=signal.SIGTERM)
                 node.pods.remove(spec)
                 self.ended.append(meta["name"])
+                if spec.role == DRIVER_POD_ROLE:
+                    fm_went_away(node)  # FM went with its pod; the driver container unloads the driver
+                    self._driver_gone = True
                 continue
             kind, owner = _owner(pod)
             workload = kind != "DaemonSet"
             container = pod["spec"]["containers"][0]["name"]
+            if owner == "nvidia-driver-daemonset":
+                self._driver(node, pod, now)
+                continue
             spec = PodSpec(name=meta["name"], role="vllm" if workload else container,
                            argv=list(VLLM_ARGV) if workload else [f"/usr/bin/{container}"],
                            devices=[f"/dev/nvidia{g.index}" for g in node.gpus] + ["/dev/nvidiactl"],
@@ -119,6 +130,34 @@ class Kubelet:
             node.pods.append(spec)
             spawn_pod(node, spec, now)
             self.created.append(meta["name"])
+
+
+    def _driver(self, node: Node, pod: dict[str, Any], now: float) -> None:
+        """A driver pod: it loads the driver (after a deleted one: a reload, which resets every GPU and NVSwitch
+        as ``nvidia-smi -r`` does, only where nothing holds a device) and starts Fabric Manager in the pod."""
+        meta = pod["metadata"]
+        if self._driver_gone and not node.holders():
+            reset_gpus(node, now)
+            self.reloads += 1
+        self._driver_gone = False
+        spec = PodSpec(name=meta["name"], role=DRIVER_POD_ROLE, argv=list(FM_ARGV),
+                       devices=[d for d in FM_DEVICES if d in node.device_files()], uid=meta["uid"],
+                       container=_container_id(pod), shim_pid=1, k8s_namespace=meta["namespace"],
+                       k8s_owner_kind="DaemonSet", k8s_owner_name="nvidia-driver-daemonset",
+                       k8s_container=pod["spec"]["containers"][0]["name"])
+        node.pods.append(spec)
+        spawn_pod(node, spec, now)
+        fm_started(node, now)
+        self.created.append(meta["name"])
+
+
+def as_operator_driver(node: Node) -> None:
+    """The node's driver is the GPU Operator's: no host Fabric Manager unit (nor its process, nor the binary on
+    the host's PATH); the stand-in's driver pod runs FM (as sim:fm-in-container's node, but out of sync)."""
+    unit = node.units.pop("nvidia-fabricmanager.service")
+    for proc in [p for p in node.procs.values() if p.unit == unit.name]:
+        node.procs.pop(proc.pid)
+    node.fm_version = None
 
 
 class LinkedBackend(SimulatedBackend):
@@ -153,11 +192,13 @@ TIMING = Timing(operand_grace=0.1, create_delay=0.1)
 class Rig:
     """The stand-in cluster, the linked simulated node, and a session that repairs it through the real kubectl."""
 
-    def __init__(self, standin, kubelet: Kubelet, tmp_path) -> None:
+    def __init__(self, standin, kubelet: Kubelet, tmp_path, *, driver: bool = False) -> None:
         self.standin = standin
         self.kubelet = kubelet
         self.fleet = load_fleet(f"sim:seed-incident/{NODE}", speed=SPEED)
         without_own_pods(self.fleet.node(NODE), self.fleet.clock.now())
+        if driver:
+            as_operator_driver(self.fleet.node(NODE))
         self.backend = LinkedBackend(self.fleet, NODE, kubelet)
         self.kubectl = Kubectl(kubeconfig=standin.kubeconfig, timeout=30.0)
         self.audit_dir = str(tmp_path / "audit")
@@ -201,7 +242,7 @@ def rigs(tmp_path) -> Iterator[Callable[..., Rig]]:
                       timing=TIMING)
         standin = ctx.__enter__()
         made.append(ctx)
-        return Rig(standin, kubelet, tmp_path)
+        return Rig(standin, kubelet, tmp_path, driver=bool(state.get("driver")))
 
     made: list = []
     yield make

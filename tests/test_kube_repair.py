@@ -333,3 +333,49 @@ async def test_the_console_repairs_sim_k8s_incident_through_the_simulated_cluste
     node = fleet.node("gpu06")
     assert not node.k8s_cordoned and node_labels(node) == labels
     assert outcome.kube is not None and outcome.kube["evicted"]
+
+
+def test_fm_in_the_driver_pod_is_restarted_through_the_api_on_a_configured_cluster(rig):
+    r = rig(driver=True)
+    driver = next(p["metadata"]["name"] for p in r.pods() if p["metadata"]["name"].startswith("nvidia-driver-"))
+    before = r.labels()
+    state = asyncio.run(r.backend.snapshot())
+    assert state.fm_place is not None and state.fm_place.in_container  # FM_IN_CONTAINER, as the poll reads it
+
+    plan = r.repair(dry_run=True)
+    assert plan.result == "planned", plan.message
+    reset = plan.step("reset").commands
+    assert reset[0].startswith("kubectl ") and f"delete pod -n gpu-operator {driver} --wait=false" in reset[0]
+    assert not any("nvidia-smi -r" in c for c in reset)
+    assert "no host unit" in plan.step("fabric-manager").commands[0]
+
+    outcome = r.repair()
+    assert outcome.result == "repaired", outcome.message
+    commands = [c for s in outcome.steps for c in s.commands]
+    assert not any(c in ("nvidia-smi -r", "systemctl start nvidia-fabricmanager.service") for c in commands)
+    assert "driver pod" in outcome.step("reset").message and "in the driver pod" in outcome.step("fabric-manager").message
+    assert r.kubelet.reloads == 1 and driver in r.kubelet.ended
+    new = [p["metadata"]["name"] for p in r.pods() if p["metadata"]["name"].startswith("nvidia-driver-")]
+    assert new and driver not in new
+    # The driver's label was never touched; the others are back and the node uncordoned.
+    assert not any("gpu.deploy.driver" in b for _, _, b in r.writes())
+    r.standin.wait_for(lambda s: r.labels() == before)
+    assert not r.node()["spec"].get("unschedulable")
+
+
+def test_fm_in_a_driver_pod_the_cluster_does_not_list_keeps_the_refusal():
+    from nvls_tui.model import NodeState
+    from nvls_tui.model.kube import KubePod
+    from nvls_tui.model.node import FmPlace
+    from nvls_tui.runbook.kube_repair import KubeHold, driver_pod
+
+    state = NodeState("gpu06", fm_place=FmPlace("container", pid=7, pod_uid="u-1"))
+    listed = KubePod("gpu-operator", "nvidia-driver-daemonset-x", "u-1", owner_kind="DaemonSet",
+                     owner_name="nvidia-driver-daemonset")
+    assert driver_pod(KubeHold("gpu06", False, pods=(listed,)), state) == listed
+    assert driver_pod(KubeHold("gpu06", False, pods=()), state) is None
+    other = KubePod("gpu-operator", "nvidia-driver-daemonset-y", "u-2", owner_kind="DaemonSet",
+                    owner_name="nvidia-driver-daemonset")
+    assert driver_pod(KubeHold("gpu06", False, pods=(other,)), state) is None
+    unknown = NodeState("gpu06", fm_place=FmPlace("container", pid=7))  # uid unread: never a guess
+    assert driver_pod(KubeHold("gpu06", False, pods=(listed,)), unknown) is None

@@ -23,8 +23,10 @@ from nvls_tui.backends.base import (
     CommandTimeout,
     OutputTooLarge,
 )
+from nvls_tui.diagnosis import fm_container
 from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model import NodeState
+from nvls_tui.model.kube import KubePod
 from nvls_tui.runbook import fabric, kube_repair, preflight, quiesce, scheduling, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.drift import drift
@@ -170,6 +172,7 @@ class Runbook:
         # On Kubernetes (a cluster configured and the node in it): cordon, operand labels, evictions.
         self.kube = kube
         self._kube: KubeHold | None = None
+        self._driver_pod: KubePod | None = None  # FM runs in it: its restart is the reset
         self._stopped_at: str | None = None
 
     @property
@@ -263,8 +266,9 @@ class Runbook:
         if self.outcome.no_repair_needed:
             return
         await self._step("quiesce", lambda: self._quiesce(state))
-        await self._step("verify-no-holders", lambda: quiesce.verify_no_holders(self.context, state))
-        await self._step("reset", lambda: fabric.reset(self.context))
+        await self._step("verify-no-holders", lambda: quiesce.verify_no_holders(self.context, state,
+                                                                                  spare=self._spare()))
+        await self._step("reset", self._reset)
         await self._step("fabric-manager", lambda: self._fabric_manager(state))
         await self._step("verify-fabric", lambda: fabric.verify_fabric(self.context, self._t0 or "", self._cursor))
         result = await self._step("smoke-test", lambda: smoke.smoke_test(self.context, state))
@@ -291,7 +295,19 @@ class Runbook:
             await kube_repair.evict_workloads(self.context, self.kube, self._kube, state)
         return await quiesce.quiesce(self.context, state, stop_kubelet=self._kube is None)
 
+    def _spare(self) -> frozenset[str]:
+        """The driver pod's processes (FM) stay on the devices where its restart is the reset."""
+        return frozenset({f"pod{self._driver_pod.uid}"}) if self._driver_pod is not None else frozenset()
+
+    async def _reset(self) -> str:
+        if self._driver_pod is not None and self._kube is not None and self.kube is not None:
+            return await kube_repair.restart_driver_pod(self.context, self.kube, self._kube, self._driver_pod)
+        return await fabric.reset(self.context)
+
     async def _fabric_manager(self, state: NodeState) -> str:
+        if self._driver_pod is not None:
+            # The new driver pod started FM; no host unit to start: wait for the GPUs' registration.
+            return await fabric.wait_registered(self.context, len(state.gpus), unit=False)
         # FM must never start while anything holds a device (NVLS stays broken): re-prove it first,
         # since a holder may have come back between the reset and now.
         await quiesce.verify_no_holders(self.context, state)
@@ -304,7 +320,8 @@ class Runbook:
         if self.manual:
             ctx.emit(ManualChanges(host=self.host, step=ctx.step, changes=tuple(c.to_dict() for c in self.manual),
                                    put_back=self.put_back_manual))
-        await preflight.check(ctx, state)
+        # FM in the driver pod: on a cluster the pod's restart is the move (the pod is looked up under the lock).
+        await preflight.check(ctx, state, fm_pod=self.kube is not None and fm_container.in_container(state))
         if self.approved is not None:
             changes = drift(self.approved, state)
             if changes:
@@ -331,6 +348,10 @@ class Runbook:
             if self._kube is None:
                 ctx.note(f"the Kubernetes cluster has no node {name}: repaired as without a cluster (kubelet is "
                          f"stopped; map the target with --kube-node-map if it has another name there)", "warning")
+            if fm_container.in_container(state):
+                self._driver_pod = kube_repair.driver_pod(self._kube, state) if self._kube is not None else None
+                if self._driver_pod is None:
+                    raise Refused(f"{fm_container.refusal(state)}; the cluster lists no such pod on {name}")
         self._t0 = await smoke.node_time(ctx)
         if not self._t0:
             raise StepFailed("the node's clock could not be read (needed to check the kernel log since the repair)")

@@ -119,10 +119,25 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
     started = await ctx.run(unit_argv("start", FM_UNIT), privileged=True, timeout=max(opts.command_timeout, 60.0))
     if not started.ok:
         raise StepFailed(f"Fabric Manager did not start: {_first_line(started.output, 'no message')}")
+    return await wait_registered(ctx, gpus_expected)
+
+
+async def wait_registered(ctx: NodeContext, gpus_expected: int, *, unit: bool = True) -> str:
+    """Wait until FM is active and every GPU is Completed/Success (bounded by ``fm_timeout``).
+
+    ``unit`` False: Fabric Manager runs in the GPU Operator's driver pod (no host unit to ask): only the
+    GPUs' registration is read, and the words say where FM runs.
+
+    Raises:
+        StepFailed: FM stopped, a GPU registered with an error status (``escalate``), or registration did
+            not finish in time.
+    """
+    opts = ctx.options
     began = opts.clock()
     deadline = began + opts.fm_timeout
     while True:
-        active = (await ctx.run(("systemctl", "is-active", FM_UNIT))).stdout.strip() or "unknown"
+        active = ((await ctx.run(("systemctl", "is-active", FM_UNIT))).stdout.strip() or "unknown") if unit \
+            else "active"
         gpus = await read_fabric(ctx)
         ctx.emit(FabricProgress(host=ctx.host, step=ctx.step, unit=active, states=_fabric_counts(gpus),
                                 elapsed=opts.clock() - began, limit=opts.fm_timeout))
@@ -136,7 +151,8 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
                 "this; escalate to the hardware vendor (not repaired)", escalate=True)
         done = len(gpus) >= max(gpus_expected, 1) and all(g.fabric.completed_ok for g in gpus)
         if active == "active" and done:
-            return f"Fabric Manager active; {count(len(gpus), 'GPU')} Completed/Success"
+            where = "" if unit else " in the driver pod"
+            return f"Fabric Manager active{where}; {count(len(gpus), 'GPU')} Completed/Success"
         if opts.clock() >= deadline:
             raise StepFailed(registration_deadline_message(opts.fm_timeout, active, _fabric_counts(gpus)))
         await ctx.pause()
@@ -280,5 +296,5 @@ def _same_line(ring: KernelEvent, journal: KernelEvent) -> bool:
     return message(ring.line).strip() == message(journal.line.split("kernel: ", 1)[-1]).strip()
 
 
-__all__ = ["FABRIC_QUERY", "RESET_STATE", "fabric_counts", "fabric_faults", "read_fabric", "registration_deadline_message",
+__all__ = ["wait_registered", "FABRIC_QUERY", "RESET_STATE", "fabric_counts", "fabric_faults", "read_fabric", "registration_deadline_message",
            "kernel_cursor", "reset", "reset_deadline_message", "start_fabric_manager", "verify_fabric"]

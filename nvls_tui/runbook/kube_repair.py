@@ -390,6 +390,52 @@ async def _evict(ctx: NodeContext, kube: Kubectl, hold: KubeHold, pod: KubePod, 
         ctx.check_abort()
 
 
+# ---- Fabric Manager in the driver pod ---------------------------------------------------------------------
+
+def driver_pod(hold: KubeHold, state: NodeState) -> KubePod | None:
+    """The GPU Operator's driver pod that runs Fabric Manager on the node: the pod whose uid FM's cgroup names,
+    owned by a DaemonSet (None where FM runs elsewhere or the cluster does not list that pod)."""
+    place = state.fm_place
+    if place is None or not place.in_container or not place.pod_uid:
+        return None
+    return next((p for p in hold.pods if p.uid == place.pod_uid and p.owner_kind == "DaemonSet"), None)
+
+
+def delete_pod_args(namespace: str, pod: str) -> tuple[str, ...]:
+    """``kubectl delete pod -n NS P --wait=false`` (graceful: the driver container unloads the driver)."""
+    return ("delete", "pod", "-n", namespace, pod, "--wait=false")
+
+
+async def restart_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, pod: KubePod) -> str:
+    """Restart Fabric Manager the only way it restarts where it runs in the driver pod: delete that pod (its
+    DaemonSet makes a new one, which loads the driver again, resetting the GPUs and NVSwitches, and starts FM),
+    wait for it to be gone, then for the new pod to run (bounded by ``operand_timeout``).
+
+    Raises:
+        StepFailed: the pod was not deleted, or no new driver pod ran in time.
+    """
+    status, out, err = await call(ctx, kube, delete_pod_args(pod.namespace, pod.name))
+    if status != 0:
+        raise StepFailed(f"Kubernetes did not delete the driver pod {pod.namespace}/{pod.name}: {_said(status, out, err)}")
+    await _wait_deleted(ctx, kube, [pod], ctx.options.operand_timeout, "the driver")
+    deadline = ctx.options.clock() + ctx.options.operand_timeout
+    while True:
+        try:
+            pods = await read_pods(ctx, kube, hold.node)
+        except KubeError as exc:
+            raise StepFailed(f"the new driver pod could not be read: {exc}") from None
+        new = next((p for p in pods if p.owner_name == pod.owner_name and p.name != pod.name
+                    and p.phase == "Running"), None)
+        if new is not None:
+            return (f"the driver pod {pod.name} was deleted and {new.name} runs in its place (the driver loaded "
+                    f"again, the GPUs and NVSwitches with it)")
+        if ctx.options.clock() >= deadline:
+            raise StepFailed(f"no new driver pod of {pod.owner_name} ran on {hold.node} within "
+                             f"{ctx.options.operand_timeout:.0f} s of deleting {pod.name}; the labels are put back "
+                             f"and the node stays cordoned")
+        await ctx.pause()
+
+
 # ---- restore -------------------------------------------------------------------------------------------------
 
 async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: bool, stopped_at: str | None,
@@ -507,17 +553,27 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
     for namespace in dict.fromkeys(p.namespace for p in workloads):
         names = [p.name for p in workloads if p.namespace == namespace]
         quiesce.append(line(wait_delete_args(namespace, names, operand_timeout), "the evicted pods go"))
+    lines = {"preflight": pre, "cordon": cordon, "quiesce": quiesce}
+    driver = driver_pod(hold, state)
+    if driver is not None:
+        lines["verify-no-holders"] = [f"# the driver pod {driver.name}'s own processes (Fabric Manager) are left: "
+                                      f"its restart is the reset"]
+        lines["reset"] = [line(delete_pod_args(driver.namespace, driver.name),
+                               "FM runs in the driver pod: its restart reloads the driver (GPUs and NVSwitches)"),
+                          line(wait_delete_args(driver.namespace, [driver.name], operand_timeout)),
+                          line(read_pods_args(node), "repeated until a new driver pod runs")]
+        lines["fabric-manager"] = ["# no host unit: the new driver pod starts Fabric Manager"]
     restore = [line(read_node_args(node))]
     restore += [line(label_args(node, key, before), "where it still reads paused") for key, before in hold.labels.items()]
     if not hold.cordoned_before or hold.inherited:
         restore.append(line(uncordon_args(node), "only after a passing smoke test"))
         restore.append(line(annotate_args(node, "STEP"), "instead, after a failed or interrupted repair: "
                                                          "the node stays cordoned"))
-    return {"preflight": pre, "cordon": cordon, "quiesce": quiesce, "restore": restore}
+    return lines | {"restore": restore}
 
 
 __all__ = ["EVICT_RETRY", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
-           "cordon", "cordon_args", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
+           "cordon", "cordon_args", "delete_pod_args", "driver_pod", "restart_driver_pod", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
            "operand_pods", "pause_operands", "pause_plan", "plan_lines", "read_node", "read_node_args", "read_pods",
            "read_pods_args", "settle", "step_in_log", "survey", "uncordon_args", "uncordon_words", "wait_delete_args",
            "workload_pods"]

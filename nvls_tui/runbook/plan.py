@@ -129,7 +129,10 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
                *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)]
     # What the reset does besides: said in its step before the operator confirms (and lifted into the summary).
     reset_step = [_join(reset_argv()), *(f"{SIDE_EFFECT}{note}" for note in reset_side_effects(state))]
-    if fm_container.in_container(state):
+    if fm_container.in_container(state) and "reset" in kube:
+        # On a configured cluster that lists the driver pod: the pod's restart is the reset and FM's start.
+        reset_step, fm_step = kube["reset"], kube["fabric-manager"] + fm_step[-1:]
+    elif fm_container.in_container(state):
         # No host unit to start, and FM keeps the NVSwitches open from its pod: the reset and the FM start
         # would fail, or loop. The plan shows the move that works instead (preflight refuses the rest).
         pod_move = f"{fm_container.restart_pod_command(state)}   # with kubectl: FM restarts with the driver pod"
@@ -140,7 +143,7 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
         "preflight": pre,
         "quiesce": kube.get("quiesce", []) + [a.display for a in quiesce_actions(state,
                                                                                  stop_kubelet=kube_lines is None)],
-        "verify-no-holders": fuser_lines,
+        "verify-no-holders": fuser_lines + kube.get("verify-no-holders", []),
         "reset": reset_step,
         "fabric-manager": fm_step,
         # The fallbacks (no cursor at T0, or one the journal no longer holds: `journalctl -k --since T0`) are
@@ -173,6 +176,8 @@ async def _kube_plan(ctx: NodeContext, state: NodeState,
         ctx.note(f"the Kubernetes cluster has no node {kube.node_name(ctx.host)}: a repair stops kubelet, as "
                  "without a cluster", "warning")
         return None, None
+    if fm_container.in_container(state) and kube_repair.driver_pod(hold, state) is None:
+        return f"{fm_container.refusal(state)}; the cluster lists no such pod on {hold.node}", None
     return None, kube_repair.plan_lines(kube, hold, state, ctx.options.wait_pods, ctx.options.operand_timeout)
 
 
@@ -214,7 +219,8 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
         step.status = STEP_PLANNED
         step.commands = commands[name]
         ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, commands=tuple(step.commands)))
-    reason = (preflight.refusal(state) or preflight.record_refusal(state) or kube_refusal
+    fm_pod = kube_lines is not None and "reset" in kube_lines
+    reason = (preflight.refusal(state, fm_pod=fm_pod) or preflight.record_refusal(state) or kube_refusal
               or preflight.escalation(state))
     if reason:
         outcome.result = REFUSED

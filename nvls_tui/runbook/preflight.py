@@ -25,20 +25,26 @@ _PLATFORM_WHY = {
 }
 
 
-def blind_spot(state: NodeState) -> str | None:
+def blind_spot(state: NodeState, ignore: frozenset[str] = frozenset()) -> str | None:
     """Why the guards of a repair cannot see enough of ``state`` to act (None when they can).
 
     A guard that cannot see refuses: without the holders table no reset; without the units no
     faithful restore; without the kernel log no verdict on the fabric; and so on (GUARDED_SECTIONS).
     """
     for missing in state.missing:
-        if missing.section in GUARDED_SECTIONS:
+        if missing.section in GUARDED_SECTIONS and missing.section not in ignore:
             return f"{missing.detail} ({missing.reason}); a guard that cannot see refuses, so nothing was changed"
     return None
 
 
-def refusal(state: NodeState) -> str | None:
-    """Why the H100/H200 playbook must not run on ``state`` (None when it may)."""
+def refusal(state: NodeState, *, fm_pod: bool = False) -> str | None:
+    """Why the H100/H200 playbook must not run on ``state`` (None when it may).
+
+    ``fm_pod``: Fabric Manager runs in the GPU Operator's driver pod and the cluster is configured, so the
+    repair restarts that pod through the API (runbook/kube_repair.py) instead of a host unit: no host unit
+    or host FM version is needed then (the driver container carries its own FM). Whether the cluster lists
+    that pod is the caller's to check, under the lock.
+    """
     if not state.reachable:
         return f"the node cannot be read: {state.error or 'unreachable'}"
     if (gpus := state.missing_section("gpus")) is not None:  # without them the board itself is unknown
@@ -49,16 +55,20 @@ def refusal(state: NodeState) -> str | None:
     if not state.platform.has_host_fm:
         why = _PLATFORM_WHY.get(str(state.platform), f"platform {state.platform} is not supported")
         return f"unsupported platform ({state.platform}): {why}; this H100/H200 playbook does not apply"
-    if fm_container.in_container(state):
+    if fm_container.in_container(state) and not fm_pod:
         # Before the blind spots: the host's missing nv-fabricmanager is where FM lives, not a blind guard.
         return fm_container.refusal(state)
     if (unplaced := fm_container.unknown_place(state)) is not None:
         return f"where Fabric Manager runs could not be told: {unplaced}; a guard that cannot see refuses"
-    blind = blind_spot(state)
+    # FM's version on the host is no guard where FM runs in the driver pod: its container carries its own FM.
+    pod_fm = fm_pod and fm_container.in_container(state)
+    blind = blind_spot(state, frozenset({"fm_version"}) if pod_fm else frozenset())
     if blind:
         return blind
     if (lost := lost_gpu(state)) is not None:
         return lost
+    if pod_fm:
+        return apt_run_refusal(state)
     fm = state.service(FM_UNIT)
     if fm is None or not fm.exists:
         return "there is no nvidia-fabricmanager unit on this node"
@@ -124,14 +134,14 @@ def fabric_looks_healthy(state: NodeState) -> bool:
     return True
 
 
-async def check(ctx: NodeContext, state: NodeState) -> None:
-    """The checks that need no change to the node.
+async def check(ctx: NodeContext, state: NodeState, *, fm_pod: bool = False) -> None:
+    """The checks that need no change to the node (``fm_pod``: see :func:`refusal`).
 
     Raises:
         Refused: the playbook does not apply or the node is not in a state to start.
         StepFailed: a fault to escalate (``escalate`` set); nothing was changed.
     """
-    reason = refusal(state)
+    reason = refusal(state, fm_pod=fm_pod)
     if reason:
         raise Refused(reason)
     reason = escalation(state)

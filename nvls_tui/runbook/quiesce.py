@@ -329,8 +329,11 @@ def holders_deadline_message(limit: float, holders: tuple[Holder, ...], sigkill:
             f"{_describe(holders)}: {advice}; {AFTER_FAILURE}")
 
 
-async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
+async def verify_no_holders(ctx: NodeContext, state: NodeState, *, spare: frozenset[str] = frozenset()) -> None:
     """Prove that nothing holds a device; wait for the operator (bounded) while something does.
+
+    ``spare``: the cgroup pod ids (``pod<uid>``) whose processes are left on the devices: the GPU Operator's
+    driver pod where Fabric Manager runs in it (its restart is the reset, runbook/kube_repair.py).
 
     Management holders that come back (a pod restarted by its container runtime, a timer fired) are
     re-checked and stopped again, a bounded number of times. Workloads are listed and left to the
@@ -350,7 +353,7 @@ async def verify_no_holders(ctx: NodeContext, state: NodeState) -> None:
     rounds = 0
     waited = False
     while True:
-        holders = await read_holders(ctx, state)
+        holders = tuple(h for h in await read_holders(ctx, state) if not (h.pod and h.pod in spare))
         if not holders:
             if waited:
                 ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=(), elapsed=opts.clock() - began,
