@@ -379,3 +379,66 @@ def test_fm_in_a_driver_pod_the_cluster_does_not_list_keeps_the_refusal():
     assert driver_pod(KubeHold("gpu06", False, pods=(other,)), state) is None
     unknown = NodeState("gpu06", fm_place=FmPlace("container", pid=7))  # uid unread: never a guess
     assert driver_pod(KubeHold("gpu06", False, pods=(listed,)), unknown) is None
+
+
+def _failing(kubectl: Kubectl, when) -> Kubectl:
+    """The real kubectl, except the calls ``when(argv, calls)`` picks, which fail as a refused request does."""
+    import dataclasses
+
+    from nvls_tui.kube.client import run_kubectl
+
+    calls: list[list[str]] = []
+
+    async def runner(argv, timeout, max_output):
+        calls.append(list(argv))
+        if when(list(argv), calls):
+            return 1, "", "Error from server (Forbidden): nodes is forbidden: User \"x\" cannot get resource\n"
+        return await run_kubectl(argv, timeout, max_output)
+
+    return dataclasses.replace(kubectl, runner=runner)
+
+
+def test_pods_that_cannot_be_read_refuse_the_repair_before_anything_changes(rig):
+    r = rig()
+    r.kubectl = _failing(r.kubectl, lambda argv, calls: "pods" in argv)
+    outcome = r.repair()
+    assert outcome.result == "refused" and "could not be read" in outcome.message
+    assert r.writes() == [] and r.fleet.node(NODE).files.get("/var/lib/nvls-tui/repair.json") is None
+
+
+def test_a_node_whose_cordon_cannot_be_read_refuses(rig):
+    import dataclasses
+
+    r = rig()
+
+    async def runner(argv, timeout, max_output):
+        from nvls_tui.kube.client import run_kubectl
+
+        status, out, err = await run_kubectl(argv, timeout, max_output)
+        if "metadata.name=gpu06" in argv:  # spec.unschedulable as a string: not a cordon anyone can read
+            data = json.loads(out)
+            data["items"][0]["spec"]["unschedulable"] = "maybe"
+            out = json.dumps(data)
+        return status, out, err
+
+    r.kubectl = dataclasses.replace(r.kubectl, runner=runner)
+    outcome = r.repair()
+    assert outcome.result == "refused" and "cordoned could not be read" in outcome.message
+    assert r.writes() == []
+
+
+def test_a_restore_that_cannot_read_the_node_puts_back_the_labels_it_set_blindly_and_keeps_the_cordon(rig):
+    r = rig()
+    before = r.labels()
+    # Every read of the node after the first (the restore's) is refused.
+    r.kubectl = _failing(r.kubectl, lambda argv, calls: "metadata.name=gpu06" in argv
+                         and sum("metadata.name=gpu06" in c for c in calls) > 1)
+    node = r.fleet.node(NODE)  # a user's CUDA process outside any pod: verify-no-holders waits, then fails
+    node.spawn(ppid=1, user="alice", start=r.fleet.clock.now(), argv=["python3", "train.py"],
+               cgroup="0::/user.slice/user-1000.slice/session-3.scope", devices=["/dev/nvidia0"], role="cuda")
+    skip = Skipping()
+    outcome = r.repair(RepairOptions(**{**FAST.__dict__, "sleep": skip.sleep, "clock": skip.clock}))
+    assert outcome.result == "failed" and "alice" in outcome.message
+    r.standin.wait_for(lambda s: r.labels() == before)
+    assert r.node()["spec"].get("unschedulable") is True  # no pass: the cordon stays, named
+    assert r.node()["metadata"]["annotations"][STOPPED_AT] == "verify-no-holders"
