@@ -143,3 +143,18 @@ def test_the_records_cluster_part_is_data_not_trusted():
     assert record is not None and record.kube == hold.to_record()
     assert RepairRecord.from_json('{"run_id": "r", "kube": "x"}').kube is None  # type: ignore[union-attr]
     assert step_in_log("/nonexistent/log.jsonl", "gpu06") is None and INTERRUPTED == "interrupted"
+
+
+def test_a_record_naming_another_kubernetes_node_changes_nothing_in_the_cluster(rig, tmp_path):
+    import json
+
+    r = rig()
+    crash(r, tmp_path, ("step", "reset"))
+    node = r.fleet.node(NODE)
+    record = json.loads(node.files[RECORD_FILE])
+    record["kube"]["node"] = "gpu99"  # someone with root on the node edited it
+    node.files[RECORD_FILE] = json.dumps(record)
+    writes = len(r.writes())
+    outcome = asyncio.run(restore_node(r.backend, FAST, force=True, kube=r.kubectl))
+    assert outcome.result == "failed" and "'gpu99'" in outcome.message
+    assert len(r.writes()) == writes and RECORD_FILE in r.fleet.node(NODE).files

@@ -62,6 +62,10 @@ def _cluster_back(ctx: NodeContext, record: RepairRecord, kube: Kubectl | None,
         if kube is None:
             return [f"the labels and cordon of Kubernetes node {hold.node} (no cluster is configured here: run "
                     f"`nvls-tui repair --restore` again with --kubeconfig)"]
+        if hold.node != kube.node_name(ctx.host):
+            # The record is a file on the node: it never steers the restore to another node of the cluster.
+            return [f"the labels and cordon of Kubernetes node {hold.node!r}, which the record names, though this "
+                    f"target is node {kube.node_name(ctx.host)} there: nothing was changed in the cluster"]
         step = kube_repair.step_in_log(record.audit_log, record.host) or kube_repair.INTERRUPTED
         try:
             done, failed = await kube_repair.settle(ctx, kube, hold, passed=False, stopped_at=step, blind=True)
