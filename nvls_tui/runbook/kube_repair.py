@@ -272,7 +272,8 @@ async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
             return None
         pods = await read_pods(ctx, kube, node)
     except KubeError as exc:
-        raise Refused(f"the Kubernetes cluster could not be read, so the node's pods are unknown: {exc}") from None
+        raise Refused(f"the Kubernetes cluster could not be read, so the node's pods are unknown: {exc} (a node in "
+                      f"no cluster: --no-kubernetes)") from None
     if found.cordoned is None:
         raise Refused(f"whether {node} is cordoned could not be read; a guard that cannot see refuses")
     ours = dict(found.annotations).get(STOPPED_AT) is not None
