@@ -66,8 +66,10 @@ class ProgressPrinter:
     A step that waits with a deadline gets a line every 15 s of waiting (``waiting: 8× In Progress,
     1:31 of 5:00``), not one per poll: the events bring the news, and :meth:`remind`, called on a
     timer, prints the lines due meanwhile (a reset is one long command with no event in between).
-    The holders a wait reports are printed when they change. A terminal that went away (EIO after
-    a hang-up) silences it; the audit log still has everything.
+    The holders a wait reports are printed when they change, and a registration wait's poll commands
+    when their answer does (once per wait while it is stuck); on a terminal each ``waiting:`` line of a
+    wait replaces the one before it while nothing else was printed between. A terminal that went away
+    (EIO after a hang-up) silences it; the audit log still has everything.
 
     Args:
         stream: where the lines go.
@@ -80,26 +82,49 @@ class ProgressPrinter:
         self.clock = clock
         self.reminders = WaitReminders()
         self.happened: dict[str, NodeHappened] = {}  # what happened to each node: the runbook's one fold
+        self._answers: dict[str, dict[tuple[str, ...], tuple[int | None, str]]] = {}  # each command's last answer
+        self._wait_shown: str | None = None  # the host whose wait line was the last line printed
+        try:
+            self._tty = stream.isatty()
+        except (AttributeError, ValueError, OSError):
+            self._tty = False
 
     def __call__(self, event: RunbookEvent) -> None:
         self.reminders.update(event, self.clock())
         node = self.happened.setdefault(event.host, NodeHappened(event.host))
         node.fold(event)
         # A wait re-checks the holders every poll: the same ones are said once.
-        if not (isinstance(event, HoldersRemaining) and node.holders_repeated):
+        if not (isinstance(event, HoldersRemaining) and node.holders_repeated) and not self._same_poll(event):
             self._print(event.host, self.format(event))
         self.remind()
 
-    def remind(self) -> None:
-        """Print the wait lines that came due (every 15 s of a wait)."""
-        for host, line in self.reminders.due(self.clock()):
-            self._print(host, f"  waiting: {line}")
+    def _same_poll(self, event: RunbookEvent) -> bool:
+        """True for a registration wait's poll that answered as the last time: printed once per wait, not
+        every 2 s for five minutes (the wait line says how it stands; the audit log keeps every poll)."""
+        if not isinstance(event, CommandFinished):
+            return False
+        answers = self._answers.setdefault(event.host, {})
+        answer = (event.exit_status, event.output)
+        same = answers.get(event.argv) == answer and event.exit_status is not None
+        answers[event.argv] = answer
+        wait = self.reminders.waiting(event.host)
+        return same and wait is not None and wait.what == "fabric"
 
-    def _print(self, host: str, text: str | None) -> None:
+    def remind(self) -> None:
+        """Print the wait lines that came due (every 15 s of a wait); on a terminal, a wait line that follows
+        the same wait's last line replaces it (one updating line)."""
+        for host, line in self.reminders.due(self.clock()):
+            self._print(host, f"  waiting: {line}", wait=True)
+
+    def _print(self, host: str, text: str | None, *, wait: bool = False) -> None:
         for line in (text or "").splitlines():
-            if self.gone or not say(self.stream, f"{host:<14} {one_line(line)}"):
+            # Cursor up one line and erase it: our own sequence, on a terminal only; node text never
+            # carries one (one_line).
+            again = "\x1b[1A\x1b[2K" if wait and self._wait_shown == host and self._tty else ""
+            if self.gone or not say(self.stream, f"{again}{host:<14} {one_line(line)}"):
                 self.gone = True
                 return
+            self._wait_shown = host if wait else None
 
     @staticmethod
     def format(event: RunbookEvent) -> str | None:

@@ -142,6 +142,10 @@ class WaitReminders:
             del self._waits[host]
             del self._next[host]
 
+    def waiting(self, host: str) -> Wait | None:
+        """The wait ``host`` is in now (None: none)."""
+        return self._waits.get(host)
+
     def due(self, now: float) -> list[tuple[str, str]]:
         """``(host, wait line)`` for each wait that crossed its next multiple of ``every`` by ``now``."""
         lines = []

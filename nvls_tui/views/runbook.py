@@ -53,12 +53,21 @@ COMMAND_OUTPUT_LINES = 24
 COMMAND_WIDTH = 110
 
 
+# The key of the registration wait's line: each poll rewrites it in place rather than adding one.
+FABRIC_LINE = "fabric"
+
+
 @dataclass
 class PaneLine:
-    """One line for the output pane; ``kind`` picks its style (cmd, out, ok, err, note, warn)."""
+    """One line for the output pane; ``kind`` picks its style (cmd, out, ok, err, note, warn).
+
+    ``key``: a line that replaces the pane's last line when that line has the same key (a wait's
+    progress, rewritten every poll); "" for a line that is always added.
+    """
 
     text: str
     kind: str = "out"
+    key: str = ""
 
 
 def aborted_message(message: str) -> bool:
@@ -102,6 +111,9 @@ class NodeRun(NodeHappened):
     wait: Wait | None = None
     streamed: bool = False
     last_output: dict[tuple[str, ...], str] = field(default_factory=dict)
+    last_status: dict[tuple[str, ...], int | None] = field(default_factory=dict)
+    # A registration wait's poll command, held until its answer shows whether it is news.
+    held: PaneLine | None = None
 
     @property
     def running(self) -> bool:
@@ -148,12 +160,18 @@ class NodeRun(NodeHappened):
                 lines.append(PaneLine(f"✔ {event.message}", "ok"))
         elif isinstance(event, CommandStarted):
             self.command, self.command_started, self.streamed = short_command(event.argv, event.env), now, False
-            lines.append(PaneLine(f"$ {self.command}", "cmd"))
+            line = PaneLine(f"$ {self.command}", "cmd")
+            if self._polling(event.argv):
+                self.held = line  # shown only if its answer changed
+            else:
+                lines.append(line)
         elif isinstance(event, OutputLine):
             self.streamed = True
             lines.append(PaneLine(event.line, "out"))
         elif isinstance(event, CommandFinished):
-            lines += self._finished_lines(event)
+            held, self.held = self.held, None
+            if not (held is not None and self._same_answer(event)):
+                lines += ([held] if held is not None else []) + self._finished_lines(event)
             self.command, self.command_started = "", None
         elif isinstance(event, SmokeFinished):
             lines += [PaneLine(text, "ok" if event.smoke.passed else "err") for text in smoke_lines(event.smoke)]
@@ -167,7 +185,7 @@ class NodeRun(NodeHappened):
         elif isinstance(event, FabricProgress):
             states = ", ".join(f"{k} ×{v}" for k, v in event.states.items()) or "no GPU answered"
             waited = f" ({wait_line('', event.elapsed, event.limit)})" if event.limit is not None else ""
-            lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}{waited}", "note"))
+            lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}{waited}", "note", FABRIC_LINE))
         elif isinstance(event, Restored):
             if event.failed:  # a clean restore is told by the step's own ✔ line
                 lines.append(PaneLine(f"could NOT restore {', '.join(event.failed)}", "err"))
@@ -191,10 +209,21 @@ class NodeRun(NodeHappened):
             return True
         return False
 
+    def _polling(self, argv: tuple[str, ...]) -> bool:
+        """True for a command the registration wait already sent: a poll, whose same answer is no news."""
+        return self.wait is not None and self.wait.what == "fabric" and argv in self.last_output
+
+    def _same_answer(self, event: CommandFinished) -> bool:
+        """True when ``event`` answered as the last time (output and exit status): nothing for the pane."""
+        same = (not self.streamed and self.last_output.get(event.argv) == event.output
+                and self.last_status.get(event.argv) == event.exit_status and event.exit_status is not None)
+        return same
+
     def _finished_lines(self, event: CommandFinished) -> list[PaneLine]:
         lines: list[PaneLine] = []
         repeated = self.last_output.get(event.argv) == event.output
         self.last_output[event.argv] = event.output
+        self.last_status[event.argv] = event.exit_status
         if not self.streamed and event.output.strip() and repeated:
             # A wait loop asks the same thing every poll: say so rather than print it again.
             lines.append(PaneLine("  (same output as the last time)", "note"))
@@ -245,5 +274,5 @@ def repair_options(backends: Sequence[Backend], timeout: float | None = None, **
     return RepairOptions(**kwargs)  # type: ignore[arg-type]
 
 
-__all__ = ["FAILED", "Approval", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
+__all__ = ["FABRIC_LINE", "FAILED", "Approval", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
            "repair_options", "short_command", "smoke_lines"]

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Size
 from textual.widgets import RichLog
 
 from nvls_tui.views.runbook import PaneLine
@@ -40,8 +41,32 @@ class OutputPane(RichLog):
         kwargs.setdefault("markup", False)
         kwargs.setdefault("highlight", False)
         super().__init__(**kwargs)
+        self._last_key = ""
+        self._last_height = 0
 
     def add(self, lines: Iterable[PaneLine]) -> None:
-        """Append ``lines`` and follow the end."""
+        """Append ``lines`` and follow the end; a keyed line replaces the last line if that has its key."""
         for line in lines:
+            if not (line.key and line.key == self._last_key and self._drop_last()):
+                self._last_key = ""
             self.write(Text(line.text, style=kind_style(line.kind)), scroll_end=True)
+            self._last_key = line.key
+            self._last_height = line.text.count("\n") + 1  # no wrapping: one strip per text line
+
+    def _drop_last(self) -> bool:
+        """Take back the last write (to rewrite it in place). False when it cannot be (already scrolled off).
+
+        RichLog offers no way to change a line, so this reaches into it: a write made before the pane knew
+        its size waits in ``_deferred_renders``; one rendered is the last strips of ``lines``, whose
+        rendered copies in ``_line_cache`` go with it.
+        """
+        if self._deferred_renders:
+            self._deferred_renders.pop()
+            return True
+        if len(self.lines) < self._last_height:
+            return False
+        del self.lines[-self._last_height:]
+        self._line_cache.clear()
+        self.virtual_size = Size(self.virtual_size.width, len(self.lines))
+        self.refresh()
+        return True
