@@ -228,7 +228,29 @@ async def test_a_simulated_nodes_stream_and_signal_refusal_come_from_the_process
         await gpu05.signal(999999, signal.SIGTERM, ProcessIdentity(999999, "Mon Aug 10 10:00:00 2026", "x"))
 
 
+async def test_a_process_that_cannot_be_started_is_one_line(started):
+    with pytest.raises(PollerFailed, match="the poller process did not start: .*no-such-python"):
+        await started(None, PollerClient(PollerSpec(settings(), 1.0, 10.0), python="/nonexistent/no-such-python"))
+
+
 # ---- the console on it ----------------------------------------------------------------------------
+async def test_poll_now_in_the_console_reaches_the_process():
+    from nvls_tui.app import NvlsApp
+    from tests.waiting import first_poll
+
+    app = NvlsApp.from_settings(settings(poll_interval=60.0))  # nothing polls again on its own for a minute
+    async with app.run_test(size=(160, 48)):
+        await first_poll(app, 30)
+        assert app.poller is not None
+        before = dict(app.poller.seq)
+        app.poll_now("gpu05")
+        await until(lambda: app.poller.seq["gpu05"] > before["gpu05"], 10, "gpu05 polled on request")
+        assert {h: n for h, n in app.poller.seq.items() if h != "gpu05"} == {h: n for h, n in before.items()
+                                                                             if h != "gpu05"}
+        app.poll_now()
+        await until(lambda: all(app.poller.seq[h] > before[h] for h in before if h != "gpu05"), 10, "every node")
+
+
 async def test_the_console_polls_through_its_process_and_shows_every_node_unknown_when_it_dies():
     from nvls_tui.app import NvlsApp
     from tests.waiting import first_poll

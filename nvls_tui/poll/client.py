@@ -114,9 +114,13 @@ class PollerClient:
         Raises:
             PollerFailed: it could not start (its own line, or how it ended).
         """
-        read_fd, write_fd = self._spawn()
-        reader, self._writer = await wire.open_pipes(read_fd, write_fd)
-        self._send(self.spec)
+        try:
+            read_fd, write_fd = self._spawn()
+            reader, self._writer = await wire.open_pipes(read_fd, write_fd)
+            self._send(self.spec)
+        except Exception as exc:  # noqa: BLE001 - no interpreter, no pipe, a spec that cannot travel: one line
+            await self._ended(f"the poller process did not start: {one_line(str(exc) or type(exc).__name__)}")
+            raise PollerFailed(self.reason or "the poller process did not start") from None
         try:
             hello = await asyncio.wait_for(wire.receive(reader), START_TIMEOUT)
         except (TimeoutError, wire.WireError, EOFError, OSError) as exc:
