@@ -113,7 +113,8 @@ def incident_summaries() -> tuple[dict, dict]:
     """The before/after summaries of seed-incident's gpu05, made by the real ``summarize``: FM killed,
     three NV_ERR_FABRIC_MANAGER_NOT_PRESENT lines on the node's clock (the last 15:45:00), 8 holders;
     after: FM active, no holders, a smoke test passed at 16:10:15 (node clock)."""
-    state = asyncio.run(sim_backends(load_fleet("sim:seed-incident/gpu05"))[0].snapshot())
+    # Read as a real node's (its clock is measured against the bastion's, not the simulator's by design).
+    state = replace(asyncio.run(sim_backends(load_fleet("sim:seed-incident/gpu05"))[0].snapshot()), simulated=False)
     fm_up = tuple(replace(s, active="active", sub="running", result="success") if s.name == FM else s
                   for s in state.services)
     # The record as the runbook writes it (UTC with its offset, this boot, its uptime), read 5 s later.

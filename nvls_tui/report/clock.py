@@ -88,6 +88,8 @@ class NodeClock:
         start: the node's clock when the repair began (preflight's ``date``): kernel lines older than
             it were there before the repair.
         day: the report's first day (times on it are shown without their date).
+        simulated: the node is simulated: its clock is the simulator's (the scenario's date), so the offset
+            is by design, never a clock fault to report.
     """
 
     offset: float | None = None
@@ -95,6 +97,7 @@ class NodeClock:
     where: str = ""
     start: dt.datetime | None = None
     day: dt.date | None = None
+    simulated: bool = False
 
     def plain(self, text: Any) -> str:
         """A node-clock time as plain text: converted to the bastion's UTC, or marked "(node clock)"."""
@@ -132,6 +135,11 @@ class NodeClock:
             return (f"- {prose(host)}'s clock: not measured (no `date` answer in the log); node-clock times are "
                     "marked (node clock)")
         within = f"±{math.ceil(self.error * 10 - 1e-9) / 10:.1f} s, measured with `date` at {prose(self.where)}"
+        if self.simulated:
+            gap = ("in step with the bastion" if abs(self.offset) <= self.error else
+                   f"{_span(abs(self.offset))} {'ahead of' if self.offset > 0 else 'behind'} the bastion's")
+            return (f"- {prose(host)}'s clock: simulated (the simulator's clock, {gap} by design: not a clock fault; "
+                    f"node-clock times are converted with it, {within})")
         if abs(self.offset) <= self.error:
             return f"- {prose(host)}'s clock: in step with the bastion ({within})"
         side = "ahead of" if self.offset > 0 else "behind"
@@ -149,15 +157,17 @@ def measure_clock(records: list[dict[str, Any]], day: dt.date | None = None) -> 
     preflight = [(i, r) for i, r in answers if r.get("step") == "preflight"]
     index, answer = (preflight or answers or [(0, {})])[0]
     node, ended = _node_time(answer.get("output")), utc_moment(answer.get("time"))
+    simulated = any(r.get("event") == "node-observed" and isinstance(r.get("summary"), dict)
+                    and r["summary"].get("simulated") is True for r in records)
     if node is None or ended is None:
-        return NodeClock(day=day)
+        return NodeClock(day=day, simulated=simulated)
     began = _sent_at(records, index) or ended - dt.timedelta(seconds=as_number(answer.get("duration")) or 0.0)
     # `date` printed whole seconds: the node's clock was in [node, node + 1) at some moment of [began, ended].
     middle = began + (ended - began) / 2
     offset = (node.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=0.5) - middle).total_seconds()
     error = 0.5 + (ended - began).total_seconds() / 2
     step = str(answer.get("step") or "")
-    return NodeClock(offset, error, step or "an unnamed step", node if step == "preflight" else None, day)
+    return NodeClock(offset, error, step or "an unnamed step", node if step == "preflight" else None, day, simulated)
 
 
 def _sent_at(records: list[dict[str, Any]], finished: int) -> dt.datetime | None:

@@ -14,14 +14,18 @@ KERNEL_LINES_KEPT = 64
 
 
 def summarize(state: NodeState) -> dict[str, Any]:
-    """JSON-ready summary: verdict, findings, units, fabric per GPU, holders, kernel lines, last smoke.
+    """JSON-ready summary: verdict, findings, units, fabric per GPU, holders, kernel lines, last smoke
+    (and ``simulated``, only for a simulated node).
 
     ``kernel_events`` (the codes, every line) is what older reports read; ``kernel_lines`` adds each
     line's time on the node's clock and whether it still counts, so a report can leave out the lines
     older than the repair.
     """
+    # A simulated node's clock is the simulator's (its scenario's date), not the bastion's: the report must
+    # know, or it reads the gap as a clock fault.
+    simulated = {"simulated": True} if state.simulated else {}
     if not state.reachable:
-        return {"reachable": False, "error": state.error, "verdict": "unreachable"}
+        return {"reachable": False, "error": state.error, "verdict": "unreachable", **simulated}
     diagnosis = diagnose(state)
     units = [s for s in state.services if s.exists]
     return {
@@ -44,6 +48,7 @@ def summarize(state: NodeState) -> dict[str, Any]:
         "smoke": None if state.smoke is None else {"avg_busbw": state.smoke.avg_busbw, "passed": state.smoke.passed,
                                                    "at": state.smoke.at},
         "repair_record": bool(state.repair_record),
+        **simulated,
     }
 
 
