@@ -442,3 +442,29 @@ def test_a_restore_that_cannot_read_the_node_puts_back_the_labels_it_set_blindly
     r.standin.wait_for(lambda s: r.labels() == before)
     assert r.node()["spec"].get("unschedulable") is True  # no pass: the cordon stays, named
     assert r.node()["metadata"]["annotations"][STOPPED_AT] == "verify-no-holders"
+
+
+def test_kubectl_1_20s_words_for_a_pod_already_gone_count_as_deleted():
+    """Debian's kubectl 1.20 answers `wait --for=delete` on a pod already gone with exit 1 and 'no matching
+    resources found' (docs/kubernetes.md; 1.32: exit 0): the wait is over, not failed. Any other failure stays one."""
+    from nvls_tui.model.kube import KubePod
+    from nvls_tui.runbook.context import NodeContext, StepFailed
+    from nvls_tui.runbook.kube_repair import _wait_deleted
+    from nvls_tui.runbook.outcome import NodeOutcome
+
+    said: list[tuple[int, str, str]] = []
+
+    async def runner(argv, timeout, max_output):
+        return said.pop(0)
+
+    class Host:
+        host = "gpu06"
+
+    kube = Kubectl(runner=runner)
+    ctx = NodeContext(Host(), FAST, None, NodeOutcome(host="gpu06"))  # type: ignore[arg-type]
+    pod = KubePod("gpu-operator", "nvidia-dcgm-exporter-abcde", "u1")
+    said.append((1, "", "error: no matching resources found\n"))
+    asyncio.run(_wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
+    said.append((1, "", "error: timed out waiting for the condition on pods/nvidia-dcgm-exporter-abcde\n"))
+    with pytest.raises(StepFailed, match="were not deleted within 5 s"):
+        asyncio.run(_wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
