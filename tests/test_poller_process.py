@@ -270,3 +270,50 @@ async def test_the_console_polls_through_its_process_and_shows_every_node_unknow
         outcome = await app.session.unit("gpu05", "stop", DCGM)
         assert not outcome.ok and "poller process" in outcome.message
     assert not os.path.exists(f"/proc/{pid}")
+
+
+# ---- SSH nodes: the process holds the connections, verifies the host keys; rounds for check --watch -----
+def rig_settings(rig, known_hosts: str | None = None) -> Settings:
+    from nvls_tui.settings import SshSettings
+
+    ssh = SshSettings(identity=(str(rig.client_key),), known_hosts=known_hosts or str(rig.known_hosts),
+                      ssh_config=str(rig.ssh_config))
+    return Settings(command="check", targets=tuple(rig.targets()), ssh=ssh, timeout=10.0)
+
+
+def connections(rig) -> set[int]:
+    """The PIDs of the rig's per-connection sshd processes (``sshd: USER@notty``)."""
+    return {p.pid for p in rig.session_processes() if "@" in " ".join(p.cmdline()) and "sshd" in p.name()}
+
+
+async def test_rounds_over_ssh_read_every_node_once_each_over_the_connections_kept(rigs, started):
+    from nvls_tui.poll.client import Rounds
+
+    rig = rigs({"gpu01": ("seed-incident", "gpu01"), "gpu05": ("seed-incident", "gpu05")})
+    client = PollerClient(PollerSpec(rig_settings(rig), interval=None, poll_timeout=30.0))
+    rounds = Rounds(client)
+    await client.start(rounds)
+    first = await asyncio.wait_for(rounds.next(), 60)
+    assert [r.state.host for r in first] == list(client.hosts) == rig.targets()
+    verdicts = {r.state.host: r.diagnosis.verdict for r in first}
+    assert verdicts == {rig.target("gpu01"): Verdict.HEALTHY, rig.target("gpu05"): Verdict.BROKEN}
+    kept = connections(rig)
+    assert len(kept) == 2
+    second = await asyncio.wait_for(rounds.next(), 60)
+    assert all(b.state.polled_at > a.state.polled_at for a, b in zip(first, second, strict=True))
+    assert client.seq == dict.fromkeys(rig.targets(), 2)  # one poll of each node per round, no more
+    assert connections(rig) == kept  # the same two connections: nothing reconnected between rounds
+    await client.close()
+    with pytest.raises(PollerGone):
+        await rounds.next()
+
+
+async def test_the_process_verifies_host_keys_as_the_console_does(rigs, started, tmp_path):
+    rig = rigs({"gpu01": ("seed-incident", "gpu01")})
+    strangers = tmp_path / "known_hosts"
+    strangers.write_text("")  # no key of the rig is known: every node must be refused
+    client, got = await started(PollerSpec(rig_settings(rig, str(strangers)), interval=None, poll_timeout=30.0))
+    await until(lambda: got.by_host[rig.target("gpu01")], 60, "the refused poll")
+    result = got.by_host[rig.target("gpu01")][0]
+    assert not result.state.reachable and result.diagnosis.verdict is Verdict.UNREACHABLE
+    assert "host key" in (result.state.error or "").lower()

@@ -375,4 +375,48 @@ class PollerClient:
         return None
 
 
-__all__ = ["DEFAULT_MODULE", "PollerClient", "PollerFailed", "PollerGone"]
+class Rounds:
+    """A consumer that reads the fleet in rounds (``check --watch``, an exporter's scrape), not as a stream.
+
+    Hand it to :meth:`PollerClient.start` as the callback; :meth:`next` pokes every node and returns
+    once each has answered after the poke. With ``PollerSpec(interval=None)`` the process polls each
+    node once at the start and then only when poked, so a round is exactly one poll of every node, over
+    the connections (and the kernel-log cursors) the process kept from the round before.
+    """
+
+    def __init__(self, client: PollerClient) -> None:
+        self.client = client
+        self.latest: dict[str, PollResult] = {}
+        self._count: dict[str, int] = {}
+        self._changed = asyncio.Event()
+        self._first = True
+
+    def __call__(self, results: list[PollResult]) -> None:
+        for result in results:
+            host = result.state.host
+            self.latest[host] = result
+            self._count[host] = self._count.get(host, 0) + 1
+        self._changed.set()
+
+    async def next(self) -> list[PollResult]:
+        """The next round: every node's poll, in the process's node order.
+
+        Raises:
+            PollerGone: the process ended before every node answered.
+        """
+        marks = {h: self._count.get(h, 0) for h in self.client.hosts}
+        if self._first:
+            marks = dict.fromkeys(self.client.hosts, 0)  # the first polls run by themselves at the start
+        else:
+            self.client.poke()
+        self._first = False
+        while any(self._count.get(h, 0) <= n for h, n in marks.items()):
+            if not self.client.alive:
+                raise PollerGone(self.client.reason or "the poller process is not running")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), 0.5)  # wakes to see a process that ended
+        return [self.latest[h] for h in self.client.hosts]
+
+
+__all__ = ["DEFAULT_MODULE", "PollerClient", "PollerFailed", "PollerGone", "Rounds"]
