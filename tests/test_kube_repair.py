@@ -14,6 +14,7 @@ import json
 import shlex
 import shutil
 import threading
+import time
 
 import pytest
 
@@ -468,3 +469,36 @@ def test_kubectl_1_20s_words_for_a_pod_already_gone_count_as_deleted():
     said.append((1, "", "error: timed out waiting for the condition on pods/nvidia-dcgm-exporter-abcde\n"))
     with pytest.raises(StepFailed, match="were not deleted within 5 s"):
         asyncio.run(_wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
+
+
+def test_a_kubectl_call_cancelled_mid_wait_is_ended_not_left_running(tmp_path):
+    """An interrupted repair cancels the step in flight: a `kubectl wait` of up to 300 s must not outlive it."""
+    import os
+
+    from nvls_tui.kube.client import run_kubectl
+
+    marker = tmp_path / "pid"
+    script = tmp_path / "slow-kubectl"
+    script.write_text(f"#!/bin/sh\necho $$ > {marker}\nexec sleep 30\n")
+    script.chmod(0o755)
+
+    async def go() -> None:
+        task = asyncio.ensure_future(run_kubectl([str(script)], 60.0, 1024))
+        while not marker.exists() or not marker.read_text().strip():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    pid = int(marker.read_text())
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        if open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            return  # ended, not yet reaped by its parent
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    raise AssertionError("the cancelled kubectl kept running")

@@ -86,6 +86,13 @@ async def run_kubectl(argv: Sequence[str], timeout: float, max_output: int) -> t
             proc.kill()
         await proc.wait()
         raise KubeError(f"`{' '.join(argv[:4])}` did not answer within {timeout:.0f} s", TIMED_OUT) from None
+    except asyncio.CancelledError:
+        # An interrupted repair cancels the step in flight: its kubectl (a wait of minutes) goes with it.
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(proc.wait())
+        raise
     if len(out) > max_output:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
