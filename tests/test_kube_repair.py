@@ -502,3 +502,47 @@ def test_a_kubectl_call_cancelled_mid_wait_is_ended_not_left_running(tmp_path):
         time.sleep(0.05)
     os.kill(pid, 9)
     raise AssertionError("the cancelled kubectl kept running")
+
+
+def test_the_simulated_kubectls_pod_delete_answers_as_the_real_one(tmp_path):
+    import subprocess
+
+    from nvls_tui.kube_standin.harness import running
+    from nvls_tui.sim.kubectl import kubectl as sim_kubectl
+    from tests.kube_rig import cluster_state
+
+    fleet = load_fleet("sim:k8s-fm-in-container", speed=0)
+    node = fleet.node("gpu-ctr02")
+    sim_driver = next(p.name for p in node.pods if p.name.startswith("nvidia-driver-"))
+    with running(cluster_state(driver=True), tmp_path, timing=TIMING) as standin:
+        real_driver = next(p["metadata"]["name"] for p in standin.store.query("pods")[0]
+                           if p["metadata"]["name"].startswith("nvidia-driver-"))
+        for real_pod, sim_pod in ((real_driver, sim_driver), ("nope", "nope")):
+            args = ["delete", "pod", "-n", "gpu-operator", "POD", "--wait=false"]
+            real = subprocess.run(["kubectl", "--kubeconfig", standin.kubeconfig,
+                                   *[a.replace("POD", real_pod) for a in args]], capture_output=True, text=True,
+                                  timeout=60)
+            sim = sim_kubectl([node], ["kubectl", *[a.replace("POD", sim_pod) for a in args]], fleet.clock.now())
+            assert (sim[0], sim[1].replace(sim_pod, "POD"), sim[2].replace(sim_pod, "POD")) == (
+                real.returncode, real.stdout.replace(real_pod, "POD"), real.stderr.replace(real_pod, "POD"))
+    # The simulated DaemonSet made a new driver pod at once, and FM runs in it.
+    new = [p for p in node.pods if p.name.startswith("nvidia-driver-")]
+    assert len(new) == 1 and new[0].name != sim_driver
+    assert any(p.pod == new[0].name for p in node.procs.values())
+
+
+def test_sim_k8s_fm_in_container_repairs_headless_by_restarting_the_driver_pod(capsys, tmp_path, monkeypatch):
+    from nvls_tui.cli import main
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    code = main(["repair", "sim:k8s-fm-in-container", "--yes", "--json"])
+    (node,) = json.loads(capsys.readouterr().out)["nodes"]
+    assert code == 0 and node["result"] == "repaired", node["message"]
+    reset = next(s for s in node["steps"] if s["name"] == "reset")
+    assert any(" delete pod -n gpu-operator nvidia-driver-daemonset-" in c for c in reset["commands"])
+    assert not any(c == "nvidia-smi -r" for s in node["steps"] for c in s["commands"])
+    assert "in the driver pod" in next(s for s in node["steps"] if s["name"] == "fabric-manager")["message"]
+    # Without a cluster (sim:fm-in-container) the same node's repair is still refused, naming the pod's move.
+    assert main(["repair", "sim:fm-in-container", "--yes", "--json"]) == 1
+    (plain,) = json.loads(capsys.readouterr().out)["nodes"]
+    assert plain["result"] == "refused" and "kubectl delete pod" in plain["message"]

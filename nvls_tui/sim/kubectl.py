@@ -28,7 +28,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nvls_tui.sim.processes import advance, exit_process, spawn_pod
+from nvls_tui.sim.fabric import fm_started, reset_gpus
+from nvls_tui.sim.processes import advance, exit_process, fm_went_away, spawn_pod
 from nvls_tui.sim.state import Node, PodSpec, digest
 
 # The node controller's node-monitor-grace-period: kubelet silent this long -> Ready is Unknown.
@@ -37,6 +38,8 @@ GRACE = 40.0
 OPERANDS = ("driver", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter", "gpu-feature-discovery",
             "mig-manager", "node-status-exporter", "operator-validator")
 OPERATOR_NAMESPACE = "gpu-operator"
+# The role of the GPU Operator's driver pod (nvls_tui/sim/scenarios.py's DRIVER_POD_ROLE): FM runs in it.
+DRIVER_ROLE = "nvidia-driver"
 # kubectl's global flags that take a value (the product passes these before the verb). ``-n NS`` is kept:
 # the verbs that take it (wait) read it.
 _VALUED = ("--kubeconfig", "--context", "--cluster", "--user")
@@ -168,7 +171,7 @@ def kubectl(nodes: Sequence[Node], argv: Sequence[str], now: float) -> tuple[int
                            f'selector "", field selector "{words[3]}": field label not supported: {field}\n')
         return 0, _list([node_json(n, now) for n in nodes if n.name == value]), ""
     writes = {"cordon": _cordon, "uncordon": _cordon, "label": _label, "annotate": _annotate, "wait": _wait,
-              "create": _evict}
+              "create": _evict, "delete": _delete}
     verb = words[0] if words else ""
     if verb in writes:
         return writes[verb](nodes, words, now)
@@ -262,14 +265,7 @@ def _reconcile_operands(node: Node, now: float) -> None:
         node.k8s_parked.append(pod)
     for pod in [p for p in node.k8s_parked if _deployed(node, p)]:
         node.k8s_parked.remove(pod)
-        base = pod.name.rsplit("-", 1)[0]
-        again = digest(node.name, pod.name, now)
-        pod.name, pod.uid = f"{base}-{again[:5]}", f"{again[:8]}-{again[8:12]}-{again[12:16]}-{again[16:20]}-{again[20:32]}"
-        pod.container, pod.restarts, pod.gone_at = digest(node.name, pod.name, 0)[:64], 0, None
-        node.pods.append(pod)
-        kubelet = node.units.get("kubelet.service")
-        if kubelet is not None and kubelet.active == "active":
-            spawn_pod(node, pod, now)
+        _renew(node, pod, now)
 
 
 def _annotate(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
@@ -310,6 +306,45 @@ def _wait(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str
         if _pod_named(nodes, namespace, target.removeprefix("pod/")) is not None:
             return 1, "", f"error: timed out waiting for the condition on pods/{target.removeprefix('pod/')}\n"
     return 0, "", ""
+
+
+def _renew(node: Node, pod: PodSpec, now: float) -> None:
+    """A DaemonSet's new pod for the one that went (a new name, uid and container), started where kubelet runs.
+
+    The driver pod loads the driver again first: that resets every GPU and NVSwitch as ``nvidia-smi -r`` does,
+    only where no process holds a device (the old driver could not unload otherwise), then FM starts in it.
+    """
+    base = pod.name.rsplit("-", 1)[0]
+    again = digest(node.name, pod.name, now)
+    pod.name, pod.uid = f"{base}-{again[:5]}", f"{again[:8]}-{again[8:12]}-{again[12:16]}-{again[16:20]}-{again[20:32]}"
+    pod.container, pod.restarts, pod.gone_at = digest(node.name, pod.name, 0)[:64], 0, None
+    node.pods.append(pod)
+    kubelet = node.units.get("kubelet.service")
+    if kubelet is None or kubelet.active != "active":
+        return
+    if pod.role == DRIVER_ROLE and not node.holders():
+        reset_gpus(node, now)
+    spawn_pod(node, pod, now)
+    if pod.role == DRIVER_ROLE:
+        fm_started(node, now)
+
+
+def _delete(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
+    """``delete pod -n NS P --wait=false``: the pod goes (its processes end); its DaemonSet, where its label
+    deploys it, makes a new one at once (a workload's ReplicaSet's replacement stays Pending)."""
+    rest = [w for w in words[2:] if w != "--wait=false"]
+    if words[1:2] != ["pod"] or len(rest) != 3 or rest[0] != "-n":
+        return 1, "", "error: the simulated cluster only deletes one pod: delete pod -n NS NAME --wait=false\n"
+    found = _pod_named(nodes, rest[1], rest[2])
+    if found is None:
+        return _not_found("pods", rest[2])
+    node, pod = found
+    _end_pod(node, pod, now)
+    if pod.role == DRIVER_ROLE:
+        fm_went_away(node)  # FM went with its pod; the driver container unloads the driver
+    if owner_of(pod)[1] == "DaemonSet" and _deployed(node, pod):
+        _renew(node, pod, now)
+    return 0, f'pod "{rest[2]}" deleted\n', ""
 
 
 _EVICTED = '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'

@@ -646,6 +646,15 @@ def k8s_incident(name: str, now: float) -> Node:
     return node
 
 
+def k8s_fm_in_container(name: str, now: float) -> Node:
+    """sim:fm-in-container's node on Kubernetes and out of sync after a reboot (as gpu06): FM runs in the GPU
+    Operator's driver pod, so a repair through the simulated cluster restarts that pod (the driver reloads)."""
+    node = fm_in_container(name, now)
+    node.out_of_sync = True
+    node.log_kernel(now - 1800, fabric.OUT_OF_SYNC_LINE)
+    return node
+
+
 def _seed(name: str, now: float) -> Node:
     return {"gpu05": seed_fm_killed, "gpu06": seed_out_of_sync}.get(name, healthy)(name, now)
 
@@ -716,6 +725,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("k8s-incident", "the seed incident on Kubernetes: gpu05 FM killed and cordoned, gpu06 out of sync "
              "with a vLLM workload pod holding its GPUs beside the GPU Operator's operands; the cluster read through "
              "a simulated kubectl", ("gpu05", "gpu06", "gpu07"), k8s_incident, kubernetes=True),
+    Scenario("k8s-fm-in-container", "out of sync on Kubernetes with Fabric Manager in the GPU Operator's driver pod: "
+             "the repair restarts that pod through the simulated cluster (the driver reloads)", ("gpu-ctr02",),
+             k8s_fm_in_container, kubernetes=True),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
     Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),
