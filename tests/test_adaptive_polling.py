@@ -1,6 +1,6 @@
 """Adaptive polling (issue 16): a healthy node that stays the same is polled less often, up to a bound;
-a broken or changing node, and one that stops answering, is not; the fleet header says how fresh the
-oldest answer is."""
+a broken or changing node, and one that stops answering, is not; the fleet header names an answer older
+than its node's own interval allows."""
 
 from __future__ import annotations
 
@@ -81,11 +81,15 @@ async def test_a_broken_node_keeps_the_base_interval():
     assert await waits_of(broken, 5) == [5.0, 5.0, 5.0, 5.0]
 
 
-def test_the_fleet_header_names_the_oldest_answer_once_it_is_not_fresh():
+def test_the_fleet_header_names_an_answer_only_once_it_is_late_for_its_node():
     from nvls_tui.model import Fleet
-    from nvls_tui.screens.fleet import freshness
+    from nvls_tui.views.fleet_top import AnswerTimes, late_words
 
+    times = AnswerTimes()
+    times.note(Fleet((make_node("gpu01").replace(polled_at=95.0), make_node("gpu02").replace(polled_at=40.0))))
     fleet = Fleet((make_node("gpu01").replace(polled_at=100.0), make_node("gpu02").replace(polled_at=70.0),
                    make_node("gpu03")))  # gpu03: not answered yet
-    assert freshness(fleet, 75.0) == ""  # every answer younger than 10 s
-    assert freshness(fleet, 110.0) == "oldest answer 40s ago (gpu02)"
+    times.note(fleet)
+    assert late_words(times.late(fleet, 110.0)) == ""  # gpu02's 40 s after a 30 s interval is its back-off
+    # gpu01 answered every 5 s: 60 s of silence is late too.
+    assert late_words(times.late(fleet, 160.0)) == "late: gpu02 answered 1m30s ago (every ~30s before), +1 more"

@@ -22,9 +22,10 @@ from nvls_tui.messages import PlanApproved
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.fleet_sort import SortOrder, cell_value, ordered
+from nvls_tui.views.fleet_top import AnswerTimes, hosts_within, late_words
 from nvls_tui.views.last_repair import RepairMemory
 from nvls_tui.widgets import cells, palette
-from nvls_tui.widgets.banner import FleetSummary, ModeBanner
+from nvls_tui.widgets.banner import FleetSummary, ModeBanner, summary_text
 from nvls_tui.widgets.fleet_grid import FleetGrid, versions_line
 from nvls_tui.widgets.hanging import Hanging
 from nvls_tui.widgets.node_text import header_text
@@ -52,21 +53,8 @@ def matches(query: str, host: str, verdict: Verdict | None, codes: list[str]) ->
     return True
 
 
-# Below this age every answer counts as fresh: the header says nothing.
-FRESH_FOR = 10.0
-
-
-def freshness(fleet: Fleet, now: float) -> str:
-    """``oldest answer 40s ago (gpu03)`` when some node's last answer is old (quiet healthy nodes are
-    polled less often, unreachable ones back off); empty while every answer is fresh."""
-    polled = [(s.polled_at, s.host) for s in fleet.nodes if s.polled_at is not None]
-    if not polled:
-        return ""
-    at, host = min(polled)
-    age = now - at
-    if age < FRESH_FOR:
-        return ""
-    return f"oldest answer {cells.age_text(age, exact=True).plain} ago ({host})"
+# The selection on the top line (``hosts`` shortened to fit by views.fleet_top.hosts_within).
+SELECTED = " · selected for repair: {hosts} (r repairs)"
 
 
 @functools.lru_cache(maxsize=64)
@@ -106,6 +94,7 @@ class FleetScreen(OnConsole, Screen[None]):
         self.grid_order = SortOrder()  # verdict order (broken first); O picks any column, v toggles fleet order
         self.filter_text = ""
         self.selected: list[str] = []  # nodes picked for a repair (space), in the order picked
+        self.answer_times = AnswerTimes()  # each node's own interval, so that only a late answer is named
         self._last_draw = 0.0
         self._draw_pending = False
         self.repair_memory = RepairMemory()  # the last failed or aborted repair of each node, while news
@@ -213,11 +202,17 @@ class FleetScreen(OnConsole, Screen[None]):
         extra = self.grid_order.words(labels.get(self.grid_order.column))
         if self.filter_text:
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
+        # Late only past the node's own interval (calm nodes are polled less often on purpose: views/fleet_top).
+        self.answer_times.note(fleet)
+        late = late_words(self.answer_times.late(fleet, self.services.clock()))
+        tail = f" · {late}" if late else ""
         if self.selected:
-            extra += f" · selected for repair: {' '.join(self.selected)} (r repairs)"
-        stale = freshness(fleet, self.services.clock())
-        if stale:
-            extra += f" · {stale}"
+            # One line: the selection gives way (+N more) so that the rest of the line stays whole.
+            summary = self.query_one(FleetSummary)
+            width = summary.size.width or self.app.size.width
+            room = width - summary_text(verdicts).cell_len - len(extra) - len(tail) - len(SELECTED.format(hosts=""))
+            extra += SELECTED.format(hosts=hosts_within(self.selected, room))
+        extra += tail
         self.query_one(FleetSummary).show(verdicts, extra=extra)
         self.draw_preview()
         empty = self.query_one("#empty", Static)
