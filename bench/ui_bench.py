@@ -17,6 +17,7 @@ Each scenario runs in a child process of its own, so its peak RSS is the console
   full grid, cursor-key latency (p50/p99), filter-key latency (typing ``gpu00``, then Esc), the
   console's and the poller's peak RSS, the load average.
 - ``fleet-inprocess``: the same with the pollers and the simulator on the console's loop (before issue 30).
+- ``fleet-thread``: the same poller (worker, pipe, client) on a thread of the console's own process.
 - ``fleet-replay``: nodes answering from their first state (``ReplayBackend``, in process), so
   the numbers are the console's own, without any simulator.
 - ``fleet-ssh`` / ``fleet-ssh-inprocess``: ``BENCH_UI_SSH_NODES`` (default 64) nodes of the real-sshd rig
@@ -51,7 +52,7 @@ POLL_INTERVAL = 2.0
 FLEET_POLL_INTERVAL = 5.0  # issue 16: 1,024 nodes polling every 5 s
 FULL_GRID_TIMEOUT = 90.0
 KEY_TIMEOUT = 5.0
-SCENARIOS = ("startup", "keys", "stream", "fleet", "fleet-replay", "fleet-inprocess", "fleet-ssh",
+SCENARIOS = ("startup", "keys", "stream", "fleet", "fleet-replay", "fleet-inprocess", "fleet-thread", "fleet-ssh",
              "fleet-ssh-inprocess")
 NCCL_LINE = ("   {size:>10}   {count:>10}     float     sum      -1   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0"
              "   {t:>7.1f}  {alg:>6.2f}  {bus:>6.2f}      0")
@@ -233,9 +234,41 @@ def _all_answered(app, hosts) -> bool:
     return all(p.last_good is not None or p.failures for p in app.pollers.values())
 
 
+def thread_poller_app(settings):
+    """The console with its poller on a thread of the console's process instead of a process of its own.
+
+    The same worker, pipe and client as the poller process (``poll.worker``, ``poll.client``); only where
+    it runs differs: its own event loop on a second thread, sharing the console's GIL. For measuring the
+    choice of a process (issue 30: "threads were tried and made it worse: measure before choosing").
+    """
+    import threading
+
+    from nvls_tui.app import NvlsApp
+    from nvls_tui.backends.via_poller import PollerHeldBackend
+    from nvls_tui.poll.client import PollerClient
+    from nvls_tui.poll.once import poll_deadline
+    from nvls_tui.poller_process import console_poller, serve
+    from nvls_tui.targets import resolve_backends
+
+    class ThreadPoller(PollerClient):
+        def _spawn(self) -> tuple[int, int]:
+            to_r, to_w = os.pipe()
+            from_r, from_w = os.pipe()
+            threading.Thread(target=lambda: asyncio.run(serve(to_r, from_w)), daemon=True, name="poller").start()
+            return from_r, to_w
+
+    backends, client = console_poller(settings, resolve_backends(settings), interval=settings.poll_interval,
+                                      poll_timeout=poll_deadline(settings.timeout))
+    client = ThreadPoller(client.spec)
+    for backend in backends:
+        if isinstance(backend, PollerHeldBackend):
+            backend.requests = client
+    return NvlsApp(backends, poll_interval=settings.poll_interval, timeout=settings.timeout, poller=client)
+
+
 async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool = False,
                          targets: tuple[str, ...] = ("sim:fleet-1024",), settings_extra: dict | None = None,
-                         filter_text: str = "gpu00") -> dict:
+                         filter_text: str = "gpu00", thread: bool = False) -> dict:
     """Issue 16 and 30: 1,024 nodes polling every 5 s: first full grid, cursor and filter key latency.
 
     By default the console as the operator starts it (``NvlsApp.from_settings``): the nodes are polled,
@@ -253,8 +286,9 @@ async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool 
         app = NvlsApp([ReplayBackend(fleet, name) for name in fleet.names], poll_interval=FLEET_POLL_INTERVAL,
                       timeout=5.0)
     else:
-        app = NvlsApp.from_settings(Settings(command="console", targets=targets, poll_interval=FLEET_POLL_INTERVAL,
-                                             timeout=5.0, **(settings_extra or {})), poll_process=not in_process)
+        settings = Settings(command="console", targets=targets, poll_interval=FLEET_POLL_INTERVAL, timeout=5.0,
+                            **(settings_extra or {}))
+        app = thread_poller_app(settings) if thread else NvlsApp.from_settings(settings, poll_process=not in_process)
     hosts = list(app.backends)
     answered = grid = None
     poller_rss = None
@@ -365,6 +399,8 @@ def child(name: str, seconds: float) -> int:
         result = asyncio.run(scenario_fleet(seconds, replay=True))
     elif name == "fleet-inprocess":
         result = asyncio.run(scenario_fleet(seconds, in_process=True))
+    elif name == "fleet-thread":
+        result = asyncio.run(scenario_fleet(seconds, thread=True))
     elif name == "fleet-ssh":
         result = asyncio.run(scenario_fleet_ssh(seconds))
     elif name == "fleet-ssh-inprocess":
@@ -444,6 +480,8 @@ def report(results: dict[str, dict]) -> str:
         _fleet_row("fleet-1024 every 5 s, poller process (the console as started)", f),
         _fleet_row("fleet-1024, pollers and simulator on the console's loop (before issue 30)",
                    results.get("fleet-inprocess", {})),
+        _fleet_row("fleet-1024, the same poller on a thread of the console's process (the GIL shared)",
+                   results.get("fleet-thread", {})),
         _fleet_row(f"{results.get('fleet-ssh', {}).get('ssh_nodes', 'N')} SSH nodes of the rig every 5 s, "
                    "poller process", results.get("fleet-ssh", {})),
         _fleet_row(f"{results.get('fleet-ssh-inprocess', {}).get('ssh_nodes', 'N')} SSH nodes, asyncssh on the "
