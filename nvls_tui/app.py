@@ -1,4 +1,5 @@
-"""The Textual App: the fleet reactive, the poll workers, global bindings. Screens do the rest."""
+"""The Textual App: the fleet reactive, its poller process (or in-process poll workers), global bindings.
+Screens do the rest."""
 
 from __future__ import annotations
 
