@@ -163,6 +163,24 @@ async def test_the_pause_is_acknowledged_only_after_the_poll_in_flight_has_finis
     assert arrived <= 1
 
 
+async def test_a_pause_given_up_before_its_acknowledgement_holds_nothing(started):
+    spec = PollerSpec(settings("sim:wedged/gpu-wedged01", timeout=1.0), interval=None, poll_timeout=30.0)
+    client, got = await started(spec)
+
+    async def act() -> None:
+        async with client.paused("gpu-wedged01"):
+            pytest.fail("the hold was given up before it was acknowledged")
+
+    waiting = asyncio.create_task(act())
+    await asyncio.sleep(0.3)  # the first poll is still stuck in nvidia-smi
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await until(lambda: len(got.by_host["gpu-wedged01"]) == 1, 10, "the first poll")
+    client.poke("gpu-wedged01")
+    await until(lambda: len(got.by_host["gpu-wedged01"]) == 2, 10, "a poll after the abandoned hold")
+
+
 async def test_no_pause_and_no_call_once_the_process_is_gone(started):
     client, _ = await started(PollerSpec(settings(), interval=1.0, poll_timeout=10.0))
     assert client.pid is not None

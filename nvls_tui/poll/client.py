@@ -286,14 +286,14 @@ class PollerClient:
         try:
             await future
         except asyncio.CancelledError:
-            self.poke_resume(token)
+            self._resume(token)
             raise
         try:
             yield
         finally:
-            self.poke_resume(token)
+            self._resume(token)
 
-    def poke_resume(self, token: int) -> None:
+    def _resume(self, token: int) -> None:
         """End hold ``token`` (nothing when the process is gone: nothing polls then)."""
         self._waiting.pop(token, None)
         if self.alive:
