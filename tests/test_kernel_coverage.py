@@ -131,6 +131,24 @@ def test_the_kernel_log_is_missing_only_when_neither_source_reads():
     assert event.timestamp == "2026-08-06T07:08:20+00:00" and event.xid == 74  # 1786000000 is 07:06:40 UTC
 
 
+def test_the_kernel_log_missing_names_why_neither_source_read():
+    # It named journalctl alone, as if dmesg had not been tried: the operator fixed the journal's
+    # permissions and still had no kernel log.
+    denied = CommandResult(("journalctl",), 1, "No journal files were opened due to insufficient permissions.\n")
+    no_ring = CommandResult(("dmesg",), 1, "dmesg: read kernel buffer failed: Operation not permitted\n")
+    read = read_kernel(denied, no_ring, root=True, boot=1_786_000_000.0)
+    assert read.missing is not None and read.missing.reason == "permission denied"
+    assert read.missing.detail == (
+        "the kernel log could not be read: journalctl cannot read the system journal: No journal files were opened "
+        "due to insufficient permissions; the kernel ring buffer (dmesg) could not be read: `dmesg`: dmesg: read "
+        "kernel buffer failed: Operation not permitted")
+    hung = CommandResult(("journalctl",), 124, "")
+    read = read_kernel(hung, None, root=True, boot=None)  # the ring buffer never ran
+    assert read.missing is not None and read.missing.reason == "timed out"
+    assert read.missing.detail == ("the kernel log could not be read: `journalctl` did not finish; "
+                                   "the kernel ring buffer (dmesg) could not be read: the poll ended before it ran")
+
+
 def test_ring_lines_without_a_boot_time_date_nothing():
     ring = CommandResult(("dmesg",), 0, "[  100.500000] NVRM: Xid (PCI:0000:34:00): 74, x\n")
     denied = CommandResult(("journalctl",), 127, "sh: 1: journalctl: not found\n")

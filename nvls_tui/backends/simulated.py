@@ -33,10 +33,13 @@ from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import (
+    JOURNAL_SECTIONS,
     PICK,
     QUICK,
     SECTIONS,
     cgroup_argv,
+    journal_hung,
+    journal_not_run,
     parents_from,
     ppid_argv,
     ps_argv,
@@ -226,6 +229,9 @@ class SimulatedBackend(Backend):
         """The probe's sections, read one command at a time as the remote script runs them."""
         sections: dict[str, CommandResult] = {}
         for section in SECTIONS:
+            if section.name in JOURNAL_SECTIONS and (hung := journal_hung(sections)) is not None:
+                sections[section.name] = journal_not_run(section.name, hung)  # as the script: not asked again
+                continue
             asked = self.kernel_tail.cursor
             argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv
             result = await self._section(argv, section.privileged)

@@ -18,8 +18,8 @@ import re
 from nvls_tui.model import CommandResult, MissingEvidence
 from nvls_tui.model.node import FmJournal, FmLogLine
 from nvls_tui.parsers.fabricmanager_log import configured, fm_log_errors, parse_fm_log, version_mismatch
-from nvls_tui.poll.evidence import OVER_CAP, missing_evidence
-from nvls_tui.poll.probe import FM_LOG_BYTES
+from nvls_tui.poll.evidence import OVER_CAP, PURPOSE, TIMED_OUT, missing_evidence
+from nvls_tui.poll.probe import FM_LOG_BYTES, journal_hung_in
 
 # systemd's lines about a start of the unit (journalctl -u lists the unit's own lines and PID 1's about it):
 # "2026-12-02T09:00:00+0000 gpu05 systemd[1]: Starting nvidia-fabricmanager.service - NVIDIA fabric manager
@@ -67,6 +67,9 @@ def read_fm_journal(result: CommandResult | None, *, root: bool | None = True) -
         root: whether it ran as root (journalctl shows a user outside ``systemd-journal`` no system unit's lines).
     """
     result = over_bound(result)
+    if (hung := journal_hung_in(result)) is not None:
+        return None, MissingEvidence("fm_log", TIMED_OUT, f"{PURPOSE['fm_log']} could not be read: journalctl did "
+                                                          f"not answer in the {hung} section, so it was not asked again")
     why = missing_evidence("fm_log", result, root=root)
     if why is not None or result is None:
         if why is not None and why.reason == OVER_CAP:

@@ -130,7 +130,8 @@ def read_kernel(kernel: CommandResult | None, ring: CommandResult | None, *, roo
     if ring_why is not None or ring is None:
         notes.append(ring_why.detail if ring_why is not None else "the kernel ring buffer was not read")
         if why is not None:
-            return KernelRead((), None, why)  # neither could be read: EVIDENCE_MISSING(kernel)
+            # Neither could be read: EVIDENCE_MISSING(kernel), for the journal's reason, naming both.
+            return KernelRead((), None, MissingEvidence(why.section, why.reason, "; ".join(notes)))
         return KernelRead(journal_events, KernelCoverage(journal_since, sources, False, journal_since,
                                                          tuple(notes)), None)
     text = filter_ring(ring.output)

@@ -16,11 +16,15 @@ What the real tools taught (tests/fixtures/real/nvidia-h200):
 
 from __future__ import annotations
 
+import re
 import secrets
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nvls_tui.model import CommandResult
 from nvls_tui.parsers.restarters import RESTARTER_UNITS
+from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import (
     CURSOR,
     FIRST_LINE,
@@ -83,6 +87,13 @@ NVSWITCH_PCI_ID = "10de:22a3"
 # pci.ids names an NVSwitch "Device 22a3".
 NVIDIA_PCI_VENDOR = "10de:"
 MARK = "@@nvls-tui"
+# A wedged journald (issue 25): once a journalctl of a poll timed out, the poll's later journalctl sections
+# are not run (each would wait out a whole --timeout more, and the poll would pass its deadline). They read
+# timed out, and say where journalctl hung in this line; the script keeps that section's name in $jh.
+JOURNAL_TOOL = "journalctl"
+JOURNAL_HUNG_LINE = "-- nvls-tui not run: journalctl did not answer in the {} section"
+JOURNAL_HUNG_EXIT = 4
+_JOURNAL_HUNG = re.compile(r"^-- nvls-tui not run: journalctl did not answer in the (\w+) section$", re.M)
 # fuser -v rows: "... USER PID ACCESS COMMAND"; each PID once, joined by commas (procps's list syntax).
 # Shell builtins only (read, set, case): an awk here cost the node a process per poll. Globbing is off
 # while the node's own text is split into words, so a command named "*" stays a word.
@@ -108,7 +119,8 @@ _PARENT_LIST = (
 # NOTE_LINES), the cursor journalctl ended at, how many entries it visited and whether the first and
 # the last of them matched (see nvls_tui.poll.kernel_tail), and the end marker with journalctl's exit
 # status: close() gives it (mawk and gawk >= 4.2; older gawk gives it times 256). filter_journal() is
-# the same filter in Python.
+# the same filter in Python. It exits JOURNAL_HUNG_EXIT where journalctl timed out (coreutils timeout's 124):
+# the ring buffer is read all the same, and the poll asks no other journalctl.
 _KERNEL_AWK = (
     "function take(s) {if (s ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/) {v++; h = (s ~ /" + KERNEL_PATTERN
     + "/); if (v == 1) {f = h; ft = s; sub(/ .*/, \"\", ft); fb = (index(s, \"kernel: Linux version \") > 0)}"
@@ -122,7 +134,7 @@ _KERNEL_AWK = (
     + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (cur != \"\") print cur;"
     " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
-    " exit (st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED) + " : 0}"
+    " exit st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED) + " : 0)}"
 )
 # The kernel ring buffer, read only where the journal does not cover the boot (the kernel awk exits
 # RING_NEEDED): dmesg's own messages, where the buffer starts (its first stamp, and whether that line is
@@ -239,6 +251,8 @@ SECTIONS: tuple[Section, ...] = (
     # The node's own clock: kernel lines and unit times are on it, so "5 days ago" is read against it.
     Section("clock", ("date", "-u", "+%Y-%m-%dT%H:%M:%SZ")),
 )
+# The sections that run journalctl, in the poll's order (the kernel's first).
+JOURNAL_SECTIONS = tuple(s.name for s in SECTIONS if s.argv[0] == JOURNAL_TOOL)
 # Filled per poll from the holders section (their identities and cgroups): see ps_argv, cgroup_argv.
 # ``jobs``: ``scontrol listpids`` (which PID belongs to which Slurm job), only where there are holders
 # and scontrol is installed, so a node without Slurm starts no process for it.
@@ -290,8 +304,34 @@ def _glob_safe_join(argv: tuple[str, ...]) -> str:
     return " ".join(a if a == "/dev/nvidia*" else shlex.quote(a) for a in argv)
 
 
+def journal_hung_in(result: CommandResult | None) -> str | None:
+    """The section where journalctl hung, when ``result`` is a journal section the poll did not run for
+    that reason (:data:`JOURNAL_HUNG_LINE`); else None."""
+    if result is None or result.exit_status != TIMED_OUT_STATUS:
+        return None
+    found = _JOURNAL_HUNG.search(result.output)
+    return found.group(1) if found is not None and found.group(1) in SECTION_NAMES else None
+
+
+def journal_hung(sections: Mapping[str, CommandResult]) -> str | None:
+    """The journal section of a poll whose journalctl timed out (read so far), or None: the poll's later
+    journalctl sections are then not run (see :func:`journal_not_run`)."""
+    for name in JOURNAL_SECTIONS:
+        result = sections.get(name)
+        if result is not None and result.exit_status == TIMED_OUT_STATUS:
+            return journal_hung_in(result) or name
+    return None
+
+
+def journal_not_run(name: str, hung: str) -> CommandResult:
+    """Journal section ``name``, not run because journalctl timed out in section ``hung`` of the same poll:
+    timed out, saying where (what the script prints for it)."""
+    return CommandResult(section_argv(name), TIMED_OUT_STATUS, JOURNAL_HUNG_LINE.format(hung) + "\n")
+
+
 def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
-                 kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None) -> str:
+                 kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None,
+                 journal_hung: str | None = None) -> str:
     """The whole poll as one POSIX sh script.
 
     Args:
@@ -307,6 +347,9 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             script nobody watches section by section (one srun); over SSH the bastion ends a hung
             section itself. A node without ``timeout`` runs its commands unbounded: the caller's own
             deadline then ends the whole poll, and the node reads unreachable (unknown, never healthy).
+        journal_hung: the section whose journalctl timed out earlier in this poll (an earlier script
+            the bastion ended there): the journal sections of this script are not run and read timed
+            out, saying so. Within one script the same happens after a journalctl that timed out.
 
     Returns:
         The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
@@ -314,11 +357,14 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
     """
     if not nonce.isalnum():
         raise ValueError("the probe nonce must be letters and digits")
+    if journal_hung is not None and journal_hung not in SECTION_NAMES:
+        raise ValueError("journal_hung must name a section of the probe")
     mark = f"{MARK}-{nonce}"
     wanted = set(SECTION_NAMES if only is None else only)
     # What a capped section prints is its text and a newline: that must fit the bastion's reader.
     limit = max(int(cap) - 1, 0)
-    lines = ["export LC_ALL=C", f"m={mark}", *_CAPPED]
+    lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", *_CAPPED]
+    skipped = "printf '%s\\n' \"" + JOURNAL_HUNG_LINE.format("$jh") + f"\"; rc={TIMED_OUT_STATUS}"
     bound, no_retry = "", OVER_CAP_WORD
     if section_timeout is not None:
         # Exported: the kernel section's command line is run by awk's own sh, which expands it too.
@@ -345,7 +391,8 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             # awk -v takes backslash escapes: the command has none (fixed words, a hex cursor).
             whole = 0 if kernel_cursor is not None and CURSOR.fullmatch(kernel_cursor) else 1
             lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=' + cmd)} "
-                             f"{shlex.quote(_KERNEL_AWK)}; rk=$?"]
+                             f"{shlex.quote(_KERNEL_AWK)}; rk=$?",
+                      f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
         elif section.name == "ring":
             # Without the kernel section's word (it ran in an earlier script, or not at all): read.
             lines += [begin, f'if [ "${{rk:-{RING_NEEDED}}}" = {RING_NEEDED} ]; then '
@@ -353,6 +400,10 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                              f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
+        elif section.name in JOURNAL_SECTIONS:
+            # Not asked once a journalctl of this poll timed out; one that times out here stops the next.
+            lines += [begin, f'if [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '
+                             f"case $rc in {TIMED_OUT_STATUS}) jh={section.name};; esac; fi", end]
         else:
             lines += [begin, cmd, "rc=$?", end]
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
@@ -541,6 +592,10 @@ __all__ = [
     "FM_LOG_ARGV",
     "FM_LOG_BYTES",
     "FM_LOG_LINES",
+    "JOURNAL_HUNG_EXIT",
+    "JOURNAL_HUNG_LINE",
+    "JOURNAL_SECTIONS",
+    "JOURNAL_TOOL",
     "KERNEL_LINES",
     "KERNEL_PATTERN",
     "LOCK_DIR",
@@ -555,6 +610,9 @@ __all__ = [
     "SMOKE_FILE",
     "STATE_DIR",
     "cgroup_argv",
+    "journal_hung",
+    "journal_hung_in",
+    "journal_not_run",
     "new_nonce",
     "probe_mark",
     "parents_from",

@@ -96,6 +96,8 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
     name, rest = args[0].rsplit("/", 1)[-1], args[1:]
     if name in node.missing_tools:
         return Output(127, "", f"sh: 1: {args[0]}: not found\n")
+    if name in node.hung_tools:
+        return HANG
     if name == "nvidia-smi":
         return HANG if node.wedged else _nvidia_smi(node, rest, now)
     if name == "all_reduce_perf":

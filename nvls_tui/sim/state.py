@@ -206,6 +206,8 @@ class Node:
     # does for the poll's user: "ok", "hint" (a user without journal access: the hint, exit 0) or
     # "denied" (no journal file could be opened, exit 1).
     missing_tools: list[str] = field(default_factory=list)
+    # Tools that never return on this node (a wedged journald: journalctl), as nvidia-smi does on a wedged one.
+    hung_tools: list[str] = field(default_factory=list)
     # Shared device files this node lacks (the real H200 has no nvidia-modeset, nvidia-nvlink or
     # nvidia-nvswitchctl: tests/fixtures/real/nvidia-h200/ls-l-dev-nvidia.txt).
     absent_devices: list[str] = field(default_factory=list)

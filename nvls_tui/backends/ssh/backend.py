@@ -49,6 +49,7 @@ from nvls_tui.poll.probe import (
     DERIVED_SECTIONS,
     SECTION_NAMES,
     SectionReader,
+    journal_hung,
     new_nonce,
     probe_script,
     section_argv,
@@ -465,7 +466,7 @@ class SshBackend(Backend):
             nonce = new_nonce()
             reader = SectionReader(nonce, self.options.max_output)
             script = probe_script(self.options.sudo, nonce, only=tuple(pending), kernel_cursor=asked,
-                                  cap=self.options.max_output)
+                                  cap=self.options.max_output, journal_hung=journal_hung(sections))
             argv = ["sh", "-c", script]
             hung: str | None = None
             try:
