@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pickle
 import signal
 import time
 from collections import defaultdict
@@ -130,6 +131,25 @@ async def test_an_unchanged_node_travels_as_its_moved_fields_and_is_rebuilt_exac
             rebuilt = client.resolve(wire.Update(update.host, update.seq, update.result, update.changes, update.ok))
             assert rebuilt.state == result.state and rebuilt.diagnosis == result.diagnosis
             await asyncio.sleep(0.01)
+
+
+async def test_a_batch_that_cannot_be_sent_ends_the_worker_instead_of_polling_unheard():
+    from nvls_tui.model import NodeState
+    from nvls_tui.model.node import Diagnosis
+    from nvls_tui.poll.worker import PollWorker
+
+    to_worker_r, to_worker_w = os.pipe()
+    from_worker_r, from_worker_w = os.pipe()
+    reader, writer = await wire.open_pipes(to_worker_r, from_worker_w)
+    console, _ = await wire.open_pipes(from_worker_r, to_worker_w)
+    worker = PollWorker({})
+    serving = asyncio.create_task(worker.serve(reader, writer))
+    assert isinstance(await wire.receive(console), wire.Hello)
+    # A state that cannot be pickled stands for any bug on the way out: the batch is never sent.
+    worker.post(PollResult(NodeState("gpu01", error=lambda: None), Diagnosis((), Verdict.UNREACHABLE), False))  # type: ignore[arg-type]
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        await asyncio.wait_for(serving, 5)
+    writer.close()
 
 
 # ---- the pause ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ is gone, however it went).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -83,7 +84,16 @@ class PollWorker:
         self._have.set()
 
     async def _flush(self) -> None:
-        """Send a batch at most every BATCH_SECONDS (the console folds and draws once per batch)."""
+        """Send a batch at most every BATCH_SECONDS (the console folds and draws once per batch).
+
+        Returns when the console is gone; any other failure is raised, and ends the process (serve):
+        a poller that polls and cannot tell the console would leave old states looking current.
+        """
+        assert self._writer is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            await self._send_batches()
+
+    async def _send_batches(self) -> None:
         assert self._writer is not None
         while True:
             await self._have.wait()
@@ -104,16 +114,23 @@ class PollWorker:
         self.send(wire.Hello(tuple(self.pollers), os.getpid()))
         loops = [asyncio.create_task(p.run(self.post), name=f"poll {h}") for h, p in self.pollers.items()]
         flusher = asyncio.create_task(self._flush(), name="flush")
+        reading = asyncio.create_task(self._read(reader), name="requests")
         try:
-            while True:
-                message = await wire.receive(reader)
-                if message is None or isinstance(message, wire.Stop):
-                    return
-                self.dispatch(message)
+            done, _ = await asyncio.wait({reading, flusher}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # a failure ends the process, its traceback on stderr: the console says why
         finally:
-            for task in [*loops, flusher, *self._tasks.values()]:
+            for task in [*loops, flusher, reading, *self._tasks.values()]:
                 task.cancel()
-            await asyncio.gather(*loops, flusher, *self._tasks.values(), return_exceptions=True)
+            await asyncio.gather(*loops, flusher, reading, *self._tasks.values(), return_exceptions=True)
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        """Act on the console's requests until it says stop or its pipe ends."""
+        while True:
+            message = await wire.receive(reader)
+            if message is None or isinstance(message, wire.Stop):
+                return
+            self.dispatch(message)
 
     def dispatch(self, message: object) -> None:
         """Act on one request of the console."""
