@@ -166,8 +166,10 @@ def _status(text: str) -> Result:
 def _kernel(text: str) -> Result:
     parsed = parse_kernel_log(text)
     state = NodeState(host="file", kernel_events=parsed.value)
-    return ({"events": [kernel_event_json(e) for e in parsed.value]}, diagnosis.kernel_findings(state),
-            parsed.warnings)
+    # GPU_LOST first, as check gives it for the same lines (Xid 79, the driver's "fallen off the bus"): a
+    # pasted log must say that a reset cannot help, not only name the Xid. No GPU list here: by bus id.
+    findings = diagnosis.gpu_lost_findings(state) + diagnosis.kernel_findings(state)
+    return {"events": [kernel_event_json(e) for e in parsed.value]}, findings, parsed.warnings
 
 
 def _fm_log(text: str) -> Result:
