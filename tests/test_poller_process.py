@@ -271,6 +271,18 @@ async def test_a_process_that_cannot_be_started_is_one_line(started):
         await started(None, PollerClient(PollerSpec(settings(), 1.0, 10.0), python="/nonexistent/no-such-python"))
 
 
+async def test_a_frozen_simulated_clock_moved_in_the_console_moves_in_the_process_too(started):
+    s = settings(sim_speed=0.0)  # frozen: only the runbook's waits move it, in the console
+    backends, client = console_poller(s, resolve_backends(s), interval=None, poll_timeout=10.0)
+    gpu05 = {b.host: b for b in backends}["gpu05"]
+    await started(client.spec, client)
+    before = int((await gpu05.run(("date", "-u", "+%s"))).stdout)
+    assert before == int(gpu05.fleet.clock.now())  # both processes read the same simulated time
+    gpu05.fleet.clock.advance(3600)  # what a runbook's sleep does on a frozen clock
+    after = int((await gpu05.run(("date", "-u", "+%s"))).stdout)
+    assert after == before + 3600
+
+
 # ---- the console on it ----------------------------------------------------------------------------
 async def test_poll_now_in_the_console_reaches_the_process():
     from nvls_tui.app import NvlsApp
