@@ -216,8 +216,10 @@ async def test_an_unreachable_node_keeps_its_last_state_greyed_with_the_reason()
                                             error="ssh: connection refused")
         app.poll_now("gpu06")
         await wait_until(pilot, lambda: app.verdict("gpu06") is Verdict.UNREACHABLE, "the failed poll")
-        await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
+        # The grid redraws in batches (at most every REDRAW_EVERY, later under load): wait for the row's.
+        await wait_until(pilot, lambda: grid.get_cell("gpu06", "note").plain.startswith("stale:"),
+                         "the grid's redraw of gpu06")
         # The story column takes the room the other columns leave: the whole reason shows.
         assert grid.get_cell("gpu06", "note").plain == "stale: ssh: connection refused"
         assert grid.get_cell("gpu06", "holders").plain == "2"  # last known, not forgotten
