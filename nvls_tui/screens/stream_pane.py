@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from nvls_tui.bindings import bindings_for
 from nvls_tui.messages import ActionFailed, ActionFinished
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.outcome import NodeOutcome
@@ -25,6 +26,7 @@ from nvls_tui.runbook.single import ACTIONS, SingleAction
 from nvls_tui.runbook.steps import DEFAULT_THRESHOLDS, RepairOptions, threshold_for
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.runbook_column import RunbookColumn
+from nvls_tui.screens.searching import SEARCH_ACTIONS, Searching
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.runbook import repair_options
 from nvls_tui.widgets import palette
@@ -36,8 +38,10 @@ if TYPE_CHECKING:
     from nvls_tui.screens.services import ConsoleServices
 
 
-class StreamPane(OnConsole, ModalScreen[None]):
+class StreamPane(Searching, OnConsole, ModalScreen[None]):
     """The side pane of one single action on one node; the action starts when the pane opens.
+
+    Searched as the repair screen is (``/``, ``n``/``N``, Esc ends the search before it closes the pane).
 
     Args:
         host: the node.
@@ -46,7 +50,9 @@ class StreamPane(OnConsole, ModalScreen[None]):
         options: tunables (default: :func:`repair_options` for the node's backend).
     """
 
-    BINDINGS = [Binding("escape", "close", "Close", tooltip="Close the pane (a running action carries on).")]
+    # The search keys first: while a search is on, Esc ends it rather than closing the pane.
+    BINDINGS = [*bindings_for("search"),
+                Binding("escape", "close", "Close", tooltip="Close the pane (a running action carries on).")]
 
     def __init__(self, host: str, action: SingleAction, services: ConsoleServices, *,
                  options: RepairOptions | None = None) -> None:
@@ -74,6 +80,12 @@ class StreamPane(OnConsole, ModalScreen[None]):
         self.draw_header()
         self.services.actions.start_action(f"{self.action_spec.title} on {self.host}", self.run_single_action(),
                                            hosts=[self.host])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The search keys answer as :class:`Searching` says; the rest always."""
+        if action in SEARCH_ACTIONS:
+            return self.search_allows(action)
+        return True
 
     @property
     def column(self) -> RunbookColumn:
