@@ -20,16 +20,25 @@ def _list() -> int:
     from ClusterShell.NodeSet import NodeSet
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from nvls_tui.sim.scenarios import SCENARIOS
 
+    rows = [(s.name, str(NodeSet.fromlist(s.nodes)), s.description) for s in SCENARIOS.values()]
+    console = Console(highlight=False, markup=False, emoji=False)
+    piped = not console.is_terminal
+    if piped:
+        # A pipe has no width: rich would lay the table out for 80 columns and wrap or cut the descriptions
+        # (a grep would find half a sentence). Piped, the table is as wide as its longest row.
+        widths = [max(len(head), *(len(row[i]) for row in rows)) for i, head in enumerate(("name", "nodes", "x"))]
+        console = Console(highlight=False, markup=False, emoji=False, width=max(sum(widths) + 3 * len(widths) + 1, 80))
     table = Table(title="Simulated scenarios (use as sim:NAME or sim:NAME/NODESET)")
-    table.add_column("name", style="bold")
-    table.add_column("nodes")
-    table.add_column("description")
-    for scenario in SCENARIOS.values():
-        table.add_row(scenario.name, str(NodeSet.fromlist(scenario.nodes)), scenario.description)
-    Console().print(table)
+    table.add_column("name", style="bold", no_wrap=True)
+    table.add_column("nodes", no_wrap=True)
+    table.add_column("description", no_wrap=piped)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    console.print(table)
     return 0
 
 
