@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import dataclasses
 import os
 import signal
 import sys
@@ -132,13 +133,18 @@ def console_poller(settings: Settings, backends: Sequence[Backend], *, interval:
     runs in the poller process only.
     """
     from nvls_tui.backends.via_poller import PollerHeldBackend
+    from nvls_tui.targets import target_words
 
+    # The words the console read, not where it read them: a hosts file may be gone, changed or a pipe
+    # (``--hosts-file <(...)``) by the time the process starts; it must poll the console's nodes.
+    settings = dataclasses.replace(settings, targets=tuple(target_words(settings)), hosts_file=None, demo=False)
     clocks: dict[str, Any] = {}
     for backend in backends:
         fleet = getattr(backend, "fleet", None)
         if backend.simulated and fleet is not None:
             clocks[backend.host] = fleet.clock.to_dict()
-    client = PollerClient(PollerSpec(settings, interval, poll_timeout, clocks))
+    client = PollerClient(PollerSpec(settings, interval, poll_timeout, clocks),
+                          expect=tuple(b.host for b in backends))
     return [PollerHeldBackend(b, client) if b.host in clocks else b for b in backends], client
 
 

@@ -48,6 +48,14 @@ async def until(condition, timeout: float, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
+def running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def settings(target: str = "sim:seed-incident", **kwargs) -> Settings:
     return Settings(command="console", targets=(target,), **kwargs)
 
@@ -281,6 +289,24 @@ async def test_a_frozen_simulated_clock_moved_in_the_console_moves_in_the_proces
     gpu05.fleet.clock.advance(3600)  # what a runbook's sleep does on a frozen clock
     after = int((await gpu05.run(("date", "-u", "+%s"))).stdout)
     assert after == before + 3600
+
+
+async def test_the_process_polls_the_nodes_the_console_read_even_when_the_hosts_file_is_gone(started, tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("sim:seed-incident/gpu05\nsim:seed-incident/gpu06\n")
+    s = Settings(command="console", hosts_file=str(hosts))
+    backends, client = console_poller(s, resolve_backends(s), interval=None, poll_timeout=10.0)
+    hosts.unlink()  # (or a pipe already read, or a file changed since): the console's nodes are these
+    _, got = await started(client.spec, client)
+    assert client.hosts == ("gpu05", "gpu06") == tuple(b.host for b in backends)
+    await until(lambda: len(got.by_host) == 2, 20, "both nodes polled")
+
+
+async def test_a_process_that_polls_other_nodes_than_the_console_shows_is_refused(started):
+    client = PollerClient(PollerSpec(settings(), interval=None, poll_timeout=10.0), expect=("gpu05", "gpu01"))
+    with pytest.raises(PollerFailed, match="polls other nodes than the console shows"):
+        await started(client.spec, client)
+    assert client.pid is not None and not running(client.pid)
 
 
 # ---- the console on it ----------------------------------------------------------------------------

@@ -50,6 +50,7 @@ class PollerClient:
         spec: what the process polls (pickled to it; ``nvls_tui.poller_process.PollerSpec``).
         module: the module the process runs (``python -m``).
         python: the interpreter.
+        expect: the nodes the consumer shows, in order; a process that polls others is refused.
 
     Attributes:
         pid: the process's id once started.
@@ -58,8 +59,10 @@ class PollerClient:
         reason: why it ended (None while it runs).
     """
 
-    def __init__(self, spec: object, *, module: str = DEFAULT_MODULE, python: str = sys.executable) -> None:
+    def __init__(self, spec: object, *, module: str = DEFAULT_MODULE, python: str = sys.executable,
+                 expect: Sequence[str] | None = None) -> None:
         self.spec = spec
+        self.expect = tuple(expect) if expect is not None else None
         self.module = module
         self.python = python
         self.pid: int | None = None
@@ -132,6 +135,12 @@ class PollerClient:
         if not isinstance(hello, wire.Hello):
             await self._ended(None)
             raise PollerFailed(self.reason or "the poller process did not start")
+        if self.expect is not None and hello.hosts != self.expect:
+            # Fail closed: states of other nodes (or in another order) must never be shown as these.
+            with contextlib.suppress(PollerGone, OSError):
+                self._send(wire.Stop())
+            await self._ended("the poller process polls other nodes than the console shows")
+            raise PollerFailed(self.reason or "")
         self.hosts = hello.hosts
         self._reader_task = asyncio.create_task(self._read(reader, on_results), name="poller process")
         return self.hosts
