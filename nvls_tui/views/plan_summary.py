@@ -3,8 +3,12 @@ are the repair's own, is the runbook's: ``runbook/bookkeeping.py``)."""
 
 from __future__ import annotations
 
+import os
+import shlex
+
 from nvls_tui.parsers.restarters import APT_TIMERS
 from nvls_tui.runbook.hold_apt import held_sentence
+from nvls_tui.runbook.kube_repair import PAUSED
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.plan import SIDE_EFFECT
 from nvls_tui.views.deadlines import rechecks_first
@@ -17,6 +21,64 @@ def recheck_sentence(host: str) -> str:
             "it is reset only if the test fails twice")
 
 
+# kubectl's global options that the runbook puts before the verb, and whether each takes the next word.
+KUBECTL_GLOBALS = {"--kubeconfig": True, "--context": True}
+
+
+def kubectl_words(command: str) -> list[str] | None:
+    """``kubectl [globals] VERB ARGS`` as VERB ARGS (None for a line that is not a kubectl call)."""
+    try:
+        argv = shlex.split(command.partition("  # ")[0])
+    except ValueError:
+        return None
+    if not argv or os.path.basename(argv[0]) != "kubectl":
+        return None
+    i = 1
+    while i < len(argv) and argv[i].startswith("--"):
+        i += 2 if KUBECTL_GLOBALS.get(argv[i], False) else 1
+    return argv[i:]
+
+
+def cluster_words(outcome: NodeOutcome) -> tuple[list[str], str | None]:
+    """What the repair does in the node's Kubernetes cluster, from its dry run's kubectl lines: the lines that come
+    before the node's own stops (cordon, operands paused, workloads evicted) and the driver pod's restart, which
+    is the reset where Fabric Manager runs in that pod (None where it does not). Nothing for a node in no cluster."""
+    raw = [c for step in outcome.steps for c in step.commands]
+    calls = [w for w in map(kubectl_words, raw) if w]
+    lines = []
+    for note in raw:  # the dry run's own note where the node was cordoned before the repair
+        if note.startswith("# ") and " is cordoned already: it is left so" in note:
+            node = note[2:].split()[0]
+            lines.append(f"{node} is cordoned already (by an earlier nvls-tui repair): a passing repair uncordons it"
+                         if note.endswith("until a repair passes")
+                         else f"{node} is cordoned already: the repair leaves it cordoned")
+    for words in calls:
+        if words[:1] == ["cordon"] and len(words) > 1:
+            lines.append(f"cordons {words[1]} in Kubernetes (no new pod lands on it); uncordons it only after a "
+                         "passing smoke test")
+    paused = [w for w in calls if w[:1] == ["label"] and any(a.endswith(f"={PAUSED}") for a in w)]
+    if paused:
+        lines.append(f"pauses {count(len(paused), 'GPU Operator operand')} on it (their nvidia.com/gpu.deploy.* "
+                     "labels); the restore puts them back")
+    evicted = []
+    for words in calls:  # create --raw /api/v1/namespaces/NS/pods/P/eviction
+        path = words[2].split("/") if words[:2] == ["create", "--raw"] and len(words) > 2 else []
+        if len(path) == 8 and path[7] == "eviction":
+            evicted.append(f"{path[4]}/{path[6]}")
+    if evicted:
+        shown = ", ".join(evicted[:3]) + (f" +{len(evicted) - 3} more" if len(evicted) > 3 else "")
+        lines.append(f"evicts {count(len(evicted), 'workload pod')}: {shown}")
+    driver = None
+    for words in calls:  # delete pod -n NS P --wait=false
+        if words[:2] == ["delete", "pod"] and "-n" in words:
+            at = words.index("-n")
+            rest = [w for w in words[at + 2:] if not w.startswith("-")]
+            if at + 1 < len(words) and rest:
+                driver = (f"restarts the GPU Operator's driver pod {words[at + 1]}/{rest[0]} (Fabric Manager runs in "
+                          "it): the driver reloads, which resets every GPU and NVSwitch")
+    return lines, driver
+
+
 def what_it_does(outcome: NodeOutcome) -> list[str]:
     """The plan in the operator's terms, what matters first: what goes down, what is reset, what comes back."""
     commands = [c.partition("  # ")[0].strip() for step in outcome.steps for c in step.commands if not c.startswith("#")]
@@ -26,6 +88,8 @@ def what_it_does(outcome: NodeOutcome) -> list[str]:
     if rechecks_first(outcome):  # a healthy-looking node: the rest runs only when the re-check fails
         lines += ["looks healthy: runs the NVLS smoke test first; if it passes, the node is skipped (nothing reset)",
                   "only if the test fails twice:"]
+    cluster, driver = cluster_words(outcome)
+    lines += cluster
     if stops:
         lines.append("stops " + ", ".join(dict.fromkeys(stops)))
     if held := tuple(t for t in APT_TIMERS if t in stops):  # FM_RESTARTER: apt held for the repair
@@ -45,6 +109,8 @@ def what_it_does(outcome: NodeOutcome) -> list[str]:
         gpus, switches = basis.get("gpus"), basis.get("nvswitches")
         lines.append(f"resets {'all ' + count(gpus, 'GPU') if gpus else 'every GPU'} and "
                      f"{count(switches, 'NVSwitch') if switches else 'every NVSwitch'} (nvidia-smi -r)")
+    if driver:
+        lines.append(driver)
     # What the reset commits besides (a pending MIG mode change): the reset step's own notes.
     lines += [c[2:] for step in outcome.steps if step.name == "reset" for c in step.commands
               if c.startswith(SIDE_EFFECT)]
