@@ -30,7 +30,8 @@ def sync_rows(table: DataTable, rows: Sequence[Row]) -> int:
 
     The columns must already exist, in the order of the cells. When the row keys (or their order)
     change, the rows are rebuilt and the cursor follows the key it was on; otherwise changed cells
-    are written with ``update_cell`` so the cursor and the scroll position stay put.
+    are written with ``update_cell`` so the cursor and the scroll position stay put (a column widens
+    to a longer cell, never cuts it).
 
     Returns:
         The number of cells written.
@@ -51,7 +52,9 @@ def sync_rows(table: DataTable, rows: Sequence[Row]) -> int:
     for key, cells in rows:
         for col, cell in zip(columns, cells, strict=False):
             if _sig(table.get_cell(key, col)) != _sig(cell):
-                table.update_cell(key, col, cell)
+                # update_width: DataTable keeps a column's width otherwise, and a longer word is cut with
+                # no sign (a unit's `activating` read `activati`).
+                table.update_cell(key, col, cell, update_width=True)
                 written += 1
     return written
 
