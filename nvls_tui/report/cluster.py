@@ -60,9 +60,20 @@ def cluster_done(log: NodeLog) -> list[str]:
     return parts
 
 
+# The preflight's note (runbook/kube_repair.cordon) on a node someone else cordoned: the repair leaves it so.
+_THEIRS = " was cordoned already (by someone else)"
+
+
 def cluster_left(log: NodeLog) -> list[str]:
-    """A cordon the repair kept (after a failure or an interruption), with how to lift it."""
+    """A cordon the repair kept (after a failure or an interruption), with how to lift it; a cordon that was
+    someone else's before the repair, which it leaves whatever the result."""
     out = []
+    for note in log.events("note"):
+        message = note.get("message")
+        if isinstance(message, str) and _THEIRS in message:
+            node = message.split(_THEIRS, 1)[0]
+            out.append(f"{code_span(node)} stays cordoned in Kubernetes: it was cordoned before the repair, not by "
+                       f"nvls-tui; {code_span(f'kubectl uncordon {node}')} once whoever cordoned it agrees")
     for words in _calls(log):
         if words[:2] == ["annotate", "node"] and len(words) > 3 and words[3].startswith(f"{STOPPED_AT}="):
             node, step = words[2], words[3].split("=", 1)[1]
