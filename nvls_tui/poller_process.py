@@ -96,9 +96,9 @@ async def serve(read_fd: int, write_fd: int) -> int:
     try:
         await PollWorker(pollers, {b.host: b for b in backends if b.simulated}).serve(reader, writer)
     finally:
-        for backend in backends:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(backend.close(), 2.0)
+        # All at once and bounded: the console waits for this process when it quits.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*(b.close() for b in backends), return_exceptions=True), 2.0)
     return 0
 
 
