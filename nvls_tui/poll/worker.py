@@ -27,6 +27,7 @@ from nvls_tui.poll.poller import NodePoller, PollResult
 # What a Call may ask of a node held here (the session has audited it in the console).
 OPS = ("run", "deliver", "read_probe", "snapshot")
 STATE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeState))
+MAX_DIFF_FIELDS = 6
 
 
 def state_changes(last: NodeState, new: NodeState) -> dict[str, Any]:
@@ -49,8 +50,9 @@ class UpdateEncoder:
         self.last[host] = result
         if last is not None and last.diagnosis == result.diagnosis:
             changes = state_changes(last.state, result.state)
-            # A diff only where it is small: a changed GPU table or process list travels whole.
-            if len(changes) <= 6:
+            # A diff where a few fields moved (the clock, the uptime, when it was read); a poll that
+            # moved many travels whole: a diff would be no smaller.
+            if len(changes) <= MAX_DIFF_FIELDS:
                 return wire.Update(host, seq, None, changes, result.ok)
         return wire.Update(host, seq, result, None, result.ok)
 
