@@ -1,7 +1,8 @@
 """Export what the fleet grid shows: the same rows, in the same order, as CSV and as JSON.
 
-The rows are the grid's own cells (its plain text), so the file says what the operator saw: a filter
-leaves nodes out, a sort orders them, ``?`` stays ``?`` (unknown is never written as 0 or empty). Text
+The rows and columns are the grid's own (their plain text), so the file says what the operator saw: a filter
+leaves nodes out, a sort orders them, ``?`` stays ``?`` (unknown is never written as 0 or empty); a cell the
+grid cut to the terminal's width is written whole (the console passes the uncut row). Text
 from a node is data: control characters are taken out, and a CSV cell that a spreadsheet would run as
 a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return first) is quoted with a leading ``'``. Both
 files are written private (0600, in a 0700 directory of the operator's own): host names and findings
@@ -14,6 +15,7 @@ import csv
 import io
 import json
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,15 +41,26 @@ class GridView:
     simulated: bool = False
 
 
-def grid_view(grid, *, simulated: bool = False) -> GridView:
+def grid_view(grid, *, simulated: bool = False,
+              whole: Callable[[str], Mapping[str, object] | None] | None = None) -> GridView:
     """The :class:`GridView` of a Textual ``DataTable`` (the fleet grid), its rows in the order shown.
 
     The selection mark of a host cell (``● gpu05``) is the console's, not the node's: it is dropped.
+
+    Args:
+        grid: the table.
+        simulated: some node is simulated.
+        whole: a row's cells uncut, by column key, from its host (the row's key); the grid cuts its
+            cells to the terminal's width, a file should not. None, or None for a host, keeps the cells shown.
     """
     columns = tuple(one_line(_plain(c.label)) for c in grid.ordered_columns)
+    keys = [c.key.value for c in grid.ordered_columns]
     rows = []
     for row in grid.ordered_rows:
-        cells = [one_line(_plain(cell)) for cell in grid.get_row(row.key)]
+        shown = grid.get_row(row.key)
+        uncut = whole(str(row.key.value)) if whole is not None else None  # the grid's rows are keyed by host
+        cells = [one_line(_plain(uncut[k] if uncut is not None and k in uncut else cell))
+                 for k, cell in zip(keys, shown, strict=False)]
         if cells:
             cells[0] = cells[0].removeprefix("● ")
         rows.append(tuple(cells))

@@ -450,7 +450,14 @@ class FleetScreen(OnConsole, Screen[None]):
         """Write what the grid shows as CSV and JSON (nvls_tui.export); a toast names both files."""
         from nvls_tui.export import export_dir, grid_view, write_export
 
-        view = grid_view(self.query_one(FleetGrid), simulated=self.services.settings.simulated)
+        grid = self.query_one(FleetGrid)
+        live, now = self.services.live, self.services.clock()
+        states = {h: s for h in grid.visible_hosts if (s := live.fleet.get(h)) is not None}
+        # Each cell whole (the story's long form, nothing cut to a narrow terminal's width); rows, order and
+        # columns as shown.
+        view = grid_view(grid, simulated=self.services.settings.simulated,
+                         whole=lambda host: grid.row_cells(states[host], live.diagnoses.get(host), now, whole=True)
+                         if host in states else None)
         try:
             paths = write_export(view, export_dir(), self.services.clock())
         except OSError as exc:  # UnsafeLocation too: one sentence, nothing written

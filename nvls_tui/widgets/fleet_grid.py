@@ -227,8 +227,10 @@ class FleetGrid(DataTable):
         base = self._baseline.setdefault(state.host, lines)
         return len(lines - base)
 
-    def row_cells(self, state: NodeState, diagnosis: Diagnosis | None, now: float) -> dict[str, Text]:
-        """Every cell of one node's row, keyed by column key."""
+    def row_cells(self, state: NodeState, diagnosis: Diagnosis | None, now: float, *,
+                  whole: bool = False) -> dict[str, Text]:
+        """Every cell of one node's row, keyed by column key: cut to the columns' widths, or ``whole`` (the
+        story's long form, nothing cut: what an export writes)."""
         stale = not state.reachable
         host_style = cells.STYLE["stale"] if stale else "bold"
         if stale:
@@ -274,7 +276,9 @@ class FleetGrid(DataTable):
                         cells.smoke_text(state.smoke, stale, diagnosis.smoke_distrust if diagnosis else None))
         row["age"] = cells.age_text(None if state.polled_at is None else now - state.polled_at)
         widths = self.widths
-        row["note"] = note_for(state, diagnosis, widths.get("note"), self.last_repair(state.host))
+        row["note"] = note_for(state, diagnosis, None if whole else widths.get("note"), self.last_repair(state.host))
+        if whole:
+            return {key: row[key] for key in self.layout_now.keys}
         return {key: cells.fit(row[key], widths[key]) for key in self.layout_now.keys}
 
     def show(
