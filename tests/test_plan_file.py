@@ -103,6 +103,9 @@ BROKEN_FIELDS = {
     "options as a list": (_set("options", []), "options is a list, not an object"),
     "sigkill as a string": (_set("options.sigkill", "no"), "options.sigkill is a string"),
     "an unknown strategy": (_set("options.strategy", "yolo"), "options.strategy is a string, not parallel"),
+    "wait_pods as a string": (_set("options.wait_pods", "60"), "options.wait_pods is a string, not a number of 0"),
+    "wait_pods below 0": (_set("options.wait_pods", -1), "options.wait_pods is a number, not a number of 0 or more"),
+    "wait_pods null": (_set("options.wait_pods", None), "options.wait_pods is null, not a number of 0 or more"),
     # The steps are what the operator read and approved: a plan without them approved nothing.
     "no steps": (_drop("nodes.0.steps"), "gpu05's steps are null, not the 8 steps"),
     "steps as a string": (_set("nodes.0.steps", "x"), "gpu05's steps are a string, not the 8 steps"),
@@ -142,7 +145,12 @@ def test_a_plan_with_a_missing_or_mistyped_field_is_one_usage_line_and_touches_n
 def test_a_dry_run_records_the_options_a_repair_is_held_to(fleet, tmp_path, capsys):
     plan = dry_run(fleet, tmp_path, capsys, "--strategy", "serial", "--sigkill", "--smoke-threshold", "200")
     assert plan["options"] == {"strategy": "serial", "sigkill": True, "smoke_threshold": 200.0, "wait_jobs": 0.0,
-                               "keep_drained": False, "sudo": False}
+                               "keep_drained": False, "sudo": False, "wait_pods": 0.0}
+
+
+def test_a_dry_run_records_wait_pods(fleet, tmp_path, capsys):
+    plan = dry_run(fleet, tmp_path, capsys, "--wait-pods", "90")
+    assert plan["options"]["wait_pods"] == 90.0
 
 
 @pytest.mark.parametrize(("planned", "applied", "words"), [
@@ -151,6 +159,8 @@ def test_a_dry_run_records_the_options_a_repair_is_held_to(fleet, tmp_path, caps
     (("--smoke-threshold", "200"), (), "--smoke-threshold (the plan: 200 GB/s; this run: the GPU model's default)"),
     (("--keep-drained",), (), "--keep-drained"),
     ((), ("--wait-jobs", "60"), "--wait-jobs (the plan: 0 s; this run: 60 s)"),
+    ((), ("--wait-pods", "120"), "--wait-pods (the plan: 0 s; this run: 120 s)"),
+    (("--wait-pods", "120"), (), "--wait-pods (the plan: 120 s; this run: 0 s)"),
 ])
 def test_a_plan_applied_with_other_options_is_refused_naming_the_difference(planned, applied, words, fleet, tmp_path,
                                                                            capsys):
@@ -165,5 +175,19 @@ def test_a_plan_applied_with_other_options_is_refused_naming_the_difference(plan
 def test_a_plan_applied_with_its_own_options_runs(fleet, tmp_path, capsys):
     plan = dry_run(fleet, tmp_path, capsys, "--sigkill", "--strategy", "serial")
     code, err = apply(fleet, tmp_path, capsys, plan, "--strategy", "serial", "--sigkill")
+    assert code == 0, err
+    assert node_changed(fleet)
+
+
+def test_a_plan_made_before_wait_pods_existed_is_held_to_the_default(fleet, tmp_path, capsys):
+    """A plan file without ``wait_pods`` (made before the option existed) counts as ``--wait-pods 0``: applied
+    without the option it runs; applied with another value it is refused, naming the difference."""
+    plan = dry_run(fleet, tmp_path, capsys)
+    del plan["options"]["wait_pods"]
+    code, err = apply(fleet, tmp_path, capsys, plan, "--wait-pods", "30")
+    assert code == 2
+    assert "--wait-pods (the plan: 0 s; this run: 30 s)" in err and "\n" not in err.strip(), err
+    assert not node_changed(fleet)
+    code, err = apply(fleet, tmp_path, capsys, plan)
     assert code == 0, err
     assert node_changed(fleet)

@@ -34,7 +34,12 @@ def plan_options(settings: Settings) -> dict[str, Any]:
         "wait_jobs": float(repair.wait_jobs),
         "keep_drained": repair.keep_drained,
         "sudo": settings.sudo,
+        "wait_pods": float(repair.wait_pods),
     }
+
+
+# Options a plan made before they existed lacks: such a plan was approved with the option's default.
+_ADDED_LATER: dict[str, Any] = {"wait_pods": 0.0}
 
 
 # Each option: how the command line writes it, and the plain words for a value of it.
@@ -45,6 +50,7 @@ _OPTION_WORDS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "wait_jobs": ("--wait-jobs", lambda v: f"{v:g} s"),
     "keep_drained": ("--keep-drained", lambda v: "with it" if v else "without it"),
     "sudo": ("--sudo", lambda v: "--sudo" if v else "--no-sudo"),
+    "wait_pods": ("--wait-pods", lambda v: f"{v:g} s"),
 }
 
 
@@ -76,6 +82,7 @@ _OPTION_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
     "wait_jobs": (lambda v: _is_number(v) and v >= 0, "a number of 0 or more"),  # type: ignore[operator]
     "keep_drained": (lambda v: isinstance(v, bool), "true or false"),
     "sudo": (lambda v: isinstance(v, bool), "true or false"),
+    "wait_pods": (lambda v: _is_number(v) and v >= 0, "a number of 0 or more"),  # type: ignore[operator]
 }
 
 _BASIS_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
@@ -187,8 +194,11 @@ def check_plan(data: object, hosts: list[str], options: Mapping[str, Any]) -> di
     if "options" not in data:
         raise PlanError("it records no options (made by an older nvls-tui?): make it again with "
                         "`repair --dry-run --json` and the options the repair will use")
-    _check_fields("options", data["options"], _OPTION_TYPES)
-    changes = option_mismatches(data["options"], options)
+    recorded = data["options"]
+    if isinstance(recorded, dict):
+        recorded = {**_ADDED_LATER, **recorded}
+    _check_fields("options", recorded, _OPTION_TYPES)
+    changes = option_mismatches(recorded, options)
     if changes:
         raise PlanError("it was approved with other options than this run's: " + "; ".join(changes)
                         + " (run the repair with the plan's options, or plan again)")
