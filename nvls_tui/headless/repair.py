@@ -216,8 +216,11 @@ def load_plan(path: str, hosts: list[str], options: dict | None = None) -> dict[
 
 
 def duration_lines(outcomes: list[NodeOutcome], options: RepairOptions, strategy: str) -> list[str]:
-    """How long the planned repair takes (usually, and at most) and each wait's deadline."""
-    planned = [o for o in outcomes if o.result == "planned"] or outcomes
+    """How long the planned repair takes (usually, and at most) and each wait's deadline; nothing when no node
+    would be repaired (a refused node is promised neither a duration nor a re-check)."""
+    planned = [o for o in outcomes if o.result == "planned"]
+    if not planned:
+        return []
     rechecked = [o.host for o in planned if rechecks_first(o)]
     return [f"expected duration: {duration_line(options, strategy, [rechecks_first(o) for o in planned])}",
             f"deadlines per node: {deadlines_line(options, rechecked)}"]
@@ -232,7 +235,9 @@ def print_plan(outcomes: list[NodeOutcome], stream: TextIO, duration: Sequence[s
         say(stream, f"== {o.host}: {o.result}{why}")
         for line in o.manual:
             say(stream, f"  changed by hand: {one_line(line)}")
-        for step in o.steps:
+        if o.result == "refused" and not any(step.commands for step in o.steps):
+            say(stream, "  no step runs: the repair stops at preflight")
+        for step in (s for s in o.steps if s.commands or o.result != "refused"):
             say(stream, f"  {step.name}")
             for command in step.commands:
                 say(stream, f"    $ {one_line(command)}")

@@ -54,6 +54,8 @@ from nvls_tui.runbook.summary import summarize
 
 # The kernel journal's cursor preflight reads at T0 (known only when the repair runs).
 CURSOR = "<CURSOR>"
+# The message of each step of a refused plan (its status stays ``skipped``; it lists no command).
+NOT_RUN = "not run: the repair is refused at preflight"
 
 
 def _join(argv: tuple[str, ...], env: dict[str, str] | None = None) -> str:
@@ -214,19 +216,23 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
             + commands["preflight"]
         commands["restore"] = commands["restore"] + scheduling.plan_commands(
             scheduler_node, run_id, ctx.options.keep_drained)[2:]
-    for name in STEPS:
-        step = outcome.step(name)
-        step.status = STEP_PLANNED
-        step.commands = commands[name]
-        ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, commands=tuple(step.commands)))
     fm_pod = kube_lines is not None and "reset" in kube_lines
     reason = (preflight.refusal(state, fm_pod=fm_pod) or preflight.record_refusal(state) or kube_refusal
               or preflight.escalation(state))
     if reason:
+        # A refused node gets no plan: listing its steps as "planned" (a smoke test of the GPUs it has, a
+        # duration, a healthy-looking re-check) before the refusal read as a repair about to run.
         outcome.result = REFUSED
         outcome.message = f"a repair would stop at preflight: {reason}"
+        for name in STEPS:
+            outcome.step(name).message = NOT_RUN
         outcome.step("preflight").message = reason
     else:
+        for name in STEPS:
+            step = outcome.step(name)
+            step.status = STEP_PLANNED
+            step.commands = commands[name]
+            ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, commands=tuple(step.commands)))
         outcome.result = PLANNED
         outcome.message = "dry run: nothing was changed"
         if preflight.fabric_looks_healthy(state):  # the plan's preflight smoke-tests it first

@@ -78,6 +78,10 @@ def plan_text(outcome: NodeOutcome, options: RepairOptions | None = None) -> Gro
     if outcome.result == "refused":
         parts.append(Text("⊘ a repair would be refused", style=palette.bold("warn")))
         parts.append(Text(f"{outcome.message}\n", style=warn))
+        if not any(step.commands for step in outcome.steps):
+            # Preflight refuses it: no step is planned, so none is listed as if it would run.
+            parts.append(Text("No step runs: the repair stops at preflight.", style=muted))
+            return Group(*parts)
     n = 0
     for i, step in enumerate(outcome.steps, 1):
         parts.append(Text(f"{i}. {step.name}", style="bold"))
