@@ -54,6 +54,13 @@ READ_ONLY_REFUSAL = "Read-only mode: this action would change the node, so it is
 # Units (54) and NVSwitches (34) side by side, with room for the GPU table's columns, need this many.
 NARROW_BELOW = 120
 
+# The holders' columns. Below HOLDERS_NARROW_BELOW columns the command comes right after the kind, so
+# pid, kind and command (what decides a SIGTERM) are on screen at 80 columns; the owner and start time
+# follow, reachable by scrolling. Wider, the owner and start time come first, as the fleet's habit is.
+HOLDERS_NARROW_BELOW = 100
+HOLDER_COLUMNS_WIDE = (" ", "pid", "user", "kind", "unit / pod", "started", "command", "devices")
+HOLDER_COLUMNS_NARROW = (" ", "pid", "user", "kind", "command", "devices", "unit / pod", "started")
+
 # The panels' titles; what a key would do is said only where the key may act (never in read-only).
 UNITS_TITLE, UNITS_KEYS = "Units", "  (s stop · u start)"
 HOLDERS_TITLE, HOLDERS_KEYS = "Holders of /dev/nvidia*", "  (space select · a all · t SIGTERM)"
@@ -116,9 +123,8 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         t("#switches", DataTable).add_columns("nvswitch", "bus id")
         t("#kernel", DataTable).add_columns("code", "when", "line")
         # The command before the devices: what a process is decides whether to stop it; its device
-        # files (compressed) rarely do, and a long list took the command's room.
-        t("#holders", DataTable).add_columns(" ", "pid", "user", "kind", "unit / pod", "started", "command",
-                                             "devices")
+        # files (compressed) rarely do, and a long list took the command's room. The holders' columns
+        # were made by _arrange above, in the order the width asks for.
         read_only = self.services.settings.read_only
         titles = {"#gpus": "GPUs", "#findings-box": "Findings",
                   "#units": UNITS_TITLE + ("" if read_only else UNITS_KEYS),
@@ -145,6 +151,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         # the kernel, the holders.
         narrow = width < NARROW_BELOW
         self.set_class(narrow, "-narrow")
+        self._order_holder_columns(width)
         body = self.query_one("#node-body")
         wide_order = ["#gpus", "#findings-box", "#node-mid", "#kernel-coverage", "#kernel", "#holders-box"]
         narrow_order = ["#findings-box", "#holders-box", "#node-mid", "#gpus", "#kernel-coverage", "#kernel"]
@@ -155,6 +162,22 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
             if body.children.index(after) != body.children.index(before) + 1:
                 body.move_child(after, after=before)
         self.call_after_refresh(self._findings_scrolled)
+
+    def _order_holder_columns(self, width: int) -> None:
+        """Give the holders table the column order of ``width``, its rows redrawn and its cursor kept."""
+        order = HOLDER_COLUMNS_NARROW if width < HOLDERS_NARROW_BELOW else HOLDER_COLUMNS_WIDE
+        table = self.query_one("#holders", DataTable)
+        if [c.label.plain for c in table.columns.values()] == list(order):
+            return
+        keep = cursor_key(table)
+        table.clear(columns=True)
+        table.add_columns(*order)
+        state = self.state
+        if state is not None:
+            self._draw_holders(state)
+        keys = [r.value for r in table.rows]
+        if keep in keys:
+            table.move_cursor(row=keys.index(keep), animate=False)
 
     def _findings_scrolled(self, *_: object) -> None:
         """Say on the findings' border how much lies below, while some does (the scrollbar alone is thin)."""
@@ -236,10 +259,13 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         live = {(h.pid, h.start_time) for h in state.holders}
         self.selected = {p: h for p, h in self.selected.items() if (h.pid, h.start_time) in live}
         rows = []
+        order = [c.label.plain for c in self.query_one("#holders", DataTable).columns.values()]
         for h in state.holders:
             mark = Text("●", style=palette.bold("accent")) if h.pid in self.selected else Text(" ")
-            rows.append((str(h.pid), (mark, str(h.pid), h.user, h.kind.value, owner_text(h),
-                                      short_start(h.start_time), h.command, compact_devices(h.devices))))
+            cells: dict[str, Text | str] = {" ": mark, "pid": str(h.pid), "user": h.user, "kind": h.kind.value, "unit / pod": owner_text(h),
+                     "started": short_start(h.start_time), "command": h.command,
+                     "devices": compact_devices(h.devices)}
+            rows.append((str(h.pid), tuple(cells[label] for label in order)))
         table = self.query_one("#holders", DataTable)
         sync_rows(table, rows)
         box = self.query_one("#holders-box")
