@@ -111,7 +111,7 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("node.fm_restart", "F", "restart_fm", "FM restart", "Restart Fabric Manager, watch the GPUs register "
                 "(type the node name).", "node", destructive=True,
                 palette="node: Restart Fabric Manager on {host}"),
-    BindingSpec("node.smoke", "n", "smoke_test", "Smoke test", "NVLS all_reduce_perf with a live bandwidth plot "
+    BindingSpec("node.smoke", "T", "smoke_test", "Smoke test", "NVLS all_reduce_perf with a live bandwidth plot "
                 "(confirmed).", "node", destructive=True,
                 palette="node: Run the NVLS smoke test on {host}"),
     BindingSpec("node.restore", "U", "restore_repair", "Restore", "Put back every unit and setting an "
@@ -144,7 +144,8 @@ SPECS: tuple[BindingSpec, ...] = (
 SEARCH = (
     # search inside a screen that has one (the node screen, the repair screen, the help): these come
     # before the screen's own keys, and n/N/Esc answer only while a search is on; without one they are
-    # the screen's (the node screen's n is its smoke test, Esc goes back).
+    # the screen's (Esc goes back). The node screen's smoke test is T, not n: a key that takes a node's
+    # GPUs for minutes never shares a key with stepping through matches.
     BindingSpec("search.start", "slash", "search", "Search", "Search this screen as you type (tables, output, "
                 "findings); Enter keeps the search, n/N step through the matches, Esc ends it.", "search",
                 priority=True),
@@ -218,7 +219,7 @@ def keymap_problem(keymap: dict[str, object]) -> str | None:
     for scope in SCOPES:
         # The app's bindings answer on every screen, so each screen's keys share one space with them. The
         # search keys answer only while a search is on, before the screen's and the app's: they may share
-        # a key with those (n is the node screen's smoke test without a search), never with each other.
+        # a key with those (n is the fleet's next broken node), never with each other.
         active = specs_for(scope) if scope in ("app", "search") else specs_for("app") + specs_for(scope)
         owner: dict[str, str] = {}
         for s in active:

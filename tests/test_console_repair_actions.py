@@ -40,7 +40,7 @@ async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_th
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await open_node_screen(app, pilot, "gpu01")
-        await pilot.press("n")
+        await pilot.press("T")
         await confirm(app, pilot)
         pane = app.screen
         await wait_until(pilot, lambda: pane.column.run.result is not None, "the smoke test to end")
@@ -113,7 +113,7 @@ async def test_read_only_mode_hides_the_single_actions():
     async with app.run_test(size=SIZE) as pilot:
         node = await open_node_screen(app, pilot, "gpu05")
         assert [node.check_action(a, ()) for a in ("reset_gpus", "restart_fm", "smoke_test")] == [False] * 3
-        await pilot.press("R", "n")
+        await pilot.press("R", "T")
         await pilot.pause()
         assert isinstance(app.screen, NodeScreen)
 

@@ -38,7 +38,7 @@ def test_a_search_counts_steps_and_wraps():
 
 
 def test_the_search_keys_may_share_a_key_with_a_screen_but_not_with_each_other():
-    assert keymap_problem({}) is None  # n is both the node's smoke test and the search's next match
+    assert keymap_problem({}) is None  # n is both the fleet's next broken node and the search's next match
     assert "search.next" in (keymap_problem({"search.next": "N"}) or "")
 
 
@@ -76,7 +76,7 @@ async def test_slash_searches_the_node_screen_n_steps_and_esc_ends_it():
         await pilot.press("escape")
         assert not bar.display and isinstance(app.screen, NodeScreen)  # Esc ended the search, not the screen
         assert screen.focused is holders
-        await pilot.press("n")  # no search: n is the smoke test again
+        await pilot.press("T")  # the smoke test is T, never n (tests/test_smoke_key.py)
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the smoke test's confirmation")
 
 

@@ -152,7 +152,7 @@ async def test_a_smoke_test_in_the_side_pane_posts_its_outcome_with_the_runbook_
     flow = Flow()
     async with app.run_test(size=SIZE, message_hook=flow) as pilot:
         await open_node_screen(app, pilot, "gpu01")
-        await pilot.press("n")
+        await pilot.press("T")
         await confirm(app, pilot)
         pane = app.screen
         await wait_until(pilot, lambda: flow.of(ActionFinished), "the smoke test's end")

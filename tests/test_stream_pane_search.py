@@ -31,7 +31,7 @@ async def test_slash_searches_the_smoke_test_side_pane_and_esc_ends_the_search_b
     async with app.run_test(size=SIZE, message_hook=lambda m: isinstance(m, ActionFinished) and finished.append(m)
                             ) as pilot:
         await open_node_screen(app, pilot, "gpu01")
-        await pilot.press("n")
+        await pilot.press("T")
         await confirm(app, pilot)
         pane = app.screen
         assert isinstance(pane, StreamPane)

@@ -74,7 +74,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         services: the fleet, the session, the clock and the settings (:class:`ConsoleServices`).
     """
 
-    # The search keys first: while a search is on, n is its next match, not the smoke test.
+    # The search keys first: while a search is on, n is its next match (the smoke test is T, on no search key).
     BINDINGS = [help_first(), *bindings_for("search"), *bindings_for("node")]
     COMMANDS = {ScreenCommands}
 
