@@ -9,7 +9,9 @@
 - Kubelet: a pod marked for deletion has its processes ended through ``on_delete`` (the lab ends the
   node's real process there), then the pod object goes; if ``on_delete`` raises, the pod stays
   Terminating and it is tried again (a stuck pod, as a wedged container leaves one). A new pod runs
-  once ``on_create`` returns (Pending if it raises). A force-deleted pod (grace 0) is gone at once and
+  once ``on_create`` returns (Pending if it raises); where it returns ``{container name: containerID}``
+  (the lab's hook: the ids of the scopes it started), the pod's status reports those ids, as a kubelet
+  reports the runtime's. A force-deleted pod (grace 0) is gone at once and
   ``on_delete`` runs after, as the kubelet kills such containers after the object is gone.
 """
 
@@ -124,13 +126,17 @@ class Controller:
         self._replicasets()
 
     def _hook(self, hook: Hook, pod: Obj) -> bool:
+        return self._call(hook, pod)[0]
+
+    def _call(self, hook: Hook, pod: Obj) -> tuple[bool, Any]:
+        """(whether ``hook`` returned, what it returned); a raise is logged in :attr:`errors`."""
         try:
-            hook(pod)
+            value = hook(pod)
         except Exception as exc:
             self.errors.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
                                f"{type(exc).__name__}: {exc}")
-            return False
-        return True
+            return False, None
+        return True, value
 
     def _after_force_delete(self) -> None:
         events = self.store.events_after(self._last_rv)
@@ -168,11 +174,13 @@ class Controller:
         node_name = created["spec"].get("nodeName")
         if not node_name:
             return
-        if self._hook(self.on_create, created):
+        ok, ids = self._call(self.on_create, created)
+        if ok:
             node = self.store.find("nodes", "", node_name)
+            ids = ids if isinstance(ids, dict) else None
             try:
                 self.store.update("pods", created["metadata"]["namespace"], created["metadata"]["name"],
-                                  lambda p: p.__setitem__("status", objects.running_status(p, node)))
+                                  lambda p: p.__setitem__("status", objects.running_status(p, node, ids)))
             except ApiError:
                 pass  # deleted meanwhile
 

@@ -49,8 +49,13 @@ def node(name: str, *, labels: dict[str, str] | None = None, annotations: dict[s
     }
 
 
-def running_status(pod: Obj, node_obj: Obj | None) -> Obj:
-    """The status a kubelet reports for a pod whose containers all started: Running and Ready."""
+def running_status(pod: Obj, node_obj: Obj | None, container_ids: dict[str, str] | None = None) -> Obj:
+    """The status a kubelet reports for a pod whose containers all started: Running and Ready.
+
+    ``container_ids``: ``{container name: "containerd://ID"}`` of containers that really run somewhere (the
+    lab's); any other container gets a made-up id.
+    """
+    ids = container_ids or {}
     now = clock.now()
     containers = pod.get("spec", {}).get("containers") or []
     host_ip = ""
@@ -64,7 +69,8 @@ def running_status(pod: Obj, node_obj: Obj | None) -> Obj:
         "startTime": now, "qosClass": "BestEffort",
         "containerStatuses": [{
             "name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True, "started": True,
-            "restartCount": 0, "containerID": "containerd://" + secrets.token_hex(32),
+            "restartCount": 0,
+            "containerID": ids.get(c["name"]) or "containerd://" + secrets.token_hex(32),
             "state": {"running": {"startedAt": now}},
         } for c in containers],
     }

@@ -27,6 +27,10 @@ brought the write-up's nodes where they were.
   archived file, and the ring buffer drops its records from before FM's start (a wrapped buffer): the
   out-of-sync line is in the ring buffer only (:mod:`nvls_tui.lab.kernel_log`).
 
+- ``k8s-out-of-sync`` (every node of ``k8s-incident``): ``out-of-sync`` on Kubernetes. The lab's stand-in API
+  server (:mod:`nvls_tui.lab.cluster`, started by ``lifecycle`` before the act) runs the GPU Operator's operand
+  pods and a vLLM pod as real processes in the node's kubepods slices; kubelet.service runs in API mode.
+
 The scenario ``missing-device-files`` has every node act ``out-of-sync`` on HGX H200 hardware whose /dev
 lacks nvidia-modeset, nvidia-nvlink and nvidia-nvswitchctl, as the real H200's does (its hardware is
 written by ``lifecycle``).
@@ -46,7 +50,7 @@ TIMER = "nvidia-snapshot.timer"
 FM = "nvidia-fabricmanager.service"
 NVLS_JOB = ("all_reduce_perf", "-b", "8M", "-e", "8M", "-f", "2", "-g", "8")
 SCENARIOS = ("seed-incident", "healthy", "missing-device-files", "fm-in-container", "fm-restarters",
-             "journal-rotated")
+             "journal-rotated", "k8s-incident")
 """The scenarios the lab can act (the in-process simulator knows more)."""
 
 
@@ -62,7 +66,14 @@ def act_of(scenario: str, host: str) -> str:
         return "fm-restarters"  # sim:fm-restarters: gpu06's fault where needrestart and apt restart FM
     if scenario == "journal-rotated":
         return "journal-rotated"  # sim:journal-rotated: gpu06's fault, then the journal vacuumed
+    if scenario == "k8s-incident":
+        return "k8s-out-of-sync"  # gpu06's fault on Kubernetes, on every node: the pods open the GPUs before FM
     return "healthy"
+
+
+def uses_cluster(scenario: str) -> bool:
+    """Whether ``scenario`` runs the lab's Kubernetes API server (:mod:`nvls_tui.lab.cluster`)."""
+    return scenario == "k8s-incident"
 
 
 def _wait(what: str, node: LabNode, ok: Callable[[], bool], timeout: float = 30.0) -> None:
@@ -154,6 +165,20 @@ def _journal_rotated(node: LabNode) -> None:
         raise LabError(f"{node.name}: the vacuumed journal still holds the out-of-sync line")
 
 
+def _k8s_out_of_sync(node: LabNode) -> None:
+    """gpu06's fault on Kubernetes: the API server's pods (started when the lab's server started, before this
+    act) hold the GPUs; then DCGM and kubelet (in API mode: it starts no pods of its own), FM (registered while
+    held: out of sync) and the timer; an NVLS job fails with the out-of-sync line."""
+    from nvls_tui.lab import cluster
+
+    cluster.api_kubelet(node)
+    _wait("the cluster's pods", node, lambda: _holders(node) >= cluster.HOLDING)
+    start(node, *SERVICES)
+    start(node, FM, TIMER)
+    _wait("the fabric registration", node, lambda: _registered(node))
+    _nvls_job(node, "NV_ERR_FABRIC_STATE_OUT_OF_SYNC")
+
+
 WATCH_USER, WATCH_UID = "ubuntu", "1001"
 WATCH = "watch -n 1 nvidia-smi"
 
@@ -204,5 +229,7 @@ def act(node: LabNode, name: str, ssh_config: Path | None = None) -> None:
             restarters.add_restarters(node)
     elif name == "journal-rotated":
         _journal_rotated(node)
+    elif name == "k8s-out-of-sync":
+        _k8s_out_of_sync(node)
     else:
         raise LabError(f"unknown lab act {name!r}")

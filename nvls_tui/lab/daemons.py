@@ -7,7 +7,7 @@
   files until SIGTERM (persistenced also turns persistence mode on while it runs).
 - ``nvls-lab-hold [GPU ...]``: a job's CUDA program (``sbatch --wrap 'exec nvls-lab-hold 0 1'``): holds
   the given GPUs (else those of ``CUDA_VISIBLE_DEVICES``, else all) read-write and mapped until SIGTERM.
-- ``kubelet``: keeps the pods running as real processes, each in its own transient scope in a real
+- ``kubelet`` (without API mode): keeps the pods running as real processes, each in its own transient scope in a real
   ``kubepods`` slice, and recreates a pod (new PID, new container id) a few seconds after it dies,
   as kubelet does. Stopping kubelet leaves the pods running, as stopping the real one does.
 """
@@ -163,7 +163,15 @@ def _pod_pid(pod: Pod) -> int | None:
 
 
 def kubelet(args: list[str]) -> int:
-    """``kubelet``: keep every pod alive; adopt the pods that outlived a previous kubelet."""
+    """``kubelet``: keep every pod alive; adopt the pods that outlived a previous kubelet.
+
+    In API mode (``NVLS_LAB_KUBELET=api``, the ``k8s-incident`` scenario's drop-in) it starts no pods: the lab's
+    stand-in API server owns them and starts and ends their processes in this node (:mod:`nvls_tui.lab.cluster`).
+    """
+    if os.environ.get("NVLS_LAB_KUBELET") == "api":
+        _say("Started kubelet (API mode: the lab's API server runs this node's pods)")
+        _until_term()
+        return 0
     Path(RUN_DIR).mkdir(parents=True, exist_ok=True)
     pods = node_pods(os.uname().nodename)
     children: dict[str, subprocess.Popen] = {}

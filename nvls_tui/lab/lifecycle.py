@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nvls_tui.lab import acts
+from nvls_tui.lab import cluster as kube_
 from nvls_tui.lab import slurm as slurm_
 from nvls_tui.lab.hardware import new_hardware
 from nvls_tui.lab.image import SSH_PORT, SlurmImage, enabled_links, node_files
@@ -31,6 +32,7 @@ from nvls_tui.lab.machine import (
     address_of,
     boot,
     is_process,
+    load_kube,
     load_slurm,
     load_state,
     missing_requirements,
@@ -143,9 +145,10 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
     if taken:
         raise LabError(f"{taken[0]}:{SSH_PORT} is already in use (another lab?): bring it down first")
     cluster = slurm_.SlurmLab(subnet) if slurm else None
+    kube: dict[str, int] = {}  # the k8s-incident scenario's API server, once started
 
     def record() -> None:
-        save_state(folder, scenario, nodes, cluster.to_json() if cluster is not None else None)
+        save_state(folder, scenario, nodes, cluster.to_json() if cluster is not None else None, kube or None)
 
     try:
         devices: list[str] = []
@@ -168,6 +171,10 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
             list(pool.map(wait_booted, nodes))
             _client_files(folder, nodes)
+            if acts.uses_cluster(scenario):
+                say("kubernetes: starting the lab's API server (its pods run in the nodes)")
+                kube["pid"] = kube_.start_server(folder)
+                record()
             say(f"acting the {scenario} scenario")
             list(pool.map(lambda n: acts.act(n, acts.act_of(scenario, n.name), folder / "ssh_config"), nodes))
         if cluster is not None:
@@ -178,6 +185,9 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         down(folder, say=lambda _t: None)
         raise
     say(f"lab up: {len(nodes)} node(s); ssh -F {folder / 'ssh_config'} {nodes[0].name}")
+    if kube:
+        say(f"lab up: Kubernetes (the lab's stand-in API server): KUBECONFIG={folder / kube_.KUBECONFIG} "
+            "kubectl get pods -A -o wide")
     if cluster is not None:
         say(f"lab up: Slurm cluster {slurm_.CLUSTER}, partition {slurm_.PARTITION} ({', '.join(names)} idle); "
             f"SLURM_CONF={slurm_.conf_path(folder)} sinfo")
@@ -207,6 +217,9 @@ def down(folder: Path, say: Say = print) -> None:
     _, nodes = load_state(folder)
     record = load_slurm(folder)
     cluster = slurm_.SlurmLab.from_json(record) if record is not None else None
+    kube = load_kube(folder)
+    if kube is not None:  # first: its hooks reach into the nodes
+        kube_.stop_server(int(kube.get("pid", 0)), folder)
     if cluster is not None and is_process(cluster.slurmctld_pid, "slurmctld"):
         slurm_.cancel_jobs(folder)  # the jobs end as scancel ends them; the containers' poweroff ends the rest
     with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
@@ -218,7 +231,8 @@ def down(folder: Path, say: Say = print) -> None:
         raise LabError(f"could not unmount {left[0]}; see `findmnt {left[0]}`")
     if cluster is not None:
         slurm_.remove_files(folder)
-    for name in ("nodes", "lab.json", "ssh_config", "known_hosts", "id_ed25519", "id_ed25519.pub"):
+    for name in ("nodes", "lab.json", "ssh_config", "known_hosts", "id_ed25519", "id_ed25519.pub", kube_.KUBECONFIG,
+                 kube_.LOG_DIR):
         path = folder / name
         if path.is_dir():
             shutil.rmtree(path)

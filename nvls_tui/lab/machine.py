@@ -334,12 +334,16 @@ def unmount(folder: Path) -> None:
             run(["umount", "-l", point], check=False)
 
 
-def save_state(folder: Path, scenario: str, nodes: list[LabNode], slurm: dict[str, int] | None = None) -> None:
-    """Write ``DIR/lab.json``: what ``lab down`` must undo (``slurm``: the host's Slurm daemons, if any)."""
+def save_state(folder: Path, scenario: str, nodes: list[LabNode], slurm: dict[str, int] | None = None,
+               kube: dict[str, int] | None = None) -> None:
+    """Write ``DIR/lab.json``: what ``lab down`` must undo (``slurm``: the host's Slurm daemons, if any;
+    ``kube``: the lab's Kubernetes API server, ``{"pid": N}``, if any)."""
     # owner: the process that made the lab (a test run that was killed leaves a lab whose owner is gone).
     data: dict[str, object] = {"scenario": scenario, "owner": os.getpid(), "nodes": [asdict(n) for n in nodes]}
     if slurm is not None:
         data["slurm"] = slurm
+    if kube is not None:
+        data["kube"] = kube
     tmp = folder / ".lab.json.tmp"
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, folder / "lab.json")
@@ -358,6 +362,15 @@ def load_slurm(folder: Path) -> dict[str, int] | None:
     """The ``slurm`` record of ``DIR/lab.json`` (``lab up --slurm``), or None."""
     try:
         data = json.loads((folder / "lab.json").read_text()).get("slurm")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def load_kube(folder: Path) -> dict[str, int] | None:
+    """The ``kube`` record of ``DIR/lab.json`` (the ``k8s-incident`` scenario's API server), or None."""
+    try:
+        data = json.loads((folder / "lab.json").read_text()).get("kube")
     except (OSError, ValueError, AttributeError):
         return None
     return data if isinstance(data, dict) else None
