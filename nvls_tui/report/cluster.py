@@ -7,29 +7,11 @@ the annotation that names the step the repair stopped at (with how to lift it).
 
 from __future__ import annotations
 
+from nvls_tui.kube.words import kubectl_args
 from nvls_tui.report.node_log import NodeLog
 from nvls_tui.report.text import code_span, code_spans
 from nvls_tui.runbook.kube_repair import PAUSED, STOPPED_AT
 from nvls_tui.words import count
-
-# kubectl's global flags that take a value (the product passes them before the verb).
-_VALUED = frozenset({"--kubeconfig", "--context"})
-
-
-def kubectl_args(argv: list[str]) -> list[str] | None:
-    """The words after kubectl's global flags (``cordon gpu06``), or None for a command that is not kubectl."""
-    if not argv or argv[0].rsplit("/", 1)[-1] != "kubectl":
-        return None
-    words: list[str] = []
-    skip = False
-    for word in argv[1:]:
-        if skip:
-            skip = False
-        elif word in _VALUED:
-            skip = True
-        elif not (word.startswith("--") and not words):
-            words.append(word)
-    return words
 
 
 def _calls(log: NodeLog) -> list[list[str]]:

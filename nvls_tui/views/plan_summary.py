@@ -3,9 +3,7 @@ are the repair's own, is the runbook's: ``runbook/bookkeeping.py``)."""
 
 from __future__ import annotations
 
-import os
-import shlex
-
+from nvls_tui.kube.words import kubectl_line_args
 from nvls_tui.parsers.restarters import APT_TIMERS
 from nvls_tui.runbook.hold_apt import held_sentence
 from nvls_tui.runbook.kube_repair import PAUSED
@@ -21,30 +19,12 @@ def recheck_sentence(host: str) -> str:
             "it is reset only if the test fails twice")
 
 
-# kubectl's global options that the runbook puts before the verb, and whether each takes the next word.
-KUBECTL_GLOBALS = {"--kubeconfig": True, "--context": True}
-
-
-def kubectl_words(command: str) -> list[str] | None:
-    """``kubectl [globals] VERB ARGS`` as VERB ARGS (None for a line that is not a kubectl call)."""
-    try:
-        argv = shlex.split(command.partition("  # ")[0])
-    except ValueError:
-        return None
-    if not argv or os.path.basename(argv[0]) != "kubectl":
-        return None
-    i = 1
-    while i < len(argv) and argv[i].startswith("--"):
-        i += 2 if KUBECTL_GLOBALS.get(argv[i], False) else 1
-    return argv[i:]
-
-
 def cluster_words(outcome: NodeOutcome) -> tuple[list[str], str | None]:
     """What the repair does in the node's Kubernetes cluster, from its dry run's kubectl lines: the lines that come
     before the node's own stops (cordon, operands paused, workloads evicted) and the driver pod's restart, which
     is the reset where Fabric Manager runs in that pod (None where it does not). Nothing for a node in no cluster."""
     raw = [c for step in outcome.steps for c in step.commands]
-    calls = [w for w in map(kubectl_words, raw) if w]
+    calls = [w for w in map(kubectl_line_args, raw) if w]
     lines = []
     for note in raw:  # the dry run's own note where the node was cordoned before the repair
         if note.startswith("# ") and " is cordoned already: it is left so" in note:
