@@ -156,15 +156,11 @@ def holders(node: LabNode) -> dict[int, str]:
 
 
 def pod_processes(node: LabNode, pod: dict) -> list[int]:
-    """The PIDs in the pod's own slice in the node (its real processes)."""
+    """The PIDs in the pod's own slice in the node (its real processes), from the node's cgroup files."""
     slice_ = cluster.pod_slice(pod["metadata"]["uid"])
-    out = node_run(node, "sh", "-c", f"systemd-cgls --no-pager -u {slice_} 2>/dev/null", check=False).stdout
-    pids = []
-    for line in out.splitlines():
-        word = line.strip().lstrip("├└│─ ").split(" ", 1)[0]
-        if word.isdigit():
-            pids.append(int(word))
-    return pids
+    out = node_run(node, "sh", "-c", f"p=$(systemctl show -p ControlGroup --value {slice_}); "
+                                     '[ -n "$p" ] && cat /sys/fs/cgroup$p/*/cgroup.procs', check=False).stdout
+    return [int(word) for word in out.split() if word.isdigit()]
 
 
 def alive(node: LabNode, pid: int) -> bool:

@@ -7,6 +7,10 @@ fails part way, what was already made is recorded in ``DIR/lab.json`` first and 
 With ``slurm``, a real Slurm cluster runs over the nodes (:mod:`nvls_tui.lab.slurm`): the host's
 munged and slurmctld start before the nodes boot, each node's munged and slurmd start with it, and
 ``up`` returns once ``sinfo`` shows every node idle.
+
+A scenario on Kubernetes (``k8s-incident``) also runs the lab's stand-in API server (:mod:`nvls_tui.lab.cluster`):
+started once the nodes have booted and before the act (its pods are real processes in the nodes), stopped
+first by ``down``.
 """
 
 from __future__ import annotations
