@@ -253,6 +253,22 @@ def repair_story(last: LastRepair, cause: str | None) -> str:
     return f"{said}; now: {cause}" if cause else said
 
 
+# The annotation a repair leaves on the cordon it kept (runbook/kube_repair.STOPPED_AT writes it; the runbook
+# sits above the diagnosis, so the name is read here and a test holds the two the same).
+STOPPED_AT_ANNOTATION = "nvls-tui/repair-stopped-at"
+
+
+def cordon_words(state: NodeState) -> str | None:
+    """Whose cordon keeps the node out of service: ``cordoned (not by nvls-tui)`` (who is unknown), or
+    ``cordoned by nvls-tui after a failed repair at STEP`` where nvls-tui's annotation says so; None where the
+    node is not cordoned or the cluster could not say (no claim either way)."""
+    k8s = state.k8s
+    if k8s is None or not k8s.found or k8s.cordoned is not True:
+        return None
+    step = dict(k8s.annotations).get(STOPPED_AT_ANNOTATION)
+    return f"cordoned by nvls-tui after a failed repair at {step}" if step else "cordoned (not by nvls-tui)"
+
+
 def node_story(state: NodeState, diagnosis: Diagnosis | None, last: LastRepair | None = None) -> Story:
     """What is wrong with a node and what to do, in one line (the grid's last column).
 
@@ -273,16 +289,19 @@ def node_story(state: NodeState, diagnosis: Diagnosis | None, last: LastRepair |
     if any(f.code == "FM_IN_CONTAINER" for f in diagnosis.findings):
         return _container_story(state, diagnosis, ranked)
     if not ranked:
+        # A healthy node someone cordoned is not back in service: the story says so, and whose cordon it is.
+        cordon = cordon_words(state)
+        held = f" · {cordon}" if cordon else ""
         if state.smoke and state.smoke.passed:
             why = diagnosis.smoke_distrust
             return Story(f"NVLS ok · smoke {gbps(state.smoke.avg_busbw)}"
-                         + (f" (record not trusted: {short_distrust(why)})" if why else ""))
-        return Story("fabric registered; no smoke test yet")
+                         + (f" (record not trusted: {short_distrust(why)})" if why else "") + held)
+        return Story(f"fabric registered{held}; no smoke test yet")
     top = ranked[0]
     more = len({f.code for f in ranked} - {top.code} - EXPLAINED_BY.get(top.code, frozenset()))
     tail = f" (+{count(more, 'finding')})" if more else ""
     return Story(_cause(top, state, diagnosis.smoke_distrust) + tail, top.severity)
 
 
-__all__ = ["NCCL_SYMPTOMS", "SHORT_DISTRUST", "STEP_WORDS", "LastRepair", "Story", "ago", "before_fm_start", "fm_started_at", "kernel_when", "nccl_symptom",
+__all__ = ["NCCL_SYMPTOMS", "SHORT_DISTRUST", "STEP_WORDS", "STOPPED_AT_ANNOTATION", "LastRepair", "cordon_words", "Story", "ago", "before_fm_start", "fm_started_at", "kernel_when", "nccl_symptom",
            "node_story", "node_time", "repair_story", "short_distrust", "when"]
