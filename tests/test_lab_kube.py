@@ -87,6 +87,19 @@ def test_the_pod_runner_runs_nothing_for_a_node_outside_the_lab():
     runner.stop(pod)  # nothing to end, nothing raised
 
 
+def test_a_server_whose_pods_cannot_start_is_one_sentence_and_leaves_no_process(tmp_path):
+    """The node named in lab.json is not running: the first pod's start fails, the server exits, and start_server
+    says so in one sentence (the log's last line) with no server left behind and no kubeconfig written."""
+    from nvls_tui.lab.machine import LabError, save_state
+
+    save_state(tmp_path, "k8s-incident", [LabNode(name="gpu-gone", address="127.0.21.99", folder=str(tmp_path / "n"),
+                                                  leader_pid=2 ** 22 + 1)])
+    with pytest.raises(LabError, match=r"^the lab's Kubernetes API server did not start: nvls-lab cluster: ") as err:
+        cluster.start_server(tmp_path, timeout=60)
+    assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
+    assert not (tmp_path / cluster.KUBECONFIG).exists()
+
+
 # ---- the lab ---------------------------------------------------------------------------------------------------
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None,
