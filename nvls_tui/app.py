@@ -26,7 +26,15 @@ from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import ConsoleCommands
 from nvls_tui.kube.fleet import KubeFleet
 from nvls_tui.kube.view import with_kube
-from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, NodePolled, PlanApproved, RepairFinished
+from nvls_tui.messages import (
+    ActionFailed,
+    ActionFinished,
+    ActionStarted,
+    NodePolled,
+    PlanApproved,
+    RepairFinished,
+    RepairNeedsOperator,
+)
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.kube import KubeNode
 from nvls_tui.model.node import Diagnosis
@@ -544,6 +552,11 @@ class NvlsApp(App[int]):
                                    ", ".join(f"{h} {r}" for h, r in message.results.items()) or "ended")
         self.notify("Repair finished: " + ", ".join(f"{h} {r}" for h, r in message.results.items())
                     + ". e writes the incident report.", severity="information" if message.ok else "error", timeout=8)
+
+    @on(RepairNeedsOperator)
+    def _repair_needs_operator(self, message: RepairNeedsOperator) -> None:
+        """A running repair stopped for the operator's decision: ring (issue 28 item 13), once per wait."""
+        self.notifier.operator_needed(message.host, message.question)
 
     @property
     def actions_running(self) -> list[str]:

@@ -195,7 +195,8 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                          help="poll interval (default 5)" + _file_says(config, "poll_interval"))
     console.add_argument("--notify", action=argparse.BooleanOptionalAction, default=None,
                          help="ring the bell and raise a desktop notification (OSC 9/777) when a repair that ran "
-                              "a minute or more ends (default: on)" + _file_says(config, "notify"))
+                              "a minute or more ends, or a running repair waits for the operator (default: on)"
+                              + _file_says(config, "notify"))
 
     check = sub.add_parser("check", help="poll every target once and diagnose it",
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

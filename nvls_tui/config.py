@@ -6,7 +6,7 @@ Example::
     timeout = 20.0               # per-command timeout
     targets = ["gpu[01-08]"]     # used when the command line names no target
     read_only = false
-    notify = true                # bell + desktop notification when a long repair ends
+    notify = true                # bell + desktop notification when a long repair ends or waits for you
 
     [ssh]
     user = "ops"
@@ -76,7 +76,8 @@ class Config:
         timeout: per-command timeout in seconds, or None for the command line's default.
         targets: default targets when the command line names none.
         read_only: start in read-only mode.
-        notify: the console's notification when a long repair ends (bell, OSC 9/777).
+        notify: the console's notification when a long repair ends or a running one waits for the
+            operator (bell, OSC 9/777).
         ssh: SSH options by argparse destination (``user``, ``identity``, ``known_hosts``, ...).
         keymap: binding id -> key (validated later against the binding table).
         slurm_conf: ``[slurm] conf``, the Slurm cluster's slurm.conf.

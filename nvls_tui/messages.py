@@ -122,6 +122,22 @@ class RepairFinished(Message):
         return self.error is None and all(r in ("repaired", "skipped") for r in self.results.values())
 
 
+class RepairNeedsOperator(Message):
+    """A running repair stopped to wait for the operator's decision (the app rings: nvls_tui/notify.py).
+
+    Posted once per wait, not each time the runbook asks again while the same wait lasts.
+
+    Attributes:
+        host: the node whose repair waits.
+        question: what the operator is asked, in a few words.
+    """
+
+    def __init__(self, host: str, question: str) -> None:
+        super().__init__()
+        self.host = host
+        self.question = question
+
+
 class PlanApproved(Message):
     """The operator typed the node names on the plan screen: the repair may run as planned.
 
@@ -137,4 +153,5 @@ class PlanApproved(Message):
         self.approval = approval
 
 
-__all__ = ["ActionFailed", "ActionFinished", "ActionStarted", "NodePolled", "PlanApproved", "RepairFinished"]
+__all__ = ["ActionFailed", "ActionFinished", "ActionStarted", "NodePolled", "PlanApproved", "RepairFinished",
+           "RepairNeedsOperator"]

@@ -1,4 +1,5 @@
-"""A notification when a long repair ends: the terminal bell and a desktop notification (OSC 9, OSC 777).
+"""A notification when a long repair ends, or when a running repair stops to wait for the operator: the
+terminal bell and a desktop notification (OSC 9, OSC 777).
 
 Waits run 5 to 22 minutes, and the operator looks elsewhere meanwhile. The bell reaches every terminal
 (tmux passes it on as an alert); OSC 9 (iTerm2, Windows Terminal, WezTerm, kitty) and OSC 777 (rxvt,
@@ -32,7 +33,7 @@ def desktop_sequence(title: str, body: str) -> str:
 
 
 class Notifier:
-    """Says when a repair that ran long has ended (or ended wrongly).
+    """Says when a repair that ran long has ended (or ended wrongly), and when a repair waits for the operator.
 
     Args:
         enabled: the setting (``notify`` in config.toml; ``--no-notify`` turns it off).
@@ -60,6 +61,20 @@ class Notifier:
             return False
         title = "nvls-tui: repair " + ("finished" if ok else "needs you")
         self.write(desktop_sequence(title, f"{' '.join(hosts)}: {summary}"))
+        return True
+
+    def operator_needed(self, host: str, question: str) -> bool:
+        """Notify that the repair of ``host`` waits for the operator's answer to ``question``.
+
+        At once, however long the repair has run: it stands still until someone answers. The caller
+        says it once per wait (a question asked again while the same wait lasts is no news).
+
+        Returns:
+            True when a notification was written.
+        """
+        if not self.enabled:
+            return False
+        self.write(desktop_sequence("nvls-tui: repair needs you", f"{host}: {question}"))
         return True
 
 

@@ -148,7 +148,8 @@ class Settings:
         json: print the JSON of contract.md.
         via: ``check --via``: ``ssh`` or ``slurm``.
         watch: ``check --watch``: seconds between two rounds, or None for one round.
-        notify: the console's bell and desktop notification when a long repair ends (``notify`` in the
+        notify: the console's bell and desktop notification when a long repair ends or a running one
+            waits for the operator (``notify`` in the
             config file; ``--no-notify`` turns it off).
         poll_interval: the console's seconds between two polls of one node.
         keymap: binding id -> key, already checked against the binding table.

@@ -28,10 +28,10 @@ from textual.widgets import Footer, SelectionList, Static, TabbedContent, TabPan
 
 from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import Command, ScreenCommands, scope_commands
-from nvls_tui.messages import ActionFailed, RepairFinished
+from nvls_tui.messages import ActionFailed, RepairFinished, RepairNeedsOperator
 from nvls_tui.model.scheduler import Job
 from nvls_tui.runbook.actions import holder_label
-from nvls_tui.runbook.events import RunbookEvent
+from nvls_tui.runbook.events import RunbookEvent, StepFinished
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.scheduling import JobDecision
 from nvls_tui.runbook.session import Busy, RepairRun
@@ -51,7 +51,7 @@ from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
 from nvls_tui.widgets.step_list import duration_text
-from nvls_tui.words import count
+from nvls_tui.words import count, verb
 
 if TYPE_CHECKING:
     from nvls_tui.app import NvlsApp
@@ -104,6 +104,9 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
         self.started_at: float | None = None
         self.finished_at: float | None = None
         self.aborting: set[str] = set()
+        # Nodes whose holders wait was already notified: verify-no-holders asks again every
+        # HOLDER_RECHECK seconds while it waits, and the operator hears of a wait once (until its step ends).
+        self.waits_told: set[str] = set()
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -165,6 +168,8 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
             return
         if self.started_at is None:
             self.started_at = self.now()
+        if isinstance(event, StepFinished):
+            self.waits_told.discard(event.host)  # a later wait of this node is news again
         column.apply(event, self.now())
         if column.run.result is not None:
             self.draw_header()
@@ -251,6 +256,10 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
         column = self.columns.get(host)
         if column is None or host in self.aborting:
             return HolderDecision(abort=host in self.aborting)
+        if host not in self.waits_told:
+            self.waits_told.add(host)
+            self.tell(RepairNeedsOperator(host, f"{count(len(holders), 'process')} still {verb(len(holders), 'holds')} "
+                                                "/dev/nvidia* at verify-no-holders: pick which to SIGTERM, or abort"))
         return await column.ask(HOLDER_RECHECK)
 
     async def resolve_jobs(self, host: str, jobs: tuple[Job, ...]) -> JobDecision:
@@ -282,6 +291,8 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
                 type_to_confirm=ids, note="Slurm ends them (their owners see them cancelled); the repair goes on "
                                           "once they are gone. Esc: wait for them instead."), typed)
 
+        self.tell(RepairNeedsOperator(host, f"still runs {count(len(jobs), 'Slurm job')}: wait for them, or "
+                                            "scancel them"))
         self.app.push_screen(ConfirmScreen(
             f"{host} still runs {count(len(jobs), 'Slurm job')}", lines, confirm_label="scancel…",
             cancel_label="Wait for them",
