@@ -33,7 +33,7 @@ class SortPicker(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """A title and the columns."""
         with Vertical(id="picker-box"):
-            yield Static(Text("Sort the fleet by  (Enter picks; the current column again reverses it)"),
+            yield Static(Text("Sort the fleet by (Enter picks; the current column again reverses it)"),
                          id="picker-title")
             yield OptionList(*[Option(Text(f"{label}  {self.marker}" if key == self.current else label), id=key or "-")
                                for key, label in self.columns], id="picker-list")
@@ -77,7 +77,7 @@ class ColumnPicker(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """A title and a check box per column."""
         with Vertical(id="picker-box"):
-            yield Static(Text("Columns of the fleet grid  (space shows or hides; host, verdict, GPUs and the story "
+            yield Static(Text("Columns of the fleet grid (space shows or hides; host, verdict, GPUs and the story "
                               "always show; a column shows only where the width allows)"), id="picker-title")
             yield SelectionList[str](*[(label, key, key not in self.hidden) for key, label in self.columns],
                                      id="picker-list")
