@@ -65,8 +65,13 @@ def plan_text(outcome: NodeOutcome, options: RepairOptions | None = None) -> Gro
     summary = what_it_does(outcome) if outcome.result != "refused" else []
     if summary:
         parts.append(Text("What this repair does:", style="bold"))
+        # A grid, not "  • words" as one Text: a wrapped bullet goes on under its words, not at column 0.
+        bullets = Table.grid()
+        bullets.add_column(width=4, no_wrap=True)
+        bullets.add_column(ratio=1, overflow="fold")
         for line in summary:
-            parts.append(Text(f"  • {line}"))
+            bullets.add_row("  • ", Text(line))
+        parts.append(bullets)
         if options is not None:
             parts += how_long(outcome, options)
         parts.append(Text(""))
