@@ -133,22 +133,33 @@ def console_poller(settings: Settings, backends: Sequence[Backend], *, interval:
     runs in the poller process only.
     """
     from nvls_tui.backends.via_poller import PollerHeldBackend
+
+    client = poller_client(settings, backends, interval=interval, poll_timeout=poll_timeout)
+    held = client.spec.clocks if isinstance(client.spec, PollerSpec) else {}
+    return [PollerHeldBackend(b, client) if b.host in held else b for b in backends], client
+
+
+def poller_client(settings: Settings, backends: Sequence[Backend], *, interval: float | None,
+                  poll_timeout: float) -> PollerClient:
+    """A client (not started) of a poller process that polls exactly ``backends``' nodes, in order, as
+    ``settings`` reach them; each simulated node's clock set to the one here.
+
+    The console and ``check --watch`` (``interval=None``: a round when poked) both start theirs so.
+    """
     from nvls_tui.targets import target_words
 
-    # The words the console read, not where it read them: a hosts file may be gone, changed or a pipe
-    # (``--hosts-file <(...)``) by the time the process starts; it must poll the console's nodes.
+    # The words the caller read, not where it read them: a hosts file may be gone, changed or a pipe
+    # (``--hosts-file <(...)``) by the time the process starts; it must poll the caller's nodes.
     settings = dataclasses.replace(settings, targets=tuple(target_words(settings)), hosts_file=None, demo=False)
     clocks: dict[str, Any] = {}
     for backend in backends:
         fleet = getattr(backend, "fleet", None)
         if backend.simulated and fleet is not None:
             clocks[backend.host] = fleet.clock.to_dict()
-    client = PollerClient(PollerSpec(settings, interval, poll_timeout, clocks),
-                          expect=tuple(b.host for b in backends))
-    return [PollerHeldBackend(b, client) if b.host in clocks else b for b in backends], client
+    return PollerClient(PollerSpec(settings, interval, poll_timeout, clocks), expect=tuple(b.host for b in backends))
 
 
-__all__ = ["PollerSpec", "build", "console_poller", "die_with_parent", "main", "serve"]
+__all__ = ["PollerSpec", "build", "console_poller", "die_with_parent", "main", "poller_client", "serve"]
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, TextIO
+from dataclasses import replace
+from typing import Any, Protocol, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument
 from nvls_tui.diagnosis import diagnose
@@ -41,6 +42,16 @@ PREFIX = "nvls-tui check: "
 ADVICE = "Ctrl-C stops; --timeout N gives up sooner; a node that does not answer stays unknown, never healthy"
 
 
+class Waiting(Protocol):
+    """A node as the progress line reads it (a Backend here, or a node of the poller process)."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def activity(self) -> Activity | None: ...
+
+
 def _command_text(argv: tuple[str, ...], limit: int) -> str:
     """A command as the node runs it, cleaned (node-derived text is data) and cut to ``limit``."""
     return one_line(shlex.join(argv), limit)
@@ -63,7 +74,7 @@ def _waited(activity: Activity | None, now: float, started: float) -> str:
     return f"{own:.0f} s" + (f" ({whole:.0f} s in all)" if whole - own >= 1 else "")
 
 
-def pending_text(pending: list[Backend], total: int, now: float, started: float, *, whole_hosts: bool = False) -> str:
+def pending_text(pending: Sequence[Waiting], total: int, now: float, started: float, *, whole_hosts: bool = False) -> str:
     """How many nodes are pending, what each waits on and for how long (longest-waiting first).
 
     Args:
@@ -366,28 +377,120 @@ def _watch(settings: Settings, slurm, every: float) -> int:
     screen never scrolls. Otherwise each round follows the last under a header line naming it (a log
     keeps every round); ``--json`` prints one document per line and no header, so each line parses.
     Raises KeyboardInterrupt (130) when Ctrl-C comes before any round finished: there is no status.
+
+    The rounds run in a poller process (``nvls_tui.poller_process``, the console's own), which keeps each
+    node's connection and kernel-log cursor from one round to the next; ``--via slurm`` (one srun a
+    round) and a test's ``connect`` hook (which cannot travel to another process) poll here, round by round.
     """
     try:
         tty = sys.stdout.isatty()
     except (OSError, ValueError):
         tty = False
-    status: int | None = None
-    number = 0
+    watch = _Watch(settings, every, tty)
     try:
-        while True:
-            number += 1
-            began = time.monotonic()
-            results, elapsed = _round(settings, slurm)
-            when = time.strftime("%H:%M:%S") if tty else time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            header = f"nvls-tui check --watch: round {number}, {when}, every {every:g} s — {WATCH_ADVICE}"
-            if tty and not settings.json:
-                sys.stdout.write(HOME_CLEAR + header + "\n")
-            elif not settings.json:
-                sys.stdout.write(("\n" if number > 1 else "") + header + "\n")
-            _print_round(settings, results, elapsed)
-            status = exit_status(results)
-            time.sleep(max(0.0, every - (time.monotonic() - began)))
+        if settings.via == "slurm" or settings.connect is not None:
+            watch.rounds_here(slurm)
+        else:
+            asyncio.run(watch.rounds_polled(slurm))
     except KeyboardInterrupt:
-        if status is None:
+        if watch.status is None:
             raise
-        return status
+    return watch.status if watch.status is not None else 130
+
+
+class _Remote:
+    """A node of the poller process as ``pending_text`` reads one: its host and what it waits on."""
+
+    def __init__(self, host: str, activity: Activity | None) -> None:
+        self.host = host
+        self.activity = activity
+
+
+class _Watch:
+    """The rounds of one ``check --watch``: their number, how each is printed, the last status."""
+
+    def __init__(self, settings: Settings, every: float, tty: bool) -> None:
+        self.settings = settings
+        self.every = every
+        self.tty = tty
+        self.number = 0
+        self.status: int | None = None
+
+    def show(self, results: list[tuple[NodeState, Diagnosis]], elapsed: float) -> None:
+        """Print one finished round and keep its status."""
+        self.number += 1
+        when = time.strftime("%H:%M:%S") if self.tty else time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        header = f"nvls-tui check --watch: round {self.number}, {when}, every {self.every:g} s — {WATCH_ADVICE}"
+        if self.tty and not self.settings.json:
+            sys.stdout.write(HOME_CLEAR + header + "\n")
+        elif not self.settings.json:
+            sys.stdout.write(("\n" if self.number > 1 else "") + header + "\n")
+        _print_round(self.settings, results, elapsed)
+        self.status = exit_status(results)
+
+    def rounds_here(self, slurm) -> None:
+        """Every round polled in this process from scratch (new connections each round)."""
+        while True:
+            began = time.monotonic()
+            self.show(*_round(self.settings, slurm))
+            time.sleep(max(0.0, self.every - (time.monotonic() - began)))
+
+    async def rounds_polled(self, slurm) -> None:
+        """Every round polled by one poller process (started here, ended with this command)."""
+        from nvls_tui.poll.client import PollerClient, PollerGone, Rounds
+        from nvls_tui.poller_process import poller_client
+
+        # The words once (a hosts file may be a pipe): this process's nodes and the poller's are the same.
+        settings = replace(self.settings, targets=tuple(target_words(self.settings)), hosts_file=None, demo=False)
+        backends = resolve_backends(settings)  # nothing connects here: the order, and the nodes kube maps
+        kube = kube_from_settings(settings, backends)  # a bad kubeconfig is refused before any node is polled
+        deadline = poll_deadline(settings.timeout)
+        client: PollerClient = poller_client(settings, backends, interval=None, poll_timeout=deadline)
+        rounds = Rounds(client)
+        try:
+            await client.start(rounds)
+            while True:
+                began = time.monotonic()
+                try:
+                    polled = await _next_round(rounds, client, deadline, sys.stderr)
+                except PollerGone as exc:
+                    raise PollerGone(f"check --watch: {exc}") from None
+                states = [r.state if r.ok else _not_read(r.state) for r in polled]
+                if kube is not None:
+                    states = await attach_kube(kube, states)
+                if slurm is not None:
+                    states = await attach_scheduler(slurm, states)
+                self.show([(s, diagnose(s)) for s in states], time.monotonic() - began)
+                await asyncio.sleep(max(0.0, self.every - (time.monotonic() - began)))
+        finally:
+            await client.close()
+            await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
+
+
+def _not_read(state: NodeState) -> NodeState:
+    """A node this round could not read, as a single ``check`` shows it: unreachable with the reason and
+    nothing else (the poller keeps the last state it read, which this round did not see)."""
+    return NodeState(host=state.host, reachable=False, simulated=state.simulated, error=state.error)
+
+
+async def _next_round(rounds, client, deadline: float, progress: TextIO) -> list:
+    """One round of ``rounds``, saying on ``progress`` which nodes it still waits for, as ``check`` does."""
+    started = time.monotonic()
+    line = ProgressLine(progress)
+    task = asyncio.ensure_future(rounds.next())
+    try:
+        done, _ = await asyncio.wait({task}, timeout=min(QUIET_S, deadline / 2))
+        while not done:
+            pending = rounds.pending()
+            doing = await client.activities(pending)
+            waiting = [_Remote(h, doing.get(h)) for h in pending]
+            if waiting:
+                line.show(pending_text(waiting, len(client.hosts), time.monotonic(), started,
+                                       whole_hosts=not line.tty))
+            done, _ = await asyncio.wait({task}, timeout=line.every)
+        return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        line.clear()

@@ -327,6 +327,23 @@ class PollerClient:
             raise reply.error
         return reply.value
 
+    async def activities(self, hosts: Sequence[str] | None = None) -> dict[str, Any]:
+        """What each node of ``hosts`` (None: every node) whose poll runs now waits on, by host
+        (``poll.transport.Activity`` or None). Its ``since`` is ``time.monotonic()`` in the process,
+        which on Linux is the same clock as this one's (CLOCK_MONOTONIC is system-wide).
+
+        Raises:
+            PollerGone: the process is not running.
+        """
+        number, future = self._request()
+        self._send(wire.AskActivity(number, tuple(hosts) if hosts is not None else None))
+        try:
+            reply: wire.Reply = await future
+        except asyncio.CancelledError:
+            self._waiting.pop(number, None)
+            raise
+        return dict(reply.value or {})
+
     def _cancel(self, number: int) -> None:
         self._waiting.pop(number, None)
         if self.alive:
@@ -399,6 +416,7 @@ class Rounds:
         self._count: dict[str, int] = {}
         self._changed = asyncio.Event()
         self._first = True
+        self._marks: dict[str, int] = {}
 
     def __call__(self, results: list[PollResult]) -> None:
         for result in results:
@@ -419,13 +437,18 @@ class Rounds:
         else:
             self.client.poke()
         self._first = False
-        while any(self._count.get(h, 0) <= n for h, n in marks.items()):
+        self._marks = marks
+        while self.pending():
             if not self.client.alive:
                 raise PollerGone(self.client.reason or "the poller process is not running")
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), 0.5)  # wakes to see a process that ended
         return [self.latest[h] for h in self.client.hosts]
+
+    def pending(self) -> list[str]:
+        """The nodes the round in progress still waits for, in the process's node order."""
+        return [h for h, n in self._marks.items() if self._count.get(h, 0) <= n]
 
 
 __all__ = ["DEFAULT_MODULE", "PollerClient", "PollerFailed", "PollerGone", "Rounds"]

@@ -98,6 +98,15 @@ class Cancel:
 
 
 @dataclass(frozen=True, slots=True)
+class AskActivity:
+    """Say what each node whose poll runs now waits on (``check --watch``'s progress line); answered by
+    :class:`Reply` ``id`` whose value is ``{host: Activity or None}``, busy nodes only."""
+
+    id: int
+    hosts: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """End the poller process (the console is closing)."""
 
@@ -229,6 +238,6 @@ async def open_pipes(read_fd: int, write_fd: int) -> tuple[asyncio.StreamReader,
     return reader, writer
 
 
-__all__ = ["BATCH_SECONDS", "FRAME_UPDATES", "Call", "Cancel", "Failed", "Hello", "Lines", "OpenStream", "Pause", "Paused", "Poke",
+__all__ = ["BATCH_SECONDS", "FRAME_UPDATES", "AskActivity", "Call", "Cancel", "Failed", "Hello", "Lines", "OpenStream", "Pause", "Paused", "Poke",
            "Polled", "Reply", "Resume", "Stop", "StreamEnd", "Update", "WireError", "encode", "error_for_wire",
            "open_pipes", "receive"]

@@ -151,10 +151,18 @@ class PollWorker:
             self._start(message.id, self._call(message))
         elif isinstance(message, wire.OpenStream):
             self._start(message.id, self._stream(message))
+        elif isinstance(message, wire.AskActivity):
+            self.send(wire.Reply(message.id, self.activities(message.hosts)))
         elif isinstance(message, wire.Cancel):
             task = self._tasks.get(message.id)
             if task is not None:
                 task.cancel()
+
+    def activities(self, hosts: tuple[str, ...] | None) -> dict[str, Any]:
+        """What each of ``hosts`` (None: every node) whose poll runs now waits on (its transport's
+        ``activity``: the command, or a step such as connecting; None where it says nothing)."""
+        return {host: getattr(poller.backend, "activity", None) for host, poller in self.pollers.items()
+                if poller.busy and (hosts is None or host in hosts)}
 
     def _start(self, key: int, work: Any) -> None:
         task = asyncio.create_task(work)
