@@ -36,6 +36,11 @@ from nvls_tui.textsafe import one_line
 
 PR_SET_PDEATHSIG = 1
 NICENESS = 5
+# The process's stderr is a file the console holds (it quotes the last line when the process ends): a
+# node that makes something log at every poll must not fill the bastion's disk over a week-long console.
+STDERR_CAP = 1 << 20  # bytes: past this the file is cut to its newest STDERR_KEEP bytes
+STDERR_KEEP = 256 << 10
+STDERR_CHECK_S = 1.0  # how often writes that bypass sys.stderr (a C library's, faulthandler's) are caught
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,59 @@ def die_with_parent(parent: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:  # the console died before the request took: nothing to poll for
         os._exit(0)
+
+
+def trim_file(fd: int, cap: int = STDERR_CAP, keep: int = STDERR_KEEP) -> int:
+    """Cut the file open at ``fd`` to its newest ``keep`` bytes (from a line's start) once it is over
+    ``cap``, with a line that says how much was dropped; the offset ends at its new end.
+
+    The newest lines are the ones kept: the console quotes the last line (a traceback's) when the
+    process ends. Returns the bytes dropped (0: under the cap, or not a file that can be cut).
+    """
+    try:
+        size = os.fstat(fd).st_size
+        if size <= cap:
+            return 0
+        tail = os.pread(fd, keep, size - keep)
+        start = tail.find(b"\n") + 1  # a whole first line, where there is one
+        tail = tail[start:] if 0 < start < len(tail) else tail
+        dropped = size - len(tail)
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"[nvls-tui poller: {dropped} earlier bytes of this log dropped]\n".encode() + tail)
+    except OSError:
+        return 0  # a pipe or a terminal: nothing grows here
+    return dropped
+
+
+class CappedStderr:
+    """``sys.stderr``, cut back with :func:`trim_file` after any write that took the file over the cap."""
+
+    def __init__(self, stream: Any, fd: int = 2) -> None:
+        self._stream = stream
+        self._fd = fd
+
+    def write(self, text: str) -> int:
+        written = self._stream.write(text)
+        self._stream.flush()
+        trim_file(self._fd)
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def cap_stderr() -> None:
+    """Hold this process's stderr to :data:`STDERR_CAP`: Python's writes at once (``sys.stderr``)."""
+    if not isinstance(sys.stderr, CappedStderr) and sys.stderr is not None:
+        sys.stderr = CappedStderr(sys.stderr)
+
+
+async def keep_stderr_capped(every: float = STDERR_CHECK_S) -> None:
+    """Cut stderr back now and then: what bypasses ``sys.stderr`` (a C library, faulthandler)."""
+    while True:
+        trim_file(2)
+        await asyncio.sleep(every)
 
 
 def build(spec: PollerSpec) -> list[Backend]:
@@ -93,12 +151,14 @@ async def serve(read_fd: int, write_fd: int) -> int:
             await writer.drain()
         return 2
     pollers = {b.host: NodePoller(b, interval=spec.interval, timeout=spec.poll_timeout) for b in backends}
+    capper = asyncio.create_task(keep_stderr_capped(), name="stderr cap")
     try:
         await PollWorker(pollers, {b.host: b for b in backends if b.simulated}).serve(reader, writer)
     finally:
         # All at once and bounded: the console waits for this process when it quits.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.gather(*(b.close() for b in backends), return_exceptions=True), 2.0)
+        capper.cancel()
     return 0
 
 
@@ -112,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     die_with_parent(parent)
+    cap_stderr()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         # The console's keys come first: on a busy bastion the polls wait a little, the operator does not.
@@ -159,7 +220,7 @@ def poller_client(settings: Settings, backends: Sequence[Backend], *, interval: 
     return PollerClient(PollerSpec(settings, interval, poll_timeout, clocks), expect=tuple(b.host for b in backends))
 
 
-__all__ = ["PollerSpec", "build", "console_poller", "die_with_parent", "main", "poller_client", "serve"]
+__all__ = ["STDERR_CAP", "CappedStderr", "PollerSpec", "build", "cap_stderr", "keep_stderr_capped", "trim_file", "console_poller", "die_with_parent", "main", "poller_client", "serve"]
 
 
 if __name__ == "__main__":
