@@ -87,9 +87,19 @@ def smoke_lines(smoke: SmokeResult) -> list[str]:
 
 def short_command(argv: Sequence[str], env: dict[str, str] | None = None, width: int = COMMAND_WIDTH) -> str:
     """The command as a shell line, shortened in the middle when it is too long for a pane."""
-    text = join_argv(list(argv), env or None)
+    return middle_cut(join_argv(list(argv), env or None), width)
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, its middle replaced by `` … `` when it is longer.
+
+    The end stays: of a command it is usually what the command acts on (``rm -f A B`` cut at its end read
+    as ``rm -f A A`` when B was A plus a suffix).
+    """
     if len(text) <= width:
         return text
+    if width < 8:
+        return text[: max(width - 1, 0)] + "…"
     keep = width - 3
     return text[: keep * 2 // 3] + " … " + text[-(keep - keep * 2 // 3):]
 
@@ -275,4 +285,4 @@ def repair_options(backends: Sequence[Backend], timeout: float | None = None, **
 
 
 __all__ = ["FABRIC_LINE", "FAILED", "Approval", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
-           "repair_options", "short_command", "smoke_lines"]
+           "middle_cut", "repair_options", "short_command", "smoke_lines"]

@@ -1,7 +1,9 @@
 """The output pane: the commands a run sends and what they print, streamed as it arrives.
 
 A ``RichLog`` with ``max_lines``, so a chatty command cannot eat the memory of a long session; the
-audit log keeps everything. Commands, notes and errors are styled by kind.
+audit log keeps everything. Commands, notes and errors are styled by kind. Lines do not wrap: a command
+too wide for the pane is shortened in the middle to its width (never cut silently at the edge: the lock's
+``rm -f owner.json owner.json.tmp`` read as the same path twice); other lines scroll sideways.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from collections.abc import Iterable
 
 from rich.style import Style
 from rich.text import Text
+from textual.events import Resize
 from textual.geometry import Size
 from textual.widgets import RichLog
 
-from nvls_tui.views.runbook import PaneLine
+from nvls_tui.views.runbook import PaneLine, middle_cut
 from nvls_tui.widgets import palette
 
 MAX_LINES = 2000
@@ -43,15 +46,38 @@ class OutputPane(RichLog):
         super().__init__(**kwargs)
         self._last_key = ""
         self._last_height = 0
+        # Lines given before the pane knew its width: a command is shortened to that width, so they wait.
+        self._early: list[PaneLine] = []
 
     def add(self, lines: Iterable[PaneLine]) -> None:
         """Append ``lines`` and follow the end; a keyed line replaces the last line if that has its key."""
+        if not self._size_known or self._early:
+            for line in lines:
+                if line.key and self._early and self._early[-1].key == line.key:
+                    self._early[-1] = line
+                else:
+                    self._early.append(line)
+            return
         for line in lines:
             if not (line.key and line.key == self._last_key and self._drop_last()):
                 self._last_key = ""
-            self.write(Text(line.text, style=kind_style(line.kind)), scroll_end=True)
+            text = middle_cut(line.text, self._text_width()) if line.kind == "cmd" else line.text
+            self.write(Text(text, style=kind_style(line.kind)), scroll_end=True)
             self._last_key = line.key
-            self._last_height = line.text.count("\n") + 1  # no wrapping: one strip per text line
+            self._last_height = text.count("\n") + 1  # no wrapping: one strip per text line
+
+    def _text_width(self) -> int:
+        """The columns a line has (the vertical scrollbar's counted as taken: it appears as lines come)."""
+        return max(1, self.content_region.width - self.styles.scrollbar_size_vertical)
+
+    def on_resize(self, event: Resize) -> None:
+        """Once the pane has a width (RichLog's own handler runs next and learns it), add the early lines."""
+        if event.size.width and self._early:
+            self.call_later(self._add_early)
+
+    def _add_early(self) -> None:
+        early, self._early = self._early, []
+        self.add(early)
 
     def _drop_last(self) -> bool:
         """Take back the last write (to rewrite it in place). False when it cannot be (already scrolled off).
