@@ -302,13 +302,17 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Abort while running, SIGTERM while a column waits with a selection, report at the end."""
+        """Abort while running, SIGTERM while a column waits with a selection, report at the end.
+
+        The abort keys leave the footer once no node runs (before the start, after the end): greyed there,
+        they still read as something to do. While nodes run, ``a`` is greyed when no column says which.
+        """
         if action in SEARCH_ACTIONS:
             return self.search_allows(action)
+        if action in ("abort", "abort_all") and not (self.running and self._running_hosts()):
+            return False
         if action == "abort":
             return True if self.abort_target() else None
-        if action == "abort_all":
-            return True if self.running and self._running_hosts() else None
         if action == "sigterm_holders":
             if self.services.settings.read_only:
                 return False
