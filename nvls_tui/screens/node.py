@@ -40,7 +40,7 @@ from nvls_tui.widgets.node_text import (
     short_start,
     unread_subtitle,
 )
-from nvls_tui.widgets.tables import cursor_key, sync_rows
+from nvls_tui.widgets.tables import cursor_key, room_for, sync_rows
 
 if TYPE_CHECKING:
     from nvls_tui.screens.services import ConsoleServices
@@ -60,6 +60,9 @@ NARROW_BELOW = 120
 HOLDERS_NARROW_BELOW = 100
 HOLDER_COLUMNS_WIDE = (" ", "pid", "user", "kind", "unit / pod", "started", "command", "devices")
 HOLDER_COLUMNS_NARROW = (" ", "pid", "user", "kind", "command", "devices", "unit / pod", "started")
+# A command longer than the room left to it on screen ends in "…" there (never cut at the edge with no
+# mark); on a table too narrow even for this many cells it keeps this many and scrolls.
+HOLDER_COMMAND_MIN = 12
 
 # The panels' titles; what a key would do is said only where the key may act (never in read-only).
 UNITS_TITLE, UNITS_KEYS = "Units", "  (s stop · u start)"
@@ -143,6 +146,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
     def on_resize(self, event: events.Resize) -> None:
         """Stack the findings, units and switches when they cannot stand side by side."""
         self._arrange(event.size.width)
+        self.call_after_refresh(self._refit_holders)  # once the table has its new width
 
     def _arrange(self, width: int) -> None:
         # Narrow: the findings first, then the holders (the focused table), then units and switches
@@ -267,11 +271,29 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
                      "devices": compact_devices(h.devices)}
             rows.append((str(h.pid), tuple(cells[label] for label in order)))
         table = self.query_one("#holders", DataTable)
+        rows = self._fit_commands(table, order, rows)
         sync_rows(table, rows)
         box = self.query_one("#holders-box")
         box.border_title = HOLDERS_TITLE + ("" if self.services.settings.read_only else HOLDERS_KEYS)
         box.border_subtitle = unread_subtitle(state, "holders", f"{len(self.selected)} selected of {len(rows)}"
                                               if rows else "none: a reset would not be refused")
+
+    @staticmethod
+    def _fit_commands(table: DataTable, order: list[str], rows: list[tuple[str, tuple[Text | str, ...]]]
+                      ) -> list[tuple[str, tuple[Text | str, ...]]]:
+        """``rows`` with each command cut to the room the table has left for it, ending in ``…``."""
+        if "command" not in order:
+            return rows
+        room = room_for(table, order, [row for _, row in rows], "command")
+        if room is None:
+            return rows  # no width yet: the redraw after the layout fits them
+        at, width = order.index("command"), max(room, HOLDER_COMMAND_MIN)
+        return [(key, (*row[:at], cells.fit(Text(str(row[at])), width), *row[at + 1:])) for key, row in rows]
+
+    def _refit_holders(self) -> None:
+        """Draw the holders again at the table's new width (their commands are fitted to it)."""
+        if self.state is not None and self.is_mounted:
+            self._draw_holders(self.state)
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -59,6 +59,32 @@ def sync_rows(table: DataTable, rows: Sequence[Row]) -> int:
     return written
 
 
+def room_for(table: DataTable, labels: Sequence[str], rows: Sequence[Sequence[Cell]], column: str) -> int | None:
+    """The cells ``column`` has before the table's visible edge, after the columns left of it.
+
+    Args:
+        table: the table (its width and cell padding).
+        labels: the columns' labels in order.
+        rows: the cells of every row, in the order of ``labels``.
+        column: the label of the column to fit.
+
+    Returns:
+        The room (may be small or negative on a tiny table), or None while the table has no width yet.
+    """
+    width = table.scrollable_content_region.width
+    if width <= 0:
+        return None
+    pad = 2 * table.cell_padding
+    shown = list(table.columns.values())
+    used = 0
+    for i, label in enumerate(labels[: labels.index(column)]):
+        content = max([Text(label).cell_len] + [plain(row[i]).cell_len for row in rows])
+        if i < len(shown):  # a DataTable column never narrows by itself: it may be wider than its cells
+            content = max(content, shown[i].content_width)
+        used += content + pad
+    return width - used - pad
+
+
 def cursor_key(table: DataTable) -> str | None:
     """The key of the row under the cursor, or None when the table is empty."""
     keys = [rk.value for rk in table.rows]
