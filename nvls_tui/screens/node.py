@@ -39,6 +39,7 @@ from nvls_tui.widgets.node_text import (
     short_cluster,
     short_start,
     unread_subtitle,
+    versions_line,
 )
 from nvls_tui.widgets.tables import cursor_key, room_for, sync_rows
 
@@ -147,6 +148,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         """Stack the findings, units and switches when they cannot stand side by side."""
         self._arrange(event.size.width)
         self.call_after_refresh(self._refit_holders)  # once the table has its new width
+        self.call_after_refresh(self._draw_header)  # the header's width decides where the versions go
 
     def _arrange(self, width: int) -> None:
         # Narrow: the findings first, then the holders (the focused table), then units and switches
@@ -227,7 +229,15 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         if state is None:
             return
         age = None if state.polled_at is None else self.services.clock() - state.polled_at
-        self.query_one("#node-header", Static).update(header_text(state, self.services.live.diagnoses.get(self.host), age))
+        diagnosis = self.services.live.diagnoses.get(self.host)
+        header = header_text(state, diagnosis, age)
+        # Where the whole header would wrap (80 columns), the versions go to the GPUs panel's title.
+        width = self.query_one("#node-header").size.width or self.app.size.width
+        narrow = header.cell_len > width
+        if narrow:
+            header = header_text(state, diagnosis, age, versions=False)
+        self.query_one("#node-header", Static).update(header)
+        self.query_one("#gpus").border_title = f"GPUs · {versions_line(state)}" if narrow else "GPUs"
 
     def _draw_gpus(self, state: NodeState) -> None:
         rows = []

@@ -156,27 +156,52 @@ def gpu_summary(state: NodeState, diagnosis: Diagnosis | None) -> str:
     return caption
 
 
-def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None) -> Text:
-    """`` gpu05  ✖ broken  hgx-h100 · driver … · FM … (failed) · polled 3s ago``."""
+def _driver_version(state: NodeState) -> str:
+    """The driver's version; ``?`` where the GPUs were not read, ``–`` where nvidia-smi named none."""
+    return "?" if state.missing_section("gpus") is not None else state.driver or "–"  # nvidia-smi's word
+
+
+def _fm_version(state: NodeState) -> str:
+    """FM's version; ``?`` where it was not read (a node never read is no GB200 without host FM)."""
+    return "?" if state.missing_section("fm_version") else state.fm_version or "–"
+
+
+def versions_line(state: NodeState) -> str:
+    """``driver 580.82.07 · FM 580.82.07``: what a narrow header leaves to the GPUs panel's title."""
+    return f"driver {_driver_version(state)} · FM {_fm_version(state)}"
+
+
+def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None, *, versions: bool = True) -> Text:
+    """`` gpu05  ✖ broken  hgx-h100 · driver … · FM … (failed) · polled 3s ago``.
+
+    Args:
+        state: the node.
+        diagnosis: its diagnosis (None: not yet).
+        age: seconds since its poll (None: never polled).
+        versions: False for a narrow screen: ``· FM failed`` with no driver or FM version
+            (:func:`versions_line` says them elsewhere), so the header stays on one line at 80 columns.
+    """
     text = Text()
     text.append(f" {state.host} ", style="bold reverse")
     text.append("  ")
     verdict = diagnosis.verdict if diagnosis else None
     text.append_text(cells.verdict_text(verdict if state.reachable else Verdict.UNREACHABLE))
-    driver = "?" if state.missing_section("gpus") is not None else state.driver or "–"  # nvidia-smi's word
     # " · " rather than blanks: where the header wraps after the verdict, or a copy joins its lines,
     # the verdict and the platform still read apart (not "▲ degradedno-nvswitch").
-    text.append(f" · {state.platform.value} · driver {driver}")
+    text.append(f" · {state.platform.value}" + (f" · driver {_driver_version(state)}" if versions else ""))
     fm = state.service("nvidia-fabricmanager")
     if state.read_anything and not state.platform.has_host_fm and fm is None and not state.fm_version:
         text.append(" · no host Fabric Manager")  # not "FM – ( –)": there is none to show
     elif state.fm_place is not None and state.fm_place.in_container:
         # No host unit to show: FM lives in the GPU Operator's driver pod (restart the pod, not a unit).
         text.append(f" · FM in the GPU Operator's driver pod {one_line(state.fm_place.pod_words)}")
-    else:  # "?" where the section was not read (a node never read is no GB200 without host FM)
-        text.append(f" · FM {'?' if state.missing_section('fm_version') else state.fm_version or '–'} (")
+    elif versions:
+        text.append(f" · FM {_fm_version(state)} (")
         text.append_text(cells.unknown_text() if state.missing_section("units") else cells.unit_text(fm))
         text.append(")")
+    else:
+        text.append(" · FM ")
+        text.append_text(cells.unknown_text() if state.missing_section("units") else cells.unit_text(fm))
     if state.scheduler is not None:
         sched = state.scheduler
         text.append(" · Slurm ")
@@ -195,4 +220,5 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     return text
 
 
-__all__ = ["compact_devices", "coverage_line", "gpu_summary", "header_text", "kernel_message", "owner_text", "short_cluster", "short_start", "unread_subtitle"]
+__all__ = ["compact_devices", "coverage_line", "gpu_summary", "header_text", "kernel_message", "owner_text", "short_cluster", "short_start", "unread_subtitle",
+           "versions_line"]
