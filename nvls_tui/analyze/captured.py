@@ -163,45 +163,13 @@ def _status(text: str) -> Result:
     return data, findings, parsed.warnings
 
 
-def grouped_xids(findings: list[Finding]) -> list[Finding]:
-    """The XID findings of one Xid (and severity) as one finding naming its GPUs, in the place of the first.
-
-    A pasted log often holds the same Xid from every GPU of a job, or many times from one: one finding says
-    ``Xid 45 on 4 GPUs (7 lines): 0000:97:00, ...`` instead of seven. Other findings pass as they are.
-    """
-    groups: dict[tuple[Severity, str], list[str]] = {}
-    for f in findings:
-        if f.code == "XID":
-            head, _, where = f.message.partition(" on ")
-            groups.setdefault((f.severity, head), []).append(where)
-    out: list[Finding] = []
-    done: set[tuple[Severity, str]] = set()
-    for f in findings:
-        key = (f.severity, f.message.partition(" on ")[0])
-        if f.code != "XID" or len(groups[key]) == 1:
-            out.append(f)
-            continue
-        if key in done:
-            continue
-        done.add(key)
-        head, lines = key[1], len(groups[key])
-        places = sorted({w for w in groups[key] if w}, key=lambda w: diagnosis.pci_key(w) or (0, 0, 0))
-        device = "NVSwitch" if head.startswith("SXid") else "GPU"
-        if len(places) > 1:
-            message = f"{head} on {words.count(len(places), device)} ({lines} lines): {', '.join(places)}"
-        else:
-            message = f"{head}{f' on {places[0]}' if places else ''} ({lines} lines)"
-        out.append(dataclasses.replace(f, message=message))
-    return out
-
-
 def _kernel(text: str) -> Result:
     parsed = parse_kernel_log(text)
     state = NodeState(host="file", kernel_events=parsed.value)
     # GPU_LOST first, as check gives it for the same lines (Xid 79, the driver's "fallen off the bus"): a
     # pasted log must say that a reset cannot help, not only name the Xid. No GPU list here: by bus id.
-    # The same Xid from many lines is one finding naming the GPUs (grouped_xids).
-    findings = diagnosis.gpu_lost_findings(state) + grouped_xids(diagnosis.kernel_findings(state))
+    # The same Xid from many lines is one finding naming the GPUs, as check says it (kernel_findings).
+    findings = diagnosis.gpu_lost_findings(state) + diagnosis.kernel_findings(state)
     return {"events": [kernel_event_json(e) for e in parsed.value]}, findings, parsed.warnings
 
 

@@ -7,6 +7,7 @@ all-zero ClusterUUID, and ``In Progress`` is normal for a while after Fabric Man
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from nvls_tui.diagnosis import fm_container, story
@@ -152,7 +153,40 @@ def kernel_findings(state: NodeState) -> list[Finding]:
             where = f" on {event.pci}" if event.pci else ""
             findings.append(Finding("XID", severity, f"{event.code.replace('XID', 'Xid')} {event.xid}{where}"))
         codes_seen.add(event.code)
-    return findings
+    return grouped_xids(findings)
+
+
+def grouped_xids(findings: list[Finding]) -> list[Finding]:
+    """The XID findings of one Xid (and severity) as one finding naming its GPUs, in the place of the first.
+
+    A kernel log often holds the same Xid from every GPU of a job, or many times from one: one finding says
+    ``Xid 45 on 4 GPUs (7 lines): 0000:97:00, ...`` instead of seven. Other findings pass as they are. Here in
+    the diagnosis so that check, the console and analyze (a pasted log) say it in the same words.
+    """
+    groups: dict[tuple[Severity, str], list[str]] = {}
+    for f in findings:
+        if f.code == "XID":
+            head, _, where = f.message.partition(" on ")
+            groups.setdefault((f.severity, head), []).append(where)
+    out: list[Finding] = []
+    done: set[tuple[Severity, str]] = set()
+    for f in findings:
+        key = (f.severity, f.message.partition(" on ")[0])
+        if f.code != "XID" or len(groups[key]) == 1:
+            out.append(f)
+            continue
+        if key in done:
+            continue
+        done.add(key)
+        head, lines = key[1], len(groups[key])
+        places = sorted({w for w in groups[key] if w}, key=lambda w: pci_key(w) or (0, 0, 0))
+        device = "NVSwitch" if head.startswith("SXid") else "GPU"
+        if len(places) > 1:
+            message = f"{head} on {count(len(places), device)} ({lines} lines): {', '.join(places)}"
+        else:
+            message = f"{head}{f' on {places[0]}' if places else ''} ({lines} lines)"
+        out.append(dataclasses.replace(f, message=message))
+    return out
 
 
 def pci_key(bus_id: str | None) -> tuple[int, int, int] | None:
