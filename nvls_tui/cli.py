@@ -276,7 +276,9 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                              "(out of sync; FM crashed 3 times; Debian's needrestart, set to restart on its own, and "
                              "unattended-upgrades installed in the node, apt's timers running: apt downloads them), or "
                              "journal-rotated (out of sync; the node's real kernel journal vacuumed after the fault, "
-                             "whose line only the ring buffer still holds)")
+                             "whose line only the ring buffer still holds), or k8s-incident (out of sync on "
+                             "Kubernetes: a stand-in API server runs the GPU Operator's pods and a vLLM pod as real "
+                             "processes in each node; up prints the KUBECONFIG to use)")
     lab_up.add_argument("--nodes", default="gpu[05-06]", metavar="NODESET",
                         help="node names, ClusterShell syntax (default: gpu[05-06])")
     lab_up.add_argument("--slurm", action="store_true",
