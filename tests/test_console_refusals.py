@@ -66,7 +66,7 @@ async def test_s_in_the_units_table_acts_on_the_unit_under_its_cursor_or_says_wh
 
 
 @pytest.mark.parametrize("key, words", [("t", "read-only: SIGTERM"), ("R", "read-only: Reset"),
-                                         ("F", "read-only: FM restart"), ("n", "read-only: Smoke test"),
+                                         ("F", "read-only: FM restart"), ("T", "read-only: Smoke test"),
                                          ("s", "read-only: Stop unit")])
 async def test_read_only_refuses_node_changing_keys_in_words(key, words):
     app = sim_app(read_only=True)
