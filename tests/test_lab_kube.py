@@ -195,6 +195,15 @@ def repair_args(folder: Path, audit: Path, *more: str) -> list[str]:
             str(folder / cluster.KUBECONFIG), "--json", "--audit-dir", str(audit), *more]
 
 
+OPERAND_CONTAINERS = ("nvidia-device-plugin", "nvidia-dcgm-exporter", "gpu-feature-discovery",
+                      "nvidia-operator-validator")
+
+
+def all_four(operands: list[dict]) -> list[dict] | None:
+    """The operand pods once every one of the four runs (None before: the wait goes on)."""
+    return operands if len({container(p) for p in operands}) == len(OPERAND_CONTAINERS) else None
+
+
 def operand_labels(node: dict) -> dict[str, str]:
     return {k: v for k, v in node["metadata"]["labels"].items() if k.startswith("nvidia.com/gpu.deploy.")}
 
@@ -252,12 +261,12 @@ def test_killed_mid_quiesce_then_restore_puts_the_labels_back_and_keeps_the_cord
     assert operand_labels(after) == before  # the administrator's false kept, the unset ones unset again
     assert after["spec"].get("unschedulable") is True
     assert after["metadata"]["annotations"].get(STOPPED_AT) == "quiesce"
-    # The operands the pause ended run again, as real processes.
-    operands = wait("the operands running again", lambda: [
-        p for p in pods(folder) if container(p) in ("nvidia-device-plugin", "nvidia-dcgm-exporter",
-                                                    "gpu-feature-discovery", "nvidia-operator-validator")
-        and p["status"].get("phase") == "Running" and pod_processes(node, p)])
-    assert len(operands) == 4
+    # The operands the pause ended run again, as real processes (the controller starts them one at a time: the
+    # wait is for all four, not the first).
+    operands = wait("the four operands running again", lambda: all_four([
+        p for p in pods(folder) if container(p) in OPERAND_CONTAINERS
+        and p["status"].get("phase") == "Running" and pod_processes(node, p)]))
+    assert sorted(container(p) for p in operands) == sorted(OPERAND_CONTAINERS)
 
 
 @pytest.mark.lab
@@ -289,12 +298,16 @@ def test_repair_pauses_evicts_meets_the_real_effect_and_restores(k8s_lab, tmp_pa
     assert operand_labels(after) == labels
     assert not after["spec"].get("unschedulable") and STOPPED_AT not in after["metadata"].get("annotations", {})
     assert vllm["metadata"]["name"] not in {p["metadata"]["name"] for p in pods(folder)}  # evicted
-    operands = wait("the operands running again", lambda: [
+    operands = wait("the four operands running again", lambda: all_four([
         p for p in pods(folder) if container(p) != "vllm" and p["status"].get("phase") == "Running"
-        and pod_processes(node, p)])
+        and pod_processes(node, p)]))
     assert sorted(container(p) for p in operands) == ["gpu-feature-discovery", "nvidia-dcgm-exporter",
                                                       "nvidia-device-plugin", "nvidia-operator-validator"]
     assert not {p["metadata"]["name"] for p in operands} & set(old)  # new pods, new processes
-    audit = "\n".join(p.read_text() for p in (tmp_path / "audit").rglob("*") if p.is_file())
-    for call in (f"cordon {NODE}", "paused-for-nvls-repair", "/eviction", f"uncordon {NODE}"):
-        assert call in audit, call
+    # The audit log keeps each argv as a JSON list: the kubectl calls it announced, joined for reading.
+    records = [json.loads(line) for p in (tmp_path / "audit").glob("repair-*.jsonl")
+               for line in p.read_text().splitlines() if line.strip()]
+    audited = "\n".join(" ".join(r["argv"]) for r in records
+                        if r.get("event") == "command-started" and (r.get("argv") or [""])[0] == "kubectl")
+    for call in (f" cordon {NODE}", "paused-for-nvls-repair", "/eviction", f" uncordon {NODE}"):
+        assert call in audited, (call, audited)
