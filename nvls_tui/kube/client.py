@@ -22,6 +22,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from nvls_tui import node_map
 from nvls_tui.model.kube import KubeNode, KubePod
 from nvls_tui.parsers.kube import parse_nodes, parse_pods
 from nvls_tui.textsafe import one_line
@@ -219,21 +220,12 @@ class Kubectl:
 
 
 def read_node_map(path: str) -> dict[str, str]:
-    """``--kube-node-map FILE``: one ``TARGET K8S_NODE`` pair per line, ``#`` comments.
+    """``--kube-node-map FILE``: one ``TARGET K8S_NODE`` pair per line, ``#`` comments (:mod:`nvls_tui.node_map`).
 
     Raises:
         OSError: the file cannot be read. ValueError: a line is not two words (one sentence).
     """
-    mapping = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            words = line.split("#", 1)[0].split()
-            if not words:
-                continue
-            if len(words) != 2:
-                raise ValueError(f"{path}:{number}: expected 'TARGET K8S_NODE', got {one_line(line, 80)!r}")
-            mapping[words[0]] = words[1]
-    return mapping
+    return node_map.read_node_map(path, "K8S_NODE")
 
 
 def default_kubeconfig(environ: Mapping[str, str] | None = None) -> str | None:

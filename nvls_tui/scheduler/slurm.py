@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from nvls_tui import node_map
 from nvls_tui.model.scheduler import UNKNOWN, Job, SchedulerState
 from nvls_tui.parsers.base import Parsed
 from nvls_tui.parsers.slurm import node_state_word, parse_show_node, parse_squeue, squeue_format
@@ -189,21 +190,12 @@ def _expand(nodelist: str) -> list[str] | None:
 
 
 def read_node_map(path: str) -> dict[str, str]:
-    """``--slurm-node-map FILE``: one ``TARGET SLURM_NODE`` pair per line, ``#`` comments.
+    """``--slurm-node-map FILE``: one ``TARGET SLURM_NODE`` pair per line, ``#`` comments (:mod:`nvls_tui.node_map`).
 
     Raises:
         OSError: the file cannot be read. ValueError: a line is not two words (one sentence).
     """
-    mapping = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            words = line.split("#", 1)[0].split()
-            if not words:
-                continue
-            if len(words) != 2:
-                raise ValueError(f"{path}:{number}: expected 'TARGET SLURM_NODE', got {line.strip()!r}")
-            mapping[words[0]] = words[1]
-    return mapping
+    return node_map.read_node_map(path, "SLURM_NODE")
 
 
 def find_slurm(conf: str | None = None, node_map: Mapping[str, str] | None = None,
