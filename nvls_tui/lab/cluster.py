@@ -202,20 +202,9 @@ def is_server(pid: int, folder: Path) -> bool:
 
 def stop_server(pid: int, folder: Path, timeout: float = 15.0) -> None:
     """SIGTERM the lab's API server (SIGKILL after ``timeout``); nothing if ``pid`` is not it."""
-    from nvls_tui.lab.machine import reap
+    from nvls_tui.lab.machine import stop_process
 
-    for signo in (signal.SIGTERM, signal.SIGKILL):
-        if not is_server(pid, folder):
-            break
-        try:
-            os.kill(pid, signo)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and is_server(pid, folder):
-            reap(pid)
-            time.sleep(0.1)
-    reap(pid)
+    stop_process(pid, lambda: is_server(pid, folder), timeout)
 
 
 def serve(folder: Path) -> int:

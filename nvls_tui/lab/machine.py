@@ -18,7 +18,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -299,6 +299,23 @@ def _reap(pid: int) -> None:
 
 reap = _reap
 """Collect ``pid``'s exit status if it is this process's child (a daemon the lab started)."""
+
+
+def stop_process(pid: int, still_it: Callable[[], bool], timeout: float) -> None:
+    """SIGTERM ``pid`` while ``still_it()`` (it is the process we started, not a reused PID), then
+    SIGKILL after ``timeout``; reap it if it is our child."""
+    for signo in (signal.SIGTERM, signal.SIGKILL):
+        if not still_it():
+            break
+        try:
+            os.kill(pid, signo)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and still_it():
+            _reap(pid)
+            time.sleep(0.1)
+    _reap(pid)
 
 
 def _is(pid: int, comm: str) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -31,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nvls_tui.lab.image import GRES_DEVICE, HOLD, SlurmImage
-from nvls_tui.lab.machine import LabError, LabNode, is_process, reap
+from nvls_tui.lab.machine import LabError, LabNode, is_process, reap, stop_process
 
 CLUSTER = "nvlslab"
 PARTITION = "gpu"
@@ -384,18 +383,7 @@ def cancel_jobs(folder: Path, timeout: float = 30.0) -> None:
 
 def stop_daemon(pid: int, comm: str, timeout: float = 10.0) -> None:
     """SIGTERM ``pid`` if it still is ``comm``, then SIGKILL after ``timeout``; reap it if it is ours."""
-    for signo in (signal.SIGTERM, signal.SIGKILL):
-        if not is_process(pid, comm):
-            break
-        try:
-            os.kill(pid, signo)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and is_process(pid, comm):
-            reap(pid)
-            time.sleep(0.1)
-    reap(pid)
+    stop_process(pid, lambda: is_process(pid, comm), timeout)
 
 
 def stop(folder: Path, lab: SlurmLab) -> None:
