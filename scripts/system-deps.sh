@@ -5,7 +5,8 @@
 # containers (systemd-container's systemd-nspawn booting the host's own systemd), and the lab's Slurm
 # cluster (`lab up --slurm`: slurm-wlm's slurmctld and slurmd, slurm-client's scontrol/sinfo/squeue/
 # sbatch/scancel/srun, munge's munged), systemd-journal-remote (writes real journal files that the
-# kernel-log and paste tests read back with the real journalctl), lsof (a holders source), and a
+# kernel-log and paste tests read back with the real journalctl), lsof (a holders source), faketime's
+# libfaketime (a second bastion whose clock runs minutes ahead, for the lock's tests), and a
 # kubectl for the Kubernetes tests (the real client against the stand-in API server; Debian's
 # kubernetes-client, 1.20, where the machine image carries none). Installed only when missing.
 set -euo pipefail
@@ -20,6 +21,7 @@ command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 [ -x /lib/systemd/systemd ] || need+=(systemd)
 [ -x /lib/systemd/systemd-journal-remote ] || need+=(systemd-journal-remote)
 command -v lsof >/dev/null 2>&1 || need+=(lsof)
+command -v faketime >/dev/null 2>&1 || need+=(faketime)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 { command -v slurmctld || [ -x /usr/sbin/slurmctld ]; } >/dev/null 2>&1 \
     && { command -v slurmd || [ -x /usr/sbin/slurmd ]; } >/dev/null 2>&1 || need+=(slurm-wlm)

@@ -162,15 +162,15 @@ class _Hanging(Backend):
         raise AssertionError("never")
 
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
-                  env: Mapping[str, str] | None = None, stdin: str | None = None) -> CommandResult:
+                  env: Mapping[str, str] | None = None, stdin: str | None = None, fence=None) -> CommandResult:
         raise NotImplementedError
 
     async def stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, pty: bool = False,
-                     privileged: bool = False) -> AsyncGenerator[str, None]:
+                     privileged: bool = False, fence=None) -> AsyncGenerator[str, None]:
         raise NotImplementedError
         yield ""  # pragma: no cover - makes this an async generator
 
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity, fence=None) -> SignalOutcome:
         raise NotImplementedError
 
 

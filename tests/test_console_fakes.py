@@ -86,7 +86,7 @@ class FakeBackend(Backend):
             await asyncio.Event().wait()
         return self.state
 
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity, fence=None) -> SignalOutcome:
         if pid in self.changed_pids:
             raise ProcessChanged(f"PID {pid} is now another process")
         if not any(h.pid == pid for h in self.state.holders):
@@ -96,7 +96,7 @@ class FakeBackend(Backend):
         return SignalOutcome(pid, True)
 
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
-                  env=None, stdin=None) -> CommandResult:
+                  env=None, stdin=None, fence=None) -> CommandResult:
         self.ran.append(tuple(argv))
         if tuple(argv[:2]) == ("systemctl", "is-active"):
             active = next((s.active for s in self.state.services if s.name == argv[2]), "inactive")
@@ -107,5 +107,5 @@ class FakeBackend(Backend):
                 for s in self.state.services))
         return CommandResult(tuple(argv), 0)
 
-    def stream(self, argv, *, env=None, pty=False, privileged=False):
+    def stream(self, argv, *, env=None, pty=False, privileged=False, fence=None):
         raise NotImplementedError("the console part 1 never streams")

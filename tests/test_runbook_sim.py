@@ -90,9 +90,9 @@ class FaultBackend(SimulatedBackend):
             raise Unreachable(f"connection to {self.host} lost")
         return await super().snapshot()
 
-    async def signal(self, pid, sig, expected):
+    async def signal(self, pid, sig, expected, fence=None):
         self._check_link(("kill",))
-        return await super().signal(pid, sig, expected)
+        return await super().signal(pid, sig, expected, fence)
 
 
 async def test_repairing_the_two_incident_nodes_ends_repaired_and_a_check_right_after_is_healthy():

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvls_tui.model import CommandResult, NodeState
+from nvls_tui.poll import fence as fences
 from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.once import ProbeReading, build_state
 from nvls_tui.poll.transport import Activity  # the poll's type: each backend sets it around its steps
@@ -50,6 +51,10 @@ class ProcessGone(BackendError):
 
 class ProcessChanged(BackendError):
     """The PID now belongs to another process (start time or command line differ): refused."""
+
+
+class Fenced(BackendError):
+    """The node's lock no longer names the run that sent a fenced command: the node did not run it."""
 
 
 class InvalidArgument(BackendError):
@@ -134,6 +139,21 @@ def validate_pid(pid: object) -> int:
     if not text.isdigit() or int(text) <= 1:
         raise InvalidArgument(f"refusing PID {pid!r}: not a positive process id")
     return int(text)
+
+
+def behind_fence(argv: Sequence[str], fence: str | None) -> tuple[str, ...]:
+    """``argv`` as it goes out behind the lock's fence of run ``fence`` (unchanged when None)."""
+    return fences.fenced(fence, argv) if fence else tuple(argv)
+
+
+def check_fence(host: str, fence: str | None, exit_status: int | None, output: str) -> None:
+    """Raise :class:`Fenced` when a fenced command's result is the fence's refusal.
+
+    Raises:
+        Fenced: the node did not run the command: its lock no longer names run ``fence``.
+    """
+    if fence and fences.refused(exit_status, output):
+        raise Fenced(f"{host}: the node's lock no longer names run {fence}: the command was not run")
 
 
 def join_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
@@ -277,6 +297,7 @@ class Backend(abc.ABC):
         privileged: bool = False,
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
+        fence: str | None = None,
     ) -> CommandResult:
         """Run one command to completion.
 
@@ -286,12 +307,15 @@ class Backend(abc.ABC):
             privileged: prefix with ``sudo -n`` where the backend was asked to.
             env: extra environment variables for the command.
             stdin: text fed to the command's standard input.
+            fence: a run id: the node runs the command only while its lock names that run, checked
+                in the same remote command (:mod:`nvls_tui.poll.fence`; :func:`behind_fence`).
 
         Returns:
             The finished command, whatever its exit status.
 
         Raises:
             Unreachable, CommandTimeout, InvalidArgument.
+            Fenced: the lock does not name ``fence``: the command was not run.
         """
 
     @abc.abstractmethod
@@ -302,11 +326,14 @@ class Backend(abc.ABC):
         env: Mapping[str, str] | None = None,
         pty: bool = False,
         privileged: bool = False,
+        fence: str | None = None,
     ) -> AsyncGenerator[str, None]:
         """Yield the command's output lines (stdout and stderr merged) as they arrive.
 
         Closing the iterator (``contextlib.aclosing``) or cancelling the consumer ends the command.
         When the stream ends the last exit status is available as ``self.last_exit_status``.
+        ``fence``: as for :meth:`run`; a refusal is the fence's line and its exit status
+        (:func:`nvls_tui.poll.fence.refused` tells them).
         """
 
     @property
@@ -315,18 +342,20 @@ class Backend(abc.ABC):
         options = getattr(self, "options", None)
         return bool(getattr(options, "read_only", False) or getattr(self, "_read_only", False))
 
-    async def signal(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+    async def signal(self, pid: int, sig: int, expected: ProcessIdentity, fence: str | None = None) -> SignalOutcome:
         """Send ``sig`` to ``pid`` only if it is still the process the operator selected.
 
         The guards every backend shares live here, in one place: a real PID (not 0 or 1), the
         identity recorded for exactly that PID with a start time and a command line, a signal from
         the short list, and a session that may change the node. Only then does the backend re-read
         the identity on the node and deliver (:meth:`_deliver`). Nothing here escalates to SIGKILL.
+        ``fence``: the re-read and the signal go out behind that run's lock (as for :meth:`run`).
 
         Raises:
             InvalidArgument: a bad PID or signal, an identity for another PID, a read-only session.
             ProcessGone: the PID no longer exists.
             ProcessChanged: no identity was recorded, or start time or command line differ.
+            Fenced: the node's lock no longer names run ``fence``: nothing was sent.
         """
         pid = validate_pid(pid)
         require_identity(self.host, pid, expected)
@@ -335,13 +364,16 @@ class Backend(abc.ABC):
                                   f"CONT and STOP are sent")
         if self.read_only:
             raise InvalidArgument(f"{self.host}: read-only session, not signalling PID {pid}")
-        return await self._deliver(pid, sig, expected)
+        return await self._deliver(pid, sig, expected, fence)
 
     @abc.abstractmethod
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
-        """Re-read ``pid``'s identity on the node and, only if it matches ``expected``, signal it.
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity,
+                       fence: str | None = None) -> SignalOutcome:
+        """Re-read ``pid``'s identity on the node and, only if it matches ``expected``, signal it; both
+        behind the lock's fence of run ``fence`` where one is given.
 
         Raises:
+            Fenced: the fence refused: nothing was read or sent.
             ProcessGone: the PID no longer exists.
             ProcessChanged: start time or command line differ from ``expected``.
         """

@@ -31,6 +31,8 @@ from nvls_tui.backends.base import (
     ProcessIdentity,
     SignalOutcome,
     Unreachable,
+    behind_fence,
+    check_fence,
     identity_text,
 )
 from nvls_tui.model import FabricInfo, GpuState, MissingEvidence
@@ -225,11 +227,13 @@ class LocalBackend(Backend):
         return (["sudo", "-n", *out] if privileged and self.options.sudo else out)
 
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
-                  env: Mapping[str, str] | None = None, stdin: str | None = None) -> CommandResult:
-        """Run a local command without a shell; past ``options.max_output`` it is stopped (truncated)."""
+                  env: Mapping[str, str] | None = None, stdin: str | None = None,
+                  fence: str | None = None) -> CommandResult:
+        """Run a local command without a shell; past ``options.max_output`` it is stopped (truncated).
+        ``fence``: behind the lock's fence (``sh`` reads the owner file, then execs the command)."""
         started = time.monotonic()
         limit = timeout or self.options.timeout
-        full = self._argv(argv, privileged)
+        full = self._argv(behind_fence(argv, fence), privileged)
         try:
             # A session of its own: a stopped `sudo journalctl` takes its child with it.
             proc = await asyncio.create_subprocess_exec(
@@ -281,15 +285,16 @@ class LocalBackend(Backend):
             capped.cancel()
         if over:
             return CommandResult(tuple(argv), -1, out.text(), err.text(), time.monotonic() - started, truncated=True)
+        check_fence(self.host, fence, proc.returncode, err.text())
         return CommandResult(tuple(argv), proc.returncode if proc.returncode is not None else -1, out.text(),
                              err.text(), time.monotonic() - started)
 
     async def stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, pty: bool = False,
-                     privileged: bool = False) -> AsyncGenerator[str, None]:
+                     privileged: bool = False, fence: str | None = None) -> AsyncGenerator[str, None]:
         """Yield output lines as they arrive; closing the iterator terminates the process."""
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self._argv(argv, privileged), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                *self._argv(behind_fence(argv, fence), privileged), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
                 env={**os.environ, **(env or {})})
         except FileNotFoundError:
             self.last_exit_status = 127
@@ -317,8 +322,15 @@ class LocalBackend(Backend):
                     await _reap(proc)
                 await asyncio.gather(drain, return_exceptions=True)
 
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
-        """Re-read the PID's start time and command line (psutil), then signal it (see Backend.signal)."""
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity,
+                       fence: str | None = None) -> SignalOutcome:
+        """Re-read the PID's start time and command line (psutil), then signal it (see Backend.signal).
+
+        This machine is the node: the lock's fence is a real ``sh`` run right before the signal (the owner
+        file read there, as on any node); the window between the two is this process's own.
+        """
+        if fence:
+            await self.run(("true",), fence=fence)  # raises Fenced when the lock does not name the run
         try:
             proc = psutil.Process(pid)
             start = lstart(proc.create_time())

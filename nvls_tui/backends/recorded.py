@@ -103,17 +103,19 @@ class RecordedBackend(Backend):
         return InvalidArgument(f"{self.host} is a recording: it does not {what}")
 
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
-                  env: Mapping[str, str] | None = None, stdin: str | None = None) -> CommandResult:
+                  env: Mapping[str, str] | None = None, stdin: str | None = None,
+                  fence: str | None = None) -> CommandResult:
         """Refused: a recording runs nothing."""
         raise self._refuse("run commands")
 
     async def stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, pty: bool = False,
-                     privileged: bool = False) -> AsyncGenerator[str, None]:
+                     privileged: bool = False, fence: str | None = None) -> AsyncGenerator[str, None]:
         """Refused: a recording runs nothing."""
         raise self._refuse("run commands")
         yield ""  # pragma: no cover - makes this an async generator
 
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity,
+                       fence: str | None = None) -> SignalOutcome:
         raise self._refuse("signal processes")
 
 

@@ -23,6 +23,8 @@ from nvls_tui.backends.base import (
     ProcessGone,
     ProcessIdentity,
     SignalOutcome,
+    behind_fence,
+    check_fence,
     identity_text,
     join_argv,
 )
@@ -105,17 +107,21 @@ class SimulatedBackend(Backend):
         privileged: bool = False,
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
+        fence: str | None = None,
     ) -> CommandResult:
-        """Run one command in process; a command that never returns raises CommandTimeout."""
+        """Run one command in process; a command that never returns raises CommandTimeout. ``fence``: the
+        node's ``sh`` runs the lock's fence first (as behind a real sshd), under the node's store."""
         argv = tuple(argv)
         limit = self.timeout if timeout is None else timeout
         began = time.monotonic()
 
         async def go() -> CommandResult:
             now = self.fleet.clock.now()
-            result = execute(self.node, argv, now, env=env, stdin=stdin)
+            result = execute(self.node, behind_fence(argv, fence), now, env=env, stdin=stdin)
             if result is HANG:
                 await asyncio.Event().wait()
+            if isinstance(result, Output):
+                check_fence(self.host, fence, result.exit_status, result.stderr)
             if isinstance(result, Plan):
                 proc = self._spawn_smoke(result, argv, now)
                 try:
@@ -139,12 +145,13 @@ class SimulatedBackend(Backend):
         env: Mapping[str, str] | None = None,
         pty: bool = False,
         privileged: bool = False,
+        fence: str | None = None,
     ) -> AsyncGenerator[str, None]:
-        """Yield output lines (without their newline) at the simulated tool's pace."""
+        """Yield output lines (without their newline) at the simulated tool's pace (``fence``: see run)."""
         argv = tuple(argv)
         self.last_exit_status = None
         now = self.fleet.clock.now()
-        result = execute(self.node, argv, now, env=env)
+        result = execute(self.node, behind_fence(argv, fence), now, env=env)
         if result is HANG:
             await asyncio.Event().wait()
         if isinstance(result, Output):
@@ -165,9 +172,11 @@ class SimulatedBackend(Backend):
         finally:
             self._end_smoke(proc)
 
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
-        """Re-read ``pid`` with ps, refuse if it changed, then ``kill -SIG pid`` (see Backend.signal)."""
-        seen = await self.run(ps_argv([pid]), privileged=True)
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity,
+                       fence: str | None = None) -> SignalOutcome:
+        """Re-read ``pid`` with ps, refuse if it changed, then ``kill -SIG pid`` (see Backend.signal); both
+        behind the lock's fence of run ``fence`` where one is given."""
+        seen = await self.run(ps_argv([pid]), privileged=True, fence=fence)
         entry = next(iter(parse_ps(seen.stdout).value), None)
         if not seen.ok or entry is None:
             raise ProcessGone(f"process {pid} on {self.host} is gone")
@@ -179,7 +188,7 @@ class SimulatedBackend(Backend):
             raise ProcessChanged(f"process {pid} on {self.host} now runs `{command}`, not "
                                  f"`{expected.command}`: not signalled")
         name = _signal.Signals(sig).name.removeprefix("SIG") if sig in _signal.Signals._value2member_map_ else str(sig)
-        done = await self.run(("kill", f"-{name}", str(pid)), privileged=True)
+        done = await self.run(("kill", f"-{name}", str(pid)), privileged=True, fence=fence)
         if not done.ok:
             if "No such process" in done.stderr:
                 raise ProcessGone(f"process {pid} on {self.host} is gone")

@@ -60,13 +60,14 @@ class PollerHeldBackend(Backend):
             raise Unreachable(f"{self.host}: {exc}") from None
 
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
-                  env: Mapping[str, str] | None = None, stdin: str | None = None) -> CommandResult:
+                  env: Mapping[str, str] | None = None, stdin: str | None = None,
+                  fence: str | None = None) -> CommandResult:
         """Run one command on the node, in the poller process."""
         return await self._ask("run", tuple(argv), timeout, privileged=privileged,
-                               env=dict(env) if env is not None else None, stdin=stdin)
+                               env=dict(env) if env is not None else None, stdin=stdin, fence=fence)
 
     async def stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, pty: bool = False,
-                     privileged: bool = False) -> AsyncGenerator[str, None]:
+                     privileged: bool = False, fence: str | None = None) -> AsyncGenerator[str, None]:
         """Yield the command's lines as the poller process runs it at the tool's pace."""
         self.last_exit_status = None
 
@@ -74,7 +75,8 @@ class PollerHeldBackend(Backend):
             self.last_exit_status = status
 
         lines = self.requests.stream(self.host, tuple(argv), clock=self.fleet.clock, on_end=ended,
-                                     env=dict(env) if env is not None else None, pty=pty, privileged=privileged)
+                                     env=dict(env) if env is not None else None, pty=pty, privileged=privileged,
+                                     fence=fence)
         try:
             async with contextlib.aclosing(lines):
                 async for line in lines:
@@ -82,9 +84,10 @@ class PollerHeldBackend(Backend):
         except PollerGone as exc:
             raise Unreachable(f"{self.host}: {exc}") from None
 
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity,
+                       fence: str | None = None) -> SignalOutcome:
         """Re-read and signal in the poller process (``signal()`` checked the request here first)."""
-        return await self._ask("deliver", pid, sig, expected)
+        return await self._ask("deliver", pid, sig, expected, fence)
 
     async def read_probe(self) -> ProbeReading:
         """The probe's sections, read in the poller process."""

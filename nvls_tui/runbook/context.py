@@ -3,6 +3,12 @@
 Every command of a run goes through :meth:`NodeContext.run`, so every one of them is announced,
 timed, recorded in the step's outcome and reported with its exit status and output, whatever happens
 to it (a timeout or a dropped link included).
+
+Once the run holds the node's lock (:attr:`NodeContext.fence` names its run), every command goes out
+behind the lock's fence (:mod:`nvls_tui.poll.fence`): the node runs it only while the lock still names
+this run, checked in the same remote command. A command the fence refused means another run took the
+lock over: the context remembers it (:attr:`NodeContext.lock_lost`) and raises :class:`LockLost`, and
+from then on sends no fenced command at all, so the run changes nothing more.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from nvls_tui.backends.base import Backend, CommandResult, join_argv
+from nvls_tui.backends.base import Backend, CommandResult, Fenced, join_argv
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,
@@ -44,6 +50,14 @@ class Refused(Exception):
     """Preflight refused to start (platform, versions, lock, an earlier record)."""
 
 
+class LockLost(Aborted):
+    """The node's lock no longer names this run (another run took it over, or it was removed).
+
+    The run stops at once and changes nothing more: no restore, no release, no cluster or scheduler
+    change; what it stopped is the new owner's to put back. ``str()`` is the sentence for the operator.
+    """
+
+
 def bounded(text: str, limit: int = EVENT_OUTPUT_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, saying how much was cut."""
     if len(text) <= limit:
@@ -63,6 +77,8 @@ class NodeContext:
         abort_requested: set by :meth:`abort`; checked before every command.
         durable: awaited before every command goes out; True once the audit log holds every event so
             far (the record of a change lands before the change). None: the sink writes synchronously.
+        fence: the run id whose lock fences this context's commands (None: no lock held, no fence).
+        lock_lost: why the lock is no longer this run's (None while it is, or while no lock is held).
     """
 
     def __init__(self, backend: Backend, options: RepairOptions, sink: EventSink | None,
@@ -76,6 +92,8 @@ class NodeContext:
         self.step = ""
         self.abort_requested = asyncio.Event()
         self.durable = durable
+        self.fence: str | None = None
+        self.lock_lost: str | None = None
         self._sink = sink
 
     def emit(self, event: RunbookEvent) -> None:
@@ -115,6 +133,35 @@ class NodeContext:
                                   error="not sent: the audit log could not be written"))
         raise Aborted("the audit log could not be written")
 
+    # ---- the lock's fence --------------------------------------------------------------------------
+    def fenced_by(self) -> str | None:
+        """The run id a command goes out fenced by (None: no lock held, nothing to fence).
+
+        Raises:
+            LockLost: the lock was already lost: nothing more may go out.
+        """
+        if self.fence is not None and self.lock_lost is not None:
+            raise LockLost(self.lock_lost)
+        return self.fence
+
+    def lose_lock(self, why: str | None = None) -> LockLost:
+        """Remember (once, loudly) that the lock is no longer this run's; the exception to raise."""
+        if self.lock_lost is None:
+            self.lock_lost = (why or f"the lock of {self.host} no longer names run {self.fence}: another run took it "
+                              "over or it was removed") + "; this run stopped and changes nothing more"
+            self.emit(Note(host=self.host, step=self.step, message=f"LOCK LOST: {self.lock_lost}", level="error"))
+        return LockLost(self.lock_lost)
+
+    async def check_fence(self) -> None:
+        """Prove on the node, right now, that the lock still names this run (before a change made elsewhere:
+        the cluster, the scheduler). Nothing when no lock is held.
+
+        Raises:
+            LockLost: it does not.
+        """
+        if self.fence is not None:
+            await self.run(("true",), abortable=False)
+
     def record_command(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         """Add a command to the current step's outcome (display form)."""
         self.outcome.step(self.step).commands.append(join_argv(list(argv), env))
@@ -128,6 +175,7 @@ class NodeContext:
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
         abortable: bool = True,
+        fenced: bool = True,
     ) -> CommandResult:
         """Run one command on the node, announcing it and its result.
 
@@ -138,26 +186,34 @@ class NodeContext:
             env: extra environment variables.
             stdin: text for the command's standard input.
             abortable: False for the restore, which must run even after an abort.
+            fenced: behind the lock's fence while a lock is held (only the lock's own commands, which
+                take it, judge it or read it, go out unfenced).
 
         Raises:
             Aborted: the operator asked to stop before this command.
+            LockLost: the lock is not this run's (the fence refused this command, or an earlier one).
             Unreachable, CommandTimeout, InvalidArgument: from the backend (after the event).
         """
         if abortable:
             self.check_abort()
         argv = tuple(argv)
+        fence = self.fenced_by() if fenced else None
         self.record_command(argv, env)
-        self.emit(CommandStarted(host=self.host, step=self.step, argv=argv, env=dict(env or {})))
+        self.emit(CommandStarted(host=self.host, step=self.step, argv=argv, env=dict(env or {}), fence=fence or ""))
         await self.audit_first(argv, abortable=abortable)
         clock = self.options.clock
         started = clock()
         try:
-            result = await self.backend.run(argv, timeout or self.options.command_timeout,
-                                             privileged=privileged, env=env, stdin=stdin)
+            result = await self.backend.run(argv, timeout or self.options.command_timeout, privileged=privileged,
+                                            env=env, stdin=stdin, fence=fence)
         except asyncio.CancelledError:
             self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
                                       duration=clock() - started, error="cancelled"))
             raise
+        except Fenced as exc:
+            self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
+                                      duration=clock() - started, error=f"not run: {exc}"))
+            raise self.lose_lock() from None
         except Exception as exc:
             self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
                                       duration=clock() - started, error=str(exc) or type(exc).__name__))
@@ -204,4 +260,4 @@ class NodeContext:
         self.check_abort()
 
 
-__all__ = ["Aborted", "NodeContext", "Refused", "StepFailed", "bounded"]
+__all__ = ["Aborted", "LockLost", "NodeContext", "Refused", "StepFailed", "bounded"]

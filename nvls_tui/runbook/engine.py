@@ -38,6 +38,7 @@ from nvls_tui.runbook.events import (
     RunbookEvent,
     RunFinished,
     RunStarted,
+    StepFinished,
 )
 from nvls_tui.runbook.kube_repair import KubeHold
 from nvls_tui.runbook.ledger import ManualChange, put_back
@@ -52,6 +53,7 @@ from nvls_tui.runbook.outcome import (
     SKIPPED,
     STEP_FAILED,
     NodeOutcome,
+    StepOutcome,
 )
 from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.record import RepairRecord
@@ -111,6 +113,12 @@ def aborted_words(outcome: NodeOutcome, step: str, signalled: Sequence[ProcessSi
     else:
         where = "GPUs reset and fabric verified, NVLS not smoke-tested"
     return f"aborted at {step}: {where} — run the repair again"
+
+
+def lock_lost_words(host: str, step: str, why: str) -> str:
+    """``LOCK LOST at reset: ...``: the run stopped and put nothing back, and what the operator does now."""
+    return (f"LOCK LOST at {step}: {why}. Nothing was put back by this run: the run that holds the lock now "
+            f"owns {host} and restores it; `nvls-tui check {host}` shows what the node is like now")
 
 
 def new_run_id() -> str:
@@ -235,8 +243,12 @@ class Runbook:
             self._fail_current(str(exc), FAILED)
         except Aborted as exc:
             step = ctx.step or "preflight"
-            self.outcome.reason = f"{step}: {exc}"
-            self._fail_current(f"{aborted_words(self.outcome, step, self.signalled)} ({exc})", ABORTED)
+            if ctx.lock_lost is not None:  # a fence refused, or a heartbeat found the lock gone
+                self.outcome.reason = f"{step}: {ctx.lock_lost}"
+                self._fail_current(lock_lost_words(self.host, step, ctx.lock_lost), FAILED)
+            else:
+                self.outcome.reason = f"{step}: {exc}"
+                self._fail_current(f"{aborted_words(self.outcome, step, self.signalled)} ({exc})", ABORTED)
         except CommandFailed as exc:
             # The node answered but refused (sudo wants a password): not a lost node, say what it is.
             self._fail_current(f"{ctx.step} could not go on: {exc}", FAILED)
@@ -433,10 +445,24 @@ class Runbook:
             record.status = SKIPPED
             record.message = "nothing was changed"
             return
+        if ctx.lock_lost is not None:
+            await self._let_go_lost(record)
+            return
         try:
             await self._restore_units(ctx)
         finally:
             await self._settle_scheduler()
+
+    async def _let_go_lost(self, record: StepOutcome) -> None:
+        """The lock is another run's (or gone): nothing is put back, released or resumed by this run."""
+        if self.lock is not None:
+            await self.lock.stop_beating()
+            self.lock.owner = None
+        self.context.fence = None
+        record.status = SKIPPED
+        record.message = "not run: the lock is no longer this run's (the run that holds it restores the node)"
+        self.context.emit(StepFinished(host=self.host, step="restore", status=SKIPPED, message=record.message))
+        await self._observe_after()
 
     async def _settle_scheduler(self) -> None:
         """The scheduler's drain back the way it was (after the units: a resumed node must be whole)."""

@@ -119,11 +119,16 @@ class StepFinished(RunbookEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandStarted(RunbookEvent):
-    """A command was sent to the node (``env`` holds the extra variables, already redacted)."""
+    """A command was sent to the node (``env`` holds the extra variables, already redacted).
+
+    ``fence``: the run id whose lock fenced it on the node ("" when it went out unfenced: no lock held,
+    or one of the lock's own commands); ``argv`` is the command itself, without the fence's words.
+    """
 
     kind: ClassVar[str] = "command-started"
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+    fence: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

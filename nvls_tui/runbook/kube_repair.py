@@ -205,6 +205,8 @@ async def call(ctx: NodeContext, kube: Kubectl, args: Sequence[str], *, timeout:
     """
     if abortable:
         ctx.check_abort()
+    # The cluster is changed from the bastion, not the node: the lock is proven on the node right before.
+    await ctx.check_fence()
     runner = kube if timeout is None else dataclasses.replace(kube, timeout=timeout)
     argv = tuple(runner.argv(*args))
     ctx.record_command(argv)

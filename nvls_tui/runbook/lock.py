@@ -6,23 +6,32 @@ PID, since when, heartbeat), written to a temporary file and renamed. While the 
 the heartbeat every ``heartbeat_interval`` seconds (30), also while it waits for holders or for a long
 reset, after checking that the owner named there is still itself.
 
-Another run that finds the lock taken reads the owner and judges it (:func:`judge`):
+Another run that finds the lock taken reads the owner and judges it (:func:`judge`) on **the node's own
+clock**: the heartbeat's age is the node's ``date +%s`` less the owner file's modification time
+(``stat -c %Y``), both read on the node, so no bastion's clock takes part (two bastions whose clocks
+differ by minutes judge a lock alike):
 
-* **live**: its heartbeat is younger than ``lock_stale_after`` (5 minutes) by this bastion's clock and
-  its process is not known to be gone. Nothing overrides it, not even ``--force``.
-* **stale**: the heartbeat is older than that, or the owner ran on this very bastion (same host name,
+* **live**: the owner file was rewritten less than ``lock_stale_after`` (5 minutes) ago on the node's
+  clock and its process is not known to be gone. Nothing overrides it, not even ``--force``.
+* **stale**: the owner file is older than that, or the owner ran on this very bastion (same host name,
   boot and PID namespace) and its process is gone. ``repair --restore --force`` takes it over: the
   owner file is replaced by the restorer's, and the take-over is a warning in the audit log naming
   the owner it replaced.
+* **cannot be judged**: the file's time or the node's clock could not be read, or the file is dated
+  in the node's future (the node's clock stepped back). Without ``--force`` it is refused, saying so;
+  ``--force`` watches the owner file for two heartbeat intervals and takes the lock over only if it
+  did not change meanwhile (a live run rewrites it every interval), else refuses it as live.
 * **no owner** (an older nvls-tui's anonymous lock, or a run between its ``mkdir`` and its owner
   file): counts as stale only with ``--force`` and only if it still names no owner after one
   command timeout, the time a run has to name itself.
 
-A run removes the lock only while it is still its own (the owner's run id is compared first), and
-never treats a lock that is already gone as a failure. Heartbeats are times of the bastions' clocks
-(UTC); bastions are expected to agree within a minute (NTP), far under the 5 minutes of staleness.
-The read and the removal are two commands, so a take-over that lands between them is not seen: a
-take-over only ever happens to a lock whose owner has been silent for 5 minutes.
+Judging is only half of it: a run whose lock was taken over (a paused run, a run behind a link that
+stalled for minutes) must not go on. So every command a lock holder sends goes out behind the lock's
+fence (:mod:`nvls_tui.poll.fence`, :meth:`NodeContext.run`): the node runs it only while the owner
+file still names the run. The first refusal stops the run (``LockLost``), and it changes nothing more.
+The lock's own commands go out unfenced: taking it, reading and judging its owner. The heartbeat's
+rename and the release's removal of the owner file are fenced by the run's own lock, so neither can
+touch an owner file that names another run.
 """
 
 from __future__ import annotations
@@ -39,18 +48,23 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nvls_tui.backends.base import BackendError, CommandResult
+from nvls_tui.poll.fence import OWNER_FILE
 from nvls_tui.poll.probe import LOCK_DIR, STATE_DIR
-from nvls_tui.runbook.context import NodeContext, Refused
+from nvls_tui.runbook.context import LockLost, NodeContext, Refused
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.textsafe import clean_deep, one_line
 
-OWNER_FILE = f"{LOCK_DIR}/owner.json"
 OWNER_TMP = f"{OWNER_FILE}.tmp"
+# The heartbeat's age on the node's clock: the owner file's mtime, then the node's time (seconds).
+AGE_ARGVS = (("stat", "-c", "%Y", "--", OWNER_FILE), ("date", "+%s"))
+# A file dated less than this into the node's future is a rounding of the two reads, not a clock step.
+FUTURE_SLACK = 5.0
 # The step name the heartbeat's commands carry: views and progress lines leave them out (the audit keeps them).
 HEARTBEAT_STEP = "lock-heartbeat"
 
 LIVE = "live"
 STALE = "stale"
+UNJUDGED = "cannot be judged"
 
 # (node, run id) of every lock this process holds now: an owner naming this very process is alive exactly
 # when it is here (a run that ended without releasing its lock, its link gone, is provably dead).
@@ -83,6 +97,8 @@ class LockOwner:
         since: when it took the lock (UTC, ISO 8601, the bastion's clock).
         heartbeat: when it last said it is alive (same clock).
         bastion_id: the bastion's boot id and PID namespace (a PID is only checked where they match).
+        beat: how many heartbeats the run has written (each rewrite of the file differs, even within a
+            second: a watcher of a lock that cannot be judged sees every one).
     """
 
     run_id: str
@@ -92,12 +108,13 @@ class LockOwner:
     since: str
     heartbeat: str
     bastion_id: str = ""
+    beat: int = 0
 
     def to_json(self) -> str:
         """The owner file's text."""
         return json.dumps({"tool": "nvls-tui", "run_id": self.run_id, "bastion": self.bastion,
                            "operator": self.operator, "tool_pid": self.tool_pid, "since": self.since,
-                           "heartbeat": self.heartbeat, "bastion_id": self.bastion_id},
+                           "heartbeat": self.heartbeat, "bastion_id": self.bastion_id, "beat": self.beat},
                           indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -109,11 +126,12 @@ class LockOwner:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
             return None
-        pid = data.get("tool_pid")
+        pid, beat = data.get("tool_pid"), data.get("beat")
         return cls(run_id=data["run_id"], bastion=str(data.get("bastion", "?")), operator=str(data.get("operator", "?")),
                    tool_pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
                    since=str(data.get("since", "?")), heartbeat=str(data.get("heartbeat", "")),
-                   bastion_id=str(data.get("bastion_id", "")))
+                   bastion_id=str(data.get("bastion_id", "")),
+                   beat=beat if isinstance(beat, int) and not isinstance(beat, bool) else 0)
 
     def fields(self, status: str) -> dict[str, Any]:
         """The owner as ``repair --json``'s ``lock_owner`` (``status``: live or stale)."""
@@ -163,31 +181,40 @@ def gone_from_here(owner: LockOwner, node: str, here: str, here_id: str,
     return not alive(owner.tool_pid)
 
 
-def judge(owner: LockOwner, now: dt.datetime, stale_after: float, *, gone: bool) -> tuple[str, str]:
-    """Whether ``owner`` is live or stale, and why, in words.
+def judge(age: float | None, stale_after: float, *, gone: bool, owner: LockOwner | None = None) -> tuple[str, str]:
+    """Whether a lock's owner is live, stale or cannot be judged, and why, in words.
 
     Args:
-        owner: the lock's owner as read from the node.
-        now: this bastion's clock (UTC).
+        age: seconds since the owner file was last written, on the node's own clock (None: unreadable).
         stale_after: seconds without a heartbeat after which a lock is stale.
         gone: its process is provably gone (:func:`gone_from_here`).
+        owner: the owner (only for the words).
 
     Returns:
-        ``(LIVE|STALE, why)``. A heartbeat that cannot be read, or lies in the future, never makes a
-        lock stale: a guard that cannot see refuses.
+        ``(LIVE|STALE|UNJUDGED, why)``. An age that cannot be read, or lies in the node's future, never
+        makes a lock stale: a guard that cannot see refuses (``--force`` then watches for a heartbeat).
     """
     if gone:
-        return STALE, f"its nvls-tui process {owner.tool_pid} is gone from this bastion"
-    try:
-        beat = dt.datetime.fromisoformat(owner.heartbeat)
-        if beat.tzinfo is None:
-            raise ValueError("no time zone")
-    except ValueError:
-        return LIVE, "its heartbeat cannot be read"
-    age = (now - beat).total_seconds()
+        return STALE, f"its nvls-tui process {owner.tool_pid if owner else '?'} is gone from this bastion"
+    if age is None:
+        return UNJUDGED, "the age of its heartbeat could not be read on the node"
+    if age < -FUTURE_SLACK:
+        return UNJUDGED, (f"its owner file is dated {int(-age)} s in the future of the node's clock (the clock "
+                          "stepped back?)")
     if age > stale_after:
-        return STALE, f"no heartbeat for {int(age // 60)} min {int(age % 60)} s (stale after {stale_after:g} s)"
-    return LIVE, f"last heartbeat {max(0, int(age))} s ago"
+        return STALE, (f"no heartbeat for {int(age // 60)} min {int(age % 60)} s on the node's clock "
+                       f"(stale after {stale_after:g} s)")
+    return LIVE, f"last heartbeat {max(0, int(age))} s ago on the node's clock"
+
+
+def parse_age(stat: CommandResult, date: CommandResult) -> float | None:
+    """The heartbeat's age from ``stat -c %Y`` and ``date +%s`` (None: either could not be read)."""
+    try:
+        if not stat.ok or not date.ok:
+            return None
+        return float(int(date.stdout.strip()) - int(stat.stdout.strip()))
+    except ValueError:
+        return None
 
 
 class LockHeld(Refused):
@@ -217,7 +244,8 @@ class NodeLock:
     """One run's hold on one node's lock.
 
     Args:
-        ctx: the run's context (the lock's own commands are its commands: announced and audited).
+        ctx: the run's context (the lock's own commands are its commands: announced and audited). While
+            the lock is held, ``ctx.fence`` names this run, so every other command of the run is fenced.
         run_id: the run.
         operator: who runs it.
         on_lost: called once, with a sentence, when a heartbeat finds the lock is no longer this run's.
@@ -246,25 +274,42 @@ class NodeLock:
             Refused: it cannot be read (a guard that cannot see refuses).
             BackendError: the node cannot be reached.
         """
-        found = await (ctx or self.ctx).run(("cat", OWNER_FILE), privileged=True, abortable=False)
+        found = await (ctx or self.ctx).run(("cat", OWNER_FILE), privileged=True, abortable=False, fenced=False)
         if _missing(found):
             return False, None
         if not found.ok:
             raise Refused(f"the lock's owner file could not be read: {one_line(found.output.strip())[:200]}")
         return True, LockOwner.from_json(found.stdout)
 
-    def held_by(self, owner: LockOwner | None) -> LockHeld:
-        """The refusal that names the holder of the lock and says whether it is live."""
+    async def read_age(self) -> tuple[float | None, str]:
+        """The heartbeat's age on the node's clock (None: unreadable) and the owner file's mtime as read."""
+        stat_argv, date_argv = AGE_ARGVS
+        try:
+            stat = await self.ctx.run(stat_argv, privileged=True, abortable=False, fenced=False)
+            date = await self.ctx.run(date_argv, abortable=False, fenced=False)
+        except BackendError:
+            return None, ""
+        return parse_age(stat, date), stat.stdout.strip()
+
+    async def held_by(self, owner: LockOwner | None) -> LockHeld:
+        """The refusal that names the holder of the lock and says whether it is live (judged on the node)."""
         host = self.ctx.host
         if owner is None:
             return LockHeld(f"the lock of {host} ({LOCK_DIR}) names no owner (an older nvls-tui took it, or a run is "
                             f"taking it this moment); if no repair of {host} runs anywhere, "
                             f"`nvls-tui repair --restore --force {host}` takes it over", None, STALE, "no owner")
-        status, why = judge(owner, dt.datetime.now(dt.UTC), self.ctx.options.lock_stale_after,
-                            gone=gone_from_here(owner, host, socket.gethostname(), bastion_id()))
+        gone = gone_from_here(owner, host, socket.gethostname(), bastion_id())
+        age = None if gone else (await self.read_age())[0]
+        status, why = judge(age, self.ctx.options.lock_stale_after, gone=gone, owner=owner)
         if status == LIVE:
             return LockHeld(f"another run holds the lock of {host}: {owner.words()}; {why}: that run is alive, so "
                             "this was refused (--force never overrides a live run)", owner, LIVE, why)
+        if status == UNJUDGED:
+            watch = 2 * self.ctx.options.heartbeat_interval + self.ctx.options.command_timeout
+            return LockHeld(f"another run holds the lock of {host}: {owner.words()}; whether that run still runs cannot "
+                            f"be judged: {why}; if no repair of {host} runs anywhere, `nvls-tui repair --restore --force "
+                            f"{host}` watches the lock for {watch:g} s and takes it over only if no heartbeat "
+                            "comes", owner, UNJUDGED, why)
         return LockHeld(f"another run holds the lock of {host}: {owner.words()}; the lock is stale ({why}); if that "
                         "run is gone, "
                         f"`nvls-tui repair --restore --force {host}` takes the lock over and puts back what it "
@@ -286,56 +331,100 @@ class NodeLock:
             Refused: the lock could not be taken or this run could not be named its owner.
         """
         make_dir, make_lock, _, _ = take_argvs()
-        await self.ctx.run(make_dir, privileged=True)
-        made = await self.ctx.run(make_lock, privileged=True)
+        await self.ctx.run(make_dir, privileged=True, fenced=False)
+        made = await self.ctx.run(make_lock, privileged=True, fenced=False)
         if not made.ok:
             if "File exists" not in made.output:
                 raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
             _, owner = await self.read_owner()
-            raise self.refuse(self.held_by(owner))
+            raise self.refuse(await self.held_by(owner))
         mine = me(self.run_id, self.operator)
         if not await self._write(mine, self.ctx):
             # An empty lock no one owns would look like an older nvls-tui's: give it back at once.
-            await self.ctx.run(("rm", "-f", OWNER_TMP), privileged=True, abortable=False)
-            await self.ctx.run(("rmdir", LOCK_DIR), privileged=True, abortable=False)
+            await self.ctx.run(("rm", "-f", OWNER_TMP), privileged=True, abortable=False, fenced=False)
+            await self.ctx.run(("rmdir", LOCK_DIR), privileged=True, abortable=False, fenced=False)
             raise Refused(f"this run could not name itself the owner of {LOCK_DIR}, so nothing was changed")
         self._hold(mine)
 
     async def take_over(self, held: LockHeld) -> None:
         """Replace a stale owner with this run (``--force``), after reading the owner once more.
 
+        A lock that cannot be judged is watched first: two heartbeat intervals (and a command timeout)
+        with no change to its owner file, else it is live.
+
         Raises:
             LockHeld: the lock is live now, or its owner changed since it was judged stale.
             Refused: the owner file could not be written.
         """
-        if held.status != STALE:
+        if held.status not in (STALE, UNJUDGED):
             raise self.refuse(held)
-        if held.owner is None:
+        why = held.why
+        if held.status == UNJUDGED:
+            why = await self._watch(held)
+        elif held.owner is None:
             # A run names itself within a command or two of its mkdir: give it one command timeout.
             await self.ctx.options.sleep(self.ctx.options.command_timeout)
         _, owner = await self.read_owner()
-        again = self.held_by(owner)
-        if owner != held.owner or again.status != STALE:
-            raise self.refuse(again)  # it changed, or came alive, since it was judged: judge it afresh next time
-        made = await self.ctx.run(("mkdir", LOCK_DIR), privileged=True, abortable=False)
+        again = await self.held_by(owner) if held.status == STALE else held
+        if owner != held.owner or again.status != held.status:
+            raise self.refuse(again if owner == held.owner else await self.held_by(owner))
+        made = await self.ctx.run(("mkdir", LOCK_DIR), privileged=True, abortable=False, fenced=False)
         if not made.ok and "File exists" not in made.output:  # made.ok: released meanwhile, now ours plainly
             raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
         mine = me(self.run_id, self.operator)
         if not await self._write(mine, self.ctx):
             raise Refused(f"this run could not name itself the owner of {LOCK_DIR}")
-        self.ctx.note(f"took over the stale lock of {self.ctx.host} from "
-                      f"{owner.words() if owner else 'no named owner'} ({held.why}): --force", "warning")
+        self.ctx.note(f"took over the {held.status if held.status == STALE else 'unjudgeable'} lock of "
+                      f"{self.ctx.host} from {owner.words() if owner else 'no named owner'} ({why}): --force",
+                      "warning")
         self._hold(mine)
+
+    async def _watch(self, held: LockHeld) -> str:
+        """Watch a lock that cannot be judged for a heartbeat; the reason to take it over if none came.
+
+        Raises:
+            LockHeld: its owner file changed meanwhile (a live run beats): refused as live.
+        """
+        options = self.ctx.options
+        watch = 2 * options.heartbeat_interval + options.command_timeout
+        before = await self._owner_text()
+        self.ctx.note(f"the lock of {self.ctx.host} cannot be judged ({held.why}): watching its owner file "
+                      f"for {watch:g} s for a heartbeat before taking it over", "warning")
+        await options.sleep(watch)
+        after = await self._owner_text()
+        if before != after:  # every heartbeat rewrites the file with a new beat count
+            now = LockOwner.from_json(after or "")
+            live = LockHeld(f"another run holds the lock of {self.ctx.host}: "
+                            f"{now.words() if now else 'no readable owner'}; its owner file changed while it was "
+                            f"watched for {watch:g} s: that run is alive, so this was refused", now, LIVE,
+                            "its owner file changed while watched")
+            raise self.refuse(live)
+        return f"{held.why}; no heartbeat in {watch:g} s of watching"
+
+    async def _owner_text(self) -> str | None:
+        """The owner file's text as it is now (None: not there).
+
+        Raises:
+            Refused: it cannot be read.
+        """
+        found = await self.ctx.run(("cat", OWNER_FILE), privileged=True, abortable=False, fenced=False)
+        if _missing(found):
+            return None
+        if not found.ok:
+            raise Refused(f"the lock's owner file could not be read: {one_line(found.output.strip())[:200]}")
+        return found.stdout
 
     def _hold(self, mine: LockOwner) -> None:
         self.owner = mine
+        self.ctx.fence = self.run_id  # from now on every command of the run is fenced by this lock
         _HELD.add((self.ctx.host, self.run_id))
         self._beating = asyncio.ensure_future(self._beat_forever())
 
-    async def _write(self, owner: LockOwner, ctx: NodeContext) -> bool:
+    async def _write(self, owner: LockOwner, ctx: NodeContext, *, fenced: bool = False) -> bool:
+        """Write the owner file (``fenced``: its rename only while the file still names this run)."""
         _, _, tee, move = take_argvs()
-        written = await ctx.run(tee, privileged=True, stdin=owner.to_json(), abortable=False)
-        moved = await ctx.run(move, privileged=True, abortable=False) if written.ok else written
+        written = await ctx.run(tee, privileged=True, stdin=owner.to_json(), abortable=False, fenced=False)
+        moved = await ctx.run(move, privileged=True, abortable=False, fenced=fenced) if written.ok else written
         return moved.ok
 
     # ---- the heartbeat -------------------------------------------------------------------------------
@@ -344,10 +433,14 @@ class NodeLock:
         ctx = NodeContext(self.ctx.backend, self.ctx.options, self.ctx.emit, NodeOutcome(host=self.ctx.host),
                           durable=self.ctx.durable)
         ctx.step = HEARTBEAT_STEP
+        ctx.fence = self.run_id
         return ctx
 
     async def beat(self, ctx: NodeContext | None = None) -> str | None:
         """Refresh the heartbeat if the lock is still this run's; else say what became of it.
+
+        The new owner file replaces the old one only behind the fence, so a beat never overwrites an
+        owner file that names another run (a take-over between the read and the write).
 
         Raises:
             BackendError: the node cannot be reached (the next beat tries again).
@@ -356,13 +449,18 @@ class NodeLock:
         try:
             there, owner = await self.read_owner(ctx)
         except Refused:
-            return None  # cannot see: keep beating; the owner check at the end decides
+            return None  # cannot see: keep beating; the fence stops the run's next command if it is gone
         if self.owner is None or owner is None or owner.run_id != self.run_id:
             return (f"the lock of {self.ctx.host} now belongs to {owner.words()}" if owner is not None else
                     f"the lock of {self.ctx.host} names no readable owner now" if there else
                     f"the lock of {self.ctx.host} is gone")
-        self.owner = replace(self.owner, heartbeat=_utc())
-        await self._write(self.owner, ctx)
+        self.owner = replace(self.owner, heartbeat=_utc(), beat=self.owner.beat + 1)
+        try:
+            await self._write(self.owner, ctx, fenced=True)
+        except LockLost:
+            _, owner = await self.read_owner(ctx)
+            return (f"the lock of {self.ctx.host} now belongs to {owner.words()}" if owner is not None else
+                    f"the lock of {self.ctx.host} is no longer this run's")
         return None
 
     async def _beat_forever(self) -> None:
@@ -371,11 +469,12 @@ class NodeLock:
             await asyncio.sleep(self.ctx.options.heartbeat_interval)  # real seconds: the staleness is too
             try:
                 lost = await self.beat(ctx)
-            except BackendError:
+            except (BackendError, Refused):
                 continue  # a dropped link: the next beat tries again; silence long enough reads stale
             if lost:
                 self.lost = lost
                 _HELD.discard((self.ctx.host, self.run_id))
+                self.ctx.lose_lock(f"{lost}")
                 if self.on_lost is not None:
                     self.on_lost(lost)
                 return
@@ -402,6 +501,7 @@ class NodeLock:
         """Remove the lock if it is still this run's. Returns what could not be done (None: all well).
 
         A lock already gone is fine; one that now names another run is left to that run (with a note).
+        The owner file is removed behind the fence, so never once it names another run.
         """
         await self.stop_beating()
         if self.owner is None:
@@ -409,21 +509,27 @@ class NodeLock:
         read, remove, rmdir = release_argvs()
         for attempt in range(max(attempts, 1)):
             try:
-                found = await self.ctx.run(read, privileged=True, abortable=False)
+                found = await self.ctx.run(read, privileged=True, abortable=False, fenced=False)
                 if _missing(found):
                     self.ctx.note(f"the lock of {self.ctx.host} was already gone: nothing to release")
-                    self.owner = None
+                    self._let_go()
                     return None
                 owner = LockOwner.from_json(found.stdout) if found.ok else None
                 if owner is None or owner.run_id != self.run_id:
                     whose = owner.words() if owner else "no readable owner"
                     self.ctx.note(f"the lock of {self.ctx.host} now belongs to {whose}: left to it", "warning")
-                    self.owner = None
+                    self._let_go()
                     return None
-                await self.ctx.run(remove, privileged=True, abortable=False)
-                gone = await self.ctx.run(rmdir, privileged=True, abortable=False)
+                try:
+                    await self.ctx.run(remove, privileged=True, abortable=False)
+                except LockLost:
+                    self.ctx.note(f"the lock of {self.ctx.host} was taken over as it was being released: left to "
+                                  "its new owner", "warning")
+                    self._let_go()
+                    return None
+                gone = await self.ctx.run(rmdir, privileged=True, abortable=False, fenced=False)
                 if gone.ok or _missing(gone):
-                    self.owner = None
+                    self._let_go()
                     return None
                 return f"the per-node lock ({one_line(gone.output.strip())[:120]})"
             except BackendError as exc:
@@ -432,6 +538,12 @@ class NodeLock:
                 await self.ctx.options.sleep(self.ctx.options.poll_interval)
         return "the per-node lock (the node could not be reached)"
 
+    def _let_go(self) -> None:
+        """This run holds no lock any more: nothing of it is fenced now."""
+        self.owner = None
+        self.ctx.fence = None
 
-__all__ = ["HEARTBEAT_STEP", "LIVE", "OWNER_FILE", "STALE", "LockHeld", "LockOwner", "NodeLock", "bastion_id",
-           "gone_from_here", "judge", "me", "release_argvs", "take_argvs", "whoami"]
+
+__all__ = ["AGE_ARGVS", "HEARTBEAT_STEP", "LIVE", "OWNER_FILE", "STALE", "UNJUDGED", "LockHeld", "LockOwner",
+           "NodeLock", "bastion_id", "gone_from_here", "judge", "me", "parse_age", "release_argvs", "take_argvs",
+           "whoami"]

@@ -15,7 +15,7 @@ import shlex
 import signal
 from dataclasses import dataclass
 
-from nvls_tui.backends.base import ProcessChanged, ProcessGone, ProcessIdentity
+from nvls_tui.backends.base import Fenced, ProcessChanged, ProcessGone, ProcessIdentity
 from nvls_tui.model import Holder, HolderKind, NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders, classify
@@ -224,14 +224,19 @@ async def signal_holder(ctx: NodeContext, holder: Holder, sig: int = signal.SIGT
     ctx.note(f"sending {name} to {holder.pid} ({holder.kind}, {holder.user}: {holder.command[:120]})")
     await ctx.audit_first(argv)
     expected = ProcessIdentity(holder.pid, holder.start_time, holder.command)
+    fence = ctx.fenced_by()  # the re-read and the signal go out behind the lock's fence
     try:
-        outcome = await ctx.backend.signal(holder.pid, sig, expected)
+        outcome = await ctx.backend.signal(holder.pid, sig, expected, fence=fence)
         kind, detail = (SIGNALLED, "") if outcome.signalled else (CHANGED, outcome.reason or "not signalled")
         result = "signalled" if outcome.signalled else (outcome.reason or "not signalled")
     except ProcessGone as exc:
         kind, detail, result = GONE, str(exc), "already gone"
     except ProcessChanged as exc:
         kind, detail, result = CHANGED, str(exc), f"not signalled: {exc}"
+    except Fenced:
+        ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=holder.pid, signal=name, command=holder.command,
+                                  holder_kind=str(holder.kind), outcome="not signalled: the lock is not this run's"))
+        raise ctx.lose_lock() from None
     ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=holder.pid, signal=name, command=holder.command,
                               holder_kind=str(holder.kind), outcome=result))
     return kind, detail

@@ -28,7 +28,7 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.kube_repair import KubeHold
-from nvls_tui.runbook.lock import STALE, LockHeld, NodeLock, whoami
+from nvls_tui.runbook.lock import STALE, UNJUDGED, LockHeld, NodeLock, whoami
 from nvls_tui.runbook.outcome import FAILED, OK, REFUSED, RESTORED, STEP_FAILED, NodeOutcome
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.restore import restore
@@ -36,7 +36,7 @@ from nvls_tui.runbook.steps import RepairOptions
 
 
 async def _lock(lock: NodeLock, force: bool, outcome: NodeOutcome) -> None:
-    """Take the node's lock for the restore; a stale one only with ``force``.
+    """Take the node's lock for the restore; a stale one (or one that cannot be judged) only with ``force``.
 
     Raises:
         LockHeld, Refused: not taken (the message names the owner and whether it is live).
@@ -44,8 +44,8 @@ async def _lock(lock: NodeLock, force: bool, outcome: NodeOutcome) -> None:
     try:
         await lock.take()
     except LockHeld as held:
-        outcome.lock_stale = held.status == STALE
-        if held.status != STALE or not force:
+        outcome.lock_stale = held.status in (STALE, UNJUDGED)
+        if not outcome.lock_stale or not force:
             raise
         await lock.take_over(held)
 

@@ -83,7 +83,8 @@ def plan_commands(node: str, run_id: str, keep_drained: bool) -> list[str]:
 
 
 async def _command(ctx: NodeContext, hook: SchedulerHook, argv: tuple[str, ...]) -> tuple[int, str]:
-    """One audited scheduler command of the current step."""
+    """One audited scheduler command of the current step (the node's lock proven on the node right before)."""
+    await ctx.check_fence()
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv))
     await ctx.audit_first(argv, abortable=False)
     began = ctx.options.clock()

@@ -15,6 +15,7 @@ from contextlib import aclosing
 
 from nvls_tui.model import NodeState, SmokeResult
 from nvls_tui.parsers.nccl_tests import NcclRun, NcclStreamParser, RowEvent
+from nvls_tui.poll import fence as fences
 from nvls_tui.poll.assemble import parse_boot
 from nvls_tui.runbook.context import NodeContext, StepFailed, bounded
 from nvls_tui.runbook.events import (
@@ -112,15 +113,16 @@ async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int
     ctx.check_abort()
     ctx.emit(WaitStarted(host=ctx.host, step=ctx.step, wait="smoke-test", state=SMOKE_STATE, limit=limit,
                          command=True))
+    fence = ctx.fenced_by()  # the test takes every GPU: behind the lock's fence like any command
     ctx.record_command(argv, SMOKE_ENV)
-    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, env=dict(SMOKE_ENV)))
+    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, env=dict(SMOKE_ENV), fence=fence or ""))
     await ctx.audit_first(argv)
     started = ctx.options.clock()
     status: int | None = None
     error = ""
     try:
         async with asyncio.timeout(limit):
-            async with aclosing(ctx.backend.stream(argv, env=SMOKE_ENV)) as lines:
+            async with aclosing(ctx.backend.stream(argv, env=SMOKE_ENV, fence=fence)) as lines:
                 async for line in lines:
                     line = line.rstrip("\n")
                     tail = (tail + [line])[-_TAIL_LINES:]
@@ -133,6 +135,9 @@ async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int
                                                    "ip_busbw": row.ip.busbw, "oop_time_us": row.oop.time_us}))
                     ctx.check_abort()
         status = getattr(ctx.backend, "last_exit_status", None)
+        if fence and fences.refused(status, "\n".join(tail)):
+            error = "not run: the lock is not this run's"
+            raise ctx.lose_lock()
     except TimeoutError:
         error = f"all_reduce_perf did not finish within {clock_text(limit)}"
         raise StepFailed(smoke_deadline_message(limit)) from None

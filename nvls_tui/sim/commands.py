@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from nvls_tui.poll.fence import FENCE_STATUS, names_run, refusal, unfence
 from nvls_tui.sim import (
     fabric,
     files,
@@ -57,7 +58,7 @@ Result = Output | render_nccl.Plan | _Hang
 
 SIM_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "fuser", "ps", "kill", "pgrep", "pkill",
                 "nv-fabricmanager", "lspci", "hostname", "id", "all_reduce_perf", "date",
-                "mkdir", "cat", "tee", "mv", "rm", "rmdir", "find", "grep", "apt-config")
+                "mkdir", "cat", "tee", "mv", "rm", "rmdir", "find", "grep", "apt-config", "stat")
 
 
 def strip_wrappers(argv: Sequence[str], env: Mapping[str, str] | None) -> tuple[list[str], dict[str, str]]:
@@ -85,12 +86,20 @@ def strip_wrappers(argv: Sequence[str], env: Mapping[str, str] | None) -> tuple[
 
 def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, str] | None = None,
             stdin: str | None = None) -> Result:
-    """Run ``argv`` on ``node`` at simulated time ``now``."""
+    """Run ``argv`` on ``node`` at simulated time ``now``.
+
+    A command behind the lock's fence (:mod:`nvls_tui.poll.fence`) is logged as the command itself, as
+    the shims behind a real sshd log it (the fence is the node's own ``sh``).
+    """
     advance(node, now)
-    node.cmdlog.append([now, list(argv)])
     if node.silent:
+        node.cmdlog.append([now, list(argv)])
         return HANG  # nothing of the node answers, whatever is asked
     args, env_ = strip_wrappers(argv, env)
+    behind = unfence([args[0].rsplit("/", 1)[-1], *args[1:]]) if args else None
+    if behind is not None:
+        return _fence(node, behind, now, env_, stdin)
+    node.cmdlog.append([now, list(argv)])
     if not args:
         return Output(0)
     name, rest = args[0].rsplit("/", 1)[-1], args[1:]
@@ -127,8 +136,9 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
         "date": lambda: _date(node, rest, now),
         "mkdir": lambda: files.mkdir(node, rest),
         "cat": lambda: files.cat(node, rest, stdin, now),
-        "tee": lambda: files.tee(node, rest, stdin),
+        "tee": lambda: files.tee(node, rest, stdin, now),
         "mv": lambda: files.mv(node, rest),
+        "stat": lambda: files.stat(node, rest, now),
         "rm": lambda: files.rm(node, rest),
         "rmdir": lambda: files.rmdir(node, rest),
         "find": lambda: files.find(node, rest),
@@ -141,6 +151,15 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
         code, out, err = simple[name]()
         return Output(code, out, err)
     return Output(127, "", f"sh: 1: {args[0]}: not found\n")
+
+
+def _fence(node: Node, behind: tuple[str, str, tuple[str, ...]], now: float, env: Mapping[str, str],
+           stdin: str | None) -> Result:
+    """The lock's fence script as the node's ``sh`` runs it: the command only while the owner file names the run."""
+    owner_file, run_id, command = behind
+    if not names_run(node.files.get(files.norm(owner_file), ""), run_id):
+        return Output(FENCE_STATUS, "", refusal(run_id, owner_file))
+    return execute(node, command, now, env=env, stdin=stdin) if command else Output(0)
 
 
 def _fabricmanager(node: Node, args: list[str]) -> tuple[int, str, str]:
@@ -163,6 +182,8 @@ def _id(args: list[str]) -> tuple[int, str, str]:
 def _date(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     """coreutils ``date [-u] [+FORMAT]``: the node's clock, in its zone unless ``-u``."""
     fmt = next((a[1:] for a in args if a.startswith("+")), "%a %b %d %H:%M:%S %Z %Y")
+    # %s is seconds since the epoch whatever the zone (C's strftime would read it in this process's zone).
+    fmt = fmt.replace("%s", str(int(node.clock(now))))
     return 0, node.local_time(now, utc=bool({"-u", "--utc", "--universal"} & set(args))).strftime(fmt) + "\n", ""
 
 

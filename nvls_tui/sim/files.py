@@ -2,11 +2,21 @@
 
 ``mkdir D/lock`` without ``-p`` is atomic and fails with "File exists" when the directory is there:
 that is how a repair takes the node's lock, so these semantics matter more than completeness.
+
+A file's age runs in real seconds. The simulated clock runs faster than real time (a repair takes a
+second), but the lock's heartbeat and its staleness are real seconds of the bastion, and the lock is
+judged by the owner file's age on the node (``date +%s`` less ``stat -c %Y``). So ``stat`` reports the
+node's clock when the file was written, moved on by the simulated time since, less the real time since:
+on a node whose clock did not step that is "now less the real age", and a clock step after the write
+still shows (a node whose clock stepped back an hour dates the file an hour in its future).
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
+import time
+from collections.abc import Callable
 
 from nvls_tui.sim.journal_cursor import boot_id
 from nvls_tui.sim.state import Node
@@ -14,6 +24,11 @@ from nvls_tui.sim.state import Node
 ROOTS = ("/", "/var", "/var/lib", "/tmp", "/run")
 
 Out = tuple[int, str, str]
+
+
+def norm(path: str) -> str:
+    """A path as the node's file area keys it."""
+    return posixpath.normpath(path) if path else path
 
 
 def _norm(path: str) -> str:
@@ -86,8 +101,8 @@ def cat(node: Node, args: list[str], stdin: str | None, now: float | None = None
     return code, out, err
 
 
-def tee(node: Node, args: list[str], stdin: str | None) -> Out:
-    """``tee [-a] FILE...``: stdin to each file and to stdout."""
+def tee(node: Node, args: list[str], stdin: str | None, now: float | None = None) -> Out:
+    """``tee [-a] FILE...``: stdin to each file and to stdout (each file written at simulated time ``now``)."""
     append = any(a in ("-a", "--append") for a in args)
     data = stdin or ""
     code, err = 0, ""
@@ -99,6 +114,8 @@ def tee(node: Node, args: list[str], stdin: str | None) -> Out:
             code = 1
             continue
         node.files[path] = (node.files.get(path, "") if append else "") + data
+        if now is not None:
+            node.mtimes[path] = [now, time.time()]
     return code, data, err
 
 
@@ -115,6 +132,10 @@ def mv(node: Node, args: list[str]) -> Out:
     if not _parent_ok(node, dst):
         return 1, "", f"mv: cannot move '{src}' to '{dst}': No such file or directory\n"
     node.files[dst] = node.files.pop(src)
+    if src in node.mtimes:  # rename(2) keeps the file's mtime
+        node.mtimes[dst] = node.mtimes.pop(src)
+    else:
+        node.mtimes.pop(dst, None)
     return 0, "", ""
 
 
@@ -127,6 +148,7 @@ def rm(node: Node, args: list[str]) -> Out:
         path = _norm(raw)
         if path in node.files:
             del node.files[path]
+            node.mtimes.pop(path, None)
         elif is_dir(node, path) and path not in ROOTS:
             if not recursive:
                 err += f"rm: cannot remove '{raw}': Is a directory\n"
@@ -134,6 +156,7 @@ def rm(node: Node, args: list[str]) -> Out:
                 continue
             prefix = path.rstrip("/") + "/"
             node.files = {k: v for k, v in node.files.items() if not k.startswith(prefix)}
+            node.mtimes = {k: v for k, v in node.mtimes.items() if not k.startswith(prefix)}
             node.dirs = [d for d in node.dirs if d != path and not d.startswith(prefix)]
         elif not force:
             err += f"rm: cannot remove '{raw}': No such file or directory\n"
@@ -228,3 +251,64 @@ def find(node: Node, args: list[str]) -> Out:
             if all(hit != negated for hit, (negated, _, _) in zip(hits, tests, strict=True)):
                 out += path + "\n"
     return code, out, err
+
+
+def stat(node: Node, args: list[str], now: float,
+         entry: Callable[[str], tuple[float, int] | None] | None = None) -> Out:
+    """GNU ``stat -c %Y|%s|%n [--] FILE...`` (the format the runbook asks for), with coreutils' words otherwise.
+
+    Args:
+        entry: ``(mtime on the node's clock, size)`` of a path, None where there is none (default: the
+            node's file area; a file seeded with the node reads as written at its boot). The shims behind a
+            real sshd keep the node's files as real files and give their own.
+    """
+    fmt: str | None = None
+    paths: list[str] = []
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        if word == "--":
+            paths.extend(rest)
+            break
+        if word in ("-c", "--format") and rest:
+            fmt = rest.pop(0)
+        elif word.startswith("--format="):
+            fmt = word.split("=", 1)[1]
+        elif word.startswith("-"):
+            return 1, "", f"stat: invalid option -- '{word.lstrip('-')[:1]}'\nTry 'stat --help' for more information.\n"
+        else:
+            paths.append(word)
+    if fmt is None or not paths or not set(re.findall(r"%.", fmt)) <= {"%Y", "%s", "%n"}:
+        return 1, "", "stat: the simulator's stat knows only -c with %Y, %s and %n\n"
+    look = entry or (lambda path: _entry(node, path, now))
+    out, err, code = "", "", 0
+    for raw in paths:
+        found = look(_norm(raw))
+        if found is None:
+            err += f"stat: cannot statx '{raw}': No such file or directory\n"
+            code = 1
+            continue
+        mtime, size = found
+        out += fmt.replace("%Y", str(int(mtime))).replace("%s", str(size)).replace("%n", raw) + "\n"
+    return code, out, err
+
+
+def node_mtime(node: Node, written: float, written_real: float, now: float) -> float:
+    """A file's mtime on the node's clock, written at simulated time ``written`` (real ``written_real``), read
+    at simulated ``now``: its age in real seconds, with the node's clock steps since (module docstring)."""
+    return node.clock(written) + (now - written) - (time.time() - written_real)
+
+
+def age_file(node: Node, path: str, seconds: float) -> None:
+    """Make ``path`` ``seconds`` older (as if written that long before): tests of a lock's staleness."""
+    written, real = node.mtimes.get(path, [node.boot, time.time()])
+    node.mtimes[path] = [written, real - seconds]
+
+
+def _entry(node: Node, path: str, now: float) -> tuple[float, int] | None:
+    """A path of the node's file area as stat sees it (a file seeded with the node: written at its boot)."""
+    if path in node.files:
+        written = node.mtimes.get(path)
+        mtime = node_mtime(node, written[0], written[1], now) if written else node.clock(node.boot)
+        return mtime, len(node.files[path].encode())
+    return (node.clock(node.boot), 4096) if is_dir(node, path) else None

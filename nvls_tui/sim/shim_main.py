@@ -12,9 +12,13 @@ import signal
 import sys
 import time
 
+from nvls_tui.poll.probe import STATE_DIR
+from nvls_tui.sim import files
+from nvls_tui.sim.clock import SimClock
 from nvls_tui.sim.commands import HANG, Output, execute
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.sim.render_nccl import Plan
+from nvls_tui.sim.state import Node
 from nvls_tui.sim.store import NodeStore
 
 ENV_PREFIXES = ("NCCL_", "CUDA_")
@@ -59,6 +63,20 @@ def _replay(store: NodeStore, plan: Plan, argv: list[str], speed: float) -> int:
             node.procs.pop(plan.pid, None)
 
 
+def _real_entry(root: str, node: Node, clock: SimClock, path: str) -> tuple[float, int] | None:
+    """A file of the node's state directory as ``stat`` sees it: behind a real sshd the node's files are real
+    files under ``root`` (the file shims remap them), written at real times; their mtime is read on the node's
+    clock as the in-process simulator reads it (``sim.files.node_mtime``: the age in real seconds)."""
+    if path != STATE_DIR and not path.startswith(STATE_DIR + "/"):
+        return None  # the runbook only ever asks about its own files
+    try:
+        info = os.stat(root + path)
+    except OSError:
+        return None
+    written = clock.start + (info.st_mtime - clock.real_start) * clock.speed + clock.offset
+    return files.node_mtime(node, written, info.st_mtime, clock.now()), info.st_size
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one shim command; returns its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -71,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     unwind_on_hangup()  # the smoke process's cleanup runs
     with store.locked() as (node, clock):
         now = clock.now()
+        if command[0] == "stat":
+            node.cmdlog.append([now, list(command)])
+            code, out, err = files.stat(node, command[1:], now, lambda path: _real_entry(args[0], node, clock, path))
+            return write_output(Output(code, out, err))
         result = execute(node, command, now, env=env)
         speed = clock.speed
         if isinstance(result, Plan):

@@ -39,7 +39,7 @@ from nvls_tui.sim.store import NodeStore
 # dmesg too: the poll's ring section must read the node's ring buffer, never this machine's kernel. grep
 # and apt-config too: the needrestart and apt sections read the node's configuration, never this machine's.
 PY_COMMANDS = ("nvidia-smi", "systemctl", "journalctl", "dmesg", "fuser", "ps", "kill", "pgrep", "pkill",
-               "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname", "date", "find", "grep", "apt-config")
+               "nv-fabricmanager", "all_reduce_perf", "lspci", "hostname", "date", "find", "grep", "apt-config", "stat")
 # A static ps answers any PID list with the same table, but refuses what procps refuses first.
 _STATIC_PS_CHECK = (
     'for a do last=$a; done\n'

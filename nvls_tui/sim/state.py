@@ -198,6 +198,9 @@ class Node:
     # whether it is polled in process or through shims behind a real sshd.
     files: dict[str, str] = field(default_factory=lambda: {SIMULATED_MARKER: "simulated by nvls-tui\n"})
     dirs: list[str] = field(default_factory=lambda: [STATE_DIR])
+    # When each file was last written, as [simulated time, real epoch seconds] (tee writes, mv keeps it):
+    # ``stat -c %Y`` reads it on the node's clock, its age in real seconds (sim/files.py says why).
+    mtimes: dict[str, list[float]] = field(default_factory=dict)
     cmdlog: list[list] = field(default_factory=list)
     next_pid: int = 40000
     # /proc/sys/kernel/pid_max: systemd raises it to 2^22 on 64-bit hosts; ps sizes its PID columns by it.

@@ -35,6 +35,8 @@ from nvls_tui.backends.base import (
     ProcessIdentity,
     SignalOutcome,
     Unreachable,
+    behind_fence,
+    check_fence,
     identity_text,
     join_argv,
     validate_host,
@@ -342,8 +344,10 @@ class SshBackend(Backend):
         privileged: bool = False,
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
+        fence: str | None = None,
     ) -> CommandResult:
-        """Run one command to completion (see Backend.run).
+        """Run one command to completion (see Backend.run; ``fence``: behind the lock's fence, in the same
+        remote command).
 
         Output past ``options.max_output`` characters (stdout and stderr each) stops the command: the
         result then has ``truncated=True``, exit status -1 and the head of the output.
@@ -353,14 +357,16 @@ class SshBackend(Backend):
             CommandTimeout: the command outlived ``timeout``; it was stopped on the node.
             CommandFailed: sudo wanted a password.
             InvalidArgument: argv or env would not make a safe command line.
+            Fenced: the node's lock does not name run ``fence``: the command was not run.
         """
         timeout = self.options.timeout if timeout is None else timeout
-        line = self.command_line(argv, env, privileged)
+        line = self.command_line(behind_fence(argv, fence), env, privileged)
         sink = CappedText(self.options.max_output)
         status, stderr, stopped, took = await self._execute(argv, line, timeout, privileged, stdin, sink.add)
         result = CommandResult(argv=tuple(argv), exit_status=status, stdout=sink.text(), stderr=stderr,
                                duration=took, truncated=stopped)
         self._check_sudo(argv, privileged, result)
+        check_fence(self.host, fence, result.exit_status, result.output)
         return result
 
     async def stream(
@@ -370,8 +376,9 @@ class SshBackend(Backend):
         env: Mapping[str, str] | None = None,
         pty: bool = False,
         privileged: bool = False,
+        fence: str | None = None,
     ) -> AsyncGenerator[str, None]:
-        """Yield output lines (stdout and stderr merged) as the node prints them.
+        """Yield output lines (stdout and stderr merged) as the node prints them (``fence``: see Backend.run).
 
         A privileged command under ``sudo`` always gets a PTY: the login user cannot signal root's
         processes, but hanging up the terminal reaches them. Closing or cancelling the iterator
@@ -382,7 +389,7 @@ class SshBackend(Backend):
         """
         # Merge on the node (not client side): stdout and stderr travel as two SSH streams, and
         # only one pipe keeps the lines in the order the tool printed them.
-        line = "exec 2>&1; " + self.command_line(argv, env, privileged)
+        line = "exec 2>&1; " + self.command_line(behind_fence(argv, fence), env, privileged)
         use_pty = pty or (privileged and self.options.sudo)
         self.last_exit_status = None
         timeout = self.options.timeout
@@ -419,15 +426,18 @@ class SshBackend(Backend):
                 if not finished:
                     self._stop(proc, pgid, privileged)
 
-    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity) -> SignalOutcome:
-        """Re-read the PID's identity and signal it in one remote command (see Backend.signal).
+    async def _deliver(self, pid: int, sig: int, expected: ProcessIdentity,
+                       fence: str | None = None) -> SignalOutcome:
+        """Re-read the PID's identity and signal it in one remote command (see Backend.signal), behind the
+        lock's fence of run ``fence`` where one is given.
 
         Raises:
             ProcessGone, ProcessChanged, CommandFailed: kill was refused (permissions, sudo password).
+            Fenced: the fence refused: nothing was read or sent.
         """
         name = SIGNALS[sig]
         script = signal_script(pid, name, expected, sudo=self.options.sudo)
-        result = await self.run(["sh", "-c", script])
+        result = await self.run(["sh", "-c", script], fence=fence)
         text = result.stdout.strip()
         if result.exit_status == _GONE or "no such process" in text.lower():
             raise ProcessGone(f"PID {pid} on {self.host} has already exited")
