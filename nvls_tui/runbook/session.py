@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from nvls_tui.audit.log import AuditLog, AuditWriteError
 from nvls_tui.audit.writer import AuditWriter
-from nvls_tui.backends.base import Backend, BackendError, validate_unit
+from nvls_tui.backends.base import Backend, BackendError, InvalidArgument, validate_unit
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import Holder
 from nvls_tui.runbook.actions import PidOutcome, summarise
@@ -50,7 +50,7 @@ from nvls_tui.runbook.quiesce import signal_holder
 from nvls_tui.runbook.recover import restore_node
 from nvls_tui.runbook.scheduling import SchedulerHook
 from nvls_tui.runbook.single import ACTIONS, run_single
-from nvls_tui.runbook.steps import Operator, RepairOptions
+from nvls_tui.runbook.steps import HAND_UNITS, Operator, RepairOptions
 
 ACTIVE_STATES = frozenset({"active", "inactive", "failed", "activating", "deactivating", "reloading",
                            "maintenance", "refreshing"})
@@ -247,6 +247,9 @@ class Session:
         action = f"unit-{verb}"
         try:
             unit = validate_unit(unit)
+            if unit not in HAND_UNITS:
+                # Only what the Units pane lists: a restore starts no other unit a record names as stopped by hand.
+                raise InvalidArgument(f"{unit} is not a unit of the Units pane (a restore would never start it again)")
             async with self._action(host, action) as ctx:
                 ctx.step = action
                 ctx.emit(RunStarted(host=host, run_id=self.run_id, mode=action))
