@@ -150,6 +150,7 @@ class Session:
         self.run_id = new_run_id()
         self.ledger = Ledger()
         self.repairs: list[RepairRun] = []
+        self.interrupted: str | None = None  # why every repair was stopped (interrupt): later ones never start
         self.busy: dict[str, str] = {}
         self._pause = pause or _no_pause
         self._log: AuditWriter | None = None
@@ -364,8 +365,11 @@ class Session:
         return plans
 
     def start_repair(self, hosts: Sequence[str], strategy: str = "parallel") -> RepairRun:
-        """Register a repair before it runs, so that it can be aborted from its first moment."""
+        """Register a repair before it runs, so that it can be aborted from its first moment (one registered
+        after :meth:`interrupt`, by a screen still opening as the signal came, never starts)."""
         run = RepairRun(list(hosts), strategy)
+        if self.interrupted is not None:
+            run.group.interrupt(self.interrupted)
         self.repairs.append(run)
         return run
 
@@ -447,7 +451,9 @@ class Session:
                     run.group.abort(h)
 
     def interrupt(self, reason: str) -> None:
-        """Stop every running repair now, even inside a long command; each node restores."""
+        """Stop every running repair now, even inside a long command; each node restores. A repair registered
+        after this never starts (the console is ending)."""
+        self.interrupted = self.interrupted or reason
         for run in self.repairs:
             if not run.finished:
                 run.group.interrupt(reason)
