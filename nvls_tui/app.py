@@ -26,6 +26,7 @@ from nvls_tui.backends.base import Backend
 from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import ConsoleCommands
 from nvls_tui.console_signals import ConsoleDriver, SignalExit
+from nvls_tui.diagnosis.restore_hint import restore_commands
 from nvls_tui.kube.fleet import KubeFleet
 from nvls_tui.kube.view import with_kube
 from nvls_tui.messages import (
@@ -615,8 +616,9 @@ class NvlsApp(App[int]):
         hosts = [h for r in self.session.running for h in r.hosts]
         if not first:
             if hosts:
+                # Killed, this console leaves its lock with no live owner: stale, so only --force takes it over.
                 self.notify(f"{name}: the restore goes on. If nvls-tui is killed before it ends, run "
-                            + "; ".join(f"nvls-tui repair --restore --force {h}" for h in hosts),
+                            + "; ".join(restore_commands(h)[1] for h in hosts),
                             severity="warning", timeout=30)
             return
         if not hosts and not self.actions_running:
@@ -651,7 +653,8 @@ class NvlsApp(App[int]):
             if not run.finished:
                 left = run.hosts
             for host in left:
-                lines.append(f"  to put {host} back by hand: nvls-tui repair --restore {host}")
+                plain, forced = restore_commands(host)
+                lines.append(f"  to put {host} back by hand: {plain} ({forced} where it says the lock is stale)")
             if run.audit_log:
                 lines.append(f"audit log: {run.audit_log}")
         if self.session.audit_path:
