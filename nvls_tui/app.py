@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -24,6 +25,8 @@ from textual.worker import Worker
 from nvls_tui.backends.base import Backend
 from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import ConsoleCommands
+from nvls_tui.console_signals import ConsoleDriver, SignalExit
+from nvls_tui.diagnosis.restore_hint import restore_commands
 from nvls_tui.kube.fleet import KubeFleet
 from nvls_tui.kube.view import with_kube
 from nvls_tui.messages import (
@@ -164,7 +167,7 @@ class NvlsApp(App[int]):
         notify: bool = True,
         poller: PollerClient | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(driver_class=ConsoleDriver)  # safe on a terminal that hung up (console_signals)
         self.poller = poller
         self.slurm = slurm
         self.kube = kube
@@ -207,6 +210,7 @@ class NvlsApp(App[int]):
         self._hold_timer: Timer | None = None
         # A long repair's end rings the bell and raises a desktop notification (nvls_tui/notify.py).
         self.notifier = Notifier(notify, self._write_terminal, time.monotonic)
+        self._signals: SignalExit | None = None  # SIGINT, SIGTERM, SIGHUP: abort, restore, exit (console_signals)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, poll_process: bool = True) -> NvlsApp:
@@ -274,6 +278,8 @@ class NvlsApp(App[int]):
 
     async def on_unmount(self) -> None:
         """Close the session's audit log; give the frozen objects back to the collector."""
+        if self._signals is not None:
+            self._signals.remove()
         if self.poller is not None:
             await self.poller.close()
         await self.session.close()
@@ -298,6 +304,9 @@ class NvlsApp(App[int]):
 
         palette.load(self)  # before any screen draws a cell
         self.set_keymap(self.keymap)
+        if not self.is_headless:  # a real terminal (tests drive the handler, interrupted(), themselves)
+            self._signals = SignalExit(self, self._stop_input)
+            self._signals.install()
         self.push_screen(FleetScreen(self.services))
         for host, poller in self.pollers.items():
             self.run_worker(poller.run(lambda r: self.post_message(NodePolled.of(r))), group="poll",
@@ -596,11 +605,37 @@ class NvlsApp(App[int]):
                                        note="The action stops where it stands; its audit log says how far it got."),
                          done)
 
-    async def _abort_and_quit(self) -> None:
+    def interrupted(self, name: str, *, first: bool, terminal_gone: bool = False) -> None:
+        """SIGINT, SIGTERM or SIGHUP (``console_signals.SignalExit``): what headless ``repair`` does with them.
+
+        The first aborts every running repair (each node restores what it stopped; the abort is in the run's
+        audit log), waits for every action still running and exits 1; with nothing running the console exits
+        at once (128 + the signal's number, as if it had not been caught). A later signal only says that the
+        restore goes on. ``terminal_gone``: the terminal hung up (nobody reads what is said; it is said anyway).
+        """
+        hosts = [h for r in self.session.running for h in r.hosts]
+        if not first:
+            if hosts:
+                # Killed, this console leaves its lock with no live owner: stale, so only --force takes it over.
+                self.notify(f"{name}: the restore goes on. If nvls-tui is killed before it ends, run "
+                            + "; ".join(restore_commands(h)[1] for h in hosts),
+                            severity="warning", timeout=30)
+            return
+        if not hosts and not self.actions_running:
+            self.exit(return_code=128 + signal.Signals[name].value)
+            return
+        self.run_worker(self._abort_and_quit(f"{name} received"), group="quit", exit_on_error=False)
+
+    def _stop_input(self) -> None:
+        """Stop reading the terminal (it hung up: every read would say end of file at once)."""
+        if self._driver is not None:
+            self._driver.disable_input()
+
+    async def _abort_and_quit(self, reason: str = "the operator quit the console") -> None:
         """Interrupt every repair, wait for the restores, then exit with the summary printed."""
-        self.session.interrupt("the operator quit the console")
-        self.notify("Aborting: every node restores what it stopped; the console quits when they are done.",
-                    severity="warning", timeout=30)
+        self.session.interrupt(reason)
+        self.notify(f"Aborting ({reason}): every node restores what it stopped; the console quits when they are "
+                    "done.", severity="warning", timeout=30)
         for worker in [w for w in self.workers if w.group == "action" and not w.is_finished]:
             await worker.wait()
         outcomes = [o for r in self.session.repairs for o in r.outcomes]
@@ -618,7 +653,8 @@ class NvlsApp(App[int]):
             if not run.finished:
                 left = run.hosts
             for host in left:
-                lines.append(f"  to put {host} back by hand: nvls-tui repair --restore {host}")
+                plain, forced = restore_commands(host)
+                lines.append(f"  to put {host} back by hand: {plain} ({forced} where it says the lock is stale)")
             if run.audit_log:
                 lines.append(f"audit log: {run.audit_log}")
         if self.session.audit_path:

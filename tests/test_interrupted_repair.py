@@ -79,7 +79,8 @@ def test_a_second_ctrl_c_during_the_restore_is_answered_and_the_restore_goes_on(
     code, out, err = finish(repair, timeout=90)
     node = aborted_node(out)
     assert code == 1 and node["result"] == "aborted" and "SIGINT received" in node["reason"]
-    assert f"nvls-tui repair --restore {target}" in err  # what to run should this process be killed now
+    # What to run should this process be killed now: its lock would be stale, so --force.
+    assert f"nvls-tui repair --restore --force {target}" in err
     assert states_over_ssh(rig, "gpu05") == dict.fromkeys(RUNNING_BEFORE, "active")
     assert audit_records(audit_dir)[-1]["event"] == "run-finished"
 

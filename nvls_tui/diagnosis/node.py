@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.diagnosis.restarters import restarter_findings
+from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, FmLogLine, KernelEvent, MissingEvidence
 from nvls_tui.parsers.fabricmanager_log import FmEvent, multicast_error
@@ -549,8 +550,8 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
         started = state.repair_record.get("started", "an earlier time")
         operator = state.repair_record.get("operator", "an operator")
         findings.append(Finding("INTERRUPTED_REPAIR", Severity.ERROR,
-                                f"a repair started {started} by {operator} did not finish; restore its units "
-                                f"with `nvls-tui repair --restore {state.host}`"))
+                                f"a repair started {started} by {operator} did not finish; "
+                                f"{restore_hint(state.host)}"))
     host = host_side(state)
     if host is not None:
         # The fabric is the host's: its words replace "platform unsupported" and each GPU's fabric finding.

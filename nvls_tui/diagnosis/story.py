@@ -13,6 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from nvls_tui.diagnosis import fm_container
+from nvls_tui.diagnosis.restore_hint import STORY_HINT
 from nvls_tui.model import KernelEvent, NodeState, Severity
 from nvls_tui.model.node import Diagnosis, Finding
 from nvls_tui.words import count, gbps
@@ -169,7 +170,7 @@ def _cause(top: Finding, state: NodeState, distrust: str | None = None) -> str:
     if code == "FABRIC_OUT_OF_SYNC":
         return _out_of_sync_story(state, distrust)
     if code == "INTERRUPTED_REPAIR":
-        return "a repair did not finish; run repair --restore"
+        return f"a repair did not finish; {STORY_HINT}"
     if code == "GPU_LOST":
         gpu = f"GPU {top.gpu}" if top.gpu is not None else "a GPU"
         return f"{gpu} fell off the bus; a reset cannot help: reboot / hardware ticket"

@@ -23,6 +23,7 @@ from typing import TextIO
 
 from nvls_tui.audit.log import AuditWriteError
 from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
+from nvls_tui.diagnosis.restore_hint import restore_commands
 from nvls_tui.runbook import STEPS, RepairOptions
 from nvls_tui.runbook.events import (
     CommandFinished,
@@ -265,8 +266,9 @@ async def _run(session: Session, hosts: list[str], settings: Settings, options: 
             say(stream, f"nvls-tui: {name}: aborting the repair of {' '.join(hosts)}; every node is being restored")
             session.interrupt(f"{name} received")
             return
+        # Killed, this run leaves its lock with no live owner: stale, so only --force takes it over.
         say(stream, f"nvls-tui: {name}: the restore goes on. If nvls-tui is killed before it ends, run: "
-                    + "; ".join(f"nvls-tui repair --restore {h}" for h in hosts))
+                    + "; ".join(restore_commands(h)[1] for h in hosts))
 
     for sig in INTERRUPTS:
         loop.add_signal_handler(sig, on_signal, sig.name)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.report.clock import NodeClock
 from nvls_tui.report.kernel import KERNEL_FINDINGS, kernel_listing
 from nvls_tui.report.text import and_list, as_dict, as_list, bandwidth, code_span, prose
@@ -26,6 +27,7 @@ class _Said:
     clock: NodeClock
     past: bool
     kernel: list[dict[str, Any]] | None
+    host: str | None = None  # the node as the operator named it (the restore command names it)
 
     def be(self) -> str:
         return "was" if self.past else "is"
@@ -126,8 +128,10 @@ def _smoke_failed_words(said: _Said) -> str:
 
 
 def _interrupted_words(said: _Said) -> str:
-    return ("an earlier repair had not finished (its record was on the node)" if said.past else
-            "an interrupted repair's record is on the node")
+    if said.past:
+        return "an earlier repair had not finished (its record was on the node)"
+    hint = f": {restore_hint(said.host)}" if said.host else ""
+    return f"an interrupted repair's record is on the node{hint}"
 
 
 def _platform_words(said: _Said) -> str:
@@ -166,16 +170,18 @@ def finding_words(code: str, said: _Said) -> str:
 
 
 def findings_sentence(summary: dict[str, Any], clock: NodeClock, *, past: bool,
-                       kernel: list[dict[str, Any]] | None, older: frozenset[str] = frozenset()) -> str:
+                       kernel: list[dict[str, Any]] | None, older: frozenset[str] = frozenset(),
+                       host: str | None = None) -> str:
     """The findings as one phrase: the faults, then what only older kernel lines say, then the circumstances.
 
     Args:
         kernel: the kernel lines the words may cite (None: an older log without them).
         older: kernel findings whose every line was logged before the repair began.
+        host: the node, as the operator named it (what still needs doing names it).
     """
     if summary.get("reachable") is False:
         return f"the node could not be reached ({prose(summary.get('error') or 'no answer')})"
-    said = _Said(summary, clock, past, kernel)
+    said = _Said(summary, clock, past, kernel, host)
     codes = list(dict.fromkeys(str(c) for c in as_list(summary.get("findings"))))
     faults = [finding_words(c, said) for c in codes if c not in CIRCUMSTANCES and c not in older]
     faults += [f"the kernel's {code_span(KERNEL_FINDINGS[c])} from before the repair still counts "

@@ -33,7 +33,7 @@ def _was_wrong(log: NodeLog) -> str | None:
         return None
     lines = kernel_lines(before)
     counting = [line for line in lines if line.get("current")] if lines is not None else None
-    words = findings_sentence(before, log.clock, past=True, kernel=counting)
+    words = findings_sentence(before, log.clock, past=True, kernel=counting, host=log.host)
     return f"- Was wrong: {words or 'nothing: the node was ' + prose(before.get('verdict'))}."
 
 
@@ -242,7 +242,7 @@ def _verdict_words(log: NodeLog) -> list[str]:
     new = since_repair(lines, log.clock) if lines is not None else None
     older = frozenset(c for c in map(str, as_list(after.get("findings"))) if c in KERNEL_FINDINGS and new is not None
                       and not any(line.get("code") == KERNEL_FINDINGS[c] for line in new))
-    words = findings_sentence(after, log.clock, past=False, kernel=new, older=older)
+    words = findings_sentence(after, log.clock, past=False, kernel=new, older=older, host=log.host)
     verdict = prose(after.get("verdict"))
     return [f"{verdict}: {words}" if words else f"{verdict}; no finding remains"]
 

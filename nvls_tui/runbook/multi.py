@@ -101,6 +101,9 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
              for b in backends]
     group = group if group is not None else RunGroup()
     group.books.extend(books)
+    if group.interrupted:  # interrupted before its runbooks existed: none of them starts
+        for book in books:
+            book.interrupt(group.interrupted)
     # A dry run changes nothing, so its nodes can always be read side by side.
     if strategy == "parallel" or options.dry_run:
         return list(await asyncio.gather(*(book.run() for book in books)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_events, fm_container, gpu_lost_findings
 from nvls_tui.diagnosis.node import host_side
+from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.model import NodeState
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.hold_apt import apt_run_refusal
@@ -100,8 +101,8 @@ def record_refusal(state: NodeState) -> str | None:
     if not rec:
         return None
     return (f"the node holds the record of a repair that is running or was interrupted (started "
-            f"{rec.get('started', '?')} by {rec.get('operator', '?')}): if none is running, "
-            f"`nvls-tui repair --restore {state.host}` puts its units back first")
+            f"{rec.get('started', '?')} by {rec.get('operator', '?')}): if none is running, put it back first: "
+            f"{restore_hint(state.host)}")
 
 
 def escalation(state: NodeState) -> str | None:

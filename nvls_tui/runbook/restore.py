@@ -8,8 +8,9 @@ stays, so the next ``check`` still reports ``INTERRUPTED_REPAIR``. The lock is r
 is still the run's own (a kept record alone marks the node; ``repair --restore`` takes the lock itself).
 
 Only units a repair stops (``QUIESCE_UNITS``) and the units the record names as stopped by hand in
-the console (``manual``) are ever started: the record is a file on the node, and a unit such as
-``poweroff.target`` written into it is reported, never started.
+the console (``manual``) are ever started, and ``manual`` counts only for units the console's Units pane
+can stop (``HAND_UNITS``): the record is a file on the node, and a unit such as ``poweroff.target``
+written into it, in ``units`` or ``manual``, is reported, never started.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from nvls_tui.runbook.events import Restored
 from nvls_tui.runbook.lock import NodeLock
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.steps import (
+    HAND_UNITS,
     QUIESCE_UNITS,
     RESTORE_UNITS,
     is_running,
@@ -43,6 +45,7 @@ from nvls_tui.runbook.steps import (
 from nvls_tui.words import count
 
 NOT_STOPPED_BY_A_REPAIR = "not a unit a repair stops: not started"
+NOT_STOPPED_BY_HAND = "not a unit the console stops by hand: not started"
 
 
 @dataclass
@@ -90,8 +93,8 @@ def restored_words(units: Collection[str], gpus: Collection[int] = (), nothing: 
 
 def startable(unit: str, manual: Collection[str] = ()) -> bool:
     """True for a unit a restore may start: one a repair stops (apt's timers, held for it, included), or one the
-    record names as stopped by hand."""
-    return unit in QUIESCE_UNITS or unit in APT_TIMERS or unit in manual
+    record names as stopped by hand that the console's Units pane can stop (the record is no allow-list)."""
+    return unit in QUIESCE_UNITS or unit in APT_TIMERS or (unit in manual and unit in HAND_UNITS)
 
 
 def not_restorable(prior_units: Mapping[str, str], manual: Collection[str] = ()) -> list[str]:
@@ -194,11 +197,13 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
     for unit in not_restorable(prior_units, manual):
         try:
             validate_unit(unit)
-            why = NOT_STOPPED_BY_A_REPAIR
+            why = NOT_STOPPED_BY_HAND if unit in manual else NOT_STOPPED_BY_A_REPAIR
         except InvalidArgument:
             why = "not a unit name"
-        ctx.note(f"the record names {unit!r}, which no repair stops: it was not started", "error")
-        report.failed.append(f"{unit!r} ({why})" if why != NOT_STOPPED_BY_A_REPAIR else f"{unit} ({why})")
+        said = " as stopped by hand, though the console's Units pane cannot stop it" if unit in manual else \
+            ", which no repair stops"
+        ctx.note(f"the record names {unit!r}{said}: it was not started", "error")
+        report.failed.append(f"{unit!r} ({why})" if why == "not a unit name" else f"{unit} ({why})")
     for what, argv in restore_actions(prior_units, prior_pm, current_units, current_pm, manual):
         if argv[0] == "systemctl":
             # `repair --restore` reads the unit names from a file on the node, which anyone with root
@@ -240,5 +245,5 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
     return report
 
 
-__all__ = ["NOT_STOPPED_BY_A_REPAIR", "RestoreReport", "not_restorable", "persistence_words", "restore",
+__all__ = ["NOT_STOPPED_BY_A_REPAIR", "NOT_STOPPED_BY_HAND", "RestoreReport", "not_restorable", "persistence_words", "restore",
            "restore_actions", "restored_words", "startable"]

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from nvls_tui.audit.log import AuditLog, AuditWriteError
 from nvls_tui.audit.writer import AuditWriter
-from nvls_tui.backends.base import Backend, BackendError, validate_unit
+from nvls_tui.backends.base import Backend, BackendError, InvalidArgument, validate_unit
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import Holder
 from nvls_tui.runbook.actions import PidOutcome, summarise
@@ -50,7 +50,7 @@ from nvls_tui.runbook.quiesce import signal_holder
 from nvls_tui.runbook.recover import restore_node
 from nvls_tui.runbook.scheduling import SchedulerHook
 from nvls_tui.runbook.single import ACTIONS, run_single
-from nvls_tui.runbook.steps import Operator, RepairOptions
+from nvls_tui.runbook.steps import HAND_UNITS, Operator, RepairOptions
 
 ACTIVE_STATES = frozenset({"active", "inactive", "failed", "activating", "deactivating", "reloading",
                            "maintenance", "refreshing"})
@@ -150,6 +150,7 @@ class Session:
         self.run_id = new_run_id()
         self.ledger = Ledger()
         self.repairs: list[RepairRun] = []
+        self.interrupted: str | None = None  # why every repair was stopped (interrupt): later ones never start
         self.busy: dict[str, str] = {}
         self._pause = pause or _no_pause
         self._log: AuditWriter | None = None
@@ -247,6 +248,9 @@ class Session:
         action = f"unit-{verb}"
         try:
             unit = validate_unit(unit)
+            if unit not in HAND_UNITS:
+                # Only what the Units pane lists: a restore starts no other unit a record names as stopped by hand.
+                raise InvalidArgument(f"{unit} is not a unit of the Units pane (a restore would never start it again)")
             async with self._action(host, action) as ctx:
                 ctx.step = action
                 ctx.emit(RunStarted(host=host, run_id=self.run_id, mode=action))
@@ -361,8 +365,11 @@ class Session:
         return plans
 
     def start_repair(self, hosts: Sequence[str], strategy: str = "parallel") -> RepairRun:
-        """Register a repair before it runs, so that it can be aborted from its first moment."""
+        """Register a repair before it runs, so that it can be aborted from its first moment (one registered
+        after :meth:`interrupt`, by a screen still opening as the signal came, never starts)."""
         run = RepairRun(list(hosts), strategy)
+        if self.interrupted is not None:
+            run.group.interrupt(self.interrupted)
         self.repairs.append(run)
         return run
 
@@ -444,7 +451,9 @@ class Session:
                     run.group.abort(h)
 
     def interrupt(self, reason: str) -> None:
-        """Stop every running repair now, even inside a long command; each node restores."""
+        """Stop every running repair now, even inside a long command; each node restores. A repair registered
+        after this never starts (the console is ending)."""
+        self.interrupted = self.interrupted or reason
         for run in self.repairs:
             if not run.finished:
                 run.group.interrupt(reason)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from nvls_tui.model import GpuState, Holder, NodeState
-from nvls_tui.poll.probe import BOOT_ARGV, LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
+from nvls_tui.poll.probe import BOOT_ARGV, LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR, UNITS
 
 STEPS = (
     "preflight",
@@ -37,6 +37,9 @@ PERSISTENCED = "nvidia-persistenced.service"
 QUIESCE_UNITS = (SNAPSHOT_TIMER, SNAPSHOT_SERVICE, DCGM, PERSISTENCED, KUBELET, FM_UNIT)
 # Restore starts them in this order: FM first so clients reconnect to a registered fabric.
 RESTORE_UNITS = (FM_UNIT, PERSISTENCED, DCGM, KUBELET, SNAPSHOT_TIMER, SNAPSHOT_SERVICE)
+# The units the console's Units pane lists (those the poll reads): the only ones stopped or started by hand
+# (runbook/session.Session.unit), so the only ones a record's ``manual`` list may have the restore start.
+HAND_UNITS = frozenset(UNITS)
 
 RUNNING = frozenset({"active", "activating", "reloading", "deactivating"})
 
@@ -265,6 +268,7 @@ __all__ = [
     "DCGM",
     "DEFAULT_THRESHOLDS",
     "FM_UNIT",
+    "HAND_UNITS",
     "KERNEL_CURSOR_ARGV",
     "KUBELET",
     "PERSISTENCED",
