@@ -243,6 +243,9 @@ class Runbook:
         except (CommandTimeout, OutputTooLarge) as exc:
             # The node answered, but a command hung or printed without end: it was stopped.
             self._fail_current(f"{ctx.step} stopped: {exc}", FAILED)
+        except KubeError as exc:
+            # kubectl hung, printed without end or could not be started: its one line, never a repr.
+            self._fail_current(f"{ctx.step} stopped: {exc}", FAILED)
         except BackendError as exc:
             self._fail_current(f"lost the node during {ctx.step}: {exc}", FAILED)
         except asyncio.CancelledError as exc:

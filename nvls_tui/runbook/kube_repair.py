@@ -297,7 +297,13 @@ async def cordon(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
         ctx.note(f"{hold.node} was cordoned already (by {whose}): "
                  + ("a passing repair uncordons it" if hold.inherited else "it stays cordoned after the repair"))
         return
-    status, out, err = await call(ctx, kube, cordon_args(hold.node))
+    try:
+        status, out, err = await call(ctx, kube, cordon_args(hold.node))
+    except KubeError as exc:
+        # Sent, and no answer: it may have gone through. The restore reads the node and keeps (annotated) a
+        # cordon it finds, or leaves a node it finds uncordoned.
+        hold.cordoned = True
+        raise StepFailed(f"the cordon of {hold.node} is unknown: {exc}") from None
     if status != 0:
         raise Refused(f"Kubernetes did not cordon {hold.node}: {_said(status, out, err)}")
     hold.cordoned = True
@@ -312,7 +318,11 @@ async def pause_operands(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> Non
         StepFailed: a label could not be set, or an operand pod outlived the wait.
     """
     for key in hold.labels:
-        status, out, err = await call(ctx, kube, label_args(hold.node, key, PAUSED))
+        try:
+            status, out, err = await call(ctx, kube, label_args(hold.node, key, PAUSED))
+        except KubeError as exc:
+            hold.paused.append(key)  # it may have gone through: the restore puts it back where it reads paused
+            raise StepFailed(f"whether {key} was paused on {hold.node} is unknown: {exc}") from None
         if status != 0:
             raise StepFailed(f"Kubernetes did not pause {key} on {hold.node}: {_said(status, out, err)}")
         hold.paused.append(key)
@@ -419,7 +429,10 @@ async def restart_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, po
     Raises:
         StepFailed: the pod was not deleted, or no new driver pod ran in time.
     """
-    status, out, err = await call(ctx, kube, delete_pod_args(pod.namespace, pod.name))
+    try:
+        status, out, err = await call(ctx, kube, delete_pod_args(pod.namespace, pod.name))
+    except KubeError as exc:
+        raise StepFailed(f"the driver pod {pod.namespace}/{pod.name} may not have been deleted: {exc}") from None
     if status != 0:
         raise StepFailed(f"Kubernetes did not delete the driver pod {pod.namespace}/{pod.name}: {_said(status, out, err)}")
     await _wait_deleted(ctx, kube, [pod], ctx.options.operand_timeout, "the driver")
@@ -461,6 +474,19 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
     """
     done: list[str] = []
     failed: list[str] = []
+
+    async def put(args: Sequence[str], what: str) -> bool:
+        """One call of the restore; what it could not do is said and the rest still goes (a kubectl that hangs
+        on one call must not keep the other labels paused)."""
+        try:
+            status, out, err = await call(ctx, kube, args, abortable=False)
+        except KubeError as exc:
+            failed.append(f"{what} ({exc})")
+            return False
+        if status != 0:
+            failed.append(f"{what} ({_said(status, out, err)})")
+        return status == 0
+
     try:
         now = await read_node(ctx, kube, hold.node, abortable=False)
     except KubeError as exc:
@@ -473,28 +499,21 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
             continue  # not paused (never reached, or changed by someone since): left as it is
         if current is None and not blind and key not in hold.paused:
             continue
-        status, out, err = await call(ctx, kube, label_args(hold.node, key, before), abortable=False)
-        if status == 0:
+        if await put(label_args(hold.node, key, before), f"label {key}"):
             done.append(f"{key}={before if before is not None else '(unset)'}")
-        else:
-            failed.append(f"label {key} ({_said(status, out, err)})")
     cordoned_now = now.cordoned if now is not None else (hold.cordoned or blind)
     ours = hold.cordoned or (blind and not hold.cordoned_before) or hold.inherited
     if not ours or not cordoned_now:
         return done, failed
     if passed and not failed:
-        status, out, err = await call(ctx, kube, uncordon_args(hold.node), abortable=False)
-        if status != 0:
-            failed.append(f"the cordon of {hold.node} ({_said(status, out, err)})")
+        if not await put(uncordon_args(hold.node), f"the cordon of {hold.node}"):
             return done, failed
         done.append(f"{hold.node} uncordoned")
         if now is None or STOPPED_AT in dict(now.annotations):
-            await call(ctx, kube, annotate_args(hold.node, None), abortable=False)
+            await put(annotate_args(hold.node, None), f"the annotation {STOPPED_AT}")
         return done, failed
     step = stopped_at or INTERRUPTED
-    status, out, err = await call(ctx, kube, annotate_args(hold.node, step), abortable=False)
-    if status != 0:
-        failed.append(f"the annotation {STOPPED_AT}={step} ({_said(status, out, err)})")
+    await put(annotate_args(hold.node, step), f"the annotation {STOPPED_AT}={step}")
     done.append(f"{hold.node} stays cordoned ({STOPPED_AT}={step}): {uncordon_words(hold.node)}")
     return done, failed
 
