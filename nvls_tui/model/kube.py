@@ -7,7 +7,7 @@ is configured (everything works as without one). A cluster that was configured b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # The GPU Operator's operand switches: ``nvidia.com/gpu.deploy.<operand>`` = true | false | paused-for-...
 OPERAND_LABEL_PREFIX = "nvidia.com/gpu.deploy."
@@ -106,6 +106,9 @@ class KubeNode:
             where the node itself was not read (its pods may have failed alone).
         reason: with ``error``, the missing-evidence word (``failed``, ``timed out``, ``tool missing``,
             ``unparseable``, ``over the size cap``).
+        resource_version: ``metadata.resourceVersion`` of the read (a write conditioned on it is refused with 409
+            when the node changed since); None where not said. Not compared: it moves with every write of the
+            node, kubelet's status updates included, and says nothing a screen shows.
     """
 
     node: str
@@ -118,6 +121,7 @@ class KubeNode:
     pods: tuple[KubePod, ...] = ()
     error: str | None = None
     reason: str | None = None
+    resource_version: str | None = field(default=None, compare=False)
 
     @property
     def known(self) -> bool:

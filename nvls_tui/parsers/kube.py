@@ -93,7 +93,8 @@ def _node(item: object) -> tuple[KubeNode | None, str | None]:
         taints.append(Taint(clean(taint["key"]), _text(taint.get("value")), clean(taint["effect"])))
     return KubeNode(node=name, ready=_ready(item.get("status")),
                     cordoned=unschedulable if isinstance(unschedulable, bool) else None,
-                    labels=labels, annotations=annotations, taints=tuple(taints)), None
+                    labels=labels, annotations=annotations, taints=tuple(taints),
+                    resource_version=_text(meta.get("resourceVersion")) or None), None
 
 
 def parse_nodes(text: str) -> Parsed[dict[str, KubeNode]]:

@@ -26,7 +26,7 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,12 @@ EVICT_RETRY = 5.0
 NO_MATCH = "error: no matching resources found"
 #: Seconds kubectl gets on top of a wait's own ``--timeout`` before its process is ended.
 WAIT_SLACK = 15.0
+#: kubectl's words for a write the API refused because the object changed since the resourceVersion sent.
+CONFLICT = "(Conflict)"
+#: Times one label write that met a conflict is read and decided again before the repair gives up on it.
+CONFLICT_TRIES = 5
+#: What the dry run writes for the resourceVersion a label write carries (known only when the read before it ran).
+RV = "RV"
 
 
 def operand_of(daemonset: str) -> str:
@@ -111,11 +117,14 @@ def uncordon_args(node: str) -> tuple[str, ...]:
     return ("uncordon", node)
 
 
-def label_args(node: str, key: str, value: str | None) -> tuple[str, ...]:
-    """Set a label (``--overwrite KEY=VALUE``) or remove it (``KEY-``, where it was unset before)."""
+def label_args(node: str, key: str, value: str | None, resource_version: str | None = None) -> tuple[str, ...]:
+    """Set a label (``--overwrite KEY=VALUE``) or remove it (``KEY-``, where it was unset before), conditioned on
+    the node's ``resource_version`` as read (``--resource-version``: the API refuses the write with 409 Conflict
+    where anyone wrote the node since). The label stays the last word (the report and the plan read it there)."""
+    rv = (f"--resource-version={resource_version}",) if resource_version else ()
     if value is None:
-        return ("label", "node", node, f"{key}-")
-    return ("label", "node", node, "--overwrite", f"{key}={value}")
+        return ("label", "node", node, *rv, f"{key}-")
+    return ("label", "node", node, "--overwrite", *rv, f"{key}={value}")
 
 
 def annotate_args(node: str, step: str | None) -> tuple[str, ...]:
@@ -258,6 +267,50 @@ async def read_pods(ctx: NodeContext, kube: Kubectl, node: str) -> tuple[KubePod
     return tuple(p for p in parsed.value if p.node in (None, node))
 
 
+WRITTEN, LEFT = "written", "left"
+
+
+async def conditional_label(ctx: NodeContext, kube: Kubectl, name: str, key: str, value: str | None,
+                            still: Callable[[str | None], bool], node: KubeNode | None = None, *,
+                            abortable: bool = True) -> tuple[str, str | None]:
+    """Read the node (unless ``node`` was read just now), decide on what it says (``still(the label's value)``),
+    and write ``key`` conditioned on that read; where someone wrote the node in between (409 Conflict), read
+    and decide again. Never a write over a change the decision did not see.
+
+    Returns:
+        (:data:`WRITTEN`, None); (:data:`LEFT`, the value read: the label no longer reads as decided, so it is
+        left as someone set it); (``failed``, kubectl's words or why).
+
+    Raises:
+        KubeError: kubectl could not be run or did not answer (a write may have gone through).
+    """
+    for _ in range(CONFLICT_TRIES):
+        if node is None:
+            node = await read_node(ctx, kube, name, abortable=abortable)
+            if node is None:
+                return "failed", f"the cluster has no node {name} any more"
+        current = node.label(key)
+        if not still(current):
+            return LEFT, current
+        status, out, err = await call(ctx, kube, label_args(name, key, value, node.resource_version),
+                                      abortable=abortable)
+        if status == 0:
+            return WRITTEN, None
+        said = _said(status, out, err)
+        if CONFLICT not in said:
+            return "failed", said
+        node = None  # written by someone since the read: read again, decide again
+    return "failed", f"the node changed under every one of {CONFLICT_TRIES} writes (409 Conflict each time)"
+
+
+def _pausable(value: str | None) -> bool:
+    return value is None or value == "true"
+
+
+def _paused(value: str | None) -> bool:
+    return value == PAUSED
+
+
 # ---- preflight ---------------------------------------------------------------------------------------------
 
 async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
@@ -318,13 +371,18 @@ async def pause_operands(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> Non
         StepFailed: a label could not be set, or an operand pod outlived the wait.
     """
     for key in hold.labels:
+        # Read before each write: the cordon and the write before moved the node's resourceVersion, and an
+        # administrator may have set the label meanwhile (their value wins).
         try:
-            status, out, err = await call(ctx, kube, label_args(hold.node, key, PAUSED))
+            result, said = await conditional_label(ctx, kube, hold.node, key, PAUSED, _pausable)
         except KubeError as exc:
             hold.paused.append(key)  # it may have gone through: the restore puts it back where it reads paused
             raise StepFailed(f"whether {key} was paused on {hold.node} is unknown: {exc}") from None
-        if status != 0:
-            raise StepFailed(f"Kubernetes did not pause {key} on {hold.node}: {_said(status, out, err)}")
+        if result == LEFT:
+            ctx.note(f"{key} reads {said} now (set since the survey): left as it is, not paused", "warning")
+            continue
+        if result != WRITTEN:
+            raise StepFailed(f"Kubernetes did not pause {key} on {hold.node}: {said}")
         hold.paused.append(key)
     pods = operand_pods(hold.pods, hold.paused)
     if pods:
@@ -494,13 +552,31 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
                  "warning")
         now = None
     current = dict(now.labels) if now is not None else None
+    fresh = now  # the read the next label write is decided on (None: read again first)
     for key, before in hold.labels.items():
         if current is not None and current.get(key) != PAUSED:
             continue  # not paused (never reached, or changed by someone since): left as it is
         if current is None and not blind and key not in hold.paused:
             continue
-        if await put(label_args(hold.node, key, before), f"label {key}"):
-            done.append(f"{key}={before if before is not None else '(unset)'}")
+        words = f"{key}={before if before is not None else '(unset)'}"
+        if current is None:  # the node could not be read: put back blindly, unconditioned
+            if await put(label_args(hold.node, key, before), f"label {key}"):
+                done.append(words)
+            continue
+        result: str | None
+        said: str | None
+        try:
+            result, said = await conditional_label(ctx, kube, hold.node, key, before, _paused, fresh, abortable=False)
+        except KubeError as exc:
+            failed.append(f"label {key} ({exc})")
+            result = said = None
+        fresh = None
+        if result == WRITTEN:
+            done.append(words)
+        elif result == LEFT:
+            ctx.note(f"{key} reads {said} now (set since it was paused): left as it is", "warning")
+        elif result is not None:
+            failed.append(f"label {key} ({said})")
     cordoned_now = now.cordoned if now is not None else (hold.cordoned or blind)
     ours = hold.cordoned or (blind and not hold.cordoned_before) or hold.inherited
     if not ours or not cordoned_now:
@@ -563,7 +639,10 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
         cordon = [f"# {node} is cordoned already: it is left so" + (" until a repair passes" if hold.inherited else "")]
     else:
         cordon = [line(cordon_args(node), "after the record: no new pod lands while the node is repaired")]
-    quiesce = [line(label_args(node, key, PAUSED), f"was {before or 'unset'}") for key, before in hold.labels.items()]
+    read = line(read_node_args(node), f"before each label write: its resourceVersion is the write's {RV}")
+    quiesce = [call for key, before in hold.labels.items()
+               for call in (read, line(label_args(node, key, PAUSED, RV), f"was {before or 'unset'}; where it still "
+                                       "reads so (a 409 Conflict: read and decided again)"))]
     quiesce += [f"# {key}={value} left as it is (not true: an administrator's)" for key, value in hold.kept.items()]
     pods = operand_pods(hold.pods, list(hold.labels))
     for namespace in dict.fromkeys(p.namespace for p in pods):
@@ -588,7 +667,9 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
                           line(read_pods_args(node), "repeated until a new driver pod runs")]
         lines["fabric-manager"] = ["# no host unit: the new driver pod starts Fabric Manager"]
     restore = [line(read_node_args(node))]
-    restore += [line(label_args(node, key, before), "where it still reads paused") for key, before in hold.labels.items()]
+    for i, (key, before) in enumerate(hold.labels.items()):
+        restore += [read] if i else []
+        restore.append(line(label_args(node, key, before, RV), "where it still reads paused"))
     if not hold.cordoned_before or hold.inherited:
         restore.append(line(uncordon_args(node), "only after a passing smoke test"))
         restore.append(line(annotate_args(node, "STEP"), "instead, after a failed or interrupted repair: "
@@ -596,7 +677,7 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
     return lines | {"restore": restore}
 
 
-__all__ = ["EVICT_RETRY", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
+__all__ = ["CONFLICT", "CONFLICT_TRIES", "EVICT_RETRY", "LEFT", "RV", "WRITTEN", "conditional_label", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
            "cordon", "cordon_args", "delete_pod_args", "driver_pod", "restart_driver_pod", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
            "operand_pods", "pause_operands", "pause_plan", "plan_lines", "read_node", "read_node_args", "read_pods",
            "read_pods_args", "settle", "step_in_log", "survey", "uncordon_args", "uncordon_words", "wait_delete_args",

@@ -245,6 +245,9 @@ class Node:
     # paused deploy label took off the node (back, as new pods, when the label reads true again).
     k8s_annotations: dict[str, str] = field(default_factory=dict)
     k8s_parked: list[PodSpec] = field(default_factory=list)
+    # The Node object's resourceVersion: every write through the API moves it (a write conditioned on an older
+    # one is refused with 409 Conflict, as the API server does).
+    k8s_rv: int = 1
 
     # ----- the node's clock ------------------------------------------------------------------
     def clock(self, t: float) -> float:
