@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nvls_tui.lab.image import HOLD
+from nvls_tui.lab.image import HOLD, machine_id
 from nvls_tui.lab.machine import LabError, LabNode, load_state, node_run
 
 KUBECONFIG = "kubeconfig"
@@ -68,9 +68,29 @@ API_KUBELET_DROPIN = "/etc/systemd/system/kubelet.service.d/nvls-lab-api.conf"
 API_KUBELET_ENV = "NVLS_LAB_KUBELET=api"
 
 
+def _host_file(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def node_info(name: str) -> dict[str, str]:
+    """The ids a kubelet in lab node ``name`` reports in its Node's status.nodeInfo, as a repair reads them in
+    the node: its own machine id (image.py), and the host's boot id and DMI product UUID (a container shares the
+    host's kernel and sysfs; the UUID only where this machine has one and it can be read)."""
+    info = {"machineID": machine_id(name)}
+    for key, path in (("bootID", "/proc/sys/kernel/random/boot_id"), ("systemUUID", "/sys/class/dmi/id/product_uuid")):
+        value = _host_file(path)
+        if value is not None:
+            info[key] = value
+    return info
+
+
 def cluster_state(names: list[str]) -> dict[str, Any]:
-    """The stand-in's starting state: each lab node with the operator's operands and a vLLM pod."""
-    return {"nodes": [{"name": name, "labels": dict(LABELS), "address": f"10.0.0.{i + 1}"}
+    """The stand-in's starting state: each lab node with the operator's operands and a vLLM pod, its Node
+    carrying the node's ids (:func:`node_info`)."""
+    return {"nodes": [{"name": name, "labels": dict(LABELS), "address": f"10.0.0.{i + 1}", "nodeInfo": node_info(name)}
                       for i, name in enumerate(names)],
             "gpuOperator": {"namespace": NAMESPACE, "operands": list(OPERANDS)},
             "workloads": [{"name": WORKLOAD[0], "namespace": WORKLOAD[1], "nodes": list(names),

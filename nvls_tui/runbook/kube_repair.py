@@ -34,6 +34,7 @@ from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model import NodeState
 from nvls_tui.model.kube import OPERAND_LABEL_PREFIX, KubeNode, KubePod
 from nvls_tui.parsers.kube import parse_nodes, parse_pods
+from nvls_tui.runbook import kube_identity
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.events import CommandFinished, CommandStarted
 from nvls_tui.runbook.steps import STEPS as STEP_NAMES
@@ -173,6 +174,7 @@ class KubeHold:
         evicted: ``namespace/pod`` of each pod this run evicted.
         pods: the node's pods as preflight read them.
         kept: the operand labels left alone (``false`` or another value someone set), as read.
+        identity: how the Node was proven to be this machine (words; the plan shows them).
     """
 
     node: str
@@ -184,6 +186,7 @@ class KubeHold:
     evicted: list[str] = field(default_factory=list)
     pods: tuple[KubePod, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)
+    identity: str = ""
 
     def to_record(self) -> dict[str, Any]:
         """The part the on-node record keeps (``kube`` in repair.json)."""
@@ -316,19 +319,31 @@ def _paused(value: str | None) -> bool:
 async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
     """Read the node and its pods before anything changes: what the repair will pause and put back.
 
-    None where the cluster answered and has no such node (the repair then goes on as without a cluster).
+    The Node must prove it is this machine first (:mod:`~nvls_tui.runbook.kube_identity`: its kubelet's bootID,
+    machineID and systemUUID against the machine's own files): a name alone may be another site's node.
+    None where the cluster answered and has no such node (the caller decides what that means).
 
     Raises:
-        Refused: the cluster could not be read (a guard that cannot see refuses; nothing was changed).
+        Refused: the cluster could not be read (a guard that cannot see refuses; nothing was changed), or the
+            Node is not this machine, or whether it is cannot be told.
     """
+    def unread(exc: KubeError) -> Refused:
+        return Refused(f"the Kubernetes cluster could not be read, so the node's pods are unknown: {exc} (a node in "
+                       f"no cluster: --no-kubernetes)")
+
     try:
         found = await read_node(ctx, kube, node)
-        if found is None:
-            return None
+    except KubeError as exc:
+        raise unread(exc) from None
+    if found is None:
+        return None
+    refusal, proven = await kube_identity.check(ctx, kube, found)
+    if refusal is not None:
+        raise Refused(refusal)
+    try:
         pods = await read_pods(ctx, kube, node)
     except KubeError as exc:
-        raise Refused(f"the Kubernetes cluster could not be read, so the node's pods are unknown: {exc} (a node in "
-                      f"no cluster: --no-kubernetes)") from None
+        raise unread(exc) from None
     if found.cordoned is None:
         raise Refused(f"whether {node} is cordoned could not be read; a guard that cannot see refuses")
     ours = dict(found.annotations).get(STOPPED_AT) is not None
@@ -336,7 +351,7 @@ async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
     kept = {k: v for k, v in found.operand_labels.items()
             if k not in labels and k.removeprefix(OPERAND_LABEL_PREFIX) in PAUSE_OPERANDS}
     return KubeHold(node=node, cordoned_before=found.cordoned, labels=labels,
-                    inherited=bool(found.cordoned and ours), pods=pods, kept=kept)
+                    inherited=bool(found.cordoned and ours), pods=pods, kept=kept, identity=proven)
 
 
 async def cordon(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
@@ -634,7 +649,12 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
         return f"{text}  # {note}" if note else text
 
     node = hold.node
-    pre = [line(read_node_args(node)), line(read_pods_args(node))]
+    ids = [shlex.join(kube_identity.read_argv(path)) for _, path, _ in kube_identity.IDS]
+    pre = [line(read_node_args(node)),
+           *(f"{c}  # compared with the Node's {name} before any change to the cluster"
+             + (f": at planning, {hold.identity}" if hold.identity and i == len(ids) - 1 else "")
+             for i, (c, (name, _, _)) in enumerate(zip(ids, kube_identity.IDS, strict=True))),
+           line(read_pods_args(node))]
     if hold.cordoned_before:
         cordon = [f"# {node} is cordoned already: it is left so" + (" until a repair passes" if hold.inherited else "")]
     else:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nvls_tui.sim.fabric import fm_started, reset_gpus
+from nvls_tui.sim.files import identity
 from nvls_tui.sim.processes import advance, exit_process, fm_went_away, spawn_pod
 from nvls_tui.sim.state import Node, PodSpec, digest
 
@@ -90,7 +91,10 @@ def node_json(node: Node, now: float) -> dict[str, Any]:
                                    "reason": "KubeletReady" if ready == "True" else "NodeStatusUnknown",
                                    "message": "kubelet is posting ready status" if ready == "True"
                                    else "Kubelet stopped posting node status.",
-                                   "lastHeartbeatTime": _iso(now), "lastTransitionTime": _iso(node.boot + 30)}]},
+                                   "lastHeartbeatTime": _iso(now), "lastTransitionTime": _iso(node.boot + 30)}],
+                   # What kubelet read from the machine: the ids a repair compares with the machine's own files.
+                   "nodeInfo": {**identity(node), "kubeletVersion": "v1.32.0", "operatingSystem": "linux",
+                                "architecture": "amd64", "containerRuntimeVersion": "containerd://1.7.24"}},
     }
 
 
