@@ -243,6 +243,10 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                         help="on Kubernetes: how long an eviction that a PodDisruptionBudget refuses is retried "
                              "before the repair is refused (default 0: refuse at the first refusal; a pod is never "
                              "force-deleted)")
+    repair.add_argument("--stop-kubelet", action="store_true",
+                        help="on Kubernetes: where the cluster has no node for a target while kubelet runs on it, "
+                             "repair it by stopping kubelet (the node NotReady to the cluster meanwhile) instead of "
+                             "refusing; better: map the target to its node (--kube-node-map)")
     repair.add_argument("--plan", metavar="FILE",
                         help="hold each node to this approved plan (the JSON of `repair --dry-run --json`): "
                              "a node that changed since is refused")

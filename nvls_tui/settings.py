@@ -112,6 +112,8 @@ class RepairSettings:
         keep_drained: with Slurm, leave the node drained after a successful repair.
         wait_pods: on Kubernetes, seconds an eviction a PodDisruptionBudget refuses is retried.
         plan: an approved plan file (``repair --dry-run --json``).
+        stop_kubelet: a configured cluster that has no node for the target while kubelet runs there: stop kubelet
+            (as without a cluster) instead of refusing.
     """
 
     dry_run: bool = False
@@ -125,6 +127,7 @@ class RepairSettings:
     keep_drained: bool = False
     plan: str | None = None
     wait_pods: float = 0.0
+    stop_kubelet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +297,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         smoke_threshold=given.get("smoke_threshold"), sigkill=bool(given.get("sigkill")),
         wait_jobs=float(given.get("wait_jobs") or 0.0), keep_drained=bool(given.get("keep_drained")),
         plan=given.get("plan"), wait_pods=float(given.get("wait_pods") or 0.0),
+        stop_kubelet=bool(given.get("stop_kubelet")),
     )
     speed, from_env = _number_from_env(environ or {}, SIM_SPEED_ENV, 1.0)
     if from_env:

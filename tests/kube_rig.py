@@ -28,6 +28,7 @@ from nvls_tui.kube_standin.harness import running
 from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.session import Session
 from nvls_tui.sim.fabric import fm_started, reset_gpus
+from nvls_tui.sim.files import identity
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import exit_process, fm_went_away, spawn_pod
 from nvls_tui.sim.scenarios import DRIVER_POD_ROLE, VLLM_ARGV
@@ -50,15 +51,23 @@ PAUSED: dict[str, str | None] = {
     "nvidia.com/gpu.deploy.node-status-exporter": None, "nvidia.com/gpu.deploy.operator-validator": "true"}
 
 
-def cluster_state(*, budget: bool = False, cordoned: bool = False, driver: bool = False) -> dict[str, Any]:
+# Another site's gpu06: the same name in another cluster, another machine (its kubelet's ids are its own).
+OTHER_SITE = {"bootID": "7d3f0c2e-5b1a-4e8f-9c6d-2a4b8e1f0c3d", "machineID": "4c1e9a7b2d3f4e5a8b6c0d9e1f2a3b4c",
+              "systemUUID": "9E2B4C6D-1A3F-4B5C-8D7E-0F1A2B3C4D5E"}
+
+
+def cluster_state(*, budget: bool = False, cordoned: bool = False, driver: bool = False,
+                  node_info: dict[str, str] | None = None) -> dict[str, Any]:
     """The stand-in's state: the node with the operator's operands and a vLLM workload (optionally with a
-    budget that allows no eviction, and with the operator's driver DaemonSet, whose pod runs Fabric Manager)."""
+    budget that allows no eviction, and with the operator's driver DaemonSet, whose pod runs Fabric Manager).
+    ``node_info``: the Node's status.nodeInfo ids (the simulated machine's: ``sim.files.identity``; another
+    site's: :data:`OTHER_SITE`; None: empty, as a kubelet that never reported leaves them)."""
     workload: dict[str, Any] = {"name": "vllm", "namespace": "inference", "nodes": [NODE],
                                 "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5",
                                                 "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
     if budget:
         workload["pdb"] = {"minAvailable": 1}
-    return {"nodes": [{"name": NODE, "labels": dict(LABELS), "unschedulable": cordoned}],
+    return {"nodes": [{"name": NODE, "labels": dict(LABELS), "unschedulable": cordoned, "nodeInfo": node_info or {}}],
             "gpuOperator": {"namespace": "gpu-operator",
                             "operands": list(OPERANDS) + (["nvidia-driver-daemonset"] if driver else [])},
             "workloads": [workload]}
@@ -192,10 +201,10 @@ TIMING = Timing(operand_grace=0.1, create_delay=0.1)
 class Rig:
     """The stand-in cluster, the linked simulated node, and a session that repairs it through the real kubectl."""
 
-    def __init__(self, standin, kubelet: Kubelet, tmp_path, *, driver: bool = False) -> None:
+    def __init__(self, standin, kubelet: Kubelet, tmp_path, *, driver: bool = False, fleet=None) -> None:
         self.standin = standin
         self.kubelet = kubelet
-        self.fleet = load_fleet(f"sim:seed-incident/{NODE}", speed=SPEED)
+        self.fleet = fleet if fleet is not None else load_fleet(f"sim:seed-incident/{NODE}", speed=SPEED)
         without_own_pods(self.fleet.node(NODE), self.fleet.clock.now())
         if driver:
             as_operator_driver(self.fleet.node(NODE))
@@ -235,14 +244,19 @@ class Rig:
 
 
 def rigs(tmp_path) -> Iterator[Callable[..., Rig]]:
-    """What the ``rig`` fixture of a test module yields: a maker of rigs, each stopped at the end."""
-    def make(**state) -> Rig:
+    """What the ``rig`` fixture of a test module yields: a maker of rigs, each stopped at the end.
+
+    The stand-in's Node carries the simulated machine's ids (its kubelet's report) unless ``node_info`` says
+    otherwise (``OTHER_SITE``: another site's gpu06; ``{}``: none)."""
+    def make(node_info: dict[str, str] | None = None, **state) -> Rig:
+        fleet = load_fleet(f"sim:seed-incident/{NODE}", speed=SPEED)
         kubelet = Kubelet()
-        ctx = running(cluster_state(**state), tmp_path, on_create=kubelet.on_create, on_delete=kubelet.on_delete,
-                      timing=TIMING)
+        ids = identity(fleet.node(NODE)) if node_info is None else node_info
+        ctx = running(cluster_state(node_info=ids, **state), tmp_path, on_create=kubelet.on_create,
+                      on_delete=kubelet.on_delete, timing=TIMING)
         standin = ctx.__enter__()
         made.append(ctx)
-        return Rig(standin, kubelet, tmp_path, driver=bool(state.get("driver")))
+        return Rig(standin, kubelet, tmp_path, driver=bool(state.get("driver")), fleet=fleet)
 
     made: list = []
     yield make

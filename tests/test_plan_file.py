@@ -145,7 +145,7 @@ def test_a_plan_with_a_missing_or_mistyped_field_is_one_usage_line_and_touches_n
 def test_a_dry_run_records_the_options_a_repair_is_held_to(fleet, tmp_path, capsys):
     plan = dry_run(fleet, tmp_path, capsys, "--strategy", "serial", "--sigkill", "--smoke-threshold", "200")
     assert plan["options"] == {"strategy": "serial", "sigkill": True, "smoke_threshold": 200.0, "wait_jobs": 0.0,
-                               "keep_drained": False, "sudo": False, "wait_pods": 0.0}
+                               "keep_drained": False, "sudo": False, "wait_pods": 0.0, "stop_kubelet": False}
 
 
 def test_a_dry_run_records_wait_pods(fleet, tmp_path, capsys):
@@ -161,6 +161,7 @@ def test_a_dry_run_records_wait_pods(fleet, tmp_path, capsys):
     ((), ("--wait-jobs", "60"), "--wait-jobs (the plan: 0 s; this run: 60 s)"),
     ((), ("--wait-pods", "120"), "--wait-pods (the plan: 0 s; this run: 120 s)"),
     (("--wait-pods", "120"), (), "--wait-pods (the plan: 120 s; this run: 0 s)"),
+    ((), ("--stop-kubelet",), "--stop-kubelet (the plan: without it; this run: with it)"),
 ])
 def test_a_plan_applied_with_other_options_is_refused_naming_the_difference(planned, applied, words, fleet, tmp_path,
                                                                            capsys):

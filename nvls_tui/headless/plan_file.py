@@ -35,11 +35,12 @@ def plan_options(settings: Settings) -> dict[str, Any]:
         "keep_drained": repair.keep_drained,
         "sudo": settings.sudo,
         "wait_pods": float(repair.wait_pods),
+        "stop_kubelet": repair.stop_kubelet,
     }
 
 
 # Options a plan made before they existed lacks: such a plan was approved with the option's default.
-_ADDED_LATER: dict[str, Any] = {"wait_pods": 0.0}
+_ADDED_LATER: dict[str, Any] = {"wait_pods": 0.0, "stop_kubelet": False}
 
 
 # Each option: how the command line writes it, and the plain words for a value of it.
@@ -51,6 +52,7 @@ _OPTION_WORDS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "keep_drained": ("--keep-drained", lambda v: "with it" if v else "without it"),
     "sudo": ("--sudo", lambda v: "--sudo" if v else "--no-sudo"),
     "wait_pods": ("--wait-pods", lambda v: f"{v:g} s"),
+    "stop_kubelet": ("--stop-kubelet", lambda v: "with it" if v else "without it"),
 }
 
 
@@ -83,6 +85,7 @@ _OPTION_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
     "keep_drained": (lambda v: isinstance(v, bool), "true or false"),
     "sudo": (lambda v: isinstance(v, bool), "true or false"),
     "wait_pods": (lambda v: _is_number(v) and v >= 0, "a number of 0 or more"),  # type: ignore[operator]
+    "stop_kubelet": (lambda v: isinstance(v, bool), "true or false"),
 }
 
 _BASIS_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {

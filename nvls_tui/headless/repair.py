@@ -168,7 +168,8 @@ def _options(settings: Settings, backends: list[Backend]) -> RepairOptions:
     repair = settings.repair
     return repair_options(backends, settings.timeout, dry_run=repair.dry_run, sigkill=repair.sigkill,
                           smoke_threshold=repair.smoke_threshold, wait_jobs=max(0.0, repair.wait_jobs),
-                          keep_drained=repair.keep_drained, wait_pods=max(0.0, repair.wait_pods))
+                          keep_drained=repair.keep_drained, wait_pods=max(0.0, repair.wait_pods),
+                          stop_kubelet=repair.stop_kubelet)
 
 
 def can_confirm(stdin: TextIO) -> tuple[bool, str]:

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from nvls_tui import node_map
+from nvls_tui.kube.words import shown
 from nvls_tui.model.kube import KubeNode, KubePod
 from nvls_tui.parsers.kube import parse_nodes, parse_pods
 from nvls_tui.textsafe import one_line
@@ -86,7 +87,9 @@ async def run_kubectl(argv: Sequence[str], timeout: float, max_output: int) -> t
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await proc.wait()
-        raise KubeError(f"`{' '.join(argv[:4])}` did not answer within {timeout:.0f} s", TIMED_OUT) from None
+        # One line that names the call as typed (a hung exec credential plugin, an API server that accepts and
+        # never answers): the binary's path and the kubeconfig say nothing of what hung.
+        raise KubeError(f"kubectl did not answer within {timeout:.0f} s (ended): `{shown(argv)}`", TIMED_OUT) from None
     except asyncio.CancelledError:
         # An interrupted repair cancels the step in flight: its kubectl (a wait of minutes) goes with it.
         with contextlib.suppress(ProcessLookupError):
@@ -97,7 +100,7 @@ async def run_kubectl(argv: Sequence[str], timeout: float, max_output: int) -> t
     if len(out) > max_output:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
-        raise KubeError(f"`{' '.join(argv[:4])}` printed more than {max_output} bytes", OVER_CAP)
+        raise KubeError(f"`{shown(argv)}` printed more than {max_output} bytes", OVER_CAP)
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 

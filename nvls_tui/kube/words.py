@@ -22,10 +22,20 @@ def kubectl_args(argv: Sequence[str]) -> list[str] | None:
     """
     if not argv or os.path.basename(argv[0]) != "kubectl":
         return None
+    return _after_globals(argv)
+
+
+def _after_globals(argv: Sequence[str]) -> list[str]:
     i = 1
     while i < len(argv) and argv[i].startswith("--"):
         i += 2 if argv[i] in VALUED else 1
     return list(argv[i:])
+
+
+def shown(argv: Sequence[str]) -> str:
+    """A kubectl call as an operator types it, whatever binary ran it: ``kubectl label node gpu06 K=V`` (the
+    global flags, paths of the kubeconfig and the binary, left out: what the call did is in the words after)."""
+    return shlex.join(["kubectl", *_after_globals(argv)]) if argv else "kubectl"
 
 
 def kubectl_line_args(line: str) -> list[str] | None:
@@ -38,4 +48,4 @@ def kubectl_line_args(line: str) -> list[str] | None:
     return kubectl_args(argv)
 
 
-__all__ = ["VALUED", "kubectl_args", "kubectl_line_args"]
+__all__ = ["VALUED", "kubectl_args", "kubectl_line_args", "shown"]

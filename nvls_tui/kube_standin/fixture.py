@@ -1,7 +1,8 @@
 """A cluster's starting state from a small JSON document (the stand-in's fixture format).
 
 ```
-{"nodes": [{"name": "gpu01", "labels": {...}, "unschedulable": false, "ready": true}],
+{"nodes": [{"name": "gpu01", "labels": {...}, "unschedulable": false, "ready": true,
+            "nodeInfo": {"bootID": "...", "machineID": "...", "systemUUID": "..."}}],
  "gpuOperator": {"namespace": "gpu-operator", "operands": ["nvidia-device-plugin-daemonset", ...]},
  "workloads": [{"name": "vllm", "namespace": "inference", "nodes": ["gpu01"],
                 "containers": [{"name": "vllm", "image": "vllm/vllm-openai"}],
@@ -169,7 +170,8 @@ def load_state(doc: Any, store: Store | None = None) -> Store:
                 annotations=_str_map(entry.get("annotations"), where + ".annotations"),
                 unschedulable=bool(entry.get("unschedulable", False)), ready=bool(entry.get("ready", True)),
                 gpus=int(entry.get("gpus", 8)), taints=entry.get("taints"),
-                address=str(entry.get("address", f"10.0.0.{i + 1}"))))
+                address=str(entry.get("address", f"10.0.0.{i + 1}")),
+                node_info=_str_map(entry.get("nodeInfo"), where + ".nodeInfo")))
         for i, raw in enumerate(doc.get("objects") or []):
             kind = _need(raw, "kind", f"objects[{i}]")
             resource = BY_KIND.get(kind)

@@ -17,8 +17,11 @@ Obj = dict[str, Any]
 
 def node(name: str, *, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
          unschedulable: bool = False, ready: bool = True, gpus: int = 8, taints: list[Obj] | None = None,
-         address: str = "10.0.0.1") -> Obj:
-    """A Node with a Ready condition, addresses, capacity (``nvidia.com/gpu``) and nodeInfo."""
+         address: str = "10.0.0.1", node_info: dict[str, str] | None = None) -> Obj:
+    """A Node with a Ready condition, addresses, capacity (``nvidia.com/gpu``) and nodeInfo.
+
+    ``node_info`` sets nodeInfo's fields (``bootID``, ``machineID``, ``systemUUID``: what a kubelet read from its
+    machine); those not given stay empty, as the API has them for a node whose kubelet never reported."""
     now = clock.now()
     spec: Obj = {}
     if unschedulable:
@@ -44,7 +47,7 @@ def node(name: str, *, labels: dict[str, str] | None = None, annotations: dict[s
             "nodeInfo": {"kubeletVersion": "v1.32.0", "containerRuntimeVersion": "containerd://1.7.24",
                          "kernelVersion": "6.8.0-60-generic", "osImage": "Ubuntu 24.04.2 LTS",
                          "operatingSystem": "linux", "architecture": "amd64", "machineID": "", "systemUUID": "",
-                         "bootID": "", "kubeProxyVersion": "", "osImageVersion": ""},
+                         "bootID": "", "kubeProxyVersion": "", "osImageVersion": ""} | dict(node_info or {}),
         },
     }
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nvls_tui.lab.image import HOLD
+from nvls_tui.lab.image import HOLD, machine_id
 from nvls_tui.lab.machine import LabError, LabNode, load_state, node_run
 
 KUBECONFIG = "kubeconfig"
@@ -68,9 +68,27 @@ API_KUBELET_DROPIN = "/etc/systemd/system/kubelet.service.d/nvls-lab-api.conf"
 API_KUBELET_ENV = "NVLS_LAB_KUBELET=api"
 
 
-def cluster_state(names: list[str]) -> dict[str, Any]:
-    """The stand-in's starting state: each lab node with the operator's operands and a vLLM pod."""
-    return {"nodes": [{"name": name, "labels": dict(LABELS), "address": f"10.0.0.{i + 1}"}
+#: What a kubelet reports in its Node's status.nodeInfo, and the node's file it reads it from.
+NODE_INFO_FILES = (("bootID", "/proc/sys/kernel/random/boot_id"), ("machineID", "/etc/machine-id"),
+                   ("systemUUID", "/sys/class/dmi/id/product_uuid"))
+
+
+def node_info(node: LabNode) -> dict[str, str]:
+    """The ids a kubelet in ``node`` reports, read inside the node as a repair reads them there (nspawn gives a
+    container a boot id of its own; the DMI UUID is the host's sysfs, where this machine has one)."""
+    info = {}
+    for key, path in NODE_INFO_FILES:
+        found = node_run(node, "cat", path, check=False)
+        if found.returncode == 0 and found.stdout.strip():
+            info[key] = found.stdout.strip()
+    return info
+
+
+def cluster_state(names: list[str], info: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+    """The stand-in's starting state: each lab node with the operator's operands and a vLLM pod, its Node
+    carrying the node's ids (``info``: :func:`node_info` of each; else only its machine id, image.py's)."""
+    return {"nodes": [{"name": name, "labels": dict(LABELS), "address": f"10.0.0.{i + 1}",
+                       "nodeInfo": dict((info or {}).get(name) or {"machineID": machine_id(name)})}
                       for i, name in enumerate(names)],
             "gpuOperator": {"namespace": NAMESPACE, "operands": list(OPERANDS)},
             "workloads": [{"name": WORKLOAD[0], "namespace": WORKLOAD[1], "nodes": list(names),
@@ -220,7 +238,8 @@ def serve(folder: Path) -> int:
     runner = PodRunner(nodes)
     # The operator's DaemonSet controller reacts to a label within a second or so; pods are not kept waiting.
     timing = Timing(operand_grace=1.0, create_delay=1.0, retry=1.0)
-    standin = StandIn(load_cluster(cluster_state([n.name for n in nodes])), str(folder / KUBECONFIG),
+    info = {n.name: node_info(n) for n in nodes}
+    standin = StandIn(load_cluster(cluster_state([n.name for n in nodes], info)), str(folder / KUBECONFIG),
                       context=CONTEXT, on_create=runner.start, on_delete=runner.stop, timing=timing)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -149,13 +149,18 @@ def sshd_config(address: str) -> str:
             "UseDNS no\nMaxStartups 100:30:200\nMaxSessions 64\n")
 
 
+def machine_id(name: str) -> str:
+    """The lab node's own /etc/machine-id (what its kubelet reports as the Node's machineID)."""
+    return digest("machine-id", name)[:32]
+
+
 def node_files(name: str, address: str, python: str, authorized_key: str,
                device_files: list[str], slurm: SlurmImage | None = None) -> dict[str, tuple[str, int]]:
     """Every file a lab node adds to the host's root: ``{path: (text, mode)}``."""
     files: dict[str, tuple[str, int]] = {
         "/etc/hostname": (name + "\n", 0o644),
         # Its own machine id: journald and logind key on it (the host's would be shared by every node).
-        "/etc/machine-id": (digest("machine-id", name)[:32] + "\n", 0o444),
+        "/etc/machine-id": (machine_id(name) + "\n", 0o444),
         "/etc/ssh/sshd_config.d/nvls-lab.conf": (sshd_config(address), 0o644),
         "/root/.ssh/authorized_keys": (authorized_key, 0o600),
         SIMULATED_MARKER: (LAB_MARKER, 0o644),

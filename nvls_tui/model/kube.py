@@ -7,7 +7,7 @@ is configured (everything works as without one). A cluster that was configured b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # The GPU Operator's operand switches: ``nvidia.com/gpu.deploy.<operand>`` = true | false | paused-for-...
 OPERAND_LABEL_PREFIX = "nvidia.com/gpu.deploy."
@@ -106,6 +106,13 @@ class KubeNode:
             where the node itself was not read (its pods may have failed alone).
         reason: with ``error``, the missing-evidence word (``failed``, ``timed out``, ``tool missing``,
             ``unparseable``, ``over the size cap``).
+        boot_id, machine_id, system_uuid: ``status.nodeInfo``'s ``bootID``, ``machineID``, ``systemUUID``: what the
+            node's kubelet read from its machine (``/proc/sys/kernel/random/boot_id``, ``/etc/machine-id``, the
+            DMI product UUID), as written; None where empty or absent. A repair proves with them that the Node
+            is the machine it changes (runbook/kube_identity.py).
+        resource_version: ``metadata.resourceVersion`` of the read (a write conditioned on it is refused with 409
+            when the node changed since); None where not said. Not compared: it moves with every write of the
+            node, kubelet's status updates included, and says nothing a screen shows.
     """
 
     node: str
@@ -118,6 +125,10 @@ class KubeNode:
     pods: tuple[KubePod, ...] = ()
     error: str | None = None
     reason: str | None = None
+    boot_id: str | None = None
+    machine_id: str | None = None
+    system_uuid: str | None = None
+    resource_version: str | None = field(default=None, compare=False)
 
     @property
     def known(self) -> bool:

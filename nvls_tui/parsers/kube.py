@@ -91,9 +91,15 @@ def _node(item: object) -> tuple[KubeNode | None, str | None]:
                 taint.get("effect"), str):
             return None, f"node {one_line(name, 60)} has a taint without a key or effect"
         taints.append(Taint(clean(taint["key"]), _text(taint.get("value")), clean(taint["effect"])))
-    return KubeNode(node=name, ready=_ready(item.get("status")),
+    status = item.get("status")
+    info = status.get("nodeInfo") if isinstance(status, dict) else None
+    info = info if isinstance(info, dict) else {}
+    return KubeNode(node=name, ready=_ready(status),
                     cordoned=unschedulable if isinstance(unschedulable, bool) else None,
-                    labels=labels, annotations=annotations, taints=tuple(taints)), None
+                    labels=labels, annotations=annotations, taints=tuple(taints),
+                    boot_id=_text(info.get("bootID")) or None, machine_id=_text(info.get("machineID")) or None,
+                    system_uuid=_text(info.get("systemUUID")) or None,
+                    resource_version=_text(meta.get("resourceVersion")) or None), None
 
 
 def parse_nodes(text: str) -> Parsed[dict[str, KubeNode]]:

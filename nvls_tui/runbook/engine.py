@@ -27,7 +27,7 @@ from nvls_tui.diagnosis import fm_container
 from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model import NodeState
 from nvls_tui.model.kube import KubePod
-from nvls_tui.runbook import fabric, kube_repair, preflight, quiesce, scheduling, smoke
+from nvls_tui.runbook import fabric, kube_absent, kube_repair, preflight, quiesce, scheduling, smoke
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
 from nvls_tui.runbook.drift import drift
 from nvls_tui.runbook.events import (
@@ -255,6 +255,9 @@ class Runbook:
         except (CommandTimeout, OutputTooLarge) as exc:
             # The node answered, but a command hung or printed without end: it was stopped.
             self._fail_current(f"{ctx.step} stopped: {exc}", FAILED)
+        except KubeError as exc:
+            # kubectl hung, printed without end or could not be started: its one line, never a repr.
+            self._fail_current(f"{ctx.step} stopped: {exc}", FAILED)
         except BackendError as exc:
             self._fail_current(f"lost the node during {ctx.step}: {exc}", FAILED)
         except asyncio.CancelledError as exc:
@@ -358,8 +361,9 @@ class Runbook:
             name = self.kube.node_name(self.host)
             self._kube = await kube_repair.survey(ctx, self.kube, name)
             if self._kube is None:
-                ctx.note(f"the Kubernetes cluster has no node {name}: repaired as without a cluster (kubelet is "
-                         f"stopped; map the target with --kube-node-map if it has another name there)", "warning")
+                why = kube_absent.absent(ctx, self.kube, state, stop_kubelet=self.options.stop_kubelet)
+                if why is not None:
+                    raise Refused(why)
             if fm_container.in_container(state):
                 self._driver_pod = kube_repair.driver_pod(self._kube, state) if self._kube is not None else None
                 if self._driver_pod is None:

@@ -26,7 +26,7 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model import NodeState
 from nvls_tui.model.kube import OPERAND_LABEL_PREFIX, KubeNode, KubePod
 from nvls_tui.parsers.kube import parse_nodes, parse_pods
+from nvls_tui.runbook import kube_identity
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.events import CommandFinished, CommandStarted
 from nvls_tui.runbook.steps import STEPS as STEP_NAMES
@@ -57,6 +58,12 @@ EVICT_RETRY = 5.0
 NO_MATCH = "error: no matching resources found"
 #: Seconds kubectl gets on top of a wait's own ``--timeout`` before its process is ended.
 WAIT_SLACK = 15.0
+#: kubectl's words for a write the API refused because the object changed since the resourceVersion sent.
+CONFLICT = "(Conflict)"
+#: Times one label write that met a conflict is read and decided again before the repair gives up on it.
+CONFLICT_TRIES = 5
+#: What the dry run writes for the resourceVersion a label write carries (known only when the read before it ran).
+RV = "RV"
 
 
 def operand_of(daemonset: str) -> str:
@@ -111,11 +118,14 @@ def uncordon_args(node: str) -> tuple[str, ...]:
     return ("uncordon", node)
 
 
-def label_args(node: str, key: str, value: str | None) -> tuple[str, ...]:
-    """Set a label (``--overwrite KEY=VALUE``) or remove it (``KEY-``, where it was unset before)."""
+def label_args(node: str, key: str, value: str | None, resource_version: str | None = None) -> tuple[str, ...]:
+    """Set a label (``--overwrite KEY=VALUE``) or remove it (``KEY-``, where it was unset before), conditioned on
+    the node's ``resource_version`` as read (``--resource-version``: the API refuses the write with 409 Conflict
+    where anyone wrote the node since). The label stays the last word (the report and the plan read it there)."""
+    rv = (f"--resource-version={resource_version}",) if resource_version else ()
     if value is None:
-        return ("label", "node", node, f"{key}-")
-    return ("label", "node", node, "--overwrite", f"{key}={value}")
+        return ("label", "node", node, *rv, f"{key}-")
+    return ("label", "node", node, "--overwrite", *rv, f"{key}={value}")
 
 
 def annotate_args(node: str, step: str | None) -> tuple[str, ...]:
@@ -164,6 +174,7 @@ class KubeHold:
         evicted: ``namespace/pod`` of each pod this run evicted.
         pods: the node's pods as preflight read them.
         kept: the operand labels left alone (``false`` or another value someone set), as read.
+        identity: how the Node was proven to be this machine (words; the plan shows them).
     """
 
     node: str
@@ -175,6 +186,7 @@ class KubeHold:
     evicted: list[str] = field(default_factory=list)
     pods: tuple[KubePod, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)
+    identity: str = ""
 
     def to_record(self) -> dict[str, Any]:
         """The part the on-node record keeps (``kube`` in repair.json)."""
@@ -260,24 +272,80 @@ async def read_pods(ctx: NodeContext, kube: Kubectl, node: str) -> tuple[KubePod
     return tuple(p for p in parsed.value if p.node in (None, node))
 
 
+WRITTEN, LEFT = "written", "left"
+
+
+async def conditional_label(ctx: NodeContext, kube: Kubectl, name: str, key: str, value: str | None,
+                            still: Callable[[str | None], bool], node: KubeNode | None = None, *,
+                            abortable: bool = True) -> tuple[str, str | None]:
+    """Read the node (unless ``node`` was read just now), decide on what it says (``still(the label's value)``),
+    and write ``key`` conditioned on that read; where someone wrote the node in between (409 Conflict), read
+    and decide again. Never a write over a change the decision did not see.
+
+    Returns:
+        (:data:`WRITTEN`, None); (:data:`LEFT`, the value read: the label no longer reads as decided, so it is
+        left as someone set it); (``failed``, kubectl's words or why).
+
+    Raises:
+        KubeError: kubectl could not be run or did not answer (a write may have gone through).
+    """
+    for _ in range(CONFLICT_TRIES):
+        if node is None:
+            node = await read_node(ctx, kube, name, abortable=abortable)
+            if node is None:
+                return "failed", f"the cluster has no node {name} any more"
+        current = node.label(key)
+        if not still(current):
+            return LEFT, current
+        status, out, err = await call(ctx, kube, label_args(name, key, value, node.resource_version),
+                                      abortable=abortable)
+        if status == 0:
+            return WRITTEN, None
+        said = _said(status, out, err)
+        if CONFLICT not in said:
+            return "failed", said
+        node = None  # written by someone since the read: read again, decide again
+    return "failed", f"the node changed under every one of {CONFLICT_TRIES} writes (409 Conflict each time)"
+
+
+def _pausable(value: str | None) -> bool:
+    return value is None or value == "true"
+
+
+def _paused(value: str | None) -> bool:
+    return value == PAUSED
+
+
 # ---- preflight ---------------------------------------------------------------------------------------------
 
 async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
     """Read the node and its pods before anything changes: what the repair will pause and put back.
 
-    None where the cluster answered and has no such node (the repair then goes on as without a cluster).
+    The Node must prove it is this machine first (:mod:`~nvls_tui.runbook.kube_identity`: its kubelet's bootID,
+    machineID and systemUUID against the machine's own files): a name alone may be another site's node.
+    None where the cluster answered and has no such node (the caller decides what that means).
 
     Raises:
-        Refused: the cluster could not be read (a guard that cannot see refuses; nothing was changed).
+        Refused: the cluster could not be read (a guard that cannot see refuses; nothing was changed), or the
+            Node is not this machine, or whether it is cannot be told.
     """
+    def unread(exc: KubeError) -> Refused:
+        return Refused(f"the Kubernetes cluster could not be read, so the node's pods are unknown: {exc} (a node in "
+                       f"no cluster: --no-kubernetes)")
+
     try:
         found = await read_node(ctx, kube, node)
-        if found is None:
-            return None
+    except KubeError as exc:
+        raise unread(exc) from None
+    if found is None:
+        return None
+    refusal, proven = await kube_identity.check(ctx, kube, found)
+    if refusal is not None:
+        raise Refused(refusal)
+    try:
         pods = await read_pods(ctx, kube, node)
     except KubeError as exc:
-        raise Refused(f"the Kubernetes cluster could not be read, so the node's pods are unknown: {exc} (a node in "
-                      f"no cluster: --no-kubernetes)") from None
+        raise unread(exc) from None
     if found.cordoned is None:
         raise Refused(f"whether {node} is cordoned could not be read; a guard that cannot see refuses")
     ours = dict(found.annotations).get(STOPPED_AT) is not None
@@ -285,7 +353,7 @@ async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
     kept = {k: v for k, v in found.operand_labels.items()
             if k not in labels and k.removeprefix(OPERAND_LABEL_PREFIX) in PAUSE_OPERANDS}
     return KubeHold(node=node, cordoned_before=found.cordoned, labels=labels,
-                    inherited=bool(found.cordoned and ours), pods=pods, kept=kept)
+                    inherited=bool(found.cordoned and ours), pods=pods, kept=kept, identity=proven)
 
 
 async def cordon(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
@@ -299,7 +367,13 @@ async def cordon(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
         ctx.note(f"{hold.node} was cordoned already (by {whose}): "
                  + ("a passing repair uncordons it" if hold.inherited else "it stays cordoned after the repair"))
         return
-    status, out, err = await call(ctx, kube, cordon_args(hold.node))
+    try:
+        status, out, err = await call(ctx, kube, cordon_args(hold.node))
+    except KubeError as exc:
+        # Sent, and no answer: it may have gone through. The restore reads the node and keeps (annotated) a
+        # cordon it finds, or leaves a node it finds uncordoned.
+        hold.cordoned = True
+        raise StepFailed(f"the cordon of {hold.node} is unknown: {exc}") from None
     if status != 0:
         raise Refused(f"Kubernetes did not cordon {hold.node}: {_said(status, out, err)}")
     hold.cordoned = True
@@ -314,9 +388,18 @@ async def pause_operands(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> Non
         StepFailed: a label could not be set, or an operand pod outlived the wait.
     """
     for key in hold.labels:
-        status, out, err = await call(ctx, kube, label_args(hold.node, key, PAUSED))
-        if status != 0:
-            raise StepFailed(f"Kubernetes did not pause {key} on {hold.node}: {_said(status, out, err)}")
+        # Read before each write: the cordon and the write before moved the node's resourceVersion, and an
+        # administrator may have set the label meanwhile (their value wins).
+        try:
+            result, said = await conditional_label(ctx, kube, hold.node, key, PAUSED, _pausable)
+        except KubeError as exc:
+            hold.paused.append(key)  # it may have gone through: the restore puts it back where it reads paused
+            raise StepFailed(f"whether {key} was paused on {hold.node} is unknown: {exc}") from None
+        if result == LEFT:
+            ctx.note(f"{key} reads {said} now (set since the survey): left as it is, not paused", "warning")
+            continue
+        if result != WRITTEN:
+            raise StepFailed(f"Kubernetes did not pause {key} on {hold.node}: {said}")
         hold.paused.append(key)
     pods = operand_pods(hold.pods, hold.paused)
     if pods:
@@ -421,7 +504,10 @@ async def restart_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, po
     Raises:
         StepFailed: the pod was not deleted, or no new driver pod ran in time.
     """
-    status, out, err = await call(ctx, kube, delete_pod_args(pod.namespace, pod.name))
+    try:
+        status, out, err = await call(ctx, kube, delete_pod_args(pod.namespace, pod.name))
+    except KubeError as exc:
+        raise StepFailed(f"the driver pod {pod.namespace}/{pod.name} may not have been deleted: {exc}") from None
     if status != 0:
         raise StepFailed(f"Kubernetes did not delete the driver pod {pod.namespace}/{pod.name}: {_said(status, out, err)}")
     await _wait_deleted(ctx, kube, [pod], ctx.options.operand_timeout, "the driver")
@@ -463,6 +549,19 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
     """
     done: list[str] = []
     failed: list[str] = []
+
+    async def put(args: Sequence[str], what: str) -> bool:
+        """One call of the restore; what it could not do is said and the rest still goes (a kubectl that hangs
+        on one call must not keep the other labels paused)."""
+        try:
+            status, out, err = await call(ctx, kube, args, abortable=False)
+        except KubeError as exc:
+            failed.append(f"{what} ({exc})")
+            return False
+        if status != 0:
+            failed.append(f"{what} ({_said(status, out, err)})")
+        return status == 0
+
     try:
         now = await read_node(ctx, kube, hold.node, abortable=False)
     except KubeError as exc:
@@ -470,33 +569,44 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
                  "warning")
         now = None
     current = dict(now.labels) if now is not None else None
+    fresh = now  # the read the next label write is decided on (None: read again first)
     for key, before in hold.labels.items():
         if current is not None and current.get(key) != PAUSED:
             continue  # not paused (never reached, or changed by someone since): left as it is
         if current is None and not blind and key not in hold.paused:
             continue
-        status, out, err = await call(ctx, kube, label_args(hold.node, key, before), abortable=False)
-        if status == 0:
-            done.append(f"{key}={before if before is not None else '(unset)'}")
-        else:
-            failed.append(f"label {key} ({_said(status, out, err)})")
+        words = f"{key}={before if before is not None else '(unset)'}"
+        if current is None:  # the node could not be read: put back blindly, unconditioned
+            if await put(label_args(hold.node, key, before), f"label {key}"):
+                done.append(words)
+            continue
+        result: str | None
+        said: str | None
+        try:
+            result, said = await conditional_label(ctx, kube, hold.node, key, before, _paused, fresh, abortable=False)
+        except KubeError as exc:
+            failed.append(f"label {key} ({exc})")
+            result = said = None
+        fresh = None
+        if result == WRITTEN:
+            done.append(words)
+        elif result == LEFT:
+            ctx.note(f"{key} reads {said} now (set since it was paused): left as it is", "warning")
+        elif result is not None:
+            failed.append(f"label {key} ({said})")
     cordoned_now = now.cordoned if now is not None else (hold.cordoned or blind)
     ours = hold.cordoned or (blind and not hold.cordoned_before) or hold.inherited
     if not ours or not cordoned_now:
         return done, failed
     if passed and not failed:
-        status, out, err = await call(ctx, kube, uncordon_args(hold.node), abortable=False)
-        if status != 0:
-            failed.append(f"the cordon of {hold.node} ({_said(status, out, err)})")
+        if not await put(uncordon_args(hold.node), f"the cordon of {hold.node}"):
             return done, failed
         done.append(f"{hold.node} uncordoned")
         if now is None or STOPPED_AT in dict(now.annotations):
-            await call(ctx, kube, annotate_args(hold.node, None), abortable=False)
+            await put(annotate_args(hold.node, None), f"the annotation {STOPPED_AT}")
         return done, failed
     step = stopped_at or INTERRUPTED
-    status, out, err = await call(ctx, kube, annotate_args(hold.node, step), abortable=False)
-    if status != 0:
-        failed.append(f"the annotation {STOPPED_AT}={step} ({_said(status, out, err)})")
+    await put(annotate_args(hold.node, step), f"the annotation {STOPPED_AT}={step}")
     done.append(f"{hold.node} stays cordoned ({STOPPED_AT}={step}): {uncordon_words(hold.node)}")
     return done, failed
 
@@ -541,12 +651,20 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
         return f"{text}  # {note}" if note else text
 
     node = hold.node
-    pre = [line(read_node_args(node)), line(read_pods_args(node))]
+    ids = [shlex.join(kube_identity.read_argv(path)) for _, path, _ in kube_identity.IDS]
+    pre = [line(read_node_args(node)),
+           *(f"{c}  # compared with the Node's {name} before any change to the cluster"
+             + (f": at planning, {hold.identity}" if hold.identity and i == len(ids) - 1 else "")
+             for i, (c, (name, _, _)) in enumerate(zip(ids, kube_identity.IDS, strict=True))),
+           line(read_pods_args(node))]
     if hold.cordoned_before:
         cordon = [f"# {node} is cordoned already: it is left so" + (" until a repair passes" if hold.inherited else "")]
     else:
         cordon = [line(cordon_args(node), "after the record: no new pod lands while the node is repaired")]
-    quiesce = [line(label_args(node, key, PAUSED), f"was {before or 'unset'}") for key, before in hold.labels.items()]
+    read = line(read_node_args(node), f"before each label write: its resourceVersion is the write's {RV}")
+    quiesce = [call for key, before in hold.labels.items()
+               for call in (read, line(label_args(node, key, PAUSED, RV), f"was {before or 'unset'}; where it still "
+                                       "reads so (a 409 Conflict: read and decided again)"))]
     quiesce += [f"# {key}={value} left as it is (not true: an administrator's)" for key, value in hold.kept.items()]
     pods = operand_pods(hold.pods, list(hold.labels))
     for namespace in dict.fromkeys(p.namespace for p in pods):
@@ -571,7 +689,9 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
                           line(read_pods_args(node), "repeated until a new driver pod runs")]
         lines["fabric-manager"] = ["# no host unit: the new driver pod starts Fabric Manager"]
     restore = [line(read_node_args(node))]
-    restore += [line(label_args(node, key, before), "where it still reads paused") for key, before in hold.labels.items()]
+    for i, (key, before) in enumerate(hold.labels.items()):
+        restore += [read] if i else []
+        restore.append(line(label_args(node, key, before, RV), "where it still reads paused"))
     if not hold.cordoned_before or hold.inherited:
         restore.append(line(uncordon_args(node), "only after a passing smoke test"))
         restore.append(line(annotate_args(node, "STEP"), "instead, after a failed or interrupted repair: "
@@ -579,7 +699,7 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
     return lines | {"restore": restore}
 
 
-__all__ = ["EVICT_RETRY", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
+__all__ = ["CONFLICT", "CONFLICT_TRIES", "EVICT_RETRY", "LEFT", "RV", "WRITTEN", "conditional_label", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
            "cordon", "cordon_args", "delete_pod_args", "driver_pod", "restart_driver_pod", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
            "operand_pods", "pause_operands", "pause_plan", "plan_lines", "read_node", "read_node_args", "read_pods",
            "read_pods_args", "settle", "step_in_log", "survey", "uncordon_args", "uncordon_words", "wait_delete_args",

@@ -13,7 +13,8 @@ from typing import Any
 from nvls_tui.backends.base import Backend
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.runbook.engine import Runbook, new_run_id
-from nvls_tui.runbook.events import EventSink, Note
+from nvls_tui.runbook.events import EventSink, Note, RunFinished, RunStarted
+from nvls_tui.runbook.kube_shared import shared_nodes
 from nvls_tui.runbook.ledger import ManualChange
 from nvls_tui.runbook.outcome import ABORTED, REFUSED, NodeOutcome
 from nvls_tui.runbook.scheduling import SchedulerHook
@@ -48,6 +49,22 @@ class RunGroup:
         self.interrupted = self.interrupted or reason
         for book in self.books:
             book.interrupt(reason)
+
+
+def refused_before(host: str, options: RepairOptions, reason: str, audit_log: str | None, run_id: str,
+                   on_event: EventSink | None) -> NodeOutcome:
+    """A node refused before its runbook starts (nothing run on it): preflight says why, as a plan's refusal
+    does, and the audit log has its start and end."""
+    from nvls_tui.runbook.plan import NOT_RUN
+
+    outcome = NodeOutcome(host=host, dry_run=options.dry_run, result=REFUSED, message=reason, audit_log=audit_log)
+    for name in STEPS:
+        outcome.step(name).message = NOT_RUN
+    outcome.step("preflight").message = reason
+    if on_event is not None:
+        on_event(RunStarted(host=host, run_id=run_id, dry_run=options.dry_run))
+        on_event(RunFinished(host=host, result=REFUSED, message=reason))
+    return outcome
 
 
 def _not_attempted(backend: Backend, options: RepairOptions, reason: str, audit_log: str | None,
@@ -94,6 +111,16 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
         raise ValueError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
     options = options or RepairOptions()
     run_id = run_id or new_run_id()
+    # Two targets on one Kubernetes node would undo each other there: both refused before anything runs.
+    shared = shared_nodes([b.host for b in backends], kubes or {})
+    if shared:
+        refused = {h: refused_before(h, options, why, audit_log, run_id, on_event) for h, why in shared.items()}
+        rest = [b for b in backends if b.host not in shared]
+        ran = iter(await run_many(rest, options, strategy=strategy, on_event=on_event, operator=operator,
+                                  run_id=run_id, audit_log=audit_log, group=group, approved=approved, manual=manual,
+                                  put_back_manual=put_back_manual, durable=durable, schedulers=schedulers,
+                                  kubes=kubes) if rest else [])
+        return [refused[b.host] if b.host in refused else next(ran) for b in backends]
     books = [Runbook(b, options, on_event=on_event, operator=operator, run_id=run_id, audit_log=audit_log,
                      approved=(approved or {}).get(b.host), manual=(manual or {}).get(b.host, ()),
                      put_back_manual=put_back_manual, durable=durable,
@@ -129,4 +156,4 @@ async def run_many(backends: Sequence[Backend], options: RepairOptions | None = 
     return outcomes
 
 
-__all__ = ["STRATEGIES", "RunGroup", "run_many"]
+__all__ = ["STRATEGIES", "RunGroup", "refused_before", "run_many"]

@@ -161,8 +161,9 @@ async def _kube_plan(ctx: NodeContext, state: NodeState,
                      kube: Kubectl) -> tuple[str | None, dict[str, list[str]] | None]:
     """(why a repair would be refused, the kubectl lines of each step) from a read of the cluster now.
 
-    The reads are the repair's own (audited like any command); a node the cluster lacks is repaired as
-    without one (no lines); a cluster that cannot be read refuses.
+    The reads are the repair's own (audited like any command); a node the cluster lacks is refused while kubelet
+    runs (kube_absent: unless ``stop_kubelet``), else repaired as without a cluster (no lines); a cluster that
+    cannot be read, or a Node that is not this machine, refuses.
     """
     from nvls_tui.runbook import kube_repair
     from nvls_tui.runbook.context import Refused
@@ -175,9 +176,9 @@ async def _kube_plan(ctx: NodeContext, state: NodeState,
     finally:
         ctx.step = ""
     if hold is None:
-        ctx.note(f"the Kubernetes cluster has no node {kube.node_name(ctx.host)}: a repair stops kubelet, as "
-                 "without a cluster", "warning")
-        return None, None
+        from nvls_tui.runbook.kube_absent import absent
+
+        return absent(ctx, kube, state, stop_kubelet=ctx.options.stop_kubelet), None
     if fm_container.in_container(state) and kube_repair.driver_pod(hold, state) is None:
         return f"{fm_container.refusal(state)}; the cluster lists no such pod on {hold.node}", None
     return None, kube_repair.plan_lines(kube, hold, state, ctx.options.wait_pods, ctx.options.operand_timeout)

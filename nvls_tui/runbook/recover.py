@@ -17,7 +17,7 @@ from nvls_tui.backends.base import Backend, BackendError
 from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import RECORD_FILE
-from nvls_tui.runbook import kube_repair
+from nvls_tui.runbook import kube_identity, kube_repair
 from nvls_tui.runbook.context import NodeContext, Refused
 from nvls_tui.runbook.engine import new_run_id
 from nvls_tui.runbook.events import (
@@ -66,6 +66,20 @@ def _cluster_back(ctx: NodeContext, record: RepairRecord, kube: Kubectl | None,
             # The record is a file on the node: it never steers the restore to another node of the cluster.
             return [f"the labels and cordon of Kubernetes node {hold.node!r}, which the record names, though this "
                     f"target is node {kube.node_name(ctx.host)} there: nothing was changed in the cluster"]
+        # The record names the node, and the target maps to that name: the Node must still prove it is this
+        # machine (the kubeconfig's context may have changed since, or the name moved to another machine), or
+        # the cluster is left as it is and the record stays for a restore against the right cluster.
+        try:
+            found = await kube_repair.read_node(ctx, kube, hold.node, abortable=False)
+        except KubeError as exc:
+            return [f"the labels and cordon of Kubernetes node {hold.node}: the cluster could not be read to prove "
+                    f"the node is this machine ({exc}); nothing was changed in the cluster"]
+        if found is None:
+            return [f"the labels and cordon of Kubernetes node {hold.node}: the cluster has no such node (another "
+                    f"cluster than the repair's?); nothing was changed in the cluster"]
+        refusal, _ = await kube_identity.check(ctx, kube, found, abortable=False)
+        if refusal is not None:
+            return [f"the labels and cordon of Kubernetes node {hold.node}: {refusal}"]
         step = kube_repair.step_in_log(record.audit_log, record.host) or kube_repair.INTERRUPTED
         try:
             done, failed = await kube_repair.settle(ctx, kube, hold, passed=False, stopped_at=step, blind=True)

@@ -43,8 +43,9 @@ from nvls_tui.runbook.events import (
     RunStarted,
     fan_out,
 )
+from nvls_tui.runbook.kube_shared import shared_nodes
 from nvls_tui.runbook.ledger import SIGNALLED, STARTED, STOPPED, Ledger, ManualChange
-from nvls_tui.runbook.multi import RunGroup, run_many
+from nvls_tui.runbook.multi import RunGroup, refused_before, run_many
 from nvls_tui.runbook.outcome import RESTORED, NodeOutcome
 from nvls_tui.runbook.quiesce import signal_holder
 from nvls_tui.runbook.recover import restore_node
@@ -352,17 +353,21 @@ class Session:
                    put_back_manual: bool = True) -> dict[str, NodeOutcome]:
         """The dry run of ``hosts`` (read-only), each listing what was changed by hand in this session."""
         dry = _with(options, dry_run=True)
+        # Two targets on one Kubernetes node: refused together, unread (the repair would refuse them so).
+        shared = shared_nodes(hosts, self.kube)
+        readable = [h for h in hosts if h not in shared]
         books = [Runbook(self.backends[h], dry, manual=self.ledger.changes(h), put_back_manual=put_back_manual,
                          scheduler=self.schedulers.get(h), kube=self.kube.get(h))
-                 for h in hosts]
+                 for h in readable]
         results = await asyncio.gather(*(b.run() for b in books), return_exceptions=True)
-        plans: dict[str, NodeOutcome] = {}
-        for host, result in zip(hosts, results, strict=True):
+        plans: dict[str, NodeOutcome] = {h: refused_before(h, dry, why, None, self.run_id, None)
+                                         for h, why in shared.items()}
+        for host, result in zip(readable, results, strict=True):
             if isinstance(result, BaseException):
                 result = NodeOutcome(host=host, dry_run=True, result="refused",
                                      message=f"the node could not be read: {result}")
             plans[host] = result
-        return plans
+        return {h: plans[h] for h in hosts}
 
     def start_repair(self, hosts: Sequence[str], strategy: str = "parallel") -> RepairRun:
         """Register a repair before it runs, so that it can be aborted from its first moment (one registered

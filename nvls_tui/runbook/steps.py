@@ -230,6 +230,8 @@ class RepairOptions:
         keep_drained: leave the node drained in the scheduler after a successful repair.
         wait_pods: on Kubernetes, how long an eviction a PodDisruptionBudget refuses is retried before the
             repair is refused (``--wait-pods``; 0: refuse at the first refusal).
+        stop_kubelet: a configured cluster that has no node for the target, while kubelet runs on it: repair it
+            by stopping kubelet, as without a cluster (``--stop-kubelet``; without it such a repair is refused).
         operand_timeout: on Kubernetes, how long quiesce waits for the paused operands' pods (and the evicted
             workload pods) to be deleted (the GPU Operator's own managers wait 5 minutes).
         heartbeat_interval: real seconds between the lock's heartbeats while a run holds it.
@@ -256,6 +258,7 @@ class RepairOptions:
     wait_jobs: float = 0.0
     keep_drained: bool = False
     wait_pods: float = 0.0
+    stop_kubelet: bool = False
     operand_timeout: float = 300.0
     heartbeat_interval: float = 30.0
     lock_stale_after: float = 300.0

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from nvls_tui.sim.journal_cursor import boot_id
-from nvls_tui.sim.state import Node
+from nvls_tui.sim.state import Node, digest
 
 ROOTS = ("/", "/var", "/var/lib", "/tmp", "/run")
 
@@ -70,19 +70,45 @@ def mkdir(node: Node, args: list[str]) -> Out:
     return code, "", err
 
 
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+MACHINE_ID_FILE = "/etc/machine-id"
+PRODUCT_UUID_FILE = "/sys/class/dmi/id/product_uuid"
+#: The files the simulator answers for the machine itself (not the node's state directory): behind the shims a
+#: ``cat`` of these alone is the simulated node's, never the test machine's (nvls_tui/sim/shims.py).
+SIM_FILES = (BOOT_ID_FILE, "/proc/uptime", MACHINE_ID_FILE, PRODUCT_UUID_FILE)
+
+
+def _dashed(hex32: str) -> str:
+    return f"{hex32[:8]}-{hex32[8:12]}-{hex32[12:16]}-{hex32[16:20]}-{hex32[20:32]}"
+
+
 def proc_files(node: Node, now: float) -> dict[str, str]:
     """The kernel's files a poll reads: the boot id (the one the journal's cursors carry, in /proc's
     dashed form) and /proc/uptime (seconds since boot, whatever the node's clock did; idle time beside)."""
-    b = boot_id(node)
     up = max(0.0, now - node.boot)
-    return {"/proc/sys/kernel/random/boot_id": f"{b[:8]}-{b[8:12]}-{b[12:16]}-{b[16:20]}-{b[20:32]}\n",
+    return {BOOT_ID_FILE: _dashed(boot_id(node)) + "\n",
             "/proc/uptime": f"{up:.2f} {up * 7.6:.2f}\n"}
 
 
+def identity(node: Node) -> dict[str, str]:
+    """The node's ids as its kubelet reports them in ``status.nodeInfo`` (``bootID``, ``machineID``,
+    ``systemUUID``): the same text the machine's own files hold (:func:`machine_files`, :func:`proc_files`)."""
+    return {"bootID": _dashed(boot_id(node)),
+            "machineID": node.machine_id or digest("machine-id", node.name)[:32],
+            "systemUUID": node.product_uuid or _dashed(digest("product-uuid", node.name)[:32]).upper()}
+
+
+def machine_files(node: Node) -> dict[str, str]:
+    """``/etc/machine-id`` and the DMI product UUID (root-readable on a real machine; here anyone reads it)."""
+    ids = identity(node)
+    return {MACHINE_ID_FILE: ids["machineID"] + "\n", PRODUCT_UUID_FILE: ids["systemUUID"] + "\n"}
+
+
 def cat(node: Node, args: list[str], stdin: str | None, now: float | None = None) -> Out:
-    """``cat FILE...`` (``-`` or no file: stdin; /proc's files of :func:`proc_files` when ``now`` is given)."""
+    """``cat FILE...`` (``-`` or no file: stdin; /proc's files of :func:`proc_files` when ``now`` is given, and
+    the machine's ids of :func:`machine_files`)."""
     out, err, code = "", "", 0
-    proc = proc_files(node, now) if now is not None else {}
+    proc = (proc_files(node, now) if now is not None else {}) | machine_files(node)
     for raw in [a for a in args if a != "--"] or ["-"]:
         if raw == "-":
             out += stdin or ""

@@ -13,7 +13,9 @@ metadata.name=NODE``, ``get pods --all-namespaces --field-selector spec.nodeName
 kubectl's list shape and the API's fields, and the repair's writes (runbook/kube_repair.py) with what kubectl
 1.32 prints against a real API server, exit status included: ``cordon``/``uncordon``, ``label node``
 (``--overwrite K=V``, ``K-``), ``annotate node``, ``wait --for=delete pod/...`` and the Eviction subresource
-(``create --raw .../eviction -f FILE``; a pod with a budget that allows no disruption gets the 429). The
+(``create --raw .../eviction -f FILE``; a pod with a budget that allows no disruption gets the 429); a label
+or annotation conditioned on a ``--resource-version`` the node no longer has gets the API server's 409 (each
+write moves the node's resourceVersion, ``Node.k8s_rv``). The
 cluster acts on them at once: a deploy label that no longer reads ``true`` takes its operand's pods off the
 node (their processes end with SIGTERM, as kubelet ends a deleted pod's containers), ``true`` (or unset) brings
 new pods back; an evicted pod's processes end and its ReplicaSet's replacement stays Pending (no scheduler
@@ -29,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nvls_tui.sim.fabric import fm_started, reset_gpus
+from nvls_tui.sim.files import identity
 from nvls_tui.sim.processes import advance, exit_process, fm_went_away, spawn_pod
 from nvls_tui.sim.state import Node, PodSpec, digest
 
@@ -77,7 +80,8 @@ def node_json(node: Node, now: float) -> dict[str, Any]:
                            "timeAdded": _iso(now)}]
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": node.name, "uid": _uid(node.name, "node"), "labels": node_labels(node),
+        "metadata": {"name": node.name, "uid": _uid(node.name, "node"), "resourceVersion": str(node.k8s_rv),
+                     "labels": node_labels(node),
                      "annotations": {"node.alpha.kubernetes.io/ttl": "0",
                                      "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
                      | node.k8s_annotations,
@@ -87,7 +91,10 @@ def node_json(node: Node, now: float) -> dict[str, Any]:
                                    "reason": "KubeletReady" if ready == "True" else "NodeStatusUnknown",
                                    "message": "kubelet is posting ready status" if ready == "True"
                                    else "Kubelet stopped posting node status.",
-                                   "lastHeartbeatTime": _iso(now), "lastTransitionTime": _iso(node.boot + 30)}]},
+                                   "lastHeartbeatTime": _iso(now), "lastTransitionTime": _iso(node.boot + 30)}],
+                   # What kubelet read from the machine: the ids a repair compares with the machine's own files.
+                   "nodeInfo": {**identity(node), "kubeletVersion": "v1.32.0", "operatingSystem": "linux",
+                                "architecture": "amd64", "containerRuntimeVersion": "containerd://1.7.24"}},
     }
 
 
@@ -198,13 +205,29 @@ def _cordon(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, s
     if node.k8s_cordoned == want:
         return 0, f"node/{node.name} already {verb}ed\n", ""
     node.k8s_cordoned = want
+    node.k8s_rv += 1
     return 0, f"node/{node.name} {verb}ed\n", ""
 
 
+_RV_FLAG = "--resource-version"
+# The API server's words for a write conditioned on a resourceVersion the object no longer has.
+_CONFLICT = ('Error from server (Conflict): Operation cannot be fulfilled on nodes "{name}": the object has been '
+             "modified; please apply your changes to the latest version and try again\n")
+
+
 def _pairs(words: list[str]) -> tuple[str, bool, list[str]]:
-    """``label|annotate node NODE [--overwrite] K=V|K- ...``: (node name, overwrite, the changes)."""
-    rest = [w for w in words[2:] if w != "--overwrite"]
+    """``label|annotate node NODE [--overwrite] [--resource-version=RV] K=V|K- ...``: (node name, overwrite, the
+    changes)."""
+    rest = [w for w in words[2:] if w != "--overwrite" and not w.startswith(_RV_FLAG + "=")]
     return (rest[0] if rest else ""), "--overwrite" in words, rest[1:]
+
+
+def _stale(node: Node, words: list[str]) -> tuple[int, str, str] | None:
+    """The 409 of a write whose ``--resource-version`` is not the node's now (None: no condition, or it holds)."""
+    wanted = next((w.partition("=")[2] for w in words if w.startswith(_RV_FLAG + "=")), None)
+    if wanted is None or wanted == str(node.k8s_rv):
+        return None
+    return 1, "", _CONFLICT.format(name=node.name)
 
 
 def _label(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
@@ -215,6 +238,8 @@ def _label(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, st
     node = _node_named(nodes, name)
     if node is None:
         return _not_found("nodes", name)
+    if (conflict := _stale(node, words)) is not None:
+        return conflict
     labels = node_labels(node)
     out = ""
     changed = False
@@ -234,6 +259,7 @@ def _label(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, st
         changed = True
     if not changed:
         return 0, out + f"node/{node.name} not labeled\n", ""
+    node.k8s_rv += 1
     _reconcile_operands(node, now)
     return 0, out + f"node/{node.name} {'unlabeled' if all(c.endswith('-') for c in changes) else 'labeled'}\n", ""
 
@@ -276,6 +302,9 @@ def _annotate(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int,
     node = _node_named(nodes, name)
     if node is None:
         return _not_found("nodes", name)
+    if (conflict := _stale(node, words)) is not None:
+        return conflict
+    node.k8s_rv += 1
     for change in changes:
         if change.endswith("-") and "=" not in change:
             node.k8s_annotations.pop(change[:-1], None)

@@ -32,6 +32,7 @@ from nvls_tui.poll.probe import (
     ps_argv,
 )
 from nvls_tui.sim.commands import Output, execute
+from nvls_tui.sim.files import SIM_FILES
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.store import NodeStore
@@ -90,9 +91,21 @@ def _py_script(root: Path, command: str) -> str:
             f"exec {_q(sys.executable)} -m nvls_tui.sim.shim_main {_q(str(root))} {command} \"$@\"\n")
 
 
-def _file_script(root: Path, command: str) -> str:
+def _machine_files_first(root: Path) -> str:
+    """sh that hands a ``cat`` of the machine's own files alone (its boot id, uptime, machine-id, DMI product
+    UUID) to the simulator: they are the simulated node's, never the test machine's, so the Node object a test
+    cluster holds for this node can name the same ids (a repair compares them)."""
+    files = "|".join(SIM_FILES)
+    return ("sim=$#\n"
+            f"for a do case $a in {files}) ;; *) sim=0;; esac; done\n"
+            f"if [ \"$sim\" != 0 ]; then {_py_script(root, 'cat').split(chr(10), 2)[2].strip()}\nfi\n")
+
+
+def _file_script(root: Path, command: str, static: bool = False) -> str:
     # Rebuild "$@" with /var/lib/nvls-tui... remapped (POSIX sh: `for` reads the list once).
-    return ("#!/bin/sh\n# nvls-tui shim: remaps the node's state directory, then runs the real tool\n"
+    # A static node (benchmarks: no Python per command) reads the machine's files of the test machine.
+    first = _machine_files_first(root) if command == "cat" and not static else ""
+    return ("#!/bin/sh\n# nvls-tui shim: remaps the node's state directory, then runs the real tool\n" + first +
             f"D={_q(str(root))}\n"
             "n=$#\n"
             "for a do\n"
@@ -139,7 +152,7 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
     (root / "var" / "lib" / "nvls-tui" / "SIMULATED").write_text("simulated by nvls-tui\n")
     NodeStore(root).save(state, fleet.clock)
     for command in FILE_COMMANDS:
-        _write(root / "bin" / command, _file_script(root, command))
+        _write(root / "bin" / command, _file_script(root, command, static))
     _write(root / "bin" / "sudo", _sudo_script(root))
     _write(root / "bin" / "scontrol", _NO_SLURM)
     if state.silent:

@@ -248,6 +248,14 @@ class Node:
     # paused deploy label took off the node (back, as new pods, when the label reads true again).
     k8s_annotations: dict[str, str] = field(default_factory=dict)
     k8s_parked: list[PodSpec] = field(default_factory=list)
+    # The machine's own ids: /etc/machine-id (32 hex digits) and the DMI product UUID
+    # (/sys/class/dmi/id/product_uuid, upper case as many boards print it); empty: made from the node's name
+    # (sim/files.machine_files). A kubelet reports both, and the boot id, in its Node's status.nodeInfo.
+    machine_id: str = ""
+    product_uuid: str = ""
+    # The Node object's resourceVersion: every write through the API moves it (a write conditioned on an older
+    # one is refused with 409 Conflict, as the API server does).
+    k8s_rv: int = 1
 
     # ----- the node's clock ------------------------------------------------------------------
     def clock(self, t: float) -> float:
