@@ -224,9 +224,10 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
     mode.add_argument("--restore", action="store_true",
                       help="put units and settings back from an interrupted repair's record")
     repair.add_argument("--force", action="store_true",
-                        help="with --restore: take over a stale lock (no heartbeat for 5 minutes, or its nvls-tui "
-                             "process gone from this bastion); audited. A live run's lock is never taken, "
-                             "even with --force")
+                        help="with --restore: take over a stale lock (no heartbeat for 5 minutes on the node's clock, "
+                             "or its nvls-tui process gone from this bastion), or one that cannot be judged after "
+                             "watching it for two heartbeats with none coming; audited. A live run's lock is never "
+                             "taken, even with --force")
     repair.add_argument("--json", action="store_true", help="print the JSON of docs/contract.md (in the repository)")
     repair.add_argument("--strategy", choices=("parallel", "serial", "canary"), default="parallel",
                         help="how several nodes are repaired (default parallel)")

@@ -379,3 +379,16 @@ def backend_for(rig: SshdRig, name: str = "gpu01", limiter=None, **overrides) ->
     """An SshBackend for one rig node."""
     (target,) = parse_target(rig.target(name))
     return SshBackend(target, options_for(rig, **overrides), limiter)
+
+
+LIBFAKETIME = next((p for p in (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
+                                Path("/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"),
+                                Path("/usr/lib/faketime/libfaketime.so.1")) if p.exists()), None)
+
+
+def skewed_bastion(offset: str) -> dict[str, str] | None:
+    """The environment of a second bastion whose clock is ``offset`` off (libfaketime: ``+6m``, ``-90s``), for an
+    nvls-tui subprocess; its monotonic clock is left alone (asyncio's timers stay sane). None: no libfaketime."""
+    if LIBFAKETIME is None:
+        return None
+    return {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1"}

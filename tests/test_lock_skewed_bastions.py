@@ -25,20 +25,16 @@ from pathlib import Path
 import pytest
 
 from nvls_tui.sim.store import NodeStore
-from tests.sshd_rig import find_sshd
+from tests.sshd_rig import find_sshd, skewed_bastion
 from tests.test_faults_ssh import RUNNING_BEFORE, audit_records, cli, finish, states_over_ssh, wait_for_record
 from tests.test_two_bastions import add_workload, node_commands, only_node
 
-LIBFAKETIME = next((p for p in (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
-                                Path("/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"),
-                                Path("/usr/lib/faketime/libfaketime.so.1")) if p.exists()), None)
-
 pytestmark = [pytest.mark.ssh,
               pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed"),
-              pytest.mark.skipif(LIBFAKETIME is None, reason="libfaketime is not installed (scripts/system-deps.sh)")]
+              pytest.mark.skipif(skewed_bastion("+6m") is None,
+                                 reason="libfaketime is not installed (scripts/system-deps.sh)")]
 
-# The second bastion's clock: six minutes ahead (monotonic time left alone: asyncio's timers stay sane).
-AHEAD = {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME": "+6m", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+AHEAD = skewed_bastion("+6m") or {}
 
 
 def record_times(directory: Path) -> list[dt.datetime]:
