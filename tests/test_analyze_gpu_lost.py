@@ -37,7 +37,8 @@ def test_xid_79_and_the_drivers_words_for_one_gpu_are_one_gpu_lost_beside_the_xi
     assert [(f["code"], f["severity"], f["message"]) for f in entry["findings"]] == [
         ("GPU_LOST", "error", f"the GPU at 0000:01:00 is lost: the kernel logged Xid 79 (fallen off the bus); "
                               f"{GPU_LOST_ADVICE}"),
-        ("XID", "error", "Xid 79 on 0000:01:00"),
+        ("XID", "error", "Xid 79 on 0000:01:00 — ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS, NVIDIA's immediate "
+                         "action RESTART_BM: reboot the node: a GPU reset will not fix it"),
     ]
 
 

@@ -102,6 +102,9 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     if finding.section is not None:
         out["section"] = finding.section
         out["reason"] = finding.reason
+    if finding.action is not None or finding.next_move is not None:
+        out["action"] = finding.action
+        out["next_move"] = finding.next_move
     return out
 
 

@@ -268,6 +268,9 @@ class Finding:
 
     Attributes:
         section, reason: for ``EVIDENCE_MISSING``, the section that could not be read and why.
+        action: for ``XID``, NVIDIA's resolution bucket that stands (the Xid catalogue's immediate action, or the
+            recovery action the driver's line orders): ``RESET_GPU``, ``DRAIN_AND_RESET``, ``CONTACT_SUPPORT``, ...
+        next_move: the move that action asks for, in a few words.
     """
 
     code: str
@@ -276,6 +279,8 @@ class Finding:
     gpu: int | None = None
     section: str | None = None
     reason: str | None = None
+    action: str | None = None
+    next_move: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
