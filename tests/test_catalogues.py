@@ -157,3 +157,19 @@ def test_the_story_line_says_nvidia_s_move_not_check_the_nvlink():
         "kernel: NVRM: Xid (PCI:0000:cb:00): 54, pid=1, Auxiliary power is not connected\n").value)
     assert node_story(ticket, diagnose(ticket)).text.partition(" (+")[0].endswith(
         "open a hardware ticket: a GPU reset will not fix it")
+
+
+# An NVSwitch SXid says itself whether it is fatal. Lines as a public dataset of H100 HGX kernel logs quotes them
+# (LHRS-UM-FERI/MENTHOS-dataset-rootcause on Hugging Face); the non-fatal one is the shared capture's 22013.
+SXID_FATAL = ("[  912.110000] nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 20034, Fatal, Link 28 LTSSM Fault Up\n"
+              "[  912.110100] nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 20034, Severity 1 Engine instance 28 "
+              "Sub-engine instance 00\n")
+SXID_NON_FATAL = "[   25.948274] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 Minion Link DLREQ interrupt\n"
+
+
+def test_a_fatal_sxid_is_an_error_whose_move_is_the_repair_and_a_non_fatal_one_a_warning():
+    (fatal,) = xid_findings(SXID_FATAL)  # the "Severity 1 Engine ..." line after it is the same event
+    assert fatal.severity is Severity.ERROR and fatal.message.startswith("SXid 20034 on 0000:c2:00.0 (2 lines)")
+    assert "reset every GPU and NVSwitch" in fatal.next_move
+    (non_fatal,) = xid_findings(SXID_NON_FATAL)
+    assert non_fatal.severity is Severity.WARNING
