@@ -32,7 +32,7 @@ from nvls_tui.parsers.fabricmanager_log import (
     version_mismatch,
 )
 from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
-from nvls_tui.parsers.kernel_log import parse_kernel_log
+from nvls_tui.parsers.kernel_log import parse_kernel_log, unread_kernel_lines
 from nvls_tui.parsers.lsof import parse_lsof
 from nvls_tui.parsers.lspci import parse_lspci
 from nvls_tui.parsers.nccl_json import parse_nccl_json, run_to_dict
@@ -165,11 +165,13 @@ def _status(text: str) -> Result:
 
 def _kernel(text: str) -> Result:
     parsed = parse_kernel_log(text)
-    state = NodeState(host="file", kernel_events=parsed.value)
+    state = NodeState(host="file", kernel_events=parsed.value, kernel_unread=unread_kernel_lines(text))
     # GPU_LOST first, as check gives it for the same lines (Xid 79, the driver's "fallen off the bus"): a
     # pasted log must say that a reset cannot help, not only name the Xid. No GPU list here: by bus id.
     # The same Xid from many lines is one finding naming the GPUs, as check says it (kernel_findings).
-    findings = diagnosis.gpu_lost_findings(state) + diagnosis.kernel_findings(state)
+    # The driver's lines that say something went wrong and that no rule reads: quoted, never dropped.
+    findings = (diagnosis.gpu_lost_findings(state) + diagnosis.kernel_findings(state)
+                + diagnosis.kernel_unread_findings(state))
     return {"events": [kernel_event_json(e) for e in parsed.value]}, findings, parsed.warnings
 
 

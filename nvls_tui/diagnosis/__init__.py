@@ -16,6 +16,7 @@ from nvls_tui.diagnosis.node import (
     gpu_lost_finding,
     gpu_lost_findings,
     kernel_findings,
+    kernel_unread_findings,
     verdict_of,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "gpu_lost_finding",
     "gpu_lost_findings",
     "kernel_findings",
+    "kernel_unread_findings",
     "verdict_of",
 ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.diagnosis.restarters import restarter_findings
+from nvls_tui.diagnosis.unread import unread_finding
 from nvls_tui.diagnosis.xids import XidReading, read_xid, strongest
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, FmLogLine, KernelEvent, MissingEvidence
@@ -178,6 +179,18 @@ def kernel_findings(state: NodeState) -> list[Finding]:
         out.append(Finding("XID", severity, _xid_message(head, groups[item]) + (f" — {tail}" if tail else ""),
                            action=reading.action, next_move=reading.move))
     return out
+
+
+def kernel_unread_findings(state: NodeState) -> list[Finding]:
+    """``UNREAD_EVIDENCE`` for the kernel lines from NVIDIA's stack that say something went wrong and that no
+    rule reads: the unread lines, and the ``NV_ERR_*`` statuses the parser names but no finding says (every
+    status but the two fabric ones). Lines older than a trusted passing smoke test no longer count."""
+    said = [e for e in current_kernel_events(state)
+            if e.code.startswith("NV_ERR_") and e.code not in (OUT_OF_SYNC, FM_NOT_PRESENT)]
+    lines = [e.line for e in sorted((*said, *(e for e in state.kernel_unread if not _is_stale(e, state))),
+                                    key=lambda e: story.node_time(e.timestamp) or 0.0)]
+    finding = unread_finding(lines, "the kernel log")
+    return [finding] if finding is not None else []
 
 
 def _device_key(event: KernelEvent) -> tuple[str, int | None, object]:
@@ -574,6 +587,7 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
         findings += fabric_findings(state, opts)
     findings += mig_findings(state)
     findings += kernel_findings(state)
+    findings += kernel_unread_findings(state)
     findings += coverage_findings(state)
     findings += evidence_findings(state)
     if state.smoke and not state.smoke.passed:

@@ -33,6 +33,7 @@ FINDING_CODES: tuple[str, ...] = (
     "FABRIC_HOST_SIDE",
     "KERNEL_COVERAGE",
     "DIAGNOSIS_FAILED",
+    "UNREAD_EVIDENCE",
 )
 
 __all__ = ["FINDING_CODES"]

@@ -334,6 +334,8 @@ class NodeState:
         fabric_since: seconds the fabric has been ``In Progress`` (for the young/stuck warning).
         missing: the sections this poll could not read (each one makes the node not ``healthy``).
         scheduler: what the scheduler (Slurm) says of the node; None when no scheduler was found.
+        kernel_unread: the kernel lines from NVIDIA's stack that say something went wrong and that no rule
+            reads (code ``UNREAD``): ``UNREAD_EVIDENCE`` quotes them.
         node_clock: the node's own clock at the poll (epoch seconds; None when it could not be read):
             kernel lines and unit times are on that clock, so their ages are read against it.
         boot_id: the node's boot (/proc/sys/kernel/random/boot_id); None when it could not be read.
@@ -363,6 +365,7 @@ class NodeState:
     services: tuple[ServiceState, ...] = ()
     holders: tuple[Holder, ...] = ()
     kernel_events: tuple[KernelEvent, ...] = ()
+    kernel_unread: tuple[KernelEvent, ...] = ()
     smoke: SmokeResult | None = None
     repair_record: dict | None = None
     fabric_since: float | None = None

@@ -19,6 +19,7 @@ import re
 
 from nvls_tui.model import KernelEvent
 from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.unread import nvidia_error_line
 
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
 FM_NOT_PRESENT = "NV_ERR_FABRIC_MANAGER_NOT_PRESENT"
@@ -190,5 +191,32 @@ def parse_kernel_log(text: str) -> Parsed[tuple[KernelEvent, ...]]:
     return Parsed(events)
 
 
-__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "OUT_OF_SYNC", "classify_kernel_line", "join_record", "message",
-           "parse_kernel_log"]
+#: The code of a kernel line from NVIDIA's stack that says something went wrong and that no rule reads.
+UNREAD = "UNREAD"
+
+
+def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
+    """The lines of ``text`` in which the driver or an ``nvidia-*`` module says something went wrong that
+    :func:`classify_kernel_line` does not read (``NVRM: RmInitAdapter failed!``, an NVSwitch's ``Link training
+    failed``), each an event of code :data:`UNREAD` with its time stamp. The indented lines of a record whose
+    head a rule reads are read with it."""
+    out: list[KernelEvent] = []
+    head_read = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if raw[:1] in (" ", "\t") and _timestamp(line) is None:
+            if head_read:
+                continue  # a later line of a record a rule read
+        else:
+            head_read = classify_kernel_line(line) is not None
+            if head_read:
+                continue
+        if nvidia_error_line(line) and classify_kernel_line(line) is None:
+            out.append(KernelEvent(code=UNREAD, line=line, timestamp=_timestamp(line)))
+    return tuple(out)
+
+
+__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "OUT_OF_SYNC", "UNREAD", "classify_kernel_line", "join_record", "message",
+           "parse_kernel_log", "unread_kernel_lines"]
