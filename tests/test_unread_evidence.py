@@ -92,3 +92,46 @@ def test_check_reads_the_poll_s_kernel_section_the_same_way():
 def test_check_stays_quiet_on_the_healthy_boot():
     boot = (FIXTURES / "real" / "h100-1gpu-vm" / "dmesg-nvidia-lines.txt").read_text()
     assert unread(analyze_text(_probe_with_kernel(boot + NOISE), "probe.txt")) == []
+
+
+# The mixed paste: systemd's lines about FM's unit (as NVIDIA/NVSentinel#883 quotes them) beside the
+# driver's Xid 145 (the shared capture's line) and its out-of-sync status, read as a Fabric Manager log.
+MIXED = ("Jan 30 11:58:43 node systemd[1]: nvidia-fabricmanager.service: Killing process 76454 (nv-fabricmanage) "
+         "with signal SIGKILL.\n"
+         "Jan 30 11:58:43 node systemd[1]: nvidia-fabricmanager.service: Main process exited, code=killed, "
+         "status=9/KILL\n"
+         "Jan 30 12:01:02 node kernel: NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 "
+         "(0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 0x00000004)\n"
+         "Jan 30 12:01:05 node kernel: NVRM: nvAssertOkFailedNoLog: Assertion failed: NVLink fabric state cached by "
+         "the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087) returned from "
+         "knvlinkGetP2pLoopbackModeHelper @ kern_nvlink.c:1088\n")
+
+
+def test_a_fabric_manager_log_holding_lines_no_fm_rule_reads_says_so():
+    entry = analyze_text(MIXED, "paste.txt")
+    assert entry["kind"] == "fabricmanager-log"
+    (finding,) = unread(entry)
+    assert "4 lines" in finding["message"] and "code=killed" in finding["message"]
+    assert "and 1 more" in finding["message"]
+
+
+def test_fm_s_own_error_lines_are_read_by_its_rule_not_quoted_again():
+    text = ("[Jun 12 2025 10:00:00] [INFO] [tid 1] Successfully configured all the available GPUs and NVSwitches.\n"
+            "[Jun 12 2025 10:05:00] [ERROR] [tid 2] failed to release multicast team with handle 0x1, cannot find "
+            "the team\n")
+    entry = analyze_text(text, "fabricmanager.log")
+    assert [f["code"] for f in entry["findings"]] == ["FM_LOG_ERROR"]
+
+
+def test_systemd_s_failed_start_is_not_quoted_beside_the_version_mismatch_that_caused_it():
+    path = FIXTURES / "fm" / "version-mismatch-systemctl-status-akash.txt"
+    entry = analyze_text(path.read_text(), str(path))
+    assert "FM_VERSION_MISMATCH" in [f["code"] for f in entry["findings"]] and unread(entry) == []
+
+
+def test_a_failed_fm_restart_no_rule_read_is_no_longer_silent():
+    # Shared public capture: systemctl's "Job for nvidia-fabricmanager.service failed" after a restart; before,
+    # analyze read it as a Fabric Manager log with no finding at all.
+    path = FIXTURES / "public" / "fabricmanager" / "journal-restart-failed-h20-ppcie.txt"
+    (finding,) = unread(analyze_text(path.read_text(), str(path)))
+    assert "Job for nvidia-fabricmanager.service failed" in finding["message"]

@@ -14,6 +14,7 @@ from typing import Any
 from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import node as diagnosis
+from nvls_tui.diagnosis.unread import unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
 from nvls_tui.model.jsonout import (
     finding_json,
@@ -27,8 +28,10 @@ from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import (
     configured,
     fm_log_errors,
+    parse_fm_line,
     parse_fm_log,
     parse_fm_version,
+    unread_fm_lines,
     version_mismatch,
 )
 from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
@@ -193,6 +196,12 @@ def _fm_log(text: str) -> Result:
     logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:
         findings.append(logged)
+    # NVIDIA's error text no FM rule reads (FM killed, a kernel line in the paste): quoted, never dropped.
+    lines = list(unread_fm_lines(text))
+    if any(f.code == "FM_VERSION_MISMATCH" for f in findings):  # systemd's failed start is the mismatch's doing
+        lines = [ln for ln in lines if (e := parse_fm_line(ln)) is None or e.code != "FAILED"]
+    if (unread := unread_finding(lines, "this Fabric Manager log")) is not None:
+        findings.append(unread)
     return data, findings, parsed.warnings
 
 

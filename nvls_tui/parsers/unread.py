@@ -17,11 +17,11 @@ _SOURCE = re.compile(
     r"\bNVRM:|\bnvidia(?:-[a-z]+)?\d*(?: [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)?:"
     r"|nv-fabricmanager|nvidia-fabricmanager|\bNCCL (?:WARN|ERROR)\b|\bNVSHMEM\b|\bnvshmem\w*|\bDCGM\b|\bdcgm\w*"
     r"|nv-hostengine")
-# Words that say something went wrong.
+# Words that say something went wrong (an Xid or SXid line is a report of one whatever its words).
 _ERROR = re.compile(
     r"\b(?:errors?|fail(?:ed|ure|s|ing)?|fatal|timed? ?out|timeout|unable|cannot|can't|could not|not responding"
     r"|corrupt\w*|lost|abort(?:ed|ing)?|uncorrect\w*|unrecover\w*|exception|panic|refused|denied|kill(?:ed|ing)"
-    r"|assert(?:ion)?)\b|\bNV_ERR_[A-Z0-9_]+", re.IGNORECASE)
+    r"|assert(?:ion)?)\b|\bNV_ERR_[A-Z0-9_]+|\bS?Xid \(", re.IGNORECASE)
 # An NCCL INFO line may say "error" in passing (a fallback it took): NCCL's own level says it is no error.
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 #: At most this many lines are quoted in one finding; the rest are counted.
