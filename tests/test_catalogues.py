@@ -173,3 +173,9 @@ def test_a_fatal_sxid_is_an_error_whose_move_is_the_repair_and_a_non_fatal_one_a
     assert "reset every GPU and NVSwitch" in fatal.next_move
     (non_fatal,) = xid_findings(SXID_NON_FATAL)
     assert non_fatal.severity is Severity.WARNING
+
+
+def test_an_xid_line_without_the_pci_word_is_read_through_the_catalogue_too():
+    # The form NVIDIA's Xid catalogue itself gives as an example ("NVRM: Xid (0000:03:00): 14, Channel 00000001").
+    (finding,) = xid_findings("NVRM: Xid (0000:03:00): 14, Channel 00000001\n")
+    assert finding.message.startswith("Xid 14 on 0000:03:00 — ROBUST_CHANNEL_FAKE_ERROR") and finding.action == "IGNORE"

@@ -40,8 +40,8 @@ _TIMESTAMPS = (
 )
 _OUT_OF_SYNC_WORDS = re.compile(r"fabric state cached by the driver is out of sync", re.IGNORECASE)
 _FM_NOT_LOADED_WORDS = re.compile(r"Fabric Manager is not loaded", re.IGNORECASE)
-_XID = re.compile(r"\bXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
-_SXID = re.compile(r"\bSXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
+_XID = re.compile(r"\bXid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
+_SXID = re.compile(r"\bSXid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
 _NV_ERR = re.compile(r"\bNV_ERR_[A-Z0-9_]+")
 # The driver's status print: "[NV_ERR_NAME] (0x%08x)". By number alone only in an NVRM line.
 _OUT_OF_SYNC_CODE = re.compile(r"\(0x0{6}87\)")
