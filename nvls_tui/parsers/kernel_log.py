@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from nvls_tui import catalogues
 from nvls_tui.model import KernelEvent
 from nvls_tui.parsers.base import Parsed
 from nvls_tui.parsers.unread import nvidia_error_line
@@ -44,17 +45,24 @@ _XID = re.compile(r"\bXid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9
 _SXID = re.compile(r"\bSXid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
 _NV_ERR = re.compile(r"\bNV_ERR_[A-Z0-9_]+")
 # The driver's status print: "[NV_ERR_NAME] (0x%08x)". By number alone only in an NVRM line.
-_OUT_OF_SYNC_CODE = re.compile(r"\(0x0{6}87\)")
-_FM_NOT_PRESENT_CODE = re.compile(r"\(0x0{6}7[aA]\)")
+# The two numbers are the driver's (catalogues/nv_status.csv, from nvstatuscodes.h): 0x87 and 0x7a.
+_NUMBER = {name: f"0x{status.code:08x}" for name in (OUT_OF_SYNC, FM_NOT_PRESENT)
+           if (status := catalogues.nv_status(name)) is not None}
+_OUT_OF_SYNC_CODE = re.compile(rf"\({_NUMBER[OUT_OF_SYNC]}\)", re.IGNORECASE)
+_FM_NOT_PRESENT_CODE = re.compile(rf"\({_NUMBER[FM_NOT_PRESENT]}\)", re.IGNORECASE)
+_NUMBERS = "|".join(_NUMBER.values())
+# The same numbers with their hex digits in either case (for the case-sensitive scan below).
+_NUMBERS_ANY_CASE = "|".join("0x" + "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in n[2:])
+                             for n in _NUMBER.values())
 _FELL = re.compile(r"fallen off the bus", re.IGNORECASE)
 # Where the words name the GPU: "The NVIDIA GPU 0000:b3:00.0 (PCI ID: ...)", "GPU 0000:01:00.0: GPU has fallen".
 _FELL_GPU = re.compile(r"\bNVIDIA GPU (?P<a>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
                        r"|\bGPU (?P<b>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):")
 # One cheap test first: almost every kernel line is unrelated, and a busy node logs many.
-_MAYBE = re.compile(r"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\(0x0{6}(?:87|7a)\)", re.IGNORECASE)
+_MAYBE = re.compile(rf"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS})\)", re.IGNORECASE)
 # The same words, case-sensitive as the driver prints them, to scan a whole log in one pass
 # (about three times faster than the case-blind pattern on a 300-line log).
-_SCAN = re.compile(r"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\(0x0{6}(?:87|7[aA])\)")
+_SCAN = re.compile(rf"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS_ANY_CASE})\)")
 # The opening line of the driver's split "fallen off the bus" message (one printk per line).
 _SPLIT_OPEN = re.compile(r"NVRM: The NVIDIA GPU [0-9A-Fa-f:.]+\s*$")
 _SPLIT_MORE = re.compile(r"^NVRM: (?:\(PCI ID|installed in this system|fallen off the bus)")
