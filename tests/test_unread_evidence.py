@@ -135,3 +135,25 @@ def test_a_failed_fm_restart_no_rule_read_is_no_longer_silent():
     path = FIXTURES / "public" / "fabricmanager" / "journal-restart-failed-h20-ppcie.txt"
     (finding,) = unread(analyze_text(path.read_text(), str(path)))
     assert "Job for nvidia-fabricmanager.service failed" in finding["message"]
+
+
+async def test_check_quotes_what_no_fm_rule_reads_in_fms_journal_as_analyze_does():
+    # A poll that read FM's unit active, then its journal after systemd killed it (the two reads race): no
+    # FM_NOT_RUNNING explains the kill, so the journal's words of it must not be dropped.
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.diagnosis import diagnose
+    from nvls_tui.model import CommandResult
+    from nvls_tui.poll.assemble import assemble_node_state
+    from nvls_tui.sim.fleet import load_fleet
+
+    (backend,) = sim_backends(load_fleet("sim:healthy/hgx01", speed=0))
+    sections = await backend.read_sections()
+    fm_log = sections["fm_log"]
+    killed = ("2026-08-15T14:10:08+0000 hgx01 systemd[1]: nvidia-fabricmanager.service: Main process exited, "
+              "code=killed, status=9/KILL\n")
+    sections["fm_log"] = CommandResult(fm_log.argv, fm_log.exit_status, fm_log.stdout + killed, fm_log.stderr)
+    state = assemble_node_state("hgx01", sections, simulated=True)
+    checked = [f for f in diagnose(state).findings if f.code == "UNREAD_EVIDENCE"]
+    said = unread(analyze_text(sections["fm_log"].output, "fm-journal.txt"))
+    assert [(f.severity.value, f.message) for f in checked] == [(f["severity"], f["message"]) for f in said]
+    assert len(checked) == 1 and "code=killed" in checked[0].message

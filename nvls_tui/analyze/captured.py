@@ -14,7 +14,7 @@ from typing import Any
 from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import node as diagnosis
-from nvls_tui.diagnosis.unread import unread_finding
+from nvls_tui.diagnosis.unread import fm_unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
 from nvls_tui.model.jsonout import (
     finding_json,
@@ -28,7 +28,6 @@ from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import (
     configured,
     fm_log_errors,
-    parse_fm_line,
     parse_fm_log,
     parse_fm_version,
     unread_fm_lines,
@@ -197,10 +196,8 @@ def _fm_log(text: str) -> Result:
     if logged is not None:
         findings.append(logged)
     # NVIDIA's error text no FM rule reads (FM killed, a kernel line in the paste): quoted, never dropped.
-    lines = list(unread_fm_lines(text))
-    if any(f.code == "FM_VERSION_MISMATCH" for f in findings):  # systemd's failed start is the mismatch's doing
-        lines = [ln for ln in lines if (e := parse_fm_line(ln)) is None or e.code != "FAILED"]
-    if (unread := unread_finding(lines, "this Fabric Manager log")) is not None:
+    explained = any(f.code == "FM_VERSION_MISMATCH" for f in findings)  # systemd's failed start is its doing
+    if (unread := fm_unread_finding(unread_fm_lines(text), explained, "Fabric Manager's log")) is not None:
         findings.append(unread)
     return data, findings, parsed.warnings
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.diagnosis.restarters import restarter_findings
-from nvls_tui.diagnosis.unread import unread_finding
+from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.diagnosis.xids import XidReading, read_xid, strongest
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, FmLogLine, KernelEvent, MissingEvidence
@@ -512,6 +512,11 @@ def _fm_findings(state: NodeState) -> list[Finding]:
         logged = fm_log_finding(journal.problems, journal.configured)
         if logged is not None:
             findings.append(logged)
+        # What no FM rule reads in the same lines, as analyze says it for that text.
+        explained = any(f.code in ("FM_NOT_RUNNING", "FM_VERSION_MISMATCH") for f in findings)
+        unread = fm_unread_finding(journal.unread, explained, "Fabric Manager's log")
+        if unread is not None:
+            findings.append(unread)
     return findings
 
 

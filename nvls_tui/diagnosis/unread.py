@@ -11,6 +11,7 @@ import re
 
 from nvls_tui import catalogues
 from nvls_tui.model import Finding, Severity
+from nvls_tui.parsers.fabricmanager_log import parse_fm_line
 from nvls_tui.parsers.unread import QUOTED, quote
 from nvls_tui.words import count
 
@@ -39,4 +40,12 @@ def unread_finding(lines: list[str], where: str) -> Finding | None:
                    f"{'it' if len(lines) == 1 else 'they'} may be a fault nvls-tui cannot name")
 
 
-__all__ = ["unread_finding"]
+def fm_unread_finding(lines: list[str] | tuple[str, ...], explained: bool, where: str) -> Finding | None:
+    """``UNREAD_EVIDENCE`` for a Fabric Manager log's unread lines; ``explained``: a finding already says FM is
+    down or cannot start (FM_NOT_RUNNING, FM_VERSION_MISMATCH), so systemd's words of that failure are its."""
+    if explained:
+        lines = [ln for ln in lines if (e := parse_fm_line(ln)) is None or e.code != "FAILED"]
+    return unread_finding(list(lines), where)
+
+
+__all__ = ["fm_unread_finding", "unread_finding"]

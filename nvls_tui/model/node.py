@@ -210,12 +210,15 @@ class FmJournal:
         configured: FM said it configured the fabric since the unit's last start.
         mismatch: ``(FM version, driver version)`` from FM's own version-mismatch words since that start.
         lines: how many log lines were read since that start.
+        unread: the lines since that start from NVIDIA's stack that say something went wrong and that no FM rule
+            reads (systemd's words that FM was killed, ...): ``UNREAD_EVIDENCE`` quotes them.
     """
 
     problems: tuple[FmLogLine, ...] = ()
     configured: bool = False
     mismatch: tuple[str, str] | None = None
     lines: int = 0
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
