@@ -157,3 +157,20 @@ async def test_check_quotes_what_no_fm_rule_reads_in_fms_journal_as_analyze_does
     said = unread(analyze_text(sections["fm_log"].output, "fm-journal.txt"))
     assert [(f.severity.value, f.message) for f in checked] == [(f["severity"], f["message"]) for f in said]
     assert len(checked) == 1 and "code=killed" in checked[0].message
+
+
+def test_an_nccl_warn_line_no_rule_reads_is_quoted_in_a_passing_run():
+    # The real H200 all_reduce_perf run, with a WARN line NCCL prints when it cannot load libibverbs
+    # (src/misc/ibvwrap.cc's words): the run passed, and before, the line was dropped without a word.
+    run = (FIXTURES / "real" / "h200x2-nvswitch" / "all_reduce_perf-g2.txt").read_text().splitlines()
+    warn = "gpu-h200:5121:5121 [0] NCCL WARN Failed to open libibverbs.so[.1]"
+    entry = analyze_text("\n".join([*run[:5], warn, *run[5:]]) + "\n", "smoke.log")
+    assert entry["kind"] == "nccl-tests"
+    (finding,) = unread(entry)
+    assert "Failed to open libibverbs.so[.1]" in finding["message"] and "NCCL's output" in finding["message"]
+
+
+def test_nccl_s_failure_lines_are_read_by_the_smoke_rule_not_quoted_again():
+    path = FIXTURES / "public" / "nccl-tests" / "fail-nvls-bind-401-warn-line.txt"
+    entry = analyze_text(path.read_text(), str(path))
+    assert "NVLS_SMOKE_FAILED" in [f["code"] for f in entry["findings"]] and unread(entry) == []

@@ -14,7 +14,7 @@ from typing import Any
 from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import node as diagnosis
-from nvls_tui.diagnosis.unread import fm_unread_finding
+from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
 from nvls_tui.model.jsonout import (
     finding_json,
@@ -45,6 +45,7 @@ from nvls_tui.parsers.nvidia_smi_reset import parse_reset
 from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
+from nvls_tui.parsers.unread import nvidia_error_line
 from nvls_tui.parsers.unwrap import Line, Unwrapped, unwrap
 from nvls_tui.poll.evidence import PURPOSE, UNPARSEABLE
 from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
@@ -125,9 +126,20 @@ def _nccl_findings(run) -> list[Finding]:
     return findings
 
 
+def _nccl_unread(text: str, errors: tuple[str, ...]) -> list[Finding]:
+    """UNREAD_EVIDENCE for NCCL's (or NVSHMEM's, the driver's) error text in a client's output that the smoke
+    rule does not read: every line the parser took as a failure is read (NVLS_SMOKE_FAILED quotes one)."""
+    taken = [e.strip() for e in errors]
+    lines = [ln for ln in text.splitlines()
+             if nvidia_error_line(ln) and not any(ln.strip() in e or e in ln.strip() for e in taken if e)]
+    finding = unread_finding(lines, "NCCL's output")
+    return [finding] if finding is not None else []
+
+
 def _nccl_text(text: str) -> Result:
     parsed = parse_nccl_text(text)
-    return run_to_dict(parsed.value), _nccl_findings(parsed.value), parsed.warnings
+    return (run_to_dict(parsed.value), _nccl_findings(parsed.value) + _nccl_unread(text, parsed.value.errors),
+            parsed.warnings)
 
 
 def _nccl_json(text: str) -> Result:
