@@ -64,7 +64,7 @@ def _smi_report(parsed) -> Result:
     findings = [Finding("EVIDENCE_MISSING", Severity.ERROR,
                         f"GPU {g.index}'s fabric state could not be read: the text ends inside its section",
                         g.index, section="gpus", reason="unparseable") for g in cut]
-    return data, diagnosis.fabric_findings(state) + findings, parsed.warnings
+    return data, diagnosis.fabric_findings(state) + diagnosis.recovery_findings(state) + findings, parsed.warnings
 
 
 def _smi_q(text: str) -> Result:

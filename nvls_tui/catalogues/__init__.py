@@ -177,6 +177,25 @@ def recovery_action(key: str | int) -> RecoveryAction | None:
     return None
 
 
+# nvidia-smi -q's words for the action (``GPU Recovery Action``), most specific first: NVML names them, the
+# text may say "Reset" or "Reboot" alone.
+_SMI_WORDS = ((re.compile(r"drain\s*(?:and|&)\s*reset", re.I), "DRAIN_AND_RESET"),
+              (re.compile(r"drain\s*p2p", re.I), "DRAIN_P2P"), (re.compile(r"imex", re.I), "RECOVER_IMEX_DOMAIN"),
+              (re.compile(r"bus\s*reset|pcie\s*bus", re.I), "BUS_RESET"),
+              (re.compile(r"system\s*reboot|reboot\s*the\s*system", re.I), "SYSTEM_REBOOT"),
+              (re.compile(r"reboot", re.I), "NODE_REBOOT"), (re.compile(r"reset", re.I), "GPU_RESET"),
+              (re.compile(r"^\s*none\s*$", re.I), "NONE"))
+
+
+def recovery_action_said(words: str) -> RecoveryAction | None:
+    """The recovery action ``nvidia-smi -q`` names in ``words`` (``None``, ``Drain and Reset``, ``Reset``,
+    ``Node Reboot Required``), or None where the words name none the catalogue knows."""
+    exact = recovery_action(words)
+    if exact is not None:
+        return exact
+    return next((recovery_action(name) for pattern, name in _SMI_WORDS if pattern.search(words)), None)
+
+
 # Xid 154: "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)": the action is the one after "to".
 _CHANGED_TO = re.compile(r"recovery action changed from .*?\bto\s+(0x[0-9A-Fa-f]+)?\s*\(([^)]*)\)", re.IGNORECASE)
 # Xid 94/95 (error containment): "... Uncontained: LTC TAG (0x2,0x1). RST: Yes, D-RST: No" (RST: a reset is
@@ -208,4 +227,4 @@ def action_named_in(line: str) -> RecoveryAction | None:
 
 
 __all__ = ["BUCKETS", "FILES", "NO_BUCKET", "Bucket", "NvStatus", "RecoveryAction", "XidEntry", "action_named_in",
-           "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_actions", "source", "xid", "xids"]
+           "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said", "recovery_actions", "source", "xid", "xids"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nvls_tui import catalogues
 from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.diagnosis.restarters import restarter_findings
 from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
@@ -179,6 +180,31 @@ def kernel_findings(state: NodeState) -> list[Finding]:
         out.append(Finding("XID", severity, _xid_message(head, groups[item]) + (f" — {tail}" if tail else ""),
                            action=reading.action, next_move=reading.move))
     return out
+
+
+def recovery_findings(state: NodeState) -> list[Finding]:
+    """``GPU_RECOVERY_ACTION`` for each GPU whose recovery action (NVML's, as ``nvidia-smi -q`` prints it) is not
+    ``None``: read through the recovery action catalogue into NVIDIA's bucket, its severity and move. Words the
+    catalogue does not name are an error: unknown, never fine."""
+    findings = []
+    for gpu in state.gpus:
+        words = gpu.recovery_action
+        if words is None:
+            continue
+        action = catalogues.recovery_action_said(words)
+        if action is not None and action.name == "NONE":
+            continue
+        where = f"GPU {gpu.index}{f' ({gpu.bus_id})' if gpu.bus_id else ''}"
+        if action is None:
+            findings.append(Finding("GPU_RECOVERY_ACTION", Severity.ERROR,
+                                    f"{where}: the driver's recovery action is {words!r}, which NVML's catalogue does "
+                                    "not name: read nvidia-smi -q; unknown is not fine", gpu.index))
+            continue
+        reading = catalogues.bucket(action.bucket)
+        findings.append(Finding("GPU_RECOVERY_ACTION", Severity(reading.severity),
+                                f"{where}: the driver's recovery action is {words} (NVML {action.name}): {reading.move}",
+                                gpu.index, action=reading.name, next_move=reading.move))
+    return findings
 
 
 def kernel_unread_findings(state: NodeState) -> list[Finding]:
@@ -593,6 +619,7 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
     findings += mig_findings(state)
     findings += kernel_findings(state)
     findings += kernel_unread_findings(state)
+    findings += recovery_findings(state)
     findings += coverage_findings(state)
     findings += evidence_findings(state)
     if state.smoke and not state.smoke.passed:

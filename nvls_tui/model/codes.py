@@ -34,6 +34,7 @@ FINDING_CODES: tuple[str, ...] = (
     "KERNEL_COVERAGE",
     "DIAGNOSIS_FAILED",
     "UNREAD_EVIDENCE",
+    "GPU_RECOVERY_ACTION",
 )
 
 __all__ = ["FINDING_CODES"]

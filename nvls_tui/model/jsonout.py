@@ -25,6 +25,7 @@ def gpu_json(gpu: GpuState) -> dict[str, Any]:
         "name": gpu.name,
         "uuid": gpu.uuid,
         "persistence_mode": gpu.persistence_mode,
+        "recovery_action": gpu.recovery_action,
         # nvidia-smi's words; null where it printed N/A or was not asked (unknown, not "no change").
         "mig": {"current": gpu.mig_current, "pending": gpu.mig_pending},
         "fabric": {

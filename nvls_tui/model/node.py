@@ -66,6 +66,9 @@ class GpuState:
     # words; None where it printed N/A (a board without MIG) or the poll did not ask: unknown, never "no change".
     mig_current: str | None = None
     mig_pending: str | None = None
+    # NVML's GPU recovery action as nvidia-smi -q prints it (``None``, ``Drain and Reset``, ...); None where the
+    # text had no such field (older drivers, the poll's query).
+    recovery_action: str | None = None
 
     @property
     def mig_change_pending(self) -> bool:
