@@ -112,6 +112,11 @@ EXPECTED_KINDS = {
     "k8s/state-gpu-node.json": "unknown",
     "kernel/fallen-off-bus-no-xid-570.txt": "kernel-log",
     "kernel/xid-79-fallen-off-bus-journal.txt": "kernel-log",
+    "kernel/rminitadapter-failed-nvidia-readme-390.txt": "kernel-log",
+    "real/h100-1gpu-vm/dmesg-nvidia-lines.txt": "kernel-log",
+    "real/h100-1gpu-vm/dmesg_--time-format_iso-nvidia-lines.txt": "kernel-log",
+    "real/h100-1gpu-vm/dmesg_-T-nvidia-lines.txt": "kernel-log",
+    "real/h100-1gpu-vm/dmesg_-x-nvidia-lines.txt": "kernel-log",
     "restarters/needrestart.conf": "unknown",  # a configuration file (the needrestart section reads it), no output
     # Pastes read inside their wrappers (tests/test_analyze_wrapped.py says what each wrapper told).
     "wrapped/host-tags-nccl-initialization-error-nccl-1029.txt": "nccl-tests",

@@ -41,8 +41,9 @@ def read(path: Path) -> str:
 def real_gpus() -> tuple[GpuState, ...]:
     """The two H200s of the real capture, as every view of that machine must report them."""
     return (
-        GpuState(0, BUS0, "NVIDIA H200", UUID0, HEALTHY_FABRIC, "Enabled"),
-        GpuState(1, BUS1, "NVIDIA H200", UUID1, HEALTHY_FABRIC, "Enabled"),
+        # nvidia-smi -q's "GPU Recovery Action : None" (NVML's recovery action), read since issue 35's catalogues.
+        GpuState(0, BUS0, "NVIDIA H200", UUID0, HEALTHY_FABRIC, "Enabled", recovery_action="None"),
+        GpuState(1, BUS1, "NVIDIA H200", UUID1, HEALTHY_FABRIC, "Enabled", recovery_action="None"),
     )
 
 
@@ -252,9 +253,10 @@ def test_real_fabric_query_csv_keeps_header_names_and_converts_numbers():
 
 def test_real_fabric_query_gives_the_same_gpus_as_the_q_text_minus_unqueried_columns():
     q = parse_query_csv(read(REAL / "query-gpu-fabric.csv")).value
-    # The query has no persistence_mode and no fabric.health.* column.
+    # The query has no persistence_mode, no fabric.health.* and no recovery action column.
     expected = tuple(
-        dataclasses.replace(g, persistence_mode=None, fabric=dataclasses.replace(g.fabric, health=None))
+        dataclasses.replace(g, persistence_mode=None, fabric=dataclasses.replace(g.fabric, health=None),
+                            recovery_action=None)
         for g in real_gpus()
     )
     assert gpus_from_query(q) == expected

@@ -38,7 +38,9 @@ def facts(node: dict) -> dict:
     """What a check says of a node, apart from its name (the fields tests/test_backends_agree.py compares)."""
     return {"verdict": node["verdict"], "platform": node["platform"], "driver": node["driver"],
             "findings": sorted((f["code"], f["severity"], f.get("section")) for f in node["findings"]),
-            "gpus": node["gpus"], "services": node["services"],
+            # recovery_action came after the live capture (null in check: the poll does not ask for it yet).
+            "gpus": [{k: v for k, v in g.items() if k != "recovery_action"} for g in node["gpus"]],
+            "services": node["services"],
             "holders": [(h["pid"], h["ppid"], h["user"], " ".join(h["start_time"].split()), h["command"], h["kind"],
                          h["devices"]) for h in node["holders"]],
             "missing": sorted((m["section"], m["reason"]) for m in node["missing"]),

@@ -119,7 +119,11 @@ def incident_summaries() -> tuple[dict, dict]:
                   for s in state.services)
     # The record as the runbook writes it (UTC with its offset, this boot, its uptime), read 5 s later.
     assert state.node_clock is not None and state.uptime is not None
+    # FM started again by the repair: its unit journal since that start no longer holds the kill (a real poll
+    # cuts it at systemd's Starting line; this state is made by hand, so its journal is made to say the same).
+    journal = replace(state.fm_journal, unread=()) if state.fm_journal is not None else None
     fixed = replace(state, services=fm_up, holders=(), node_clock=state.node_clock + 20, uptime=state.uptime + 20,
+                    fm_journal=journal,
                     smoke=SmokeResult(avg_busbw=291.864, passed=True, out_of_bounds=0, nvls_used=True,
                                       completed=True, threshold=250.0, at="2026-08-15T16:10:15+00:00",
                                       boot_id=state.boot_id, uptime=state.uptime + 15))

@@ -14,6 +14,7 @@ from typing import Any
 from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import node as diagnosis
+from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
 from nvls_tui.model.jsonout import (
     finding_json,
@@ -29,10 +30,11 @@ from nvls_tui.parsers.fabricmanager_log import (
     fm_log_errors,
     parse_fm_log,
     parse_fm_version,
+    unread_fm_lines,
     version_mismatch,
 )
 from nvls_tui.parsers.fuser import parse_fuser_terse, parse_fuser_v
-from nvls_tui.parsers.kernel_log import parse_kernel_log
+from nvls_tui.parsers.kernel_log import parse_kernel_log, unread_kernel_lines
 from nvls_tui.parsers.lsof import parse_lsof
 from nvls_tui.parsers.lspci import parse_lspci
 from nvls_tui.parsers.nccl_json import parse_nccl_json, run_to_dict
@@ -43,6 +45,7 @@ from nvls_tui.parsers.nvidia_smi_reset import parse_reset
 from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
+from nvls_tui.parsers.unread import nvidia_error_line
 from nvls_tui.parsers.unwrap import Line, Unwrapped, unwrap
 from nvls_tui.poll.evidence import PURPOSE, UNPARSEABLE
 from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
@@ -61,7 +64,7 @@ def _smi_report(parsed) -> Result:
     findings = [Finding("EVIDENCE_MISSING", Severity.ERROR,
                         f"GPU {g.index}'s fabric state could not be read: the text ends inside its section",
                         g.index, section="gpus", reason="unparseable") for g in cut]
-    return data, diagnosis.fabric_findings(state) + findings, parsed.warnings
+    return data, diagnosis.fabric_findings(state) + diagnosis.recovery_findings(state) + findings, parsed.warnings
 
 
 def _smi_q(text: str) -> Result:
@@ -123,9 +126,20 @@ def _nccl_findings(run) -> list[Finding]:
     return findings
 
 
+def _nccl_unread(text: str, errors: tuple[str, ...]) -> list[Finding]:
+    """UNREAD_EVIDENCE for NCCL's (or NVSHMEM's, the driver's) error text in a client's output that the smoke
+    rule does not read: every line the parser took as a failure is read (NVLS_SMOKE_FAILED quotes one)."""
+    taken = [e.strip() for e in errors]
+    lines = [ln for ln in text.splitlines()
+             if nvidia_error_line(ln) and not any(ln.strip() in e or e in ln.strip() for e in taken if e)]
+    finding = unread_finding(lines, "NCCL's output")
+    return [finding] if finding is not None else []
+
+
 def _nccl_text(text: str) -> Result:
     parsed = parse_nccl_text(text)
-    return run_to_dict(parsed.value), _nccl_findings(parsed.value), parsed.warnings
+    return (run_to_dict(parsed.value), _nccl_findings(parsed.value) + _nccl_unread(text, parsed.value.errors),
+            parsed.warnings)
 
 
 def _nccl_json(text: str) -> Result:
@@ -165,11 +179,13 @@ def _status(text: str) -> Result:
 
 def _kernel(text: str) -> Result:
     parsed = parse_kernel_log(text)
-    state = NodeState(host="file", kernel_events=parsed.value)
+    state = NodeState(host="file", kernel_events=parsed.value, kernel_unread=unread_kernel_lines(text))
     # GPU_LOST first, as check gives it for the same lines (Xid 79, the driver's "fallen off the bus"): a
     # pasted log must say that a reset cannot help, not only name the Xid. No GPU list here: by bus id.
     # The same Xid from many lines is one finding naming the GPUs, as check says it (kernel_findings).
-    findings = diagnosis.gpu_lost_findings(state) + diagnosis.kernel_findings(state)
+    # The driver's lines that say something went wrong and that no rule reads: quoted, never dropped.
+    findings = (diagnosis.gpu_lost_findings(state) + diagnosis.kernel_findings(state)
+                + diagnosis.kernel_unread_findings(state))
     return {"events": [kernel_event_json(e) for e in parsed.value]}, findings, parsed.warnings
 
 
@@ -191,6 +207,10 @@ def _fm_log(text: str) -> Result:
     logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:
         findings.append(logged)
+    # NVIDIA's error text no FM rule reads (FM killed, a kernel line in the paste): quoted, never dropped.
+    explained = any(f.code == "FM_VERSION_MISMATCH" for f in findings)  # systemd's failed start is its doing
+    if (unread := fm_unread_finding(unread_fm_lines(text), explained, "Fabric Manager's log")) is not None:
+        findings.append(unread)
     return data, findings, parsed.warnings
 
 

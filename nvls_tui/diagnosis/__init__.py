@@ -5,7 +5,6 @@ from nvls_tui.diagnosis.node import (
     FM_NOT_PRESENT,
     FM_UNIT,
     GUARDED_SECTIONS,
-    NVLINK_XIDS,
     OUT_OF_SYNC,
     SILENT_SECTIONS,
     DiagnosisOptions,
@@ -17,6 +16,7 @@ from nvls_tui.diagnosis.node import (
     gpu_lost_finding,
     gpu_lost_findings,
     kernel_findings,
+    kernel_unread_findings,
     verdict_of,
 )
 
@@ -24,7 +24,6 @@ __all__ = [
     "FM_NOT_PRESENT",
     "FM_UNIT",
     "GUARDED_SECTIONS",
-    "NVLINK_XIDS",
     "OUT_OF_SYNC",
     "SILENT_SECTIONS",
     "DiagnosisOptions",
@@ -36,5 +35,6 @@ __all__ = [
     "gpu_lost_finding",
     "gpu_lost_findings",
     "kernel_findings",
+    "kernel_unread_findings",
     "verdict_of",
 ]

@@ -7,21 +7,20 @@ all-zero ClusterUUID, and ``In Progress`` is normal for a while after Fabric Man
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
+from nvls_tui import catalogues
 from nvls_tui.diagnosis import fm_container, story
 from nvls_tui.diagnosis.restarters import restarter_findings
 from nvls_tui.diagnosis.restore_hint import restore_hint
+from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
+from nvls_tui.diagnosis.xids import XidReading, read_xid, strongest
 from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, FmLogLine, KernelEvent, MissingEvidence
 from nvls_tui.parsers.fabricmanager_log import FmEvent, multicast_error
 from nvls_tui.words import count, verb
 
 FM_UNIT = "nvidia-fabricmanager"
-
-# NVLink-related Xids (domain.md): these are errors; other Xids are warnings.
-NVLINK_XIDS = frozenset({74, 79, *range(144, 151)})
 
 # The sections a repair's guards need (they refuse without them): on a board the playbook applies to,
 # not reading one of them is an error; elsewhere a warning. Either way the node is never healthy.
@@ -138,10 +137,24 @@ def fabric_findings(state: NodeState, opts: DiagnosisOptions | None = None) -> l
 
 
 def kernel_findings(state: NodeState) -> list[Finding]:
-    """Findings from the kernel log lines that still count."""
-    findings: list[Finding] = []
+    """Findings from the kernel log lines that still count.
+
+    Every Xid is read through NVIDIA's Xid catalogue (:func:`nvls_tui.diagnosis.xids.read_xid`): its severity,
+    NVIDIA's action and the next move are the catalogue's bucket's, or the recovery action the line orders.
+    """
+    # The findings in log order; an Xid's place is held by its key until all its lines are counted.
+    findings: list[Finding | tuple[Severity, str, str]] = []
     codes_seen: set[str] = set()
-    for event in current_kernel_events(state):
+    events = current_kernel_events(state)
+    # One device's lines of one Xid read as one: the strongest reading among them stands for them all (an
+    # SXid's "Fatal" line and its "Severity 5 Engine ..." line after it are one event of the switch).
+    readings: dict[tuple[str, int | None, object], list[XidReading]] = {}
+    for event in events:
+        if event.code in ("XID", "SXID"):
+            readings.setdefault(_device_key(event), []).append(read_xid(event))
+    groups: dict[tuple[Severity, str, str], list[str]] = {}
+    stands: dict[tuple[Severity, str, str], XidReading] = {}
+    for event in events:
         if event.code == OUT_OF_SYNC and OUT_OF_SYNC not in codes_seen:
             findings.append(Finding("FABRIC_OUT_OF_SYNC", Severity.ERROR,
                                     "the kernel reports the NVLink fabric state cached by the driver is out of "
@@ -150,44 +163,78 @@ def kernel_findings(state: NodeState) -> list[Finding]:
         elif event.code == FM_NOT_PRESENT and FM_NOT_PRESENT not in codes_seen:
             findings.append(Finding("FABRIC_MANAGER_NOT_PRESENT", Severity.ERROR, _not_present_message(state)))
         elif event.code in ("XID", "SXID"):
-            severity = Severity.ERROR if event.code == "XID" and event.xid in NVLINK_XIDS else Severity.WARNING
-            where = f" on {event.pci}" if event.pci else ""
-            findings.append(Finding("XID", severity, f"{event.code.replace('XID', 'Xid')} {event.xid}{where}"))
+            reading = strongest(readings[_device_key(event)])
+            key = (reading.severity, f"{'Xid' if event.code == 'XID' else 'SXid'} {event.xid}", reading.tail)
+            if key not in groups:
+                groups[key] = []
+                stands[key] = reading
+                findings.append(key)
+            groups[key].append(event.pci or "")
         codes_seen.add(event.code)
-    return grouped_xids(findings)
-
-
-def grouped_xids(findings: list[Finding]) -> list[Finding]:
-    """The XID findings of one Xid (and severity) as one finding naming its GPUs, in the place of the first.
-
-    A kernel log often holds the same Xid from every GPU of a job, or many times from one: one finding says
-    ``Xid 45 on 4 GPUs (7 lines): 0000:97:00, ...`` instead of seven. Other findings pass as they are. Here in
-    the diagnosis so that check, the console and analyze (a pasted log) say it in the same words.
-    """
-    groups: dict[tuple[Severity, str], list[str]] = {}
-    for f in findings:
-        if f.code == "XID":
-            head, _, where = f.message.partition(" on ")
-            groups.setdefault((f.severity, head), []).append(where)
     out: list[Finding] = []
-    done: set[tuple[Severity, str]] = set()
-    for f in findings:
-        key = (f.severity, f.message.partition(" on ")[0])
-        if f.code != "XID" or len(groups[key]) == 1:
-            out.append(f)
+    for item in findings:
+        if isinstance(item, Finding):
+            out.append(item)
             continue
-        if key in done:
-            continue
-        done.add(key)
-        head, lines = key[1], len(groups[key])
-        places = sorted({w for w in groups[key] if w}, key=lambda w: pci_key(w) or (0, 0, 0))
-        device = "NVSwitch" if head.startswith("SXid") else "GPU"
-        if len(places) > 1:
-            message = f"{head} on {count(len(places), device)} ({lines} lines): {', '.join(places)}"
-        else:
-            message = f"{head}{f' on {places[0]}' if places else ''} ({lines} lines)"
-        out.append(dataclasses.replace(f, message=message))
+        severity, head, tail = item
+        reading = stands[item]
+        out.append(Finding("XID", severity, _xid_message(head, groups[item]) + (f" — {tail}" if tail else ""),
+                           action=reading.action, next_move=reading.move))
     return out
+
+
+def recovery_findings(state: NodeState) -> list[Finding]:
+    """``GPU_RECOVERY_ACTION`` for each GPU whose recovery action (NVML's, as ``nvidia-smi -q`` prints it) is not
+    ``None``: read through the recovery action catalogue into NVIDIA's bucket, its severity and move. Words the
+    catalogue does not name are an error: unknown, never fine."""
+    findings = []
+    for gpu in state.gpus:
+        words = gpu.recovery_action
+        if words is None:
+            continue
+        action = catalogues.recovery_action_said(words)
+        if action is not None and action.name == "NONE":
+            continue
+        where = f"GPU {gpu.index}{f' ({gpu.bus_id})' if gpu.bus_id else ''}"
+        if action is None:
+            findings.append(Finding("GPU_RECOVERY_ACTION", Severity.ERROR,
+                                    f"{where}: the driver's recovery action is {words!r}, which NVML's catalogue does "
+                                    "not name: read nvidia-smi -q; unknown is not fine", gpu.index))
+            continue
+        reading = catalogues.bucket(action.bucket)
+        findings.append(Finding("GPU_RECOVERY_ACTION", Severity(reading.severity),
+                                f"{where}: the driver's recovery action is {words} (NVML {action.name}): {reading.move}",
+                                gpu.index, action=reading.name, next_move=reading.move))
+    return findings
+
+
+def kernel_unread_findings(state: NodeState) -> list[Finding]:
+    """``UNREAD_EVIDENCE`` for the kernel lines from NVIDIA's stack that say something went wrong and that no
+    rule reads: the unread lines, and the ``NV_ERR_*`` statuses the parser names but no finding says (every
+    status but the two fabric ones). Lines older than a trusted passing smoke test no longer count."""
+    said = [e for e in current_kernel_events(state)
+            if e.code.startswith("NV_ERR_") and e.code not in (OUT_OF_SYNC, FM_NOT_PRESENT)]
+    lines = [e.line for e in sorted((*said, *(e for e in state.kernel_unread if not _is_stale(e, state))),
+                                    key=lambda e: story.node_time(e.timestamp) or 0.0)]
+    finding = unread_finding(lines, "the kernel log")
+    return [finding] if finding is not None else []
+
+
+def _device_key(event: KernelEvent) -> tuple[str, int | None, object]:
+    return event.code, event.xid, pci_key(event.pci) or event.pci
+
+
+def _xid_message(head: str, wheres: list[str]) -> str:
+    """``Xid 45 on 4 GPUs (7 lines): 0000:97:00, ...``: one Xid's lines as one finding naming its GPUs or
+    NVSwitches (``Xid 45 on 0000:dc:00 (2 lines)``, ``Xid 45 on 0000:dc:00`` for one line). Here in the diagnosis
+    so that check, the console and analyze (a pasted log) say it in the same words."""
+    lines = len(wheres)
+    places = sorted({w for w in wheres if w}, key=lambda w: pci_key(w) or (0, 0, 0))
+    device = "NVSwitch" if head.startswith("SXid") else "GPU"
+    if len(places) > 1:
+        return f"{head} on {count(len(places), device)} ({lines} lines): {', '.join(places)}"
+    where = f" on {places[0]}" if places else ""
+    return f"{head}{where}{f' ({lines} lines)' if lines > 1 else ''}"
 
 
 def pci_key(bus_id: str | None) -> tuple[int, int, int] | None:
@@ -492,6 +539,11 @@ def _fm_findings(state: NodeState) -> list[Finding]:
         logged = fm_log_finding(journal.problems, journal.configured)
         if logged is not None:
             findings.append(logged)
+        # What no FM rule reads in the same lines, as analyze says it for that text.
+        explained = any(f.code in ("FM_NOT_RUNNING", "FM_VERSION_MISMATCH") for f in findings)
+        unread = fm_unread_finding(journal.unread, explained, "Fabric Manager's log")
+        if unread is not None:
+            findings.append(unread)
     return findings
 
 
@@ -567,6 +619,8 @@ def diagnose(state: NodeState, options: DiagnosisOptions | None = None) -> Diagn
         findings += fabric_findings(state, opts)
     findings += mig_findings(state)
     findings += kernel_findings(state)
+    findings += kernel_unread_findings(state)
+    findings += recovery_findings(state)
     findings += coverage_findings(state)
     findings += evidence_findings(state)
     if state.smoke and not state.smoke.passed:

@@ -188,8 +188,9 @@ def _cause(top: Finding, state: NodeState, distrust: str | None = None) -> str:
     if code == "NVLS_SMOKE_FAILED":
         bw = state.smoke.avg_busbw if state.smoke else None
         return f"last smoke test failed ({gbps(bw)}); repair, then escalate"
-    if code == "XID":
-        return f"{top.message}; check the NVLink"
+    if code == "XID":  # the Xid and where, then NVIDIA's move (the catalogue's bucket, or the line's order)
+        head = top.message.partition(" — ")[0]
+        return f"{head}: {top.next_move}" if top.next_move else head
     if code == "PLATFORM_UNSUPPORTED":
         return top.message.split(":")[0]
     return top.message

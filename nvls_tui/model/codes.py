@@ -33,6 +33,8 @@ FINDING_CODES: tuple[str, ...] = (
     "FABRIC_HOST_SIDE",
     "KERNEL_COVERAGE",
     "DIAGNOSIS_FAILED",
+    "UNREAD_EVIDENCE",
+    "GPU_RECOVERY_ACTION",
 )
 
 __all__ = ["FINDING_CODES"]

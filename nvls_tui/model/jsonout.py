@@ -25,6 +25,7 @@ def gpu_json(gpu: GpuState) -> dict[str, Any]:
         "name": gpu.name,
         "uuid": gpu.uuid,
         "persistence_mode": gpu.persistence_mode,
+        "recovery_action": gpu.recovery_action,
         # nvidia-smi's words; null where it printed N/A or was not asked (unknown, not "no change").
         "mig": {"current": gpu.mig_current, "pending": gpu.mig_pending},
         "fabric": {
@@ -102,6 +103,9 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     if finding.section is not None:
         out["section"] = finding.section
         out["reason"] = finding.reason
+    if finding.action is not None or finding.next_move is not None:
+        out["action"] = finding.action
+        out["next_move"] = finding.next_move
     return out
 
 

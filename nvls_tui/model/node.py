@@ -66,6 +66,9 @@ class GpuState:
     # words; None where it printed N/A (a board without MIG) or the poll did not ask: unknown, never "no change".
     mig_current: str | None = None
     mig_pending: str | None = None
+    # NVML's GPU recovery action as nvidia-smi -q prints it (``None``, ``Drain and Reset``, ...); None where the
+    # text had no such field (older drivers, the poll's query).
+    recovery_action: str | None = None
 
     @property
     def mig_change_pending(self) -> bool:
@@ -210,12 +213,15 @@ class FmJournal:
         configured: FM said it configured the fabric since the unit's last start.
         mismatch: ``(FM version, driver version)`` from FM's own version-mismatch words since that start.
         lines: how many log lines were read since that start.
+        unread: the lines since that start from NVIDIA's stack that say something went wrong and that no FM rule
+            reads (systemd's words that FM was killed, ...): ``UNREAD_EVIDENCE`` quotes them.
     """
 
     problems: tuple[FmLogLine, ...] = ()
     configured: bool = False
     mismatch: tuple[str, str] | None = None
     lines: int = 0
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +274,9 @@ class Finding:
 
     Attributes:
         section, reason: for ``EVIDENCE_MISSING``, the section that could not be read and why.
+        action: for ``XID``, NVIDIA's resolution bucket that stands (the Xid catalogue's immediate action, or the
+            recovery action the driver's line orders): ``RESET_GPU``, ``DRAIN_AND_RESET``, ``CONTACT_SUPPORT``, ...
+        next_move: the move that action asks for, in a few words.
     """
 
     code: str
@@ -276,6 +285,8 @@ class Finding:
     gpu: int | None = None
     section: str | None = None
     reason: str | None = None
+    action: str | None = None
+    next_move: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +340,8 @@ class NodeState:
         fabric_since: seconds the fabric has been ``In Progress`` (for the young/stuck warning).
         missing: the sections this poll could not read (each one makes the node not ``healthy``).
         scheduler: what the scheduler (Slurm) says of the node; None when no scheduler was found.
+        kernel_unread: the kernel lines from NVIDIA's stack that say something went wrong and that no rule
+            reads (code ``UNREAD``): ``UNREAD_EVIDENCE`` quotes them.
         node_clock: the node's own clock at the poll (epoch seconds; None when it could not be read):
             kernel lines and unit times are on that clock, so their ages are read against it.
         boot_id: the node's boot (/proc/sys/kernel/random/boot_id); None when it could not be read.
@@ -358,6 +371,7 @@ class NodeState:
     services: tuple[ServiceState, ...] = ()
     holders: tuple[Holder, ...] = ()
     kernel_events: tuple[KernelEvent, ...] = ()
+    kernel_unread: tuple[KernelEvent, ...] = ()
     smoke: SmokeResult | None = None
     repair_record: dict | None = None
     fabric_since: float | None = None

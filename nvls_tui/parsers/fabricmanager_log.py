@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.unread import nvidia_error_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +133,22 @@ def fm_log_errors(events: tuple[FmEvent, ...]) -> tuple[FmEvent, ...]:
     return tuple(e for e in events[last + 1:]
                  if e.code != "VERSION_MISMATCH"
                  and ((e.level or "").upper() in _PROBLEM_LEVELS or multicast_error(e.message)))
+
+
+def unread_fm_lines(text: str) -> tuple[str, ...]:
+    """The lines of a Fabric Manager log from NVIDIA's stack that say something went wrong and that no FM rule
+    reads: FM_LOG_ERROR reads every line of a problem level (and multicast errors), FM_VERSION_MISMATCH the
+    mismatch; a systemd line that FM was killed, or a kernel line in the paste, is read by none of them."""
+    out = []
+    for line in text.splitlines():
+        if not nvidia_error_line(line):
+            continue
+        event = parse_fm_line(line)
+        if event is not None and ((event.level or "").upper() in _PROBLEM_LEVELS or multicast_error(event.message)
+                                  or event.code in ("VERSION_MISMATCH", "CONFIGURED")):
+            continue
+        out.append(line.strip())
+    return tuple(out)
 
 
 def parse_fm_version(text: str) -> str | None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 
+from nvls_tui import catalogues
 from nvls_tui.model import KernelEvent
 from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.unread import nvidia_error_line
 
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
 FM_NOT_PRESENT = "NV_ERR_FABRIC_MANAGER_NOT_PRESENT"
@@ -39,21 +41,28 @@ _TIMESTAMPS = (
 )
 _OUT_OF_SYNC_WORDS = re.compile(r"fabric state cached by the driver is out of sync", re.IGNORECASE)
 _FM_NOT_LOADED_WORDS = re.compile(r"Fabric Manager is not loaded", re.IGNORECASE)
-_XID = re.compile(r"\bXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
-_SXID = re.compile(r"\bSXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
+_XID = re.compile(r"\bXid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
+_SXID = re.compile(r"\bSXid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\):\s*(?P<xid>\d{1,9})")
 _NV_ERR = re.compile(r"\bNV_ERR_[A-Z0-9_]+")
 # The driver's status print: "[NV_ERR_NAME] (0x%08x)". By number alone only in an NVRM line.
-_OUT_OF_SYNC_CODE = re.compile(r"\(0x0{6}87\)")
-_FM_NOT_PRESENT_CODE = re.compile(r"\(0x0{6}7[aA]\)")
+# The two numbers are the driver's (catalogues/nv_status.csv, from nvstatuscodes.h): 0x87 and 0x7a.
+_NUMBER = {name: f"0x{status.code:08x}" for name in (OUT_OF_SYNC, FM_NOT_PRESENT)
+           if (status := catalogues.nv_status(name)) is not None}
+_OUT_OF_SYNC_CODE = re.compile(rf"\({_NUMBER[OUT_OF_SYNC]}\)", re.IGNORECASE)
+_FM_NOT_PRESENT_CODE = re.compile(rf"\({_NUMBER[FM_NOT_PRESENT]}\)", re.IGNORECASE)
+_NUMBERS = "|".join(_NUMBER.values())
+# The same numbers with their hex digits in either case (for the case-sensitive scan below).
+_NUMBERS_ANY_CASE = "|".join("0x" + "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in n[2:])
+                             for n in _NUMBER.values())
 _FELL = re.compile(r"fallen off the bus", re.IGNORECASE)
 # Where the words name the GPU: "The NVIDIA GPU 0000:b3:00.0 (PCI ID: ...)", "GPU 0000:01:00.0: GPU has fallen".
 _FELL_GPU = re.compile(r"\bNVIDIA GPU (?P<a>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
                        r"|\bGPU (?P<b>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):")
 # One cheap test first: almost every kernel line is unrelated, and a busy node logs many.
-_MAYBE = re.compile(r"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\(0x0{6}(?:87|7a)\)", re.IGNORECASE)
+_MAYBE = re.compile(rf"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS})\)", re.IGNORECASE)
 # The same words, case-sensitive as the driver prints them, to scan a whole log in one pass
 # (about three times faster than the case-blind pattern on a 300-line log).
-_SCAN = re.compile(r"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\(0x0{6}(?:87|7[aA])\)")
+_SCAN = re.compile(rf"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS_ANY_CASE})\)")
 # The opening line of the driver's split "fallen off the bus" message (one printk per line).
 _SPLIT_OPEN = re.compile(r"NVRM: The NVIDIA GPU [0-9A-Fa-f:.]+\s*$")
 _SPLIT_MORE = re.compile(r"^NVRM: (?:\(PCI ID|installed in this system|fallen off the bus)")
@@ -190,5 +199,32 @@ def parse_kernel_log(text: str) -> Parsed[tuple[KernelEvent, ...]]:
     return Parsed(events)
 
 
-__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "OUT_OF_SYNC", "classify_kernel_line", "join_record", "message",
-           "parse_kernel_log"]
+#: The code of a kernel line from NVIDIA's stack that says something went wrong and that no rule reads.
+UNREAD = "UNREAD"
+
+
+def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
+    """The lines of ``text`` in which the driver or an ``nvidia-*`` module says something went wrong that
+    :func:`classify_kernel_line` does not read (``NVRM: RmInitAdapter failed!``, an NVSwitch's ``Link training
+    failed``), each an event of code :data:`UNREAD` with its time stamp. The indented lines of a record whose
+    head a rule reads are read with it."""
+    out: list[KernelEvent] = []
+    head_read = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if raw[:1] in (" ", "\t") and _timestamp(line) is None:
+            if head_read:
+                continue  # a later line of a record a rule read
+        else:
+            head_read = classify_kernel_line(line) is not None
+            if head_read:
+                continue
+        if nvidia_error_line(line) and classify_kernel_line(line) is None:
+            out.append(KernelEvent(code=UNREAD, line=line, timestamp=_timestamp(line)))
+    return tuple(out)
+
+
+__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "OUT_OF_SYNC", "UNREAD", "classify_kernel_line", "join_record", "message",
+           "parse_kernel_log", "unread_kernel_lines"]

@@ -122,6 +122,7 @@ class GpuBuilder:
         self.uuid: str | None = None
         self.minor: str | None = None
         self.persistence: str | None = None
+        self.recovery: str | None = None
         self.fabric: dict[str, str] = {}
         self.has_fabric = False
         self.health: dict[str, str | None] | None = None
@@ -161,6 +162,7 @@ class GpuBuilder:
             uuid=self.uuid or "",
             fabric=fabric,
             persistence_mode=na_to_none(self.persistence),
+            recovery_action=na_to_none(self.recovery),
         )
 
 
@@ -295,6 +297,8 @@ class _TextReader:
             self.gpu.minor = value
         elif key == "persistencemode":
             self.gpu.persistence = value
+        elif key == "gpurecoveryaction":
+            self.gpu.recovery = value
 
     def _process_value(self, key: str, value: str) -> None:
         """One line of a GPU's Processes block; an entry starts at its ``Process ID``."""

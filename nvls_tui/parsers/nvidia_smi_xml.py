@@ -92,6 +92,7 @@ def _gpu(elem: ET.Element, order: int, warnings: list[str]) -> GpuBuilder:
     b.uuid = _text(elem, "uuid")
     b.minor = _text(elem, "minor_number")
     b.persistence = _text(elem, "persistence_mode")
+    b.recovery = _text(elem, "gpu_recovery_action")
     fabric = elem.find("fabric")
     if fabric is not None:
         b.has_fabric = True

@@ -347,6 +347,7 @@ def assemble_node_state(
         services=tuple(services),
         holders=holders,
         kernel_events=events,
+        kernel_unread=kernel.unread,
         kernel_coverage=kernel.coverage,
         smoke=_smoke(read("smoke"), warnings),
         repair_record=_record(read("record"), warnings),

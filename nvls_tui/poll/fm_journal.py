@@ -17,7 +17,13 @@ import re
 
 from nvls_tui.model import CommandResult, MissingEvidence
 from nvls_tui.model.node import FmJournal, FmLogLine
-from nvls_tui.parsers.fabricmanager_log import configured, fm_log_errors, parse_fm_log, version_mismatch
+from nvls_tui.parsers.fabricmanager_log import (
+    configured,
+    fm_log_errors,
+    parse_fm_log,
+    unread_fm_lines,
+    version_mismatch,
+)
 from nvls_tui.poll.evidence import OVER_CAP, PURPOSE, TIMED_OUT, missing_evidence
 from nvls_tui.poll.probe import FM_LOG_BYTES, journal_hung_in
 
@@ -76,9 +82,11 @@ def read_fm_journal(result: CommandResult | None, *, root: bool | None = True) -
             why = MissingEvidence(why.section, why.reason,
                                   f"{why.detail} (more than {FM_LOG_BYTES >> 10} KiB in its last lines)")
         return None, why
-    events = parse_fm_log(since_last_start(result.output)).value
+    text = since_last_start(result.output)
+    events = parse_fm_log(text).value
     return FmJournal(problems=tuple(FmLogLine(e.level, e.message, e.timestamp) for e in fm_log_errors(events)),
-                     configured=configured(events), mismatch=version_mismatch(events), lines=len(events)), None
+                     configured=configured(events), mismatch=version_mismatch(events), lines=len(events),
+                     unread=unread_fm_lines(text)), None
 
 
 __all__ = ["over_bound", "read_fm_journal", "since_last_start"]

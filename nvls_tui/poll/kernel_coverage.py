@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from nvls_tui.diagnosis.story import node_time
 from nvls_tui.model import CommandResult, KernelEvent, MissingEvidence
 from nvls_tui.model.node import KernelCoverage
-from nvls_tui.parsers.kernel_log import message, parse_kernel_log
+from nvls_tui.parsers.kernel_log import message, parse_kernel_log, unread_kernel_lines
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.kernel_tail import RING_SKIPPED, filter_ring, journal_coverage
 
@@ -35,11 +35,14 @@ class KernelRead:
         events: the fabric events, journal and ring buffer merged, in time order.
         coverage: from when they cover this boot (None: the poll's kernel section does not say).
         missing: why the kernel log is missing evidence (neither source read), else None.
+        unread: the lines from NVIDIA's stack that say something went wrong and that no rule reads
+            (``UNREAD`` events, :func:`~nvls_tui.parsers.kernel_log.unread_kernel_lines`), merged alike.
     """
 
     events: tuple[KernelEvent, ...]
     coverage: KernelCoverage | None
     missing: MissingEvidence | None
+    unread: tuple[KernelEvent, ...] = ()
 
 
 def _iso(at: float) -> str:
@@ -110,16 +113,19 @@ def read_kernel(kernel: CommandResult | None, ring: CommandResult | None, *, roo
     """
     why = missing_evidence("kernel", kernel, root=root)
     journal_events: tuple[KernelEvent, ...] = ()
+    journal_unread: tuple[KernelEvent, ...] = ()
     said = None
     if why is None and kernel is not None:
         journal_events = parse_kernel_log(kernel.output).value
+        journal_unread = unread_kernel_lines(kernel.output)
         said = journal_coverage(kernel.output)
         if said is None:
             # An older probe's section: it does not say what it covers, and read no ring buffer.
-            return KernelRead(journal_events, None, None)
+            return KernelRead(journal_events, None, None, journal_unread)
     journal_since, journal_whole = said if said is not None else (None, False)
     if why is None and journal_whole:
-        return KernelRead(journal_events, KernelCoverage(journal_since, (JOURNAL,), True, journal_since), None)
+        return KernelRead(journal_events, KernelCoverage(journal_since, (JOURNAL,), True, journal_since), None,
+                          journal_unread)
     notes: list[str] = []
     if why is not None:
         notes.append(why.detail)
@@ -133,7 +139,7 @@ def read_kernel(kernel: CommandResult | None, ring: CommandResult | None, *, roo
             # Neither could be read: EVIDENCE_MISSING(kernel), for the journal's reason, naming both.
             return KernelRead((), None, MissingEvidence(why.section, why.reason, "; ".join(notes)))
         return KernelRead(journal_events, KernelCoverage(journal_since, sources, False, journal_since,
-                                                         tuple(notes)), None)
+                                                         tuple(notes)), None, journal_unread)
     text = filter_ring(ring.output)
     start, ring_whole = _ring_start(text)
     ring_events = _on_clock(parse_kernel_log(text).value, boot)
@@ -143,7 +149,8 @@ def read_kernel(kernel: CommandResult | None, ring: CommandResult | None, *, roo
     if boot is None:
         notes.append("the node's boot time could not be read, so the ring buffer's lines are not dated")
     return KernelRead(merge(journal_events, ring_events),
-                      KernelCoverage(since, (*sources, RING), ring_whole, journal_since, tuple(notes)), None)
+                      KernelCoverage(since, (*sources, RING), ring_whole, journal_since, tuple(notes)), None,
+                      merge(journal_unread, _on_clock(unread_kernel_lines(text), boot)))
 
 
 __all__ = ["JOURNAL", "RING", "SAME_LINE_S", "KernelRead", "merge", "read_kernel"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvls_tui import catalogues
 from nvls_tui.report.clock import NodeClock
 from nvls_tui.report.text import prose
 
@@ -15,6 +16,13 @@ KERNEL_FINDINGS = {"FABRIC_MANAGER_NOT_PRESENT": "NV_ERR_FABRIC_MANAGER_NOT_PRES
 
 def _kernel_label(line: dict[str, Any]) -> str:
     code = str(line.get("code"))
+    if code == "XID" and isinstance(line.get("xid"), int):
+        # As NVIDIA's Xid catalogue names it: the mnemonic and the immediate action (the record keeps no line,
+        # so an action the line itself ordered is the diagnosis's to say, not the report's).
+        entry = catalogues.xid(line["xid"])
+        if entry is None:
+            return f"Xid {line['xid']} (not in NVIDIA's Xid catalogue)"
+        return f"Xid {entry.code} ({entry.mnemonic}, NVIDIA: {entry.immediate or 'no immediate action given'})"
     if code in ("XID", "SXID") and line.get("xid") is not None:
         return f"{'Xid' if code == 'XID' else 'SXid'} {line.get('xid')}"
     return code

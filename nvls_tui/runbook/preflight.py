@@ -8,9 +8,10 @@ changes a thing. The per-node lock it takes is ``runbook/lock.py``'s.
 
 from __future__ import annotations
 
-from nvls_tui.diagnosis import GUARDED_SECTIONS, NVLINK_XIDS, current_kernel_events, fm_container, gpu_lost_findings
+from nvls_tui.diagnosis import GUARDED_SECTIONS, current_kernel_events, fm_container, gpu_lost_findings
 from nvls_tui.diagnosis.node import host_side
 from nvls_tui.diagnosis.restore_hint import restore_hint
+from nvls_tui.diagnosis.xids import resets_fix, ticket_xids
 from nvls_tui.model import NodeState
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.hold_apt import apt_run_refusal
@@ -106,14 +107,26 @@ def record_refusal(state: NodeState) -> str | None:
 
 
 def escalation(state: NodeState) -> str | None:
-    """A fault a reset does not fix (Completed with an error status), or None."""
+    """A fault a reset does not fix, or None: a fabric Completed with an error status, or an Xid whose
+    NVIDIA action is not a GPU reset (CONTACT_SUPPORT, CHECK_MECHANICALS, a reboot, a driver update: the Xid
+    catalogue's immediate action, or the recovery action the driver's line orders)."""
     bad = [g for g in state.gpus
            if g.fabric.state == "Completed" and g.fabric.status not in ("Success", "N/A", "")]
-    if not bad:
+    if bad:
+        statuses = ", ".join(sorted({g.fabric.status for g in bad}))
+        return (f"{count(len(bad), 'GPU')} {verb(len(bad), 'reports')} fabric Completed with status {statuses}: a GPU reset does not fix this "
+                "(it survives reboots and GPU swaps); escalate to the hardware vendor")
+    tickets = ticket_xids(current_kernel_events(state))
+    if not tickets:
         return None
-    statuses = ", ".join(sorted({g.fabric.status for g in bad}))
-    return (f"{count(len(bad), 'GPU')} {verb(len(bad), 'reports')} fabric Completed with status {statuses}: a GPU reset does not fix this "
-            "(it survives reboots and GPU swaps); escalate to the hardware vendor")
+    said = []
+    for event, reading in tickets:
+        words = f"Xid {event.xid}{f' on {event.pci}' if event.pci else ''} ({reading.action}: {reading.move})"
+        if words not in said:
+            said.append(words)
+    return (f"the kernel logged {', '.join(said[:4])}{' and more' if len(said) > 4 else ''}: NVIDIA's move for "
+            f"{'it' if len(said) == 1 else 'them'} is not a GPU reset, so this repair will not fix "
+            f"{'it' if len(said) == 1 else 'them'}; escalate")
 
 
 def fabric_looks_healthy(state: NodeState) -> bool:
@@ -130,7 +143,7 @@ def fabric_looks_healthy(state: NodeState) -> bool:
     for event in current_kernel_events(state):
         if event.code in ("SXID",) or "FABRIC" in event.code or "OUT_OF_SYNC" in event.code:
             return False
-        if event.code == "XID" and event.xid in NVLINK_XIDS:
+        if resets_fix(event):  # an Xid whose NVIDIA action is the reset (RESET_GPU, DRAIN_AND_RESET, ...)
             return False
     return True
 

@@ -1,0 +1,108 @@
+"""An Xid or SXid kernel line read through NVIDIA's catalogues (nvls_tui.catalogues). Pure.
+
+Severity and the next move are those of the Xid catalogue's immediate-action bucket (:data:`catalogues.BUCKETS`),
+unless the driver's line itself orders a recovery action (Xid 154's "to 0x4 (Drain and Reset)", an uncontained
+error's "RST: Yes"): then the stronger of the two stands, and a line that orders a reset or more is never a
+warning. An Xid the catalogue does not list is a warning with its number and the driver's words. An NVSwitch
+SXid line says itself whether it is ``Fatal`` or ``Non-fatal``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nvls_tui import catalogues
+from nvls_tui.model import KernelEvent, Severity
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+# What follows "Xid (PCI:...): N," in the driver's line: its own words for the event.
+_WORDS = re.compile(r"\bS?Xid \([^)]*\):\s*\d+\s*,?\s*(?P<words>.*)$")
+_SXID_FATAL = re.compile(r"\bSXid \([^)]*\):\s*\d+\s*,\s*Fatal\b", re.IGNORECASE)
+WORDS_MAX = 120
+SXID_FATAL_MOVE = "reset every GPU and NVSwitch, then start Fabric Manager (the repair)"
+UNLISTED_MOVE = "not in NVIDIA's Xid catalogue: read the driver's words"
+
+
+@dataclass(frozen=True, slots=True)
+class XidReading:
+    """What one Xid/SXid line means.
+
+    Attributes:
+        severity: the finding's severity.
+        tail: the words after ``Xid N on PLACE`` (mnemonic, NVIDIA's action and the move), ``""`` for none.
+        action: the bucket that stands (``RESET_GPU``, ``DRAIN_AND_RESET``, ...), None where no catalogue names one.
+        move: the next move in a few words (None where nothing says one).
+        reset_fixes: the bucket's (True: a GPU reset is the move; False: a reset will not fix it).
+    """
+
+    severity: Severity
+    tail: str
+    action: str | None
+    move: str | None
+    reset_fixes: bool | None
+
+
+def driver_words(line: str) -> str:
+    """The driver's own words after the Xid number, cut to :data:`WORDS_MAX` characters."""
+    m = _WORDS.search(line)
+    words = (m.group("words") if m else line).strip()
+    return words if len(words) <= WORDS_MAX else words[:WORDS_MAX - 1] + "…"
+
+
+def read_xid(event: KernelEvent) -> XidReading:
+    """The reading of one ``XID`` or ``SXID`` kernel event."""
+    if event.code == "SXID":
+        if _SXID_FATAL.search(event.line):
+            return XidReading(Severity.ERROR, "Fatal (the driver's word)", None, SXID_FATAL_MOVE, True)
+        return XidReading(Severity.WARNING, "", None, None, None)
+    entry = catalogues.xid(event.xid)
+    ordered = catalogues.action_named_in(event.line)
+    if entry is None:
+        words = f"not in NVIDIA's Xid catalogue; the driver said: {driver_words(event.line)}"
+        if ordered is None:
+            return XidReading(Severity.WARNING, words, None, UNLISTED_MOVE, None)
+        said = catalogues.bucket(ordered.bucket)
+        severity = max(Severity(said.severity), Severity.WARNING, key=_RANK.__getitem__)
+        return XidReading(severity, f"{words}; the line orders {ordered.words}", said.name, said.move,
+                          said.reset_fixes)
+    listed = catalogues.bucket(entry.immediate)
+    stands = listed
+    head = f"{entry.mnemonic}, NVIDIA's immediate action {entry.immediate or 'none given'}"
+    if ordered is not None:
+        said = catalogues.bucket(ordered.bucket)
+        # The line's own order stands where it is at least as strong as the catalogue's bucket (Xid 154's bucket
+        # is only "follow the line"), so a line that orders a reset is never read as a warning.
+        if entry.immediate == "XID_154" or _RANK[Severity(said.severity)] >= _RANK[Severity(listed.severity)]:
+            stands = said
+        head += f"; the line orders {ordered.words}"
+    return XidReading(Severity(stands.severity), f"{head}: {stands.move}", stands.name or None, stands.move,
+                      stands.reset_fixes)
+
+
+def strongest(readings: list[XidReading]) -> XidReading:
+    """The most severe of several readings (the first of equals): one device's lines of one Xid read as one."""
+    return max(readings, key=lambda r: _RANK[r.severity])
+
+
+def ticket_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> list[tuple[KernelEvent, XidReading]]:
+    """The Xid events whose move is not a GPU reset (a reboot, a hardware ticket, a driver update): the repair
+    cannot fix what they report."""
+    out = []
+    for event in events:
+        if event.code == "XID":
+            reading = read_xid(event)
+            if reading.reset_fixes is False:
+                out.append((event, reading))
+    return out
+
+
+def resets_fix(event: KernelEvent) -> bool:
+    """Whether ``event`` is an Xid/SXid whose move is the reset the repair does (the fabric is not healthy)."""
+    if event.code not in ("XID", "SXID"):
+        return False
+    reading = read_xid(event)
+    return reading.severity is Severity.ERROR and reading.reset_fixes is not False
+
+
+__all__ = ["XidReading", "driver_words", "read_xid", "resets_fix", "strongest", "ticket_xids"]
