@@ -28,7 +28,8 @@ targets:
   gpu[01-08]                        a ClusterShell node set of SSH nodes
   local                             this machine, through NVML and /proc
   sim:SCENARIO[/NODESET]            a built-in simulated fleet (see `nvls-tui sim list`)
-  no target                         the console starts on the demo fleet (sim:seed-incident)
+  no target                         the console starts on the demo fleet (sim:seed-incident);
+                                    check and repair refuse (--demo checks it)
 """
 
 
