@@ -383,6 +383,9 @@ def main(argv: list[str] | None = None, *,
         connect: builds the backends from the Settings instead of the targets (tests hand in a fleet
             they hold; ``Settings.connect``).
     """
+    from nvls_tui.quiet import quiet_asyncssh_imports
+
+    quiet_asyncssh_imports()  # before any command imports asyncssh (SSH targets): one line of error is one line
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else ""
     if first and not first.startswith("-") and first not in SUBCOMMANDS and not _host_like(first, argv):
