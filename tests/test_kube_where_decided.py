@@ -66,6 +66,8 @@ async def test_the_console_end_line_says_the_cordon_stays(tmp_path):
         summary = str(column.query_one(".summary", Static).render())
         assert column.run.result == "repaired", column.run.message
         assert "gpu05 stays cordoned in Kubernetes" in summary and UNCORDON in summary
+        header = str(screen.query_one("#runbook-header", Static).render())
+        assert "gpu05 repaired  ⚠ stays cordoned in Kubernetes" in header
 
 
 async def test_the_typed_confirmation_lists_the_pods_the_repair_evicts(tmp_path):
