@@ -28,7 +28,8 @@ targets:
   gpu[01-08]                        a ClusterShell node set of SSH nodes
   local                             this machine, through NVML and /proc
   sim:SCENARIO[/NODESET]            a built-in simulated fleet (see `nvls-tui sim list`)
-  no target                         the console starts on the demo fleet (sim:seed-incident)
+  no target                         the console starts on the demo fleet (sim:seed-incident);
+                                    check and repair refuse (--demo checks it)
 """
 
 
@@ -382,6 +383,9 @@ def main(argv: list[str] | None = None, *,
         connect: builds the backends from the Settings instead of the targets (tests hand in a fleet
             they hold; ``Settings.connect``).
     """
+    from nvls_tui.quiet import quiet_asyncssh_imports
+
+    quiet_asyncssh_imports()  # before any command imports asyncssh (SSH targets): one line of error is one line
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else ""
     if first and not first.startswith("-") and first not in SUBCOMMANDS and not _host_like(first, argv):

@@ -173,6 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     die_with_parent(parent)
     cap_stderr()
+    from nvls_tui.quiet import quiet_asyncssh_imports
+
+    quiet_asyncssh_imports()  # its SSH nodes import asyncssh here too
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         # The console's keys come first: on a busy bastion the polls wait a little, the operator does not.

@@ -1,7 +1,8 @@
 """TARGET words of contract.md -> one Backend per node, and the scheduler the settings name.
 
 ``sim:SCENARIO[/NODESET]`` builds a simulated fleet, ``local`` this machine, anything else is an
-SSH node or a ClusterShell node set of them. With no target, the demo fleet (clearly simulated).
+SSH node or a ClusterShell node set of them. With no target, the console opens on the demo fleet (clearly
+simulated); ``check`` and ``repair`` refuse.
 
 It reads the one ``Settings`` and builds transports, simulated fleets and the Slurm scheduler, so it
 sits above all of them with the entry points (``cli``, ``headless``, the console), not inside
@@ -55,20 +56,52 @@ def backend_options(settings: Settings) -> BackendOptions:
 
 def target_words(settings: Settings) -> list[str]:
     """The targets named on the command line (or in the config file), in the hosts file, or the demo fleet."""
+    return read_targets(settings)[0]
+
+
+def read_targets(settings: Settings) -> tuple[list[str], list[str]]:
+    """The target words and where they came from (``command line``, ``config file PATH``, ``hosts file
+    FILE``, ``--demo``), in that order.
+
+    Only the console opens on the demo fleet when nothing is named (its screens say SIMULATED on every
+    line); ``check`` and ``repair`` never poll or repair a fleet nobody named: a host list that came out
+    empty in a script is a usage error, not eight simulated nodes.
+
+    Raises:
+        InvalidArgument: no target (outside the console), a hosts file that cannot be read, or more
+            nodes than one run takes.
+    """
     words = list(settings.targets)
+    sources = [settings.source("targets")] if words else []
     hosts_file = settings.hosts_file
     if hosts_file:
         from nvls_tui.backends.ssh.targets import read_hosts_file
 
         try:
-            words += read_hosts_file(hosts_file)
+            listed = read_hosts_file(hosts_file)
         except OSError as exc:
             raise InvalidArgument(f"cannot read hosts file {hosts_file}: {exc.strerror or exc}") from None
+        words += listed
+        if listed:
+            sources.append(f"hosts file {hosts_file}")
     if settings.demo:
         words.insert(0, DEMO)
-    words = words or [DEMO]
+        sources.insert(0, "--demo")
+    if not words:
+        if settings.command != "console":
+            raise InvalidArgument(no_target(settings.command, hosts_file))
+        words, sources = [DEMO], ["no target: the demo fleet"]
     check_total(words)
-    return words
+    return words, sources
+
+
+def no_target(command: str, hosts_file: str | None) -> str:
+    """The one sentence of a ``check`` or ``repair`` that names no node."""
+    why = f"the hosts file {hosts_file} names none" if hosts_file else "none was named"
+    verb = "repairs" if command == "repair" else "checks"
+    return (f"{command} needs a TARGET (a host, a node set such as gpu[01-08], local, sim:SCENARIO, "
+            f"--hosts-file FILE, or --demo for the simulated demo fleet); {why}, and it never {verb} "
+            "the demo fleet unless --demo is given")
 
 
 def target_size(word: str) -> int | None:

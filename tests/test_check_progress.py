@@ -92,7 +92,7 @@ def test_json_stdout_is_the_one_json_document_while_progress_goes_to_stderr():
     assert done.returncode == 1, done.stderr
     assert done.stdout.count("\n") == 1 and done.stdout.endswith("}\n")
     doc = json.loads(done.stdout)
-    assert set(doc) == {"nodes", "elapsed_s"}
+    assert set(doc) == {"targets", "nodes", "elapsed_s"}
     nodes = {n["host"]: n for n in doc["nodes"]}
     assert [n["host"] for n in doc["nodes"]] == ["gpu-wedged01", "gpu-ok01"]  # the targets' order, as before
     assert nodes["gpu-ok01"]["verdict"] == "healthy"

@@ -101,7 +101,9 @@ async def test_a_failed_repair_stays_drained_with_the_step_it_failed_at():
     assert outcome.result == "failed"
     failed = next(s.name for s in outcome.steps if s.status == "failed")
     assert hook.state == "drained" and hook.reason == f"nvls-tui: repair failed at {failed}"
-    assert outcome.message.endswith(f"gpu-stuck01 stays drained in Slurm (nvls-tui: repair failed at {failed})")
+    kept = (f"gpu-stuck01 stays drained in Slurm (nvls-tui: repair failed at {failed}): "
+            "`scontrol update NodeName=gpu-stuck01 State=RESUME` once it is repaired")
+    assert outcome.message.endswith(kept) and outcome.stays == [kept]  # with the command that lifts it
 
 
 async def test_a_drain_someone_else_set_is_left_alone():
@@ -109,13 +111,19 @@ async def test_a_drain_someone_else_set_is_left_alone():
     outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook)
     assert outcome.result == "repaired" and hook.commands == []
     assert (hook.state, hook.reason) == ("drained", "maintenance: PSU swap")
+    # ... and the end line says it stays so, and what lifts it (issue 38 item 5; before, nothing was said)
+    kept = ("gpu05 stays drained in Slurm (before the repair, not by nvls-tui: maintenance: PSU swap): "
+            "`scontrol update NodeName=gpu05 State=RESUME` once whoever set it agrees")
+    assert outcome.message.endswith(kept) and outcome.stays == [kept]
 
 
 async def test_keep_drained_leaves_the_repaired_node_drained():
     hook = RecordingSlurm("gpu05")
     outcome, _, _ = await repair("sim:seed-incident/gpu05", "gpu05", hook, keep_drained=True)
     assert outcome.result == "repaired" and hook.commands == [drain_argv("gpu05", run_reason("run1"))]
-    assert hook.state == "drained" and outcome.message.endswith("stays drained in Slurm (--keep-drained)")
+    assert hook.state == "drained" and outcome.message.endswith(
+        "stays drained in Slurm (--keep-drained): `scontrol update NodeName=gpu05 State=RESUME` puts it back "
+        "in service")
 
 
 async def test_a_scheduler_that_cannot_be_read_refuses_the_repair():

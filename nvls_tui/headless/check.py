@@ -20,7 +20,7 @@ from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.settings import Settings
-from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings, target_words
+from nvls_tui.targets import kube_from_settings, read_targets, resolve_backends, scheduler_from_settings, target_words
 from nvls_tui.textsafe import one_line
 
 VERDICT_STYLE = {
@@ -344,10 +344,22 @@ def _round(settings: Settings, slurm) -> tuple[list[tuple[NodeState, Diagnosis]]
     return [(s, diagnose(s)) for s in states], time.monotonic() - started
 
 
-def _print_round(settings: Settings, results: list[tuple[NodeState, Diagnosis]], elapsed: float) -> None:
-    """The table and its lines, or the one JSON document (one line) of a round."""
+def targets_json(read: dict[str, list[str]], results: list[tuple[NodeState, Diagnosis]]) -> dict[str, Any]:
+    """The JSON's ``targets``: the words read, where from, and whether any node polled is simulated."""
+    return {**read, "simulated": any(state.simulated for state, _ in results)}
+
+
+def _print_round(settings: Settings, results: list[tuple[NodeState, Diagnosis]], elapsed: float,
+                 read: dict[str, list[str]]) -> None:
+    """The table and its lines, or the one JSON document (one line) of a round.
+
+    Args:
+        read: the target words and where they came from (``{"read": [...], "from": [...]}``).
+    """
     if settings.json:
-        doc = {"nodes": [node_json(s, d) for s, d in results], "elapsed_s": round(elapsed, 3)}
+        # The targets first: a script (or the person it pages) sees which nodes these are, simulated or not.
+        doc = {"targets": targets_json(read, results), "nodes": [node_json(s, d) for s, d in results],
+               "elapsed_s": round(elapsed, 3)}
         # No indent: the C encoder is several times faster on 256 nodes (pipe to `jq .` to read it).
         sys.stdout.write(json.dumps(doc) + "\n")
     else:
@@ -357,12 +369,16 @@ def _print_round(settings: Settings, results: list[tuple[NodeState, Diagnosis]],
 
 def run(settings: Settings) -> int:
     """Poll, diagnose, print; exit status of contract.md (``--watch``: that of the last round)."""
+    # The words once (a hosts file may be a pipe): no target is a usage error here, before anything runs.
+    words, sources = read_targets(settings)
+    settings = replace(settings, targets=tuple(words), hosts_file=None, demo=False)
+    read = {"read": words, "from": sources}
     slurm = scheduler_from_settings(settings)
     if settings.watch is None:
         results, elapsed = _round(settings, slurm)
-        _print_round(settings, results, elapsed)
+        _print_round(settings, results, elapsed, read)
         return exit_status(results)
-    return _watch(settings, slurm, settings.watch)
+    return _watch(settings, slurm, settings.watch, read)
 
 
 # A terminal's round replaces the last: cursor home, clear to the end of the screen.
@@ -370,7 +386,7 @@ HOME_CLEAR = "\x1b[H\x1b[J"
 WATCH_ADVICE = "Ctrl-C stops (exit status of the last round)"
 
 
-def _watch(settings: Settings, slurm, every: float) -> int:
+def _watch(settings: Settings, slurm, every: float, read: dict[str, list[str]]) -> int:
     """``check --watch``: a round every ``every`` seconds until Ctrl-C; the last finished round's status.
 
     On a terminal (stdout a tty, no ``--json``) each round is drawn whole in place of the last, so the
@@ -386,7 +402,7 @@ def _watch(settings: Settings, slurm, every: float) -> int:
         tty = sys.stdout.isatty()
     except (OSError, ValueError):
         tty = False
-    watch = _Watch(settings, every, tty)
+    watch = _Watch(settings, every, tty, read)
     try:
         if settings.via == "slurm" or settings.connect is not None:
             watch.rounds_here(slurm)
@@ -409,8 +425,9 @@ class _Remote:
 class _Watch:
     """The rounds of one ``check --watch``: their number, how each is printed, the last status."""
 
-    def __init__(self, settings: Settings, every: float, tty: bool) -> None:
+    def __init__(self, settings: Settings, every: float, tty: bool, read: dict[str, list[str]]) -> None:
         self.settings = settings
+        self.read = read
         self.every = every
         self.tty = tty
         self.number = 0
@@ -425,7 +442,7 @@ class _Watch:
             sys.stdout.write(HOME_CLEAR + header + "\n")
         elif not self.settings.json:
             sys.stdout.write(("\n" if self.number > 1 else "") + header + "\n")
-        _print_round(self.settings, results, elapsed)
+        _print_round(self.settings, results, elapsed, self.read)
         self.status = exit_status(results)
 
     def rounds_here(self, slurm) -> None:
@@ -440,8 +457,7 @@ class _Watch:
         from nvls_tui.poll.client import PollerClient, PollerGone, Rounds
         from nvls_tui.poller_process import poller_client
 
-        # The words once (a hosts file may be a pipe): this process's nodes and the poller's are the same.
-        settings = replace(self.settings, targets=tuple(target_words(self.settings)), hosts_file=None, demo=False)
+        settings = self.settings  # its words already read (run): this process's nodes and the poller's are the same
         backends = resolve_backends(settings)  # nothing connects here: the order, and the nodes kube maps
         kube = kube_from_settings(settings, backends)  # a bad kubeconfig is refused before any node is polled
         deadline = poll_deadline(settings.timeout)

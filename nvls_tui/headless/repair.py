@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from nvls_tui.audit.log import AuditWriteError
@@ -180,13 +180,15 @@ def can_confirm(stdin: TextIO) -> tuple[bool, str]:
     return True, ""
 
 
-def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO, rechecked: Sequence[str] = ()) -> tuple[bool, str]:
+def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO, rechecked: Sequence[str] = (),
+            evictions: Mapping[str, Sequence[str]] | None = None) -> tuple[bool, str]:
     """Ask the operator to type the node names. Returns (confirmed, why not).
 
     ``rechecked`` are the nodes that look healthy: they are smoke-tested first and skipped when the
-    test passes, so the question does not say they will be reset.
+    test passes, so the question does not say they will be reset. ``evictions``: per node, the workload
+    pods (``ns/pod``) its plan evicts, named in the question.
     """
-    from nvls_tui.views.plan_summary import recheck_sentence
+    from nvls_tui.views.plan_summary import evictions_sentence, recheck_sentence
 
     interactive, why = can_confirm(stdin)
     if not interactive:
@@ -194,6 +196,8 @@ def confirm(hosts: list[str], stdin: TextIO, stderr: TextIO, rechecked: Sequence
     resets = [h for h in hosts if h not in rechecked]
     if resets:
         print(f"This resets every GPU and NVSwitch of: {' '.join(resets)}", file=stderr)
+    if pods := evictions_sentence(evictions or {}):
+        print(f"It {pods}", file=stderr)
     for host in rechecked:
         print(recheck_sentence(host), file=stderr)
     print("Type the node names to go on (anything else cancels): ", end="", file=stderr, flush=True)
@@ -420,7 +424,10 @@ def run(settings: Settings) -> int:
                   file=sys.stderr)
             _report(plans, settings, None, simulated)
             return 1
-        ok, why = confirm(hosts, sys.stdin, sys.stderr, [o.host for o in plans if rechecks_first(o)])
+        from nvls_tui.views.plan_summary import evictions
+
+        ok, why = confirm(hosts, sys.stdin, sys.stderr, [o.host for o in plans if rechecks_first(o)],
+                          {o.host: evictions(o) for o in plans})
         if not ok:
             print(f"nvls-tui: {why}", file=sys.stderr)
             return 2

@@ -482,6 +482,8 @@ class Runbook:
             if self.outcome.result != FAILED:
                 self.outcome.result = FAILED
         if said:
+            if " stays " in said:
+                self.outcome.stays.append(said)
             self.context.note(said)
             self.outcome.message = f"{self.outcome.message}; {said}".lstrip("; ")
 
@@ -536,7 +538,9 @@ class Runbook:
         self.outcome.kube = {"node": self._kube.node, "cordoned": self._kube.cordoned,
                              "paused": list(self._kube.paused), "evicted": list(self._kube.evicted),
                              "restored": done, "failed": failed}
-        said = "; ".join(d for d in done if "stays cordoned" in d)
+        stays = kube_repair.left_in_cluster(self._kube, done, failed)
+        self.outcome.stays += stays
+        said = "; ".join(stays)
         if said:
             self.context.note(said)
             self.outcome.message = f"{self.outcome.message}; {said}".lstrip("; ")

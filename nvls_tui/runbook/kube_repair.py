@@ -607,8 +607,32 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
         return done, failed
     step = stopped_at or INTERRUPTED
     await put(annotate_args(hold.node, step), f"the annotation {STOPPED_AT}={step}")
-    done.append(f"{hold.node} stays cordoned ({STOPPED_AT}={step}): {uncordon_words(hold.node)}")
+    done.append(f"{hold.node} stays cordoned in Kubernetes ({STOPPED_AT}={step}): {uncordon_words(hold.node)}")
     return done, failed
+
+
+def left_in_cluster(hold: KubeHold, done: Sequence[str], failed: Sequence[str]) -> list[str]:
+    """What stays cordoned or paused in the cluster after the run's settle, each with the command that lifts it:
+    a cordon someone else made before the repair (never this run's to lift), this run's cordon kept (a failure,
+    an abort) or not lifted (its uncordon failed), an operand label the restore could not put back."""
+    node = hold.node
+    out = []
+    if hold.cordoned_before and not hold.inherited:
+        out.append(f"{node} stays cordoned in Kubernetes (cordoned before the repair, not by nvls-tui): "
+                   f"`kubectl uncordon {node}` once whoever cordoned it agrees")
+    out += [d for d in done if " stays cordoned" in d]
+    if any(f.startswith(f"the cordon of {node} ") for f in failed):
+        out.append(f"{node} stays cordoned in Kubernetes (the repair's uncordon failed): `kubectl uncordon {node}`")
+    for entry in failed:
+        key = entry.removeprefix("label ").split(" (", 1)[0] if entry.startswith("label ") else None
+        if key is None or key not in hold.labels:
+            continue
+        before = hold.labels[key]
+        lift = f"kubectl label node {node} --overwrite {key}={before}" if before is not None \
+            else f"kubectl label node {node} {key}-"
+        out.append(f"{node}'s GPU Operator label {key} may still read {PAUSED} (the restore could not put it back): "
+                   f"`{lift}`")
+    return out
 
 
 #: Bytes of a crashed run's audit log read to find the step it was in.
@@ -700,7 +724,7 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
 
 
 __all__ = ["CONFLICT", "CONFLICT_TRIES", "EVICT_RETRY", "LEFT", "RV", "WRITTEN", "conditional_label", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
-           "cordon", "cordon_args", "delete_pod_args", "driver_pod", "restart_driver_pod", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
+           "cordon", "cordon_args", "delete_pod_args", "left_in_cluster", "driver_pod", "restart_driver_pod", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
            "operand_pods", "pause_operands", "pause_plan", "plan_lines", "read_node", "read_node_args", "read_pods",
            "read_pods_args", "settle", "step_in_log", "survey", "uncordon_args", "uncordon_words", "wait_delete_args",
            "workload_pods"]

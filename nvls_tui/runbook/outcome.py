@@ -70,6 +70,9 @@ class NodeOutcome:
             tool PID, since, heartbeat, live/stale); None otherwise.
         kube: on Kubernetes, what the repair changed in the cluster (node, cordoned, paused labels, evicted
             pods, what the restore put back and what it could not); None without a cluster (not in the JSON).
+        stays: what the run leaves holding the node out of service, each a sentence with the command that lifts
+            it: a cordon or Slurm drain someone else set before the repair, the repair's own kept after a
+            failure or by ``--keep-drained``, an operand label it could not put back. Also in ``message``.
     """
 
     host: str
@@ -91,6 +94,7 @@ class NodeOutcome:
     lock_stale: bool = False
     lock_owner: dict[str, Any] | None = None
     kube: dict[str, Any] | None = None
+    stays: list[str] = field(default_factory=list)
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (created on first use, kept in contract order)."""
@@ -130,6 +134,7 @@ class NodeOutcome:
             "drift": list(self.drift),
             "manual_changes": list(self.manual),
             "lock_owner": self.lock_owner,
+            "stays": list(self.stays),
             **({"kube": self.kube} if self.kube is not None else {}),
         }
 

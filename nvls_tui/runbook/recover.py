@@ -116,6 +116,7 @@ async def _restore_under_lock(ctx: NodeContext, lock: NodeLock, outcome: NodeOut
         outcome.message = f"restored the repair of {record.started} by {record.operator}: {what}{pm}"
         kept = [d for d in (outcome.kube or {}).get("restored", []) if "stays cordoned" in d]
         if kept:
+            outcome.stays = kept
             outcome.message += "; " + "; ".join(kept)
     else:
         outcome.result = FAILED

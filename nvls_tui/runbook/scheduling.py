@@ -208,18 +208,25 @@ async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, 
     Raises:
         StepFailed: Slurm refused to resume or re-reason the node (the node stays drained: say so).
     """
-    if hold is None or not hold.ours:
+    if hold is None:
         return None
+    resume = f"`{' '.join(resume_argv(hook.node))}`"
+    if not hold.ours:  # someone else's drain (or down): left as it was, and said where the run ends
+        why = f": {hold.prior_reason}" if hold.prior_reason else ""
+        return (f"{hook.node} stays {hold.prior_state} in Slurm (before the repair, not by nvls-tui{why}): {resume} "
+                "once whoever set it agrees")
     if hold.inherited and result not in ("repaired", "skipped"):
-        return None  # drained before this run, by an earlier one: it stays so until a repair passes
+        # drained before this run, by an earlier one: it stays so until a repair passes
+        return (f"{hook.node} stays drained in Slurm (an earlier nvls-tui run's: {hold.prior_reason}): {resume} "
+                "once it is repaired")
     if result == "failed":
         reason = f"nvls-tui: repair failed at {failed_step or 'an unknown step'}"
         status, output = await _command(ctx, hook, drain_argv(hook.node, reason))
         if status != 0:
             raise StepFailed(f"Slurm did not take the reason {reason!r}: {output.strip() or status}")
-        return f"{hook.node} stays drained in Slurm ({reason})"
+        return f"{hook.node} stays drained in Slurm ({reason}): {resume} once it is repaired"
     if result in ("repaired", "skipped") and keep_drained:
-        return f"{hook.node} stays drained in Slurm (--keep-drained)"
+        return f"{hook.node} stays drained in Slurm (--keep-drained): {resume} puts it back in service"
     status, output = await _command(ctx, hook, resume_argv(hook.node))
     if status != 0:
         raise StepFailed(f"Slurm did not resume {hook.node}; it stays drained: {output.strip() or status}")

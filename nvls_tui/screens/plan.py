@@ -35,7 +35,7 @@ from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.screens.typed import OnConsole
 from nvls_tui.views.deadlines import deadlines_line, duration_line, rechecks_first
-from nvls_tui.views.plan_summary import recheck_sentence, what_it_does
+from nvls_tui.views.plan_summary import evictions, evictions_sentence, recheck_sentence, what_it_does
 from nvls_tui.views.runbook import Approval, repair_options
 from nvls_tui.widgets import palette
 from nvls_tui.widgets.banner import ModeBanner
@@ -277,6 +277,9 @@ class PlanScreen(OnConsole, Screen[Approval]):
             resets = [h for h in names if h not in rechecked]
             if resets:
                 note.append(f"This resets every GPU and NVSwitch of {' '.join(resets)}. ", style=palette.bold("bad"))
+            if pods := evictions_sentence({h: evictions(self.outcomes[h]) for h in names}):
+                # The cluster's side of the decision: whose workloads go, named before the names are typed.
+                note.append(f"It {pods}. ", style=palette.bold("bad"))
             for host in rechecked:
                 note.append(f"{recheck_sentence(host)}. ", style=palette.STYLE["note"])
             note.append(f"Type {' '.join(names)} to go on; Esc cancels.", style="bold")

@@ -192,9 +192,14 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
             text.append(f"{self.approval.strategy}  ", style=palette.STYLE["muted"])
         runs = [c.run for c in self.columns.values()]
         if runs and all(r.result is not None for r in runs):
+            stays = {o.host: o.stays for o in self.outcomes}
             for r in runs:
                 text.append(f"{RESULT_GLYPH.get(r.result or '', '•')} {r.host} {r.result}  ",
                             style=result_style(r.result))
+                if stays.get(r.host):
+                    # What still holds it out of service, in short (the column's summary has the command).
+                    short = "; ".join(s.split(" (", 1)[0].removeprefix(f"{r.host} ") for s in stays[r.host])
+                    text.append(f"⚠ {short}  ", style=palette.bold("warn"))
         elif self.started_at is not None:
             end = self.finished_at if self.finished_at is not None else self.now()
             text.append(f"running {duration_text(max(0.0, end - self.started_at))}  ", style=palette.bold("accent"))

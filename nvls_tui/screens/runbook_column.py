@@ -85,6 +85,8 @@ class RunbookColumn(Vertical):
         self.threshold = threshold
         self.run = NodeRun(host) if step_names is None else NodeRun(host, step_names=tuple(step_names))
         self._decision: asyncio.Future[HolderDecision] | None = None
+        self._asked = False  # the runbook asked about this wait's holders (reset when the wait ends)
+        self._early: HolderDecision | None = None  # decided between two questions: the next one's answer
 
     def compose(self) -> ComposeResult:
         """Steps, holders (hidden), the plot (hidden until a smoke test), summary (hidden), output."""
@@ -149,6 +151,7 @@ class RunbookColumn(Vertical):
         appearing = not box.display and bool(run.waiting and run.holders)
         box.display = bool(run.waiting and run.holders)
         if not box.display:
+            self._asked, self._early = False, None  # the wait ended: a decision left over answers nothing
             return
         n = len(run.holders)
         box.border_title = f"{n} holder{'s' if n != 1 else ''} still hold{'' if n != 1 else 's'} a device"
@@ -183,11 +186,23 @@ class RunbookColumn(Vertical):
 
     @property
     def asking(self) -> bool:
-        """True while the runbook waits for this column's decision."""
-        return self._decision is not None and not self._decision.done()
+        """True while the runbook waits on this column's holders for the operator: from its first question
+        until the wait ends, the re-reads between two questions included (the box lists them all along,
+        and the deadline runs: a key pressed then is the operator's answer, never dropped)."""
+        if self._decision is not None and not self._decision.done():
+            return True
+        return self._asked and self.run.waiting and bool(self.run.holders) and self.run.result is None
 
     async def ask(self, recheck: float) -> HolderDecision:
-        """Wait for the operator (SIGTERM or abort), or ``recheck`` seconds: then re-read the holders."""
+        """Wait for the operator (SIGTERM or abort), or ``recheck`` seconds: then re-read the holders.
+
+        A decision the operator made since the last question (while the runbook re-read the holders) is
+        the answer at once.
+        """
+        self._asked = True
+        if self._early is not None:
+            decision, self._early = self._early, None
+            return decision
         self._decision = asyncio.get_running_loop().create_future()
         self.screen.refresh_bindings()  # t applies from the first pick: the footer must say so now
         try:
@@ -200,8 +215,14 @@ class RunbookColumn(Vertical):
                 self.screen.refresh_bindings()
 
     def decide(self, decision: HolderDecision) -> bool:
-        """Hand the operator's decision to a waiting runbook. False when nothing was waiting."""
-        if self._decision is None or self._decision.done():
+        """Hand the operator's decision to the runbook: now if it is asking, else at its next question while
+        it waits on the holders. False when it waits on none (nothing to decide)."""
+        if self._decision is not None and not self._decision.done():
+            self._decision.set_result(decision)
+            return True
+        if not self.asking:
             return False
-        self._decision.set_result(decision)
+        # Between two questions (the holders being re-read): an abort wins over a SIGTERM, else the last word.
+        if self._early is None or not self._early.abort:
+            self._early = decision
         return True

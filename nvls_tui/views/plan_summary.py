@@ -3,6 +3,8 @@ are the repair's own, is the runbook's: ``runbook/bookkeeping.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from nvls_tui.kube.words import kubectl_line_args
 from nvls_tui.parsers.restarters import APT_TIMERS
 from nvls_tui.runbook.hold_apt import held_sentence
@@ -17,6 +19,27 @@ def recheck_sentence(host: str) -> str:
     """What the confirmation says of a node whose fabric looks healthy (it is not promised a reset)."""
     return (f"{host} looks healthy: it gets the NVLS smoke test first and is skipped (nothing reset) if it passes; "
             "it is reset only if the test fails twice")
+
+
+def evictions(outcome: NodeOutcome) -> list[str]:
+    """``namespace/pod`` of each workload pod the planned repair evicts (its dry run's Eviction calls), in order."""
+    out = []
+    for step in outcome.steps:
+        for words in filter(None, map(kubectl_line_args, step.commands)):
+            # create --raw /api/v1/namespaces/NS/pods/P/eviction
+            path = words[2].split("/") if words[:2] == ["create", "--raw"] and len(words) > 2 else []
+            if len(path) == 8 and path[7] == "eviction":
+                out.append(f"{path[4]}/{path[6]}")
+    return out
+
+
+def evictions_sentence(evicted: Mapping[str, Sequence[str]]) -> str | None:
+    """What the typed confirmation says of the evictions: ``evicts 2 workload pods: ns/pod (gpu06), ...``, each
+    named (the operator confirms them with the names); None where the repair evicts none."""
+    named = [f"{pod} ({host})" for host, pods in evicted.items() for pod in pods]
+    if not named:
+        return None
+    return f"evicts {count(len(named), 'workload pod')}: {', '.join(named)}"
 
 
 def cluster_words(outcome: NodeOutcome) -> tuple[list[str], str | None]:
@@ -40,11 +63,7 @@ def cluster_words(outcome: NodeOutcome) -> tuple[list[str], str | None]:
     if paused:
         lines.append(f"pauses {count(len(paused), 'GPU Operator operand')} on it (their nvidia.com/gpu.deploy.* "
                      "labels); the restore puts them back")
-    evicted = []
-    for words in calls:  # create --raw /api/v1/namespaces/NS/pods/P/eviction
-        path = words[2].split("/") if words[:2] == ["create", "--raw"] and len(words) > 2 else []
-        if len(path) == 8 and path[7] == "eviction":
-            evicted.append(f"{path[4]}/{path[6]}")
+    evicted = evictions(outcome)
     if evicted:
         shown = ", ".join(evicted[:3]) + (f" +{len(evicted) - 3} more" if len(evicted) > 3 else "")
         lines.append(f"evicts {count(len(evicted), 'workload pod')}: {shown}")
