@@ -20,9 +20,9 @@ from collections import defaultdict
 
 from nvls_tui.poll import wire
 from nvls_tui.poll.client import PollerClient
-from nvls_tui.poll.poller import PollResult
+from nvls_tui.poll.poller import NodePoller, PollResult
 from nvls_tui.poll.worker import STREAM_AHEAD, STREAM_LINES, PollWorker
-from nvls_tui.poller_process import PollerSpec
+from nvls_tui.poller_process import SIM_CMDLOG_KEEP, PollerSpec, build
 from nvls_tui.settings import Settings
 from tests.waiting import scaled
 
@@ -153,3 +153,18 @@ async def test_a_stream_nobody_reads_holds_its_command_not_its_output_in_the_pro
         os.close(to_worker_w)
         if from_worker_r >= 0:
             os.close(from_worker_r)
+
+
+async def test_the_simulated_nodes_of_the_poller_process_keep_a_bounded_command_log():
+    # The simulator logs every command a node ran (tests read what a run did); in the poller process
+    # nothing reads it, and at sim:fleet-256 polled every 5 s it grew the process 0.28 MB/s for ever.
+    spec = PollerSpec(Settings(command="console", targets=("sim:fleet-256/gpu[001-002]",)), None, 30.0)
+    backends = build(spec)
+    pollers = [NodePoller(b, interval=None, timeout=30.0) for b in backends]
+    for _ in range(100):  # ~1,500 commands a node
+        mark = backends[0].fleet.clock.now()
+        await asyncio.gather(*(p.poll_once() for p in pollers))
+    for backend in backends:
+        log = backend.node.cmdlog
+        assert len(log) <= 2 * SIM_CMDLOG_KEEP, len(log)
+        assert log[-1][0] >= mark  # the newest commands are the ones kept

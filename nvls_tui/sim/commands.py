@@ -87,7 +87,7 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
             stdin: str | None = None) -> Result:
     """Run ``argv`` on ``node`` at simulated time ``now``."""
     advance(node, now)
-    node.cmdlog.append([now, list(argv)])
+    node.log_command(now, list(argv))
     if node.silent:
         return HANG  # nothing of the node answers, whatever is asked
     args, env_ = strip_wrappers(argv, env)
