@@ -49,6 +49,10 @@ from nvls_tui import paths
 from nvls_tui.binding_table import keymap_problem
 
 DEFAULT_POLL_INTERVAL = 5.0
+MAX_BYTES = 1 << 20
+"""A config file larger than this is not read (it is a few lines)."""
+MAX_NESTING = 8
+"""Arrays and tables inside one another, the file's top level counted: no setting nests more than 3."""
 
 # argparse destinations that [ssh] may fill, with the type each must have.
 _SSH_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -170,6 +174,9 @@ def _parse(data: Mapping[str, object], path: Path | None) -> Config:
             raise ConfigError("config: ssh.concurrency must be 1 or more")
     if isinstance(ssh.get("identity"), str):
         ssh["identity"] = [ssh["identity"]]
+    identity = ssh.get("identity")
+    for key_file in identity if isinstance(identity, list) else []:
+        _expect("ssh.identity[]", key_file, str)  # a list in it would be read as a file named "[...]"
     keymap_raw = _expect("[keymap]", data.get("keymap", {}), dict)
     problem = keymap_problem(keymap_raw)
     if problem:
@@ -217,7 +224,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         path: an explicit file (``--config``): it must exist. None: the XDG default, if present.
 
     Raises:
-        ConfigError: the explicit file is missing, or any file is not valid TOML or has a bad value.
+        ConfigError: the explicit file is missing, or any file is larger than :data:`MAX_BYTES`, nests
+            deeper than :data:`MAX_NESTING`, is not valid TOML or has a bad value.
     """
     explicit = path is not None
     file = Path(path).expanduser() if path is not None else default_path()
@@ -226,9 +234,38 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
             raise ConfigError(f"config file {file} does not exist")
         return Config()
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        with file.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)  # no further: a huge file is not read whole to be refused
+        if len(raw) > MAX_BYTES:
+            raise ConfigError(f"config file {file} is larger than {MAX_BYTES >> 20} MiB: not a config file")
+        data = tomllib.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {file}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
+    except RecursionError:
+        # tomllib reads an array or inline table inside another by recursing: thousands deep, Python stops it.
+        raise ConfigError(_too_deep(file)) from None
+    if nesting(data) > MAX_NESTING:
+        raise ConfigError(_too_deep(file))
     return parse_config(data, file)
+
+
+def _too_deep(file: Path) -> str:
+    return f"config file {file}: arrays or tables nest deeper than {MAX_NESTING} levels (no setting nests more than 3)"
+
+
+def nesting(data: object) -> int:
+    """How deep arrays and tables nest in ``data`` (a scalar 0, ``{}`` 1, ``{"a": []}`` 2); without
+    recursion, and no deeper than ``MAX_NESTING + 1`` (enough to refuse it)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if not isinstance(value, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        stack.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return deepest

@@ -41,6 +41,9 @@ NICENESS = 5
 STDERR_CAP = 1 << 20  # bytes: past this the file is cut to its newest STDERR_KEEP bytes
 STDERR_KEEP = 256 << 10
 STDERR_CHECK_S = 1.0  # how often writes that bypass sys.stderr (a C library's, faulthandler's) are caught
+# The simulator logs every command a node runs (tests read what a run did); here nothing reads it, and
+# kept whole it grew the process 0.28 MB/s at sim:fleet-256 polled every 5 s. About a poll's are kept.
+SIM_CMDLOG_KEEP = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +127,7 @@ async def keep_stderr_capped(every: float = STDERR_CHECK_S) -> None:
 
 
 def build(spec: PollerSpec) -> list[Backend]:
-    """The nodes of ``spec``, their simulated clocks set to the console's."""
+    """The nodes of ``spec``, their simulated clocks set to the console's, their command logs bounded."""
     from nvls_tui.sim.clock import SimClock
     from nvls_tui.targets import resolve_backends
 
@@ -134,6 +137,9 @@ def build(spec: PollerSpec) -> list[Backend]:
         fleet = getattr(backend, "fleet", None)
         if clock is not None and fleet is not None:
             fleet.clock = SimClock.from_dict(dict(clock))
+        node = getattr(backend, "node", None) if backend.simulated else None
+        if node is not None:
+            node.cmdlog_keep = SIM_CMDLOG_KEEP
     return backends
 
 
@@ -223,7 +229,7 @@ def poller_client(settings: Settings, backends: Sequence[Backend], *, interval: 
     return PollerClient(PollerSpec(settings, interval, poll_timeout, clocks), expect=tuple(b.host for b in backends))
 
 
-__all__ = ["STDERR_CAP", "CappedStderr", "PollerSpec", "build", "cap_stderr", "keep_stderr_capped", "trim_file", "console_poller", "die_with_parent", "main", "poller_client", "serve"]
+__all__ = ["SIM_CMDLOG_KEEP", "STDERR_CAP", "CappedStderr", "PollerSpec", "build", "cap_stderr", "keep_stderr_capped", "trim_file", "console_poller", "die_with_parent", "main", "poller_client", "serve"]
 
 
 if __name__ == "__main__":

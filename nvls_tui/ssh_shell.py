@@ -7,6 +7,8 @@ are the transport's, so the shell reaches the node the console polls and trusts 
 - ``--ssh-config`` -> ``-F``; ``-i`` -> ``-i`` (and ``IdentitiesOnly``, as asyncssh offers only those keys);
 - ``--known-hosts`` -> that file alone (``GlobalKnownHostsFile=/dev/null``), as the transport reads it;
   else ssh reads the config's or its default files, as the transport does;
+- those paths read as given (:func:`literal`): ssh expands ``%`` tokens and ``${VAR}`` in identity and
+  known-hosts files, asyncssh does not, so ``%h`` in a path would make the shell trust another file;
 - ``StrictHostKeyChecking=yes`` always: the console never connects to an unknown or changed host key,
   whatever the config says (options on the command line win over the config file);
 - the target's user (or ``--user``) -> ``-l``, its port -> ``-p``;
@@ -29,6 +31,9 @@ from nvls_tui.backends.ssh.backend import SshBackend
 from nvls_tui.backends.ssh.pool import identities
 from nvls_tui.backends.ssh.targets import SshTarget, parse_target
 
+# The variable a path's "${" is written through (literal): ssh expands "${NVLS_TUI_DOLLAR}" to "$".
+DOLLAR = "NVLS_TUI_DOLLAR"
+
 
 class NoShell(Exception):
     """The node has no shell to open from here; ``str()`` is one sentence for the operator."""
@@ -43,18 +48,29 @@ def _option_value(text: str) -> str:
     return text
 
 
+def literal(path: str) -> str:
+    """``path`` written so that ssh's expansion of ``IdentityFile`` and ``UserKnownHostsFile`` gives it back.
+
+    ssh turns ``%%`` into ``%``; ``${`` has no escape, but what a variable expands to is not expanded
+    again, so ``${`` is written ``${NVLS_TUI_DOLLAR}{`` with :data:`DOLLAR` set to ``$`` in ssh's
+    environment (:func:`ssh_argv` runs it through ``env``; a ProxyCommand's ssh inherits it).
+    """
+    return path.replace("%", "%%").replace("${", "${" + DOLLAR + "}{")
+
+
 def reach_options(options: BackendOptions, user: str | None, port: int | None) -> list[str]:
     """The ``ssh`` options (no host) that match the transport's: config, identity, host keys, user, port."""
     argv: list[str] = []
     if options.ssh_config:
-        argv += ["-F", os.path.expanduser(options.ssh_config)]
+        argv += ["-F", os.path.expanduser(options.ssh_config)]  # -F is read as given
     keys = identities(options)
     for key in keys:
-        argv += ["-i", key]
+        # -i checks the file as given before it expands it: a path to escape goes as IdentityFile.
+        argv += ["-i", key] if literal(key) == key else ["-o", f"IdentityFile={_option_value(literal(key))}"]
     if keys:
         argv += ["-o", "IdentitiesOnly=yes"]
     if options.known_hosts:
-        path = os.path.expanduser(options.known_hosts)
+        path = literal(os.path.expanduser(options.known_hosts))
         argv += ["-o", f"UserKnownHostsFile={_option_value(path)}", "-o", "GlobalKnownHostsFile=/dev/null"]
     argv += ["-o", "StrictHostKeyChecking=yes"]
     if user:
@@ -89,6 +105,8 @@ def ssh_argv(target: SshTarget, options: BackendOptions, ssh: str = "ssh") -> li
             argv += _jump(ssh, options)
         except InvalidArgument as exc:
             raise NoShell(str(exc)) from None
+    if any(DOLLAR in word for word in argv):  # a path holds ${ (literal): ssh must have the variable
+        argv = [shutil.which("env") or "env", f"{DOLLAR}=$", *argv]
     return [*argv, "--", target.host]
 
 
@@ -128,4 +146,4 @@ def shown(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
 
-__all__ = ["NoShell", "reach_options", "shell_for", "shown", "ssh_argv", "why_no_shell"]
+__all__ = ["DOLLAR", "NoShell", "literal", "reach_options", "shell_for", "shown", "ssh_argv", "why_no_shell"]

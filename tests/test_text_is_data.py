@@ -139,8 +139,11 @@ def test_in_a_real_terminal_a_hostile_node_can_neither_retitle_nor_clear_the_pan
         tmux.tmux("select-pane", "-t", tmux.name, "-T", "operator-title")
         tmux.wait_for("the grid", lambda s: "gpu-evil01" in s and "gpu-ok01" in s, 60)
         tmux.keys("Enter")  # the hostile node sorts first: open it
-        screen = tmux.wait_for("the node screen", lambda s: "Holders of /dev/nvidia" in s, 30)
-        assert "[/x]" in screen and "gpu-evil01" in screen
+        # Under load the grid lists the nodes before their first poll lands: wait for the node's holders (state,
+        # not time), which a poll brings to the open screen.
+        screen = tmux.wait_for("the node screen with its holders",
+                               lambda s: "Holders of /dev/nvidia" in s and "[/x]" in s, 90)
+        assert "gpu-evil01" in screen
         title = tmux.tmux("display-message", "-p", "-t", tmux.name, "#{pane_title}").strip()
         assert title == "operator-title"  # the OSC 0 in the process name did not reach the terminal
         tmux.keys("q")

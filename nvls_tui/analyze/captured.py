@@ -46,7 +46,7 @@ from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
 from nvls_tui.parsers.unread import nvidia_error_line
-from nvls_tui.parsers.unwrap import Line, Unwrapped, unwrap
+from nvls_tui.parsers.unwrap import Unwrapped, bare_lines, unwrap
 from nvls_tui.poll.evidence import PURPOSE, UNPARSEABLE
 from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
 from nvls_tui.textsafe import clean, clean_deep
@@ -359,15 +359,15 @@ def analyze_text(text: str, file: str) -> dict[str, Any]:
     """
     body = clean(strip_fixture_header(text))  # a captured file is node text: no escape gets through
     inside = unwrap(body)
-    kind = detect_kind(clean(inside.text)) if inside.forms else detect_kind(body)
+    inner = clean(inside.text) if inside.forms else body  # JSON-escaped text may decode to escapes again
+    kind = detect_kind(inner)
     if inside.forms and kind == "unknown" and detect_kind(body) != "unknown":
         # A prefix that only looked like a wrapper (a tool's own "word: " lines): read the text as it is.
-        inside, kind = Unwrapped(body, (), ()), detect_kind(body)
+        inside, inner, kind = Unwrapped(body, (), ()), body, detect_kind(body)
     if kind == "unknown":
         return {"file": file, "kind": "unknown", "data": {}, "findings": [],
                 "error": "not an output nvls-tui recognises (nvidia-smi, nccl-tests, systemctl, fuser, "
                          "kernel or Fabric Manager log)"}
-    inner = clean(inside.text) if inside.forms else body  # JSON-escaped text may decode to escapes again
     try:
         data, findings, warnings = HANDLERS[kind](inner)
     except Exception as exc:  # noqa: BLE001 - a parser bug must not lose the other files' results
@@ -375,11 +375,12 @@ def analyze_text(text: str, file: str) -> dict[str, Any]:
                 "error": f"could not parse this {kind} output ({type(exc).__name__}: {exc})"}
     entry: dict[str, Any] = {"file": file, "kind": kind, "data": data, "findings": [finding_json(f) for f in findings],
                              "warnings": list(warnings)}
-    lines = inside.lines if inside.forms else tuple(Line(t) for t in inner.split("\n"))
     if inside.forms:
         entry["wrapper"] = clean_deep(wrapper_json(inside))
         if kind in ("kernel-log", "fabricmanager-log") and isinstance(data.get("events"), list):
             restore_times(data["events"], inside.lines, "line", "message")
-    if kind in ("nccl-tests", "nccl-tests-json") and (origins := nccl_origins(lines)):
-        entry["origins"] = clean_deep(origins)
+    if kind in ("nccl-tests", "nccl-tests-json"):
+        lines = inside.lines if inside.forms else bare_lines(inner)
+        if origins := nccl_origins(lines):
+            entry["origins"] = clean_deep(origins)
     return entry

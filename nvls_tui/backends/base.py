@@ -141,9 +141,15 @@ def validate_pid(pid: object) -> int:
     return int(text)
 
 
-def behind_fence(argv: Sequence[str], fence: str | None) -> tuple[str, ...]:
-    """``argv`` as it goes out behind the lock's fence of run ``fence`` (unchanged when None)."""
-    return fences.fenced(fence, argv) if fence else tuple(argv)
+def behind_fence(argv: Sequence[str], fence: str | None) -> Sequence[str]:
+    """``argv`` as it goes out behind the lock's fence of run ``fence`` (``argv`` itself when None).
+
+    Raises:
+        InvalidArgument: ``argv`` is a string or empty (a shell string must never be split into words here).
+    """
+    if isinstance(argv, str | bytes) or not argv:
+        raise InvalidArgument("refusing a command that is not a non-empty argv list")
+    return fences.fenced(fence, argv) if fence else argv
 
 
 def check_fence(host: str, fence: str | None, exit_status: int | None, output: str) -> None:

@@ -19,8 +19,21 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from typing import cast
+
+from nvls_tui.parsers.unwrap_lines import (
+    Line,
+    Lines,
+    Row,
+    Unwrapped,
+    bare_lines,
+    blank,
+    said,
+    text_of,
+    times_by_line,
+    with_text,
+)
 
 MOST = 0.8
 """The share of non-blank lines that must carry a prefix for it to count as the text's wrapper."""
@@ -29,98 +42,30 @@ MAX_LAYERS = 8
 """Nesting depth read at most (kubectl --prefix over --timestamps over a quoted journal is three)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One line of the inner text and what its wrappers said about it.
-
-    Attributes:
-        text: the line as the inner tool printed it (or in a form the parsers read, see the module doc).
-        host: the node it came from (a journal's host field, a pdsh/clush/mpirun tag).
-        rank: the launcher's rank (torch ``[rankN]:``, mpirun ``--tag-output``, srun ``--label``).
-        time: the time stamp of the line's record as printed.
-        pod: ``kubectl logs --prefix``'s pod.
-        container: ``kubectl logs --prefix``'s container.
-    """
-
-    text: str
-    host: str | None = None
-    rank: int | None = None
-    time: str | None = None
-    pod: str | None = None
-    container: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Unwrapped:
-    """A text read inside its wrappers.
-
-    Attributes:
-        text: the inner text (the input itself when no wrapper was found).
-        forms: the wrappers found, outermost first (empty: none).
-        lines: the inner text's lines with what the wrappers said about each.
-    """
-
-    text: str
-    forms: tuple[str, ...]
-    lines: tuple[Line, ...]
-
-    def _distinct(self, attr: str) -> list:
-        seen: dict = {}
-        for line in self.lines:
-            value = getattr(line, attr)
-            if value is not None:
-                seen.setdefault(value, None)
-        return list(seen)
-
-    @property
-    def hosts(self) -> list[str]:
-        """The hosts the wrappers named, in order of first appearance."""
-        return self._distinct("host")
-
-    @property
-    def ranks(self) -> list[int]:
-        """The ranks the wrappers named, ascending."""
-        return sorted(self._distinct("rank"))
-
-    @property
-    def pods(self) -> list[str]:
-        """kubectl's pods, in order of first appearance."""
-        return self._distinct("pod")
-
-    @property
-    def containers(self) -> list[str]:
-        """kubectl's containers, in order of first appearance."""
-        return self._distinct("container")
-
-    @property
-    def times(self) -> tuple[str, str] | None:
-        """The first and the last time stamp the wrappers printed (None when they printed none)."""
-        stamps = self._distinct("time")
-        return (stamps[0], stamps[-1]) if stamps else None
-
-
 # A layer: the lines -> the lines inside it, or None when the text does not carry it. The flag says
 # whether peeling may go on inside it (journal and dmesg prefixes are the innermost layer there is).
-Peel = Callable[[list[Line]], "list[Line] | None"]
+Peel = Callable[[list[Row]], "list[Row] | None"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _mostly(lines: list[Line], carries: Callable[[str], bool]) -> bool:
+def _mostly(lines: list[Row], carries: Callable[[str], bool]) -> bool:
     """Whether most non-blank lines carry a prefix (and at least one does)."""
-    nonblank = [line.text for line in lines if line.text.strip()]
-    if not nonblank:
-        return False
-    carried = sum(1 for text in nonblank if carries(text))
-    return carried > 0 and carried >= MOST * len(nonblank)
+    nonblank = carried = 0
+    for row in lines:
+        text = text_of(row)
+        if not blank(text):
+            nonblank += 1
+            carried += bool(carries(text))
+    return carried > 0 and carried >= MOST * nonblank
 
 
-def _by_pattern(pattern: re.Pattern[str], inner: Callable[[re.Match[str], Line], Line],
-                lines: list[Line]) -> list[Line] | None:
+def _by_pattern(pattern: re.Pattern[str], inner: Callable[[re.Match[str], Row], Row],
+                lines: list[Row]) -> list[Row] | None:
     """Peel ``pattern`` from every line that carries it (a line that does not is kept as it is)."""
     if not _mostly(lines, lambda text: pattern.match(text) is not None):
         return None
-    return [inner(m, line) if (m := pattern.match(line.text)) else line for line in lines]
+    return [inner(m, row) if (m := pattern.match(text_of(row))) else row for row in lines]
 
 
 # ---- journalctl -------------------------------------------------------------------------------------
@@ -144,7 +89,7 @@ def _journal_form(time: str, monotonic: bool) -> str:
     return "journal-short" + ("-iso" if iso else "") + ("-precise" if precise else "")
 
 
-def _journal(lines: list[Line]) -> tuple[str, list[Line]] | None:
+def _journal(lines: list[Row]) -> tuple[str, list[Row]] | None:
     """journalctl's short forms. With a host and a wall-clock time the lines stay as they are (the parsers
     read them); without a host (``--no-hostname``) or with a monotonic time a record becomes its kernel
     message (dmesg's ``[seconds] message`` for a monotonic time) or ``tag[pid]: message``."""
@@ -157,20 +102,25 @@ def _journal(lines: list[Line]) -> tuple[str, list[Line]] | None:
         return m
 
     # journalctl indents a message's further lines under its first: they belong to that record.
-    heads = [line.text for line in lines if line.text.strip() and line.text[:1] not in (" ", "\t")]
-    carried = sum(1 for text in heads if _JOURNAL_MARK.match(text) or record(text))
-    if not heads or not carried or carried < MOST * len(heads):
+    heads = carried = 0
+    for row in lines:
+        text = text_of(row)
+        if not blank(text) and text[:1] not in (" ", "\t"):
+            heads += 1
+            carried += bool(_JOURNAL_MARK.match(text) or record(text))
+    if not heads or not carried or carried < MOST * heads:
         return None
     form = None
-    out: list[Line] = []
-    last: Line | None = None
+    out: list[Row] = []
+    last: Row | None = None
     prefix: str | None = None  # what a further line of the current record gets before it (None: kept as is)
     for line in lines:
-        m = record(line.text)
+        line_text = text_of(line)
+        m = record(line_text)
         if m is None:
-            if last is not None and line.text[:1] in (" ", "\t") and line.text.strip():
-                text = line.text if prefix is None else prefix + line.text.strip()
-                out.append(replace(last, text=text))
+            if last is not None and line_text[:1] in (" ", "\t") and not blank(line_text):
+                text = line_text if prefix is None else prefix + line_text.strip()
+                out.append(with_text(last, text))
             else:
                 out.append(line)
                 last = None
@@ -185,8 +135,8 @@ def _journal(lines: list[Line]) -> tuple[str, list[Line]] | None:
             prefix = "" if kernel else _tagged_prefix(m)
         else:
             prefix = None
-        text = line.text if prefix is None else prefix + m.group("msg")
-        last = replace(line, text=text, host=host or line.host, time=time.strip("[] "))
+        text = line_text if prefix is None else prefix + m.group("msg")
+        last = with_text(line, text, host=host or said(line, "host"), time=time.strip("[] "))
         out.append(last)
     return (form or "journal-short"), out
 
@@ -196,21 +146,15 @@ def _tagged_prefix(m: re.Match[str]) -> str:
     return f"{m.group('ident')}[{pid}]: " if pid else f"{m.group('ident')}: "
 
 
-def _journal_json(lines: list[Line]) -> tuple[str, list[Line]] | None:
+def _journal_json(lines: list[Row]) -> tuple[str, list[Row]] | None:
     """``journalctl -o json``: one object per line; MESSAGE is a string, or an array of bytes when it is
     not valid UTF-8. Each record becomes a ``short-iso-precise`` line (the parsers read it)."""
-    records: list[tuple[Line, dict | None]] = []
-    for line in lines:
-        obj = None
-        if line.text.startswith("{") and '"MESSAGE"' in line.text:
-            try:
-                obj = json.loads(line.text)
-            except ValueError:
-                obj = None
-        records.append((line, obj if isinstance(obj, dict) and "MESSAGE" in obj else None))
+    if not _mostly(lines, _may_be_record):  # nothing decoded (nor a pair per line made) for other texts
+        return None
+    records = [(line, _record(text_of(line))) for line in lines]
     if not _mostly_records(records):
         return None
-    out: list[Line] = []
+    out: list[Row] = []
     for line, obj in records:
         if obj is None:
             out.append(line)
@@ -218,9 +162,9 @@ def _journal_json(lines: list[Line]) -> tuple[str, list[Line]] | None:
         message = _journal_message(obj.get("MESSAGE"))
         if message is None:
             continue
-        host = _text(obj.get("_HOSTNAME"))
-        ident = _text(obj.get("SYSLOG_IDENTIFIER")) or _text(obj.get("_COMM")) or "-"
-        pid = _text(obj.get("SYSLOG_PID")) or _text(obj.get("_PID"))
+        host = _string(obj.get("_HOSTNAME"))
+        ident = _string(obj.get("SYSLOG_IDENTIFIER")) or _string(obj.get("_COMM")) or "-"
+        pid = _string(obj.get("SYSLOG_PID")) or _string(obj.get("_PID"))
         if obj.get("_TRANSPORT") == "kernel":
             ident, pid = "kernel", None
         time = _realtime(obj.get("__REALTIME_TIMESTAMP"))
@@ -230,12 +174,27 @@ def _journal_json(lines: list[Line]) -> tuple[str, list[Line]] | None:
                 text = f"{time} {host} {tag}{part}"
             else:
                 text = part if ident == "kernel" else tag + part
-            out.append(replace(line, text=text, host=host or line.host, time=time or line.time))
+            out.append(with_text(line, text, host=host or said(line, "host"), time=time or said(line, "time")))
     return "journal-json", out
 
 
-def _mostly_records(records: list[tuple[Line, dict | None]]) -> bool:
-    nonblank = [obj for line, obj in records if line.text.strip()]
+def _may_be_record(text: str) -> bool:
+    return text.startswith("{") and '"MESSAGE"' in text
+
+
+def _record(text: str) -> dict | None:
+    """The journal record a line holds (a JSON object with a MESSAGE), or None."""
+    if not _may_be_record(text):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and "MESSAGE" in obj else None
+
+
+def _mostly_records(records: list[tuple[Row, dict | None]]) -> bool:
+    nonblank = [obj for line, obj in records if not blank(text_of(line))]
     carried = sum(1 for obj in nonblank if obj is not None)
     return carried > 0 and carried >= MOST * len(nonblank)
 
@@ -248,7 +207,7 @@ def _journal_message(value: object) -> str | None:
     return None  # null: a message journald could not keep (too large); nothing to read
 
 
-def _text(value: object) -> str | None:
+def _string(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
@@ -272,12 +231,12 @@ _DMESG_RELTIME = re.compile(r"^\[(?P<time>[A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d|\s*\+
 _DMESG_DELTA = re.compile(r"^\[<\s*(?P<time>\d+\.\d+)>\] ?(?P<msg>.*)$")
 
 
-def _keep(m: re.Match[str], line: Line) -> Line:
-    return replace(line, time=m.group("time").strip())
+def _keep(m: re.Match[str], line: Row) -> Row:
+    return with_text(line, text_of(line), time=m.group("time").strip())
 
 
-def _message(m: re.Match[str], line: Line) -> Line:
-    return replace(line, text=m.group("msg"), time=m.group("time").strip())
+def _message(m: re.Match[str], line: Row) -> Row:
+    return with_text(line, m.group("msg"), time=m.group("time").strip())
 
 
 # ---- containers, launchers, tickets -----------------------------------------------------------------
@@ -298,71 +257,110 @@ _COMMENT = re.compile(r"^# ?(?P<msg>.*)$")
 # nccl-tests print their header as "#" lines: such a text is the tool's own, not a commented paste.
 _NCCL_HEADER = re.compile(r"^# ?(?:nThread|Collective test|nccl-tests version|Using devices|\s*Rank\s+\d)", re.M)
 _NUMBERED = re.compile(r"^ *(?P<n>\d{1,6})(?:\t| ?[|:] ?| {1,3}(?=\S)|$)(?P<msg>.*)$")
-_ESCAPED = re.compile(r"\\(?:n|r\\n)")
 _UNESCAPE = re.compile(r"\\(n|t|r|\"|\\)")
 _JSON_MESSAGE_KEYS = ("message", "msg", "MESSAGE", "log", "text", "output")
 
 
-def _host_tags(lines: list[Line]) -> list[Line] | None:
+def _host_tags(lines: list[Row]) -> list[Row] | None:
     def carries(text: str) -> bool:
         m = _HOST_TAG.match(text)  # a bare number is srun's rank label, not a host
         return m is not None and not _NOT_HOSTS.match(m.group("host")) and not m.group("host").isdigit()
 
     if not _mostly(lines, carries):
         return None
-    hosts = {m.group("host") for line in lines if (m := _HOST_TAG.match(line.text))}
-    carried = sum(1 for line in lines if carries(line.text))
+    hosts = {m.group("host") for line in lines if (m := _HOST_TAG.match(text_of(line)))}
+    carried = sum(1 for line in lines if carries(text_of(line)))
     if len(hosts) > max(1, carried // 2):  # one word per line ("Note: ...") is prose, not a node set
         return None
-    return [replace(line, text=m.group("msg"), host=m.group("host")) if (m := _HOST_TAG.match(line.text))
-            and carries(line.text) else line for line in lines]
+    return [with_text(line, m.group("msg"), host=m.group("host")) if (m := _HOST_TAG.match(text_of(line)))
+            and carries(text_of(line)) else line for line in lines]
 
 
-def _indent(lines: list[Line]) -> list[Line] | None:
+def _indent(lines: list[Row]) -> list[Row] | None:
     """A block every line of which is indented alike (pasted from a Markdown code block or an e-mail)."""
-    nonblank = [line.text for line in lines if line.text.strip()]
-    if not nonblank:
+    width: int | None = None
+    for row in lines:
+        text = text_of(row)
+        if not blank(text):
+            indent = len(text) - len(text.lstrip(" \t"))
+            width = indent if width is None else min(width, indent)
+            if width < 2:
+                return None
+    if width is None:
         return None
-    width = min(len(text) - len(text.lstrip(" \t")) for text in nonblank)
-    if width < 2:
-        return None
-    return [replace(line, text=line.text[width:]) for line in lines]
+    return [with_text(row, text_of(row)[width:]) for row in lines]
 
 
-def _numbered(lines: list[Line]) -> list[Line] | None:
+def _numbered(lines: list[Row]) -> list[Row] | None:
     """Leading line numbers (``cat -n``, a ticket's or an editor's gutter), counting up one by one."""
-    numbers = [(i, int(m.group("n"))) for i, line in enumerate(lines) if (m := _NUMBERED.match(line.text))]
-    if len(numbers) < 3 or len(numbers) < MOST * sum(1 for line in lines if line.text.strip()):
+    numbers = steps = nonblank = 0
+    last: int | None = None
+    for row in lines:
+        text = text_of(row)
+        nonblank += not blank(text)
+        if m := _NUMBERED.match(text):
+            n = int(m.group("n"))
+            numbers += 1
+            steps += last is not None and n == last + 1
+            last = n
+    if numbers < 3 or numbers < MOST * nonblank:
         return None
-    steps = sum(1 for (_, a), (_, b) in zip(numbers, numbers[1:], strict=False) if b == a + 1)
-    if steps < 0.9 * (len(numbers) - 1):
+    if steps < 0.9 * (numbers - 1):
         return None
-    return [replace(line, text=m.group("msg")) if (m := _NUMBERED.match(line.text)) else line for line in lines]
+    return [with_text(row, m.group("msg")) if (m := _NUMBERED.match(text_of(row))) else row for row in lines]
 
 
-def _comment(lines: list[Line]) -> list[Line] | None:
-    if _NCCL_HEADER.search("\n".join(line.text for line in lines)):
-        return None
+def _comment(lines: list[Row]) -> list[Row] | None:
     if not _mostly(lines, lambda text: text.startswith("#")):
         return None
-    return [replace(line, text=m.group("msg")) if (m := _COMMENT.match(line.text)) else line for line in lines]
-
-
-def _escaped_newlines(lines: list[Line]) -> list[Line] | None:
-    """A logger's line that kept the newlines as ``\\n`` (a JSON object's message, or plain text)."""
-    nonblank = [line for line in lines if line.text.strip()]
-    escaped = sum(len(_ESCAPED.findall(line.text)) for line in nonblank)
-    if not nonblank or escaped < 2 or escaped < len(nonblank):
+    if _NCCL_HEADER.search("\n".join(text_of(row) for row in lines)):  # after: only a commented text is joined
         return None
-    out: list[Line] = []
-    for line in lines:
-        body = _json_message(line.text)
-        if body is None:
-            body = _UNESCAPE.sub(lambda m: {"n": "\n", "t": "\t", "r": ""}.get(m.group(1), m.group(1)), line.text)
-        out.extend(replace(line, text=part.rstrip("\r")) for part in body.split("\n"))
-    while out and not out[-1].text.strip():
+    return [with_text(row, m.group("msg")) if (m := _COMMENT.match(text_of(row))) else row for row in lines]
+
+
+def _escaped_newlines(lines: list[Row]) -> list[Row] | None:
+    """A logger's line that kept the newlines as ``\\n`` (a JSON object's message, or plain text)."""
+    nonblank = escaped = 0
+    for row in lines:
+        text = text_of(row)
+        if not blank(text):
+            nonblank += 1
+            escaped += text.count("\\n")  # escaped newlines, \\r\\n ones too (each holds one \\n)
+    if not nonblank or escaped < 2 or escaped < nonblank:
+        return None
+    out: list[Row]
+    if all(isinstance(line, str) for line in lines):
+        # Nothing said of any line: one text split once (a list per line, then one more for them all,
+        # were as large as the lines themselves for a paste of short lines).
+        text = "\n".join(_read_escaped(cast(str, line)) for line in lines)
+        out = cast(list[Row], text.split("\n"))
+        if "\r" in text:
+            out = [text_of(part).rstrip("\r") for part in out]
+    else:
+        out = []
+        for line in lines:
+            out.extend(with_text(line, part.rstrip("\r")) for part in _read_escaped(text_of(line)).split("\n"))
+    while out and blank(text_of(out[-1])):
         out.pop()
     return out
+
+
+_UNESCAPED = {"n": "\n", "t": "\t", "r": ""}
+
+
+def _unescape(text: str) -> str:
+    """``\\n``, ``\\t``, ``\\r``, ``\\"`` and ``\\\\`` read back. Where every backslash starts one of the
+    first three, plain replaces give the same text without the list of pieces a regex substitution
+    builds (two per escape: for a paste of short lines, more than the lines themselves)."""
+    if text.count("\\") == text.count("\\n") + text.count("\\t") + text.count("\\r"):
+        return text.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "")
+    return _UNESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), m.group(1)), text)
+
+
+def _read_escaped(text: str) -> str:
+    """A logger's line read back: its JSON object's message, else the line with its escapes read."""
+    body = _json_message(text)
+    return _unescape(text) if body is None else body
 
 
 def _json_message(text: str) -> str | None:
@@ -381,31 +379,31 @@ def _json_message(text: str) -> str | None:
     return max(strings, key=len) if strings else None
 
 
-def _simple(pattern: re.Pattern[str], make: Callable[[re.Match[str], Line], Line]) -> Peel:
+def _simple(pattern: re.Pattern[str], make: Callable[[re.Match[str], Row], Row]) -> Peel:
     return lambda lines: _by_pattern(pattern, make, lines)
 
 
-def _rank(m: re.Match[str], line: Line) -> Line:
-    return replace(line, text=m.group("msg"), rank=int(m.group("rank")))
+def _rank(m: re.Match[str], line: Row) -> Row:
+    return with_text(line, m.group("msg"), rank=int(m.group("rank")))
 
 
 # Outer layers, tried in this order at each depth; peeling goes on inside each.
 _OUTER: tuple[tuple[str, Peel], ...] = (
     ("indent", _indent),
-    ("quote", _simple(_QUOTE, lambda m, line: replace(line, text=m.group("msg")))),
+    ("quote", _simple(_QUOTE, lambda m, line: with_text(line, m.group("msg")))),
     ("line-numbers", _numbered),
     ("comment", _comment),
-    ("kubectl-prefix", _simple(_KUBECTL_PREFIX, lambda m, line: replace(
-        line, text=m.group("msg"), pod=m.group("pod"), container=m.group("container")))),
-    ("dmesg-x", _simple(_DMESG_X, lambda m, line: replace(line, text=m.group("msg")))),
-    ("dmesg-raw", _simple(_DMESG_RAW, lambda m, line: replace(line, text=m.group("msg")))),
+    ("kubectl-prefix", _simple(_KUBECTL_PREFIX, lambda m, line: with_text(
+        line, m.group("msg"), pod=m.group("pod"), container=m.group("container")))),
+    ("dmesg-x", _simple(_DMESG_X, lambda m, line: with_text(line, m.group("msg")))),
+    ("dmesg-raw", _simple(_DMESG_RAW, lambda m, line: with_text(line, m.group("msg")))),
     ("escaped-newlines", _escaped_newlines),
     ("mpirun", _simple(_MPIRUN, _rank)),
     ("torch-rank", _simple(_TORCH, _rank)),
-    ("kernel-tag", _simple(_KERNEL_TAG, lambda m, line: replace(line, text=m.group("msg")))),
+    ("kernel-tag", _simple(_KERNEL_TAG, lambda m, line: with_text(line, m.group("msg")))),
 )
 # The innermost record prefixes: nothing is peeled inside them.
-_INNER: tuple[tuple[str | None, Callable[[list[Line]], tuple[str, list[Line]] | list[Line] | None]], ...] = (
+_INNER: tuple[tuple[str | None, Callable[[list[Row]], tuple[str, list[Row]] | list[Row] | None]], ...] = (
     (None, _journal_json),
     (None, _journal),
     ("dmesg", lambda lines: _by_pattern(_DMESG_PLAIN, _keep, lines)),
@@ -416,18 +414,22 @@ _INNER: tuple[tuple[str | None, Callable[[list[Line]], tuple[str, list[Line]] | 
 )
 # Tags tried after the record prefixes: "host: " would also match a journal line's tag ("kernel: ").
 _LAST: tuple[tuple[str, Peel], ...] = (
-    ("kubectl-timestamps", _simple(_RFC3339, lambda m, line: replace(line, text=m.group("msg"), time=m.group("time")))),
+    ("kubectl-timestamps", _simple(_RFC3339, lambda m, line: with_text(line, m.group("msg"), time=m.group("time")))),
     ("host-tags", _host_tags),
     ("srun-label", _simple(_SRUN, _rank)),
 )
 
 
-def _lines(text: str) -> list[Line]:
-    text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
-    return [Line(t) for t in text.split("\n")]
+def _lines(text: str) -> list[Row]:
+    # Each step copies the whole text: only where it has something to do.
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return cast(list[Row], text.split("\n"))  # a list of str is one of rows, and no copy
 
 
-def _step(lines: list[Line]) -> tuple[str, list[Line], bool] | None:
+def _step(lines: list[Row]) -> tuple[str, list[Row], bool] | None:
     """The outermost layer of ``lines``: (its form, the lines inside it, whether peeling goes on)."""
     for form, peel in _OUTER:
         if (inner := peel(lines)) is not None:
@@ -464,17 +466,10 @@ def unwrap(text: str) -> Unwrapped:
         if not deeper:
             break
     if not forms:
-        return Unwrapped(text, (), tuple(lines))
-    return Unwrapped("\n".join(line.text for line in lines), tuple(forms), tuple(lines))
+        return Unwrapped(text, (), Lines(lines))
+    # join() makes a list of what it is given: the rows themselves where they are all bare text.
+    texts = cast(list[str], lines) if all(isinstance(row, str) for row in lines) else [text_of(row) for row in lines]
+    return Unwrapped("\n".join(texts), tuple(forms), Lines(lines))
 
 
-def times_by_line(lines: Iterable[Line]) -> dict[str, str]:
-    """Each inner line (stripped) -> the time its wrapper printed (the first, for a line seen twice)."""
-    out: dict[str, str] = {}
-    for line in lines:
-        if line.time is not None:
-            out.setdefault(line.text.strip(), line.time)
-    return out
-
-
-__all__ = ["MOST", "Line", "Unwrapped", "times_by_line", "unwrap"]
+__all__ = ["MOST", "Line", "Lines", "Unwrapped", "bare_lines", "times_by_line", "unwrap"]

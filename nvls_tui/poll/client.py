@@ -344,6 +344,22 @@ class PollerClient:
             raise
         return dict(reply.value or {})
 
+    async def backlog(self) -> wire.Backlog:
+        """What the process holds for this console and has not handed over yet (``wire.Backlog``).
+
+        Raises:
+            PollerGone: the process is not running.
+        """
+        number, future = self._request()
+        self._send(wire.AskBacklog(number))
+        try:
+            reply: wire.Reply = await future
+        except asyncio.CancelledError:
+            self._waiting.pop(number, None)
+            raise
+        assert isinstance(reply.value, wire.Backlog)
+        return reply.value
+
     def _cancel(self, number: int) -> None:
         self._waiting.pop(number, None)
         if self.alive:

@@ -251,6 +251,11 @@ SECTIONS: tuple[Section, ...] = (
     # The node's own clock: kernel lines and unit times are on it, so "5 days ago" is read against it.
     Section("clock", ("date", "-u", "+%Y-%m-%dT%H:%M:%SZ")),
 )
+# The sections that print a file as it is (a smoke record written by hand with printf has no final newline):
+# the script prints one newline more before their end marker, which must start a line to count, and both
+# readers take that newline off again, so the text is the file's to the byte. A capture of an older probe
+# loses its last newline there instead (nothing reads it).
+NEWLINE_ADDED = ("record", "smoke", "simulated")
 # The sections that run journalctl, in the poll's order (the kernel's first).
 JOURNAL_SECTIONS = tuple(s.name for s in SECTIONS if s.argv[0] == JOURNAL_TOOL)
 # Filled per poll from the holders section (their identities and cgroups): see ps_argv, cgroup_argv.
@@ -404,6 +409,8 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             # Not asked once a journalctl of this poll timed out; one that times out here stops the next.
             lines += [begin, f'if [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '
                              f"case $rc in {TIMED_OUT_STATUS}) jh={section.name};; esac; fi", end]
+        elif section.name in NEWLINE_ADDED:
+            lines += [begin, cmd, "rc=$?", "echo", end]
         else:
             lines += [begin, cmd, "rc=$?", end]
     if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
@@ -450,7 +457,8 @@ def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) 
                 continue
             if len(parts) >= 3 and parts[1] == "end" and current == parts[2]:
                 status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
-                sections[current] = (status, "\n".join(body) + ("\n" if body else ""))
+                text = "\n".join(body) + ("\n" if body else "")
+                sections[current] = (status, text[:-1] if current in NEWLINE_ADDED and text else text)
                 current = None
                 continue
         if current is not None:
@@ -527,6 +535,8 @@ class SectionReader:
             status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
             if len(parts) > 3 and parts[3] == OVER_CAP_WORD:
                 self._cut_on_node.add(parts[2])
+            if self._current in NEWLINE_ADDED and self._body:
+                self._body[-1] = self._body[-1][:-1]  # the script's own newline (NEWLINE_ADDED)
             self._close(status)
             return True
         return self._take(line)
@@ -587,6 +597,7 @@ def section_argv(name: str) -> tuple[str, ...]:
 
 
 __all__ = [
+    "NEWLINE_ADDED",
     "DERIVED_SECTIONS",
     "DEVICE_LIST_ARGV",
     "FM_LOG_ARGV",

@@ -9,6 +9,8 @@ the two of them hold (a pipe is no trust boundary: nothing from elsewhere is eve
 
 Node states travel in :class:`Polled` batches (at most one every :data:`BATCH_SECONDS`), each update
 numbered per node (:attr:`Update.seq`, from 1) so the console can see that none was lost or reordered.
+A batch carries each node's newest poll since the last one: a poll that a newer poll of its node
+replaced before it was sent (the console read slowly or not at all) is never sent, nor numbered.
 A state whose diagnosis equals the last one sent for its node travels as the few fields that moved
 (its clock, when it was read: :attr:`Update.changes`; :attr:`Update.result` None).
 """
@@ -107,6 +109,14 @@ class AskActivity:
 
 
 @dataclass(frozen=True, slots=True)
+class AskBacklog:
+    """Say what the process holds for the console and has not handed over (a consumer that stopped
+    reading must not make it grow); answered by :class:`Reply` ``id`` whose value is a :class:`Backlog`."""
+
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """End the poller process (the console is closing)."""
 
@@ -133,7 +143,7 @@ class Update:
 
     Attributes:
         host: the node.
-        seq: this node's poll number, 1, 2, 3...
+        seq: this node's update number, 1, 2, 3... (a poll replaced before it was sent has none)
         result: the poll; None when only ``changes`` moved since this node's last update.
         changes: with ``result`` None, the state's fields that differ from the last update's (the
             diagnosis is the same).
@@ -149,9 +159,36 @@ class Update:
 
 @dataclass(frozen=True, slots=True)
 class Polled:
-    """The polls that finished since the last batch, in the order they finished."""
+    """Each node's newest poll since the last batch, in the order they finished."""
 
     updates: tuple[Update, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """What the poller process holds for the console, as :class:`AskBacklog` found it.
+
+    Attributes:
+        queued: polls waiting for the next batch.
+        peak_queued: the most ever waiting at once.
+        writing: updates of the batch handed to the pipe that the console has not taken in yet.
+        peak_writing: the most ever so.
+        buffered: bytes written that the pipe has not taken yet (in the process's own buffer).
+        peak_buffered: the most ever so.
+        polls: polls finished since the process started.
+        coalesced: polls replaced by a newer poll of their node before they were sent.
+        newest: each node's newest poll (``polled_at`` of its state; None: not read yet).
+    """
+
+    queued: int
+    peak_queued: int
+    writing: int
+    peak_writing: int
+    buffered: int
+    peak_buffered: int
+    polls: int
+    coalesced: int
+    newest: dict[str, float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +275,6 @@ async def open_pipes(read_fd: int, write_fd: int) -> tuple[asyncio.StreamReader,
     return reader, writer
 
 
-__all__ = ["BATCH_SECONDS", "FRAME_UPDATES", "AskActivity", "Call", "Cancel", "Failed", "Hello", "Lines", "OpenStream", "Pause", "Paused", "Poke",
+__all__ = ["BATCH_SECONDS", "FRAME_UPDATES", "AskActivity", "AskBacklog", "Backlog", "Call", "Cancel", "Failed", "Hello", "Lines", "OpenStream", "Pause", "Paused", "Poke",
            "Polled", "Reply", "Resume", "Stop", "StreamEnd", "Update", "WireError", "encode", "error_for_wire",
            "open_pipes", "receive"]

@@ -3,7 +3,9 @@
 :class:`PollWorker` runs one poll loop per node, as the console did in its own loop before, and
 sends what they read over a pipe (``nvls_tui.poll.wire``): a batch at most every ``BATCH_SECONDS``,
 each node's updates numbered, and a node that read the same as last time (but for its clock and
-the like) as the fields that moved alone. It answers the console's requests: poll now, hold a
+the like) as the fields that moved alone. What waits for a console that reads slowly or not at all
+is bounded by the node count: each node's newest unsent poll (it replaces an older one), one batch
+written ahead, and a stream's command held once ``STREAM_AHEAD`` bytes of its lines wait. It answers the console's requests: poll now, hold a
 node's polls (acknowledged once no poll of it runs), and, for nodes whose simulator lives here,
 an action's commands (the console's session audits them first: this is only the transport).
 
@@ -28,6 +30,10 @@ from nvls_tui.poll.poller import NodePoller, PollResult
 OPS = ("run", "deliver", "read_probe", "snapshot")
 STATE_FIELDS = tuple(f.name for f in dataclasses.fields(NodeState))
 MAX_DIFF_FIELDS = 6
+# A stream's lines go out in messages of at most this many, and its command waits while this many
+# bytes are written ahead of a console that does not read them.
+STREAM_LINES = 1000
+STREAM_AHEAD = 1 << 20
 
 
 def state_changes(last: NodeState, new: NodeState) -> dict[str, Any]:
@@ -69,21 +75,61 @@ class PollWorker:
         self.pollers = dict(pollers)
         self.nodes = dict(nodes or {})
         self.encoder = UpdateEncoder()
-        self._pending: list[wire.Update] = []
+        self._pending: dict[str, PollResult] = {}  # each node's newest poll not sent yet
         self._have = asyncio.Event()
         self._resume: dict[int, asyncio.Event] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._writer: asyncio.StreamWriter | None = None
+        self.polls = 0
+        self.coalesced = 0
+        self.peak_queued = 0
+        self._writing = 0
+        self.peak_writing = 0
+        self.peak_buffered = 0
+        self._newest: dict[str, float | None] = dict.fromkeys(self.pollers)
 
     def send(self, message: object) -> None:
         """Write one message now (replies and acknowledgements do not wait for a batch)."""
         assert self._writer is not None
         self._writer.write(wire.encode(message))
+        self.peak_buffered = max(self.peak_buffered, self._buffered())
+
+    async def _room(self) -> None:
+        """Wait while more than :data:`STREAM_AHEAD` bytes wait for the pipe: a console that reads
+        nothing holds a stream's command where it is, not its output in this process's memory."""
+        if self._writer is not None and self._buffered() > STREAM_AHEAD:
+            await self._writer.drain()
+
+    def _buffered(self) -> int:
+        """Bytes written that the pipe has not taken yet."""
+        transport = self._writer.transport if self._writer is not None else None
+        return transport.get_write_buffer_size() if transport is not None else 0
 
     def post(self, result: PollResult) -> None:
-        """Queue one poll for the next batch."""
-        self._pending.append(self.encoder.encode(result))
+        """Hold one poll for the next batch, in place of its node's older poll not sent yet.
+
+        A console that stops reading (a stalled terminal, a laptop asleep) blocks the batches
+        (``_send_batches`` waits for the pipe), not the polls: each node's unsent poll is replaced by its
+        newer one, so what waits here is at most one poll per node however long the stall lasts. Each
+        poll's state is whole (the kernel lines kept since the boot, not those new since the last poll),
+        so the newest says all an older one did. It is numbered and diffed when it is sent, against the
+        last one sent: the console sees no gap in the numbers.
+        """
+        host = result.state.host
+        self.polls += 1
+        self._newest[host] = result.state.polled_at
+        if self._pending.pop(host, None) is not None:
+            self.coalesced += 1
+        self._pending[host] = result  # at the end: a batch lists its polls in the order they finished
+        self.peak_queued = max(self.peak_queued, len(self._pending))
         self._have.set()
+
+    def backlog(self) -> wire.Backlog:
+        """What this process holds for the console now (``wire.AskBacklog``)."""
+        return wire.Backlog(queued=len(self._pending), peak_queued=self.peak_queued, writing=self._writing,
+                            peak_writing=self.peak_writing, buffered=self._buffered(),
+                            peak_buffered=self.peak_buffered, polls=self.polls, coalesced=self.coalesced,
+                            newest=dict(self._newest))
 
     async def _flush(self) -> None:
         """Send a batch at most every BATCH_SECONDS (the console folds and draws once per batch).
@@ -100,13 +146,17 @@ class PollWorker:
         while True:
             await self._have.wait()
             await asyncio.sleep(wire.BATCH_SECONDS)
-            batch, self._pending = self._pending, []
+            pending, self._pending = self._pending, {}
             self._have.clear()
+            batch = [self.encoder.encode(result) for result in pending.values()]
             # In frames of at most FRAME_UPDATES: the console reads one frame in one go, and a first
             # round of 1,024 full states in one frame held its keys for half a second.
             for start in range(0, len(batch), wire.FRAME_UPDATES):
                 self.send(wire.Polled(tuple(batch[start:start + wire.FRAME_UPDATES])))
+            self._writing = len(batch)
+            self.peak_writing = max(self.peak_writing, self._writing)
             await self._writer.drain()  # a console that reads slowly slows the batches, not the polls
+            self._writing = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Poll until the console says stop or its pipe ends."""
@@ -153,6 +203,8 @@ class PollWorker:
             self._start(message.id, self._stream(message))
         elif isinstance(message, wire.AskActivity):
             self.send(wire.Reply(message.id, self.activities(message.hosts)))
+        elif isinstance(message, wire.AskBacklog):
+            self.send(wire.Reply(message.id, self.backlog()))
         elif isinstance(message, wire.Cancel):
             task = self._tasks.get(message.id)
             if task is not None:
@@ -233,6 +285,9 @@ class PollWorker:
                     if not lines:
                         loop.call_soon(flush)  # the lines that came without a wait travel together
                     lines.append(line)
+                    if len(lines) >= STREAM_LINES or self._buffered() > STREAM_AHEAD:
+                        flush()
+                        await self._room()
             finally:
                 await generator.aclose()  # a cancelled stream ends its command (a smoke test's process)
         except asyncio.CancelledError:

@@ -93,13 +93,13 @@ def execute(node: Node, argv: Sequence[str], now: float, *, env: Mapping[str, st
     """
     advance(node, now)
     if node.silent:
-        node.cmdlog.append([now, list(argv)])
+        node.log_command(now, list(argv))
         return HANG  # nothing of the node answers, whatever is asked
     args, env_ = strip_wrappers(argv, env)
     behind = unfence([args[0].rsplit("/", 1)[-1], *args[1:]]) if args else None
     if behind is not None:
         return _fence(node, behind, now, env_, stdin)
-    node.cmdlog.append([now, list(argv)])
+    node.log_command(now, list(argv))
     if not args:
         return Output(0)
     name, rest = args[0].rsplit("/", 1)[-1], args[1:]

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     with store.locked() as (node, clock):
         now = clock.now()
         if command[0] == "stat":
-            node.cmdlog.append([now, list(command)])
+            node.log_command(now, list(command))
             code, out, err = files.stat(node, command[1:], now, lambda path: _real_entry(args[0], node, clock, path))
             return write_output(Output(code, out, err))
         result = execute(node, command, now, env=env)

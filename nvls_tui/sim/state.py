@@ -202,6 +202,9 @@ class Node:
     # ``stat -c %Y`` reads it on the node's clock, its age in real seconds (sim/files.py says why).
     mtimes: dict[str, list[float]] = field(default_factory=dict)
     cmdlog: list[list] = field(default_factory=list)
+    # The newest commands cmdlog keeps (None: every one; tests read what a run did). A long-lived
+    # simulator (the console's poller process) sets it: its nodes run a dozen commands a poll.
+    cmdlog_keep: int | None = None
     next_pid: int = 40000
     # /proc/sys/kernel/pid_max: systemd raises it to 2^22 on 64-bit hosts; ps sizes its PID columns by it.
     pid_max: int = 4194304
@@ -314,6 +317,13 @@ class Node:
             for dev in proc.devices:
                 out.setdefault(dev, []).append(proc)
         return out
+
+    def log_command(self, ts: float, argv: list[str]) -> None:
+        """Note a command run at ``ts``; past twice :attr:`cmdlog_keep` the oldest go (in one cut, not one
+        by one: a cut copies the rest)."""
+        self.cmdlog.append([ts, argv])
+        if self.cmdlog_keep is not None and len(self.cmdlog) > 2 * self.cmdlog_keep:
+            del self.cmdlog[:len(self.cmdlog) - self.cmdlog_keep]
 
     def log_kernel(self, ts: float, text: str) -> None:
         """Append a kernel line (kept in time order)."""
