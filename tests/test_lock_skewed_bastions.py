@@ -1,4 +1,5 @@
-"""Two real bastions whose clocks are six minutes apart, one node behind a real sshd (issue 34, item 1).
+"""Two real bastions whose clocks are six minutes apart, one node behind a real sshd (issue 34, item 1); and a
+lock dated in the node's future (item 6).
 
 The second bastion runs nvls-tui under libfaketime (``FAKETIME=+6m``): every clock its process reads runs
 six minutes ahead, as on a bastion whose NTP is broken. Against a live repair waiting in verify-no-holders it
@@ -107,3 +108,39 @@ def test_a_bastion_six_minutes_ahead_never_takes_a_live_lock_and_a_taken_over_ru
     assert not any((r.get("argv") or [])[:2] in (["nvidia-smi", "-r"], ["systemctl", "start"]) for r in sent_after)
     assert any(r.get("event") == "note" and r.get("level") == "error" and "LOCK LOST" in r.get("message", "")
                for r in audit_records(first_dir))
+
+
+def test_a_lock_dated_in_the_nodes_future_is_refused_as_unjudgeable_and_force_takes_it_only_after_watching(
+        rigs, tmp_path):
+    # Item 6: the node's clock stepped back an hour after another bastion's run wrote its owner file (that run is
+    # gone: no heartbeat comes). Before: the refusal said the run was alive ("last heartbeat 0 s ago") and
+    # --force could never take the lock over.
+    from nvls_tui.runbook.lock import LockOwner
+
+    rig = rigs({"gpu05": ("seed-incident", "gpu05")})
+    target = rig.target("gpu05")
+    lock_dir = rig.nodes["gpu05"].dir / "var" / "lib" / "nvls-tui" / "lock"
+    lock_dir.mkdir()
+    ahead = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    owner = LockOwner(run_id="run-gone", bastion="bastion-b2", operator="lee", tool_pid=4242,
+                      since=ahead.isoformat(timespec="seconds"), heartbeat=ahead.isoformat(timespec="seconds"))
+    owner_file = lock_dir / "owner.json"
+    owner_file.write_text(owner.to_json())
+    os.utime(owner_file, (time.time() + 3600, time.time() + 3600))
+
+    code, out, err = finish(cli(rig, "repair", "--restore", target, "--json", "--audit-dir", str(tmp_path / "r1")))
+    refused = only_node(out)
+    assert (code, refused["result"]) == (1, "refused"), err
+    assert "cannot be judged" in refused["message"] and "future" in refused["message"], refused["message"]
+    assert "--force" in refused["message"] and "0 s ago" not in refused["message"]
+    assert refused["lock_owner"]["status"] == "cannot be judged"
+
+    forced_dir = tmp_path / "forced"
+    code, out, err = finish(cli(rig, "repair", "--restore", target, "--force", "--timeout", "5", "--json",
+                                "--audit-dir", str(forced_dir)), timeout=240)
+    taken = only_node(out)
+    assert (code, taken["result"]) == (0, "restored"), (taken["message"], err)
+    notes = [r["message"] for r in audit_records(forced_dir) if r.get("event") == "note"]
+    assert any("watching its owner file" in m for m in notes), notes
+    assert any("took over the unjudgeable lock" in m and "run-gone" in m and "no heartbeat" in m for m in notes)
+    assert not owner_file.exists()
