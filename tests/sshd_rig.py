@@ -141,8 +141,11 @@ class SshdRig:
     """
 
     def __init__(self, root: Path, nodes: list[str], populate: Callable[[str, Path], None] | None = None,
-                 path_tails: dict[str, str] | None = None):
+                 path_tails: dict[str, str] | None = None, homes: dict[str, Path] | None = None):
         self.root = Path(root)
+        # A node whose login has a HOME of its own: bash reads that ~/.bashrc, as over ssh to a real node
+        # (the other nodes' shells read none: SHLVL=1 below).
+        self.homes = dict(homes or {})
         # What follows a node's own bin directory on its PATH (a node "without fuser" gets none).
         self.path_tails = dict(path_tails or {})
         self.sshd = find_sshd()
@@ -205,9 +208,12 @@ class SshdRig:
         for n in nodes:
             # SHLVL=1 makes bash skip ~/.bashrc for sshd commands (it only reads it at level 1),
             # so a root .bashrc that prepends pyenv/cargo to PATH cannot shadow the node's shims.
+            # A node with a home of its own gets SHLVL=0: its shells read that home's ~/.bashrc.
+            home = self.homes.get(n.name)
+            shell = "SHLVL=1" if home is None else f"SHLVL=0 HOME={home}"
             lines += [
                 f"Match LocalPort {n.port}",
-                f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} SHLVL=1 NVLS_TUI_SIMULATED=1 "
+                f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} {shell} NVLS_TUI_SIMULATED=1 "
                 f"NVLS_TUI_SIM_NODE={n.name}",
             ]
         path = self.root / f"sshd_config.{index}"
