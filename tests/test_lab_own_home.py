@@ -96,3 +96,23 @@ def test_a_stale_pyenv_rehash_lock_in_the_node_does_not_hold_its_shells(lab):
         node_run(nodes["gpu06"], "rm", "-f", lock, check=False)
     assert done.stdout.split()[-1:] == ["started"], done.stderr
     assert took < 15, f"a command over SSH took {took:.0f} s to start"  # pyenv waits 60 s for its lock
+
+
+def test_check_says_how_long_a_lab_nodes_shell_took_to_start(lab):
+    """Issue 37 item 2 on a lab node: its own ~/.bashrc made slow (a little longer than --timeout)."""
+    import json
+    import re
+
+    folder, nodes = lab
+    node_run(nodes["gpu05"], "sh", "-c", "cp -p /root/.bashrc /root/.bashrc.nvls-test && echo 'sleep 8' >> /root/.bashrc")
+    try:
+        done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "check", "gpu05", "--json", "--timeout", "6",
+                               "--ssh-config", str(folder / "ssh_config")],
+                              capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        node_run(nodes["gpu05"], "mv", "/root/.bashrc.nvls-test", "/root/.bashrc")
+    (node,) = json.loads(done.stdout)["nodes"]
+    message = node["findings"][0]["message"]
+    assert node["verdict"] == "unreachable", message
+    took = re.search(r"the node's shell took (\d+) s to start: its start-up files\?", message)
+    assert took and 7 <= int(took.group(1)) <= 10, message
