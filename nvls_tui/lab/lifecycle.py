@@ -90,7 +90,11 @@ def _write_layer(node: LabNode, lab_key: str, scenario: str, slurm: SlurmImage |
         # Opaque: the overlay shows none of the host's folder below it (its ~/.bashrc, its pyenv, ...).
         folder = upper / own.lstrip("/")
         folder.mkdir(parents=True, exist_ok=True)
-        os.setxattr(folder, "trusted.overlay.opaque", b"y")
+        try:
+            os.setxattr(folder, "trusted.overlay.opaque", b"y")
+        except OSError as exc:
+            raise LabError(f"{node.name}: cannot give it a {own} of its own: {node.folder} is on a file system "
+                           f"without trusted extended attributes ({exc.strerror}); give a --dir elsewhere") from exc
         os.chmod(folder, mode)
     for path, (text, mode) in node_files(node.name, node.address, sys.executable, lab_key, devices, slurm).items():
         target = upper / path.lstrip("/")
