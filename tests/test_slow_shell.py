@@ -7,7 +7,8 @@ of a second shell on the node: "the node's shell took 6 s to start: its start-up
 not start at all, in ``check`` and in a repair's step.
 
 Over the real sshd rig: a node whose login reads a ``~/.bashrc`` (a HOME of its own) that sleeps a little
-longer than ``--timeout``, and one whose ``~/.bashrc`` never ends.
+longer than ``--timeout``, and one whose ``~/.bashrc`` never ends; and a node of real processes
+(tests/realnode.py) whose ``.bashrc`` sleeps.
 """
 
 from __future__ import annotations
@@ -76,3 +77,21 @@ def test_a_repair_step_says_how_long_the_nodes_shell_took_to_start(rig, tmp_path
                 "--audit-dir", str(tmp_path / "audit"), *rig.cli_args())
     assert done.returncode != 0
     assert re.search(r"the node's shell took \d+ s to start: its start-up files\?", done.stdout), done.stdout
+
+
+def test_over_a_node_of_real_processes_check_says_how_long_its_shell_took_to_start(tmp_path):
+    from tests.realnode import RealNode, available
+
+    if (why := available()) is not None:
+        pytest.skip(why)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text(f"sleep {SLOW}\n")
+    real = RealNode(tmp_path / "node", {"slow": set()}, idle=True, homes={"slow": home}).start()
+    try:
+        done = nvls("check", real.target("slow"), "--json", "--timeout", str(TIMEOUT), *real.rig.cli_args())
+    finally:
+        real.stop()
+    message = unreachable_message(done)
+    took = re.search(r"the node's shell took (\d+) s to start: its start-up files\?", message)
+    assert took and SLOW - 1 <= int(took.group(1)) <= 1.5 * TIMEOUT + 1, message
