@@ -168,6 +168,7 @@ class RealNode:
         variants: port name -> tools the node lacks on that port (``{"full": set(), "no-fuser": {"fuser"}}``).
         absent: device files of :data:`DEVICES` the node lacks (:data:`H200_ABSENT`: the real H200's /dev).
         idle: start no holder (no pod, DCGM, workload or watch loop): nothing holds a device.
+        homes: port name -> a HOME of its own for that port's login (its ``.bashrc`` is read).
 
     Attributes:
         rig: the sshd configuration (keys, known_hosts, targets) of every port.
@@ -176,7 +177,7 @@ class RealNode:
     """
 
     def __init__(self, root: Path, variants: dict[str, set[str]], *, absent: tuple[str, ...] = (),
-                 idle: bool = False) -> None:
+                 idle: bool = False, homes: dict[str, Path] | None = None) -> None:
         self.root = Path(root)
         self.variants = variants
         self.devices = [d for d in DEVICES if d not in absent]
@@ -184,7 +185,8 @@ class RealNode:
         self.pids: dict[str, int] = {}
         self._init: subprocess.Popen | None = None
         tails = {name: ("" if tools else ":/usr/bin:/bin") for name, tools in variants.items()}
-        self.rig = SshdRig(self.root / "ssh", list(variants), self._populate, path_tails=tails)
+        # homes: a port whose login has a HOME of its own (its shells read that ~/.bashrc: SshdRig's homes).
+        self.rig = SshdRig(self.root / "ssh", list(variants), self._populate, path_tails=tails, homes=homes)
 
     def _populate(self, name: str, node_dir: Path) -> None:
         write_shims(node_dir, "healthy", "hgx01", static=True)

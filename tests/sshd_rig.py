@@ -5,11 +5,20 @@ node's shim directory first on PATH (``SetEnv``), so any command run over SSH on
 node N. Keys, known_hosts and the config live in a temporary directory; nothing outside it is
 touched except ``/run/sshd`` (the privilege-separation directory sshd insists on when run as root).
 Only loopback, ever.
+
+A node's ``/dev`` is its own, never this machine's (issue 37): run as root, each sshd starts in a private
+mount namespace whose ``/dev`` is a tmpfs with the few devices a shell needs (null, zero, random, a
+pseudo-terminal instance of its own, ...) and the node's ``/dev/nvidia*`` files, as its shim directory
+lists them (``DIR/devices``, written by ``write_shims``; none without it). The poll's ``fuser -v
+/dev/nvidia*`` is expanded by the node's shell, so on a machine with an NVIDIA driver the host's
+``/dev/nvidiactl`` would otherwise be the node's. Nodes with the same files share an sshd. Not root, the
+rig has no namespace to give: it refuses to start where this machine has ``/dev/nvidia*`` files.
 """
 
 from __future__ import annotations
 
 import getpass
+import glob
 import os
 import shutil
 import signal
@@ -31,6 +40,36 @@ LOOPBACK = "127.0.0.1"
 PORTS_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS: sshd refuses to start with more listeners
 PORT_ATTEMPTS = 5  # fresh ports tried when one was taken before sshd could bind it
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd")
+DEVICES_FILE = "devices"  # nvls_tui.sim.shims.DEVICES_FILE: a node's /dev/nvidia* files, one a line
+
+# sh -c OWN_DEV sh DEVICE... -- SSHD ARGV: in a private mount namespace (unshare -m), a /dev of the node's
+# own, then exec sshd (the same PID: the rig's stop and port checks see sshd). Nothing of the host's /dev
+# but the devices every shell needs, bound one by one; a pseudo-terminal instance of its own.
+OWN_DEV = r"""set -e
+h=$(mktemp -d "${TMPDIR:-/tmp}/nvls-rig-dev.XXXXXX")
+mount --rbind /dev "$h"  # recursive: where /dev is itself made of binds (scripts/with-host-gpu-devices.sh)
+mount -t tmpfs -o mode=755 nvls-rig-dev /dev
+for d in null zero full random urandom tty; do touch "/dev/$d"; mount --bind "$h/$d" "/dev/$d"; done
+umount -l "$h"; rmdir "$h"
+mkdir /dev/pts /dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts /dev/pts
+mount -t tmpfs -o mode=1777 shm /dev/shm
+ln -s pts/ptmx /dev/ptmx; ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin; ln -s /proc/self/fd/1 /dev/stdout; ln -s /proc/self/fd/2 /dev/stderr
+while [ "$1" != -- ]; do : > "$1"; chmod 666 "$1"; shift; done  # crw-rw-rw- on real nodes too
+shift
+exec "$@"
+"""
+
+
+def host_device_files() -> list[str]:
+    """This machine's own /dev/nvidia* entries (a node must never see them)."""
+    return sorted(glob.glob("/dev/nvidia*"))
+
+
+def own_dev_possible() -> bool:
+    """True when the rig can give each node a /dev of its own (root, with util-linux unshare)."""
+    return os.geteuid() == 0 and shutil.which("unshare") is not None
 
 
 def find_sshd() -> str | None:
@@ -83,6 +122,14 @@ class RigNode:
         """The directory sshd puts first on PATH for this node's port."""
         return self.dir / "bin"
 
+    def devices(self) -> tuple[str, ...]:
+        """The node's /dev/nvidia* files (``DIR/devices``; none when its directory has no list)."""
+        try:
+            text = (self.dir / DEVICES_FILE).read_text()
+        except FileNotFoundError:
+            return ()
+        return tuple(line for line in text.splitlines() if line.startswith("/dev/nvidia") and "/" not in line[5:])
+
 
 class SshdRig:
     """One sshd child process serving ``nodes`` on loopback ports.
@@ -94,8 +141,11 @@ class SshdRig:
     """
 
     def __init__(self, root: Path, nodes: list[str], populate: Callable[[str, Path], None] | None = None,
-                 path_tails: dict[str, str] | None = None):
+                 path_tails: dict[str, str] | None = None, homes: dict[str, Path] | None = None):
         self.root = Path(root)
+        # A node whose login has a HOME of its own: bash reads that ~/.bashrc, as over ssh to a real node
+        # (the other nodes' shells read none: SHLVL=1 below).
+        self.homes = dict(homes or {})
         # What follows a node's own bin directory on its PATH (a node "without fuser" gets none).
         self.path_tails = dict(path_tails or {})
         self.sshd = find_sshd()
@@ -107,6 +157,7 @@ class SshdRig:
         self.ssh_config = self.root / "ssh_config"  # empty: keeps ~/.ssh/config out of the tests
         self.log_file = self.root / "sshd.log"
         self.configs: list[Path] = []
+        self.config_devices: list[tuple[str, ...]] = []  # the /dev/nvidia* files of each config's nodes
         self.procs: list[subprocess.Popen] = []
         self._names = list(nodes)
         self._populate = populate
@@ -157,9 +208,12 @@ class SshdRig:
         for n in nodes:
             # SHLVL=1 makes bash skip ~/.bashrc for sshd commands (it only reads it at level 1),
             # so a root .bashrc that prepends pyenv/cargo to PATH cannot shadow the node's shims.
+            # A node with a home of its own gets SHLVL=0: its shells read that home's ~/.bashrc.
+            home = self.homes.get(n.name)
+            shell = "SHLVL=1" if home is None else f"SHLVL=0 HOME={home}"
             lines += [
                 f"Match LocalPort {n.port}",
-                f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} SHLVL=1 NVLS_TUI_SIMULATED=1 "
+                f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} {shell} NVLS_TUI_SIMULATED=1 "
                 f"NVLS_TUI_SIM_NODE={n.name}",
             ]
         path = self.root / f"sshd_config.{index}"
@@ -183,9 +237,14 @@ class SshdRig:
         ports = _free_ports(len(self.nodes))
         self.nodes = {name: RigNode(name, port, node.dir)
                       for (name, node), port in zip(self.nodes.items(), ports, strict=True)}
-        nodes = list(self.nodes.values())
-        self.configs = [self._write_config(i // PORTS_PER_SSHD, nodes[i : i + PORTS_PER_SSHD])
-                        for i in range(0, len(nodes), PORTS_PER_SSHD)]
+        groups: dict[tuple[str, ...], list[RigNode]] = {}  # nodes that see the same /dev share an sshd
+        for node in self.nodes.values():
+            groups.setdefault(node.devices(), []).append(node)
+        self.configs, self.config_devices = [], []
+        for devices, members in groups.items():
+            for i in range(0, len(members), PORTS_PER_SSHD):
+                self.configs.append(self._write_config(len(self.configs), members[i : i + PORTS_PER_SSHD]))
+                self.config_devices.append(devices)
         self._write_known_hosts()
 
     # ----- life cycle -------------------------------------------------------------------------
@@ -207,6 +266,9 @@ class SshdRig:
         if os.geteuid() == 0:
             # sshd refuses to start as root without its privilege-separation directory.
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        if not own_dev_possible() and host_device_files():
+            raise RuntimeError(f"this machine has {' '.join(host_device_files())}: a node's shell would see them as "
+                               "its own; run as root (the rig gives each node a private /dev) or where there are none")
         for attempt in range(PORT_ATTEMPTS):
             taken = self._launch(wait)
             if not taken:
@@ -227,9 +289,9 @@ class SshdRig:
         log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         log = self.log_file.open("ab")
         self.procs = [
-            subprocess.Popen([self.sshd, "-D", "-e", "-f", str(config)],
+            subprocess.Popen(self._sshd_argv(config, devices),
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-            for config in self.configs
+            for config, devices in zip(self.configs, self.config_devices, strict=True)
         ]
         log.close()
         deadline = time.monotonic() + wait
@@ -250,6 +312,13 @@ class SshdRig:
                 self.stop()
                 raise RuntimeError(f"sshd did not answer on ports {sorted(ports - owned)} within {wait:g}s")
             time.sleep(0.05)  # polling a child process's sockets: bounded by the deadline above
+
+    def _sshd_argv(self, config: Path, devices: tuple[str, ...]) -> list[str]:
+        """sshd for ``config``, in a mount namespace whose /dev is its nodes' own where the rig can make one."""
+        argv = [str(self.sshd), "-D", "-e", "-f", str(config)]
+        if not own_dev_possible():
+            return argv
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", OWN_DEV, "sh", *devices, "--", *argv]
 
     def owned_ports(self) -> set[int]:
         """Loopback ports on which one of this rig's sshd processes (by its config) listens."""

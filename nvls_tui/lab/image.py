@@ -3,6 +3,10 @@
 :func:`node_files` is pure: ``{path inside the node: (text, mode)}``. The node's root is an overlay of
 the host's ``/`` with these files in its upper layer, so everything else (systemd, journald, sshd,
 procps, psmisc, the project and its venv) is the host's real program.
+
+Except its homes (:data:`OWN_DIRS`): ``/root`` and ``/home`` are the node's own, opaque over the host's,
+so nothing of the host's user environment (its ``~/.bashrc`` running ``pyenv init``, credentials, caches)
+is the node's. Root's start-up files are the image's minimal ones (:data:`ROOT_PROFILE`, :data:`ROOT_BASHRC`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,18 @@ DMESG_WRAPPER = f"""#!/bin/sh
 # nvls-tui lab: this node's ring buffer is a file (kernel-log sync writes it); util-linux dmesg reads it.
 {KERNEL_LOG_TOOL} sync || exit 1
 exec /usr/bin/dmesg --file {RING_FILE} "$@"
+"""
+
+OWN_DIRS = {"/root": 0o700, "/home": 0o755}
+"""Folders of the node's own, not the host's (opaque in its overlay), with their modes."""
+HOME_DIRS = ("/root", "/home")
+"""Where the host keeps its users' environments: the node shows none of it (its code binds excepted)."""
+ROOT_PROFILE = """# ~/.profile: a lab node's own (nvls-tui lab), not the host's.
+if [ -n "$BASH_VERSION" ] && [ -f "$HOME/.bashrc" ]; then
+  . "$HOME/.bashrc"
+fi
+"""
+ROOT_BASHRC = """# ~/.bashrc: a lab node's own (nvls-tui lab), not the host's: nothing to run at start-up.
 """
 
 FM_CFG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
@@ -163,6 +179,8 @@ def node_files(name: str, address: str, python: str, authorized_key: str,
         "/etc/machine-id": (machine_id(name) + "\n", 0o444),
         "/etc/ssh/sshd_config.d/nvls-lab.conf": (sshd_config(address), 0o644),
         "/root/.ssh/authorized_keys": (authorized_key, 0o600),
+        "/root/.profile": (ROOT_PROFILE, 0o644),
+        "/root/.bashrc": (ROOT_BASHRC, 0o644),
         SIMULATED_MARKER: (LAB_MARKER, 0o644),
         "/usr/local/bin/journalctl": (JOURNALCTL_WRAPPER, 0o755),
         "/usr/local/bin/dmesg": (DMESG_WRAPPER, 0o755),

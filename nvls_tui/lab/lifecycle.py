@@ -28,7 +28,7 @@ from nvls_tui.lab import acts
 from nvls_tui.lab import cluster as kube_
 from nvls_tui.lab import slurm as slurm_
 from nvls_tui.lab.hardware import new_hardware
-from nvls_tui.lab.image import SSH_PORT, SlurmImage, enabled_links, node_files
+from nvls_tui.lab.image import OWN_DIRS, SSH_PORT, SlurmImage, enabled_links, node_files
 from nvls_tui.lab.machine import (
     DEFAULT_SUBNET,
     LabError,
@@ -86,6 +86,16 @@ def _write_layer(node: LabNode, lab_key: str, scenario: str, slurm: SlurmImage |
     """Write the node's upper layer for ``scenario``; returns its device files."""
     upper = Path(node.folder, "upper")
     devices = _hardware(node, scenario)
+    for own, mode in OWN_DIRS.items():
+        # Opaque: the overlay shows none of the host's folder below it (its ~/.bashrc, its pyenv, ...).
+        folder = upper / own.lstrip("/")
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            os.setxattr(folder, "trusted.overlay.opaque", b"y")
+        except OSError as exc:
+            raise LabError(f"{node.name}: cannot give it a {own} of its own: {node.folder} is on a file system "
+                           f"without trusted extended attributes ({exc.strerror}); give a --dir elsewhere") from exc
+        os.chmod(folder, mode)
     for path, (text, mode) in node_files(node.name, node.address, sys.executable, lab_key, devices, slurm).items():
         target = upper / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nvls_tui.lab.image import SSH_PORT, TARGET
+from nvls_tui.lab.image import HOME_DIRS, SSH_PORT, TARGET
 
 BOOT_TIMEOUT = 90.0
 
@@ -170,13 +170,18 @@ def _code_binds() -> list[str]:
     """nvls-tui and its interpreter, bound read-only at their own paths: the stand-ins run them.
 
     The overlay of ``/`` shows them too, except under ``/tmp``, where nspawn mounts a fresh tmpfs (a
-    clone in /tmp booted nodes whose stand-ins could not start).
+    clone in /tmp booted nodes whose stand-ins could not start), and under the host's homes, which the
+    node does not show (``image.HOME_DIRS``): a venv made from a pyenv Python needs that Python's
+    installation (``sys.base_prefix``, ``/root/.pyenv/versions/X``), bound alone, not the home around it.
     """
     import sys
 
     import nvls_tui
 
     paths = {Path(nvls_tui.__file__).resolve().parents[1], Path(sys.prefix).resolve()}
+    base = Path(sys.base_prefix).resolve()
+    if any(base.is_relative_to(home) for home in HOME_DIRS):
+        paths.add(base)
     keep = [p for p in paths if not any(q != p and q in p.parents for q in paths)]
     return [f"--bind-ro={p}" for p in sorted(keep)]
 

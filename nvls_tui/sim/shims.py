@@ -8,6 +8,10 @@ A real sshd can then serve simulated nodes: put ``DIR/bin`` first on PATH (or co
   to DIR/var/lib/nvls-tui and the real tool runs.
 - ``sudo`` strips its options and runs the simulated tool (never a real privileged command).
 - ``static=True``: read-only outputs pre-rendered once and printed by /bin/sh ``cat`` (no Python).
+- ``DIR/devices``: the node's ``/dev/nvidia*`` files, one a line (``Node.device_files()``). The shims
+  never read the machine's own ``/dev``; a shell that serves the node must not either: the poll's
+  ``fuser -v /dev/nvidia*`` is expanded by that shell, so it must see a ``/dev`` holding these files
+  and no others (the test rig gives each node's sshd a private ``/dev`` made from this list).
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ _NO_SLURM = (
     "echo 'scontrol: fatal: Could not establish a configuration source' >&2\n"
     "exit 1\n"
 )
+
+DEVICES_FILE = "devices"
+"""``DIR/devices``: the node's /dev/nvidia* files, one a line (what a shell serving the node must see)."""
 
 # The caller's timeout ends it: the SSH transport kills the command's process group (its login shell's $$).
 _SILENT = "#!/bin/sh\n# nvls-tui shim: this simulated node does not answer\nexec sleep 3600\n"
@@ -151,6 +158,7 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
     # The probe reads this marker through the remapped `cat`: nodes behind sshd are labelled simulated.
     (root / "var" / "lib" / "nvls-tui" / "SIMULATED").write_text("simulated by nvls-tui\n")
     NodeStore(root).save(state, fleet.clock)
+    (root / DEVICES_FILE).write_text("".join(f"{path}\n" for path in state.device_files()))
     for command in FILE_COMMANDS:
         _write(root / "bin" / command, _file_script(root, command, static))
     _write(root / "bin" / "sudo", _sudo_script(root))
@@ -175,6 +183,8 @@ def _write_static(root: Path, fleet, name: str) -> None:
     argvs = [s.argv for s in SECTIONS if s.argv[0] != "cat"]
     argvs += [("nvidia-smi",), ("nvidia-smi", "-q"), ("nvidia-smi", "-q", "-x"), ("hostname",), ("hostname", "-s"),
               ("fuser", "/dev/nvidia*"), ("systemctl", "is-active", "nvidia-fabricmanager"), DEVICE_LIST_ARGV]
+    # The same fuser calls with the glob expanded by a shell that sees the node's own /dev (DIR/devices).
+    argvs += [("fuser", *node.device_files()), ("fuser", "-v", *node.device_files())]
     # The probe asks ps for the holders of the fuser -v table and then for their parents; a static
     # node answers any PID list with that same pre-rendered table.
     table = execute(node, ("fuser", "-v", "/dev/nvidia*"), now)

@@ -64,6 +64,8 @@ _ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SUDO_PASSWORD = ("a password is required", "a terminal is required")
 _PGID_MARK = "@@nvls-tui-pgid"
 STOP_TIMEOUT = 5.0
+SHELL_WAIT = 1.5
+"""Timeouts a second shell is given to start once a command did not (how long the node's shells take)."""
 CHUNK = 64 * 1024
 # Exit codes of the signal script (distinct from anything kill(1) returns).
 _GONE, _CHANGED = 3, 4
@@ -198,14 +200,50 @@ class SshBackend(Backend):
             async with asyncio.timeout(timeout):
                 first = await proc.stdout.readline()
         except TimeoutError:
+            # Stopped before it ran: the shell that starts late dies writing the marker to a closed channel.
             self._stop(proc, None, False)
-            raise CommandTimeout(f"{self.host}: the command did not start within {timeout:g}s") from None
+            raise CommandTimeout(await self._not_started(timeout)) from None
         except (asyncssh.Error, OSError):
             raise self._dropped("the start of a command") from None
         parts = first.split()
         if len(parts) == 2 and parts[0] == _PGID_MARK and parts[1].isdigit():
             return proc, int(parts[1]), ""
         return proc, None, first
+
+    async def _not_started(self, timeout: float) -> str:
+        """Why a command did not start within ``timeout``: what a second shell on the node shows.
+
+        The login shell runs its start-up files (``~/.bashrc``, ``/etc/profile``, a module system, conda
+        init, a home on a hung NFS server) before it prints the command's first byte. The command itself is
+        already stopped (it never runs late); a second session that runs nothing but ``echo`` is given
+        :data:`SHELL_WAIT` timeouts more (a poll's deadline is three), and the time to its first byte is how
+        long the node's shell takes to start.
+        """
+        said = f"{self.host}: the command did not start within {timeout:g}s and was not run"
+        wait = timeout * SHELL_WAIT
+        started = time.monotonic()
+        proc: asyncssh.SSHClientProcess | None = None
+        try:
+            conn = self._connector.current
+            if conn is None:
+                return said
+            async with asyncio.timeout(wait):
+                proc = await conn.create_process(f"echo {_PGID_MARK}", encoding="utf-8", errors="replace",
+                                                 stdin=asyncssh.DEVNULL)
+                first = await proc.stdout.readline()
+            if not first:
+                return said
+            took = time.monotonic() - started
+            return f"{said}: the node's shell took {took:.0f} s to start: its start-up files? (~/.bashrc, ~/.profile, " \
+                   "/etc/profile.d, a slow home directory)"
+        except TimeoutError:
+            return (f"{said}: the node's shell did not start at all (a second one printed nothing in "
+                    f"{wait:g}s more: start-up files that hang? a home directory on a hung file server?)")
+        except (asyncssh.Error, OSError):
+            return said
+        finally:
+            if proc is not None:
+                proc.close()
 
     def _stop(self, proc: asyncssh.SSHClientProcess, pgid: int | None, privileged: bool) -> None:
         """End a remote command and everything it started, without waiting for it."""
