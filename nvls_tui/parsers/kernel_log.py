@@ -16,6 +16,7 @@ the bus is seen although no single line names both the GPU and the words, and th
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from nvls_tui import catalogues
 from nvls_tui.model import KernelEvent
@@ -199,6 +200,17 @@ def parse_kernel_log(text: str) -> Parsed[tuple[KernelEvent, ...]]:
     return Parsed(events)
 
 
+def _each_line(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (``\\n`` or ``\\r\\n``), never all at once: a paste of millions of short
+    lines must not be held twice over (issue 34, item 9b)."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        end = size if end < 0 else end
+        yield text[start:end].rstrip("\r")
+        start = end + 1
+
+
 #: The code of a kernel line from NVIDIA's stack that says something went wrong and that no rule reads.
 UNREAD = "UNREAD"
 
@@ -210,7 +222,7 @@ def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
     head a rule reads are read with it."""
     out: list[KernelEvent] = []
     head_read = False
-    for raw in text.splitlines():
+    for raw in _each_line(text):
         line = raw.strip()
         if not line:
             continue
