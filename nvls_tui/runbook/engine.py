@@ -460,8 +460,7 @@ class Runbook:
     async def _let_go_lost(self, record: StepOutcome) -> None:
         """The lock is another run's (or gone): nothing is put back, released or resumed by this run."""
         if self.lock is not None:
-            await self.lock.stop_beating()
-            self.lock.owner = None
+            await self.lock.abandon()
         self.context.fence = None
         record.status = SKIPPED
         record.message = "not run: the lock is no longer this run's (the run that holds it restores the node)"

@@ -274,22 +274,32 @@ class NodeLock:
             Refused: it cannot be read (a guard that cannot see refuses).
             BackendError: the node cannot be reached.
         """
+        text = await self._owner_text(ctx)
+        return text is not None, LockOwner.from_json(text) if text is not None else None
+
+    async def _owner_text(self, ctx: NodeContext | None = None) -> str | None:
+        """The owner file's text as it is now (None: not there).
+
+        Raises:
+            Refused: it cannot be read.
+            BackendError: the node cannot be reached.
+        """
         found = await (ctx or self.ctx).run(("cat", OWNER_FILE), privileged=True, abortable=False, fenced=False)
         if _missing(found):
-            return False, None
+            return None
         if not found.ok:
             raise Refused(f"the lock's owner file could not be read: {one_line(found.output.strip())[:200]}")
-        return True, LockOwner.from_json(found.stdout)
+        return found.stdout
 
-    async def read_age(self) -> tuple[float | None, str]:
-        """The heartbeat's age on the node's clock (None: unreadable) and the owner file's mtime as read."""
+    async def read_age(self) -> float | None:
+        """The heartbeat's age on the node's clock (None: unreadable)."""
         stat_argv, date_argv = AGE_ARGVS
         try:
             stat = await self.ctx.run(stat_argv, privileged=True, abortable=False, fenced=False)
             date = await self.ctx.run(date_argv, abortable=False, fenced=False)
         except BackendError:
-            return None, ""
-        return parse_age(stat, date), stat.stdout.strip()
+            return None
+        return parse_age(stat, date)
 
     async def held_by(self, owner: LockOwner | None) -> LockHeld:
         """The refusal that names the holder of the lock and says whether it is live (judged on the node)."""
@@ -299,7 +309,7 @@ class NodeLock:
                             f"taking it this moment); if no repair of {host} runs anywhere, "
                             f"`nvls-tui repair --restore --force {host}` takes it over", None, STALE, "no owner")
         gone = gone_from_here(owner, host, socket.gethostname(), bastion_id())
-        age = None if gone else (await self.read_age())[0]
+        age = None if gone else await self.read_age()
         status, why = judge(age, self.ctx.options.lock_stale_after, gone=gone, owner=owner)
         if status == LIVE:
             return LockHeld(f"another run holds the lock of {host}: {owner.words()}; {why}: that run is alive, so "
@@ -400,19 +410,6 @@ class NodeLock:
                             "its owner file changed while watched")
             raise self.refuse(live)
         return f"{held.why}; no heartbeat in {watch:g} s of watching"
-
-    async def _owner_text(self) -> str | None:
-        """The owner file's text as it is now (None: not there).
-
-        Raises:
-            Refused: it cannot be read.
-        """
-        found = await self.ctx.run(("cat", OWNER_FILE), privileged=True, abortable=False, fenced=False)
-        if _missing(found):
-            return None
-        if not found.ok:
-            raise Refused(f"the lock's owner file could not be read: {one_line(found.output.strip())[:200]}")
-        return found.stdout
 
     def _hold(self, mine: LockOwner) -> None:
         self.owner = mine
@@ -537,6 +534,11 @@ class NodeLock:
                               "warning")
                 await self.ctx.options.sleep(self.ctx.options.poll_interval)
         return "the per-node lock (the node could not be reached)"
+
+    async def abandon(self) -> None:
+        """Stop holding a lock that is no longer this run's, touching nothing on the node (it is another's)."""
+        await self.stop_beating()
+        self._let_go()
 
     def _let_go(self) -> None:
         """This run holds no lock any more: nothing of it is fenced now."""
