@@ -19,7 +19,7 @@ from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.screens.runbook import RunbookScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import repair_options
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 FIXED_NOW = 1_785_000_000.0
 # Every screen at the two sizes operators use: a wide terminal and the 80x24 of a console over a jump host.
@@ -55,7 +55,7 @@ async def recorded_run() -> list[tuple[float, RunbookEvent]]:
 
 async def replay(pilot, stop_after_rows: int | None = None) -> None:
     """Show the recorded run on a runbook screen; stop once each node has ``stop_after_rows`` smoke rows."""
-    await pilot.app.wait_for_first_poll(timeout=30)
+    await first_poll(pilot.app, timeout=30)
     events = await recorded_run()
     now = [events[0][0]]
     screen = RunbookScreen(HOSTS, start=False, clock=lambda: now[0])
@@ -79,7 +79,7 @@ async def replay(pilot, stop_after_rows: int | None = None) -> None:
 
 
 async def plan(pilot) -> None:
-    await pilot.app.wait_for_first_poll(timeout=30)
+    await first_poll(pilot.app, timeout=30)
     await pilot.pause()
     await pilot.press("space", "space", "r")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen) and len(pilot.app.screen.outcomes) == 2,

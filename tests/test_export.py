@@ -19,6 +19,7 @@ from nvls_tui.screens.fleet import EXPORT_TITLE, FleetScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
+from tests.waiting import first_poll
 
 
 def _export_command(screen):
@@ -33,7 +34,7 @@ async def test_the_palette_exports_the_rows_the_grid_shows_in_its_order_privatel
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     app = NvlsApp(sim_backends(load_fleet("seed-incident")), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, FleetScreen)
@@ -61,7 +62,7 @@ async def test_a_filter_leaves_the_hidden_nodes_out_of_the_export(tmp_path, monk
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     app = NvlsApp(sim_backends(load_fleet("seed-incident")), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.press("slash", *"gpu06", "enter")
         await pilot.pause()
         paths = _export_command(app.screen)()
@@ -78,7 +79,7 @@ async def test_an_exports_directory_that_is_a_link_writes_nothing_and_says_why(t
     (tmp_path / "state" / "nvls-tui" / "exports").symlink_to(elsewhere)
     app = NvlsApp(sim_backends(load_fleet("seed-incident")), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         assert _export_command(app.screen)() is None
         await pilot.pause()
         assert list(elsewhere.iterdir()) == []

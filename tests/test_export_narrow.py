@@ -18,13 +18,14 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
 from tests.test_export import _export_command
+from tests.waiting import first_poll
 
 
 async def test_an_export_at_80_columns_writes_the_whole_story(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     app = NvlsApp(sim_backends(load_fleet("seed-incident")), poll_interval=None, clock=fixed_clock)
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.wait_for_first_poll()
+        await first_poll(app)
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, FleetScreen)

@@ -11,7 +11,7 @@ from nvls_tui.screens.fleet import FleetScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.fleet_top import AnswerTimes, hosts_within, late_words
 from nvls_tui.widgets.banner import FleetSummary
-from tests.waiting import wait_until
+from tests.waiting import first_poll, wait_until
 
 
 def fleet_at(**answers: float) -> Fleet:
@@ -70,7 +70,7 @@ async def test_a_big_selection_stays_visible_at_160_columns(tmp_path):
     app = NvlsApp(sim_backends(load_fleet("sim:fleet-256", speed=0)), poll_interval=None,
                   clock=lambda: 1_786_810_200.0, audit_dir=str(tmp_path))
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_for_first_poll(timeout=60)
+        await first_poll(app, timeout=60)
         screen = app.screen
         for _ in range(40):
             await pilot.press("space")
