@@ -209,7 +209,8 @@ class PlanScreen(OnConsole, Screen[Approval]):
     async def plan(self) -> None:
         """The runbook's dry run of every node at once (read-only), through the session's ledger."""
         backends = [self.services.backend_for(h) for h in self.hosts]
-        options = self.options = repair_options(backends, self.services.settings.timeout, dry_run=True)
+        options = self.options = repair_options(backends, self.services.settings.timeout, dry_run=True,
+                                                      **self.services.settings.repair)
         ledger = self.services.session.ledger
         if any(ledger.changes(h) for h in self.hosts):
             self.query_one("#plan-put-back").display = True
