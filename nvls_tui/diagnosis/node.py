@@ -7,6 +7,7 @@ all-zero ClusterUUID, and ``In Progress`` is normal for a while after Fabric Man
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nvls_tui import catalogues
@@ -679,3 +680,20 @@ def carry_fabric_since(previous: NodeState | None, current: NodeState, elapsed: 
         was_in_progress = previous is not None and any(g.fabric.state == "In Progress" for g in previous.gpus)
         return current.replace(fabric_since=elapsed if was_in_progress else 0.0)
     return current.replace(fabric_since=was + elapsed)
+
+
+def diagnose_guarded(state: NodeState, diagnose_with: Callable[[NodeState], Diagnosis] | None = None) -> Diagnosis:
+    """The diagnosis of ``state``; where the diagnosis itself raises (a rule meeting a reading nobody foresaw),
+    that node is ``DIAGNOSIS_FAILED``: broken, the exception named, so that every entry point (the console's
+    poller, ``check``, ``check --watch``, ``analyze`` of a probe's output) reports the node and goes on with
+    the others instead of losing them all. An unreachable node stays unreachable.
+    """
+    try:
+        found = (diagnose_with or diagnose)(state)
+    except Exception as exc:  # noqa: BLE001 - show the node rather than lose the run
+        found = Diagnosis((Finding("DIAGNOSIS_FAILED", Severity.ERROR,
+                                   f"the diagnosis of this node failed ({type(exc).__name__}: {exc}); "
+                                   "what it read is shown as it is"),), Verdict.BROKEN)
+    if not state.reachable and found.verdict is not Verdict.UNREACHABLE:
+        found = Diagnosis(found.findings, Verdict.UNREACHABLE)
+    return found

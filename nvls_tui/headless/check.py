@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument
-from nvls_tui.diagnosis import diagnose
+from nvls_tui.diagnosis import diagnose_guarded
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
@@ -341,7 +341,7 @@ def _round(settings: Settings, slurm) -> tuple[list[tuple[NodeState, Diagnosis]]
     states = _poll(settings, slurm, deadline)
     if slurm is not None:
         states = asyncio.run(attach_scheduler(slurm, states))
-    return [(s, diagnose(s)) for s in states], time.monotonic() - started
+    return [(s, diagnose_guarded(s)) for s in states], time.monotonic() - started
 
 
 def targets_json(read: dict[str, list[str]], results: list[tuple[NodeState, Diagnosis]]) -> dict[str, Any]:
@@ -476,7 +476,7 @@ class _Watch:
                     states = await attach_kube(kube, states)
                 if slurm is not None:
                     states = await attach_scheduler(slurm, states)
-                self.show([(s, diagnose(s)) for s in states], time.monotonic() - began)
+                self.show([(s, diagnose_guarded(s)) for s in states], time.monotonic() - began)
                 await asyncio.sleep(max(0.0, self.every - (time.monotonic() - began)))
         finally:
             await client.close()
