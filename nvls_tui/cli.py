@@ -236,6 +236,9 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
     check.add_argument("--via", choices=("ssh", "slurm"), default="ssh",
                        help="reach the nodes over SSH (default) or through one srun of the Slurm cluster "
                             "(TARGETs are then Slurm node names, e.g. 'gpu[05-06]')")
+    check.add_argument("--problems-only", action="store_true",
+                       help="leave the healthy nodes out of the table and the JSON (the counts still count them; "
+                            "the JSON says how many were left out)")
     # A string here: `--watch gpu05` must leave gpu05 a target (see split_watch), not fail as a number.
     check.add_argument("--watch", nargs="?", const=str(WATCH_DEFAULT_S), default=None, metavar="SECONDS",
                        help=f"poll again every SECONDS (default {WATCH_DEFAULT_S:g}) until Ctrl-C: on a terminal "

@@ -159,6 +159,7 @@ class Settings:
         json: print the JSON of contract.md.
         via: ``check --via``: ``ssh`` or ``slurm``.
         watch: ``check --watch``: seconds between two rounds, or None for one round.
+        problems_only: ``check --problems-only``: leave the healthy nodes out of the table and the JSON.
         notify: the console's bell and desktop notification when a long repair ends or a running one
             waits for the operator (``notify`` in the
             config file; ``--no-notify`` turns it off).
@@ -191,6 +192,7 @@ class Settings:
     json: bool = False
     via: str = "ssh"
     watch: float | None = None
+    problems_only: bool = False
     notify: bool = True
     poll_interval: float = DEFAULT_POLL_INTERVAL
     keymap: Mapping[str, str] = field(default_factory=dict)
@@ -332,6 +334,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         json=bool(given.get("json")),
         via=str(given.get("via") or "ssh"),
         watch=float(given["watch"]) if given.get("watch") is not None else None,
+        problems_only=bool(given.get("problems_only")),
         notify=bool(p.pick("notify", "notify", "notify", config.notify, True)),
         poll_interval=float(p.pick("poll_interval", "poll", "poll_interval", config.poll_interval,
                                    DEFAULT_POLL_INTERVAL)),
