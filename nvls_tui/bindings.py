@@ -6,7 +6,9 @@ The table feeds BINDINGS, the footer, the help screen and the palette. Screens t
 
 from __future__ import annotations
 
-from textual.binding import Binding, BindingType
+from dataclasses import replace
+
+from textual.binding import Binding, BindingsMap, BindingType
 
 from nvls_tui.binding_table import (
     SCOPES,
@@ -29,6 +31,14 @@ def bindings_for(scope: str) -> list[BindingType]:
     ]
 
 
+def relabel(bindings: BindingsMap, action: str, description: str) -> None:
+    """Give every binding of ``action`` in ``bindings`` (a screen's own map) the footer label ``description``: a
+    key that does something else in this mode says so (read-only: ``r`` shows the dry run, ``Dry run``)."""
+    for key, found in bindings.key_to_bindings.items():
+        bindings.key_to_bindings[key] = [replace(b, description=description) if b.action == action else b
+                                         for b in found]
+
+
 def help_first() -> BindingType:
     """``?`` Help as a screen's own first binding: a footer lists the focused widget's and the screen's
     keys before the app's, so at 80 columns the app's ``? Help`` was cut off the end."""
@@ -37,4 +47,4 @@ def help_first() -> BindingType:
 
 
 __all__ = ["SCOPES", "SPECS", "BindingSpec", "bindings_for", "current_key", "destructive_actions", "help_first",
-           "keymap_problem", "spec", "spec_of_action", "specs_for"]
+           "keymap_problem", "relabel", "spec", "spec_of_action", "specs_for"]
