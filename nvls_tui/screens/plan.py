@@ -28,6 +28,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
 
+from nvls_tui.binding_table import current_key
 from nvls_tui.messages import PlanApproved
 from nvls_tui.runbook.bookkeeping import is_bookkeeping
 from nvls_tui.runbook.multi import STRATEGIES
@@ -292,6 +293,13 @@ class PlanScreen(OnConsole, Screen[Approval]):
             self.query_one("#plan-typed").focus()
         else:
             note.append("No selected node can be repaired (see why above). Esc goes back.", style=palette.bold("warn"))
+        for host in self.hosts:
+            state = self.services.live.fleet.get(host)
+            if self.outcomes[host].result == "refused" and state is not None and state.repair_record:
+                # The refusal names the shell's command; in the console the move is a key of the node screen.
+                key = current_key("node.restore", getattr(self.app, "keymap", {}))
+                note.append(f"\nTo put {host} back from this console: Esc, Enter on {host}, then {key} (Restore), "
+                            "the console's own `repair --restore`.", style=palette.STYLE["note"])
             self.query_one("#plan-typed").display = False
             self.query_one("#plan-cancel").focus()
         self.query_one("#plan-note", Static).update(note)
