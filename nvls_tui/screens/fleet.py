@@ -197,6 +197,7 @@ class FleetScreen(OnConsole, Screen[None]):
         grid = self.query_one(FleetGrid)
         self._follow_repairs(grid)
         grid.show(fleet, self.services.live.diagnoses, order, self.services.clock(), ages=ages)
+        grid.mark_sorted(self.grid_order.column, self.grid_order.arrow())
         grid.border_title = versions_line(fleet, grid.show_versions)
         mark_selected(grid, self.selected, self.services.live, self.services.clock)
         verdicts = [self.services.live.verdict(h) for h in fleet.hosts]
