@@ -34,6 +34,7 @@ from nvls_tui.widgets.node_text import (
     coverage_line,
     gpu_summary,
     header_text,
+    holder_detail,
     kernel_message,
     owner_text,
     short_cluster,
@@ -114,6 +115,8 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
             yield DataTable(id="kernel", cursor_type="row", classes="panel")
             with Vertical(id="holders-box"):
                 yield DataTable(id="holders", cursor_type="row", classes="panel")
+                # The holder under the cursor in full: its pod's container and owner, its whole command.
+                yield Static(id="holder-detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -283,6 +286,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         table = self.query_one("#holders", DataTable)
         rows = self._fit_commands(table, order, rows)
         sync_rows(table, rows)
+        self._draw_holder_detail()
         box = self.query_one("#holders-box")
         box.border_title = HOLDERS_TITLE + ("" if self.services.settings.read_only else HOLDERS_KEYS)
         box.border_subtitle = unread_subtitle(state, "holders", f"{len(self.selected)} selected of {len(rows)}"
@@ -358,8 +362,18 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         return cursor_key(self.query_one("#units", DataTable))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        """The unit or holder under the cursor decides which actions apply."""
+        """The unit or holder under the cursor decides which actions apply; the holder's line follows it."""
         self.refresh_bindings()
+        self._draw_holder_detail()
+
+    def _draw_holder_detail(self) -> None:
+        """The line under the holders table: the holder under the cursor in full (nothing without one)."""
+        key = cursor_key(self.query_one("#holders", DataTable))
+        state = self.state
+        holder = next((h for h in state.holders if str(h.pid) == key), None) if state is not None else None
+        detail = self.query_one("#holder-detail", Static)
+        detail.display = holder is not None
+        detail.update(Text(holder_detail(holder), style=palette.STYLE["muted"]) if holder is not None else Text(""))
 
     def action_toggle_holder(self) -> None:
         """Select or unselect the holder under the cursor."""

@@ -293,6 +293,8 @@ class PlanScreen(OnConsole, Screen[Approval]):
             self.query_one("#plan-typed").focus()
         else:
             note.append("No selected node can be repaired (see why above). Esc goes back.", style=palette.bold("warn"))
+            self.query_one("#plan-typed").display = False
+            self.query_one("#plan-cancel").focus()
         for host in self.hosts:
             state = self.services.live.fleet.get(host)
             if self.outcomes[host].result == "refused" and state is not None and state.repair_record:
@@ -300,8 +302,6 @@ class PlanScreen(OnConsole, Screen[Approval]):
                 key = current_key("node.restore", getattr(self.app, "keymap", {}))
                 note.append(f"\nTo put {host} back from this console: Esc, Enter on {host}, then {key} (Restore), "
                             "the console's own `repair --restore`.", style=palette.STYLE["note"])
-            self.query_one("#plan-typed").display = False
-            self.query_one("#plan-cancel").focus()
         self.query_one("#plan-note", Static).update(note)
         self.draw_duration()
 
