@@ -7,6 +7,7 @@ all-zero ClusterUUID, and ``In Progress`` is normal for a while after Fabric Man
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -527,7 +528,8 @@ def _fm_findings(state: NodeState) -> list[Finding]:
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
                                 "no nvidia-fabricmanager unit on a board that needs a host Fabric Manager"))
     elif unit.active != "active":
-        detail = f" (Result: {unit.result})" if unit.result and unit.result != "success" else ""
+        detail = f" (Result: {unit.result}{killed_words(unit.killed_by)})" if unit.result and unit.result != "success" \
+            else ""
         if mismatch:
             why = ": it cannot start while its version differs from the driver's (FM_VERSION_MISMATCH)"
         elif unit.active == "failed":
@@ -680,6 +682,17 @@ def carry_fabric_since(previous: NodeState | None, current: NodeState, elapsed: 
         was_in_progress = previous is not None and any(g.fabric.state == "In Progress" for g in previous.gpus)
         return current.replace(fabric_since=elapsed if was_in_progress else 0.0)
     return current.replace(fabric_since=was + elapsed)
+
+
+def killed_words(signal_number: int | None) -> str:
+    """``, killed by SIGKILL`` for the signal that ended a unit's main process; empty where none did."""
+    if not signal_number:
+        return ""
+    try:
+        name = signal.Signals(signal_number).name
+    except ValueError:
+        name = f"signal {signal_number}"
+    return f", killed by {name}"
 
 
 def diagnose_guarded(state: NodeState, diagnose_with: Callable[[NodeState], Diagnosis] | None = None) -> Diagnosis:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from nvls_tui.diagnosis.node import killed_words
 from nvls_tui.report.clock import duration_words, record_utc, utc_moment
 from nvls_tui.report.cluster import cluster_left
 from nvls_tui.report.node_log import NodeLog
@@ -59,6 +60,10 @@ def _cause(log: NodeLog) -> str:
     before = log.observed("before") or {}
     result = (before.get("unit_results") or {}).get(FM_UNIT)
     if (before.get("units") or {}).get(FM_UNIT) in ("failed", "inactive") and result in FM_RESULTS:
+        killed = (before.get("unit_signals") or {}).get(FM_UNIT)  # ExecMainStatus: which signal (polls since 2026-12)
+        if result == "signal" and isinstance(killed, int):
+            return f"Fabric Manager was killed by {killed_words(killed).removeprefix(', killed by ')} (systemd: " \
+                   "Result: signal)"
         return FM_RESULTS[str(result)]
     errors = [d.get("code") for d in before.get("finding_details") or []
               if isinstance(d, dict) and d.get("severity") == "error"]
