@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from nvls_tui.bindings import bindings_for, destructive_actions, help_first, spec_of_action
+from nvls_tui.bindings import back_shown, bindings_for, destructive_actions, help_first, spec_of_action
 from nvls_tui.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
@@ -80,7 +80,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
     """
 
     # The search keys first: while a search is on, n is its next match (the smoke test is T, on no search key).
-    BINDINGS = [help_first(), *bindings_for("search"), *bindings_for("node")]
+    BINDINGS = [help_first(), *bindings_for("search"), *bindings_for("node"), back_shown()]
     COMMANDS = {ScreenCommands}
 
     def __init__(self, host: str, services: ConsoleServices) -> None:
@@ -329,6 +329,8 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         if action in destructive_actions("node") and self.services.settings.read_only:
             bound = spec_of_action("node", action)
             what = bound.description if bound else action
+            if action in ("stop_unit", "start_unit"):  # the footer's short "Stop"/"Start" (room at 160 columns)
+                what += " unit"
             return f"read-only: {what} would change {host}; the console was started with --read-only."
         if action == "sigterm" and not self.selected:
             return "Select holders first (space, or a for all)."
