@@ -113,6 +113,8 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
             coverage.display = False  # until a poll says the log falls short
             yield coverage
             yield DataTable(id="kernel", cursor_type="row", classes="panel")
+            # The kernel line under the cursor in full, where the table had to cut it.
+            yield Static(id="kernel-detail")
             with Vertical(id="holders-box"):
                 yield DataTable(id="holders", cursor_type="row", classes="panel")
                 # The holder under the cursor in full: its pod's container and owner, its whole command.
@@ -217,7 +219,12 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         kernel = [(f"{i}", (Text(e.code, style=cells.STYLE["bad" if id(e) in current else "muted"]),
                             Text(kernel_when(e, state), style=cells.STYLE["muted"]), kernel_message(e.line)))
                   for i, e in enumerate(state.kernel_events)]
-        sync_rows(self.query_one("#kernel", DataTable), kernel)
+        table = self.query_one("#kernel", DataTable)
+        room = room_for(table, ["code", "when", "line"], [row for _, row in kernel], "line")
+        # Cut at a word's end where the line is longer than its room (never inside a hex code), marked with "…".
+        sync_rows(table, [(key, (code, when, cells.fit_words(line, None if room is None else max(room, 20))))
+                          for key, (code, when, line) in kernel])
+        self._draw_kernel_detail()
         self.query_one("#kernel").border_subtitle = unread_subtitle(state, "kernel",
                                                                     f"{len(kernel)}" if kernel else "none")
         coverage = coverage_line(state)
@@ -305,9 +312,10 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         return [(key, (*row[:at], cells.fit(Text(str(row[at])), width), *row[at + 1:])) for key, row in rows]
 
     def _refit_holders(self) -> None:
-        """Draw the holders again at the table's new width (their commands are fitted to it)."""
+        """Draw the holders and the kernel lines again at the tables' new width (their commands and lines are
+        fitted to it)."""
         if self.state is not None and self.is_mounted:
-            self._draw_holders(self.state)
+            self.refresh_node()
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -364,9 +372,24 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         return cursor_key(self.query_one("#units", DataTable))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        """The unit or holder under the cursor decides which actions apply; the holder's line follows it."""
+        """The unit or holder under the cursor decides which actions apply; the holder's and the kernel line's
+        detail follow it."""
         self.refresh_bindings()
         self._draw_holder_detail()
+        self._draw_kernel_detail()
+
+    def _draw_kernel_detail(self) -> None:
+        """Under the kernel table: the line under its cursor in full, where the table cut it (else nothing)."""
+        table = self.query_one("#kernel", DataTable)
+        key, state = cursor_key(table), self.state
+        detail = self.query_one("#kernel-detail", Static)
+        whole = None
+        if state is not None and key is not None and key.isdecimal() and int(key) < len(state.kernel_events):
+            line = kernel_message(state.kernel_events[int(key)].line)
+            shown = table.get_row(key)[2] if key in {k.value for k in table.rows} else None
+            whole = line if shown is not None and str(shown).endswith("…") else None
+        detail.display = whole is not None
+        detail.update(Text(whole or "", style=palette.STYLE["muted"]))
 
     def _draw_holder_detail(self) -> None:
         """The line under the holders table: the holder under the cursor in full (nothing without one)."""
