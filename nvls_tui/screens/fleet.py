@@ -317,6 +317,43 @@ class FleetScreen(OnConsole, Screen[None]):
         self.refresh_grid()
         self.query_one(FleetGrid).focus()
 
+    def action_command(self) -> None:
+        """``:``: the command line (``views.commands``); what it runs is said, or why it cannot run."""
+        from nvls_tui.screens.command_bar import CommandBar
+        from nvls_tui.views.commands import completions
+
+        hosts = list(self.services.live.fleet.hosts)
+        self.app.push_screen(CommandBar(completions(hosts, self.sortable_columns())), self.run_command)
+
+    def run_command(self, text: str | None) -> None:
+        """Run a command typed on the command line (None: it was left with Esc)."""
+        from nvls_tui.views.commands import parse_command
+
+        if not text or not text.strip():
+            return
+        command = parse_command(text, list(self.services.live.fleet.hosts), self.sortable_columns())
+        if isinstance(command, str):
+            self.notify(command, severity="warning")
+        elif command.name == "node":
+            self.app.open_node(command.arg)  # type: ignore[attr-defined]
+        elif command.name == "logs":
+            from nvls_tui.screens.logs import LogsScreen
+
+            self.app.push_screen(LogsScreen(command.arg, self.services))
+        elif command.name == "sort":
+            self.grid_order = SortOrder(command.arg)
+            self.refresh_grid()
+        elif command.name == "filter":
+            box = self.query_one("#filter", Input)
+            box.value = command.arg
+            box.display = bool(command.arg)
+            self.filter_text = command.arg
+            self.refresh_grid()
+        elif command.name == "help":
+            self.app.action_help()  # type: ignore[attr-defined]
+        elif command.name == "quit":
+            self.app.run_worker(self.app.action_quit(), exclusive=True)
+
     def action_toggle_sort(self) -> None:
         """Switch between verdict order (broken first) and fleet order (from any other order: verdict)."""
         self.grid_order = SortOrder("") if self.sort_by_verdict else SortOrder()
