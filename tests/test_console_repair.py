@@ -17,6 +17,7 @@ from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.model import Verdict
+from nvls_tui.runbook.drift import steady_units
 from nvls_tui.runbook.steps import persistence_modes, unit_states
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.plan import PlanScreen
@@ -173,13 +174,7 @@ async def test_a_refused_reset_shows_the_failure_and_the_restore_and_leaves_serv
     after = await backend.snapshot()
     # The snapshot oneshot reads activating or inactive by the second (runbook.drift.FLAPPING_UNITS): the restore
     # leaves it to its timer, which runs again as before.
-    from nvls_tui.runbook.drift import FLAPPING_UNITS
-    from nvls_tui.runbook.steps import SNAPSHOT_TIMER
-
-    def steady(state):
-        return {unit: active for unit, active in unit_states(state).items() if unit not in FLAPPING_UNITS}
-
-    assert steady(after) == steady(before) and unit_states(after)[SNAPSHOT_TIMER] == "active"
+    assert steady_units(after) == steady_units(before) and unit_states(after)["nvidia-snapshot.timer"] == "active"
     assert persistence_modes(after) == persistence_modes(before) and set(persistence_modes(after).values()) == {
         "Enabled"}
 
@@ -212,7 +207,7 @@ async def test_aborting_mid_run_restores_everything_and_never_starts_fabric_mana
         assert [run.steps[s].status for s in ("verify-fabric", "smoke-test")] == ["skipped", "skipped"]
         assert "kubelet.service" in run.restored and "nvidia-snapshot.timer" in run.restored
     after = await gpu05.snapshot()
-    units_before, units_after = unit_states(before), unit_states(after)
+    units_before, units_after = steady_units(before), steady_units(after)  # the snapshot oneshot: its timer's
     assert units_after == units_before  # FM was failed before; the aborted run never started it
     assert not any(argv[:3] == ["systemctl", "start", "nvidia-fabricmanager.service"]
                    for _, argv in fleet.node("gpu05").cmdlog)

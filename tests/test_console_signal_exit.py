@@ -16,8 +16,9 @@ import pty
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.console_signals import TerminalStream, hung_up, to_devnull
+from nvls_tui.runbook.drift import steady_units
 from nvls_tui.runbook.session import Session
-from nvls_tui.runbook.steps import RepairOptions, unit_states
+from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock
 from tests.test_console_repair import SIZE, FaultBackend, start_repair, wait_until
@@ -30,7 +31,7 @@ async def test_a_signal_mid_repair_aborts_restores_and_exits_1_with_the_abort_in
     backends = [FaultBackend(fleet, n, gate=gate) if n == "gpu05" else SimulatedBackend(fleet, n) for n in fleet.names]
     app = NvlsApp(backends, poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     gpu05 = backends[fleet.names.index("gpu05")]
-    before = unit_states(await gpu05.snapshot())
+    before = steady_units(await gpu05.snapshot())  # the snapshot oneshot is its timer's (drift.FLAPPING_UNITS)
     async with app.run_test(size=SIZE) as pilot:
         await start_repair(app, pilot, ["gpu05"], select=False)
         await wait_until(pilot, gpu05.at_gate.is_set, "the reset to be under way")
@@ -44,7 +45,7 @@ async def test_a_signal_mid_repair_aborts_restores_and_exits_1_with_the_abort_in
         summary = app.exit_summary()
     assert app.return_code == 1
     assert "gpu05: aborted" in summary and "SIGTERM received" in summary
-    assert unit_states(await gpu05.snapshot()) == before
+    assert steady_units(await gpu05.snapshot()) == before
     finished = [r for r in records(tmp_path, "repair-*.jsonl") if r.get("event") == "run-finished"]
     assert finished[-1]["result"] == "aborted" and "SIGTERM received" in finished[-1]["message"]
 

@@ -130,7 +130,7 @@ async def test_the_fleet_at_80_columns_shows_the_story_and_the_versions_once():
         await first_poll(app, timeout=30)
         await pilot.pause()
         grid = app.screen.query_one(FleetGrid)
-        assert grid.get_cell("gpu05", "note").plain == "FM killed 5 days ago"  # the next move gives way at 80
+        assert grid.get_cell("gpu05", "note").plain == "FM killed 5 days ago …"  # the next move gives way at 80, marked
         assert "driver" not in grid.layout_now.keys
         assert grid.border_title == "driver 580.82.07 · FM 580.82.07 on every node"
         await pilot.resize_terminal(160, 48)

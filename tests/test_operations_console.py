@@ -14,6 +14,7 @@ import json
 from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.messages import NodePolled
+from nvls_tui.runbook.drift import steady_units
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.screens.node import NodeScreen
@@ -353,7 +354,7 @@ async def test_quitting_mid_repair_asks_then_aborts_restores_and_exits_with_a_su
     backends = [FaultBackend(fleet, n, gate=gate) if n == "gpu05" else SimulatedBackend(fleet, n) for n in fleet.names]
     app = NvlsApp(backends, poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))
     gpu05 = backends[fleet.names.index("gpu05")]
-    before = unit_states(await gpu05.snapshot())
+    before = steady_units(await gpu05.snapshot())  # the snapshot oneshot is its timer's (drift.FLAPPING_UNITS)
     async with app.run_test(size=SIZE) as pilot:
         screen = await start_repair(app, pilot, ["gpu05"], select=False)
         await wait_until(pilot, gpu05.at_gate.is_set, "the reset to be under way")
@@ -374,7 +375,7 @@ async def test_quitting_mid_repair_asks_then_aborts_restores_and_exits_with_a_su
     assert app.return_code == 1
     assert "gpu05: aborted - aborted at reset: the reset may have begun, fabric not verified" in summary
     assert "audit log: " + str(tmp_path) in summary
-    assert unit_states(await gpu05.snapshot()) == before  # everything the repair stopped is back
+    assert steady_units(await gpu05.snapshot()) == before  # everything the repair stopped is back
 
 
 async def test_a_fabric_manager_restart_from_the_node_screen_is_in_the_session_audit_log(tmp_path):

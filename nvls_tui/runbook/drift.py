@@ -23,6 +23,12 @@ from nvls_tui.runbook.steps import SNAPSHOT_SERVICE, is_running, unit_states
 FLAPPING_UNITS = frozenset({SNAPSHOT_SERVICE})
 
 
+def steady_units(state: NodeState) -> dict[str, str]:
+    """The units' states a plan and a restore answer for: every unit but the flapping oneshots (their timer runs
+    them; the restore starts the timer, never the oneshot)."""
+    return {unit: active for unit, active in unit_states(state).items() if unit not in FLAPPING_UNITS}
+
+
 def plan_basis(state: NodeState) -> dict[str, Any]:
     """What a plan was made from, as plain JSON (``repair --dry-run --json`` carries it as ``basis``)."""
     return {
@@ -60,9 +66,7 @@ def drift(basis: Mapping[str, Any], state: NodeState) -> list[str]:
         if not any(_same_process(a, h.pid, h.start_time) for a in approved):
             changes.append(f"a process appeared on the GPUs: {h.pid} ({h.kind}, {h.user}: {h.command[:60]})")
     before = basis.get("units") or {}
-    for unit, active in unit_states(state).items():
-        if unit in FLAPPING_UNITS:
-            continue
+    for unit, active in steady_units(state).items():
         was = before.get(unit)
         if was is not None and is_running(was) != is_running(active):
             changes.append(f"{unit} was {was}, now {active}")
