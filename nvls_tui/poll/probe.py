@@ -157,8 +157,8 @@ _RING_AWK = (
 # only where /proc cannot say.
 _IDENTITY = ('u=; while read -r k r e _; do [ "$k" = Uid: ] && u=$e; done < /proc/self/status 2>/dev/null',
              'if [ -n "$u" ]; then echo "$u"; rc=0; else id -u 2>&1; rc=$?; fi')
-# The sections held in shell variables (the gpus fallback, the holders table the PID list is read from,
-# the holders' identities) are cut on the node: an nvidia-smi that printed without end grew the poll's
+# The sections held in shell variables (the gpus fallback, the holders table the PID list is read from)
+# are cut on the node: an nvidia-smi that printed without end grew the poll's
 # `sh` to 1.7 GB in 8 s, long before the bastion's own cap could see a byte of it. `capped N CMD...` runs
 # CMD (stderr merged) through `head -c`, which stops it (SIGPIPE) past N bytes; its exit status travels
 # after its output, as the last line, so the pipeline keeps it (dash has no PIPESTATUS). The `.` after
@@ -239,13 +239,15 @@ SECTIONS: tuple[Section, ...] = (
     Section("ring", ("dmesg",), privileged=True),
     # FM's own words since the unit's last start (see FM_LOG_ARGV); root or the systemd-journal group reads it.
     Section("fm_log", FM_LOG_ARGV, privileged=True),
+    # needrestart's configuration, its own file then conf.d's (grep -H names each line's file; stderr says
+    # which are absent), and whether apt's daily run installs upgrades unattended (FM_RESTARTER). Re-read
+    # only when their files changed (CONFIG_STAMP_ARGV): the bastion keeps the last answer.
+    Section("needrestart", NEEDRESTART_ARGV),
+    Section("apt", APT_PERIODIC_ARGV),
+    # The small files, the boot's too, are read by one `cat` (FILE_SECTIONS).
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
-    # needrestart's configuration, its own file then conf.d's (grep -H names each line's file; stderr says
-    # which are absent), and whether apt's daily run installs upgrades unattended (FM_RESTARTER).
-    Section("needrestart", NEEDRESTART_ARGV),
-    Section("apt", APT_PERIODIC_ARGV),
     # Read just before the clock, so that a slow read makes the clock look stepped forward, never back.
     Section("boot", BOOT_ARGV),
     # The node's own clock: kernel lines and unit times are on it, so "5 days ago" is read against it.
@@ -256,6 +258,43 @@ SECTIONS: tuple[Section, ...] = (
 # readers take that newline off again, so the text is the file's to the byte. A capture of an older probe
 # loses its last newline there instead (nothing reads it).
 NEWLINE_ADDED = ("record", "smoke", "simulated")
+# The sections that print small files (a `cat` each before issue 37): one `cat` reads them all, with a
+# here-document between two files (read by cat as /dev/fd/N) that carries the end marker of one section
+# and the begin marker of the next. cat's one exit status cannot say which file failed, so their end
+# markers carry FILE_STATUS_WORD and the readers take each status from its text (:func:`file_status`).
+# Builtins (`read`) are no way out: the simulator's shims answer these reads as a `cat`, and dash reads
+# one byte per read(2).
+FILE_SECTIONS = ("record", "smoke", "simulated", "boot")
+FILE_STATUS_WORD = "text"
+# cat's complaint about one of its files ("cat: PATH: No such file or directory", "Permission denied").
+_CAT_COMPLAINT = re.compile(r"^(?:\S*/)?cat: \S.*: \S")
+# What the needrestart and apt sections read, stamped by one `find` (each file's and folder's size,
+# mtime and ctime, and its path): the script re-reads them only when the stamp differs from the one the
+# bastion sent (the last it saw with a complete answer), and then prints the new stamp as the
+# CONFIG_STAMP section. A stamp with any line but a file's or find's "No such file" (a folder it could
+# not read, find missing or failing) is no stamp: the configuration is re-read and nothing is kept.
+CONFIG_PATHS = ("/etc/needrestart", "/etc/apt/apt.conf", "/etc/apt/apt.conf.d")
+CONFIG_STAMP_ARGV = ("find", *CONFIG_PATHS, "-maxdepth", "2", "-printf", "f %s %T@ %C@ %p\\n")
+CONFIG_STAMP = "config_stamp"
+CONFIG_SECTIONS = ("needrestart", "apt")
+# The end word of a section the node did not re-read (its files did not change since the stamp).
+UNCHANGED_WORD = "unchanged"
+# A stamp longer than this is not sent back (a conf.d of thousands of files): such a node re-reads.
+CONFIG_STAMP_MAX = 16 << 10
+_CONFIG_BLOCK = (
+    "cs=$({bound}{find} 2>&1); cr=$?; ck=; case $cr in 0|1) [ -n \"$cs\" ] && ck=1;; esac; r=$cs$nl",
+    'while [ -n "$r" ]; do l=${{r%%"$nl"*}}; r=${{r#*"$nl"}}',
+    '  case $l in "f "*|*"find: "*": No such file or directory") ;; *) ck=;; esac; done',
+)
+
+
+def file_status(text: str) -> int:
+    """The exit status of one file of the probe's shared ``cat``, from what it printed for that file:
+    1 where its first or last line is cat's complaint (absent, denied, a folder), else 0."""
+    lines = text.splitlines()
+    return 1 if lines and (_CAT_COMPLAINT.match(lines[0]) or _CAT_COMPLAINT.match(lines[-1])) else 0
+
+
 # The sections that run journalctl, in the poll's order (the kernel's first).
 JOURNAL_SECTIONS = tuple(s.name for s in SECTIONS if s.argv[0] == JOURNAL_TOOL)
 # Filled per poll from the holders section (their identities and cgroups): see ps_argv, cgroup_argv.
@@ -336,7 +375,7 @@ def journal_not_run(name: str, hung: str) -> CommandResult:
 
 def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
                  kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None,
-                 journal_hung: str | None = None) -> str:
+                 journal_hung: str | None = None, config_stamp: str | None = None) -> str:
     """The whole poll as one POSIX sh script.
 
     Args:
@@ -355,6 +394,10 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         journal_hung: the section whose journalctl timed out earlier in this poll (an earlier script
             the bastion ended there): the journal sections of this script are not run and read timed
             out, saying so. Within one script the same happens after a journalctl that timed out.
+        config_stamp: the stamp of needrestart's and apt's files the bastion saw with its last complete
+            answer (the CONFIG_STAMP section of an earlier poll): where the files still match it, their
+            sections end in :data:`UNCHANGED_WORD` without being read, and the bastion answers them
+            from that poll. None (the first poll, or nothing kept): they are read.
 
     Returns:
         The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
@@ -371,13 +414,35 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
     lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", *_CAPPED]
     skipped = "printf '%s\\n' \"" + JOURNAL_HUNG_LINE.format("$jh") + f"\"; rc={TIMED_OUT_STATUS}"
     bound, no_retry = "", OVER_CAP_WORD
+    done: set[str] = set()
     if section_timeout is not None:
         # Exported: the kernel section's command line is run by awk's own sh, which expands it too.
         lines += [f'NVLS_TO=; command -v timeout >/dev/null 2>&1 && NVLS_TO="timeout -k 2 {float(section_timeout):.3f}"',
                   "export NVLS_TO"]
         bound, no_retry = "$NVLS_TO ", f"{OVER_CAP_WORD}|124"  # the same tool would hang again
     for section in SECTIONS:
-        if section.name not in wanted:
+        if section.name not in wanted or section.name in done:
+            continue
+        if section.name in FILE_SECTIONS:
+            names = [n for n in FILE_SECTIONS if n in wanted]
+            lines += _files_read(names, bound)
+            done.update(names)
+            continue
+        if section.name in CONFIG_SECTIONS:
+            names = [n for n in CONFIG_SECTIONS if n in wanted]
+            done.update(names)
+            lines += [line.format(bound=bound, find=_glob_safe_join(CONFIG_STAMP_ARGV)) for line in _CONFIG_BLOCK]
+            same = (f'[ -n "$ck" ] && [ "$cs" = {shlex.quote(config_stamp)} ]'
+                    if config_stamp and len(config_stamp) <= CONFIG_STAMP_MAX else "false")
+            lines.append(f"if {same}; then "
+                         + " ".join(f'echo "$m begin {n}"; echo "$m end {n} {UNCHANGED_WORD}";' for n in names)
+                         + " else")
+            for name in names:
+                argv = next(s.argv for s in SECTIONS if s.name == name)
+                lines += [f'echo "$m begin {name}"', f"{bound}{_glob_safe_join(argv)} 2>&1", "rc=$?",
+                          f'echo "$m end {name} $rc"']
+            lines += [f'[ -n "$ck" ] && {{ echo "$m begin {CONFIG_STAMP}"; printf \'%s\\n\' "$cs"; '
+                      f'echo "$m end {CONFIG_STAMP} 0"; }}', "fi"]
             continue
         prefix = bound + ("sudo -n " if sudo and section.privileged else "")
         argv = kernel_argv(kernel_cursor) if section.name == "kernel" else section.argv
@@ -421,10 +486,15 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         lines += [f'if [ "$hrc" != {OVER_CAP_WORD} ]; then', *_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
         for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
             if name in wanted:
-                quick, pick = (f'capped {limit} {bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
+                # Printed as ps prints them, not held in the shell (a `capped` read cost three processes
+                # more each): the bastion's reader bounds them as every other section. -q's refusal
+                # (an older procps) is not printed, only -p's answer after it; one that timed out is not
+                # asked again (the same ps would hang again).
+                quick, pick = (f'{bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
+                retry_on = "0|124" if bound else "0"
                 lines += [f'echo "$m begin {name}"',
-                          f'if [ -n "$pids" ]; then {quick}; case $rc in 0|{no_retry}) ;; *) {pick};; esac; '
-                          f'[ -n "$out" ] && printf \'%s\\n\' "$out"; else rc=0; fi',
+                          f'if [ -n "$pids" ]; then {quick} 2>/dev/null; rc=$?; '
+                          f'case $rc in {retry_on}) ;; *) {pick} 2>&1; rc=$?;; esac; else rc=0; fi',
                           f'echo "$m end {name} $rc"']
         if "jobs" in wanted:
             sudo_prefix = bound + ("sudo -n " if sudo else "")
@@ -434,6 +504,31 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                       'echo "$m end jobs $rc"']
         lines.append("fi")
     return "\n".join(lines) + "\n"
+
+
+def _files_read(names: list[str], bound: str) -> list[str]:
+    """The file sections ``names`` (in order) read by one ``cat``: each file is followed by a here-document
+    (/dev/fd/3, 4, ...) that ends its section (after one newline more for NEWLINE_ADDED) and begins the next."""
+    paths: list[str] = []
+    docs: list[str] = []
+    redirections: list[str] = []
+    for i, name in enumerate(names):
+        fd = 3 + i
+        paths += [*next(s.argv for s in SECTIONS if s.name == name)[1:], f"/dev/fd/{fd}"]
+        redirections.append(f"{fd}<<NVLS_F{fd}")
+        docs += ([""] if name in NEWLINE_ADDED else []) + [f"$m end {name} {FILE_STATUS_WORD}"]
+        if i + 1 < len(names):
+            docs.append(f"$m begin {names[i + 1]}")
+        docs.append(f"NVLS_F{fd}")
+    return [f'echo "$m begin {names[0]}"',
+            f"{bound}cat {' '.join(shlex.quote(p) for p in paths)} 2>&1 {' '.join(redirections)}", *docs]
+
+
+def _end_status(name: str, word: str, body: str) -> int | None:
+    """A section's exit status from its end marker's word: a number, or (FILE_STATUS_WORD) from its text."""
+    if word == FILE_STATUS_WORD and name in FILE_SECTIONS:
+        return file_status(body)
+    return int(word) if word.lstrip("-").isdigit() else None
 
 
 def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) -> dict[str, tuple[int | None, str]]:
@@ -456,9 +551,9 @@ def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) 
                 current, body = parts[2], []
                 continue
             if len(parts) >= 3 and parts[1] == "end" and current == parts[2]:
-                status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
                 text = "\n".join(body) + ("\n" if body else "")
-                sections[current] = (status, text[:-1] if current in NEWLINE_ADDED and text else text)
+                text = text[:-1] if current in NEWLINE_ADDED and text else text
+                sections[current] = (_end_status(current, parts[3] if len(parts) > 3 else "", text), text)
                 current = None
                 continue
         if current is not None:
@@ -483,6 +578,8 @@ class SectionReader:
         self.sections: dict[str, tuple[int | None, str]] = {}
         self.overflow: str | None = None
         self._cut_on_node: set[str] = set()
+        # The sections the node did not re-read (UNCHANGED_WORD): the caller answers them from its last poll.
+        self.unchanged: set[str] = set()
         self._current: str | None = None
         self._body: list[str] = []
         self._size = 0
@@ -532,12 +629,14 @@ class SectionReader:
             self._current, self._body, self._size = parts[2], [], 0
             return True
         if len(parts) >= 3 and parts[1] == "end" and self._current == parts[2]:
-            status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
-            if len(parts) > 3 and parts[3] == OVER_CAP_WORD:
+            word = parts[3] if len(parts) > 3 else ""
+            if word == OVER_CAP_WORD:
                 self._cut_on_node.add(parts[2])
+            elif word == UNCHANGED_WORD:
+                self.unchanged.add(parts[2])
             if self._current in NEWLINE_ADDED and self._body:
                 self._body[-1] = self._body[-1][:-1]  # the script's own newline (NEWLINE_ADDED)
-            self._close(status)
+            self._close(_end_status(self._current, word, "".join(self._body)))
             return True
         return self._take(line)
 
@@ -598,6 +697,15 @@ def section_argv(name: str) -> tuple[str, ...]:
 
 __all__ = [
     "NEWLINE_ADDED",
+    "CONFIG_PATHS",
+    "CONFIG_SECTIONS",
+    "CONFIG_STAMP",
+    "CONFIG_STAMP_ARGV",
+    "CONFIG_STAMP_MAX",
+    "FILE_SECTIONS",
+    "FILE_STATUS_WORD",
+    "UNCHANGED_WORD",
+    "file_status",
     "DERIVED_SECTIONS",
     "DEVICE_LIST_ARGV",
     "FM_LOG_ARGV",
