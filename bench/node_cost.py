@@ -192,6 +192,8 @@ def external_commands(text: str) -> list[Started]:
                 at_command = False
             elif tok.startswith("cmd="):  # awk -v cmd=...: the command the kernel section's awk runs
                 found += [Started(c.name, c.conditional or cond) for c in external_commands(tok[4:])]
+            elif tok.startswith("rcmd="):  # ... and the ring's, which it runs only where the journal falls short
+                found += [Started(c.name, True) for c in external_commands(tok[5:])]
             elif at_command and ASSIGNMENT.match(tok):
                 pass  # NAME=value: the command word (if any) follows
             elif at_command or sudo:

@@ -238,3 +238,27 @@ def test_the_holders_identities_and_cgroups_cost_one_ps_each_and_are_read_as_bef
     (status, text), (cg_status, cg_text) = sections["processes"], sections["cgroups"]
     assert status == 0 and holder.pid in {e.pid for e in parse_ps(text).value}
     assert cg_status == 0 and holder.pid in parse_ps_cgroups(cg_text).value
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_where_the_journal_falls_short_one_awk_reads_the_journal_and_the_ring(tmp_path, shell):
+    from nvls_tui.poll.kernel_tail import filter_ring
+
+    ring = "[    0.000000] Linux version 6.8.0\n[   12.500000] NVRM: Xid (PCI:0000:19:00): 79, GPU has fallen off\n"
+    log = tmp_path / "log"
+    for name, text, status in (("journalctl", "No journal files were found.\n", 1), ("dmesg", ring, 0)):
+        (tmp_path / f"{name}.out").write_text(text)
+        (tmp_path / name).write_text(f"#!/bin/sh\ncat {tmp_path / name}.out\nexit {status}\n")
+        (tmp_path / name).chmod(0o755)
+    real_awk = next(f"{d}/awk" for d in ("/usr/bin", "/bin") if os.access(f"{d}/awk", os.X_OK))
+    (tmp_path / "awk").write_text(f'#!/bin/sh\necho awk >> "{log}"\nexec {real_awk} "$@"\n')
+    (tmp_path / "awk").chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    for only, awks in ((("kernel", "ring"), 1), (("ring",), 1)):  # the ring alone: a later script's
+        log.write_text("")
+        out = subprocess.run([shell, "-c", probe_script(only=only)], env=env, capture_output=True, text=True,
+                             timeout=60).stdout
+        sections = split_probe_output(out)
+        assert sections["ring"] == (0, filter_ring(ring)) and "Xid" in sections["ring"][1]
+        assert log.read_text().split() == ["awk"] * awks
+    assert sections.get("kernel") is None

@@ -120,7 +120,9 @@ _PARENT_LIST = (
 # the last of them matched (see nvls_tui.poll.kernel_tail), and the end marker with journalctl's exit
 # status: close() gives it (mawk and gawk >= 4.2; older gawk gives it times 256). filter_journal() is
 # the same filter in Python. It exits JOURNAL_HUNG_EXIT where journalctl timed out (coreutils timeout's 124):
-# the ring buffer is read all the same, and the poll asks no other journalctl.
+# the ring buffer is read all the same, and the poll asks no other journalctl. Where the script reads the
+# ring section too, this awk reads it as well right after its own end marker (``rcmd``, the ring's dmesg,
+# with _RING_FN), whenever it exits non-zero: no second awk for the ring.
 _KERNEL_AWK = (
     "function take(s) {if (s ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/) {v++; h = (s ~ /" + KERNEL_PATTERN
     + "/); if (v == 1) {f = h; ft = s; sub(/ .*/, \"\", ft); fb = (index(s, \"kernel: Linux version \") > 0)}"
@@ -134,25 +136,29 @@ _KERNEL_AWK = (
     + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (cur != \"\") print cur;"
     " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
-    " exit st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED) + " : 0)}"
+    " code = st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED)
+    + " : 0); if (rcmd != \"\" && code != 0) {print m \" begin ring\"; ring(rcmd)}; exit code}"
 )
 # The kernel ring buffer, read only where the journal does not cover the boot (the kernel awk exits
 # RING_NEEDED): dmesg's own messages, where the buffer starts (its first stamp, and whether that line is
 # the boot's first), and the matching lines with the indented lines of their records, bounded as the
 # kernel section's. filter_ring() is the same filter in Python.
-_RING_AWK = (
-    "BEGIN {while ((cmd | getline s) > 0) {if (s ~ /^\\[ *[0-9]+\\.[0-9]+\\] /) {if (first == \"\") {t = s;"
-    " sub(/^\\[ */, \"\", t); sub(/\\].*/, \"\", t); x = s; sub(/^\\[[^]]*\\] /, \"\", x);"
-    " first = \"" + RING_FIRST + "\" t \" \" (index(x, \"Linux version \") == 1 ? 1 : 0)}"
-    " k = (s ~ /" + KERNEL_PATTERN + "/); if (k) {r[n % " + str(KERNEL_LINES) + "] = s; n++}}"
-    " else if (s ~ /^[ \\t]/ && s ~ /[^ \\t]/) {if (k && n) r[(n - 1) % " + str(KERNEL_LINES) + "] = r[(n - 1) % "
-    + str(KERNEL_LINES) + "] \"\\n\" s}"
-    " else if (s ~ /[^ \\t]/) {k = 0; if (e < " + str(NOTE_LINES) + ") msg[e++] = s}}"
-    " st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256;"
-    " for (i = 0; i < e; i++) print msg[i]; if (first != \"\") print first;"
-    " for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES) + " : 0); i < n; i++) print r[i % "
-    + str(KERNEL_LINES) + "]; print m \" end ring \" st}"
+# As a function of its own names (the kernel awk calls it too, after its own section): ring(CMD) reads
+# CMD's output and prints the section's text and its end marker.
+_RING_FN = (
+    "function ring(c) {while ((c | getline rs) > 0) {if (rs ~ /^\\[ *[0-9]+\\.[0-9]+\\] /) {if (rf == \"\") {rt = rs;"
+    " sub(/^\\[ */, \"\", rt); sub(/\\].*/, \"\", rt); rx = rs; sub(/^\\[[^]]*\\] /, \"\", rx);"
+    " rf = \"" + RING_FIRST + "\" rt \" \" (index(rx, \"Linux version \") == 1 ? 1 : 0)}"
+    " rk = (rs ~ /" + KERNEL_PATTERN + "/); if (rk) {RR[rn % " + str(KERNEL_LINES) + "] = rs; rn++}}"
+    " else if (rs ~ /^[ \\t]/ && rs ~ /[^ \\t]/) {if (rk && rn) RR[(rn - 1) % " + str(KERNEL_LINES) + "] = RR[(rn - 1) % "
+    + str(KERNEL_LINES) + "] \"\\n\" rs}"
+    " else if (rs ~ /[^ \\t]/) {rk = 0; if (re < " + str(NOTE_LINES) + ") RM[re++] = rs}}"
+    " rst = close(c); if (rst >= 256 && rst % 256 == 0) rst = rst / 256;"
+    " for (ri = 0; ri < re; ri++) print RM[ri]; if (rf != \"\") print rf;"
+    " for (ri = (rn > " + str(KERNEL_LINES) + " ? rn - " + str(KERNEL_LINES) + " : 0); ri < rn; ri++) print RR[ri % "
+    + str(KERNEL_LINES) + "]; print m \" end ring \" rst}"
 )
+_RING_AWK = _RING_FN + " BEGIN {ring(cmd)}"
 # The poll's user from the shell's own /proc/self/status (effective uid): no process for it; `id -u`
 # only where /proc cannot say.
 _IDENTITY = ('u=; while read -r k r e _; do [ "$k" = Uid: ] && u=$e; done < /proc/self/status 2>/dev/null',
@@ -210,6 +216,7 @@ class Section:
     fallback: tuple[str, ...] | None = None
 
 
+RING_ARGV = ("dmesg",)
 # The node's boot and the seconds since it (/proc/uptime): a smoke record of another boot, or one
 # written before the clock was stepped, dates nothing (nvls_tui.diagnosis.node.smoke_distrust).
 BOOT_ARGV = ("cat", "/proc/sys/kernel/random/boot_id", "/proc/uptime")
@@ -236,7 +243,7 @@ SECTIONS: tuple[Section, ...] = (
     # The kernel ring buffer, where the journal does not reach back to the boot or cannot be read
     # (rotated, vacuumed, volatile, absent): its [seconds] stamps are mapped to the node's clock by its
     # boot time (the ``boot`` and ``clock`` sections). The script skips it where the journal covers the boot.
-    Section("ring", ("dmesg",), privileged=True),
+    Section("ring", RING_ARGV, privileged=True),
     # FM's own words since the unit's last start (see FM_LOG_ARGV); root or the systemd-journal group reads it.
     Section("fm_log", FM_LOG_ARGV, privileged=True),
     # needrestart's configuration, its own file then conf.d's (grep -H names each line's file; stderr says
@@ -460,9 +467,18 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         elif section.name == "kernel":
             # awk -v takes backslash escapes: the command has none (fixed words, a hex cursor).
             whole = 0 if kernel_cursor is not None and CURSOR.fullmatch(kernel_cursor) else 1
-            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=' + cmd)} "
-                             f"{shlex.quote(_KERNEL_AWK)}; rk=$?",
+            ring = ""
+            if "ring" in wanted:  # the ring is read by this awk where it is needed (see _KERNEL_AWK)
+                ring_prefix = bound + ("sudo -n " if sudo else "")
+                ring = f"-v {shlex.quote('rcmd=' + ring_prefix + _glob_safe_join(RING_ARGV) + ' 2>&1')} "
+            program = (_RING_FN + " " if ring else "") + _KERNEL_AWK
+            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=' + cmd)} {ring}"
+                             f"{shlex.quote(program)}; rk=$?",
                       f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
+        elif section.name == "ring" and "kernel" in wanted:
+            # Read by the kernel section's awk where it was needed; said to be skipped otherwise.
+            lines.append(f'[ "$rk" = {RING_NEEDED} ] || {{ {begin}; echo {shlex.quote(RING_SKIPPED)}; '
+                         'echo "$m end ring 0"; }')
         elif section.name == "ring":
             # Without the kernel section's word (it ran in an earlier script, or not at all): read.
             lines += [begin, f'if [ "${{rk:-{RING_NEEDED}}}" = {RING_NEEDED} ]; then '
