@@ -105,13 +105,13 @@ def test_a_later_poll_reads_the_small_files_with_one_cat_and_no_unchanged_config
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_changed_configuration_file_is_read_again(tmp_path, shell):
     stamp = tmp_path / "stamp"
-    stamp.write_text("f 512 1700000000.0000000000 1700000000.0000000000 /etc/apt/apt.conf.d/20auto-upgrades\n")
+    stamp.write_text("f 512 1700000000.0000000000 1700000000.0000000000\n")
     (tmp_path / "stamp.rc").write_text("0")
     node = Node(tmp_path, shell, stamp)
     node.poll()
     kept = node.cache.stamp
-    assert kept is not None and "20auto-upgrades" in kept
-    stamp.write_text("f 513 1700000060.0000000000 1700000060.0000000000 /etc/apt/apt.conf.d/20auto-upgrades\n")
+    assert kept is not None and "1700000000" in kept
+    stamp.write_text("f 513 1700000060.0000000000 1700000060.0000000000\n")
     _, started = node.poll()
     assert {"grep", "apt-config"} <= set(started)  # the file changed: read again
     assert node.cache.stamp != kept and "1700000060" in (node.cache.stamp or "")
@@ -122,7 +122,7 @@ def test_a_changed_configuration_file_is_read_again(tmp_path, shell):
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_stamp_that_could_not_be_taken_reads_the_configuration_every_poll(tmp_path, shell):
     stamp = tmp_path / "stamp"
-    stamp.write_text("f 4096 1700000000.0000000000 1700000000.0000000000 /etc/apt/apt.conf.d\n"
+    stamp.write_text("f 4096 1700000000.0000000000 1700000000.0000000000\n"
                      "find: '/etc/needrestart/conf.d': Permission denied\n")
     (tmp_path / "stamp.rc").write_text("1")
     node = Node(tmp_path, shell, stamp)
@@ -180,7 +180,8 @@ def test_the_shims_answer_the_stamp_and_the_shared_cat_as_the_simulated_node(tmp
                           env={"PATH": f"{root}/bin:/usr/bin:/bin"})
     sim = load_fleet("sim:fm-restarters/gpu-nr01", speed=0).sh("gpu-nr01", *CONFIG_STAMP_ARGV)
     assert (shim.returncode, shim.stdout, shim.stderr) == (sim.exit_status, sim.stdout, sim.stderr)
-    assert "/etc/needrestart/needrestart.conf" in shim.stdout  # the node's files, not this machine's
+    # The node's files (it has needrestart's), not this machine's (which has none).
+    assert "needrestart" not in shim.stderr and len(shim.stdout.splitlines()) >= 3
     if not static:
         # The boot's files in the shared cat are the simulated node's (its boot id), never this machine's.
         env = {"PATH": f"{root}/bin:{os.environ['PATH']}", "LC_ALL": "C"}

@@ -276,12 +276,13 @@ FILE_STATUS_WORD = "text"
 # cat's complaint about one of its files ("cat: PATH: No such file or directory", "Permission denied").
 _CAT_COMPLAINT = re.compile(r"^(?:\S*/)?cat: \S.*: \S")
 # What the needrestart and apt sections read, stamped by one `find` (each file's and folder's size,
-# mtime and ctime, and its path): the script re-reads them only when the stamp differs from the one the
+# mtime and ctime; no path: the stamp travels to the node with every poll, and a file added, removed or
+# renamed changes its folder's times): the script re-reads them only when the stamp differs from the one the
 # bastion sent (the last it saw with a complete answer), and then prints the new stamp as the
 # CONFIG_STAMP section. A stamp with any line but a file's or find's "No such file" (a folder it could
 # not read, find missing or failing) is no stamp: the configuration is re-read and nothing is kept.
 CONFIG_PATHS = ("/etc/needrestart", "/etc/apt/apt.conf", "/etc/apt/apt.conf.d")
-CONFIG_STAMP_ARGV = ("find", *CONFIG_PATHS, "-maxdepth", "2", "-printf", "f %s %T@ %C@ %p\\n")
+CONFIG_STAMP_ARGV = ("find", *CONFIG_PATHS, "-maxdepth", "2", "-printf", "f %s %T@ %C@\\n")
 CONFIG_STAMP = "config_stamp"
 CONFIG_SECTIONS = ("needrestart", "apt")
 # The end word of a section the node did not re-read (its files did not change since the stamp).
