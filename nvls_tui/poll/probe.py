@@ -266,7 +266,8 @@ SECTIONS: tuple[Section, ...] = (
 # loses its last newline there instead (nothing reads it).
 NEWLINE_ADDED = ("record", "smoke", "simulated")
 # The sections that print small files (a `cat` each before issue 37): one `cat` reads them all, with a
-# here-document between two files (read by cat as /dev/fd/N) that carries the end marker of one section
+# here-document between two files (read by cat as /proc/self/fd/N: the boot section needs /proc anyway,
+# where /dev/fd may be missing in a bare container) that carries the end marker of one section
 # and the begin marker of the next. cat's one exit status cannot say which file failed, so their end
 # markers carry FILE_STATUS_WORD and the readers take each status from its text (:func:`file_status`).
 # Builtins (`read`) are no way out: the simulator's shims answer these reads as a `cat`, and dash reads
@@ -525,13 +526,13 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
 
 def _files_read(names: list[str], bound: str) -> list[str]:
     """The file sections ``names`` (in order) read by one ``cat``: each file is followed by a here-document
-    (/dev/fd/3, 4, ...) that ends its section (after one newline more for NEWLINE_ADDED) and begins the next."""
+    (/proc/self/fd/3, 4, ...) that ends its section (after one newline more for NEWLINE_ADDED) and begins the next."""
     paths: list[str] = []
     docs: list[str] = []
     redirections: list[str] = []
     for i, name in enumerate(names):
         fd = 3 + i
-        paths += [*next(s.argv for s in SECTIONS if s.name == name)[1:], f"/dev/fd/{fd}"]
+        paths += [*next(s.argv for s in SECTIONS if s.name == name)[1:], f"/proc/self/fd/{fd}"]
         redirections.append(f"{fd}<<NVLS_F{fd}")
         docs += ([""] if name in NEWLINE_ADDED else []) + [f"$m end {name} {FILE_STATUS_WORD}"]
         if i + 1 < len(names):
