@@ -263,3 +263,17 @@ def test_where_the_journal_falls_short_one_awk_reads_the_journal_and_the_ring(tm
         assert sections["ring"] == (0, filter_ring(ring)) and "Xid" in sections["ring"][1]
         assert log.read_text().split() == ["awk"] * awks
     assert sections.get("kernel") is None
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_kernel_section_alone_reads_the_journal(tmp_path, shell):
+    # Without the ring section in the same script its awk has no ring() to call: it must still run.
+    (tmp_path / "journalctl").write_text("#!/bin/sh\necho '2026-12-06T10:00:00+0000 h kernel: Linux version 6.8'\n"
+                                         "echo '2026-12-06T10:00:01+0000 h kernel: NVRM: Xid 79'\n")
+    (tmp_path / "journalctl").chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    done = subprocess.run([shell, "-c", probe_script(only=("kernel",))], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stderr == ""
+    status, text = split_probe_output(done.stdout)["kernel"]
+    assert status == 0 and "NVRM: Xid 79" in text

@@ -137,8 +137,11 @@ _KERNEL_AWK = (
     " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
     " code = st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED)
-    + " : 0); if (rcmd != \"\" && code != 0) {print m \" begin ring\"; ring(rcmd)}; exit code}"
+    + " : 0);" + "{RING}" + " exit code}"
 )
+# Where the script reads the ring too (only then is _RING_FN in the program: awk refuses a call to a
+# function it does not define, even one never made).
+_KERNEL_RING_CALL = " if (code != 0) {print m \" begin ring\"; ring(rcmd)};"
 # The kernel ring buffer, read only where the journal does not cover the boot (the kernel awk exits
 # RING_NEEDED): dmesg's own messages, where the buffer starts (its first stamp, and whether that line is
 # the boot's first), and the matching lines with the indented lines of their records, bounded as the
@@ -473,7 +476,7 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             if "ring" in wanted:  # the ring is read by this awk where it is needed (see _KERNEL_AWK)
                 ring_prefix = bound + ("sudo -n " if sudo else "")
                 ring = f"-v {shlex.quote('rcmd=' + ring_prefix + _glob_safe_join(RING_ARGV) + ' 2>&1')} "
-            program = (_RING_FN + " " if ring else "") + _KERNEL_AWK
+            program = (_RING_FN + " " if ring else "") + _KERNEL_AWK.replace("{RING}", _KERNEL_RING_CALL if ring else "")
             lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=' + cmd)} {ring}"
                              f"{shlex.quote(program)}; rk=$?",
                       f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
