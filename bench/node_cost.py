@@ -201,7 +201,7 @@ def external_commands(text: str) -> list[Started]:
                     continue
                 if tok not in SH_BUILTINS:
                     found.append(Started(tok, cond))
-                sudo = tok == "sudo"
+                sudo = tok in ("sudo", "exec")  # their command follows (sudo forks it, exec replaces the shell)
                 at_command = False
     return found
 
@@ -638,8 +638,8 @@ def static_summary(sudo: bool) -> str:
                      f"({sum(c.conditional for c in cmds)}) |")
     lines.append(f"| **all** | | {total} ({cond}) |")
     lines += ["", "Processes are more than commands: each `$(...)` and each pipeline element is a fork (dash "
-              "execs a lone simple command in it), the kernel section's awk starts journalctl through `sh -c` "
-              "(which dash execs), and shims and stand-ins add their own forks; threads take PIDs too."]
+              "execs a lone simple command in it), the kernel section's awk starts journalctl (and, where the journal falls short, dmesg) "
+              "through `sh -c`, which `exec` spares a fork, and shims and stand-ins add their own forks; threads take PIDs too."]
     return "\n".join(lines)
 
 

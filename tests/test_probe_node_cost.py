@@ -277,3 +277,18 @@ def test_the_kernel_section_alone_reads_the_journal(tmp_path, shell):
     assert done.stderr == ""
     status, text = split_probe_output(done.stdout)["kernel"]
     assert status == 0 and "NVRM: Xid 79" in text
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_kernel_awk_runs_journalctl_and_dmesg_without_a_shell_between(tmp_path, shell):
+    # awk runs its command through `sh -c`, which dash forks again for it: `exec` makes the tool awk's child.
+    for name in ("journalctl", "dmesg"):
+        (tmp_path / name).write_text(f'#!/bin/sh\necho "{name}\'s parent: $(cat /proc/$PPID/comm)"\nexit 1\n')
+        (tmp_path / name).chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    out = subprocess.run([shell, "-c", probe_script(only=("kernel", "ring"))], env=env, capture_output=True,
+                         text=True, timeout=60).stdout
+    sections = split_probe_output(out)
+    assert "journalctl's parent: " in sections["kernel"][1] and "dmesg's parent: " in sections["ring"][1]
+    parents = [line.rsplit(" ", 1)[1] for line in out.splitlines() if "'s parent: " in line]
+    assert len(parents) == 2 and all(p.endswith("awk") for p in parents), parents

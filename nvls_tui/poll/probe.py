@@ -475,9 +475,10 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             ring = ""
             if "ring" in wanted:  # the ring is read by this awk where it is needed (see _KERNEL_AWK)
                 ring_prefix = bound + ("sudo -n " if sudo else "")
-                ring = f"-v {shlex.quote('rcmd=' + ring_prefix + _glob_safe_join(RING_ARGV) + ' 2>&1')} "
+                ring = f"-v {shlex.quote('rcmd=exec ' + ring_prefix + _glob_safe_join(RING_ARGV) + ' 2>&1')} "
             program = (_RING_FN + " " if ring else "") + _KERNEL_AWK.replace("{RING}", _KERNEL_RING_CALL if ring else "")
-            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=' + cmd)} {ring}"
+            # awk runs its command through `sh -c`, which dash forks once more for it: `exec` spares that.
+            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=exec ' + cmd)} {ring}"
                              f"{shlex.quote(program)}; rk=$?",
                       f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
         elif section.name == "ring" and "kernel" in wanted:
@@ -487,7 +488,7 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         elif section.name == "ring":
             # Without the kernel section's word (it ran in an earlier script, or not at all): read.
             lines += [begin, f'if [ "${{rk:-{RING_NEEDED}}}" = {RING_NEEDED} ]; then '
-                             f"awk -v m=\"$m\" -v {shlex.quote('cmd=' + cmd)} {shlex.quote(_RING_AWK)}; "
+                             f"awk -v m=\"$m\" -v {shlex.quote('cmd=exec ' + cmd)} {shlex.quote(_RING_AWK)}; "
                              f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
