@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a file: the checkout's packages first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nvls_tui.poll.kernel_tail import last_cursor
-from nvls_tui.poll.probe import probe_script
+from nvls_tui.poll.probe import CONFIG_STAMP, probe_script, split_probe_output
 
 KEX = "^curve25519-sha256,curve25519-sha256@libssh.org"
 
@@ -51,8 +51,12 @@ async def _probe(conn: asyncssh.SSHClientConnection, command: str) -> str:
 
 
 def _again(first: str) -> str:
-    """The second poll's command: the probe from the kernel cursor of the first answer."""
-    return shlex.join(["sh", "-c", probe_script(kernel_cursor=last_cursor(first))])
+    """The second poll's command: the probe from the kernel cursor of the first answer, with the stamp of
+    needrestart's and apt's files it printed (as nvls-tui's second poll sends them)."""
+    status, printed = split_probe_output(first).get(CONFIG_STAMP, (None, ""))
+    stamp = printed[:-1] if printed.endswith("\n") else printed
+    return shlex.join(["sh", "-c", probe_script(kernel_cursor=last_cursor(first),
+                                                config_stamp=stamp if status == 0 and stamp else None)])
 
 
 async def main(ports_file: str, key: str, known_hosts: str, probe_file: str, repoll: bool) -> int:

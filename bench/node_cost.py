@@ -74,7 +74,7 @@ if __package__ in (None, ""):  # run as a file (python bench/node_cost.py): the 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nvls_tui.poll.kernel_tail import last_cursor
-from nvls_tui.poll.probe import DERIVED_SECTIONS, SECTIONS, probe_script, split_probe_output
+from nvls_tui.poll.probe import CONFIG_STAMP, DERIVED_SECTIONS, SECTIONS, probe_script, split_probe_output
 
 MARK = "@@nvls-node-cost"
 RUSAGE_MARK = "@@nvls-node-cost-rusage"
@@ -92,9 +92,11 @@ RUSAGE_HELPER = (
 LAST_PID = "/proc/sys/kernel/ns_last_pid"
 PID_MAX = "/proc/sys/kernel/pid_max"
 RUN_TIMEOUT = 120.0
-# Issue 16: "a poll costs a node at most 10 processes and 30 ms of CPU beyond nvidia-smi's own".
+# Issue 16: "a poll costs a node at most 10 processes and 30 ms of CPU beyond nvidia-smi's own"; issue 37
+# item 5: a later poll at most 10 tasks (12 with a process holding a GPU) and 20 ms.
 TARGET_TASKS = 10
-TARGET_CPU_MS = 30.0
+TARGET_TASKS_HELD = 12
+TARGET_CPU_MS = 20.0
 LAB_SUBNET = 9  # 127.0.9.x: the suite uses 6, --slurm's tests 8, an operator's lab 5 (7: other runs)
 LAB_NODE = "gpu05"
 LAB_SCENARIO = "healthy"  # seed-incident's gpu05 runs a user's `watch -n 1 nvidia-smi`: ~3 forks a second
@@ -190,6 +192,8 @@ def external_commands(text: str) -> list[Started]:
                 at_command = False
             elif tok.startswith("cmd="):  # awk -v cmd=...: the command the kernel section's awk runs
                 found += [Started(c.name, c.conditional or cond) for c in external_commands(tok[4:])]
+            elif tok.startswith("rcmd="):  # ... and the ring's, which it runs only where the journal falls short
+                found += [Started(c.name, True) for c in external_commands(tok[5:])]
             elif at_command and ASSIGNMENT.match(tok):
                 pass  # NAME=value: the command word (if any) follows
             elif at_command or sudo:
@@ -197,51 +201,54 @@ def external_commands(text: str) -> list[Started]:
                     continue
                 if tok not in SH_BUILTINS:
                     found.append(Started(tok, cond))
-                sudo = tok == "sudo"
+                sudo = tok in ("sudo", "exec")  # their command follows (sudo forks it, exec replaces the shell)
                 at_command = False
     return found
 
 
 def _without_heredoc_text(text: str) -> list[str]:
-    """The script's lines with here-document bodies reduced to the command substitutions in them."""
+    """The script's lines with here-document bodies reduced to the command substitutions in them (a line
+    may open several, read one after the other: the probe's shared cat of its small files)."""
     out: list[str] = []
-    end: str | None = None
+    ends: list[str] = []
     guard = ""  # the body's commands run only when the line that opened it does
     for line in text.splitlines():
-        if end is not None:
-            if line == end:
-                end = None
+        if ends:
+            if line == ends[0]:
+                ends.pop(0)
             else:
                 out += [f"{guard}{inner}" for inner in re.findall(r"\$\((.*)\)", line)]
             continue
         out.append(line)
-        if (m := re.search(r"<<-?\s*([A-Za-z_][A-Za-z0-9_]*)", line)) is not None:
-            end = m.group(1)
-            guard = "true && " if ("&&" in line or "||" in line) else ""
+        ends = re.findall(r"<<-?\s*([A-Za-z_][A-Za-z0-9_]*)", line)
+        guard = "true && " if ("&&" in line or "||" in line) else ""
     return out
 
 
 def script_sections(script: str) -> list[tuple[str, str]]:
-    """``[(section, its lines)]`` of a probe script, in order; the lines between two sections (the
-    holders' PID lists the ps sections read) are named ``pids``."""
+    """``[(section, its lines)]`` of a probe script, in order. The lines between two sections belong to the
+    next one (the stamp of needrestart's and apt's files, the holders' PID lists the ps sections read);
+    those after the last are named ``pids``. The shared cat of the small files is its first section's."""
     parts: list[tuple[str, list[str]]] = []
     current: str | None = None
+    between: list[str] = []
     for line in script.splitlines():
         begin = re.match(r'^echo "\$m begin (\w+)"$', line)
         end = re.match(r'^echo "\$m end (\w+) \$rc"$', line)
         if begin:
             current = begin.group(1)
-            parts.append((current, []))
+            parts.append((current, between))
+            between = []
         elif end:
             current = None
         elif current is not None:
             parts[-1][1].append(line)
         elif parts:  # between sections
-            if parts[-1][0] != "pids":
-                parts.append(("pids", []))
-            parts[-1][1].append(line)
+            between.append(line)
         if current == "kernel" and not begin:  # the kernel section ends inside its awk
             current = None
+    if between:
+        parts.append(("pids", between))
     return [(name, "\n".join(lines)) for name, lines in parts]
 
 
@@ -366,6 +373,9 @@ class Target:
                 return str(exc)
             sections = split_probe_output(done.stdout.decode(errors="replace"))
             sections.pop("clock", None)
+            if "boot" in sections:  # its boot id, not its uptime (which ticks between the two runs)
+                status, text = sections["boot"]
+                sections["boot"] = (status, text.partition("\n")[0])
             seen.append(sections)
         differ = [name for name in seen[0] if seen[0][name] != seen[1].get(name)]
         if differ:
@@ -386,16 +396,19 @@ class Variant:
     section: bool = False
 
 
-def variants(sudo: bool, cursor: str | None = None) -> list[Variant]:
+def variants(sudo: bool, cursor: str | None = None, stamp: str | None = None) -> list[Variant]:
     """The empty script, the whole probe, each section alone, and the raw kernel log.
 
     ``probe`` and ``kernel`` are a poll of a node read before (its kernel log from ``cursor``, where
-    the node gave one); ``probe first`` and ``kernel first`` the first poll (the whole boot's log).
+    the node gave one; needrestart's and apt's files checked against ``stamp``, as the SSH backend's
+    later polls do); ``probe first`` and ``kernel first`` the first poll (the whole boot's log, the
+    configuration read).
     """
-    out = [Variant("empty", ""), Variant("probe", probe_script(sudo, kernel_cursor=cursor)),
+    out = [Variant("empty", ""), Variant("probe", probe_script(sudo, kernel_cursor=cursor, config_stamp=stamp)),
            Variant("probe first", probe_script(sudo))]
     for s in SECTIONS:
-        out.append(Variant(s.name, probe_script(sudo, only=(s.name,), kernel_cursor=cursor), section=True))
+        out.append(Variant(s.name, probe_script(sudo, only=(s.name,), kernel_cursor=cursor, config_stamp=stamp),
+                           section=True))
     out.append(Variant("kernel first", probe_script(sudo, only=("kernel",))))
     # The ps/scontrol sections take their PIDs from the holders table: measured with it, less it.
     out.append(Variant("holders+derived", probe_script(sudo, only=("holders", *DERIVED_SECTIONS))))
@@ -404,11 +417,18 @@ def variants(sudo: bool, cursor: str | None = None) -> list[Variant]:
     return out
 
 
-def kernel_cursor(target: Target, sudo: bool) -> str | None:
-    """The cursor a first poll of the node ends at (what the bastion keeps for its next poll)."""
-    proc = subprocess.run(target.shell(probe_script(sudo, only=("kernel",))), capture_output=True,
-                          timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL, check=False)
-    return last_cursor(proc.stdout.decode(errors="replace"))
+def first_poll(target: Target, sudo: bool) -> tuple[str | None, str | None, bool]:
+    """What a first poll of the node leaves the bastion for its next one: the journal cursor it ended at,
+    the stamp of needrestart's and apt's files (None where the node could not take one), and whether a
+    process holds a GPU (the ps sections read someone: the targets allow two tasks more then)."""
+    proc = subprocess.run(target.shell(probe_script(sudo)), capture_output=True, timeout=RUN_TIMEOUT,
+                          stdin=subprocess.DEVNULL, check=False)
+    text = proc.stdout.decode(errors="replace")
+    sections = split_probe_output(text)
+    status, printed = sections.get(CONFIG_STAMP, (None, ""))
+    stamp = printed[:-1] if printed.endswith("\n") else printed
+    held = bool(sections.get("processes", (None, ""))[1].strip())
+    return last_cursor(text), (stamp if status == 0 and stamp else None), held
 
 
 @dataclass
@@ -420,6 +440,8 @@ class Measured:
     runs: dict[str, list[Run]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     cursor: str | None = None  # where the steady-state polls' kernel read starts
+    stamp: str | None = None  # the configuration's stamp the steady-state polls send
+    held: bool = False  # a process held a GPU at the first poll
 
     def net(self, name: str, attr: str) -> list[float]:
         """Per repetition: the variant's value less the empty script's of the same repetition."""
@@ -440,10 +462,14 @@ class Measured:
 def measure(target: Target, runs: int, sudo: bool, say: Callable[[str], None]) -> Measured:
     """Every variant ``runs`` times, interleaved (repetition by repetition)."""
     result = Measured(target, sudo)
-    result.cursor = kernel_cursor(target, sudo)
+    result.cursor, result.stamp, result.held = first_poll(target, sudo)
     if result.cursor is None:
         target.notes.append("journalctl gave no cursor: every poll reads the whole boot's kernel log")
-    todo = variants(sudo, result.cursor)
+    if result.stamp is None:
+        target.notes.append("no stamp of needrestart's and apt's files: every poll reads them")
+    if result.held:
+        target.notes.append("a process holds a GPU: the ps sections run (task target 12)")
+    todo = variants(sudo, result.cursor, result.stamp)
     for rep in range(runs):
         for v in todo:
             try:
@@ -488,8 +514,9 @@ def verdicts(m: Measured) -> list[tuple[str, bool | None]]:
     out: list[tuple[str, bool | None]] = []
     if tasks is not None:
         how = "" if m.target.isolated else ", the smallest counts of the runs (shared PID namespace)"
-        out.append((f"tasks beyond nvidia-smi's own: {tasks:.0f}{how} (target <= {TARGET_TASKS})",
-                    tasks <= TARGET_TASKS))
+        goal = TARGET_TASKS_HELD if m.held else TARGET_TASKS
+        out.append((f"tasks beyond nvidia-smi's own: {tasks:.0f}{how} (target <= {goal}"
+                    f"{', a process holds a GPU' if m.held else ''})", tasks <= goal))
     if precise is not None:
         out.append((f"CPU beyond nvidia-smi's own: {precise:.1f} ms by wait4, the shell included"
                     f"{f' ({ticks:.0f} ms by times, 10 ms steps)' if ticks is not None else ''} "
@@ -570,7 +597,7 @@ def report(m: Measured) -> str:
                      + (f"; a first poll reads the boot's whole kernel log ({raw:.0f} bytes raw), later polls "
                         "only what came since the cursor." if raw else "."))
         lines.append("")
-    lines.append("Targets (issue 16), beyond nvidia-smi's own:")
+    lines.append("Targets (issues 16 and 37), a later poll beyond nvidia-smi's own:")
     for text, ok in verdicts(m):
         lines.append(f"- {text}: {'met' if ok else 'NOT MET'}")
     lines.append("")
@@ -579,7 +606,7 @@ def report(m: Measured) -> str:
               f"| section | external commands (from the script) | tasks | CPU ms, {'wait4' if precise else 'times'} | "
               "wall ms | bytes |", "| --- | --- | --- | --- | --- | --- |"]
     started = dict(script_sections(probe_script(m.sudo)))
-    for v in variants(m.sudo, m.cursor):
+    for v in variants(m.sudo, m.cursor, m.stamp):
         if not v.section:
             continue
         cmds = ", ".join(str(c) for c in external_commands(started.get(v.name, ""))) or "-"
@@ -611,8 +638,8 @@ def static_summary(sudo: bool) -> str:
                      f"({sum(c.conditional for c in cmds)}) |")
     lines.append(f"| **all** | | {total} ({cond}) |")
     lines += ["", "Processes are more than commands: each `$(...)` and each pipeline element is a fork (dash "
-              "execs a lone simple command in it), the kernel section's awk starts journalctl through `sh -c` "
-              "(which dash execs), and shims and stand-ins add their own forks; threads take PIDs too."]
+              "execs a lone simple command in it), the kernel section's awk starts journalctl (and, where the journal falls short, dmesg) "
+              "through `sh -c`, which `exec` spares a fork, and shims and stand-ins add their own forks; threads take PIDs too."]
     return "\n".join(lines)
 
 

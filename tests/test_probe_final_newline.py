@@ -48,7 +48,9 @@ def smoke_of(sections: dict[str, tuple[int | None, str]]):
 def test_a_smoke_record_without_a_final_newline_is_read_by_a_real_shell(tmp_path, shell, final):
     record = tmp_path / "last-smoke.json"
     record.write_text(SMOKE + final)  # as printf '%s' wrote it (or echo)
-    stand_in(tmp_path, "cat", f'#!/bin/sh\n[ "$1" = {SMOKE_FILE} ] && exec /bin/cat {record}\nexec /bin/cat "$@"\n')
+    # The probe reads its small files with one cat (probe.FILE_SECTIONS): the smoke record is one of its files.
+    stand_in(tmp_path, "cat", f'#!/bin/sh\nn=$#; for a do [ "$a" = {SMOKE_FILE} ] && a={record}; set -- "$@" "$a"; done\n'
+                              'shift $n; exec /bin/cat "$@"\n')
     env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
     done = subprocess.run([shell, "-c", probe_script(nonce=NONCE)], env=env, capture_output=True, text=True,
                           timeout=60)

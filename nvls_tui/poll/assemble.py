@@ -52,9 +52,11 @@ from nvls_tui.parsers.restarters import (
 )
 from nvls_tui.parsers.slurm import parse_listpids
 from nvls_tui.parsers.systemctl import parse_show
+from nvls_tui.poll.config_cache import without_stamp
 from nvls_tui.poll.evidence import NOT_RUN, missing_evidence, missing_from_unparsed
 from nvls_tui.poll.fm_journal import read_fm_journal
 from nvls_tui.poll.kernel_coverage import read_kernel
+from nvls_tui.poll.probe import CONFIG_STAMP
 from nvls_tui.textsafe import clean_deep
 
 # What nvidia-smi prints when the driver is not loaded or no GPU answers: the node cannot be read.
@@ -259,6 +261,8 @@ def assemble_node_state(
         the cap, missing, failing) are missing evidence on a reachable node; ``reachable=False`` with a
         reason when nvidia-smi hung or nothing else answered either (see :func:`node_answered`).
     """
+    if CONFIG_STAMP in sections:  # the node's stamp of its configuration: the SSH backend's, never evidence
+        sections = without_stamp(sections)
     warnings: list[str] = []
     lost: list[MissingEvidence] = list(missing)
     marker = sections.get("simulated")

@@ -120,7 +120,9 @@ _PARENT_LIST = (
 # the last of them matched (see nvls_tui.poll.kernel_tail), and the end marker with journalctl's exit
 # status: close() gives it (mawk and gawk >= 4.2; older gawk gives it times 256). filter_journal() is
 # the same filter in Python. It exits JOURNAL_HUNG_EXIT where journalctl timed out (coreutils timeout's 124):
-# the ring buffer is read all the same, and the poll asks no other journalctl.
+# the ring buffer is read all the same, and the poll asks no other journalctl. Where the script reads the
+# ring section too, this awk reads it as well right after its own end marker (``rcmd``, the ring's dmesg,
+# with _RING_FN), whenever it exits non-zero: no second awk for the ring.
 _KERNEL_AWK = (
     "function take(s) {if (s ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/) {v++; h = (s ~ /" + KERNEL_PATTERN
     + "/); if (v == 1) {f = h; ft = s; sub(/ .*/, \"\", ft); fb = (index(s, \"kernel: Linux version \") > 0)}"
@@ -134,31 +136,38 @@ _KERNEL_AWK = (
     + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (cur != \"\") print cur;"
     " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
-    " exit st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED) + " : 0)}"
+    " code = st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED)
+    + " : 0);" + "{RING}" + " exit code}"
 )
+# Where the script reads the ring too (only then is _RING_FN in the program: awk refuses a call to a
+# function it does not define, even one never made).
+_KERNEL_RING_CALL = " if (code != 0) {print m \" begin ring\"; ring(rcmd)};"
 # The kernel ring buffer, read only where the journal does not cover the boot (the kernel awk exits
 # RING_NEEDED): dmesg's own messages, where the buffer starts (its first stamp, and whether that line is
 # the boot's first), and the matching lines with the indented lines of their records, bounded as the
 # kernel section's. filter_ring() is the same filter in Python.
-_RING_AWK = (
-    "BEGIN {while ((cmd | getline s) > 0) {if (s ~ /^\\[ *[0-9]+\\.[0-9]+\\] /) {if (first == \"\") {t = s;"
-    " sub(/^\\[ */, \"\", t); sub(/\\].*/, \"\", t); x = s; sub(/^\\[[^]]*\\] /, \"\", x);"
-    " first = \"" + RING_FIRST + "\" t \" \" (index(x, \"Linux version \") == 1 ? 1 : 0)}"
-    " k = (s ~ /" + KERNEL_PATTERN + "/); if (k) {r[n % " + str(KERNEL_LINES) + "] = s; n++}}"
-    " else if (s ~ /^[ \\t]/ && s ~ /[^ \\t]/) {if (k && n) r[(n - 1) % " + str(KERNEL_LINES) + "] = r[(n - 1) % "
-    + str(KERNEL_LINES) + "] \"\\n\" s}"
-    " else if (s ~ /[^ \\t]/) {k = 0; if (e < " + str(NOTE_LINES) + ") msg[e++] = s}}"
-    " st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256;"
-    " for (i = 0; i < e; i++) print msg[i]; if (first != \"\") print first;"
-    " for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES) + " : 0); i < n; i++) print r[i % "
-    + str(KERNEL_LINES) + "]; print m \" end ring \" st}"
+# As a function of its own names (the kernel awk calls it too, after its own section): ring(CMD) reads
+# CMD's output and prints the section's text and its end marker.
+_RING_FN = (
+    "function ring(c) {while ((c | getline rs) > 0) {if (rs ~ /^\\[ *[0-9]+\\.[0-9]+\\] /) {if (rf == \"\") {rt = rs;"
+    " sub(/^\\[ */, \"\", rt); sub(/\\].*/, \"\", rt); rx = rs; sub(/^\\[[^]]*\\] /, \"\", rx);"
+    " rf = \"" + RING_FIRST + "\" rt \" \" (index(rx, \"Linux version \") == 1 ? 1 : 0)}"
+    " rk = (rs ~ /" + KERNEL_PATTERN + "/); if (rk) {RR[rn % " + str(KERNEL_LINES) + "] = rs; rn++}}"
+    " else if (rs ~ /^[ \\t]/ && rs ~ /[^ \\t]/) {if (rk && rn) RR[(rn - 1) % " + str(KERNEL_LINES) + "] = RR[(rn - 1) % "
+    + str(KERNEL_LINES) + "] \"\\n\" rs}"
+    " else if (rs ~ /[^ \\t]/) {rk = 0; if (re < " + str(NOTE_LINES) + ") RM[re++] = rs}}"
+    " rst = close(c); if (rst >= 256 && rst % 256 == 0) rst = rst / 256;"
+    " for (ri = 0; ri < re; ri++) print RM[ri]; if (rf != \"\") print rf;"
+    " for (ri = (rn > " + str(KERNEL_LINES) + " ? rn - " + str(KERNEL_LINES) + " : 0); ri < rn; ri++) print RR[ri % "
+    + str(KERNEL_LINES) + "]; print m \" end ring \" rst}"
 )
+_RING_AWK = _RING_FN + " BEGIN {ring(cmd)}"
 # The poll's user from the shell's own /proc/self/status (effective uid): no process for it; `id -u`
 # only where /proc cannot say.
 _IDENTITY = ('u=; while read -r k r e _; do [ "$k" = Uid: ] && u=$e; done < /proc/self/status 2>/dev/null',
              'if [ -n "$u" ]; then echo "$u"; rc=0; else id -u 2>&1; rc=$?; fi')
-# The sections held in shell variables (the gpus fallback, the holders table the PID list is read from,
-# the holders' identities) are cut on the node: an nvidia-smi that printed without end grew the poll's
+# The sections held in shell variables (the gpus fallback, the holders table the PID list is read from)
+# are cut on the node: an nvidia-smi that printed without end grew the poll's
 # `sh` to 1.7 GB in 8 s, long before the bastion's own cap could see a byte of it. `capped N CMD...` runs
 # CMD (stderr merged) through `head -c`, which stops it (SIGPIPE) past N bytes; its exit status travels
 # after its output, as the last line, so the pipeline keeps it (dash has no PIPESTATUS). The `.` after
@@ -210,6 +219,7 @@ class Section:
     fallback: tuple[str, ...] | None = None
 
 
+RING_ARGV = ("dmesg",)
 # The node's boot and the seconds since it (/proc/uptime): a smoke record of another boot, or one
 # written before the clock was stepped, dates nothing (nvls_tui.diagnosis.node.smoke_distrust).
 BOOT_ARGV = ("cat", "/proc/sys/kernel/random/boot_id", "/proc/uptime")
@@ -237,16 +247,18 @@ SECTIONS: tuple[Section, ...] = (
     # The kernel ring buffer, where the journal does not reach back to the boot or cannot be read
     # (rotated, vacuumed, volatile, absent): its [seconds] stamps are mapped to the node's clock by its
     # boot time (the ``boot`` and ``clock`` sections). The script skips it where the journal covers the boot.
-    Section("ring", ("dmesg",), privileged=True),
+    Section("ring", RING_ARGV, privileged=True),
     # FM's own words since the unit's last start (see FM_LOG_ARGV); root or the systemd-journal group reads it.
     Section("fm_log", FM_LOG_ARGV, privileged=True),
+    # needrestart's configuration, its own file then conf.d's (grep -H names each line's file; stderr says
+    # which are absent), and whether apt's daily run installs upgrades unattended (FM_RESTARTER). Re-read
+    # only when their files changed (CONFIG_STAMP_ARGV): the bastion keeps the last answer.
+    Section("needrestart", NEEDRESTART_ARGV),
+    Section("apt", APT_PERIODIC_ARGV),
+    # The small files, the boot's too, are read by one `cat` (FILE_SECTIONS).
     Section("record", ("cat", RECORD_FILE)),
     Section("smoke", ("cat", SMOKE_FILE)),
     Section("simulated", ("cat", SIMULATED_MARKER)),
-    # needrestart's configuration, its own file then conf.d's (grep -H names each line's file; stderr says
-    # which are absent), and whether apt's daily run installs upgrades unattended (FM_RESTARTER).
-    Section("needrestart", NEEDRESTART_ARGV),
-    Section("apt", APT_PERIODIC_ARGV),
     # Read just before the clock, so that a slow read makes the clock look stepped forward, never back.
     Section("boot", BOOT_ARGV),
     # The node's own clock: kernel lines and unit times are on it, so "5 days ago" is read against it.
@@ -257,6 +269,45 @@ SECTIONS: tuple[Section, ...] = (
 # readers take that newline off again, so the text is the file's to the byte. A capture of an older probe
 # loses its last newline there instead (nothing reads it).
 NEWLINE_ADDED = ("record", "smoke", "simulated")
+# The sections that print small files (a `cat` each before issue 37): one `cat` reads them all, with a
+# here-document between two files (read by cat as /proc/self/fd/N: the boot section needs /proc anyway,
+# where /dev/fd may be missing in a bare container) that carries the end marker of one section
+# and the begin marker of the next. cat's one exit status cannot say which file failed, so their end
+# markers carry FILE_STATUS_WORD and the readers take each status from its text (:func:`file_status`).
+# Builtins (`read`) are no way out: the simulator's shims answer these reads as a `cat`, and dash reads
+# one byte per read(2).
+FILE_SECTIONS = ("record", "smoke", "simulated", "boot")
+FILE_STATUS_WORD = "text"
+# cat's complaint about one of its files ("cat: PATH: No such file or directory", "Permission denied").
+_CAT_COMPLAINT = re.compile(r"^(?:\S*/)?cat: \S.*: \S")
+# What the needrestart and apt sections read, stamped by one `find` (each file's and folder's size,
+# mtime and ctime; no path: the stamp travels to the node with every poll, and a file added, removed or
+# renamed changes its folder's times): the script re-reads them only when the stamp differs from the one the
+# bastion sent (the last it saw with a complete answer), and then prints the new stamp as the
+# CONFIG_STAMP section. A stamp with any line but a file's or find's "No such file" (a folder it could
+# not read, find missing or failing) is no stamp: the configuration is re-read and nothing is kept.
+CONFIG_PATHS = ("/etc/needrestart", "/etc/apt/apt.conf", "/etc/apt/apt.conf.d")
+CONFIG_STAMP_ARGV = ("find", *CONFIG_PATHS, "-maxdepth", "2", "-printf", "f %s %T@ %C@\\n")
+CONFIG_STAMP = "config_stamp"
+CONFIG_SECTIONS = ("needrestart", "apt")
+# The end word of a section the node did not re-read (its files did not change since the stamp).
+UNCHANGED_WORD = "unchanged"
+# A stamp longer than this is not sent back (a conf.d of thousands of files): such a node re-reads.
+CONFIG_STAMP_MAX = 16 << 10
+_CONFIG_BLOCK = (
+    "cs=$({bound}{find} 2>&1); cr=$?; ck=; case $cr in 0|1) [ -n \"$cs\" ] && ck=1;; esac; r=$cs$nl",
+    'while [ -n "$r" ]; do l=${{r%%"$nl"*}}; r=${{r#*"$nl"}}',
+    '  case $l in "f "*|*"find: "*": No such file or directory") ;; *) ck=;; esac; done',
+)
+
+
+def file_status(text: str) -> int:
+    """The exit status of one file of the probe's shared ``cat``, from what it printed for that file:
+    1 where its first or last line is cat's complaint (absent, denied, a folder), else 0."""
+    lines = text.splitlines()
+    return 1 if lines and (_CAT_COMPLAINT.match(lines[0]) or _CAT_COMPLAINT.match(lines[-1])) else 0
+
+
 # The sections that run journalctl, in the poll's order (the kernel's first).
 JOURNAL_SECTIONS = tuple(s.name for s in SECTIONS if s.argv[0] == JOURNAL_TOOL)
 # Filled per poll from the holders section (their identities and cgroups): see ps_argv, cgroup_argv.
@@ -337,7 +388,7 @@ def journal_not_run(name: str, hung: str) -> CommandResult:
 
 def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
                  kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None,
-                 journal_hung: str | None = None) -> str:
+                 journal_hung: str | None = None, config_stamp: str | None = None) -> str:
     """The whole poll as one POSIX sh script.
 
     Args:
@@ -356,6 +407,10 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         journal_hung: the section whose journalctl timed out earlier in this poll (an earlier script
             the bastion ended there): the journal sections of this script are not run and read timed
             out, saying so. Within one script the same happens after a journalctl that timed out.
+        config_stamp: the stamp of needrestart's and apt's files the bastion saw with its last complete
+            answer (the CONFIG_STAMP section of an earlier poll): where the files still match it, their
+            sections end in :data:`UNCHANGED_WORD` without being read, and the bastion answers them
+            from that poll. None (the first poll, or nothing kept): they are read.
 
     Returns:
         The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
@@ -372,13 +427,35 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
     lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", *_CAPPED]
     skipped = "printf '%s\\n' \"" + JOURNAL_HUNG_LINE.format("$jh") + f"\"; rc={TIMED_OUT_STATUS}"
     bound, no_retry = "", OVER_CAP_WORD
+    done: set[str] = set()
     if section_timeout is not None:
         # Exported: the kernel section's command line is run by awk's own sh, which expands it too.
         lines += [f'NVLS_TO=; command -v timeout >/dev/null 2>&1 && NVLS_TO="timeout -k 2 {float(section_timeout):.3f}"',
                   "export NVLS_TO"]
         bound, no_retry = "$NVLS_TO ", f"{OVER_CAP_WORD}|124"  # the same tool would hang again
     for section in SECTIONS:
-        if section.name not in wanted:
+        if section.name not in wanted or section.name in done:
+            continue
+        if section.name in FILE_SECTIONS:
+            names = [n for n in FILE_SECTIONS if n in wanted]
+            lines += _files_read(names, bound)
+            done.update(names)
+            continue
+        if section.name in CONFIG_SECTIONS:
+            names = [n for n in CONFIG_SECTIONS if n in wanted]
+            done.update(names)
+            lines += [line.format(bound=bound, find=_glob_safe_join(CONFIG_STAMP_ARGV)) for line in _CONFIG_BLOCK]
+            same = (f'[ -n "$ck" ] && [ "$cs" = {shlex.quote(config_stamp)} ]'
+                    if config_stamp and len(config_stamp) <= CONFIG_STAMP_MAX else "false")
+            lines.append(f"if {same}; then "
+                         + " ".join(f'echo "$m begin {n}"; echo "$m end {n} {UNCHANGED_WORD}";' for n in names)
+                         + " else")
+            for name in names:
+                argv = next(s.argv for s in SECTIONS if s.name == name)
+                lines += [f'echo "$m begin {name}"', f"{bound}{_glob_safe_join(argv)} 2>&1", "rc=$?",
+                          f'echo "$m end {name} $rc"']
+            lines += [f'[ -n "$ck" ] && {{ echo "$m begin {CONFIG_STAMP}"; printf \'%s\\n\' "$cs"; '
+                      f'echo "$m end {CONFIG_STAMP} 0"; }}', "fi"]
             continue
         prefix = bound + ("sudo -n " if sudo and section.privileged else "")
         argv = kernel_argv(kernel_cursor) if section.name == "kernel" else section.argv
@@ -396,13 +473,23 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         elif section.name == "kernel":
             # awk -v takes backslash escapes: the command has none (fixed words, a hex cursor).
             whole = 0 if kernel_cursor is not None and CURSOR.fullmatch(kernel_cursor) else 1
-            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=' + cmd)} "
-                             f"{shlex.quote(_KERNEL_AWK)}; rk=$?",
+            ring = ""
+            if "ring" in wanted:  # the ring is read by this awk where it is needed (see _KERNEL_AWK)
+                ring_prefix = bound + ("sudo -n " if sudo else "")
+                ring = f"-v {shlex.quote('rcmd=exec ' + ring_prefix + _glob_safe_join(RING_ARGV) + ' 2>&1')} "
+            program = (_RING_FN + " " if ring else "") + _KERNEL_AWK.replace("{RING}", _KERNEL_RING_CALL if ring else "")
+            # awk runs its command through `sh -c`, which dash forks once more for it: `exec` spares that.
+            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=exec ' + cmd)} {ring}"
+                             f"{shlex.quote(program)}; rk=$?",
                       f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
+        elif section.name == "ring" and "kernel" in wanted:
+            # Read by the kernel section's awk where it was needed; said to be skipped otherwise.
+            lines.append(f'[ "$rk" = {RING_NEEDED} ] || {{ {begin}; echo {shlex.quote(RING_SKIPPED)}; '
+                         'echo "$m end ring 0"; }')
         elif section.name == "ring":
             # Without the kernel section's word (it ran in an earlier script, or not at all): read.
             lines += [begin, f'if [ "${{rk:-{RING_NEEDED}}}" = {RING_NEEDED} ]; then '
-                             f"awk -v m=\"$m\" -v {shlex.quote('cmd=' + cmd)} {shlex.quote(_RING_AWK)}; "
+                             f"awk -v m=\"$m\" -v {shlex.quote('cmd=exec ' + cmd)} {shlex.quote(_RING_AWK)}; "
                              f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
@@ -422,10 +509,15 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         lines += [f'if [ "$hrc" != {OVER_CAP_WORD} ]; then', *_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
         for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
             if name in wanted:
-                quick, pick = (f'capped {limit} {bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
+                # Printed as ps prints them, not held in the shell (a `capped` read cost three processes
+                # more each): the bastion's reader bounds them as every other section. -q's refusal
+                # (an older procps) is not printed, only -p's answer after it; one that timed out is not
+                # asked again (the same ps would hang again).
+                quick, pick = (f'{bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
+                retry_on = "0|124" if bound else "0"
                 lines += [f'echo "$m begin {name}"',
-                          f'if [ -n "$pids" ]; then {quick}; case $rc in 0|{no_retry}) ;; *) {pick};; esac; '
-                          f'[ -n "$out" ] && printf \'%s\\n\' "$out"; else rc=0; fi',
+                          f'if [ -n "$pids" ]; then {quick} 2>/dev/null; rc=$?; '
+                          f'case $rc in {retry_on}) ;; *) {pick} 2>&1; rc=$?;; esac; else rc=0; fi',
                           f'echo "$m end {name} $rc"']
         if "jobs" in wanted:
             sudo_prefix = bound + ("sudo -n " if sudo else "")
@@ -435,6 +527,31 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                       'echo "$m end jobs $rc"']
         lines.append("fi")
     return "\n".join(lines) + "\n"
+
+
+def _files_read(names: list[str], bound: str) -> list[str]:
+    """The file sections ``names`` (in order) read by one ``cat``: each file is followed by a here-document
+    (/proc/self/fd/3, 4, ...) that ends its section (after one newline more for NEWLINE_ADDED) and begins the next."""
+    paths: list[str] = []
+    docs: list[str] = []
+    redirections: list[str] = []
+    for i, name in enumerate(names):
+        fd = 3 + i
+        paths += [*next(s.argv for s in SECTIONS if s.name == name)[1:], f"/proc/self/fd/{fd}"]
+        redirections.append(f"{fd}<<NVLS_F{fd}")
+        docs += ([""] if name in NEWLINE_ADDED else []) + [f"$m end {name} {FILE_STATUS_WORD}"]
+        if i + 1 < len(names):
+            docs.append(f"$m begin {names[i + 1]}")
+        docs.append(f"NVLS_F{fd}")
+    return [f'echo "$m begin {names[0]}"',
+            f"{bound}cat {' '.join(shlex.quote(p) for p in paths)} 2>&1 {' '.join(redirections)}", *docs]
+
+
+def _end_status(name: str, word: str, body: str) -> int | None:
+    """A section's exit status from its end marker's word: a number, or (FILE_STATUS_WORD) from its text."""
+    if word == FILE_STATUS_WORD and name in FILE_SECTIONS:
+        return file_status(body)
+    return int(word) if word.lstrip("-").isdigit() else None
 
 
 def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) -> dict[str, tuple[int | None, str]]:
@@ -457,9 +574,9 @@ def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) 
                 current, body = parts[2], []
                 continue
             if len(parts) >= 3 and parts[1] == "end" and current == parts[2]:
-                status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
                 text = "\n".join(body) + ("\n" if body else "")
-                sections[current] = (status, text[:-1] if current in NEWLINE_ADDED and text else text)
+                text = text[:-1] if current in NEWLINE_ADDED and text else text
+                sections[current] = (_end_status(current, parts[3] if len(parts) > 3 else "", text), text)
                 current = None
                 continue
         if current is not None:
@@ -484,6 +601,8 @@ class SectionReader:
         self.sections: dict[str, tuple[int | None, str]] = {}
         self.overflow: str | None = None
         self._cut_on_node: set[str] = set()
+        # The sections the node did not re-read (UNCHANGED_WORD): the caller answers them from its last poll.
+        self.unchanged: set[str] = set()
         self._current: str | None = None
         self._body: list[str] = []
         self._size = 0
@@ -533,12 +652,14 @@ class SectionReader:
             self._current, self._body, self._size = parts[2], [], 0
             return True
         if len(parts) >= 3 and parts[1] == "end" and self._current == parts[2]:
-            status = int(parts[3]) if len(parts) > 3 and parts[3].lstrip("-").isdigit() else None
-            if len(parts) > 3 and parts[3] == OVER_CAP_WORD:
+            word = parts[3] if len(parts) > 3 else ""
+            if word == OVER_CAP_WORD:
                 self._cut_on_node.add(parts[2])
+            elif word == UNCHANGED_WORD:
+                self.unchanged.add(parts[2])
             if self._current in NEWLINE_ADDED and self._body:
                 self._body[-1] = self._body[-1][:-1]  # the script's own newline (NEWLINE_ADDED)
-            self._close(status)
+            self._close(_end_status(self._current, word, "".join(self._body)))
             return True
         return self._take(line)
 
@@ -599,6 +720,15 @@ def section_argv(name: str) -> tuple[str, ...]:
 
 __all__ = [
     "NEWLINE_ADDED",
+    "CONFIG_PATHS",
+    "CONFIG_SECTIONS",
+    "CONFIG_STAMP",
+    "CONFIG_STAMP_ARGV",
+    "CONFIG_STAMP_MAX",
+    "FILE_SECTIONS",
+    "FILE_STATUS_WORD",
+    "UNCHANGED_WORD",
+    "file_status",
     "DERIVED_SECTIONS",
     "DEVICE_LIST_ARGV",
     "FM_LOG_ARGV",

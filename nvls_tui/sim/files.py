@@ -225,14 +225,33 @@ def _entries(node: Node, start: str) -> list[tuple[str, str, int]]:
                                 for p, kind in inside if p.startswith(start.rstrip("/") + "/")]
 
 
+def _written(node: Node, path: str) -> float:
+    """When a path of the node's file area was written, on the node's clock (a file seeded with the node,
+    or a folder: at its boot). Fixed while the file is not written again, as a real file's mtime."""
+    when = node.mtimes.get(path)
+    return node.clock(when[0] if when else node.boot)
+
+
+def _find_printf(node: Node, fmt: str, path: str, kind: str) -> str:
+    """One entry as ``find -printf FMT`` prints it (the directives the probe's stamp uses)."""
+    size = len(node.files[path].encode()) if kind == "f" and path in node.files else 4096
+    stamp = f"{_written(node, path):.10f}"
+    values = {"p": path, "s": str(size), "T@": stamp, "C@": stamp, "%": "%"}
+    out = re.sub(r"%(T@|C@|[ps%])", lambda m: values[m.group(1)], fmt)
+    return out.replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
+
+
 def find(node: Node, args: list[str]) -> Out:
-    """GNU ``find PATH... [-maxdepth N] [-mindepth N] [!|-not] [-name PAT] [-type X]`` (tests joined by
-    "and"), with findutils' words for what it refuses; sorted where a real find lists in directory order."""
+    """GNU ``find PATH... [-maxdepth N] [-mindepth N] [!|-not] [-name PAT] [-type X] [-printf FORMAT]``
+    (tests joined by "and"), with findutils' words for what it refuses; sorted where a real find lists in
+    directory order. ``-printf`` knows ``%p``, ``%s``, ``%T@`` and ``%C@`` (a file's size, and the node's
+    clock when it was written: :func:`_written`) and the escapes ``\\n``, ``\\t``, ``\\\\``."""
     import fnmatch
 
     at = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("!", "(")), len(args))
     starts, expr = args[:at] or ["."], args[at:]
     maxdepth, mindepth = 1 << 30, 0
+    printf: str | None = None
     tests: list[tuple[bool, str, str]] = []  # (negated, test, argument)
     negate = False
     i = 0
@@ -260,6 +279,12 @@ def find(node: Node, args: list[str]) -> Out:
         if word == "-print":
             i += 1
             continue
+        if word == "-printf":
+            if i + 1 >= len(expr):
+                return 1, "", f"find: missing argument to `{word}'\n"
+            printf = expr[i + 1]
+            i += 2
+            continue
         return 1, "", f"find: unknown predicate `{word}'\n"
     out, err, code = "", "", 0
     for start in starts:
@@ -275,7 +300,7 @@ def find(node: Node, args: list[str]) -> Out:
             hits = (fnmatch.fnmatchcase(name, value) if test == "-name" else kind == value
                     for _negated, test, value in tests)
             if all(hit != negated for hit, (negated, _, _) in zip(hits, tests, strict=True)):
-                out += path + "\n"
+                out += path + "\n" if printf is None else _find_printf(node, printf, path, kind)
     return code, out, err
 
 

@@ -25,6 +25,7 @@ import nvls_tui
 from nvls_tui.parsers.fuser import parse_fuser_v
 from nvls_tui.poll.kernel_tail import kernel_argv, last_cursor
 from nvls_tui.poll.probe import (
+    CONFIG_STAMP_ARGV,
     DEVICE_LIST_ARGV,
     PICK,
     QUICK,
@@ -99,13 +100,30 @@ def _py_script(root: Path, command: str) -> str:
 
 
 def _machine_files_first(root: Path) -> str:
-    """sh that hands a ``cat`` of the machine's own files alone (its boot id, uptime, machine-id, DMI product
-    UUID) to the simulator: they are the simulated node's, never the test machine's, so the Node object a test
-    cluster holds for this node can name the same ids (a repair compares them)."""
+    """sh that hands a ``cat`` of the machine's own files (its boot id, uptime, machine-id, DMI product UUID)
+    to the simulator: they are the simulated node's, never the test machine's, so the Node object a test
+    cluster holds for this node can name the same ids (a repair compares them). A ``cat`` of these alone is
+    the simulator's; one that mixes them with other files (the probe reads its small files, the boot's
+    among them, with one ``cat``: probe.FILE_SECTIONS) reads each file in order, each run of the machine's
+    files by the simulator and every other file by the real cat (the node's state directory remapped), and
+    exits 1 when any of them failed, as cat does."""
     files = "|".join(SIM_FILES)
-    return ("sim=$#\n"
-            f"for a do case $a in {files}) ;; *) sim=0;; esac; done\n"
-            f"if [ \"$sim\" != 0 ]; then {_py_script(root, 'cat').split(chr(10), 2)[2].strip()}\nfi\n")
+    pkg_root = str(Path(nvls_tui.__file__).resolve().parent.parent)
+    py = (f"PYTHONPATH={_q(pkg_root)}${{PYTHONPATH:+:$PYTHONPATH}} {_q(sys.executable)} -m nvls_tui.sim.shim_main "
+          f"{_q(str(root))} cat")
+    return ("sim=$#; any=\n"
+            f"for a do case $a in {files}) any=1;; *) sim=0;; esac; done\n"
+            f"if [ \"$sim\" != 0 ]; then {py.replace(_q(sys.executable), 'exec ' + _q(sys.executable), 1)} \"$@\"; fi\n"
+            "if [ -n \"$any\" ]; then\n"
+            f"  D={_q(str(root))}; rc=0; run=\n"
+            f"  flush() {{ [ -n \"$run\" ] && {{ {py} $run || rc=1; }}; run=; }}\n"
+            "  for a do\n"
+            f"    case $a in {files}) run=\"$run $a\";;\n"
+            f"      *) flush; case $a in {STATE_DIR}|{STATE_DIR}/*) a=\"$D{STATE_DIR}${{a#{STATE_DIR}}}\";; esac\n"
+            f"         {_q(_real_tool('cat'))} \"$a\" || rc=1;;\n"
+            "    esac\n"
+            "  done; flush; exit $rc\n"
+            "fi\n")
 
 
 def _file_script(root: Path, command: str, static: bool = False) -> str:
@@ -180,7 +198,7 @@ def _write_static(root: Path, fleet, name: str) -> None:
     node = fleet.node(name)
     now = fleet.clock.now()
     variants: dict[str, list[tuple[str, ...]]] = {}
-    argvs = [s.argv for s in SECTIONS if s.argv[0] != "cat"]
+    argvs = [s.argv for s in SECTIONS if s.argv[0] != "cat"] + [CONFIG_STAMP_ARGV]
     argvs += [("nvidia-smi",), ("nvidia-smi", "-q"), ("nvidia-smi", "-q", "-x"), ("hostname",), ("hostname", "-s"),
               ("fuser", "/dev/nvidia*"), ("systemctl", "is-active", "nvidia-fabricmanager"), DEVICE_LIST_ARGV]
     # The same fuser calls with the glob expanded by a shell that sees the node's own /dev (DIR/devices).

@@ -44,6 +44,7 @@ from nvls_tui.backends.base import (
 from nvls_tui.backends.ssh.pool import SshConnector
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.poll.assemble import LastAssembly
+from nvls_tui.poll.config_cache import ConfigCache
 from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.once import ProbeReading
@@ -130,6 +131,7 @@ class SshBackend(Backend):
         self._connector = SshConnector(target, options)
         self._cleanups: set[asyncio.Task] = set()
         self.kernel_tail = KernelTail()  # the node's kernel log between polls (read incrementally)
+        self.config_cache = ConfigCache()  # needrestart's and apt's sections, read again when their files change
         self.last_assembly = LastAssembly()  # an unchanged node is not parsed again
         self._section_limit: asyncio.Timeout | None = None  # the poll script's deadline, moved per section
 
@@ -508,13 +510,15 @@ class SshBackend(Backend):
         pending = list(SECTION_NAMES)
         sections: dict[str, CommandResult] = {}
         asked = self.kernel_tail.cursor
+        unchanged: set[str] = set()
         for _attempt in SECTION_NAMES:  # each round settles at least the section that overflowed or hung
             if not pending:
                 break
             nonce = new_nonce()
             reader = SectionReader(nonce, self.options.max_output)
             script = probe_script(self.options.sudo, nonce, only=tuple(pending), kernel_cursor=asked,
-                                  cap=self.options.max_output, journal_hung=journal_hung(sections))
+                                  cap=self.options.max_output, journal_hung=journal_hung(sections),
+                                  config_stamp=self.config_cache.stamp)
             argv = ["sh", "-c", script]
             hung: str | None = None
             try:
@@ -527,6 +531,7 @@ class SshBackend(Backend):
             for name, (status, text) in reader.finish().items():
                 sections[name] = CommandResult(argv=section_argv(name), exit_status=-1 if status is None else status,
                                                stdout=text, truncated=reader.over_cap(name))
+            unchanged |= reader.unchanged
             if hung is not None:
                 sections[hung] = dataclasses.replace(sections[hung], exit_status=TIMED_OUT_STATUS)
             elif reader.overflow is None:
@@ -538,6 +543,7 @@ class SshBackend(Backend):
                     pending = [n for n in pending if n not in DERIVED_SECTIONS]  # no PID list to read them by
                 else:
                     pending.append("holders")  # the ps reads take their PIDs from the same script's fuser
+        sections = self.config_cache.take(sections, unchanged)
         if (kernel := sections.get("kernel")) is not None:
             sections["kernel"] = self.kernel_tail.take(kernel, asked)
         # Without this, a `sudo -n` that wants a password only empties the privileged sections: the
