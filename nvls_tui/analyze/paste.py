@@ -135,22 +135,23 @@ def _document(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "kind": read[-1]["kind"] if one_kind else MIXED,
         "data": read[-1]["data"] if one_kind else {},
         "findings": [dict(f, lines=p["lines"]) for p in parts for f in p["findings"]],
-        "warnings": [f"lines {_span(p)}: {w}" for p in parts for w in p["warnings"]],
+        "warnings": [f"{lines_said(p['lines'])}: {w}" for p in parts for w in p["warnings"]],
     }
     origins: list[dict[str, Any]] = []
     for p in parts:
         origins.extend(o for o in p.get("origins") or () if o not in origins)
     if origins:
         document["origins"] = origins
-    if errors := [f"lines {_span(p)}: {p['error']}" for p in read if p.get("error")]:
+    if errors := [f"{lines_said(p['lines'])}: {p['error']}" for p in read if p.get("error")]:
         document["error"] = "; ".join(errors)
     document["parts"] = parts
     return document
 
 
-def _span(part: dict[str, Any]) -> str:
-    first, last = part["lines"]
-    return str(first) if first == last else f"{first}-{last}"
+def lines_said(lines: list[int]) -> str:
+    """A part's ``lines`` in words: ``line 6``, ``lines 6-9``."""
+    first, last = lines
+    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 def _count_lines(text: str) -> int:
@@ -167,5 +168,5 @@ def fails(document: dict[str, Any]) -> bool:
     return any(p["kind"] == UNKNOWN and p["findings"] for p in document.get("parts") or ())
 
 
-__all__ = ["MIXED", "fails", "read_paste"]
+__all__ = ["MIXED", "fails", "lines_said", "read_paste"]
 

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nvls_tui.analyze.captured import analyze_text
-from nvls_tui.analyze.paste import fails
+from nvls_tui.analyze.paste import fails, lines_said
 from nvls_tui.analyze.wrapped import origins_text
 from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
@@ -91,7 +91,7 @@ def _print_rich(entries: list[dict]) -> None:
     for entry in entries:
         text = entry.get("error") or _summary(entry)
         if len(entry.get("parts") or ()) > 1:  # each part, with the lines it came from
-            text = "; ".join(f"lines {_span(p['lines'])} {p['kind']}"
+            text = "; ".join(f"{lines_said(p['lines'])} {p['kind']}"
                              + (f": {p.get('error') or _summary(p)}" if p["kind"] != "unknown" else ": not read")
                              for p in entry["parts"])
         table.add_row(Text(one_line(entry["file"])), Text(entry["kind"]), Text(one_line(text)))
@@ -100,7 +100,7 @@ def _print_rich(entries: list[dict]) -> None:
         for finding in entry["findings"]:
             line = Text(f"{finding['severity']:>7}", style=SEVERITY_STYLE.get(finding["severity"], ""))
             line.append(f" {finding['code']}: {one_line(finding['message'])} ")
-            where = f", lines {_span(finding['lines'])}" if finding.get("lines") else ""
+            where = f", {lines_said(finding['lines'])}" if finding.get("lines") else ""
             line.append(f"({one_line(entry['file'])}{where})", style="dim")
             console.print(line)
         for said in _context(entry):
@@ -108,10 +108,6 @@ def _print_rich(entries: list[dict]) -> None:
             line.append(f" {one_line(said)} ")
             line.append(f"({one_line(entry['file'])})", style="dim")
             console.print(line)
-
-
-def _span(lines: list[int]) -> str:
-    return str(lines[0]) if lines[0] == lines[1] else f"{lines[0]}-{lines[1]}"
 
 
 def _context(entry: dict) -> list[str]:
