@@ -192,3 +192,32 @@ def test_the_json_keeps_one_document_per_file_with_its_parts(monkeypatch, capsys
     assert {"file", "kind", "data", "findings", "warnings", "parts"} <= set(doc)
     for part in doc["parts"]:
         assert {"kind", "lines", "data", "findings", "warnings"} <= set(part)
+
+
+# ---- benign parts stay quiet ------------------------------------------------------------------------
+
+HEALTHY_BOOT = """\
+Dec 02 09:10:01 gpu05 kernel: nvidia-nvlink: Nvlink Core is being initialized, major device number 235
+Dec 02 09:10:01 gpu05 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15  Thu Jan 23 19:33:59 UTC 2025
+Dec 02 09:10:05 gpu05 systemd[1]: Starting NVIDIA fabric manager service...
+Dec 02 09:10:09 gpu05 nv-fabricmanager[2718]: Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink Peer-to-Peer support will be enabled once the GPUs are successfully registered with the NVLink fabric.
+Dec 02 09:10:09 gpu05 systemd[1]: Started NVIDIA fabric manager service.
+"""
+
+
+def test_a_healthy_boot_s_kernel_and_fm_lines_are_two_quiet_parts(monkeypatch, capsys):
+    entry = analyze_text(HEALTHY_BOOT, "boot")
+    # systemd's "Starting NVIDIA fabric manager service" is FM's (its unit's description), not the kernel's
+    assert [(p["kind"], p["lines"]) for p in entry["parts"]] == [("kernel-log", [1, 2]), ("fabricmanager-log", [3, 5])]
+    assert entry["findings"] == []
+    code, _ = run_analyze(monkeypatch, capsys, HEALTHY_BOOT, "--json")
+    assert code == 0
+
+
+def test_fm_killed_then_started_again_is_not_down():
+    text = HEALTHY_BOOT + "\n".join(KERNEL_AND_FM_JOURNAL.splitlines()[3:]) + (
+        "\nDec 02 09:14:19 gpu05 systemd[1]: Started NVIDIA fabric manager service.\n")
+    entry = analyze_text(text, "boot")
+    codes = [f["code"] for f in entry["findings"]]
+    assert "FM_NOT_RUNNING" not in codes
+    assert codes == ["UNREAD_EVIDENCE"]  # systemd's words of the kill are still quoted, never dropped

@@ -85,10 +85,8 @@ def read_paste(body: str, read_output: Reader, header: int = 0, *, transcript: b
 def _transcript_parts(body: str, read_output: Reader, header: int) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for command in split_transcript(body):
-        if command.start >= command.end:
-            continue
-        text = lines_of(body, command.start, command.end)
-        if not text.strip():
+        text = command.output
+        if command.start >= command.end or not text.strip():
             continue
         first = header + command.start
         # The output's own words say what it is (and it may hold several kinds); where they say nothing
@@ -101,7 +99,7 @@ def _transcript_parts(body: str, read_output: Reader, header: int) -> list[dict[
             part["command"] = command.command
             if part["kind"] == UNKNOWN and not part["findings"]:  # NVIDIA's error text in it is said
                 first_line, last_line = part["lines"]
-                unread = _unknown_part(lines_of(body, first_line - 1 - header, last_line - header), 0, 0)
+                unread = _unknown_part(lines_of(text, first_line - 1 - first, last_line - first), 0, 0)
                 part["findings"] = unread["findings"]
         parts.extend(found)
     return parts

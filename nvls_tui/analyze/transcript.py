@@ -41,12 +41,14 @@ class Command:
         line: the prompt's line (0-based).
         start: the output's first line (0-based; ``start == end``: it printed nothing).
         end: one past the output's last line.
+        output: the output's text.
     """
 
     command: str
     line: int
     start: int
     end: int
+    output: str
 
 
 def is_transcript(text: str) -> bool:
@@ -56,14 +58,20 @@ def is_transcript(text: str) -> bool:
 
 def split_transcript(text: str) -> list[Command]:
     """The commands of a transcript, in order (empty when ``text`` has no prompt). Lines before the first
-    prompt are no command's output and are left out."""
-    prompts = [(text.count("\n", 0, m.start()), m.group("cmd") or m.group("dollar") or m.group("hash"))
-               for m in _PROMPT.finditer(text)]
-    total = text.count("\n") + (0 if text.endswith("\n") else 1)
+    prompt are no command's output and are left out. One pass over the text: lines are counted from one
+    prompt to the next, never from the start again."""
+    prompts: list[tuple[int, int, int, str]] = []  # (line, prompt's start, output's start, command)
+    line = at = 0
+    for m in _PROMPT.finditer(text):
+        line += text.count("\n", at, m.start())
+        at = m.start()
+        command = m.group("cmd") or m.group("dollar") or m.group("hash")
+        prompts.append((line, m.start(), min(len(text), m.end() + 1), command.strip()))
+    total = line + text.count("\n", at) + (0 if text.endswith("\n") else 1)
     out = []
-    for i, (line, command) in enumerate(prompts):
-        end = prompts[i + 1][0] if i + 1 < len(prompts) else total
-        out.append(Command(command.strip(), line, line + 1, end))
+    for i, (line, _, start_at, command) in enumerate(prompts):
+        end, end_at = (prompts[i + 1][0], prompts[i + 1][1]) if i + 1 < len(prompts) else (total, len(text))
+        out.append(Command(command, line, line + 1, end, text[start_at:end_at]))
     return out
 
 

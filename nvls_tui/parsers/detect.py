@@ -86,7 +86,10 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # (never a path's "/dev/nvidia-uvm: ", fuser's).
     ("kernel-log", re.compile(r"\bkernel: |(?:^|[\]>] ?|\s)(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
                               re.M)),
+    # (systemd names FM's unit by its description too: "Starting NVIDIA fabric manager service...")
     ("fabricmanager-log", re.compile(r"\bnv-fabricmanager\b|\bnvidia-fabricmanager|^Fabric Manager version is|"
+                                     r"(?i:\b(?:Starting|Started|Stopping|Stopped|Failed to start) [^\n]{0,80}?"
+                                     r"fabric ?manager)|"
                                      r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]|"
                                      r"fabric manager NVIDIA GPU driver interface version", re.M)),
     ("fuser", re.compile(r"^/dev/nvidia[\w-]*:\s|^\s+USER\s+PID ACCESS COMMAND", re.M)),
