@@ -221,3 +221,13 @@ def test_fm_killed_then_started_again_is_not_down():
     codes = [f["code"] for f in entry["findings"]]
     assert "FM_NOT_RUNNING" not in codes
     assert codes == ["UNREAD_EVIDENCE"]  # systemd's words of the kill are still quoted, never dropped
+
+
+@pytest.mark.parametrize(("wrap", "form"), [("    ", "indent"), ("> ", "quote")])
+def test_a_transcript_quoted_or_indented_in_a_ticket_is_split_at_its_prompts(wrap, form):
+    text = "".join(wrap + line + "\n" for line in TRANSCRIPT.splitlines())
+    entry = analyze_text(text, "ticket")
+    assert [(p["kind"], p["lines"]) for p in entry["parts"]] == [
+        ("nvidia-smi-mig", [2, 4]), ("nvidia-smi-reset", [6, 9]), ("fuser", [11, 12]), ("nvidia-smi-reset", [15, 16])]
+    assert entry["wrapper"]["form"] == form
+    assert by_code(entry)["RESET_REFUSED"]["severity"] == "info"

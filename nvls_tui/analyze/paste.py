@@ -58,6 +58,10 @@ def read_paste(body: str, read_output: Reader, header: int = 0, *, transcript: b
             return _document(parts)
     inside = unwrap(body)
     inner = clean(inside.text) if inside.forms else body
+    if transcript and inside.forms and is_transcript(inner):  # a transcript quoted or indented in a ticket
+        parts = _transcript_parts(inner, read_output, header)
+        if any(p["kind"] != UNKNOWN for p in parts):
+            return {**_document(parts), "wrapper": clean_deep(wrapper_json(inside))}
     # Only a text recognised as a log of one of the line kinds is read line by line: prose that quotes a
     # kernel line and an NCCL line (a README, a ticket) is still no output of either.
     runs = line_runs(inner) if detect_kind(inner) in LINE_KINDS else None
