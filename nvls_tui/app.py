@@ -8,7 +8,7 @@ import functools
 import gc
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +129,8 @@ class NvlsApp(App[int]):
         audit_dir: where repairs write their audit log and report (None: the XDG state directory).
         poller: the client of a poller process that polls ``backends``' nodes off this event loop
             (``from_settings`` makes one); None polls them here, one worker per node (tests).
+        repair: how a repair runs (``RepairSettings.tunables``: the command line's and the config file's), for
+            every repair and single action of this console.
 
     Attributes:
         session: every node-changing action goes through it (audited, polls paused, the ledger).
@@ -166,6 +168,7 @@ class NvlsApp(App[int]):
         kube: KubeFleet | None = None,
         notify: bool = True,
         poller: PollerClient | None = None,
+        repair: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(driver_class=ConsoleDriver)  # safe on a terminal that hung up (console_signals)
         self.poller = poller
@@ -201,7 +204,7 @@ class NvlsApp(App[int]):
         self.services = ConsoleServices(
             live=self, session=self.session, backend_for=self.backend_for, clock=clock,
             settings=ConsoleSettings(read_only=read_only, simulated=self.simulated, periodic=self.periodic,
-                                     timeout=timeout),
+                                     timeout=timeout, repair=dict(repair or {})),
             actions=self)
         self._first_round = asyncio.Event()
         self._gc_settled = False
@@ -233,7 +236,7 @@ class NvlsApp(App[int]):
         return cls(backends, read_only=settings.read_only, poll_interval=settings.poll_interval,
                    timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,
                    slurm=scheduler_from_settings(settings), kube=kube_from_settings(settings, backends),
-                   notify=settings.notify, poller=poller)
+                   notify=settings.notify, poller=poller, repair=settings.repair.tunables())
 
     def _write_terminal(self, text: str) -> None:
         """Write raw text (a bell, an OSC sequence) to the terminal, past the screen's rendering."""

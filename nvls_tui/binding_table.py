@@ -99,9 +99,9 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("node.sigterm", "t", "sigterm", "SIGTERM", "Send SIGTERM to the selected holders after a "
                 "confirmation; each PID is re-checked first.", "node", destructive=True,
                 palette="holders: SIGTERM selected on {host}"),
-    BindingSpec("node.unit_stop", "s", "stop_unit", "Stop unit", "Stop the unit under the cursor in the "
+    BindingSpec("node.unit_stop", "s", "stop_unit", "Stop", "Stop the unit under the cursor in the "
                 "units table (confirmed).", "node", destructive=True),
-    BindingSpec("node.unit_start", "u", "start_unit", "Start unit", "Start the unit under the cursor in "
+    BindingSpec("node.unit_start", "u", "start_unit", "Start", "Start the unit under the cursor in "
                 "the units table (confirmed).", "node", destructive=True),
     BindingSpec("node.poll", "p", "poll_node", "Poll", "Poll this node now.", "node",
                 palette="node: Poll {host} now"),
@@ -119,14 +119,14 @@ SPECS: tuple[BindingSpec, ...] = (
                 destructive=True, palette="node: Restore the interrupted repair on {host}"),
     BindingSpec("node.yank", "y", "yank", "Yank", "Copy to the clipboard (OSC 52): the holder's command where the "
                 "holders table has the focus, else the host; the palette's yank: entries copy a finding, the audit "
-                "path or the --restore command.", "node", show=False),
+                "path or the --restore command.", "node"),
     BindingSpec("node.logs", "l", "logs", "Logs", "The node's logs in three tabs: Fabric Manager's journal of "
                 "this boot, the kernel log since the boot (the ring buffer where the journal falls short) and the "
-                "node's past repairs as reports. Read-only reads.", "node", show=False,
+                "node's past repairs as reports. Read-only reads.", "node",
                 palette="node: Show the logs of {host}"),
     BindingSpec("node.ssh", "S", "ssh", "ssh", "Suspend the console and ssh to this node with the console's own "
                 "SSH options (config, known_hosts, user, port, identity, jump); leave the shell to come back. "
-                "Read-only mode keeps it: the shell is the operator's own.", "node", show=False,
+                "Read-only mode keeps it: the shell is the operator's own.", "node",
                 palette="node: ssh to {host}"),
     # runbook screen (a repair in progress or finished)
     BindingSpec("runbook.abort", "a", "abort", "Abort node", "Abort the repair of the node whose column has "

@@ -86,11 +86,39 @@ def _file_says(config: Config | None, key: str) -> str:
         value = config.slurm_conf
     elif key.startswith("kubernetes."):
         value = config.kubernetes.get(key.removeprefix("kubernetes."))
+    elif key.startswith("repair."):
+        value = config.repair.get(key.removeprefix("repair."))
     else:
         value = getattr(config, key)
     shown = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value).lower() \
         if isinstance(value, bool) else str(value)
     return f" (config file {config.path}: {shown})".replace("%", "%%")  # argparse formats help with %
+
+
+def _add_repair_how_options(p: argparse.ArgumentParser, config: Config | None = None) -> None:
+    """How a repair runs: the same options for ``repair`` and the console, each also in the config file's
+    ``[repair]`` table. Defaults are None here so that the file can fill what the command line left unset."""
+    def now(key: str) -> str:
+        return _file_says(config, f"repair.{key}")
+
+    g = p.add_argument_group("how a repair runs (also the config file's [repair] table)")
+    g.add_argument("--smoke-threshold", type=_positive, default=None, metavar="GBPS",
+                   help="minimum average bus bandwidth (default per GPU model)" + now("smoke_threshold"))
+    g.add_argument("--sigkill", action="store_true", default=None,
+                   help="allow SIGKILL for holders that ignore SIGTERM (never by default)" + now("sigkill"))
+    g.add_argument("--wait-jobs", type=_not_negative, default=None, metavar="SECONDS",
+                   help="with Slurm: how long to wait for the drained node's jobs to end before refusing "
+                        "(default 0: refuse at once while jobs run)" + now("wait_jobs"))
+    g.add_argument("--keep-drained", action="store_true", default=None,
+                   help="with Slurm: leave the node drained after a successful repair" + now("keep_drained"))
+    g.add_argument("--wait-pods", type=_not_negative, default=None, metavar="SECONDS",
+                   help="on Kubernetes: how long an eviction that a PodDisruptionBudget refuses is retried "
+                        "before the repair is refused (default 0: refuse at the first refusal; a pod is never "
+                        "force-deleted)" + now("wait_pods"))
+    g.add_argument("--stop-kubelet", action="store_true", default=None,
+                   help="on Kubernetes: where the cluster has no node for a target while kubelet runs on it, "
+                        "repair it by stopping kubelet (the node NotReady to the cluster meanwhile) instead of "
+                        "refusing; better: map the target to its node (--kube-node-map)" + now("stop_kubelet"))
 
 
 def _add_reach_options(p: argparse.ArgumentParser, config: Config | None = None) -> None:
@@ -199,6 +227,8 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                               "a minute or more ends, or a running repair waits for the operator (default: on)"
                               + _file_says(config, "notify"))
 
+    _add_repair_how_options(console, config)
+
     check = sub.add_parser("check", help="poll every target once and diagnose it",
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_reach_options(check, config)
@@ -206,6 +236,9 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
     check.add_argument("--via", choices=("ssh", "slurm"), default="ssh",
                        help="reach the nodes over SSH (default) or through one srun of the Slurm cluster "
                             "(TARGETs are then Slurm node names, e.g. 'gpu[05-06]')")
+    check.add_argument("--problems-only", action="store_true",
+                       help="leave the healthy nodes out of the table and the JSON (the counts still count them; "
+                            "the JSON says how many were left out)")
     # A string here: `--watch gpu05` must leave gpu05 a target (see split_watch), not fail as a number.
     check.add_argument("--watch", nargs="?", const=str(WATCH_DEFAULT_S), default=None, metavar="SECONDS",
                        help=f"poll again every SECONDS (default {WATCH_DEFAULT_S:g}) until Ctrl-C: on a terminal "
@@ -230,25 +263,9 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                              "watching it for two heartbeats with none coming; audited. A live run's lock is never "
                              "taken, even with --force")
     repair.add_argument("--json", action="store_true", help="print the JSON of docs/contract.md (in the repository)")
+    _add_repair_how_options(repair, config)
     repair.add_argument("--strategy", choices=("parallel", "serial", "canary"), default="parallel",
                         help="how several nodes are repaired (default parallel)")
-    repair.add_argument("--smoke-threshold", type=_positive, default=None, metavar="GBPS",
-                        help="minimum average bus bandwidth (default per GPU model)")
-    repair.add_argument("--sigkill", action="store_true",
-                        help="allow SIGKILL for holders that ignore SIGTERM (never by default)")
-    repair.add_argument("--wait-jobs", type=_not_negative, default=0.0, metavar="SECONDS",
-                        help="with Slurm: how long to wait for the drained node's jobs to end before refusing "
-                             "(default 0: refuse at once while jobs run)")
-    repair.add_argument("--keep-drained", action="store_true",
-                        help="with Slurm: leave the node drained after a successful repair")
-    repair.add_argument("--wait-pods", type=_not_negative, default=0.0, metavar="SECONDS",
-                        help="on Kubernetes: how long an eviction that a PodDisruptionBudget refuses is retried "
-                             "before the repair is refused (default 0: refuse at the first refusal; a pod is never "
-                             "force-deleted)")
-    repair.add_argument("--stop-kubelet", action="store_true",
-                        help="on Kubernetes: where the cluster has no node for a target while kubelet runs on it, "
-                             "repair it by stopping kubelet (the node NotReady to the cluster meanwhile) instead of "
-                             "refusing; better: map the target to its node (--kube-node-map)")
     repair.add_argument("--plan", metavar="FILE",
                         help="hold each node to this approved plan (the JSON of `repair --dry-run --json`): "
                              "a node that changed since is refused")

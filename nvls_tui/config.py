@@ -26,6 +26,14 @@ Example::
     [kubernetes.nodes]           # target = Kubernetes node name, where it is not the short host name
     "gpu05.dc1.example" = "dc1-gpu05"
 
+    [repair]                     # how a repair runs, in the console and headless (the command line wins)
+    wait_pods = 120              # on Kubernetes: retry an eviction a disruption budget refuses this long
+    wait_jobs = 0                # with Slurm: wait this long for the drained node's jobs to end
+    smoke_threshold = 300.0      # GB/s the smoke test must reach (default: per GPU model)
+    keep_drained = false         # with Slurm: leave the node drained after a repair that passed
+    sigkill = false              # allow SIGKILL for holders that ignore SIGTERM
+    stop_kubelet = false         # a cluster without a node for the target: stop kubelet instead of refusing
+
     [keymap]                     # binding id = key (see `?` in the console)
     "node.sigterm" = "k"
 
@@ -65,6 +73,12 @@ _SSH_KEYS: dict[str, type | tuple[type, ...]] = {
     "concurrency": int,
 }
 
+# ``[repair]``: each key, and the sentence a wrong value gets (numbers) or the type it must have (flags).
+_REPAIR_NUMBERS = {"smoke_threshold": ("a finite number of GB/s, more than 0", lambda v: v > 0),
+                   "wait_jobs": ("a finite number of seconds, 0 or more", lambda v: v >= 0),
+                   "wait_pods": ("a finite number of seconds, 0 or more", lambda v: v >= 0)}
+_REPAIR_FLAGS = ("sigkill", "keep_drained", "stop_kubelet")
+
 
 class ConfigError(Exception):
     """The config file cannot be read or has a value of the wrong type; ``str()`` is one sentence."""
@@ -88,6 +102,7 @@ class Config:
         slurm_nodes: ``[slurm.nodes]``, target -> Slurm node name.
         kubernetes: ``[kubernetes]`` ``kubeconfig`` and ``context`` (the file's path expanded).
         kube_nodes: ``[kubernetes.nodes]``, target -> Kubernetes node name.
+        repair: ``[repair]``, how a repair runs (``wait_pods``, ``sigkill`` ...), console and headless alike.
         given: the settings the file itself set (``poll_interval``, ``ssh.user``, ``slurm.conf`` ...), so
             that a value can say it came from the file rather than from a default.
     """
@@ -104,6 +119,7 @@ class Config:
     slurm_nodes: Mapping[str, str] = field(default_factory=dict)
     kubernetes: Mapping[str, str] = field(default_factory=dict)
     kube_nodes: Mapping[str, str] = field(default_factory=dict)
+    repair: Mapping[str, object] = field(default_factory=dict)
     given: frozenset[str] = frozenset()
 
 
@@ -124,7 +140,8 @@ def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> Any:
 
 
 # The top-level settings the file may hold (each table's own keys are checked where it is read).
-_TOP_KEYS = ("poll_interval", "timeout", "targets", "read_only", "notify", "ssh", "slurm", "kubernetes", "keymap")
+_TOP_KEYS = ("poll_interval", "timeout", "targets", "read_only", "notify", "ssh", "slurm", "kubernetes", "repair",
+             "keymap")
 
 
 def parse_config(data: Mapping[str, object], path: Path | None = None) -> Config:
@@ -191,12 +208,13 @@ def _parse(data: Mapping[str, object], path: Path | None) -> Config:
     nodes = _expect("[slurm.nodes]", slurm_raw.get("nodes", {}), dict)
     slurm_nodes = {str(k): str(_expect(f"slurm.nodes.{k}", v, str)) for k, v in nodes.items()}
     kubernetes, kube_nodes = _kubernetes(data.get("kubernetes", {}))
-    given = {k for k in data if k not in ("ssh", "slurm", "kubernetes")} | {f"ssh.{k}" for k in ssh} | {
+    repair = _repair(data.get("repair", {}))
+    given = {k for k in data if k not in ("ssh", "slurm", "kubernetes", "repair")} | {f"ssh.{k}" for k in ssh} | {
         f"slurm.{k}" for k in slurm_raw} | {f"kubernetes.{k}" for k in kubernetes} | (
-        {"kubernetes.nodes"} if kube_nodes else set())
+        {"kubernetes.nodes"} if kube_nodes else set()) | {f"repair.{k}" for k in repair}
     return Config(path=path, poll_interval=poll, timeout=timeout, targets=tuple(targets),
                   read_only=read_only, notify=notify, ssh=ssh, keymap=keymap, slurm_conf=slurm_conf, slurm_nodes=slurm_nodes,
-                  kubernetes=kubernetes, kube_nodes=kube_nodes, given=frozenset(given))
+                  kubernetes=kubernetes, kube_nodes=kube_nodes, repair=repair, given=frozenset(given))
 
 
 def _kubernetes(raw: object) -> tuple[dict[str, str], dict[str, str]]:
@@ -215,6 +233,26 @@ def _kubernetes(raw: object) -> tuple[dict[str, str], dict[str, str]]:
             out[key] = str(Path(value).expanduser()) if key == "kubeconfig" else value
     nodes = _expect("[kubernetes.nodes]", table.get("nodes", {}), dict)
     return out, {str(k): str(_expect(f"kubernetes.nodes.{k}", v, str)) for k, v in nodes.items()}
+
+
+def _repair(raw: object) -> dict[str, object]:
+    """``[repair]``: how a repair runs (the same settings as ``repair``'s options), each key and value checked."""
+    table = _expect("[repair]", raw, dict)
+    known = sorted((*_REPAIR_NUMBERS, *_REPAIR_FLAGS))
+    out: dict[str, object] = {}
+    for key, value in table.items():
+        dest = key.replace("-", "_")
+        if dest in _REPAIR_FLAGS:
+            out[dest] = bool(_expect(f"repair.{key}", value, bool))
+        elif dest in _REPAIR_NUMBERS:
+            words, good = _REPAIR_NUMBERS[dest]
+            number = float(_expect(f"repair.{key}", value, (int, float)))
+            if not math.isfinite(number) or not good(number):
+                raise ConfigError(f"config: repair.{key} must be {words}")
+            out[dest] = number
+        else:
+            raise ConfigError(f"config: unknown [repair] option {key!r} (known: {', '.join(known)})")
+    return out
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

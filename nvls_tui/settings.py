@@ -98,7 +98,8 @@ class KubeSettings:
 
 @dataclass(frozen=True, slots=True)
 class RepairSettings:
-    """``repair``'s own options (command line only).
+    """``repair``'s options; how a repair runs (threshold, SIGKILL, waits, kubelet) also the console's and the
+    config file's ``[repair]`` table (the command line wins).
 
     Attributes:
         dry_run: print the plan, change nothing.
@@ -129,6 +130,13 @@ class RepairSettings:
     wait_pods: float = 0.0
     stop_kubelet: bool = False
 
+    def tunables(self) -> dict[str, object]:
+        """How a repair runs, as RepairOptions' fields: the one mapping headless repair and the console's plan,
+        runbook and single actions build their options from."""
+        return {"sigkill": self.sigkill, "smoke_threshold": self.smoke_threshold, "wait_jobs": max(0.0, self.wait_jobs),
+                "keep_drained": self.keep_drained, "wait_pods": max(0.0, self.wait_pods),
+                "stop_kubelet": self.stop_kubelet}
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -151,6 +159,7 @@ class Settings:
         json: print the JSON of contract.md.
         via: ``check --via``: ``ssh`` or ``slurm``.
         watch: ``check --watch``: seconds between two rounds, or None for one round.
+        problems_only: ``check --problems-only``: leave the healthy nodes out of the table and the JSON.
         notify: the console's bell and desktop notification when a long repair ends or a running one
             waits for the operator (``notify`` in the
             config file; ``--no-notify`` turns it off).
@@ -183,6 +192,7 @@ class Settings:
     json: bool = False
     via: str = "ssh"
     watch: float | None = None
+    problems_only: bool = False
     notify: bool = True
     poll_interval: float = DEFAULT_POLL_INTERVAL
     keymap: Mapping[str, str] = field(default_factory=dict)
@@ -291,13 +301,16 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
     )
     if config.kube_nodes:
         p.sources["kubernetes.nodes"] = p.file
+    def how(key: str, default: object) -> Any:  # how a repair runs: the command line, the file's [repair], default
+        return p.pick(f"repair.{key}", key, f"repair.{key}", config.repair.get(key), default)
+
     repair = RepairSettings(
         dry_run=bool(given.get("dry_run")), yes=bool(given.get("yes")), restore=bool(given.get("restore")),
         force=bool(given.get("force")), strategy=str(given.get("strategy") or "parallel"),
-        smoke_threshold=given.get("smoke_threshold"), sigkill=bool(given.get("sigkill")),
-        wait_jobs=float(given.get("wait_jobs") or 0.0), keep_drained=bool(given.get("keep_drained")),
-        plan=given.get("plan"), wait_pods=float(given.get("wait_pods") or 0.0),
-        stop_kubelet=bool(given.get("stop_kubelet")),
+        smoke_threshold=how("smoke_threshold", None), sigkill=bool(how("sigkill", False)),
+        wait_jobs=float(how("wait_jobs", 0.0)), keep_drained=bool(how("keep_drained", False)),
+        plan=given.get("plan"), wait_pods=float(how("wait_pods", 0.0)),
+        stop_kubelet=bool(how("stop_kubelet", False)),
     )
     speed, from_env = _number_from_env(environ or {}, SIM_SPEED_ENV, 1.0)
     if from_env:
@@ -321,6 +334,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         json=bool(given.get("json")),
         via=str(given.get("via") or "ssh"),
         watch=float(given["watch"]) if given.get("watch") is not None else None,
+        problems_only=bool(given.get("problems_only")),
         notify=bool(p.pick("notify", "notify", "notify", config.notify, True)),
         poll_interval=float(p.pick("poll_interval", "poll", "poll_interval", config.poll_interval,
                                    DEFAULT_POLL_INTERVAL)),

@@ -1,7 +1,9 @@
 """Issue 28 item 6: a stuck Fabric Manager registration wait is ONE updating line, not five new lines every poll.
 
-In the console's output pane the wait's repeated polls (the same command with the same answer) add nothing and
-its ``Fabric Manager ...`` line is rewritten in place; an answer that changed is printed as before. Headless
+In the console's output pane the wait's polls add nothing and its ``Fabric Manager ...`` line is rewritten in
+place; since issue 38 item 7 an answer that changed is not printed either while the wait runs (the 9-line
+``nvidia-smi`` CSV came again on every change of a GPU's state): the wait's last answers are printed once, when
+its step ends. Headless
 progress prints a repeated poll's commands once per wait, and on a terminal its ``waiting:`` line is rewritten
 in place. The audit log keeps every command.
 """
@@ -16,7 +18,7 @@ from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
 from nvls_tui.headless.repair import ProgressPrinter
-from nvls_tui.runbook.events import CommandFinished, CommandStarted, FabricProgress, StepStarted
+from nvls_tui.runbook.events import CommandFinished, CommandStarted, FabricProgress, StepFinished, StepStarted
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import NodeRun, PaneLine
 from nvls_tui.widgets.output_pane import OutputPane
@@ -51,7 +53,7 @@ def test_a_repeated_poll_adds_only_the_wait_line_which_replaces_the_last():
     run = NodeRun(HOST)
     pane_lines(run, [StepStarted(host=HOST, step="fabric-manager")], 0.0)
     first = pane_lines(run, poll(0.0), 0.0)
-    assert [line.text for line in first][:2] == ["$ systemctl is-active nvidia-fabricmanager.service", "active"]
+    assert [(line.key, line.text) for line in first] == [("fabric", "Fabric Manager active; In Progress/N/A ×8 (0:00 of 5:00)")]
     for n in range(1, 150):
         again = pane_lines(run, poll(2.0 * n), 2.0 * n)
         assert len(again) == 1, [line.text for line in again]
@@ -59,14 +61,31 @@ def test_a_repeated_poll_adds_only_the_wait_line_which_replaces_the_last():
     assert "(4:58 of 5:00)" in again[0].text
 
 
-def test_a_poll_whose_answer_changed_is_printed():
+def test_a_changed_answer_waits_for_the_steps_end_and_is_printed_once_there():
     run = NodeRun(HOST)
     pane_lines(run, [StepStarted(host=HOST, step="fabric-manager")], 0.0)
     pane_lines(run, poll(0.0), 0.0)
+    half = IN_PROGRESS.replace("0, In Progress", "0, Completed")
     done = IN_PROGRESS.replace("In Progress", "Completed")
-    texts = [line.text for line in pane_lines(run, poll(2.0, done), 2.0)]
-    assert "$ nvidia-smi --query-gpu=index,fabric.state --format=csv" in texts and "0, Completed" in texts
-    assert "$ systemctl is-active nvidia-fabricmanager.service" not in texts  # its answer did not change
+    for n, answer in enumerate((half, done), start=1):
+        during = pane_lines(run, poll(2.0 * n, answer), 2.0 * n)
+        assert [line.key for line in during] == ["fabric"], [line.text for line in during]
+    end = [line.text for line in pane_lines(run, [StepFinished(host=HOST, step="fabric-manager", status="ok",
+                                                                message="Fabric Manager active")], 6.0)]
+    assert end == ["$ systemctl is-active nvidia-fabricmanager.service", "active",
+                   "$ nvidia-smi --query-gpu=index,fabric.state --format=csv", *done.splitlines(),
+                   "✔ Fabric Manager active"]
+
+
+def test_a_poll_that_failed_is_printed_at_once():
+    run = NodeRun(HOST)
+    pane_lines(run, [StepStarted(host=HOST, step="fabric-manager")], 0.0)
+    failed = [CommandStarted(host=HOST, step="fabric-manager", argv=QUERY),
+              CommandFinished(host=HOST, step="fabric-manager", argv=QUERY, exit_status=9,
+                              output="Unable to determine the device handle for GPU0000:0F:00.0: Unknown Error\n")]
+    texts = [line.text for line in pane_lines(run, failed, 1.0)]
+    assert texts[:2] == ["$ nvidia-smi --query-gpu=index,fabric.state --format=csv",
+                         "Unable to determine the device handle for GPU0000:0F:00.0: Unknown Error"]
 
 
 class PaneApp(App):

@@ -30,6 +30,7 @@ from nvls_tui.views.node_logs import (
     read_result,
     ring_reason,
 )
+from nvls_tui.views.report_text import readable_lines
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import open_node_screen, wait_until
 
@@ -75,10 +76,12 @@ async def test_l_opens_fm_journal_kernel_log_and_past_repairs_of_the_node(tmp_pa
         assert screen.shown["kernel"] == [f"── journal: {' '.join(KERNEL_ARGV)} ──", *kernel]
         assert screen.status["kernel"] == ("coverage (last poll): the lines read reach back to the boot; read from "
                                            "the journal")
-        # The past repairs: the audit log naming gpu05, opened as its report.
-        expected = (FIXTURES / "repair-seed-incident-gpu05.md").read_text().splitlines()
+        # The past repairs: the audit log naming gpu05, opened as its report, read as text (no Markdown marks).
+        expected = readable_lines((FIXTURES / "repair-seed-incident-gpu05.md").read_text())
         assert screen.shown["past"][0] == "── repair: repair-20261202T040128Z-dd76ff.jsonl ──"
-        assert screen.shown["past"][1] == expected[0] == "# NVLS repair incident report"
+        headings = [text for text, kind in expected if kind == "heading"]
+        assert screen.shown["past"][1] == headings[0] == "NVLS repair incident report"
+        assert [line for line in screen.shown["past"] if line in headings] == headings  # every section, in order
         assert "1 audit log in" in screen.status["past"] and "name gpu05" in screen.status["past"]
         await pilot.press("2")
         await pilot.pause()

@@ -233,7 +233,12 @@ def write_incident(path, *, node_date: str | None = "2026-08-15 16:10:02", finis
 
 
 def section(text: str, title: str) -> str:
-    """The lines of one ``##``/``###`` section of the report (up to the next heading of any level)."""
+    """The lines of one ``##``/``###`` section of the report (up to the next heading of any level).
+
+    ``### Timeline``: the first node's timeline, which the appendix holds under the node's name (issue 38 item 10).
+    """
+    if title == "### Timeline":
+        text, title = text.split("## Appendix: timelines", 1)[1], "\n### "
     start = text.index(title)
     rest = text[start + len(title):]
     ends = [i for i in (rest.find("\n## "), rest.find("\n### ")) if i >= 0]

@@ -117,3 +117,20 @@ def test_fleet_256_has_a_few_broken_nodes():
     assert len(fleet) == 256 and fleet.names[0] == "gpu001" and fleet.names[-1] == "gpu256"
     assert fleet.sh("gpu017", "systemctl", "is-active", "nvidia-fabricmanager").stdout == "failed\n"
     assert fleet.sh("gpu018", "systemctl", "is-active", "nvidia-fabricmanager").stdout == "active\n"
+
+
+@pytest.mark.parametrize(("target", "broken", "degraded"), [
+    ("sim:fleet-256", ["gpu017", "gpu042", "gpu128"], ["gpu201"]),
+    ("sim:fleet-1024", ["gpu0017", "gpu0042", "gpu0128"], ["gpu0201"]),
+])
+def test_a_big_fleets_description_says_what_check_reads(target, broken, degraded, capsys):
+    """Issue 38 item 9: `sim list` said four broken nodes where the console showed 3 broken and 1 degraded."""
+    import json
+
+    from nvls_tui.cli import main
+    main(["check", target, "--json", "--problems-only"])
+    doc = json.loads(capsys.readouterr().out)
+    read = {v: sorted(n["host"] for n in doc["nodes"] if n["verdict"] == v) for v in ("broken", "degraded")}
+    assert read == {"broken": broken, "degraded": degraded}
+    description = SCENARIOS[target.removeprefix("sim:")].description
+    assert f"three broken ({', '.join(broken)})" in description and f"one degraded ({degraded[0]}" in description

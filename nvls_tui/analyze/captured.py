@@ -299,7 +299,7 @@ def _probe(text: str) -> Result:
     last = next(reversed(split), None)
     if last is not None and split[last][0] is None:
         state = _cut_probe(state, last, set(split))
-    diag = diagnosis.diagnose(state)
+    diag = diagnosis.diagnose_guarded(state)
     return node_json(state, diag), list(diag.findings), state.warnings
 
 

@@ -7,6 +7,8 @@ all-zero ClusterUUID, and ``In Progress`` is normal for a while after Fabric Man
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nvls_tui import catalogues
@@ -526,7 +528,8 @@ def _fm_findings(state: NodeState) -> list[Finding]:
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
                                 "no nvidia-fabricmanager unit on a board that needs a host Fabric Manager"))
     elif unit.active != "active":
-        detail = f" (Result: {unit.result})" if unit.result and unit.result != "success" else ""
+        detail = f" (Result: {unit.result}{killed_words(unit.killed_by)})" if unit.result and unit.result != "success" \
+            else ""
         if mismatch:
             why = ": it cannot start while its version differs from the driver's (FM_VERSION_MISMATCH)"
         elif unit.active == "failed":
@@ -679,3 +682,31 @@ def carry_fabric_since(previous: NodeState | None, current: NodeState, elapsed: 
         was_in_progress = previous is not None and any(g.fabric.state == "In Progress" for g in previous.gpus)
         return current.replace(fabric_since=elapsed if was_in_progress else 0.0)
     return current.replace(fabric_since=was + elapsed)
+
+
+def killed_words(signal_number: int | None) -> str:
+    """``, killed by SIGKILL`` for the signal that ended a unit's main process; empty where none did."""
+    if not signal_number:
+        return ""
+    try:
+        name = signal.Signals(signal_number).name
+    except ValueError:
+        name = f"signal {signal_number}"
+    return f", killed by {name}"
+
+
+def diagnose_guarded(state: NodeState, diagnose_with: Callable[[NodeState], Diagnosis] | None = None) -> Diagnosis:
+    """The diagnosis of ``state``; where the diagnosis itself raises (a rule meeting a reading nobody foresaw),
+    that node is ``DIAGNOSIS_FAILED``: broken, the exception named, so that every entry point (the console's
+    poller, ``check``, ``check --watch``, ``analyze`` of a probe's output) reports the node and goes on with
+    the others instead of losing them all. An unreachable node stays unreachable.
+    """
+    try:
+        found = (diagnose_with or diagnose)(state)
+    except Exception as exc:  # noqa: BLE001 - show the node rather than lose the run
+        found = Diagnosis((Finding("DIAGNOSIS_FAILED", Severity.ERROR,
+                                   f"the diagnosis of this node failed ({type(exc).__name__}: {exc}); "
+                                   "what it read is shown as it is"),), Verdict.BROKEN)
+    if not state.reachable and found.verdict is not Verdict.UNREACHABLE:
+        found = Diagnosis(found.findings, Verdict.UNREACHABLE)
+    return found

@@ -120,12 +120,16 @@ class Story:
     severity: Severity | None = None
 
     def fitted(self, width: int) -> str:
-        """The story for a cell ``width`` wide: cause and next move, or the cause alone when both do not fit."""
+        """The story for a cell ``width`` wide: cause and next move; where both do not fit, the cause with `` …``
+        for the next move it leaves out (the node screen has it), and the cause alone where even that is too long."""
         if len(self.text) <= width or "; " not in self.text:
             return self.text
         cause, _, rest = self.text.partition("; ")
         more = rest[rest.index(" (+"):] if " (+" in rest else ""
-        return cause + more if len(cause + more) <= width else cause
+        for fit in (f"{cause} …{more}", f"{cause} …"):
+            if len(fit) <= width:
+                return fit
+        return cause
 
 
 def _fm_story(state: NodeState) -> str:

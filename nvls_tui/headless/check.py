@@ -9,12 +9,12 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument
-from nvls_tui.diagnosis import diagnose
+from nvls_tui.diagnosis import diagnose_guarded
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
@@ -199,18 +199,58 @@ def _fabric_summary(state: NodeState) -> str:
     return ", ".join(f"{n}× {w}" for w, n in sorted(words.items(), key=lambda kv: -kv[1])) or "-"
 
 
-def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
+def order_for_reading(results: Sequence[tuple[NodeState, Diagnosis]]) -> list[tuple[NodeState, Diagnosis]]:
+    """The worst verdicts first (broken, unreachable, degraded, healthy), each in the fleet's order: what a
+    person at a terminal reads first (a script reading a pipe keeps the fleet's order)."""
+    return sorted(results, key=lambda pair: pair[1].verdict.rank)
+
+
+def verdict_changes(before: Mapping[str, Verdict] | None,
+                    results: Sequence[tuple[NodeState, Diagnosis]]) -> dict[str, str | None]:
+    """``--watch``: each node whose verdict differs from the last round's -> the verdict it had (None: a node
+    the last round did not have). The first round (``before`` None) has nothing to compare with."""
+    if before is None:
+        return {}
+    return {state.host: (str(before[state.host]) if state.host in before else None)
+            for state, diag in results if before.get(state.host) is not diag.verdict}
+
+
+def _counts_line(results: Sequence[tuple[NodeState, Diagnosis]], left_out: int) -> Any:
+    from rich.text import Text
+
+    counts = {v: sum(1 for _, d in results if d.verdict is v) for v in Verdict}
+    line = Text(" ").join(Text(f"{n} {v}", style=VERDICT_STYLE[v]) for v, n in counts.items() if n)
+    if left_out:
+        line.append(f"; {left_out} healthy not shown (--problems-only)", style="dim")
+    return line
+
+
+def _print_table(results: list[tuple[NodeState, Diagnosis]], *, tty: bool = False, problems_only: bool = False,
+                 changed: Mapping[str, str | None] | None = None) -> None:
+    """The table, the lines under it and the counts.
+
+    Args:
+        tty: stdout is a terminal: the worst nodes first and the counts on top (piped: the fleet's order,
+            the counts last).
+        problems_only: leave the healthy nodes out (the counts still count them).
+        changed: ``--watch``: each node whose verdict changed since the last round -> what it was.
+    """
     # rich is imported here: `check --json` on hundreds of nodes should not pay for it.
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    everything = results
+    if tty:
+        results = order_for_reading(results)
+    if problems_only:
+        results = [(s, d) for s, d in results if d.verdict is not Verdict.HEALTHY]
+    changed = changed or {}
     # Every cell and line is a Text, never markup: a node's words (a driver string, a unit state, a
     # finding that quotes a process) are data, and one hostile node must not hide the others.
-    rows = [_table_row(state, diag) for state, diag in results]
+    rows = [_table_row(state, diag, changed) for state, diag in results]
     columns: tuple[str, ...] = ("host", "verdict", "FM", "driver", "fabric", "holders")
     if any(state.k8s is not None for state, _ in results):  # a cluster is configured: its word for each node
-        from rich.text import Text
-
         columns += ("k8s",)
         rows = [(*row, Text(state.k8s.word if state.k8s is not None else "-"))
                 for row, (state, _) in zip(rows, results, strict=True)]
@@ -224,6 +264,12 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
     simulated = any(s.simulated for s, _ in results)
     lab = any(s.lab for s, _ in results)
     title = "nvls-tui check" + (" — LAB nodes (simulated GPUs)" if lab else " — SIMULATED nodes" if simulated else "")
+    counts = _counts_line(everything, len(everything) - len(results) if problems_only else 0)
+    if tty:
+        console.print(counts)
+    moves = [f"{s.host} {changed[s.host] or 'not polled'} → {d.verdict}" for s, d in results if s.host in changed]
+    if moves:
+        console.print(Text("changed since the last round: " + ", ".join(moves)), soft_wrap=True)
     table = Table(title=title)
     for i, col in enumerate(columns):
         table.add_column(col, no_wrap=True, min_width=widths[i] if i < 2 else None)
@@ -231,10 +277,13 @@ def _print_table(results: list[tuple[NodeState, Diagnosis]]) -> None:
         table.add_row(*row)
     console.print(table)
     _print_lines(console, results)
+    if not tty:
+        console.print(counts)
 
 
-def _table_row(state: NodeState, diag: Diagnosis) -> tuple[Any, ...]:
-    """One node's row of the plain table (every cell a Text: a node's words are data)."""
+def _table_row(state: NodeState, diag: Diagnosis, changed: Mapping[str, str | None]) -> tuple[Any, ...]:
+    """One node's row of the plain table (every cell a Text: a node's words are data); a verdict that changed
+    since the last round (``--watch``) says what it was."""
     from rich.text import Text
 
     fm = state.service("nvidia-fabricmanager")
@@ -247,7 +296,8 @@ def _table_row(state: NodeState, diag: Diagnosis) -> tuple[Any, ...]:
     gpus_unread = state.missing_section("gpus") is not None
     return (
         Text(state.host),
-        Text(str(diag.verdict), style=VERDICT_STYLE[diag.verdict]),
+        Text(str(diag.verdict) + (f" (was {changed[state.host] or 'not polled'})" if state.host in changed else ""),
+             style=VERDICT_STYLE[diag.verdict]),
         Text(fm_text),
         Text("?" if gpus_unread else state.driver or "-"),
         Text("?" if gpus_unread else _fabric_summary(state)),
@@ -274,8 +324,6 @@ def _print_lines(console: Any, results: list[tuple[NodeState, Diagnosis]]) -> No
             line = Text(state.host, style=VERDICT_STYLE[diag.verdict])
             line.append(f" smoke ✔{bw} not trusted: {diag.smoke_distrust}")
             console.print(line, soft_wrap=True)
-    counts = {v: sum(1 for _, d in results if d.verdict is v) for v in Verdict}
-    console.print(Text(" ").join(Text(f"{n} {v}", style=VERDICT_STYLE[v]) for v, n in counts.items() if n))
 
 
 async def attach_scheduler(slurm, states: list[NodeState]) -> list[NodeState]:
@@ -341,7 +389,7 @@ def _round(settings: Settings, slurm) -> tuple[list[tuple[NodeState, Diagnosis]]
     states = _poll(settings, slurm, deadline)
     if slurm is not None:
         states = asyncio.run(attach_scheduler(slurm, states))
-    return [(s, diagnose(s)) for s in states], time.monotonic() - started
+    return [(s, diagnose_guarded(s)) for s in states], time.monotonic() - started
 
 
 def targets_json(read: dict[str, list[str]], results: list[tuple[NodeState, Diagnosis]]) -> dict[str, Any]:
@@ -350,21 +398,34 @@ def targets_json(read: dict[str, list[str]], results: list[tuple[NodeState, Diag
 
 
 def _print_round(settings: Settings, results: list[tuple[NodeState, Diagnosis]], elapsed: float,
-                 read: dict[str, list[str]]) -> None:
+                 read: dict[str, list[str]], changed: Mapping[str, str | None] | None = None) -> None:
     """The table and its lines, or the one JSON document (one line) of a round.
 
     Args:
         read: the target words and where they came from (``{"read": [...], "from": [...]}``).
+        changed: ``--watch``, after its first round: each node whose verdict changed -> what it was.
     """
     if settings.json:
+        shown = [(s, d) for s, d in results if not settings.problems_only or d.verdict is not Verdict.HEALTHY]
         # The targets first: a script (or the person it pages) sees which nodes these are, simulated or not.
-        doc = {"targets": targets_json(read, results), "nodes": [node_json(s, d) for s, d in results],
-               "elapsed_s": round(elapsed, 3)}
+        doc: dict[str, Any] = {"targets": targets_json(read, results), "nodes": [node_json(s, d) for s, d in shown],
+                               "elapsed_s": round(elapsed, 3)}
+        if settings.problems_only:
+            doc["left_out"] = {"healthy": len(results) - len(shown)}
+        if changed is not None:
+            doc["changed"] = dict(changed)
         # No indent: the C encoder is several times faster on 256 nodes (pipe to `jq .` to read it).
         sys.stdout.write(json.dumps(doc) + "\n")
     else:
-        _print_table(results)
+        _print_table(results, tty=_stdout_is_tty(), problems_only=settings.problems_only, changed=changed)
     sys.stdout.flush()
+
+
+def _stdout_is_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (OSError, ValueError):  # a closed or odd stdout: read as a pipe
+        return False
 
 
 def run(settings: Settings) -> int:
@@ -432,6 +493,7 @@ class _Watch:
         self.tty = tty
         self.number = 0
         self.status: int | None = None
+        self.verdicts: dict[str, Verdict] | None = None  # the last round's, for what changed since
 
     def show(self, results: list[tuple[NodeState, Diagnosis]], elapsed: float) -> None:
         """Print one finished round and keep its status."""
@@ -442,7 +504,9 @@ class _Watch:
             sys.stdout.write(HOME_CLEAR + header + "\n")
         elif not self.settings.json:
             sys.stdout.write(("\n" if self.number > 1 else "") + header + "\n")
-        _print_round(self.settings, results, elapsed, self.read)
+        changed = verdict_changes(self.verdicts, results) if self.verdicts is not None else None
+        _print_round(self.settings, results, elapsed, self.read, changed)
+        self.verdicts = {state.host: diag.verdict for state, diag in results}
         self.status = exit_status(results)
 
     def rounds_here(self, slurm) -> None:
@@ -476,7 +540,7 @@ class _Watch:
                     states = await attach_kube(kube, states)
                 if slurm is not None:
                     states = await attach_scheduler(slurm, states)
-                self.show([(s, diagnose(s)) for s in states], time.monotonic() - began)
+                self.show([(s, diagnose_guarded(s)) for s in states], time.monotonic() - began)
                 await asyncio.sleep(max(0.0, self.every - (time.monotonic() - began)))
         finally:
             await client.close()

@@ -165,11 +165,7 @@ class ProgressPrinter:
 def _options(settings: Settings, backends: list[Backend]) -> RepairOptions:
     """The run's tunables; a simulated fleet's run waits and times itself on the fleet's clock, as the
     console's does (``repair_options``)."""
-    repair = settings.repair
-    return repair_options(backends, settings.timeout, dry_run=repair.dry_run, sigkill=repair.sigkill,
-                          smoke_threshold=repair.smoke_threshold, wait_jobs=max(0.0, repair.wait_jobs),
-                          keep_drained=repair.keep_drained, wait_pods=max(0.0, repair.wait_pods),
-                          stop_kubelet=repair.stop_kubelet)
+    return repair_options(backends, settings.timeout, dry_run=settings.repair.dry_run, **settings.repair.tunables())
 
 
 def can_confirm(stdin: TextIO) -> tuple[bool, str]:

@@ -104,6 +104,9 @@ class ServiceState:
     # NRestarts: how often systemd restarted the service by its Restart= policy since it was last started
     # or reset-failed by hand (a crash-and-restart loop, "flapping"); None for a timer or where not read.
     restarts: int | None = None
+    # The signal that ended the service's main process (ExecMainCode killed or dumped, ExecMainStatus its number):
+    # 9 for a `kill -9` or the OOM killer's; None where it exited by itself or the poll did not read it.
+    killed_by: int | None = None
 
     @property
     def exists(self) -> bool:

@@ -116,7 +116,7 @@ def parse_status(text: str) -> Parsed[ServiceState]:
 
 
 _SHOW_KEYS = {"Id", "LoadState", "ActiveState", "SubState", "MainPID", "Result", "ActiveEnterTimestamp",
-              "InactiveEnterTimestamp", "NRestarts"}
+              "InactiveEnterTimestamp", "NRestarts", "ExecMainCode", "ExecMainStatus"}
 
 
 def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
@@ -163,6 +163,7 @@ def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
                 result=block.get("Result") or None,
                 since=_since(block.get(_SINCE_KEY.get(block.get("ActiveState", ""), "ActiveEnterTimestamp"))),
                 restarts=_count(block.get("NRestarts")),
+                killed_by=_signal(block.get("ExecMainCode"), block.get("ExecMainStatus")),
             )
         )
     return Parsed(tuple(states), tuple(warnings))
@@ -171,6 +172,17 @@ def parse_show(text: str) -> Parsed[tuple[ServiceState, ...]]:
 # The time of the unit's current state, as `systemctl status` says "since": a failed or stopped unit
 # since it went down (when FM was killed), a running one since it started.
 _SINCE_KEY = {"failed": "InactiveEnterTimestamp", "inactive": "InactiveEnterTimestamp"}
+
+
+# ExecMainCode is the main process's si_code: CLD_KILLED (2) and CLD_DUMPED (3) mean ExecMainStatus is a signal.
+_KILLED_CODES = frozenset({"2", "3"})
+
+
+def _signal(code: str | None, status: str | None) -> int | None:
+    """The signal that ended the main process, or None (it exited, or the properties were not read)."""
+    if code not in _KILLED_CODES or not status or not status.isdecimal() or len(status) > 3:
+        return None
+    return int(status) or None
 
 
 def _count(value: str | None) -> int | None:

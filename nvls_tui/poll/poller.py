@@ -17,11 +17,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nvls_tui.diagnosis import carry_fabric_since, diagnose
+from nvls_tui.diagnosis import carry_fabric_since, diagnose, diagnose_guarded
 from nvls_tui.diagnosis.restarters import carry_fm_restarts
 from nvls_tui.model import NodeState, Verdict
-from nvls_tui.model.enums import Severity
-from nvls_tui.model.node import Diagnosis, Finding
+from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.once import poll_once
 from nvls_tui.poll.transport import Transport
 
@@ -172,13 +171,7 @@ class NodePoller:
             return self._message(state, ok=False)
 
     def _message(self, state: NodeState, *, ok: bool) -> PollResult:
-        try:
-            diagnosis = self.diagnose(state)
-        except Exception as exc:  # noqa: BLE001 - show the node rather than lose it
-            diagnosis = Diagnosis((Finding("DIAGNOSIS_FAILED", Severity.ERROR, str(exc)),), Verdict.BROKEN)
-        if not state.reachable and diagnosis.verdict is not Verdict.UNREACHABLE:
-            diagnosis = Diagnosis(diagnosis.findings, Verdict.UNREACHABLE)
-        return PollResult(state, diagnosis, ok)
+        return PollResult(state, diagnose_guarded(state, self.diagnose), ok)
 
     async def run(self, post: Callable[[PollResult], object]) -> None:
         """Poll forever (until cancelled), posting each result with ``post``."""

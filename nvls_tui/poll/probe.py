@@ -225,7 +225,8 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "units",
         ("systemctl", "show", "--no-pager",
-         "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result,ActiveEnterTimestamp,InactiveEnterTimestamp,NRestarts",
+         "-p", "Id,LoadState,ActiveState,SubState,MainPID,Result,ActiveEnterTimestamp,InactiveEnterTimestamp,NRestarts,"
+               "ExecMainCode,ExecMainStatus",
          *UNITS),
     ),
     Section("nvswitches", ("lspci", "-D", "-nn", "-d", NVIDIA_PCI_VENDOR)),

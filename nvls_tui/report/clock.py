@@ -53,6 +53,11 @@ def record_utc(iso: Any, day: dt.date | None) -> str:
     return _utc(moment, day) if moment else prose(iso or "?")
 
 
+def duration_words(seconds: float) -> str:
+    """How long, as people say it (``4 min 12 s``, ``5 days 0 h``): :func:`_span`."""
+    return _span(seconds)
+
+
 def _span(seconds: float) -> str:
     """An offset as people say it: ``2.1 s``, ``4 min 12 s``, ``3 h 5 min``, ``107 days 22 h``."""
     if seconds < 60:
@@ -111,6 +116,16 @@ class NodeClock:
         except OverflowError:
             pass  # a node time that converts past year 9999 (or before year 1): shown as the node logged it
         return f"{node:%Y-%m-%d %H:%M:%S} (node clock)"
+
+    def to_bastion(self, text: Any) -> dt.datetime | None:
+        """A node-clock time as a moment on the bastion's UTC clock; None where the time or the offset is unknown."""
+        node = _node_time(text)
+        if node is None or self.offset is None:
+            return None
+        try:
+            return _whole_second(node.replace(tzinfo=dt.UTC) - dt.timedelta(seconds=self.offset))
+        except OverflowError:
+            return None
 
     def show(self, text: Any) -> str:
         """:meth:`plain`, escaped for Markdown (the time came from the node)."""

@@ -20,6 +20,7 @@ from typing import Any
 
 from nvls_tui.report.clock import NodeClock, measure_clock, record_utc, utc_moment
 from nvls_tui.report.node_log import NodeLog, node_logs
+from nvls_tui.report.review import review_section
 from nvls_tui.report.summary import log_ends, node_summary, restore_advice
 from nvls_tui.report.tables import before_after, holders_section, manual_section, results_table, smoke_section
 from nvls_tui.report.text import code_span, prose
@@ -109,7 +110,7 @@ def _node_section(log: NodeLog) -> list[str]:
     out += ["### Before and after", "", *before_after(log), ""]
     out += holders_section(log)
     out += smoke_section(log)
-    out += ["### Timeline", "", *timeline_table(log), ""]
+    out += ["The timeline is in the appendix.", ""]
     return out
 
 
@@ -131,8 +132,8 @@ def _header(contents: AuditLogContents, source: str | None, logs: list[NodeLog])
             *[log.clock.header(log.host) for log in logs],
             f"- nodes: {', '.join(prose(log.host) for log in logs) or 'none'}" +
             (" (dry run: nothing was changed)" if dry else ""),
-            "- The audit log holds every command with its exit status and output; the timelines below fold "
-            "bookkeeping, repeated commands and Fabric Manager's polls"]
+            "- The audit log holds every command with its exit status and output; the timelines (in the "
+            "appendix) fold bookkeeping, repeated commands and Fabric Manager's polls"]
     if contents.unreadable:
         out.append(f"- {len(contents.unreadable)} unreadable line(s) skipped ({_numbers(contents.unreadable)}); "
                    "a torn last line is what a killed run leaves")
@@ -157,12 +158,17 @@ def render_report(contents: AuditLogContents, source: str | None = None) -> str:
     """The Markdown incident report of one audit log; every value from the log is escaped."""
     logs = node_logs(contents.records)
     out = _header(contents, source, logs)
+    out += review_section(logs)  # what a review asks first: down time, cause, impact, follow-ups
     if logs:
         out += ["## Summary", "", *results_table(logs)]
         for log in logs:
             out += node_summary(log)
     for log in logs:
         out += _node_section(log)
+    if logs:  # the long step-by-step tables last, out of a reader's way
+        out += ["## Appendix: timelines", ""]
+        for log in logs:
+            out += [f"### {prose(log.host)}", "", *timeline_table(log), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -35,6 +35,8 @@ from nvls_tui.runbook.steps import (
     HAND_UNITS,
     QUIESCE_UNITS,
     RESTORE_UNITS,
+    SNAPSHOT_SERVICE,
+    SNAPSHOT_TIMER,
     is_running,
     persistence_argv,
     persistence_modes,
@@ -115,6 +117,10 @@ def restore_actions(prior_units: Mapping[str, str], prior_pm: Mapping[int, str],
     order = list(RESTORE_UNITS) + sorted(u for u in prior_units if u not in RESTORE_UNITS)
     for unit in order:
         if not is_running(prior_units.get(unit)) or not startable(unit, manual):
+            continue
+        if unit == SNAPSHOT_SERVICE and is_running(prior_units.get(SNAPSHOT_TIMER)):
+            # A oneshot its timer runs every few minutes (activating or inactive by the second): the timer, started
+            # again, runs it; starting it here made the run's restore differ from a plan read a moment apart.
             continue
         now = None if current_units is None else current_units.get(unit)
         if current_units is not None and is_running(now):

@@ -40,6 +40,7 @@ def summarize(state: NodeState) -> dict[str, Any]:
         "units": unit_states(state),
         "unit_results": {_unit_name(s.name): s.result for s in units if s.result},
         "unit_since": {_unit_name(s.name): s.since for s in units if s.since},
+        "unit_signals": {_unit_name(s.name): s.killed_by for s in units if s.killed_by},
         "fabric": [{"index": g.index, "state": g.fabric.state, "status": g.fabric.status,
                     "persistence_mode": g.persistence_mode} for g in state.gpus],
         "holders": [{"pid": h.pid, "kind": str(h.kind), "command": h.command, "user": h.user} for h in state.holders],

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from nvls_tui.bindings import bindings_for, destructive_actions, help_first
+from nvls_tui.bindings import bindings_for, destructive_actions, help_first, relabel
 from nvls_tui.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.messages import PlanApproved
 from nvls_tui.model import Fleet, Verdict
@@ -98,6 +98,8 @@ class FleetScreen(OnConsole, Screen[None]):
         self._last_draw = 0.0
         self._draw_pending = False
         self.repair_memory = RepairMemory()  # the last failed or aborted repair of each node, while news
+        if services.settings.read_only:  # r shows the dry-run plan there, and nothing can start
+            relabel(self._bindings, "repair", "Dry run")
 
     def compose(self) -> ComposeResult:
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
@@ -195,6 +197,7 @@ class FleetScreen(OnConsole, Screen[None]):
         grid = self.query_one(FleetGrid)
         self._follow_repairs(grid)
         grid.show(fleet, self.services.live.diagnoses, order, self.services.clock(), ages=ages)
+        grid.mark_sorted(self.grid_order.column, self.grid_order.arrow())
         grid.border_title = versions_line(fleet, grid.show_versions)
         mark_selected(grid, self.selected, self.services.live, self.services.clock)
         verdicts = [self.services.live.verdict(h) for h in fleet.hosts]

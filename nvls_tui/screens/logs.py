@@ -40,6 +40,7 @@ from nvls_tui.views.node_logs import (
     read_result,
     ring_reason,
 )
+from nvls_tui.views.report_text import readable_lines
 from nvls_tui.widgets import cells
 from nvls_tui.widgets.banner import ModeBanner
 
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 
     from nvls_tui.screens.services import ConsoleServices
 
+# How a report's kinds of line look in the past-repairs tab (views.report_text).
+REPORT_STYLES = {"heading": "bold underline", "table-head": "bold"}
 PAST_REPORTS = 5  # the newest audit logs opened as reports (the others are listed)
 REPORT_BYTES = 8 * 1024 * 1024  # an audit log larger than this is named, not opened here
 
@@ -201,7 +204,8 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
                        f"first" + (f"; the newest {PAST_REPORTS} are opened as reports" if len(logs) > PAST_REPORTS else ""))
         for past in logs[:PAST_REPORTS]:
             self._rule(tab, f"{past.kind}: {past.path.name}")
-            self._write(tab, await asyncio.to_thread(report_lines, past.path))
+            for line, kind in await asyncio.to_thread(report_lines, past.path):
+                self._write(tab, [line], style=REPORT_STYLES.get(kind, ""))
         for past in logs[PAST_REPORTS:]:
             self._write(tab, [f"also: {past.path} ({past.kind}; nvls-tui report opens it)"], style="dim")
         self._end(tab)
@@ -251,23 +255,24 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
         yield from scope_commands(self, "logs", self.host)
 
 
-def report_lines(path: Path) -> list[str]:
-    """An audit log's incident report as lines, or one line saying why it cannot be opened here."""
+def report_lines(path: Path) -> list[tuple[str, str]]:
+    """An audit log's incident report as ``(text, kind)`` lines to read (``views.report_text``: headings, tables
+    lined up, no Markdown marks), or one line saying why it cannot be opened here."""
     from nvls_tui.report.markdown import NotAnAuditLog, report_from_file
 
     try:
         size = path.stat().st_size
         if size > REPORT_BYTES:
-            return [f"{path} is {size / 2**20:.1f} MiB, too large to open here: nvls-tui report {path}"]
+            return [(f"{path} is {size / 2**20:.1f} MiB, too large to open here: nvls-tui report {path}", "text")]
         text = report_from_file(path)
     except NotAnAuditLog as exc:
-        return [one_line(str(exc), 300)]
+        return [(one_line(str(exc), 300), "text")]
     except (OSError, UnicodeError) as exc:
-        return [f"{path} cannot be read ({getattr(exc, 'strerror', None) or exc})"]
+        return [(f"{path} cannot be read ({getattr(exc, 'strerror', None) or exc})", "text")]
     # A report reads from its top (the summary first): past the bound, its last lines give way.
-    lines = text.splitlines()
-    kept = [line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…" for line in lines[:LINES]]
-    return kept + ([f"({len(lines) - LINES} later lines of the report left out: nvls-tui report {path})"]
+    lines = readable_lines(text)
+    kept = [(line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…", kind) for line, kind in lines[:LINES]]
+    return kept + ([(f"({len(lines) - LINES} later lines of the report left out: nvls-tui report {path})", "text")]
                    if len(lines) > LINES else [])
 
 

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from nvls_tui.bindings import bindings_for, destructive_actions, help_first, spec_of_action
+from nvls_tui.bindings import back_shown, bindings_for, destructive_actions, help_first, spec_of_action
 from nvls_tui.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
@@ -34,6 +34,7 @@ from nvls_tui.widgets.node_text import (
     coverage_line,
     gpu_summary,
     header_text,
+    holder_detail,
     kernel_message,
     owner_text,
     short_cluster,
@@ -79,7 +80,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
     """
 
     # The search keys first: while a search is on, n is its next match (the smoke test is T, on no search key).
-    BINDINGS = [help_first(), *bindings_for("search"), *bindings_for("node")]
+    BINDINGS = [help_first(), *bindings_for("search"), *bindings_for("node"), back_shown()]
     COMMANDS = {ScreenCommands}
 
     def __init__(self, host: str, services: ConsoleServices) -> None:
@@ -112,8 +113,12 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
             coverage.display = False  # until a poll says the log falls short
             yield coverage
             yield DataTable(id="kernel", cursor_type="row", classes="panel")
+            # The kernel line under the cursor in full, where the table had to cut it.
+            yield Static(id="kernel-detail")
             with Vertical(id="holders-box"):
                 yield DataTable(id="holders", cursor_type="row", classes="panel")
+                # The holder under the cursor in full: its pod's container and owner, its whole command.
+                yield Static(id="holder-detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -214,7 +219,12 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         kernel = [(f"{i}", (Text(e.code, style=cells.STYLE["bad" if id(e) in current else "muted"]),
                             Text(kernel_when(e, state), style=cells.STYLE["muted"]), kernel_message(e.line)))
                   for i, e in enumerate(state.kernel_events)]
-        sync_rows(self.query_one("#kernel", DataTable), kernel)
+        table = self.query_one("#kernel", DataTable)
+        room = room_for(table, ["code", "when", "line"], [row for _, row in kernel], "line")
+        # Cut at a word's end where the line is longer than its room (never inside a hex code), marked with "…".
+        sync_rows(table, [(key, (code, when, cells.fit_words(line, None if room is None else max(room, 20))))
+                          for key, (code, when, line) in kernel])
+        self._draw_kernel_detail()
         self.query_one("#kernel").border_subtitle = unread_subtitle(state, "kernel",
                                                                     f"{len(kernel)}" if kernel else "none")
         coverage = coverage_line(state)
@@ -283,6 +293,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         table = self.query_one("#holders", DataTable)
         rows = self._fit_commands(table, order, rows)
         sync_rows(table, rows)
+        self._draw_holder_detail()
         box = self.query_one("#holders-box")
         box.border_title = HOLDERS_TITLE + ("" if self.services.settings.read_only else HOLDERS_KEYS)
         box.border_subtitle = unread_subtitle(state, "holders", f"{len(self.selected)} selected of {len(rows)}"
@@ -301,9 +312,10 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         return [(key, (*row[:at], cells.fit(Text(str(row[at])), width), *row[at + 1:])) for key, row in rows]
 
     def _refit_holders(self) -> None:
-        """Draw the holders again at the table's new width (their commands are fitted to it)."""
+        """Draw the holders and the kernel lines again at the tables' new width (their commands and lines are
+        fitted to it)."""
         if self.state is not None and self.is_mounted:
-            self._draw_holders(self.state)
+            self.refresh_node()
 
     # ---- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -325,6 +337,8 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         if action in destructive_actions("node") and self.services.settings.read_only:
             bound = spec_of_action("node", action)
             what = bound.description if bound else action
+            if action in ("stop_unit", "start_unit"):  # the footer's short "Stop"/"Start" (room at 160 columns)
+                what += " unit"
             return f"read-only: {what} would change {host}; the console was started with --read-only."
         if action == "sigterm" and not self.selected:
             return "Select holders first (space, or a for all)."
@@ -358,8 +372,33 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         return cursor_key(self.query_one("#units", DataTable))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        """The unit or holder under the cursor decides which actions apply."""
+        """The unit or holder under the cursor decides which actions apply; the holder's and the kernel line's
+        detail follow it."""
         self.refresh_bindings()
+        self._draw_holder_detail()
+        self._draw_kernel_detail()
+
+    def _draw_kernel_detail(self) -> None:
+        """Under the kernel table: the line under its cursor in full, where the table cut it (else nothing)."""
+        table = self.query_one("#kernel", DataTable)
+        key, state = cursor_key(table), self.state
+        detail = self.query_one("#kernel-detail", Static)
+        whole = None
+        if state is not None and key is not None and key.isdecimal() and int(key) < len(state.kernel_events):
+            line = kernel_message(state.kernel_events[int(key)].line)
+            shown = table.get_row(key)[2] if key in {k.value for k in table.rows} else None
+            whole = line if shown is not None and str(shown).endswith("…") else None
+        detail.display = whole is not None
+        detail.update(Text(whole or "", style=palette.STYLE["muted"]))
+
+    def _draw_holder_detail(self) -> None:
+        """The line under the holders table: the holder under the cursor in full (nothing without one)."""
+        key = cursor_key(self.query_one("#holders", DataTable))
+        state = self.state
+        holder = next((h for h in state.holders if str(h.pid) == key), None) if state is not None else None
+        detail = self.query_one("#holder-detail", Static)
+        detail.display = holder is not None
+        detail.update(Text(holder_detail(holder), style=palette.STYLE["muted"]) if holder is not None else Text(""))
 
     def action_toggle_holder(self) -> None:
         """Select or unselect the holder under the cursor."""

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
+from textual.strip import Strip
 from textual.widgets import OptionList, SelectionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 
 class SortPicker(ModalScreen[str | None]):
@@ -56,6 +58,26 @@ class SortPicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class MarkedSelectionList(SelectionList[str]):
+    """A SelectionList whose box is marked only when its option is on (``▐X▌``) and empty when off (``▐ ▌``):
+    Textual draws ``▐X▌`` for both and tells them apart by colour alone, which a monochrome terminal or
+    ``NO_COLOR`` does not show."""
+
+    def render_line(self, y: int) -> Strip:
+        """The option's line with its box's inner cell blank when the option is off."""
+        strip = super().render_line(y)
+        segments = list(strip)
+        try:
+            selection = self.get_option_at_index(self.scroll_offset.y + y)
+        except OptionDoesNotExist:
+            return strip
+        # SelectionList draws [left side, inner cell, right side, " ", prompt...]: only the inner cell changes.
+        if len(segments) > 3 and selection.value not in self.selected:
+            segments[1] = Segment(" ", segments[1].style)
+            return Strip(segments, strip.cell_length)
+        return strip
+
+
 class ColumnPicker(ModalScreen[None]):
     """Choose which of the grid's optional columns show; each change applies at once (space toggles).
 
@@ -79,8 +101,8 @@ class ColumnPicker(ModalScreen[None]):
         with Vertical(id="picker-box"):
             yield Static(Text("Columns of the fleet grid (space shows or hides; host, verdict, GPUs and the story "
                               "always show; a column shows only where the width allows)"), id="picker-title")
-            yield SelectionList[str](*[(label, key, key not in self.hidden) for key, label in self.columns],
-                                     id="picker-list")
+            yield MarkedSelectionList(*[(label, key, key not in self.hidden) for key, label in self.columns],
+                                      id="picker-list")
 
     def on_mount(self) -> None:
         """The list has the focus."""

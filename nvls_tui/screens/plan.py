@@ -28,6 +28,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
 
+from nvls_tui.binding_table import current_key
 from nvls_tui.messages import PlanApproved
 from nvls_tui.runbook.bookkeeping import is_bookkeeping
 from nvls_tui.runbook.multi import STRATEGIES
@@ -209,7 +210,8 @@ class PlanScreen(OnConsole, Screen[Approval]):
     async def plan(self) -> None:
         """The runbook's dry run of every node at once (read-only), through the session's ledger."""
         backends = [self.services.backend_for(h) for h in self.hosts]
-        options = self.options = repair_options(backends, self.services.settings.timeout, dry_run=True)
+        options = self.options = repair_options(backends, self.services.settings.timeout, dry_run=True,
+                                                      **self.services.settings.repair)
         ledger = self.services.session.ledger
         if any(ledger.changes(h) for h in self.hosts):
             self.query_one("#plan-put-back").display = True
@@ -293,6 +295,13 @@ class PlanScreen(OnConsole, Screen[Approval]):
             note.append("No selected node can be repaired (see why above). Esc goes back.", style=palette.bold("warn"))
             self.query_one("#plan-typed").display = False
             self.query_one("#plan-cancel").focus()
+        for host in self.hosts:
+            state = self.services.live.fleet.get(host)
+            if self.outcomes[host].result == "refused" and state is not None and state.repair_record:
+                # The refusal names the shell's command; in the console the move is a key of the node screen.
+                key = current_key("node.restore", getattr(self.app, "keymap", {}))
+                note.append(f"\nTo put {host} back from this console: Esc, Enter on {host}, then {key} (Restore), "
+                            "the console's own `repair --restore`.", style=palette.STYLE["note"])
         self.query_one("#plan-note", Static).update(note)
         self.draw_duration()
 

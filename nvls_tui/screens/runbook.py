@@ -138,7 +138,7 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
         """Start the clock ticks (spinners, elapsed times) and, unless replaying, the repair."""
         if self.options is None and self.start:
             self.options = repair_options([self.services.backend_for(h) for h in self.hosts],
-                                          self.services.settings.timeout)
+                                          self.services.settings.timeout, **self.services.settings.repair)
         if self.clock is None:
             self.clock = self.options.clock if self.options else time.monotonic
         self.set_interval(0.2, self.tick)
@@ -217,7 +217,7 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
         """Run the repair through the session; the run log gets every event before the screen does."""
         services = self.services
         options = self.options or repair_options([services.backend_for(h) for h in self.hosts],
-                                                 services.settings.timeout)
+                                                 services.settings.timeout, **services.settings.repair)
         self.repair = services.session.start_repair(self.hosts, self.approval.strategy)
         self.started_at = self.now()
         self.draw_header()

@@ -13,7 +13,7 @@ an action in a worker that outlives the screen, a poll now, another screen). The
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -38,12 +38,15 @@ class ConsoleSettings:
         periodic: nodes are polled again and again (False: once each, as tests and snapshots do),
             so ages move and screens refresh them.
         timeout: per-command timeout, for the options of a repair or a single action.
+        repair: how a repair runs (``wait_pods``, ``sigkill`` ...: ``RepairSettings.tunables``), the command
+            line's and the config file's, for the options of a repair or a single action as headless builds them.
     """
 
     read_only: bool = False
     simulated: bool = False
     periodic: bool = True
     timeout: float = 20.0
+    repair: Mapping[str, Any] = field(default_factory=dict)
 
 
 class LiveFleet(Protocol):

@@ -75,7 +75,7 @@ class StreamPane(Searching, OnConsole, ModalScreen[None]):
     def on_mount(self) -> None:
         """Start the action in a worker and tick the spinner."""
         self.options = self.options or repair_options([self.services.backend_for(self.host)],
-                                                      self.services.settings.timeout)
+                                                      self.services.settings.timeout, **self.services.settings.repair)
         self.set_interval(0.2, self.tick)
         self.draw_header()
         self.services.actions.start_action(f"{self.action_spec.title} on {self.host}", self.run_single_action(),

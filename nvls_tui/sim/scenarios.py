@@ -668,7 +668,7 @@ def _fleet256(name: str, now: float) -> Node:
 
 
 def _fleet1024(name: str, now: float) -> Node:
-    """fleet-256's four broken nodes at the same numbers (gpu0017 ...), every other node healthy."""
+    """fleet-256's four faulty nodes at the same numbers (gpu0017 ...), every other node healthy."""
     return FLEET_256_BROKEN.get(f"gpu{int(name[3:]):03d}", healthy)(name, now)
 
 
@@ -729,8 +729,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "the repair restarts that pod through the simulated cluster (the driver reloads)", ("gpu-ctr02",),
              k8s_fm_in_container, kubernetes=True),
     Scenario("healthy", "four healthy HGX H100 nodes", tuple(f"hgx{i:02d}" for i in range(1, 5)), healthy),
-    Scenario("fleet-256", "256 nodes, four of them broken (gpu017, gpu042, gpu128, gpu201)",
+    Scenario("fleet-256", "256 nodes, four of them faulty: three broken (gpu017, gpu042, gpu128) and one degraded "
+             "(gpu201, its registration In Progress)",
              tuple(f"gpu{i:03d}" for i in range(1, 257)), _fleet256),
-    Scenario("fleet-1024", "1,024 nodes, four of them broken (gpu0017, gpu0042, gpu0128, gpu0201): a real fleet's size",
+    Scenario("fleet-1024", "1,024 nodes, a real fleet's size, four of them faulty: three broken (gpu0017, gpu0042, "
+             "gpu0128) and one degraded (gpu0201, its registration In Progress)",
              tuple(f"gpu{i:04d}" for i in range(1, 1025)), _fleet1024),
 )}

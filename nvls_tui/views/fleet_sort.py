@@ -43,8 +43,14 @@ class SortOrder:
             return "fleet order" + (", reversed" if self.reverse else "")
         if self.column == "verdict":
             return "sorted by verdict" + (", healthy first" if self.reverse else "")
-        descending = (self.column in NUMERIC) != self.reverse
-        return f"sorted by {label or self.column} {'↓' if descending else '↑'}"
+        return f"sorted by {label or self.column} {self.arrow()}"
+
+    def arrow(self) -> str:
+        """``↓`` (largest or last first) or ``↑`` for a column's order, as its header and the top line show it;
+        ``""`` for the fleet's own order and the verdict order (the default, said in words)."""
+        if self.column in ("", "verdict"):
+            return ""
+        return "↓" if (self.column in NUMERIC) != self.reverse else "↑"
 
 
 def natural(text: str) -> tuple[object, ...]:

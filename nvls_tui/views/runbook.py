@@ -104,6 +104,18 @@ def middle_cut(text: str, width: int) -> str:
     return text[: keep * 2 // 3] + " … " + text[-(keep - keep * 2 // 3):]
 
 
+REGISTRATION_STEP = "fabric-manager"
+
+
+def registration_poll(step: str, argv: tuple[str, ...]) -> bool:
+    """True for the commands Fabric Manager's registration wait sends every few seconds (FM's unit state, the
+    GPUs' fabric query): their answers are summed up by the wait's one updating line while it runs."""
+    if step != REGISTRATION_STEP:
+        return False
+    return argv[:2] == ("systemctl", "is-active") or (
+        argv[:1] == ("nvidia-smi",) and len(argv) > 1 and argv[1].startswith("--query-gpu="))
+
+
 @dataclass
 class NodeRun(NodeHappened):
     """One node's column: what happened (:class:`NodeHappened`) on the column's clock.
@@ -124,6 +136,9 @@ class NodeRun(NodeHappened):
     last_status: dict[tuple[str, ...], int | None] = field(default_factory=dict)
     # A registration wait's poll command, held until its answer shows whether it is news.
     held: PaneLine | None = None
+    # The registration wait's last answer to each of its polls (the command and what it printed): the wait is
+    # one updating line while it runs, and these are printed once, when its step ends (issue 38 item 7).
+    deferred: dict[tuple[str, ...], list[PaneLine]] = field(default_factory=dict)
 
     @property
     def running(self) -> bool:
@@ -162,6 +177,7 @@ class NodeRun(NodeHappened):
             self.steps[event.step].started = now
             lines.append(PaneLine(f"── {event.step} ──", "step"))
         elif isinstance(event, StepFinished):
+            lines += self._flush_deferred()
             if event.status == "failed" and aborted_message(event.message):
                 lines.append(PaneLine(f"■ {event.step} aborted: {event.message}", "warn"))  # asked for: no failure
             elif event.status == "failed":
@@ -171,8 +187,8 @@ class NodeRun(NodeHappened):
         elif isinstance(event, CommandStarted):
             self.command, self.command_started, self.streamed = short_command(event.argv, event.env), now, False
             line = PaneLine(f"$ {self.command}", "cmd")
-            if self._polling(event.argv):
-                self.held = line  # shown only if its answer changed
+            if self._polling(event.argv) or registration_poll(event.step, event.argv):
+                self.held = line  # shown only if its answer is news
             else:
                 lines.append(line)
         elif isinstance(event, OutputLine):
@@ -180,7 +196,10 @@ class NodeRun(NodeHappened):
             lines.append(PaneLine(event.line, "out"))
         elif isinstance(event, CommandFinished):
             held, self.held = self.held, None
-            if not (held is not None and self._same_answer(event)):
+            if held is not None and registration_poll(event.step, event.argv) and event.exit_status == 0:
+                self._finished_lines(event)  # remembered; the wait's line says where it stands
+                self.deferred[event.argv] = [held, *self._output_lines(event.output)]
+            elif not (held is not None and self._same_answer(event)):
                 lines += ([held] if held is not None else []) + self._finished_lines(event)
             self.command, self.command_started = "", None
         elif isinstance(event, SmokeFinished):
@@ -202,6 +221,7 @@ class NodeRun(NodeHappened):
         elif isinstance(event, Note):
             lines.append(PaneLine(event.message, {"error": "err", "warning": "warn"}.get(event.level, "note")))
         elif isinstance(event, RunFinished):
+            lines += self._flush_deferred()
             self.finished, self.command = now, ""
             good = event.result in ("repaired", "skipped")  # skipped: healthy, left alone
             kind = "ok" if good else "warn" if event.result == "aborted" else "err"
@@ -229,6 +249,23 @@ class NodeRun(NodeHappened):
                 and self.last_status.get(event.argv) == event.exit_status and event.exit_status is not None)
         return same
 
+    def _flush_deferred(self) -> list[PaneLine]:
+        """The registration wait's last answers, once, as its step ends (nothing when there was no wait)."""
+        lines = [line for answer in self.deferred.values() for line in answer]
+        self.deferred.clear()
+        return lines
+
+    @staticmethod
+    def _output_lines(output: str) -> list[PaneLine]:
+        """A finished command's output for the pane: its first lines, and how many more the audit log has."""
+        if not output.strip():
+            return []
+        out = output.rstrip("\n").splitlines()
+        lines = [PaneLine(text, "out") for text in out[:COMMAND_OUTPUT_LINES]]
+        if len(out) > COMMAND_OUTPUT_LINES:
+            lines.append(PaneLine(f"… {len(out) - COMMAND_OUTPUT_LINES} more lines in the audit log", "note"))
+        return lines
+
     def _finished_lines(self, event: CommandFinished) -> list[PaneLine]:
         lines: list[PaneLine] = []
         repeated = self.last_output.get(event.argv) == event.output
@@ -237,12 +274,8 @@ class NodeRun(NodeHappened):
         if not self.streamed and event.output.strip() and repeated:
             # A wait loop asks the same thing every poll: say so rather than print it again.
             lines.append(PaneLine("  (same output as the last time)", "note"))
-        elif not self.streamed and event.output.strip():
-            out = event.output.rstrip("\n").splitlines()
-            for text in out[:COMMAND_OUTPUT_LINES]:
-                lines.append(PaneLine(text, "out"))
-            if len(out) > COMMAND_OUTPUT_LINES:
-                lines.append(PaneLine(f"… {len(out) - COMMAND_OUTPUT_LINES} more lines in the audit log", "note"))
+        elif not self.streamed:
+            lines += self._output_lines(event.output)
         if event.exit_status is None:
             lines.append(PaneLine(f"  did not finish: {event.error or 'no exit status'} ({event.duration:.1f} s)", "err"))
         elif event.exit_status != 0:

@@ -200,6 +200,22 @@ def findings_text(findings: Sequence[Finding] | None, limit: int | None = None, 
     return text
 
 
+def fit_words(text: str, width: int | None) -> Text:
+    """``text`` in ``width`` cells, cut after a whole word with a visible ``…``: a kernel line's hex status
+    (``(0x00000087)``) or a function name is never cut in two; a first word longer than the room is cut as
+    :func:`fit` cuts."""
+    if width is None or len(text) <= width:
+        return Text(text)
+    room = max(1, width - 1)
+    head = text[:room + 1]
+    at = head.rfind(" ")
+    if at <= 0:
+        return fit(Text(text), width)
+    cut = Text(text[:at].rstrip())
+    cut.append("…", style=STYLE["muted"])
+    return cut
+
+
 def fit(text: Text, width: int | None) -> Text:
     """``text`` cut to ``width`` cells with a visible ``…``: a table never cuts a value silently.
 

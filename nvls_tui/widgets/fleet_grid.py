@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from nvls_tui.bindings import spec
 from nvls_tui.diagnosis import current_kernel_events
@@ -137,6 +138,7 @@ class FleetGrid(DataTable):
         self._baseline: dict[str, frozenset[str]] = {}
         self._cache: dict[str, tuple[NodeState, Diagnosis | None, dict[str, Text]]] = {}
         self._keep: str | None = None  # the host under the cursor across a change of columns
+        self._sort_mark: tuple[str, str] | None = None  # (column, arrow) its header shows (mark_sorted)
         self.marked: set[str] = set()  # hosts the screen marked as picked for a repair (mark_selected)
         # The console's last failed or aborted repair of a host, while still the news (the screen's memory).
         self.last_repair: Callable[[str], LastRepair | None] = lambda _host: None
@@ -166,6 +168,23 @@ class FleetGrid(DataTable):
         for column in self.layout_now.columns:
             self.add_column(column.label, width=column.width, key=column.key)
 
+    def mark_sorted(self, column: str, arrow: str) -> None:
+        """Put the sort's arrow (``↓``/``↑``; ``""`` for none) on ``column``'s header and take it off every other,
+        as the top line's ``sorted by hold ↓`` says; the arrow replaces the label's last letter where the column
+        has no room for both."""
+        if self._sort_mark == (column, arrow):
+            return
+        self._sort_mark = (column, arrow)
+        for col in self.layout_now.columns:
+            key = ColumnKey(col.key)
+            if key not in self.columns:
+                continue
+            label = col.label
+            if col.key == column and arrow:
+                label = label + arrow if len(label) < col.width else label[: max(col.width - 1, 0)] + arrow
+            self.columns[key].label = Text(label)
+        self.refresh()
+
     def _update_dimensions(self, new_rows) -> None:
         """DataTable measures every cell of every new row for its columns' widths (20,000 cells when a
         cleared filter brings 1,024 rows back: ~200 ms before the grid paints). This grid's columns
@@ -194,6 +213,7 @@ class FleetGrid(DataTable):
         keep = self.current_host if self.cursor_row > 0 else None
         self.clear(columns=True)
         self._add_columns()
+        self._sort_mark = None  # new headers: the sort's arrow is put back by the next mark_sorted
         self._order, self._shown, self._cache = [], {}, {}
         self._keep = keep
         return True

@@ -109,14 +109,44 @@ def owner_text(h: Holder) -> str:
         return f"job {h.job.id} {one_line(h.job.user)}/{one_line(h.job.name)}" if h.job.name else f"job {h.job.id}"
     if h.unit:
         return h.unit
-    if h.pod_ref is not None:  # the cluster named the pod: namespace/pod/container and its owner
+    if h.pod_ref is not None:  # the cluster named the pod: ns/pod here, the container and owner on demand
         ref = h.pod_ref
-        owner = f" · {ref.owner_kind} {ref.owner_name}" if ref.owner_kind and ref.owner_name else " · bare pod"
-        return one_line(f"{ref.namespace}/{ref.name}/{ref.container or '?'}{owner}")
+        return middle_cut(one_line(f"{ref.namespace}/{ref.name}"), POD_CELL)
     if h.pod:
         uid = h.pod.removeprefix("pod")
         return f"pod {uid[:8]}…" if len(uid) > 12 and h.pod.startswith("pod") else h.pod
     return "–"
+
+
+# The most a pod's ``ns/pod`` takes of the holders table: long names (a Deployment's pod, an operator's
+# DaemonSet pod) pushed the start time and the command off the table at 160 columns (issue 38 item 3).
+POD_CELL = 40
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, its middle replaced by ``…`` (a pod's namespace and its hash both tell)."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2:]
+
+
+def holder_detail(h: Holder) -> str:
+    """Everything the holders table has no room for, in one line: the pod's container and owner, the job, the
+    unit, when it started and the whole command (the line under the table, for the holder under the cursor)."""
+    parts = [f"PID {h.pid}", one_line(h.user or "?"), h.kind.value]
+    if h.pod_ref is not None:
+        ref = h.pod_ref
+        owner = f"{ref.owner_kind} {ref.owner_name}" if ref.owner_kind and ref.owner_name else "a bare pod (no owner)"
+        parts.append(one_line(f"pod {ref.namespace}/{ref.name}, container {ref.container or '?'}, owned by {owner}"))
+    elif h.pod:
+        parts.append(one_line(f"pod {h.pod}"))
+    if h.job is not None:
+        parts.append(owner_text(h))
+    elif h.unit:
+        parts.append(one_line(h.unit))
+    parts.append(f"started {short_start(h.start_time)}")
+    return " · ".join(parts) + f"\n{one_line(h.command)}"
 
 
 def short_start(lstart: str | None) -> str:
@@ -220,5 +250,5 @@ def header_text(state: NodeState, diagnosis: Diagnosis | None, age: float | None
     return text
 
 
-__all__ = ["compact_devices", "coverage_line", "gpu_summary", "header_text", "kernel_message", "owner_text", "short_cluster", "short_start", "unread_subtitle",
+__all__ = ["compact_devices", "coverage_line", "gpu_summary", "header_text", "kernel_message", "holder_detail", "middle_cut", "owner_text", "short_cluster", "short_start", "unread_subtitle",
            "versions_line"]
