@@ -60,3 +60,14 @@ def test_escapes_read_with_plain_replaces_read_as_the_regex_reads_them():
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
         assert _unescape(text) == _UNESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), m.group(1)), text), text
+
+
+def test_a_mixed_paste_read_part_by_part_holds_a_small_multiple_of_it():
+    # Issue 35, item 1: the driver's lines then mpirun-tagged NCCL lines are two parts, each unwrapped on its
+    # own; the lines are classified one at a time (no list of every line's kind), each part's text cut once.
+    kernel = f"[ 1234.567890] {XID}\n"
+    nccl = "[1,0]<stdout>:gpu05:22:28 [0] NCCL INFO Channel 00/02 :    0   1\n"
+    text = kernel * ((128 << 10) // len(kernel)) + nccl * ((128 << 10) // len(nccl))
+    entry = analyze_text(text, "paste.txt")
+    assert [p["kind"] for p in entry["parts"]] == ["kernel-log", "nccl-tests"]
+    assert peak_multiple(lambda t: analyze_text(t, "paste.txt"), text) <= MULTIPLE

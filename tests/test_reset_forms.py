@@ -59,13 +59,15 @@ def test_mig_parted_s_level_tags_around_the_refusal_are_not_nvidia_smi_s():
 # ---- several runs in one transcript -----------------------------------------------------------------
 
 def test_a_transcript_s_last_reset_decides_and_the_earlier_refusal_is_said():
+    # Split at its prompts (issue 35, item 1): each run is a part; the refusal is said, superseded.
     entry = analyze_text((RESET / "refused-then-reset-after-killall-gpu-operator-118.txt").read_text(), "f")
     assert entry["kind"] == "nvidia-smi-reset"
-    assert entry["data"]["reset"] == ["00000000:C1:00.0"]
+    assert entry["data"]["reset"] == ["00000000:C1:00.0"]  # the part that stands
     assert entry["data"]["failed"] == [] and entry["data"]["in_use_devices"] is None
-    assert codes(entry) == []  # the GPU was reset in the end
-    assert entry["warnings"] == ["an earlier nvidia-smi -r in this text was refused (1 device in use); "
-                                 "the last one is read"]
+    assert codes(entry) == [("RESET_REFUSED", "info")]  # the GPU was reset in the end
+    assert entry["findings"][0]["message"].endswith("superseded by the reset at line 13")
+    assert [(p["kind"], p["lines"]) for p in entry["parts"] if p["kind"] != "unknown"] == [
+        ("nvidia-smi-reset", [6, 9]), ("nvidia-smi-reset", [13, 13])]
 
 
 def test_the_public_success_transcript_still_reads_as_a_success():

@@ -108,11 +108,14 @@ MIXED = ("Jan 30 11:58:43 node systemd[1]: nvidia-fabricmanager.service: Killing
 
 
 def test_a_fabric_manager_log_holding_lines_no_fm_rule_reads_says_so():
+    # Read line by line (issue 35, item 1): the kernel lines by the kernel's reader, systemd's words of FM's
+    # death by FM's, which says FM is down and still quotes the lines no FM rule reads.
     entry = analyze_text(MIXED, "paste.txt")
-    assert entry["kind"] == "fabricmanager-log"
+    assert entry["kind"] == "mixed"
+    assert [(p["kind"], p["lines"]) for p in entry["parts"]] == [("fabricmanager-log", [1, 2]), ("kernel-log", [3, 4])]
     (finding,) = unread(entry)
-    assert "4 lines" in finding["message"] and "code=killed" in finding["message"]
-    assert "and 1 more" in finding["message"]
+    assert "2 lines" in finding["message"] and "code=killed" in finding["message"] and finding["lines"] == [1, 2]
+    assert {"FM_NOT_RUNNING", "XID", "FABRIC_OUT_OF_SYNC"} <= {f["code"] for f in entry["findings"]}
 
 
 def test_fm_s_own_error_lines_are_read_by_its_rule_not_quoted_again():

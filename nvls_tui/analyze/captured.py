@@ -45,7 +45,7 @@ from nvls_tui.parsers.nvidia_smi_reset import parse_reset
 from nvls_tui.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from nvls_tui.parsers.ps import parse_proc_stat, parse_ps
 from nvls_tui.parsers.systemctl import parse_status
-from nvls_tui.parsers.unread import nvidia_error_line
+from nvls_tui.parsers.unread import nvidia_error_line, quote
 from nvls_tui.parsers.unwrap import Unwrapped, bare_lines, unwrap
 from nvls_tui.poll.evidence import PURPOSE, UNPARSEABLE
 from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
@@ -207,11 +207,28 @@ def _fm_log(text: str) -> Result:
     logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:
         findings.append(logged)
+    if not findings and (died := _fm_died(events)) is not None:
+        findings.append(died)
     # NVIDIA's error text no FM rule reads (FM killed, a kernel line in the paste): quoted, never dropped.
+    # (FM_NOT_RUNNING from the log does not explain them: check, which reads the unit's state, quotes them too)
     explained = any(f.code == "FM_VERSION_MISMATCH" for f in findings)  # systemd's failed start is its doing
     if (unread := fm_unread_finding(unread_fm_lines(text), explained, "Fabric Manager's log")) is not None:
         findings.append(unread)
     return data, findings, parsed.warnings
+
+
+def _fm_died(events) -> Finding | None:
+    """``FM_NOT_RUNNING`` where the text's last word of FM's unit is systemd's that it failed (killed, its
+    start job failed) and no start follows: FM is down, whatever else the paste holds (issue 35, item 1)."""
+    life = [e for e in events if e.code in ("FAILED", "STARTED", "STOPPED")]
+    if not life or life[-1].code != "FAILED":
+        return None
+    since = next((i for i in range(len(life) - 1, -1, -1) if life[i].code != "FAILED"), -1) + 1
+    said = "; ".join(f"“{quote(e.message)}”" for e in life[since:since + 2])
+    return Finding("FM_NOT_RUNNING", Severity.ERROR,
+                   f"Fabric Manager's unit failed and the text shows no start after it: {said}. NVLink multicast "
+                   "(NVLS) cannot be set up until it runs again: `nvls-tui check` reads the node, and its repair "
+                   "resets the GPUs and NVSwitches before it starts Fabric Manager")
 
 
 def _fuser(text: str) -> Result:
@@ -347,33 +364,54 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
 
 
 def analyze_text(text: str, file: str) -> dict[str, Any]:
-    """Recognise and parse one captured output.
+    """Recognise and parse one captured output, part by part where it holds several (issue 35, item 1).
 
     Args:
         text: the file's content (a public fixture's ``# source:`` header is skipped).
         file: the name to report.
 
     Returns:
-        contract.md's entry: ``file``, ``kind``, ``data``, ``findings`` (and ``warnings``; ``error`` for
-        unknown input).
+        contract.md's entry: ``file``, ``kind``, ``data``, ``findings``, ``warnings`` and ``parts`` (``error``
+        for unknown input); see :func:`nvls_tui.analyze.paste.read_paste`.
     """
-    body = clean(strip_fixture_header(text))  # a captured file is node text: no escape gets through
-    inside = unwrap(body)
+    from nvls_tui.analyze.paste import read_paste  # it reads each part with read_output below
+
+    stripped = strip_fixture_header(text)
+    header = text.count("\n", 0, len(text) - len(stripped)) if stripped is not text else 0
+    body = clean(stripped)  # a captured file is node text: no escape gets through
+    return {"file": file, **read_paste(body, read_output, header)}
+
+
+def read_output(body: str, inside: Unwrapped | None = None, kind: str | None = None) -> dict[str, Any]:
+    """Recognise and parse one command's output (or one run of a paste's lines).
+
+    Args:
+        body: the text (escapes already cleaned).
+        inside: ``unwrap(body)`` where the caller made it already (a big paste is unwrapped once).
+        kind: the kind to read it as (a transcript's command said it, or the lines' own words did); None:
+            recognised by its content.
+
+    Returns:
+        ``kind``, ``data``, ``findings``, ``warnings`` (``wrapper``, ``origins`` where they apply; ``error``
+        for unknown input or a parser's failure).
+    """
+    inside = unwrap(body) if inside is None else inside
     inner = clean(inside.text) if inside.forms else body  # JSON-escaped text may decode to escapes again
-    kind = detect_kind(inner)
-    if inside.forms and kind == "unknown" and detect_kind(body) != "unknown":
-        # A prefix that only looked like a wrapper (a tool's own "word: " lines): read the text as it is.
-        inside, inner, kind = Unwrapped(body, (), ()), body, detect_kind(body)
+    if kind is None or kind not in HANDLERS:
+        kind = detect_kind(inner)
+        if inside.forms and kind == "unknown" and detect_kind(body) != "unknown":
+            # A prefix that only looked like a wrapper (a tool's own "word: " lines): read the text as it is.
+            inside, inner, kind = Unwrapped(body, (), ()), body, detect_kind(body)
     if kind == "unknown":
-        return {"file": file, "kind": "unknown", "data": {}, "findings": [],
+        return {"kind": "unknown", "data": {}, "findings": [],
                 "error": "not an output nvls-tui recognises (nvidia-smi, nccl-tests, systemctl, fuser, "
                          "kernel or Fabric Manager log)"}
     try:
         data, findings, warnings = HANDLERS[kind](inner)
     except Exception as exc:  # noqa: BLE001 - a parser bug must not lose the other files' results
-        return {"file": file, "kind": kind, "data": {}, "findings": [],
+        return {"kind": kind, "data": {}, "findings": [],
                 "error": f"could not parse this {kind} output ({type(exc).__name__}: {exc})"}
-    entry: dict[str, Any] = {"file": file, "kind": kind, "data": data, "findings": [finding_json(f) for f in findings],
+    entry: dict[str, Any] = {"kind": kind, "data": data, "findings": [finding_json(f) for f in findings],
                              "warnings": list(warnings)}
     if inside.forms:
         entry["wrapper"] = clean_deep(wrapper_json(inside))

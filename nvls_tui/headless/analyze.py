@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nvls_tui.analyze.captured import analyze_text
+from nvls_tui.analyze.paste import fails, lines_said
 from nvls_tui.analyze.wrapped import origins_text
 from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
@@ -89,13 +90,18 @@ def _print_rich(entries: list[dict]) -> None:
     table.add_column("what it says")  # wrapped at words: a number is never cut in two
     for entry in entries:
         text = entry.get("error") or _summary(entry)
+        if len(entry.get("parts") or ()) > 1:  # each part, with the lines it came from
+            text = "; ".join(f"{lines_said(p['lines'])} {p['kind']}"
+                             + (f": {p.get('error') or _summary(p)}" if p["kind"] != "unknown" else ": not read")
+                             for p in entry["parts"])
         table.add_row(Text(one_line(entry["file"])), Text(entry["kind"]), Text(one_line(text)))
     console.print(table)
     for entry in entries:
         for finding in entry["findings"]:
             line = Text(f"{finding['severity']:>7}", style=SEVERITY_STYLE.get(finding["severity"], ""))
             line.append(f" {finding['code']}: {one_line(finding['message'])} ")
-            line.append(f"({one_line(entry['file'])})", style="dim")
+            where = f", {lines_said(finding['lines'])}" if finding.get("lines") else ""
+            line.append(f"({one_line(entry['file'])}{where})", style="dim")
             console.print(line)
         for said in _context(entry):
             line = Text(f"{'note':>7}", style="dim")
@@ -141,6 +147,4 @@ def run(settings: Settings) -> int:
         _print_rich(entries)
     if unreadable:
         return 2
-    bad = any(e["kind"] == "unknown" or e.get("error") for e in entries)
-    errors = any(f["severity"] == "error" for e in entries for f in e["findings"])
-    return 1 if bad or errors else 0
+    return 1 if any(fails(e) for e in entries) else 0

@@ -69,6 +69,50 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# The kinds a paste may hold a run of, line by line (issue 35, item 1): a line of each says its kind by its
+# own words, whatever wrapper is around it (journal prefix, dmesg stamp, mpirun tag), so no pattern is
+# anchored to a line's start except where the kind's own line starts there. Ordered: the first wins (an
+# NCCL line that quotes the driver is NCCL's). Every pattern is literal words or bounded classes: they also
+# run over a whole text at once (fast on a 200 KB line, see above).
+_LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("nccl-tests", re.compile(r"\bNCCL (?:WARN|INFO|ERROR)\b|Test NCCL failure|^# nccl-tests version|^# Collective test|"
+                              r"^#\s+Avg bus bandwidth\s*:|DistBackendError: NCCL error|ncclUnhandledCudaError|"
+                              r"Failed to bind NVLink SHARP|non-zero status: \d+ (?:cuMemMap failed|Mapping)", re.M)),
+    ("nvidia-smi-mig", re.compile(r"MIG mode is in pending (?:enable|disable) state for GPU|"
+                                  r"(?:Enabled|Disabled) MIG Mode for GPU")),
+    ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"
+                                    r"\d+ devices? (?:is|are) currently being used by one or more other")),
+    # The driver's tags where a kernel line has them: at the start, after a stamp or a journal's "kernel: "
+    # (never a path's "/dev/nvidia-uvm: ", fuser's).
+    ("kernel-log", re.compile(r"\bkernel: |(?:^|[\]>] ?|\s)(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
+                              re.M)),
+    # (systemd names FM's unit by its description too: "Starting NVIDIA fabric manager service...")
+    ("fabricmanager-log", re.compile(r"\bnv-fabricmanager\b|\bnvidia-fabricmanager|^Fabric Manager version is|"
+                                     r"(?i:\b(?:Starting|Started|Stopping|Stopped|Failed to start) [^\n]{0,80}?"
+                                     r"fabric ?manager)|"
+                                     r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]|"
+                                     r"fabric manager NVIDIA GPU driver interface version", re.M)),
+    ("fuser", re.compile(r"^/dev/nvidia[\w-]*:\s|^\s+USER\s+PID ACCESS COMMAND", re.M)),
+    ("lsof", re.compile(r"^COMMAND\s+PID\s+.*\bNAME\s*$|\bCHR\s+\d+,\d+\s+\S+\s+\d+\s+/dev/nvidia", re.M)),
+)
+
+LINE_KINDS = tuple(kind for kind, _ in _LINE_RULES)
+"""The kinds :func:`line_kind` names."""
+
+
+def line_kind(line: str) -> str | None:
+    """The kind of output one line belongs to (one of :data:`LINE_KINDS`), or None for prose and anything else."""
+    for kind, pattern in _LINE_RULES:
+        if pattern.search(line):
+            return kind
+    return None
+
+
+def line_kinds_in(text: str) -> list[str]:
+    """The :data:`LINE_KINDS` some line of ``text`` belongs to (one search per kind over the whole text)."""
+    return [kind for kind, pattern in _LINE_RULES if pattern.search(text)]
+
+
 def detect_kind(text: str) -> str:
     """The kind of output ``text`` is (a KIND of contract.md, or one of our extra kinds), or ``unknown``."""
     sample = text[:200_000]
