@@ -11,6 +11,7 @@ tests/test_readme.py checks that the README shows this file and that it came fro
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -37,4 +38,5 @@ async def render(out: Path) -> None:
 
 
 if __name__ == "__main__":
+    os.environ.pop("NO_COLOR", None)  # Textual drops every colour under NO_COLOR: the README shows the console's
     asyncio.run(render(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_OUT))
