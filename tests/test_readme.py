@@ -147,3 +147,22 @@ def test_the_readme_links_every_doc():
     docs = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} - {"docs/textual-key-order.md"}
     linked = {target for target, _ in LINK.findall(readme())}
     assert sorted(docs - linked) == []
+
+
+def test_the_headless_synopsis_and_examples_use_options_the_commands_have():
+    import argparse
+
+    from nvls_tui.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    text = section(readme(), "Headless commands")
+    lines = [line for line in text.splitlines() if line.startswith("nvls-tui ")]
+    assert {line.split()[1] for line in lines} == {"check", "analyze", "repair", "report"}
+    unknown = []
+    for line in lines:
+        command = line.split()[1]
+        known = set(commands[command]._option_string_actions)
+        unknown += [f"{command} {opt}" for opt in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", line.split("#")[0])
+                    if opt not in known]
+    assert unknown == []
