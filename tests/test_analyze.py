@@ -287,7 +287,8 @@ def test_the_nvml_dump_flags_the_misreading_v1_call():
     assert {e["status"] for e in entries} == {0}
 
 
-@pytest.mark.parametrize("prose", ["README.md", "docs/design.md", "docs/console.md"])
+@pytest.mark.parametrize("prose", ["README.md", "docs/design.md", "docs/console.md", "docs/reference.md",
+                                   "docs/operating.md"])
 def test_prose_that_quotes_tool_output_is_not_taken_for_that_output(capsys, prose):
     # The README quotes "was successfully reset.", NCCL's WARN and NV_ERR_* codes in sentences.
     code, (entry,) = analyze(capsys, str(pathlib.Path(__file__).parent.parent / prose))

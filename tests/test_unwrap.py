@@ -267,7 +267,8 @@ def test_a_commented_paste_is_read_but_an_nccl_tests_header_is_left_alone():
     assert unwrap(header).forms == ()
 
 
-@pytest.mark.parametrize("prose", ["README.md", "docs/design.md", "docs/contract.md"])
+@pytest.mark.parametrize("prose", ["README.md", "docs/design.md", "docs/contract.md", "docs/reference.md",
+                                   "docs/operating.md"])
 def test_prose_that_quotes_log_lines_has_no_wrapper(prose):
     text = (pathlib.Path(__file__).parent.parent / prose).read_text()
     assert unwrap(text).forms == ()
