@@ -223,6 +223,8 @@ def _fm_died(events) -> Finding | None:
     life = [e for e in events if e.code in ("FAILED", "STARTED", "STOPPED")]
     if not life or life[-1].code != "FAILED":
         return None
+    if any(e.code == "NV_WARN_NOTHING_TO_DO" for e in events):
+        return None  # FM found no NVSwitch to manage (an A40 bridge, a 4090 box): its exit is no NVLS outage
     since = next((i for i in range(len(life) - 1, -1, -1) if life[i].code != "FAILED"), -1) + 1
     said = "; ".join(f"“{quote(e.message)}”" for e in life[since:since + 2])
     return Finding("FM_NOT_RUNNING", Severity.ERROR,
