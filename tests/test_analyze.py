@@ -69,6 +69,12 @@ EXPECTED_KINDS = {
     "public/nvidia-smi-q/h200-590-q-idle.txt": "nvidia-smi-q",
     "public/nvlink-topo/h100-hgx-nvlink-status-gpu0-1.txt": "nvlink-status",
     "public/nvlink-topo/lspci-iommu-h200-hgx-nvswitch-22a3.txt": "lspci",
+    "public/nvlink-topo/nvlink-errors-h100-zero-ml-engineering.txt": "nvlink-errors",
+    "public/nvlink-topo/nvlink-errors-gb300-zero-srt-slurm.txt": "nvlink-errors",
+    "public/nvlink-topo/nvlink-errors-v100-replay-crc.txt": "nvlink-errors",
+    "public/dcgm/dcgmi-nvlink-link-status-all-down.txt": "dcgmi-nvlink-status",
+    "public/dcgm/dcgmi-nvlink-link-status-h100-all-up.txt": "dcgmi-nvlink-status",
+    "public/dcgm/dcgmi-diag-pcie-nvlink-down-a100.txt": "dcgmi-diag",
     "real/h200-1gpu-vm/fuser-v-one-cuda-process.txt": "fuser",
     "real/h200-1gpu-vm/probe-output-with-cuda-holder.txt": "nvls-tui-probe",
     "real/h200-1gpu-vm/probe-script.sh": "unknown",  # a script, not an output

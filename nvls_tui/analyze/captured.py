@@ -13,6 +13,7 @@ from typing import Any
 
 from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
+from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
 from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
@@ -22,7 +23,7 @@ from nvls_tui.model.jsonout import (
     kernel_event_json,
     node_json,
 )
-from nvls_tui.parsers import nvidia_smi_misc
+from nvls_tui.parsers import nvidia_smi_misc, nvlink_views
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import (
@@ -314,6 +315,34 @@ def _cut_probe(state: NodeState, cut: str, seen: set[str]) -> NodeState:
     return dataclasses.replace(state, missing=missing, warnings=(*state.warnings, warning))
 
 
+def _nvlink_status(text: str) -> Result:
+    parsed = nvidia_smi_misc.parse_nvlink_status(text)
+    return parsed.value, link_diagnosis.nvlink_status_findings(parsed.value["gpus"]), parsed.warnings
+
+
+def _nvlink_errors(text: str) -> Result:
+    parsed = nvlink_views.parse_nvlink_errors(text)
+    return parsed.value, link_diagnosis.nvlink_error_findings(parsed.value["gpus"]), parsed.warnings
+
+
+def _dcgmi_link_status(text: str) -> Result:
+    parsed = nvlink_views.parse_dcgmi_link_status(text)
+    data = parsed.value
+    return data, link_diagnosis.dcgm_link_findings(data["gpus"], data["nvswitches"]), parsed.warnings
+
+
+def _dcgmi_diag(text: str) -> Result:
+    parsed = nvlink_views.parse_dcgmi_diag(text)
+    data = parsed.value
+    findings = link_diagnosis.dcgm_diag_findings(data["results"], data["links_down"])
+    # DCGM's own words of a failure that no rule reads: quoted, never dropped.
+    if not findings and (failed := [f"{r['test']}: {r['result']}" for r in data["results"]
+                                    if r["result"].lower().startswith("fail")]):
+        if (unread := unread_finding([f"DCGM diag {f} failed" for f in failed], "DCGM's diagnostic")) is not None:
+            findings.append(unread)
+    return data, findings, parsed.warnings
+
+
 def _simple(fn: Callable) -> Callable[[str], Result]:
     def run(text: str) -> Result:
         parsed = fn(text)
@@ -338,7 +367,10 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "ps": _ps,
     "proc-stat": _proc_stat,
     "nvidia-smi": _simple(nvidia_smi_misc.parse_smi_table),
-    "nvlink-status": _simple(nvidia_smi_misc.parse_nvlink_status),
+    "nvlink-status": _nvlink_status,
+    "nvlink-errors": _nvlink_errors,
+    "dcgmi-nvlink-status": _dcgmi_link_status,
+    "dcgmi-diag": _dcgmi_diag,
     "topo-matrix": _simple(nvidia_smi_misc.parse_topo_matrix),
     "nvml-fabric": _simple(nvidia_smi_misc.parse_nvml_fabric_dump),
     "nvidia-smi-help": _simple(nvidia_smi_misc.parse_help_query),

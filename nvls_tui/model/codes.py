@@ -35,6 +35,8 @@ FINDING_CODES: tuple[str, ...] = (
     "DIAGNOSIS_FAILED",
     "UNREAD_EVIDENCE",
     "GPU_RECOVERY_ACTION",
+    "NVLINK_DOWN",
+    "NVLINK_ERRORS",
 )
 
 __all__ = ["FINDING_CODES"]

@@ -61,7 +61,15 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp), [\w.]"
                                         r"|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:|^Field \"[\w.]+\" is not a valid field to query\.",
                                         re.M)),
+    # nvidia-smi nvlink -e: a GPU line (its UUID left out by some releases), then its per-link counters; before
+    # -s, whose link lines the same GPU line heads.
+    ("nvlink-errors", re.compile(r"^GPU \d+: [^\n]+\n(?:\s*\n)*\s+Links? [\d,\- ]+: (?:[A-Za-z /]*Errors?: \d|No errors)",
+                                 re.M)),
     ("nvlink-status", re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)\s*\n\s+Link \d+:", re.M)),
+    # dcgmi's own box title and its key line, never prose about them.
+    ("dcgmi-nvlink-status", re.compile(r"^\|  NvLink Link Status  \|$|^Key: Up=U, Down=D, Disabled=X", re.M)),
+    ("dcgmi-diag", re.compile(r"^\|\s*Diagnostic\s+\|\s*Result\s+\||^\+-+\s+(?:Metadata|Deployment|Integration|Hardware|"
+                              r"Stress|Plugins?)\s+-+\+", re.M)),
     ("topo-matrix", re.compile(r"^(?:\x1b\[[0-9;]*m)?\tGPU0\t|^GPU0\t\s*X\s", re.M)),
     ("nvml-fabric", re.compile(r"^\d+ v[123] \S+ \{'", re.M)),
     ("proc-stat", re.compile(r"^\d+ \(.+\) [RSDZTtWXxKWPI] -?\d+ -?\d+ -?\d+", re.M)),

@@ -55,6 +55,8 @@ def parse_nvlink_status(text: str) -> Parsed[dict]:
             gpus[-1]["links"].append({"link": int(m[1]), "gbps": number(speed), "text": m[2]})
     for gpu in gpus:
         gpu["active_links"] = sum(1 for link in gpu["links"] if link["gbps"])
+        # A link nvidia-smi prints without a speed (``<inactive>``, or 0 GB/s) is not up.
+        gpu["inactive_links"] = [link["link"] for link in gpu["links"] if not link["gbps"]]
     return Parsed({"gpus": gpus}, () if gpus else ("no GPU lines found",))
 
 
