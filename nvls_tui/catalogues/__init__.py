@@ -1,5 +1,5 @@
-"""NVIDIA's published catalogues as data: the Xid catalogue, the driver's NV_STATUS codes, NVML's GPU recovery
-actions. Pure (standard library only), at the bottom of the layers so that parsers and the diagnosis read them.
+"""NVIDIA's published catalogues as data: the Xid catalogue, the NVSwitch SXid codes, the driver's NV_STATUS codes,
+NVML's GPU recovery actions. Pure (standard library only), at the bottom of the layers so that parsers and the diagnosis read them.
 
 Each catalogue is a CSV file beside this module whose ``#`` header names its source (document, address,
 version); :func:`source` returns those lines. The facts are NVIDIA's; what nvls-tui makes of a resolution
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 #: The catalogue files (in this package), by name.
-FILES = ("xid.csv", "nv_status.csv", "recovery_action.csv")
+FILES = ("xid.csv", "sxid.csv", "nv_status.csv", "recovery_action.csv")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +103,19 @@ def bucket(name: str) -> Bucket:
 
 
 @dataclass(frozen=True, slots=True)
+class SxidEntry:
+    """One NVSwitch SXid code of the driver's error enum: ``22013``, ``MINION_NONFATAL``, ``MINION: errors``.
+
+    Whether an SXid is fatal is not the code's: the driver says it in each line (``Fatal``, ``Non-fatal``,
+    ``Correctable``), see sxid.csv's header.
+    """
+
+    code: int
+    name: str
+    unit: str
+
+
+@dataclass(frozen=True, slots=True)
 class NvStatus:
     """One of the driver's status codes: ``NV_ERR_FABRIC_STATE_OUT_OF_SYNC``, 0x87, its text."""
 
@@ -147,6 +160,17 @@ def xids() -> dict[int, XidEntry]:
 def xid(code: int | None) -> XidEntry | None:
     """The catalogue's row for Xid ``code``, or None where it lists no such Xid."""
     return xids().get(code) if code is not None else None
+
+
+@functools.cache
+def sxids() -> dict[int, SxidEntry]:
+    """Every SXid code of the catalogue, by number."""
+    return {int(r["code"]): SxidEntry(int(r["code"]), r["name"], r["unit"]) for r in _rows("sxid.csv")}
+
+
+def sxid(code: int | None) -> SxidEntry | None:
+    """The catalogue's row for SXid ``code``, or None where it lists no such code."""
+    return sxids().get(code) if code is not None else None
 
 
 @functools.cache
@@ -226,5 +250,6 @@ def action_named_in(line: str) -> RecoveryAction | None:
     return None
 
 
-__all__ = ["BUCKETS", "FILES", "NO_BUCKET", "Bucket", "NvStatus", "RecoveryAction", "XidEntry", "action_named_in",
-           "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said", "recovery_actions", "source", "xid", "xids"]
+__all__ = ["BUCKETS", "FILES", "NO_BUCKET", "Bucket", "NvStatus", "RecoveryAction", "SxidEntry", "XidEntry",
+           "action_named_in", "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said",
+           "recovery_actions", "source", "sxid", "sxids", "xid", "xids"]
