@@ -29,8 +29,10 @@ from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import (
     configured,
     fm_log_errors,
+    journal_lines,
     parse_fm_log,
     parse_fm_version,
+    start_failure,
     unread_fm_lines,
     version_mismatch,
 )
@@ -170,11 +172,18 @@ def _reset(text: str) -> Result:
 def _status(text: str) -> Result:
     parsed = parse_status(text)
     s = parsed.value
-    data = {"unit": s.name, "active": s.active, "sub": s.sub, "load": s.load, "main_pid": s.main_pid,
+    data: dict[str, Any] = {"unit": s.name, "active": s.active, "sub": s.sub, "load": s.load, "main_pid": s.main_pid,
             "result": s.result, "since": s.since}
     findings = []
     if s.name.startswith("nvidia-fabricmanager") and s.active != "active":
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR, f"nvidia-fabricmanager is {s.active}"))
+    if s.name.startswith("nvidia-fabricmanager") and (journal := journal_lines(text)):
+        # The journal lines under the status block are FM's log (and systemd's about its unit): read them as
+        # the FM log reader reads them, so FM's own errors there are not dropped behind the unit's state.
+        log, logged, _ = _fm_log(journal, down=s.active != "active")
+        data["log"] = {"events": log["events"], "mismatch": log["mismatch"]}
+        said = {f.code for f in findings}
+        findings.extend(f for f in logged if f.code not in said)
     return data, findings, parsed.warnings
 
 
@@ -190,7 +199,9 @@ def _kernel(text: str) -> Result:
     return {"events": [kernel_event_json(e) for e in parsed.value]}, findings, parsed.warnings
 
 
-def _fm_log(text: str) -> Result:
+def _fm_log(text: str, down: bool = False) -> Result:
+    """A Fabric Manager log; ``down``: something else (the unit's state) already says FM is not running, so
+    systemd's and the start script's words of that failure are explained."""
     parsed = parse_fm_log(text)
     events = parsed.value
     versions = version_mismatch(events)
@@ -205,11 +216,20 @@ def _fm_log(text: str) -> Result:
                                 "were not in the text). Install the nvidia-fabricmanager package of the driver's "
                                 "version and hold it; clearing the unit's failed state, starting it again or "
                                 "resetting GPUs do not help"))
+    if (never := start_failure(events)) is not None and not versions:
+        nothing = any(e.code == "NV_WARN_NOTHING_TO_DO" for e in events)
+        why = (" FM found no NVSwitch it could manage (NV_WARN_NOTHING_TO_DO): not an NVSwitch board, the NVSwitch "
+               "driver not loaded, or on Blackwell NVLSM missing." if nothing else "")
+        findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
+                                f"Fabric Manager never started: its start script failed (“{never.message[:200]}”).{why} "
+                                "Fix what the script says (its arguments, the FM package, the NVSwitch driver), then "
+                                "start Fabric Manager and check the GPUs' fabric state"))
     logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:
         findings.append(logged)
     # NVIDIA's error text no FM rule reads (FM killed, a kernel line in the paste): quoted, never dropped.
-    explained = any(f.code == "FM_VERSION_MISMATCH" for f in findings)  # systemd's failed start is its doing
+    # systemd's failed start is a version mismatch's doing, or that of whatever says FM is down.
+    explained = down or any(f.code in ("FM_VERSION_MISMATCH", "FM_NOT_RUNNING") for f in findings)
     if (unread := fm_unread_finding(unread_fm_lines(text), explained, "Fabric Manager's log")) is not None:
         findings.append(unread)
     return data, findings, parsed.warnings

@@ -45,6 +45,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("systemctl-status", re.compile(r"^[●×○↻*] \S+\.(?:service|timer)\b.* - |^\s+Loaded: \S+ \(", re.M)),
     # Journal lines of FM itself or of systemd about its unit, `--version`, or FM's own log file.
     ("fabricmanager-log", re.compile(r"(?:^|\s)nv-fabricmanager\[\d+\]:|\ssystemd\[\d+\]: .*nvidia-fabricmanager|"
+                                     # FM's start script in the journal, and the GPU Operator driver container's
+                                     # own line before it starts FM (its log, `kubectl logs`)
+                                     r"\snvidia-fabricmanager-start\.sh\[\d+\]:|^Starting NVIDIA fabric manager daemon\b|"
                                      r"^Fabric Manager version is|"
                                      r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]|"
                                      # FM's own version-mismatch words, however the line reached the paste
