@@ -62,6 +62,7 @@ EXPECTED_KINDS = {
     "public/kernel-log/nvswitch-probe-sxid-22013-h100-ppcie.txt": "kernel-log",
     "public/kernel-log/xid-144-145-149-nvlink-lines.txt": "kernel-log",
     "public/nccl-tests/fail-nvls-bind-401-pytorch-ci.txt": "nccl-tests",
+    "public/nccl-tests/bare-warn-nvls-invalid-argument-nccl-976.txt": "nccl-tests",
     "public/nccl-tests/fail-nvls-bind-401-warn-line.txt": "nccl-tests",
     "public/nccl-tests/fail-unhandled-cuda-error-rtx5090.txt": "nccl-tests",
     "public/nccl-tests/h800-nvls-broadcast-debuginfo-head.txt": "nccl-tests",

@@ -25,6 +25,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|^#\s+Avg bus bandwidth\s*:|"
                               r"Test NCCL failure common\.cu:\d|(?<!\S)\S+:\d+:\d+ \[\d+\] (?:\S+ )?(?:\(\w+\) )?NCCL (?:WARN|INFO) |"
                               r"pid \d+: Test failure common\.cu:\d|"
+                              # NCCL's WARN line pasted without its host:pid:tid field: at a line's start, bare or
+                              # after the rank in brackets, with or without NCCL's own source file:line
+                              r"^(?:\[\d+\] )?(?:[\w/.\-]+\.(?:cc|cu|cpp|h):\d+ )?NCCL WARN |"
                               # torch's NCCL exception, its first line or NCCL's error name at a line's start
                               r"^torch\.distributed\.DistBackendError: NCCL error in: |"
                               r"^ncclUnhandledCudaError: Call to CUDA function failed\.|"
