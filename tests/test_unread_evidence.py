@@ -39,12 +39,16 @@ def test_the_quotes_are_capped_and_the_rest_counted():
 
 
 # As a public driver write-up quotes its journal (apnex/nvidia-driver-injector, a GPU lost mid-session): an
-# NV_ERR_* status the kernel parser reads as an event, for which no rule made a finding.
+# NV_ERR_* status the kernel parser reads as an event. It was quoted as UNREAD_EVIDENCE until a rule read it:
+# now DRIVER_ERROR reads it through the status catalogue (tests/test_driver_status_lines.py), and it is not
+# quoted again as unread.
 GPU_IS_LOST = "NVRM: GPU0 _issueRpcAndWait: GPU lost, returning NV_ERR_GPU_IS_LOST without issuing RPC\n"
 
 
-def test_an_nv_err_status_no_rule_reads_is_quoted_with_the_driver_s_own_text():
-    (finding,) = unread(analyze_text(GPU_IS_LOST, "k.txt"))
+def test_an_nv_err_status_is_read_with_the_driver_s_own_text_not_quoted_as_unread():
+    entry = analyze_text(GPU_IS_LOST, "k.txt")
+    assert unread(entry) == []
+    (finding,) = [f for f in entry["findings"] if f["code"] == "DRIVER_ERROR"]
     assert "NV_ERR_GPU_IS_LOST (0x0000000F: GPU lost from the bus)" in finding["message"]
 
 

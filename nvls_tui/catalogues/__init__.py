@@ -97,6 +97,20 @@ NO_BUCKET = Bucket("", "error", "NVIDIA's catalogue names no immediate action: r
                    "ticket if it persists", None)
 
 
+#: nvls-tui's reading of the driver statuses whose next move is plain (NV_STATUS has no bucket of its own): the
+#: bucket of the Xid catalogue that asks the same. A status not named here is a warning quoting the driver's text.
+STATUS_BUCKETS: dict[str, str] = {
+    "NV_ERR_RESET_REQUIRED": "RESET_GPU",
+    "NV_ERR_GPU_IS_LOST": "RESTART_BM",
+    "NV_ERR_NVLINK_INIT_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_MINION_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_CLOCK_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_TRAINING_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_CONFIGURATION_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_FABRIC_FAILURE": "RESET_GPU",
+}
+
+
 def bucket(name: str) -> Bucket:
     """nvls-tui's reading of the bucket ``name``; a bucket it does not know reads as :data:`NO_BUCKET` (an error)."""
     return BUCKETS.get(name, NO_BUCKET if not name else Bucket(name, "error", NO_BUCKET.move, None))
@@ -250,6 +264,6 @@ def action_named_in(line: str) -> RecoveryAction | None:
     return None
 
 
-__all__ = ["BUCKETS", "FILES", "NO_BUCKET", "Bucket", "NvStatus", "RecoveryAction", "SxidEntry", "XidEntry",
+__all__ = ["BUCKETS", "FILES", "NO_BUCKET", "STATUS_BUCKETS", "Bucket", "NvStatus", "RecoveryAction", "SxidEntry", "XidEntry",
            "action_named_in", "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said",
            "recovery_actions", "source", "sxid", "sxids", "xid", "xids"]

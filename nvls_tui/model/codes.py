@@ -37,6 +37,7 @@ FINDING_CODES: tuple[str, ...] = (
     "GPU_RECOVERY_ACTION",
     "NVLINK_DOWN",
     "NVLINK_ERRORS",
+    "DRIVER_ERROR",
 )
 
 __all__ = ["FINDING_CODES"]
