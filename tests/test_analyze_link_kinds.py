@@ -111,3 +111,43 @@ def test_dcgmi_diag_nvlink_down_warnings_are_an_error_naming_the_links():
     assert _codes(entry) == [("NVLINK_DOWN", "error")]
     assert "GPU 0: links 0-4 down" in entry["findings"][0]["message"]
     assert "PCIe" in entry["findings"][0]["message"]
+
+
+# dcgmi nvlink -e -g N: no public capture was found. The text below is laid out as DCGM's own code prints it
+# (NVIDIA/DCGM dcgmi/Nvlink.cpp: header "NVLINK Error Counts" and "GPU N", one "Link N" section with the four
+# counters as children; dcgmi/DcgmiOutput.cpp's tree: "| " label " | " value " |", children prefixed "-> ", an
+# "=" rule under the header), not a capture: the shape, not the values, is what it tests.
+DCGMI_ERRORS = """\
++------------------------------+-------------------------------------------------+
+| NVLINK Error Counts                                                            |
+| GPU 3                                                                          |
++==============================+=================================================+
+| Link 0                       |                                                 |
+| -> CRC FLIT Error            | 0                                               |
+| -> CRC Data Error            | 0                                               |
+| -> Replay Error              | 0                                               |
+| -> Recovery Error            | 0                                               |
+| Link 1                       |                                                 |
+| -> CRC FLIT Error            | 12                                              |
+| -> CRC Data Error            | 0                                               |
+| -> Replay Error              | 4                                               |
+| -> Recovery Error            | 0                                               |
++------------------------------+-------------------------------------------------+
+"""
+
+
+def test_dcgmi_nvlink_error_counts_are_their_own_kind_and_nonzero_counters_a_warning():
+    entry = analyze_text(DCGMI_ERRORS, "e.txt")
+    assert entry["kind"] == "dcgmi-nvlink-errors"
+    gpu = entry["data"]["gpus"][0]
+    assert gpu["index"] == 3 and [x["link"] for x in gpu["links"]] == [0, 1]
+    assert gpu["links"][1]["counters"] == {"CRC FLIT Error": 12, "CRC Data Error": 0, "Replay Error": 4,
+                                           "Recovery Error": 0}
+    assert [(f["code"], f["severity"]) for f in entry["findings"]] == [("NVLINK_ERRORS", "warning")]
+    assert "GPU 3 link 1: CRC FLIT Error 12, Replay Error 4" in entry["findings"][0]["message"]
+
+
+def test_dcgmi_nvlink_error_counts_all_zero_are_quiet():
+    quiet = DCGMI_ERRORS.replace("| 12 ", "| 0  ").replace("| 4  ", "| 0  ")
+    entry = analyze_text(quiet, "e.txt")
+    assert entry["kind"] == "dcgmi-nvlink-errors" and entry["findings"] == []

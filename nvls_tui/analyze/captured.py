@@ -345,6 +345,11 @@ def _nvlink_errors(text: str) -> Result:
     return parsed.value, link_diagnosis.nvlink_error_findings(parsed.value["gpus"]), parsed.warnings
 
 
+def _dcgmi_nvlink_errors(text: str) -> Result:
+    parsed = nvlink_views.parse_dcgmi_nvlink_errors(text)
+    return parsed.value, link_diagnosis.nvlink_error_findings(parsed.value["gpus"]), parsed.warnings
+
+
 def _dcgmi_link_status(text: str) -> Result:
     parsed = nvlink_views.parse_dcgmi_link_status(text)
     data = parsed.value
@@ -390,6 +395,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "nvlink-status": _nvlink_status,
     "nvlink-errors": _nvlink_errors,
     "dcgmi-nvlink-status": _dcgmi_link_status,
+    "dcgmi-nvlink-errors": _dcgmi_nvlink_errors,
     "dcgmi-diag": _dcgmi_diag,
     "topo-matrix": _simple(nvidia_smi_misc.parse_topo_matrix),
     "nvml-fabric": _simple(nvidia_smi_misc.parse_nvml_fabric_dump),

@@ -66,7 +66,7 @@ def _summary(entry: dict) -> str:
                 f"{count(len(data['processes']), 'process')}")
     if kind == "nvlink-status":
         return ", ".join(f"GPU {g['index']}: {count(g['active_links'], 'link')}" for g in data["gpus"])
-    if kind == "nvlink-errors":
+    if kind in ("nvlink-errors", "dcgmi-nvlink-errors"):
         links = [x for g in data["gpus"] for x in g["links"]]
         noisy = sum(1 for x in links if any(x["counters"].values()))
         return f"{count(len(data['gpus']), 'GPU')}, {count(len(links), 'link')}, {noisy} with non-zero counters"

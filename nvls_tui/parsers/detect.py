@@ -73,6 +73,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                                  re.M)),
     ("nvlink-status", re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)\s*\n\s+Link \d+:", re.M)),
     # dcgmi's own box title and its key line, never prose about them.
+    ("dcgmi-nvlink-errors", re.compile(r"^\| NVLINK Error Counts\s+\|$", re.M)),
     ("dcgmi-nvlink-status", re.compile(r"^\|  NvLink Link Status  \|$|^Key: Up=U, Down=D, Disabled=X", re.M)),
     ("dcgmi-diag", re.compile(r"^\|\s*Diagnostic\s+\|\s*Result\s+\||^\+-+\s+(?:Metadata|Deployment|Integration|Hardware|"
                               r"Stress|Plugins?)\s+-+\+", re.M)),

@@ -62,6 +62,34 @@ def parse_nvlink_errors(text: str) -> Parsed[dict]:
     return Parsed({"gpus": gpus}, () if gpus else ("no GPU lines found",))
 
 
+# dcgmi's tree output (its DcgmiOutputTree): "| GPU N" in the header, "| Link N" sections, "| -> NAME | VALUE |" rows.
+_TREE_GPU = re.compile(r"^\|\s*GPU (\d+)\s*\|\s*$")
+_TREE_LINK = re.compile(r"^\|\s*Link (\d+)\s*\|")
+_TREE_COUNTER = re.compile(r"^\|\s*->\s*([A-Za-z][A-Za-z ]*?)\s*\|\s*(\d+)\s*\|\s*$")
+
+
+def parse_dcgmi_nvlink_errors(text: str) -> Parsed[dict]:
+    """``dcgmi nvlink -e -g N``: ``gpus[]`` shaped as :func:`parse_nvlink_errors`' (``index``, ``name`` None,
+    ``uuid`` None, ``links[]`` with ``counters`` {DCGM's name: value}); DCGM's "Unable to retrieve" lines are
+    warnings (those counters are unknown)."""
+    gpus: list[dict] = []
+    warnings: list[str] = []
+    link: dict | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if m := _TREE_GPU.match(stripped):
+            gpus.append({"index": int(m[1]), "name": None, "uuid": None, "links": []})
+            link = None
+        elif gpus and (m := _TREE_LINK.match(stripped)):
+            link = {"link": int(m[1]), "counters": {}, "quiet": False}
+            gpus[-1]["links"].append(link)
+        elif link is not None and (m := _TREE_COUNTER.match(stripped)):
+            link["counters"][m[1]] = int(m[2])
+        elif stripped.startswith("Warning: Unable to retrieve nvlink"):
+            warnings.append(stripped[:200])
+    return Parsed({"gpus": gpus}, tuple(warnings) if gpus else (*warnings, "no GPU header found"))
+
+
 _DCGM_DEVICE = re.compile(r"^\s+(gpuId|physicalId) (\d+):\s*$")
 _DCGM_ROW = re.compile(r"^\s+([UDX_](?: [UDX_])*)\s*$")
 
@@ -132,4 +160,4 @@ def parse_dcgmi_diag(text: str) -> Parsed[dict]:
                   () if found else ("no diagnostic result rows found",))
 
 
-__all__ = ["parse_dcgmi_diag", "parse_dcgmi_link_status", "parse_nvlink_errors"]
+__all__ = ["parse_dcgmi_diag", "parse_dcgmi_link_status", "parse_dcgmi_nvlink_errors", "parse_nvlink_errors"]
