@@ -127,6 +127,7 @@ EXPECTED_KINDS = {
     "kernel/xid-79-fallen-off-bus-journal.txt": "kernel-log",
     "kernel/rminitadapter-failed-nvidia-readme-390.txt": "kernel-log",
     "real/h100-1gpu-vm/dmesg-nvidia-lines.txt": "kernel-log",
+    "real/h100-1gpu-vm/query-gpu-recovery-action.csv": "nvidia-smi-query-csv",
     "real/h100-1gpu-vm/dmesg_--time-format_iso-nvidia-lines.txt": "kernel-log",
     "real/h100-1gpu-vm/dmesg_-T-nvidia-lines.txt": "kernel-log",
     "real/h100-1gpu-vm/dmesg_-x-nvidia-lines.txt": "kernel-log",
