@@ -79,6 +79,8 @@ EXPECTED_KINDS = {
     "public/nvlink-topo/nvlink-errors-h100-zero-ml-engineering.txt": "nvlink-errors",
     "public/nvlink-topo/nvlink-errors-gb300-zero-srt-slurm.txt": "nvlink-errors",
     "public/nvlink-topo/nvlink-errors-v100-replay-crc.txt": "nvlink-errors",
+    "public/nvlink-topo/nvlink-status-v100-two-inactive-azhpc.txt": "nvlink-status",
+    "public/nvlink-topo/nvlink-status-b200-all-inactive-gpud.txt": "nvlink-status",
     "public/dcgm/dcgmi-nvlink-link-status-all-down.txt": "dcgmi-nvlink-status",
     "public/dcgm/dcgmi-nvlink-link-status-h100-all-up.txt": "dcgmi-nvlink-status",
     "public/dcgm/dcgmi-diag-pcie-nvlink-down-a100.txt": "dcgmi-diag",

@@ -151,3 +151,18 @@ def test_dcgmi_nvlink_error_counts_all_zero_are_quiet():
     quiet = DCGMI_ERRORS.replace("| 12 ", "| 0  ").replace("| 4  ", "| 0  ")
     entry = analyze_text(quiet, "e.txt")
     assert entry["kind"] == "dcgmi-nvlink-errors" and entry["findings"] == []
+
+
+def test_nvlink_status_with_a_redacted_uuid_and_inactive_links_is_read():
+    entry = _read("nvlink-topo/nvlink-status-v100-two-inactive-azhpc.txt")
+    assert entry["kind"] == "nvlink-status"
+    assert _codes(entry) == [("NVLINK_DOWN", "error")]
+    assert "GPU 3: links 3, 5 inactive (4 of 6 active)" in entry["findings"][0]["message"]
+
+
+def test_nvml_saying_all_links_are_inactive_is_nvlink_down_for_that_gpu():
+    entry = _read("nvlink-topo/nvlink-status-b200-all-inactive-gpud.txt")
+    assert entry["kind"] == "nvlink-status"
+    assert entry["data"]["gpus"][0]["all_inactive"] is True
+    assert _codes(entry) == [("NVLINK_DOWN", "error")]
+    assert "GPU 2: all links inactive" in entry["findings"][0]["message"]

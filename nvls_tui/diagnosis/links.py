@@ -45,7 +45,9 @@ def nvlink_status_findings(gpus: list[dict]) -> list[Finding]:
     said = []
     for gpu in gpus:
         inactive = gpu.get("inactive_links") or []
-        if inactive:
+        if gpu.get("all_inactive"):
+            said.append(f"GPU {gpu['index']}: all links inactive (NVML could not read any)")
+        elif inactive:
             said.append(f"GPU {gpu['index']}: {_links(inactive)} inactive ({gpu['active_links']} of "
                         f"{len(gpu['links'])} active)")
     if not said:

@@ -71,7 +71,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # -s, whose link lines the same GPU line heads.
     ("nvlink-errors", re.compile(r"^GPU \d+: [^\n]+\n(?:\s*\n)*\s+Links? [\d,\- ]+: (?:[A-Za-z /]*Errors?: \d|No errors)",
                                  re.M)),
-    ("nvlink-status", re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)\s*\n\s+Link \d+:", re.M)),
+    # (The UUID as printed or as a paste redacted it; NVML's own line where no link of the GPU is up.)
+    ("nvlink-status", re.compile(r"^GPU \d+: [^\n]+\(UUID: [^)\n]*\)\s*\n(?:\s+Link \d+:|NVML: Unable to retrieve "
+                                 r"N[Vv][Ll]ink information as all links are inActive)", re.M)),
     # dcgmi's own box title and its key line, never prose about them.
     ("dcgmi-nvlink-errors", re.compile(r"^\| NVLINK Error Counts\s+\|$", re.M)),
     ("dcgmi-nvlink-status", re.compile(r"^\|  NvLink Link Status  \|$|^Key: Up=U, Down=D, Disabled=X", re.M)),
