@@ -179,3 +179,38 @@ def test_an_xid_line_without_the_pci_word_is_read_through_the_catalogue_too():
     # The form NVIDIA's Xid catalogue itself gives as an example ("NVRM: Xid (0000:03:00): 14, Channel 00000001").
     (finding,) = xid_findings("NVRM: Xid (0000:03:00): 14, Channel 00000001\n")
     assert finding.message.startswith("Xid 14 on 0000:03:00 — ROBUST_CHANNEL_FAKE_ERROR") and finding.action == "IGNORE"
+
+
+# ---- the SXid catalogue (issue 35 item 3/7) -------------------------------------------------------------
+def test_the_sxid_catalogue_holds_the_driver_enum_codes_and_names():
+    assert "sxid.csv" in catalogues.FILES
+    sxids = catalogues.sxids()
+    assert sxids[22013].name == "MINION_NONFATAL" and sxids[22013].unit.startswith("MINION")
+    assert sxids[12028].name == "NPORT_EGRESS_PRIVRSPERR"
+    assert sxids[10001].name == "HOST_PRIV_ERROR"
+    assert catalogues.sxid(99999) is None and catalogues.sxid(None) is None
+
+
+def test_a_listed_sxid_is_read_with_its_name_and_the_lines_word():
+    (non_fatal,) = xid_findings(SXID_NON_FATAL)
+    assert non_fatal.severity is Severity.WARNING
+    assert "MINION_NONFATAL" in non_fatal.message and "Non-fatal" in non_fatal.message
+
+
+def test_a_correctable_sxid_is_info_and_a_fatal_one_an_error_naming_it():
+    line = "[   30.1] nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Correctable, Link 04 egress non-posted PRIV error\n"
+    (finding,) = xid_findings(line)
+    assert finding.severity is Severity.INFO and "NPORT_EGRESS_PRIVRSPERR" in finding.message
+    (fatal,) = xid_findings(SXID_FATAL)
+    assert "Fatal" in fatal.message
+
+
+def test_an_sxid_the_catalogue_does_not_list_is_still_a_finding_with_its_number_and_words():
+    line = "nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 41234, Non-fatal, Link 02 something new\n"
+    (finding,) = xid_findings(line)
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith("SXid 41234 on 0000:07:00.0")
+    assert "not in the SXid catalogue" in finding.message and "something new" in finding.message
+    fatal = line.replace("Non-fatal", "Fatal")
+    (finding,) = xid_findings(fatal)
+    assert finding.severity is Severity.ERROR

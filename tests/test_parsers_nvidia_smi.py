@@ -301,7 +301,8 @@ def test_public_all_fields_query_builds_one_h100_with_a_health_block():
     assert gpus_from_query(q) == (
         GpuState(0, "00000000:00:09.0", "NVIDIA H100 80GB HBM3", "GPU-00000000-0000-0000-0000-000000000000",
                  FabricInfo("Completed", "Success", "0", ZERO_UUID, FabricHealth()), "Enabled",
-                 mig_current="Disabled", mig_pending="Disabled"),  # the capture's mig.mode.* columns
+                 mig_current="Disabled", mig_pending="Disabled",  # the capture's mig.mode.* columns
+                 recovery_action="None"),  # and its gpu_recovery_action column (NVML's "None")
     )
     assert driver_from_query(q) == "590.48.01"
 

@@ -23,28 +23,35 @@ def unread(entry: dict) -> list[dict]:
 
 
 def test_the_driver_s_lines_no_rule_reads_are_a_warning_quoting_them():
+    # The GPU's failed initialisation is read now (DRIVER_ERROR, tests/test_gpu_init_failed.py); the line before it,
+    # which no rule reads, is still quoted.
     entry = analyze_text(README_LINES.read_text(), str(README_LINES))
     assert entry["kind"] == "kernel-log"
     (finding,) = unread(entry)
     assert finding["severity"] == "warning"
-    assert "3 lines" in finding["message"] and "RmInitAdapter failed! (0x30:0xffffffff:858)" in finding["message"]
-    assert "rm_init_adapter(0) failed" in finding["message"]
+    assert "NVRM: failed to copy vbios to system memory." in finding["message"]
+    init = [f for f in entry["findings"] if f["code"] == "DRIVER_ERROR"]
+    assert init and init[0]["severity"] == "error" and "RmInitAdapter failed! (0x30:0xffffffff:858)" in init[0]["message"]
 
 
 def test_the_quotes_are_capped_and_the_rest_counted():
-    text = "".join(f"[  {i}.000000] NVRM: GPU 0000:1b:00.0: RmInitAdapter failed! (0x62:0x40:{i})\n"
+    text = "".join(f"[  {i}.000000] NVRM: GPU 0000:1b:00.0: failed to copy vbios to system memory (attempt {i})\n"
                    for i in range(10, 20))
     (finding,) = unread(analyze_text(text, "k.txt"))
-    assert finding["message"].count("RmInitAdapter failed!") == 3 and "and 7 more" in finding["message"]
+    assert finding["message"].count("failed to copy vbios") == 3 and "and 7 more" in finding["message"]
 
 
 # As a public driver write-up quotes its journal (apnex/nvidia-driver-injector, a GPU lost mid-session): an
-# NV_ERR_* status the kernel parser reads as an event, for which no rule made a finding.
+# NV_ERR_* status the kernel parser reads as an event. It was quoted as UNREAD_EVIDENCE until a rule read it:
+# now DRIVER_ERROR reads it through the status catalogue (tests/test_driver_status_lines.py), and it is not
+# quoted again as unread.
 GPU_IS_LOST = "NVRM: GPU0 _issueRpcAndWait: GPU lost, returning NV_ERR_GPU_IS_LOST without issuing RPC\n"
 
 
-def test_an_nv_err_status_no_rule_reads_is_quoted_with_the_driver_s_own_text():
-    (finding,) = unread(analyze_text(GPU_IS_LOST, "k.txt"))
+def test_an_nv_err_status_is_read_with_the_driver_s_own_text_not_quoted_as_unread():
+    entry = analyze_text(GPU_IS_LOST, "k.txt")
+    assert unread(entry) == []
+    (finding,) = [f for f in entry["findings"] if f["code"] == "DRIVER_ERROR"]
     assert "NV_ERR_GPU_IS_LOST (0x0000000F: GPU lost from the bus)" in finding["message"]
 
 
@@ -86,7 +93,9 @@ def test_check_reads_the_poll_s_kernel_section_the_same_way():
     entry = analyze_text(_probe_with_kernel(stamped), "probe.txt")
     assert entry["kind"] == "nvls-tui-probe"
     (finding,) = unread(entry)
-    assert "RmInitAdapter failed!" in finding["message"] and finding["severity"] == "warning"
+    assert "failed to copy vbios" in finding["message"] and finding["severity"] == "warning"
+    assert any(f["code"] == "DRIVER_ERROR" and f["severity"] == "error" and "RmInitAdapter failed!" in f["message"]
+               for f in entry["findings"])
 
 
 def test_check_stays_quiet_on_the_healthy_boot():

@@ -13,6 +13,7 @@ from typing import Any
 
 from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
+from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
 from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
@@ -22,14 +23,16 @@ from nvls_tui.model.jsonout import (
     kernel_event_json,
     node_json,
 )
-from nvls_tui.parsers import nvidia_smi_misc
+from nvls_tui.parsers import nvidia_smi_misc, nvlink_views
 from nvls_tui.parsers.base import strip_fixture_header
 from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import (
     configured,
     fm_log_errors,
+    journal_lines,
     parse_fm_log,
     parse_fm_version,
+    start_failure,
     unread_fm_lines,
     version_mismatch,
 )
@@ -169,11 +172,18 @@ def _reset(text: str) -> Result:
 def _status(text: str) -> Result:
     parsed = parse_status(text)
     s = parsed.value
-    data = {"unit": s.name, "active": s.active, "sub": s.sub, "load": s.load, "main_pid": s.main_pid,
+    data: dict[str, Any] = {"unit": s.name, "active": s.active, "sub": s.sub, "load": s.load, "main_pid": s.main_pid,
             "result": s.result, "since": s.since}
     findings = []
     if s.name.startswith("nvidia-fabricmanager") and s.active != "active":
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR, f"nvidia-fabricmanager is {s.active}"))
+    if s.name.startswith("nvidia-fabricmanager") and (journal := journal_lines(text)):
+        # The journal lines under the status block are FM's log (and systemd's about its unit): read them as
+        # the FM log reader reads them, so FM's own errors there are not dropped behind the unit's state.
+        log, logged, _ = _fm_log(journal, down=s.active != "active")
+        data["log"] = {"events": log["events"], "mismatch": log["mismatch"]}
+        said = {f.code for f in findings}
+        findings.extend(f for f in logged if f.code not in said)
     return data, findings, parsed.warnings
 
 
@@ -189,7 +199,9 @@ def _kernel(text: str) -> Result:
     return {"events": [kernel_event_json(e) for e in parsed.value]}, findings, parsed.warnings
 
 
-def _fm_log(text: str) -> Result:
+def _fm_log(text: str, down: bool = False) -> Result:
+    """A Fabric Manager log; ``down``: something else (the unit's state) already says FM is not running, so
+    systemd's and the start script's words of that failure are explained."""
     parsed = parse_fm_log(text)
     events = parsed.value
     versions = version_mismatch(events)
@@ -204,14 +216,24 @@ def _fm_log(text: str) -> Result:
                                 "were not in the text). Install the nvidia-fabricmanager package of the driver's "
                                 "version and hold it; clearing the unit's failed state, starting it again or "
                                 "resetting GPUs do not help"))
+    if (never := start_failure(events)) is not None and not versions:
+        nothing = any(e.code == "NV_WARN_NOTHING_TO_DO" for e in events)
+        why = (" FM found no NVSwitch it could manage (NV_WARN_NOTHING_TO_DO): not an NVSwitch board, the NVSwitch "
+               "driver not loaded, or on Blackwell NVLSM missing." if nothing else "")
+        findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
+                                f"Fabric Manager never started: its start script failed (“{never.message[:200]}”).{why} "
+                                "Fix what the script says (its arguments, the FM package, the NVSwitch driver), then "
+                                "start Fabric Manager and check the GPUs' fabric state"))
     logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:
         findings.append(logged)
     if not findings and (died := _fm_died(events)) is not None:
         findings.append(died)
     # NVIDIA's error text no FM rule reads (FM killed, a kernel line in the paste): quoted, never dropped.
-    # (FM_NOT_RUNNING from the log does not explain them: check, which reads the unit's state, quotes them too)
-    explained = any(f.code == "FM_VERSION_MISMATCH" for f in findings)  # systemd's failed start is its doing
+    # systemd's failed start is explained by a version mismatch, by the start script's own failure, or by whatever
+    # else says FM is down (``down``: the unit's state). FM_NOT_RUNNING read from systemd's last word alone explains
+    # nothing: check, which reads the unit's state, quotes those lines too.
+    explained = down or never is not None or any(f.code == "FM_VERSION_MISMATCH" for f in findings)
     if (unread := fm_unread_finding(unread_fm_lines(text), explained, "Fabric Manager's log")) is not None:
         findings.append(unread)
     return data, findings, parsed.warnings
@@ -333,6 +355,39 @@ def _cut_probe(state: NodeState, cut: str, seen: set[str]) -> NodeState:
     return dataclasses.replace(state, missing=missing, warnings=(*state.warnings, warning))
 
 
+def _nvlink_status(text: str) -> Result:
+    parsed = nvidia_smi_misc.parse_nvlink_status(text)
+    return parsed.value, link_diagnosis.nvlink_status_findings(parsed.value["gpus"]), parsed.warnings
+
+
+def _nvlink_errors(text: str) -> Result:
+    parsed = nvlink_views.parse_nvlink_errors(text)
+    return parsed.value, link_diagnosis.nvlink_error_findings(parsed.value["gpus"]), parsed.warnings
+
+
+def _dcgmi_nvlink_errors(text: str) -> Result:
+    parsed = nvlink_views.parse_dcgmi_nvlink_errors(text)
+    return parsed.value, link_diagnosis.nvlink_error_findings(parsed.value["gpus"]), parsed.warnings
+
+
+def _dcgmi_link_status(text: str) -> Result:
+    parsed = nvlink_views.parse_dcgmi_link_status(text)
+    data = parsed.value
+    return data, link_diagnosis.dcgm_link_findings(data["gpus"], data["nvswitches"]), parsed.warnings
+
+
+def _dcgmi_diag(text: str) -> Result:
+    parsed = nvlink_views.parse_dcgmi_diag(text)
+    data = parsed.value
+    findings = link_diagnosis.dcgm_diag_findings(data["results"], data["links_down"])
+    # DCGM's own words of a failure that no rule reads: quoted, never dropped.
+    if not findings and (failed := [f"{r['test']}: {r['result']}" for r in data["results"]
+                                    if r["result"].lower().startswith("fail")]):
+        if (unread := unread_finding([f"DCGM diag {f} failed" for f in failed], "DCGM's diagnostic")) is not None:
+            findings.append(unread)
+    return data, findings, parsed.warnings
+
+
 def _simple(fn: Callable) -> Callable[[str], Result]:
     def run(text: str) -> Result:
         parsed = fn(text)
@@ -357,7 +412,11 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "ps": _ps,
     "proc-stat": _proc_stat,
     "nvidia-smi": _simple(nvidia_smi_misc.parse_smi_table),
-    "nvlink-status": _simple(nvidia_smi_misc.parse_nvlink_status),
+    "nvlink-status": _nvlink_status,
+    "nvlink-errors": _nvlink_errors,
+    "dcgmi-nvlink-status": _dcgmi_link_status,
+    "dcgmi-nvlink-errors": _dcgmi_nvlink_errors,
+    "dcgmi-diag": _dcgmi_diag,
     "topo-matrix": _simple(nvidia_smi_misc.parse_topo_matrix),
     "nvml-fabric": _simple(nvidia_smi_misc.parse_nvml_fabric_dump),
     "nvidia-smi-help": _simple(nvidia_smi_misc.parse_help_query),

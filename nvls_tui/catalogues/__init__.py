@@ -1,5 +1,5 @@
-"""NVIDIA's published catalogues as data: the Xid catalogue, the driver's NV_STATUS codes, NVML's GPU recovery
-actions. Pure (standard library only), at the bottom of the layers so that parsers and the diagnosis read them.
+"""NVIDIA's published catalogues as data: the Xid catalogue, the NVSwitch SXid codes, the driver's NV_STATUS codes,
+NVML's GPU recovery actions. Pure (standard library only), at the bottom of the layers so that parsers and the diagnosis read them.
 
 Each catalogue is a CSV file beside this module whose ``#`` header names its source (document, address,
 version); :func:`source` returns those lines. The facts are NVIDIA's; what nvls-tui makes of a resolution
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 #: The catalogue files (in this package), by name.
-FILES = ("xid.csv", "nv_status.csv", "recovery_action.csv")
+FILES = ("xid.csv", "sxid.csv", "nv_status.csv", "recovery_action.csv")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +97,36 @@ NO_BUCKET = Bucket("", "error", "NVIDIA's catalogue names no immediate action: r
                    "ticket if it persists", None)
 
 
+#: nvls-tui's reading of the driver statuses whose next move is plain (NV_STATUS has no bucket of its own): the
+#: bucket of the Xid catalogue that asks the same. A status not named here is a warning quoting the driver's text.
+STATUS_BUCKETS: dict[str, str] = {
+    "NV_ERR_RESET_REQUIRED": "RESET_GPU",
+    "NV_ERR_GPU_IS_LOST": "RESTART_BM",
+    "NV_ERR_NVLINK_INIT_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_MINION_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_CLOCK_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_TRAINING_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_CONFIGURATION_ERROR": "RESET_GPU",
+    "NV_ERR_NVLINK_FABRIC_FAILURE": "RESET_GPU",
+}
+
+
 def bucket(name: str) -> Bucket:
     """nvls-tui's reading of the bucket ``name``; a bucket it does not know reads as :data:`NO_BUCKET` (an error)."""
     return BUCKETS.get(name, NO_BUCKET if not name else Bucket(name, "error", NO_BUCKET.move, None))
+
+
+@dataclass(frozen=True, slots=True)
+class SxidEntry:
+    """One NVSwitch SXid code of the driver's error enum: ``22013``, ``MINION_NONFATAL``, ``MINION: errors``.
+
+    Whether an SXid is fatal is not the code's: the driver says it in each line (``Fatal``, ``Non-fatal``,
+    ``Correctable``), see sxid.csv's header.
+    """
+
+    code: int
+    name: str
+    unit: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +174,17 @@ def xids() -> dict[int, XidEntry]:
 def xid(code: int | None) -> XidEntry | None:
     """The catalogue's row for Xid ``code``, or None where it lists no such Xid."""
     return xids().get(code) if code is not None else None
+
+
+@functools.cache
+def sxids() -> dict[int, SxidEntry]:
+    """Every SXid code of the catalogue, by number."""
+    return {int(r["code"]): SxidEntry(int(r["code"]), r["name"], r["unit"]) for r in _rows("sxid.csv")}
+
+
+def sxid(code: int | None) -> SxidEntry | None:
+    """The catalogue's row for SXid ``code``, or None where it lists no such code."""
+    return sxids().get(code) if code is not None else None
 
 
 @functools.cache
@@ -226,5 +264,6 @@ def action_named_in(line: str) -> RecoveryAction | None:
     return None
 
 
-__all__ = ["BUCKETS", "FILES", "NO_BUCKET", "Bucket", "NvStatus", "RecoveryAction", "XidEntry", "action_named_in",
-           "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said", "recovery_actions", "source", "xid", "xids"]
+__all__ = ["BUCKETS", "FILES", "NO_BUCKET", "STATUS_BUCKETS", "Bucket", "NvStatus", "RecoveryAction", "SxidEntry", "XidEntry",
+           "action_named_in", "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said",
+           "recovery_actions", "source", "sxid", "sxids", "xid", "xids"]

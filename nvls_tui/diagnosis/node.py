@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from nvls_tui import catalogues
 from nvls_tui.diagnosis import fm_container, story
+from nvls_tui.diagnosis.driver_status import driver_status_findings
 from nvls_tui.diagnosis.restarters import restarter_findings
 from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
@@ -173,6 +174,8 @@ def kernel_findings(state: NodeState) -> list[Finding]:
                 findings.append(key)
             groups[key].append(event.pci or "")
         codes_seen.add(event.code)
+    # The driver's other statuses and its NVLink failures without an Xid: read through the status catalogue.
+    findings.extend(driver_status_findings(events))
     out: list[Finding] = []
     for item in findings:
         if isinstance(item, Finding):
@@ -212,11 +215,9 @@ def recovery_findings(state: NodeState) -> list[Finding]:
 
 def kernel_unread_findings(state: NodeState) -> list[Finding]:
     """``UNREAD_EVIDENCE`` for the kernel lines from NVIDIA's stack that say something went wrong and that no
-    rule reads: the unread lines, and the ``NV_ERR_*`` statuses the parser names but no finding says (every
-    status but the two fabric ones). Lines older than a trusted passing smoke test no longer count."""
-    said = [e for e in current_kernel_events(state)
-            if e.code.startswith("NV_ERR_") and e.code not in (OUT_OF_SYNC, FM_NOT_PRESENT)]
-    lines = [e.line for e in sorted((*said, *(e for e in state.kernel_unread if not _is_stale(e, state))),
+    rule reads. Lines older than a trusted passing smoke test no longer count."""
+    # (The NV_ERR_* statuses the parser names are DRIVER_ERROR's now: read, not quoted.)
+    lines = [e.line for e in sorted((e for e in state.kernel_unread if not _is_stale(e, state)),
                                     key=lambda e: story.node_time(e.timestamp) or 0.0)]
     finding = unread_finding(lines, "the kernel log")
     return [finding] if finding is not None else []

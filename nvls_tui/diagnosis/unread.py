@@ -16,6 +16,9 @@ from nvls_tui.parsers.unread import QUOTED, quote
 from nvls_tui.words import count
 
 _STATUS = re.compile(r"\bNV_ERR_[A-Z0-9_]+")
+# FM's and systemd's words of a failed start, and FM's "nothing to do" (no NVSwitch it could manage): a finding
+# that says FM is down or cannot start explains them.
+_EXPLAINED = frozenset({"FAILED", "START_FAILED", "NV_WARN_NOTHING_TO_DO"})
 
 
 def _with_status(line: str) -> str:
@@ -42,9 +45,10 @@ def unread_finding(lines: list[str], where: str) -> Finding | None:
 
 def fm_unread_finding(lines: list[str] | tuple[str, ...], explained: bool, where: str) -> Finding | None:
     """``UNREAD_EVIDENCE`` for a Fabric Manager log's unread lines; ``explained``: a finding already says FM is
-    down or cannot start (FM_NOT_RUNNING, FM_VERSION_MISMATCH), so systemd's words of that failure are its."""
+    down or cannot start (FM_NOT_RUNNING, FM_VERSION_MISMATCH), so systemd's and FM's start script's words of that
+    failure are its."""
     if explained:
-        lines = [ln for ln in lines if (e := parse_fm_line(ln)) is None or e.code != "FAILED"]
+        lines = [ln for ln in lines if (e := parse_fm_line(ln)) is None or e.code not in _EXPLAINED]
     return unread_finding(list(lines), where)
 
 

@@ -4,7 +4,9 @@ Severity and the next move are those of the Xid catalogue's immediate-action buc
 unless the driver's line itself orders a recovery action (Xid 154's "to 0x4 (Drain and Reset)", an uncontained
 error's "RST: Yes"): then the stronger of the two stands, and a line that orders a reset or more is never a
 warning. An Xid the catalogue does not list is a warning with its number and the driver's words. An NVSwitch
-SXid line says itself whether it is ``Fatal`` or ``Non-fatal``.
+SXid is named through the SXid catalogue (the driver's error enum), and its line says itself whether it is ``Fatal``
+(an error whose move is the repair), ``Non-fatal`` (a warning) or ``Correctable`` (info); an SXid the catalogue does
+not list is still read, with its number and the driver's words.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from nvls_tui.model import KernelEvent, Severity
 _RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 # What follows "Xid (PCI:...): N," in the driver's line: its own words for the event.
 _WORDS = re.compile(r"\bS?Xid \([^)]*\):\s*\d+\s*,?\s*(?P<words>.*)$")
-_SXID_FATAL = re.compile(r"\bSXid \([^)]*\):\s*\d+\s*,\s*Fatal\b", re.IGNORECASE)
+# The driver's word for the SXid's weight, first after the number (its NVSWITCH_REPORT_* macros).
+_SXID_WORD = re.compile(r"\bSXid \([^)]*\):\s*\d+\s*,\s*(?P<word>Fatal|Non-fatal|Correctable)\b", re.IGNORECASE)
+_SXID_SEVERITY = {"fatal": Severity.ERROR, "non-fatal": Severity.WARNING, "correctable": Severity.INFO}
 WORDS_MAX = 120
 SXID_FATAL_MOVE = "reset every GPU and NVSwitch, then start Fabric Manager (the repair)"
 UNLISTED_MOVE = "not in NVIDIA's Xid catalogue: read the driver's words"
@@ -34,6 +38,8 @@ class XidReading:
         action: the bucket that stands (``RESET_GPU``, ``DRAIN_AND_RESET``, ...), None where no catalogue names one.
         move: the next move in a few words (None where nothing says one).
         reset_fixes: the bucket's (True: a GPU reset is the move; False: a reset will not fix it).
+        worded: False for an SXid line that carries no weight word of its own (the "Severity N Engine ..." and
+            "Data {...}" lines after the one that does): the worded line of the same event stands for it.
     """
 
     severity: Severity
@@ -41,6 +47,7 @@ class XidReading:
     action: str | None
     move: str | None
     reset_fixes: bool | None
+    worded: bool = True
 
 
 def driver_words(line: str) -> str:
@@ -53,9 +60,7 @@ def driver_words(line: str) -> str:
 def read_xid(event: KernelEvent) -> XidReading:
     """The reading of one ``XID`` or ``SXID`` kernel event."""
     if event.code == "SXID":
-        if _SXID_FATAL.search(event.line):
-            return XidReading(Severity.ERROR, "Fatal (the driver's word)", None, SXID_FATAL_MOVE, True)
-        return XidReading(Severity.WARNING, "", None, None, None)
+        return _read_sxid(event)
     entry = catalogues.xid(event.xid)
     ordered = catalogues.action_named_in(event.line)
     if entry is None:
@@ -80,9 +85,27 @@ def read_xid(event: KernelEvent) -> XidReading:
                       stands.reset_fixes)
 
 
+def _read_sxid(event: KernelEvent) -> XidReading:
+    """An NVSwitch SXid: named through the SXid catalogue, weighed by the driver's own word in the line."""
+    entry = catalogues.sxid(event.xid)
+    m = _SXID_WORD.search(event.line)
+    word = m.group("word") if m else None
+    severity = _SXID_SEVERITY[word.lower()] if word else Severity.WARNING
+    said = f"{word} (the driver's word)" if word else ""
+    if entry is not None:
+        tail = f"{entry.name} ({entry.unit})" + (f", {said}" if said else "")
+    else:
+        tail = f"not in the SXid catalogue; the driver said: {driver_words(event.line)}"
+    if severity is Severity.ERROR:
+        return XidReading(severity, tail, None, SXID_FATAL_MOVE, True, worded=True)
+    return XidReading(severity, tail, None, None, None, worded=word is not None)
+
+
 def strongest(readings: list[XidReading]) -> XidReading:
-    """The most severe of several readings (the first of equals): one device's lines of one Xid read as one."""
-    return max(readings, key=lambda r: _RANK[r.severity])
+    """The most severe of several readings (the first of equals): one device's lines of one Xid read as one. An
+    SXid's lines without a weight word of their own follow the line that has one."""
+    worded = [r for r in readings if r.worded] or readings
+    return max(worded, key=lambda r: _RANK[r.severity])
 
 
 def ticket_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> list[tuple[KernelEvent, XidReading]]:

@@ -67,6 +67,18 @@ def _summary(entry: dict) -> str:
                 f"{count(len(data['processes']), 'process')}")
     if kind == "nvlink-status":
         return ", ".join(f"GPU {g['index']}: {count(g['active_links'], 'link')}" for g in data["gpus"])
+    if kind in ("nvlink-errors", "dcgmi-nvlink-errors"):
+        links = [x for g in data["gpus"] for x in g["links"]]
+        noisy = sum(1 for x in links if any(x["counters"].values()))
+        return f"{count(len(data['gpus']), 'GPU')}, {count(len(links), 'link')}, {noisy} with non-zero counters"
+    if kind == "dcgmi-nvlink-status":
+        down = sum(len(d["down"]) for d in (*data["gpus"], *data["nvswitches"]))
+        return (f"{count(len(data['gpus']), 'GPU')}, {count(len(data['nvswitches']), 'NVSwitch')}, "
+                f"{count(down, 'link')} down")
+    if kind == "dcgmi-diag":
+        failed = [r["test"] for r in data["results"] if r["result"].lower().startswith("fail")]
+        return (f"{count(len(data['results']), 'test')}, {len(failed)} failed{': ' + ', '.join(failed) if failed else ''}"
+                f", {count(len(data['links_down']), 'NVLink')} down")
     if kind == "topo-matrix":
         return f"{count(len(data['matrix']), 'GPU')}: " + ", ".join(
             f"{a}-{b} {v}" for a, row in data["matrix"].items() for b, v in row.items() if a < b)

@@ -35,6 +35,9 @@ FINDING_CODES: tuple[str, ...] = (
     "DIAGNOSIS_FAILED",
     "UNREAD_EVIDENCE",
     "GPU_RECOVERY_ACTION",
+    "NVLINK_DOWN",
+    "NVLINK_ERRORS",
+    "DRIVER_ERROR",
 )
 
 __all__ = ["FINDING_CODES"]

@@ -25,6 +25,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"^# nccl-tests version|^# Collective test|^# nThread \d|^#\s+Avg bus bandwidth\s*:|"
                               r"Test NCCL failure common\.cu:\d|(?<!\S)\S+:\d+:\d+ \[\d+\] (?:\S+ )?(?:\(\w+\) )?NCCL (?:WARN|INFO) |"
                               r"pid \d+: Test failure common\.cu:\d|"
+                              # NCCL's WARN line pasted without its host:pid:tid field: at a line's start, bare or
+                              # after the rank in brackets, with or without NCCL's own source file:line
+                              r"^(?:\[\d+\] )?(?:[\w/.\-]+\.(?:cc|cu|cpp|h):\d+ )?NCCL WARN |"
                               # torch's NCCL exception, its first line or NCCL's error name at a line's start
                               r"^torch\.distributed\.DistBackendError: NCCL error in: |"
                               r"^ncclUnhandledCudaError: Call to CUDA function failed\.|"
@@ -45,6 +48,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("systemctl-status", re.compile(r"^[●×○↻*] \S+\.(?:service|timer)\b.* - |^\s+Loaded: \S+ \(", re.M)),
     # Journal lines of FM itself or of systemd about its unit, `--version`, or FM's own log file.
     ("fabricmanager-log", re.compile(r"(?:^|\s)nv-fabricmanager\[\d+\]:|\ssystemd\[\d+\]: .*nvidia-fabricmanager|"
+                                     # FM's start script in the journal, and the GPU Operator driver container's
+                                     # own line before it starts FM (its log, `kubectl logs`)
+                                     r"\snvidia-fabricmanager-start\.sh\[\d+\]:|^Starting NVIDIA fabric manager daemon\b|"
                                      r"^Fabric Manager version is|"
                                      r"^\[\w{3} \d+ \d{4} [\d:]+\] \[(?:INFO|WARNING|ERROR)\]|"
                                      # FM's own version-mismatch words, however the line reached the paste
@@ -61,7 +67,18 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp), [\w.]"
                                         r"|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:|^Field \"[\w.]+\" is not a valid field to query\.",
                                         re.M)),
-    ("nvlink-status", re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)\s*\n\s+Link \d+:", re.M)),
+    # nvidia-smi nvlink -e: a GPU line (its UUID left out by some releases), then its per-link counters; before
+    # -s, whose link lines the same GPU line heads.
+    ("nvlink-errors", re.compile(r"^GPU \d+: [^\n]+\n(?:\s*\n)*\s+Links? [\d,\- ]+: (?:[A-Za-z /]*Errors?: \d|No errors)",
+                                 re.M)),
+    # (The UUID as printed or as a paste redacted it; NVML's own line where no link of the GPU is up.)
+    ("nvlink-status", re.compile(r"^GPU \d+: [^\n]+\(UUID: [^)\n]*\)\s*\n(?:\s+Link \d+:|NVML: Unable to retrieve "
+                                 r"N[Vv][Ll]ink information as all links are inActive)", re.M)),
+    # dcgmi's own box title and its key line, never prose about them.
+    ("dcgmi-nvlink-errors", re.compile(r"^\| NVLINK Error Counts\s+\|$", re.M)),
+    ("dcgmi-nvlink-status", re.compile(r"^\|  NvLink Link Status  \|$|^Key: Up=U, Down=D, Disabled=X", re.M)),
+    ("dcgmi-diag", re.compile(r"^\|\s*Diagnostic\s+\|\s*Result\s+\||^\+-+\s+(?:Metadata|Deployment|Integration|Hardware|"
+                              r"Stress|Plugins?)\s+-+\+", re.M)),
     ("topo-matrix", re.compile(r"^(?:\x1b\[[0-9;]*m)?\tGPU0\t|^GPU0\t\s*X\s", re.M)),
     ("nvml-fabric", re.compile(r"^\d+ v[123] \S+ \{'", re.M)),
     ("proc-stat", re.compile(r"^\d+ \(.+\) [RSDZTtWXxKWPI] -?\d+ -?\d+ -?\d+", re.M)),

@@ -48,7 +48,13 @@ _CODES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "don’t", with a typographic apostrophe, and "doesn't"/"does not" as other releases and pastes have it).
     ("VERSION_MISMATCH", re.compile(r"version.{0,300}?do(?:n['’]t|esn['’]t| not|es not) match", re.I)),
     ("NV_WARN_NOTHING_TO_DO", re.compile(r"NV_WARN_NOTHING_TO_DO")),
+    # FM's start script refusing its arguments (its usage text, after "Unknown option: ..."), or reporting that
+    # FM itself exited ("\"/usr/bin/nv-fabricmanager -c ...\" failed! Exit code: 1"): FM never started.
+    ("START_FAILED", re.compile(r"^Unknown option: |^Usage: \S*nvidia-fabricmanager-start\.sh\b"
+                                r"|\"[^\"]*nv-fabricmanager[^\"]*\" failed! Exit code: [1-9]")),
     ("FAILED", re.compile(r"Failed to start|failed with result|Job for \S*fabricmanager\S* failed"
+                          # systemd killing FM's process (a stop that timed out, a kill)
+                          r"|Killing process \d+ \(nv-fabricmanage"
                           r"|Main process exited, code=(?:killed|dumped)"
                           # systemd's words for a start that FM itself refused (a version mismatch exits 1)
                           r"|(?:Control|Main) process exited, code=exited, status=[1-9]", re.I)),
@@ -151,11 +157,32 @@ def unread_fm_lines(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def start_failure(events: tuple[FmEvent, ...]) -> FmEvent | None:
+    """The last line in which FM's start script says FM never started (it refused its arguments, or FM exited),
+    where no later line says FM started or configured the fabric; None otherwise."""
+    failed = None
+    for event in events:
+        if event.code == "START_FAILED":
+            # "Unknown option: X" and "... failed! Exit code: N" say why; the usage text after the first says
+            # only that the script gave up, so it stands only alone.
+            if failed is None or failed.message.startswith("Usage:"):
+                failed = event
+        elif event.code in ("STARTED", "CONFIGURED"):
+            failed = None
+    return failed
+
+
+def journal_lines(text: str) -> str:
+    """The journal lines of ``text`` (``Mon DD HH:MM:SS host ident[pid]: ...``, short-iso too): what
+    ``systemctl status`` prints under its status block."""
+    return "".join(line + "\n" for line in text.splitlines() if _JOURNAL.match(line.strip()))
+
+
 def parse_fm_version(text: str) -> str | None:
     """``nv-fabricmanager --version`` -> ``580.82.07`` (None when the line is missing)."""
     m = _VERSION.search(text)
     return m.group("v") if m else None
 
 
-__all__ = ["FmEvent", "configured", "fm_log_errors", "multicast_error", "parse_fm_line", "parse_fm_log",
-           "parse_fm_version", "version_mismatch"]
+__all__ = ["FmEvent", "configured", "fm_log_errors", "journal_lines", "multicast_error", "parse_fm_line", "parse_fm_log",
+           "parse_fm_version", "start_failure", "version_mismatch"]

@@ -27,6 +27,11 @@ OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
 FM_NOT_PRESENT = "NV_ERR_FABRIC_MANAGER_NOT_PRESENT"
 # A GPU the driver says has fallen off the bus, in its words without an Xid (an Xid 79 line stays XID 79).
 FELL_OFF_BUS = "GPU_FELL_OFF_BUS"
+# The driver's words of an NVLink failure without an Xid or a status ("knvlinkDiscoverPostRxDetLinks_GH100:
+# Getting peer0's postRxDetLinkMask failed!").
+NVLINK_FAILED = "NVLINK_FAILED"
+# "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0xffff:1863)": the driver could not bring a GPU up.
+GPU_INIT_FAILED = "GPU_INIT_FAILED"
 
 _TIMESTAMPS = (
     # journalctl short / short-precise: "Nov 30 08:00:01 host kernel: ..."
@@ -59,11 +64,22 @@ _FELL = re.compile(r"fallen off the bus", re.IGNORECASE)
 # Where the words name the GPU: "The NVIDIA GPU 0000:b3:00.0 (PCI ID: ...)", "GPU 0000:01:00.0: GPU has fallen".
 _FELL_GPU = re.compile(r"\bNVIDIA GPU (?P<a>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
                        r"|\bGPU (?P<b>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):")
+# A status by its number only: "_issueRpcAndWait: rpcSendMessage failed with status 0x0000000f for fn 76!".
+_STATUS_NUMBER = re.compile(r"\bfailed with status (0x[0-9A-Fa-f]{1,8})\b")
+# An NVLink failure in the driver's words: a line of NVRM or of the NVLink core module that names NVLink (its
+# knvlink* functions) and says something failed.
+_NVLINK_WORD = re.compile(r"nvlink", re.IGNORECASE)
+_INIT_FAILED = re.compile(r"\b(?:RmInitAdapter|rm_init_adapter(?:\(\d+\))?) failed\b")
+_INIT_GPU = re.compile(r"\bGPU (?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_NVLINK_FAIL = re.compile(r"\bfail(?:ed|ure|s)?\b", re.IGNORECASE)
+_NVLINK_SOURCE = re.compile(r"\bNVRM\b|\bnvidia-nvlink:")
 # One cheap test first: almost every kernel line is unrelated, and a busy node logs many.
-_MAYBE = re.compile(rf"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS})\)", re.IGNORECASE)
+_MAYBE = re.compile(rf"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS})\)|"
+                    r"failed with status 0x|nvlink|rminitadapter failed|rm_init_adapter(?:\(\d+\))? failed", re.IGNORECASE)
 # The same words, case-sensitive as the driver prints them, to scan a whole log in one pass
 # (about three times faster than the case-blind pattern on a 300-line log).
-_SCAN = re.compile(rf"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS_ANY_CASE})\)")
+_SCAN = re.compile(rf"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS_ANY_CASE})\)|"
+                   r"failed with status 0x|[Nn][Vv][Ll]ink|RmInitAdapter failed|rm_init_adapter(?:\(\d+\))? failed")
 # The opening line of the driver's split "fallen off the bus" message (one printk per line).
 _SPLIT_OPEN = re.compile(r"NVRM: The NVIDIA GPU [0-9A-Fa-f:.]+\s*$")
 _SPLIT_MORE = re.compile(r"^NVRM: (?:\(PCI ID|installed in this system|fallen off the bus)")
@@ -189,8 +205,17 @@ def classify_kernel_line(line: str) -> KernelEvent | None:
         gpu = _FELL_GPU.search(text)
         return KernelEvent(code=FELL_OFF_BUS, line=text, pci=(gpu.group("a") or gpu.group("b")) if gpu else None,
                            timestamp=ts)
+    if _INIT_FAILED.search(text) and _nvrm(text):  # before its status: the GPU itself failed to come up
+        gpu = _INIT_GPU.search(text)
+        return KernelEvent(code=GPU_INIT_FAILED, line=text, pci=gpu.group("pci") if gpu else None, timestamp=ts)
     if m := _NV_ERR.search(text):
         return KernelEvent(code=m.group(0), line=text, timestamp=ts)
+    if _nvrm(text) and (m := _STATUS_NUMBER.search(text)):
+        status = catalogues.nv_status(int(m.group(1), 16))
+        if status is not None and status.code != 0:
+            return KernelEvent(code=status.name, line=text, timestamp=ts)
+    if _NVLINK_SOURCE.search(text) and _NVLINK_WORD.search(message(text)) and _NVLINK_FAIL.search(text):
+        return KernelEvent(code=NVLINK_FAILED, line=text, timestamp=ts)
     return None
 
 
@@ -238,5 +263,5 @@ def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
     return tuple(out)
 
 
-__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "OUT_OF_SYNC", "UNREAD", "classify_kernel_line", "join_record", "message",
+__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "GPU_INIT_FAILED", "NVLINK_FAILED", "OUT_OF_SYNC", "UNREAD", "classify_kernel_line", "join_record", "message",
            "parse_kernel_log", "unread_kernel_lines"]

@@ -249,11 +249,13 @@ def _gpu(row: dict[str, Cell], order: int, warnings: list[str], keys: dict[str, 
         persistence_mode=_word(get("persistence_mode")),
         mig_current=_word(get("mig.mode.current")),
         mig_pending=_word(get("mig.mode.pending")),
+        # NVML's recovery action as nvidia-smi prints it ("None", "Drain and Reset"); None where not asked.
+        recovery_action=_word(get("gpu_recovery_action")),
     )
 
 
 _GPU_FIELDS = ("index", "fabric.state", "fabric.status", "fabric.cliqueId", "fabric.clusterUuid", "pci.bus_id",
-               "name", "uuid", "persistence_mode", "mig.mode.current", "mig.mode.pending",
+               "name", "uuid", "persistence_mode", "mig.mode.current", "mig.mode.pending", "gpu_recovery_action",
                *(f"fabric.health.{name}" for name in _HEALTH_FIELDS))
 
 

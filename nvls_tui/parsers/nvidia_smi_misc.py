@@ -16,7 +16,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SMI_HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
 _SMI_GPU = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _SMI_PROC = re.compile(r"^\|\s+(\d+)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(.+?)\s+(\d+MiB|N/A)\s+\|")
-_LINK_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)")
+# The UUID as printed, or as a paste redacted it ("(UUID: ...)", "GPU-xxx").
+_LINK_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]*)\)")
+# NVML's words for a GPU none of whose links is up (nvidia-smi prints them instead of the link lines).
+_ALL_INACTIVE = re.compile(r"Unable to retrieve NVLink information as all links are inactive", re.I)
 _LINK = re.compile(r"^\s+Link (\d+): (.+?)\s*$")
 _NVML_LINE = re.compile(r"^(\d+)\s+(v\d)\s+\S+\s+(\{.*\})\s*$")
 
@@ -45,16 +48,21 @@ def parse_smi_table(text: str) -> Parsed[dict]:
 
 
 def parse_nvlink_status(text: str) -> Parsed[dict]:
-    """``nvidia-smi nvlink -s``: per GPU, each link's speed (``inactive`` kept as the word)."""
+    """``nvidia-smi nvlink -s``: per GPU, each link's speed (``inactive`` kept as the word); ``all_inactive`` where
+    NVML said no link of the GPU is up."""
     gpus: list[dict] = []
     for line in text.splitlines():
         if m := _LINK_GPU.match(line):
-            gpus.append({"index": int(m[1]), "name": m[2], "uuid": m[3], "links": []})
+            gpus.append({"index": int(m[1]), "name": m[2], "uuid": m[3], "links": [], "all_inactive": False})
+        elif gpus and _ALL_INACTIVE.search(line):
+            gpus[-1]["all_inactive"] = True
         elif (m := _LINK.match(line)) and gpus:
             speed = m[2].removesuffix(" GB/s")
             gpus[-1]["links"].append({"link": int(m[1]), "gbps": number(speed), "text": m[2]})
     for gpu in gpus:
         gpu["active_links"] = sum(1 for link in gpu["links"] if link["gbps"])
+        # A link nvidia-smi prints without a speed (``<inactive>``, or 0 GB/s) is not up.
+        gpu["inactive_links"] = [link["link"] for link in gpu["links"] if not link["gbps"]]
     return Parsed({"gpus": gpus}, () if gpus else ("no GPU lines found",))
 
 

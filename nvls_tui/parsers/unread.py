@@ -24,6 +24,8 @@ _ERROR = re.compile(
     r"|assert(?:ion)?)\b|\bNV_ERR_[A-Z0-9_]+|\bS?Xid \(", re.IGNORECASE)
 # An NCCL INFO line may say "error" in passing (a fallback it took): NCCL's own level says it is no error.
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
+# The kernel's own notices about a module it loads (an unsigned DKMS build taints the kernel): no fault.
+_KERNEL_NOTICE = re.compile(r"\bmodule verification failed: signature and/or required key missing")
 #: At most this many lines are quoted in one finding; the rest are counted.
 QUOTED = 3
 LINE_MAX = 200
@@ -31,7 +33,8 @@ LINE_MAX = 200
 
 def nvidia_error_line(line: str) -> bool:
     """Whether ``line`` is NVIDIA's stack saying something went wrong (see the module's words)."""
-    return bool(_SOURCE.search(line)) and bool(_ERROR.search(line)) and not _NCCL_INFO.search(line)
+    return (bool(_SOURCE.search(line)) and bool(_ERROR.search(line)) and not _NCCL_INFO.search(line)
+            and not _KERNEL_NOTICE.search(line))
 
 
 def quote(line: str) -> str:

@@ -33,7 +33,10 @@ from dataclasses import dataclass, field
 
 from nvls_tui.model import CommandResult
 
-KERNEL_PATTERN = "NVRM|nvidia-nvswitch|Xid|SXid|FABRIC"
+# The driver (NVRM) and every nvidia-* kernel module by its tag ("nvidia-nvswitch0:", "nvidia-nvlink:",
+# "nvidia-uvm:", "nvidia-modeset:", "nvidia 0000:18:00.0:"): the lines the analyze side reads (kernel-log's rule,
+# UNREAD_EVIDENCE's sources), so that check reads what a pasted log gives. POSIX ERE without intervals (mawk).
+KERNEL_PATTERN = "NVRM|nvidia[-a-z0-9]*( [0-9a-fA-F:.]+)?:|Xid|SXid|FABRIC"
 KERNEL_LINES = 300
 NOTE_LINES = 20
 # journalctl's own form (sd_journal_get_cursor); anything else is never put on a command line.

@@ -79,7 +79,13 @@ QUERY_FIELDS = (
     "fabric.cliqueId",
     "fabric.clusterUuid",
     "fabric.health.summary",
+    # NVML's recovery action (GPU_RECOVERY_ACTION): driver 580.159 knows the field (tests/fixtures/real/h100-1gpu-vm/).
+    "gpu_recovery_action",
 )
+# Asked only where the first query is rejected: drivers 535-550 know fabric.state/status but neither the health
+# fields nor the recovery action, and nvidia-smi rejects the whole query for one unknown field. What the fallback
+# leaves out stays unread (None), never read as fine.
+_NEWER_FIELDS = ("fabric.health.", "gpu_recovery_action")
 
 NVSWITCH_PCI_ID = "10de:22a3"
 # Every NVIDIA PCI function with its class and ids (-nn): the NVSwitches (10de:22a3) and the GPUs (class
@@ -226,10 +232,10 @@ BOOT_ARGV = ("cat", "/proc/sys/kernel/random/boot_id", "/proc/uptime")
 
 SECTIONS: tuple[Section, ...] = (
     Section("identity", ("id", "-u")),
-    # Drivers 535-550 know fabric.state/status but no fabric.health.*, and nvidia-smi rejects the
-    # whole query for one unknown field: ask again without it.
+    # Drivers 535-550 know fabric.state/status but no fabric.health.* (nor gpu_recovery_action), and nvidia-smi
+    # rejects the whole query for one unknown field: ask again without them.
     Section("gpus", ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"),
-            fallback=("nvidia-smi", f"--query-gpu={','.join(f for f in QUERY_FIELDS if '.health.' not in f)}",
+            fallback=("nvidia-smi", f"--query-gpu={','.join(f for f in QUERY_FIELDS if not f.startswith(_NEWER_FIELDS))}",
                       "--format=csv")),
     Section("fm_version", ("nv-fabricmanager", "--version")),
     Section(

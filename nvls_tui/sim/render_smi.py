@@ -117,7 +117,7 @@ def query_text(node: Node, now: float, gpus: list[Gpu] | None = None) -> str:
             _kv(2, "Module Id", gpu.index + 1), _kv(2, "GPU Fabric GUID", "N/A"),
             _kv(1, "Inforom Version"), _kv(2, "Image Version", "G520.0200.00.05"), _kv(2, "OEM Object", "2.1"),
             _kv(2, "ECC Object", "7.16"), _kv(2, "Power Management Object", "N/A"),
-            _kv(1, "GPU Recovery Action", "None"), _kv(1, "GSP Firmware Version", node.driver),
+            _kv(1, "GPU Recovery Action", gpu.recovery_action), _kv(1, "GSP Firmware Version", node.driver),
             _kv(1, "PCI"), _kv(2, "Bus", f"0x{bus}"), _kv(2, "Device", "0x00"), _kv(2, "Domain", "0x0000"),
             _kv(2, "Base Classcode", "0x3"), _kv(2, "Sub Classcode", "0x2"), _kv(2, "Device Id", dev_id),
             _kv(2, "Bus Id", gpu.bus_id), _kv(2, "Sub System Id", sub_id),
@@ -214,7 +214,7 @@ def _field(node: Node, gpu: Gpu, name: str, now: float) -> tuple[str, str] | Non
         "fabric.state": gpu.fabric_state, "fabric.status": gpu.fabric_status,
         "fabric.cliqueId": gpu.clique_id, "fabric.clusterUuid": gpu.cluster_uuid,
         "fabric.health.summary": gpu.health_summary, "mig.mode.current": gpu.mig_current,
-        "mig.mode.pending": gpu.mig_pending,
+        "mig.mode.pending": gpu.mig_pending, "gpu_recovery_action": gpu.recovery_action,
     }
     if name in table_:
         return table_[name], ""

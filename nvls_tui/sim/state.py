@@ -54,6 +54,9 @@ class Gpu:
     # MIG mode now and after the next reset ("Enabled"/"Disabled"; "[N/A]" on a board without MIG).
     mig_current: str = "Disabled"
     mig_pending: str = "Disabled"
+    # NVML's GPU recovery action as nvidia-smi prints it (-q's "GPU Recovery Action", --query-gpu's
+    # gpu_recovery_action): "None" on a healthy GPU.
+    recovery_action: str = "None"
     # On the PCI bus but lost to the driver (fell off the bus, failed to initialise): lspci lists it,
     # nvidia-smi does not.
     lost: bool = False
