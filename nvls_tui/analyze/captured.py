@@ -337,6 +337,32 @@ def _mig(text: str) -> Result:
     return parsed.value, findings, parsed.warnings
 
 
+# nvidia-smi's own words that it could not reach the driver, and what each calls for.
+_NVML_FAILED = (
+    (re.compile(r"Failed to initialize NVML: Driver/library version mismatch.*"),
+     "the loaded driver and its user-space libraries differ (a driver upgrade without a reboot or a module reload): "
+     "reboot the node (or unload and load the nvidia modules once nothing holds them), then read it again"),
+    (re.compile(r"Failed to initialize NVML: .*"),
+     "NVML could not start: check that the driver is loaded (`lsmod | grep nvidia`, `dmesg` for NVRM lines)"),
+    (re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.*"),
+     "no driver answers: check that the nvidia modules are loaded (`lsmod | grep nvidia`) and `dmesg` for NVRM lines"),
+)
+
+
+def _smi_table(text: str) -> Result:
+    """``nvidia-smi``'s table; where nvidia-smi said it could not reach the driver, the GPUs could not be read (an
+    error, never an empty table read as nothing)."""
+    parsed = nvidia_smi_misc.parse_smi_table(text)
+    findings = []
+    for pattern, move in _NVML_FAILED:
+        if m := pattern.search(text):
+            findings.append(Finding("EVIDENCE_MISSING", Severity.ERROR,
+                                    f"nvidia-smi could not read the GPUs: “{m.group(0).strip()[:200]}” — {move}",
+                                    section="gpus", reason="failed"))
+            break
+    return parsed.value, findings, parsed.warnings
+
+
 def _cut_probe(state: NodeState, cut: str, seen: set[str]) -> NodeState:
     """A captured probe output that ends inside section ``cut``: the paste was cut, no command timed out.
 
@@ -411,7 +437,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "lsof": _lsof,
     "ps": _ps,
     "proc-stat": _proc_stat,
-    "nvidia-smi": _simple(nvidia_smi_misc.parse_smi_table),
+    "nvidia-smi": _smi_table,
     "nvlink-status": _nvlink_status,
     "nvlink-errors": _nvlink_errors,
     "dcgmi-nvlink-status": _dcgmi_link_status,

@@ -38,7 +38,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               r"Mapping multicast groups)",
                               re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
-    ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:")),
+    # nvidia-smi's table, or its own words that it could not reach the driver (NVML's version mismatch, no driver).
+    ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:|^Failed to initialize NVML: |"
+                              r"^NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", re.M)),
     # lsof's table header, a header-less row of a /dev/nvidia* file (`lsof | grep nvidia`), or -F fields.
     ("lsof", re.compile(r"^\s*COMMAND\s+PID\s+(?:TID\s+)?(?:TASKCMD\s+)?USER\s+FD\s+TYPE\s+DEVICE\s+SIZE/OFF\s+NODE\s+NAME|"
                         r"^\S{1,30} +\d{1,10} +(?:\S+ +){1,3}(?:\d{1,9}[urw]\S?|mem|txt) +(?:CHR|REG) +[^\n]*?/dev/nvidia|"
