@@ -141,7 +141,7 @@ def private_sshd(tmp_path):
 def rigs(tmp_path):
     """Factory: ``rigs({name: (scenario, scenario node)}, static=False) -> SshdRig`` of the test's own
     (its repairs change the nodes' shim state), all stopped (by PID) at its end."""
-    from tests.test_faults_ssh import make_rig
+    from tests.sshd.test_faults_ssh import make_rig
 
     started: list[SshdRig] = []
 
