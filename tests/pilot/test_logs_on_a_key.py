@@ -259,7 +259,9 @@ async def test_a_read_in_flight_shows_the_loading_indicator_and_its_command_at_8
         assert pane.loading is True  # still reading
         release.set()
         await wait_until(pilot, lambda: pane.loading is False and screen.shown["fm"], "the FM tab read")
-        await wait_until(pilot, lambda: pane.region.height > 0, "the pane shown")
+        # A RichLog keeps what it is given until it has a size, and writes it on a later refresh: under load
+        # the pane was laid out with its lines still to come. Wait for them, then hold where the pane is.
+        await wait_until(pilot, lambda: pane.region.height > 0 and len(pane.lines) > 0, "the pane shown with its lines")
         assert pane.region.bottom <= 23 and len(pane.lines) > 0
 
 
