@@ -1,11 +1,16 @@
 # The README's two commands: `make demo` and `make test`. Everything else is for developers.
-.PHONY: demo test bench venv lab lab-down
+.PHONY: demo test test-fast bench venv lab lab-down
 
 demo: venv
 	.venv/bin/nvls-tui --demo
 
 test:
 	bash scripts/test.sh
+
+# The edit loop: every test but the lab's, the loopback sshd's and the real terminal's (tests/conftest.py
+# marks each test with its tiers), on two workers. `make test` runs them all, with the linters.
+test-fast: venv
+	.venv/bin/python -m pytest -q -n 2 -m "not lab and not ssh and not tmux"
 
 bench: venv
 	bash scripts/bench.sh

@@ -7,7 +7,7 @@ Each scenario runs in a child process of its own, so its peak RSS is the console
   (Python start-up and imports included).
 - ``keys``: key-press latency (p50/p99) while sim:fleet-256 polls every 2 s and one more node
   (sim:wedged's gpu-wedged01) hangs in nvidia-smi. Latency is measured like
-  tests/test_console_sim.py does: from ``simulate_key("v")`` until the fleet screen's sort toggled
+  tests/pilot/test_console_sim.py does: from ``simulate_key("v")`` until the fleet screen's sort toggled
   (the action ran). Also the time to the first full grid of 256 nodes and the console's peak RSS.
 - ``stream``: lines per second the output pane (widgets/output_pane.OutputPane, the RichLog with
   ``max_lines`` that the runbook column uses) absorbs from a fast stream, while the same 256 nodes

@@ -9,6 +9,53 @@ import pytest
 
 from tests.sshd_rig import SshdRig, find_sshd, node_names
 
+SSHD_FIXTURES = {"rigs", "sshd_fleet", "private_sshd"}
+"""Fixtures that start a loopback sshd: a test that takes one is in the SSH tier, marked or not."""
+
+
+def _needs(item, what: str) -> bool:
+    """Whether a ``skipif`` of ``item`` names ``what`` (a test that needs tmux says so in its reason)."""
+    return any(what in str(mark.kwargs.get("reason", "")) for mark in item.iter_markers("skipif"))
+
+
+def _tier_marks(item) -> set[str]:
+    """The tiers ``item`` belongs to, from its markers and what it uses: a test that starts the loopback
+    sshd is ``ssh`` and one that drives a real terminal is ``tmux`` even where its file does not say so,
+    so that ``-m "not lab and not ssh and not tmux"`` (``make test-fast``) leaves every one of them out."""
+    marks = {m.name for m in item.iter_markers()} & {"lab", "ssh", "tmux"}
+    if SSHD_FIXTURES & set(getattr(item, "fixturenames", ())) or _needs(item, "openssh-server"):
+        marks.add("ssh")
+    if getattr(getattr(item, "module", None), "Tmux", None) is not None or _needs(item, "tmux"):
+        marks.add("tmux")
+    return marks
+
+
+def _weight(marks: set[str]) -> int:
+    """How early a module's tests are handed out: lab first, then the SSH and real-terminal tiers, then the rest."""
+    if "lab" in marks:
+        return 0
+    if marks & {"ssh", "tmux"}:
+        return 1
+    return 2
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks each test with its tiers, then hands out long tests first and short ones last, so that both
+    ``pytest -n 2`` workers stay busy to the end.
+
+    ``--dist loadgroup`` hands the lab's group (the largest) to one worker first and every other test out
+    one by one in this order: with the SSH tier's repairs (tens of seconds each) spread through the
+    alphabet, one worker could run the last of them alone while the other had nothing left. Modules move
+    as a whole (a module-scoped fixture is set up once) and keep their order within a weight.
+    """
+    module_marks: dict[str, set[str]] = {}
+    for item in items:
+        marks = _tier_marks(item)
+        for name in marks - {m.name for m in item.iter_markers()}:
+            item.add_marker(name)
+        module_marks.setdefault(item.nodeid.split("::")[0], set()).update(marks)
+    items.sort(key=lambda item: _weight(module_marks[item.nodeid.split("::")[0]]))
+
 
 @pytest.fixture(autouse=True)
 def _private_state_home(tmp_path, monkeypatch):
@@ -94,7 +141,7 @@ def private_sshd(tmp_path):
 def rigs(tmp_path):
     """Factory: ``rigs({name: (scenario, scenario node)}, static=False) -> SshdRig`` of the test's own
     (its repairs change the nodes' shim state), all stopped (by PID) at its end."""
-    from tests.test_faults_ssh import make_rig
+    from tests.sshd.test_faults_ssh import make_rig
 
     started: list[SshdRig] = []
 

@@ -1,6 +1,6 @@
 """A poller process (the real ``nvls_tui.poller_process.main``) whose nodes make it write ~3 MiB to stderr
 as it builds them: half through ``sys.stderr`` (Python's own writes: a log line, a warning, a traceback),
-half straight to file descriptor 2 (what a C library or faulthandler writes). For tests/test_poller_stderr.py.
+half straight to file descriptor 2 (what a C library or faulthandler writes). For tests/unit/test_poller_stderr.py.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``squeue`` renders its jobs in the ``-o`` format it is given, as squeue 22.05 does (literal text kept,
 one job a line, every field in full, a job's name printed as it is: ``|``, newlines and escapes
 included), after ``-w`` and ``-t`` have picked them; it refuses what it does not know rather than
-guess. ``scontrol show node -o`` prints the lines it was given. tests/test_lab_slurm.py holds the
+guess. ``scontrol show node -o`` prints the lines it was given. tests/lab/test_lab_slurm.py holds the
 squeue stand-in to the real one (same jobs, same format, same bytes).
 """
 

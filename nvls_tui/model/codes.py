@@ -1,7 +1,7 @@
 """Every finding code nvls-tui can emit, in the order of docs/contract.md's finding table.
 
 Scripts match on these names (``check --json``'s and ``analyze --json``'s ``findings[].code``), so they
-are part of the contract: tests/test_contract_doc.py checks that every ``Finding("CODE", ...)`` in the
+are part of the contract: tests/unit/test_contract_doc.py checks that every ``Finding("CODE", ...)`` in the
 code is named here and that this tuple and the doc's table name the same codes. A new code goes here,
 into docs/contract.md (with the name /work/shared/docs/contract.md gives it, where it gives one), and
 into the code, together.

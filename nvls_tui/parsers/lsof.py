@@ -1,7 +1,7 @@
 """``lsof /dev/nvidia*`` (the table, or ``-F`` field output) as holders of the device files.
 
 lsof is the other tool operators reach for when ``nvidia-smi -r`` is refused. What it prints, as the
-real lsof 4.95 does (tests/test_parsers_lsof.py runs it):
+real lsof 4.95 does (tests/unit/test_parsers_lsof.py runs it):
 
 - one row per open file descriptor, so a process appears once per fd: ``3u`` and ``6r`` on the same
   ``/dev/nvidia0``, a ``mem`` row for a mapping; every row of a PID makes one holder;

@@ -46,7 +46,7 @@ _BIND = re.compile(
     r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory(?: of size \d+)?\s*:\s*"
     r"CUDA error (\d{1,6})(?: '([^']*)')?"
 )
-# Other clients' words for a multicast setup that failed (tests/test_multicast_clients.py): CUDA's 802 in
+# Other clients' words for a multicast setup that failed (tests/unit/test_multicast_clients.py): CUDA's 802 in
 # NCCL's "Last error:" trailer (inside a PyTorch traceback), NCCL's NVLS transport failing a CUDA call (its
 # older form has no number), NVSHMEM's cuMemMap of multicast memory and its multicast group mapping.
 _CUDA_802 = re.compile(r"Cuda failure 802(?: '([^']*)')?|Cuda failure \d* ?'system not yet initialized'")

@@ -3,7 +3,7 @@
 Pure and lenient like every parser here: odd lines become warnings, never exceptions. Where the
 scheduler's word guards a repair, a warning is text that could not be read whole, and the caller reads
 nothing from it (what it left out might be a job). Formats are Slurm 22.05's (Debian 12), checked against
-the real daemons in the lab (tests/test_slurm_parsers.py, tests/test_lab_slurm.py).
+the real daemons in the lab (tests/unit/test_slurm_parsers.py, tests/lab/test_lab_slurm.py).
 """
 
 from __future__ import annotations

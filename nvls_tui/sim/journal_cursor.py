@@ -1,7 +1,7 @@
 """Journal cursors as systemd's journalctl hands them out and seeks to them (``--show-cursor``,
 ``--cursor``, ``--after-cursor``), for the simulated journal.
 
-What systemd 252 does, checked against the real journald of a lab node (tests/test_lab_journal.py):
+What systemd 252 does, checked against the real journald of a lab node (tests/lab/test_lab_journal.py):
 
 - ``--show-cursor`` ends the output with ``-- cursor: s=…;i=…;b=…;m=…;t=…;x=…``: the entry journalctl
   visited last (``--grep`` filters what is printed, not what is visited), also after
@@ -15,7 +15,7 @@ What systemd 252 does, checked against the real journald of a lab node (tests/te
 - ``-n 0`` after a seek shows nothing and stays where the seek landed (``--show-cursor`` prints that
   entry's cursor: the cursor itself while the journal holds its entry); without a seek it stays on the
   last entry. ``--show-cursor`` that visited no entry prints no cursor and exits 1 (verify-fabric's
-  commands, checked against a real journald in tests/test_journal_cursor_real.py).
+  commands, checked against a real journald in tests/unit/test_journal_cursor_real.py).
 """
 
 from __future__ import annotations

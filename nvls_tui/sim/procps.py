@@ -3,7 +3,7 @@
 A simulator that is laxer than the real tool hides bugs: the first probe joined padded PIDs into
 ``516,  429``, which this simulator used to accept and procps rejects (``error: improper list``).
 Every rule here was read off procps-ng 4.0.2 and 4.0.4 and is checked against the real ``ps`` by
-``tests/test_sim_tools_vs_real.py`` wherever the machine running the tests has one:
+``tests/unit/test_sim_tools_vs_real.py`` wherever the machine running the tests has one:
 
 - ``-p`` takes items separated by exactly one comma, space or tab; an empty item is an improper
   list; each item is a C ``strtol`` number (``0x1f`` and octal ``017`` included) from 1 to 2^31-1.

@@ -62,7 +62,7 @@ def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, st
                   "Type": "simple", "Restart": "no", "NRestarts": "0", "ControlPID": "0", "ExecMainPID": "0",
                   "ExecMainCode": "0", "ExecMainStatus": "0", "CanStart": "no", "CanStop": "no",
                   # systemd 252 names these empty for a unit it does not know when -p asks for them
-                  # (checked against a lab node's real systemctl: tests/test_lab_fm_container.py).
+                  # (checked against a lab node's real systemctl: tests/lab/test_lab_fm_container.py).
                   "ActiveEnterTimestamp": "", "InactiveEnterTimestamp": ""}
         return values
     since = sd_time(unit.since, node)
@@ -415,7 +415,7 @@ DMESG_TRY = "Try 'dmesg --help' for more information.\n"
 def dmesg(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
     """util-linux 2.38 ``dmesg`` (no options) over the node's kernel ring buffer: ``[seconds] message``,
     seconds since the boot padded to five places, the later lines of a multi-line record indented under
-    the first (checked against the real ``dmesg --file`` in tests/test_kernel_coverage.py).
+    the first (checked against the real ``dmesg --file`` in tests/sshd/test_kernel_coverage.py).
 
     The buffer holds this boot's lines from ``ring_since`` on (it wraps on a busy node). A user the journal
     refuses is refused the ring buffer too (``kernel.dmesg_restrict=1``, Debian's and Ubuntu's default).

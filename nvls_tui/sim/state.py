@@ -7,6 +7,7 @@ JSON file between two commands.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 from dataclasses import asdict, dataclass, field
@@ -163,6 +164,11 @@ class LogLine:
     unit: str | None = None
     # The journal's sequence number (arrival order, as journald numbers entries): what a cursor's i= names.
     seq: int = 0
+
+
+def _log_order(line: LogLine) -> tuple[float, int]:
+    """A log's order: time, then the order lines were logged in (``seq`` is unique, so the order is total)."""
+    return line.ts, line.seq
 
 
 @dataclass
@@ -331,14 +337,13 @@ class Node:
     def log_kernel(self, ts: float, text: str) -> None:
         """Append a kernel line (kept in time order)."""
         self.journal_seq += 1
-        self.kernel.append(LogLine(ts=ts, ident="kernel", text=text, seq=self.journal_seq))
-        self.kernel.sort(key=lambda e: (e.ts, e.seq))
+        bisect.insort(self.kernel, LogLine(ts=ts, ident="kernel", text=text, seq=self.journal_seq), key=_log_order)
 
     def log_unit(self, ts: float, unit: str, ident: str, text: str, pid: int | None = None) -> None:
         """Append a journal line of a unit (``systemd`` lines use pid 1)."""
         self.journal_seq += 1
-        self.journal.append(LogLine(ts=ts, ident=ident, text=text, pid=pid, unit=unit, seq=self.journal_seq))
-        self.journal.sort(key=lambda e: (e.ts, e.seq))
+        line = LogLine(ts=ts, ident=ident, text=text, pid=pid, unit=unit, seq=self.journal_seq)
+        bisect.insort(self.journal, line, key=_log_order)
 
     # ----- persistence -----------------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -6,7 +6,7 @@ the whole row index for every row it removes (25 rows of 1,024: 130 ms), and ``u
 repaints the whole table for every cell, wherever its row is (one poll of a node 900 rows down
 re-rendered the 46 rows on screen). These do the same work once per batch, and repaint only when a
 row on screen changed. They use DataTable's own bookkeeping (``_row_locations``, ``_data``, ``rows``,
-``_new_rows``), which is why Textual is pinned to 8.2.*; ``tests/test_bulk_rows.py`` holds them to
+``_new_rows``), which is why Textual is pinned to 8.2.*; ``tests/pilot/test_bulk_rows.py`` holds them to
 what the public methods give, row for row, cell for cell, cursor included.
 """
 
