@@ -136,7 +136,7 @@ def validate_pid(pid: object) -> int:
     if isinstance(pid, bool) or not isinstance(pid, int | str):
         raise InvalidArgument(f"refusing PID {pid!r}: not a number")
     text = str(pid)
-    if not text.isdigit() or int(text) <= 1:
+    if not text.isdecimal() or int(text) <= 1:
         raise InvalidArgument(f"refusing PID {pid!r}: not a positive process id")
     return int(text)
 

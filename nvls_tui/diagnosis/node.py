@@ -691,7 +691,7 @@ def killed_words(signal_number: int | None) -> str:
         return ""
     try:
         name = signal.Signals(signal_number).name
-    except ValueError:
+    except (ValueError, OverflowError):
         name = f"signal {signal_number}"
     return f", killed by {name}"
 

@@ -111,7 +111,7 @@ def short_name(host: str) -> str:
         return bare[1:bare.index("]")]
     if bare.count(":") == 1:
         bare = bare.partition(":")[0]
-    if bare.count(":") > 1 or bare.replace(".", "").isdigit():
+    if bare.count(":") > 1 or bare.replace(".", "").isdecimal():
         return bare
     return bare.split(".")[0]
 

@@ -137,7 +137,7 @@ def _parent(doc: Any, parts: list[str], path: str) -> Any:
     for part in parts[:-1]:
         if isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        elif isinstance(node, list) and part.isdecimal() and int(part) < len(node):
             node = node[int(part)]
         else:
             raise ApiError(422, f'the server rejected our request due to an error in our request: '
@@ -153,7 +153,7 @@ def _get(doc: Any, path: str) -> Any:
     last = parts[-1]
     if isinstance(parent, dict) and last in parent:
         return parent[last]
-    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
+    if isinstance(parent, list) and last.isdecimal() and int(last) < len(parent):
         return parent[int(last)]
     raise ApiError(422, f'jsonpatch: missing path "{path}"', reason="Invalid")
 
@@ -170,7 +170,7 @@ def _set(doc: Any, path: str, value: Any, *, insert: bool) -> None:
     elif isinstance(parent, list):
         if last == "-" and insert:
             parent.append(value)
-        elif last.isdigit() and int(last) <= len(parent) - (0 if insert else 1):
+        elif last.isdecimal() and int(last) <= len(parent) - (0 if insert else 1):
             if insert:
                 parent.insert(int(last), value)
             else:
@@ -187,7 +187,7 @@ def _remove(doc: Any, path: str) -> Any:
     last = parts[-1]
     if isinstance(parent, dict) and last in parent:
         return parent.pop(last)
-    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
+    if isinstance(parent, list) and last.isdecimal() and int(last) < len(parent):
         return parent.pop(int(last))
     raise ApiError(422, f'jsonpatch remove operation does not apply: doc is missing path: "{path}"',
                    reason="Invalid")

@@ -92,7 +92,7 @@ def fabric_manager(args: list[str]) -> int:
         (folder / FM_PID_FILE).unlink(missing_ok=True)
 
     files = ["/dev/nvidiactl", "/dev/nvidia-nvswitchctl"]
-    files += sorted(f"/dev/{n}" for n in os.listdir("/dev") if n.startswith("nvidia-nvswitch") and n[15:].isdigit())
+    files += sorted(f"/dev/{n}" for n in os.listdir("/dev") if n.startswith("nvidia-nvswitch") and n[15:].isdecimal())
     with holding(files):
         _until_term(went_away)
     return 0
@@ -129,7 +129,7 @@ def job_holder(args: list[str]) -> int:
         _say(HOLD_USAGE)
         return 0
     chosen = args or [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
-    if not all(g.isdigit() for g in chosen):
+    if not all(g.isdecimal() for g in chosen):
         print(f"nvls-lab-hold: not a GPU index: {' '.join(chosen)}\n{HOLD_USAGE}", file=sys.stderr, flush=True)
         return 2
     gpus = [f"/dev/nvidia{int(g)}" for g in chosen] if chosen else gpu_files()[1:]

@@ -49,7 +49,7 @@ def device_holders(skip: int | None = None) -> dict[int, list[str]]:
     """``{pid: [/dev/nvidia* files it has open]}`` for every process but ``skip``, from ``/proc``."""
     out: dict[int, list[str]] = {}
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == skip:
+        if not entry.name.isdecimal() or int(entry.name) == skip:
             continue
         try:
             fds = os.listdir(f"/proc/{entry.name}/fd")

@@ -171,7 +171,7 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
             devices = _write_layer(node, lab_key, scenario, slurm_.node_image(folder, node) if slurm else None)
         if cluster is not None:
             record()
-            gpus = sum(1 for d in devices if d[len("/dev/nvidia"):].isdigit())
+            gpus = sum(1 for d in devices if d[len("/dev/nvidia"):].isdecimal())
             slurm_.write_files(folder, nodes, subnet, gpus)
             say(f"slurm: starting munged and slurmctld ({slurm_.ctld_address(subnet)}:{slurm_.ctld_port(subnet)})")
             slurm_.start_munged(folder, cluster, record)

@@ -58,7 +58,7 @@ def holding(paths: list[str], mapped: bool = False) -> Iterator[None]:
 
 def gpu_files() -> list[str]:
     """The GPU device files of this node, and the control file, as a CUDA program opens them."""
-    names = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit())
+    names = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdecimal())
     return ["/dev/nvidiactl", *(f"/dev/{n}" for n in names)]
 
 

@@ -97,7 +97,7 @@ def small_int(text: str | None) -> int | None:
     if text is None:
         return None
     t = text.strip()
-    return int(t) if t.isascii() and t.isdigit() and len(t) <= 18 else None
+    return int(t) if t.isascii() and t.isdecimal() and len(t) <= 18 else None
 
 
 def memory_mib(text: str | None) -> int | None:

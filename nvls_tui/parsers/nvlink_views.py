@@ -27,9 +27,9 @@ def _link_numbers(spec: str) -> list[int]:
         part = part.strip()
         if "-" in part:
             first, _, last = part.partition("-")
-            if first.strip().isdigit() and last.strip().isdigit():
+            if first.strip().isdecimal() and last.strip().isdecimal():
                 out.extend(range(int(first), int(last) + 1))
-        elif part.isdigit():
+        elif part.isdecimal():
             out.append(int(part))
     return out
 

@@ -113,7 +113,7 @@ def _job(record: str) -> tuple[Job, str] | None:
     if len(parts) != 6:
         return None
     jid, user, end, state, nodes, name = parts
-    if not (jid.isdigit() and jid.isascii() and user and _END.fullmatch(end) and _JOB_STATE.fullmatch(state)
+    if not (jid.isdecimal() and jid.isascii() and user and _END.fullmatch(end) and _JOB_STATE.fullmatch(state)
             and _NODE_LIST.fullmatch(nodes)):
         return None
     return Job(int(jid), clean(user), clean(name), None if end in ("N/A", "Unknown", "NONE") else end, state), nodes
@@ -156,7 +156,7 @@ def parse_listpids(text: str) -> Parsed[dict[int, int]]:
         words = line.split()
         if not words or words[0] == "PID":
             continue
-        if len(words) >= 2 and words[0].isdigit() and words[1].isdigit():
+        if len(words) >= 2 and words[0].isdecimal() and words[1].isdecimal():
             pids[int(words[0])] = int(words[1])
         else:
             warnings.append(f"not a pid line: {line.strip()[:160]}")

@@ -168,7 +168,7 @@ def _journal_json(lines: list[Row]) -> tuple[str, list[Row]] | None:
         if obj.get("_TRANSPORT") == "kernel":
             ident, pid = "kernel", None
         time = _realtime(obj.get("__REALTIME_TIMESTAMP"))
-        tag = f"{ident}[{pid}]: " if pid and pid.isdigit() else f"{ident}: "
+        tag = f"{ident}[{pid}]: " if pid and pid.isdecimal() else f"{ident}: "
         for part in message.split("\n") or [""]:
             if time and host:
                 text = f"{time} {host} {tag}{part}"
@@ -213,7 +213,7 @@ def _string(value: object) -> str | None:
 
 def _realtime(value: object) -> str | None:
     """``__REALTIME_TIMESTAMP`` (microseconds since the epoch, as text) in short-iso-precise form, UTC."""
-    if not isinstance(value, str) or not value.isdigit() or len(value) > 19:
+    if not isinstance(value, str) or not value.isdecimal() or len(value) > 19:
         return None
     moment = dt.datetime.fromtimestamp(int(value) / 1_000_000, dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f+0000")
@@ -264,7 +264,7 @@ _JSON_MESSAGE_KEYS = ("message", "msg", "MESSAGE", "log", "text", "output")
 def _host_tags(lines: list[Row]) -> list[Row] | None:
     def carries(text: str) -> bool:
         m = _HOST_TAG.match(text)  # a bare number is srun's rank label, not a host
-        return m is not None and not _NOT_HOSTS.match(m.group("host")) and not m.group("host").isdigit()
+        return m is not None and not _NOT_HOSTS.match(m.group("host")) and not m.group("host").isdecimal()
 
     if not _mostly(lines, carries):
         return None

@@ -107,7 +107,9 @@ _PID_LIST = (
     "pids=; set -f",
     "while IFS= read -r l; do set -- $l; while [ $# -gt 1 ]; do",
     "  case $1 in ''|*[!0-9]*) ;; *) case $2 in [.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm])",
-    "    case ,$pids, in *,$1,*) ;; *) pids=$pids${pids:+,}$1;; esac;; esac;; esac; shift",
+    # A PID as a number: "007" is 7 (the bastion's parser reads it so), never a second PID; "0" is none.
+    '    p=${1#"${1%%[!0]*}"}; case ,$pids, in *,$p,*) ;; *) [ -n "$p" ] && pids=$pids${pids:+,}$p;; esac;;',
+    "  esac;; esac; shift",
     "done; done <<NVLS_HOLDERS",
     "$holders",
     "NVLS_HOLDERS",
@@ -354,7 +356,7 @@ def ppid_argv(pids: list[int], select: str = PICK) -> tuple[str, ...]:
 
 def parents_from(ppid_output: str, pids: list[int]) -> list[int]:
     """The parents ``ppid_argv(pids)`` printed, as the script keeps them: init and ``pids`` left out."""
-    return sorted({int(w) for w in ppid_output.split() if w.isdigit()} - set(pids) - {0, 1})
+    return sorted({int(w) for w in ppid_output.split() if w.isdecimal()} - set(pids) - {0, 1})
 
 
 def new_nonce() -> str:
@@ -557,7 +559,7 @@ def _end_status(name: str, word: str, body: str) -> int | None:
     """A section's exit status from its end marker's word: a number, or (FILE_STATUS_WORD) from its text."""
     if word == FILE_STATUS_WORD and name in FILE_SECTIONS:
         return file_status(body)
-    return int(word) if word.lstrip("-").isdigit() else None
+    return int(word) if word.lstrip("-").isdecimal() else None
 
 
 def split_probe_output(text: str, nonce: str = "0", *, mark: str | None = None) -> dict[str, tuple[int | None, str]]:

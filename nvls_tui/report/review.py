@@ -61,7 +61,8 @@ def _cause(log: NodeLog) -> str:
     result = (before.get("unit_results") or {}).get(FM_UNIT)
     if (before.get("units") or {}).get(FM_UNIT) in ("failed", "inactive") and result in FM_RESULTS:
         killed = (before.get("unit_signals") or {}).get(FM_UNIT)  # ExecMainStatus: which signal (polls since 2026-12)
-        if result == "signal" and isinstance(killed, int):
+        # A record is anyone's file: only a signal's number (1-64 on Linux) is named, anything else is not read.
+        if result == "signal" and isinstance(killed, int) and not isinstance(killed, bool) and 0 < killed < 65:
             return f"Fabric Manager was killed by {killed_words(killed).removeprefix(', killed by ')} (systemd: " \
                    "Result: signal)"
         return FM_RESULTS[str(result)]

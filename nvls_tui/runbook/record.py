@@ -82,7 +82,7 @@ class RepairRecord:
         persistence: dict[int, str] = {}
         raw = _mapping(data.get("persistence"))
         for key, value in raw.items():
-            if str(key).isdigit() and isinstance(value, str):
+            if str(key).isdecimal() and isinstance(value, str):
                 persistence[int(key)] = value
         return cls(
             run_id=str(data.get("run_id", "")),

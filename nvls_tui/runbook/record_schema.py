@@ -139,7 +139,7 @@ SUMMARY = fields({
     "reachable": FLAG, "error": MAYBE_TEXT, "platform": TEXT, "driver": MAYBE_TEXT, "fm_version": MAYBE_TEXT,
     "verdict": TEXT, "findings": TEXTS,
     "finding_details": list_of(fields({"code": TEXT, "severity": TEXT, "message": TEXT})),
-    "units": map_of(TEXT), "unit_results": map_of(TEXT), "unit_since": map_of(TEXT),
+    "units": map_of(TEXT), "unit_results": map_of(TEXT), "unit_since": map_of(TEXT), "unit_signals": map_of(WHOLE),
     "fabric": list_of(fields({"index": WHOLE, "state": MAYBE_TEXT, "status": MAYBE_TEXT,
                               "persistence_mode": MAYBE_TEXT})),
     "holders": list_of(HOLDER), "kernel_events": TEXTS,

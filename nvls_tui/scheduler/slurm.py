@@ -63,7 +63,7 @@ class Slurm:
             bare = bare[1:bare.index("]")]
         elif bare.count(":") == 1:
             bare = bare.partition(":")[0]
-        return bare.split(".")[0] if not bare.replace(".", "").isdigit() else bare
+        return bare.split(".")[0] if not bare.replace(".", "").isdecimal() else bare
 
     async def run(self, argv: Sequence[str]) -> str:
         """Run one Slurm command; its stdout. Raises SlurmError with the tool's own words."""

@@ -39,7 +39,7 @@ def split_by_label(text: str) -> dict[int, list[str]]:
     tasks: dict[int, list[str]] = {}
     for line in text.splitlines():
         label, sep, rest = line.partition(": ")
-        if sep and label.strip().isdigit():
+        if sep and label.strip().isdecimal():
             tasks.setdefault(int(label.strip()), []).append(rest)
     return tasks
 

@@ -162,7 +162,7 @@ class FleetScreen(OnConsole, Screen[None]):
         columns: list[tuple[str, str]] = [("", "fleet order")]
         for column in layout.columns:
             key = column.key
-            if key[:1] in "gs" and key[1:].isdigit():
+            if key[:1] in "gs" and key[1:].isdecimal():
                 if key == "g0":
                     columns.append(("gpus", "GPUs (not registered)"))
                 continue

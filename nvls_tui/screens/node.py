@@ -550,7 +550,7 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
     # ---- yank (copy to the clipboard) -----------------------------------------------------------
     def _holder_under_cursor(self) -> int | None:
         key = cursor_key(self.query_one("#holders", DataTable))
-        return int(key) if key is not None and key.isdigit() else None
+        return int(key) if key is not None and key.isdecimal() else None
 
     def action_yank(self) -> None:
         """``y``: the holder's command where the holders table has the focus, else the host (OSC 52)."""

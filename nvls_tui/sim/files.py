@@ -266,7 +266,7 @@ def find(node: Node, args: list[str]) -> Out:
                 return 1, "", f"find: missing argument to `{word}'\n"
             value = expr[i + 1]
             if word in ("-maxdepth", "-mindepth"):
-                if not value.isdigit():
+                if not value.isdecimal():
                     return 1, "", f"find: Expected a positive decimal integer argument to {word}, but got '{value}'\n"
                 maxdepth, mindepth = (int(value), mindepth) if word == "-maxdepth" else (maxdepth, int(value))
             elif word == "-type" and value not in ("b", "c", "d", "p", "f", "l", "s"):

@@ -45,7 +45,7 @@ def parse_size(text: str) -> int | None:
     """``8M`` -> 8388608 (nccl-tests' K/M/G suffixes are powers of 1024)."""
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
     digits = text[:-1] if mult != 1 else text
-    return int(digits) * mult if digits.isdigit() else None
+    return int(digits) * mult if digits.isdecimal() else None
 
 
 def _time_str(us: float) -> str:
@@ -73,7 +73,7 @@ def all_reduce_perf(node: Node, args: list[str], env: dict[str, str], now: float
         return Plan([(0.0, f"{args[0] if args else ''}: invalid option -- '{key.lstrip('-')}'"),
                      (0.0, "USAGE: all_reduce_perf")], exit_status=1, error=True)
     lo, hi = parse_size(opts["-b"]), parse_size(opts["-e"])
-    factor, ngpus = int(opts["-f"]) if opts["-f"].isdigit() else 2, int(opts["-g"]) if opts["-g"].isdigit() else 1
+    factor, ngpus = int(opts["-f"]) if opts["-f"].isdecimal() else 2, int(opts["-g"]) if opts["-g"].isdecimal() else 1
     if lo is None or hi is None or factor < 2 or ngpus < 1:
         return Plan([(0.0, "Error: invalid size or factor")], exit_status=1, error=True)
     pid = node.alloc_pid()

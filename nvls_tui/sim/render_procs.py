@@ -140,7 +140,7 @@ def fuser_writes(node: Node, args: list[str], now: float) -> tuple[int, str, str
 # ---- pgrep / pkill / kill ------------------------------------------------------------------------
 def _signal_number(text: str) -> int | None:
     t = text.upper().removeprefix("SIG")
-    if t.isdigit():
+    if t.isdecimal():
         return int(t)
     try:
         return int(_signal.Signals[f"SIG{t}"])
@@ -163,12 +163,12 @@ def pgrep(node: Node, args: list[str], now: float, kill: bool = False) -> tuple[
             users |= set(nxt.split(","))
             i += 1
         elif a == "-P" and nxt is not None:
-            parents |= {int(x) for x in nxt.split(",") if x.isdigit()}
+            parents |= {int(x) for x in nxt.split(",") if x.isdecimal()}
             i += 1
         elif a in ("--signal",) and nxt is not None:
             signo = _signal_number(nxt) or signo
             i += 1
-        elif kill and a.startswith("-") and (a[1:].isdigit() or a[1:].isupper()) and _signal_number(a[1:]):
+        elif kill and a.startswith("-") and (a[1:].isdecimal() or a[1:].isupper()) and _signal_number(a[1:]):
             signo = _signal_number(a[1:]) or signo
         elif a.startswith("-") and len(a) > 1 and pattern is None:
             flags = a[1:]

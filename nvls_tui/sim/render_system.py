@@ -89,7 +89,7 @@ def _props(node: Node, unit: Unit | None, name: str, now: float) -> dict[str, st
                        "MainPID": str(unit.main_pid), "ControlPID": "0",
                        "ExecMainPID": str(unit.main_pid or unit.last_pid),
                        "ExecMainCode": str(EXEC_CODES.get(unit.exec_code, 0)),
-                       "ExecMainStatus": status.split("/")[0] if status[:1].isdigit()
+                       "ExecMainStatus": status.split("/")[0] if status[:1].isdecimal()
                        else str(_signo(status)) if status else "0"})
     return values
 
@@ -236,7 +236,7 @@ def systemctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
         elif a.startswith("-p") and len(a) > 2:
             props = (props or []) + a[2:].split(",")
         elif a in ("-n", "--lines") and i + 1 < len(args):
-            lines = int(args[i + 1]) if args[i + 1].isdigit() else 10
+            lines = int(args[i + 1]) if args[i + 1].isdecimal() else 10
             i += 1
         elif a.startswith("--lines="):
             lines = int(a.split("=", 1)[1] or 10)
@@ -286,7 +286,7 @@ def systemctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
 
 def _parse_since(text: str, node: Node) -> float | None:
     """``--since``/``--until``: ``@EPOCH``, or a time in the node's zone (as journalctl reads it)."""
-    if text.startswith("@") and text[1:].replace(".", "", 1).isdigit():
+    if text.startswith("@") and text[1:].replace(".", "", 1).isdecimal():
         return float(text[1:])
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
         try:
@@ -338,7 +338,7 @@ def journalctl(node: Node, args: list[str], now: float) -> tuple[int, str, str]:
             else:
                 until = stamp
             i += 0 if "=" in a else 1
-        elif a in ("-n", "--lines") and nxt is not None and nxt.lstrip("+").isdigit():
+        elif a in ("-n", "--lines") and nxt is not None and nxt.lstrip("+").isdecimal():
             count = int(nxt.lstrip("+"))
             i += 1
         elif a.startswith("--lines="):

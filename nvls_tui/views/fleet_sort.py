@@ -55,7 +55,7 @@ class SortOrder:
 
 def natural(text: str) -> tuple[object, ...]:
     """A key that puts ``gpu9`` before ``gpu10`` (digits compare as numbers), ignoring case."""
-    return tuple(int(part) if part.isdigit() else part.casefold() for part in _DIGITS.split(text))
+    return tuple(int(part) if part.isdecimal() else part.casefold() for part in _DIGITS.split(text))
 
 
 def cell_value(column: str, text: str) -> tuple[object, ...] | None:

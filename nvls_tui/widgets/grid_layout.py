@@ -95,7 +95,7 @@ def _try(width: int, host_width: int, gpus: int, switches: int, shown: frozenset
     by_key = {c.key: [c] for c in base}
     by_key.update(chosen)
     if not compact:  # one column per device: keep them together where the compact cell would be
-        by_key["gpus"] = [c for c in base if c.key.startswith("g") and c.key[1:].isdigit()]
+        by_key["gpus"] = [c for c in base if c.key.startswith("g") and c.key[1:].isdecimal()]
     columns = [c for key in order for c in by_key.get(key, [])]
     return GridLayout((*columns, Column("note", "story", max(STORY_MIN, left))), compact)
 

@@ -22,7 +22,7 @@ from nvls_tui.words import count
 def kernel_message(line: str) -> str:
     """A kernel line without journalctl's time and host (the "when" column has the time)."""
     head, sep, rest = line.strip().partition(" kernel: ")
-    return rest if sep and " " in head and head[:4].isdigit() else line.strip()
+    return rest if sep and " " in head and head[:4].isdecimal() else line.strip()
 
 
 def _clock(stamp: str, like: str | None) -> str:
@@ -83,12 +83,12 @@ def compact_devices(devices: tuple[str, ...]) -> str:
             others.append(name)
     parts: list[str] = []
     for family, members in families.items():
-        numbers = sorted(int(m) for m in members if m.isdigit())
+        numbers = sorted(int(m) for m in members if m.isdecimal())
         said: list[str] = []
         if numbers:
             contiguous = numbers == list(range(numbers[0], numbers[-1] + 1))
             said = [f"{numbers[0]}-{numbers[-1]}"] if contiguous and len(numbers) > 1 else [str(n) for n in numbers]
-        said += [m for m in members if not m.isdigit()]
+        said += [m for m in members if not m.isdecimal()]
         parts.append(family + ",".join(said))
     return " ".join(parts + others)
 

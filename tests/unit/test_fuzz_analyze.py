@@ -220,3 +220,14 @@ def test_a_bandwidth_with_four_thousand_digits_loses_that_value_not_the_whole_fi
     entry = analyze_text("".join(lines), "huge.txt")
     assert "error" not in entry, entry.get("error")
     assert [r["size"] for r in entry["data"]["rows"]][1:] == [16777216, 33554432, 67108864, 134217728]
+
+
+def test_a_superscript_digit_where_a_number_goes_is_no_crash():
+    """hypothesis found it (the suite branch's runs): '²' is a digit to str.isdigit but no number to int(), so a
+    probe output with it in an end marker's status raised ValueError. Numbers are read with isdecimal now."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "real" / "nvidia-h200" / "probe-output-2026-12-02.txt"
+    text = fixture.read_text().replace("@@nvls-tui-device end gpus 0", "@@nvls-tui-device end gpus ²", 1)
+    assert "@@nvls-tui-device end gpus ²" in text
+    entry = analyze_text(text, "probe.txt")
+    assert entry["kind"] == "nvls-tui-probe" and "error" not in entry
+    assert any(m["section"] == "gpus" for m in entry["data"].get("missing") or [])  # its status unread: unknown

@@ -208,7 +208,7 @@ class SshBackend(Backend):
         except (asyncssh.Error, OSError):
             raise self._dropped("the start of a command") from None
         parts = first.split()
-        if len(parts) == 2 and parts[0] == _PGID_MARK and parts[1].isdigit():
+        if len(parts) == 2 and parts[0] == _PGID_MARK and parts[1].isdecimal():
             return proc, int(parts[1]), ""
         return proc, None, first
 

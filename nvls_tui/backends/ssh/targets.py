@@ -81,7 +81,7 @@ def _split_port(text: str, rest: str) -> tuple[str, int | None, bool]:
 
 
 def _port(text: str, port_text: str) -> int:
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not port_text.isdecimal() or not 0 < int(port_text) < 65536:
         raise _refuse(text, f"port {port_text!r} is not a number from 1 to 65535")
     return int(port_text)
 
