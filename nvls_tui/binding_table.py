@@ -123,6 +123,12 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("node.yank", "y", "yank", "Yank", "Copy to the clipboard (OSC 52): the holder's command where the "
                 "holders table has the focus, else the host; the palette's yank: entries copy a finding, the audit "
                 "path or the --restore command.", "node"),
+    BindingSpec("node.describe", "d", "describe", "Describe", "The node's Kubernetes side in full (readiness, "
+                "taints, labels, annotations, every pod on it) and its Slurm side (state, reason, jobs). Read-only.",
+                "node", show=False, palette="node: Describe {host}"),
+    BindingSpec("node.xray", "x", "xray", "X-ray", "node → GPU → holder → pod, job or unit, as a tree: which process "
+                "holds which GPU, on behalf of what. Read-only.", "node", show=False,
+                palette="node: X-ray of {host}"),
     BindingSpec("node.logs", "l", "logs", "Logs", "The node's logs in three tabs: Fabric Manager's journal of "
                 "this boot, the kernel log since the boot (the ring buffer where the journal falls short) and the "
                 "node's past repairs as reports. Read-only reads.", "node",
@@ -172,6 +178,9 @@ LOGS = (
                 "that name it, newest first, each opened as its incident report.", "logs"),
     BindingSpec("logs.reread", "p", "reread", "Read again", "Read the three logs again.", "logs",
                 palette="logs: Read the logs of {host} again"),
+    BindingSpec("logs.follow", "f", "follow", "Follow", "Follow the tab shown (FM's journal or the kernel log): read "
+                "it again every few seconds, its newest lines in view, until f again.", "logs",
+                palette="logs: Follow the logs of {host}"),
 )
 SPECS = SPECS + LOGS
 

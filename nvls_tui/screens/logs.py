@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, RichLog, Static, TabbedContent, TabPane
 
 from nvls_tui.backends.base import BackendError
@@ -51,7 +52,8 @@ if TYPE_CHECKING:
 
 # How a report's kinds of line look in the past-repairs tab (views.report_text).
 REPORT_STYLES = {"heading": "bold underline", "table-head": "bold"}
-PAST_REPORTS = 5  # the newest audit logs opened as reports (the others are listed)
+PAST_REPORTS = 5
+FOLLOW_EVERY = 3.0  # seconds between two reads of a followed tab (f)  # the newest audit logs opened as reports (the others are listed)
 REPORT_BYTES = 8 * 1024 * 1024  # an audit log larger than this is named, not opened here
 
 
@@ -79,6 +81,7 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
         super().__init__()
         self.host = host
         self.services = services
+        self.follow_timer: Timer | None = None  # f: the tab shown read again every FOLLOW_EVERY seconds
         self.first_tab = tab if tab in TABS else "fm"
         # What each tab shows, as plain lines (the panes render them lazily; tests and search read these).
         self.shown: dict[str, list[str]] = {tab: [] for tab in TABS}
@@ -231,6 +234,30 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
     def active_tab(self) -> str:
         """The tab shown (``fm``, ``kernel`` or ``past``)."""
         return self.query_one(TabbedContent).active.removeprefix("tab-")
+
+    def action_follow(self) -> None:
+        """``f``: follow the tab shown (FM's journal or the kernel log): read it again every FOLLOW_EVERY seconds
+        until ``f`` again; the status line says so."""
+        if self.follow_timer is not None:
+            self.follow_timer.stop()
+            self.follow_timer = None
+            self.notify("Stopped following.", timeout=2)
+            return
+        self.follow_timer = self.set_interval(FOLLOW_EVERY, self._follow_once)
+        self.notify(f"Following the {TAB_TITLES[self.active_tab]} tab: read again every {FOLLOW_EVERY:g} s (f stops).",
+                    timeout=3)
+        self._follow_once()
+
+    @property
+    def following(self) -> bool:
+        """True while ``f`` follows the tab shown."""
+        return self.follow_timer is not None
+
+    def _follow_once(self) -> None:
+        tab = self.active_tab
+        read = {"fm": self._read_fm, "kernel": self._read_kernel}.get(tab)
+        if read is not None:  # the past repairs do not grow while one looks
+            self.run_worker(read(), group=f"logs-{tab}", exclusive=True, exit_on_error=False)
 
     def action_reread(self) -> None:
         """``p``: read the three tabs again."""

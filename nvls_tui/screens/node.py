@@ -565,6 +565,18 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         copy(self, host_yank(self.host))
 
     # ---- the node's logs and an ssh to it (read-only mode keeps both: neither changes the node) -----
+    def action_describe(self) -> None:
+        """``d``: the node's Kubernetes and Slurm sides in full."""
+        from nvls_tui.screens.describe import DescribeScreen
+
+        self.app.push_screen(DescribeScreen(self.host, self.services))
+
+    def action_xray(self) -> None:
+        """``x``: node → GPU → holder → pod, job or unit."""
+        from nvls_tui.screens.describe import XrayScreen
+
+        self.app.push_screen(XrayScreen(self.host, self.services))
+
     def action_logs(self) -> None:
         """``l``: FM's journal, the kernel log and the past repairs of this node, in tabs."""
         from nvls_tui.screens.logs import LogsScreen

@@ -1,0 +1,95 @@
+"""Issue 38 item 8, the rest of it: a describe view (`d`) of a node's Kubernetes side (readiness, taints, labels,
+every pod on it, not only the holders) and of its Slurm side; an x-ray (`x`) node → GPU → holder → pod, job or
+unit; a follow mode for the logs (`f`) so FM's journal can be watched while a repair waits. Before, none existed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.widgets import Tree
+
+from nvls_tui.app import NvlsApp
+from nvls_tui.cli import build_parser
+from nvls_tui.screens.describe import DescribeScreen, XrayScreen
+from nvls_tui.screens.logs import LogsScreen
+from nvls_tui.settings import settings_from
+from nvls_tui.views.describe import describe_lines, xray
+from tests.waiting import open_node_screen, wait_until
+
+
+def k8s_app() -> NvlsApp:
+    settings = settings_from(build_parser().parse_args(["console", "sim:k8s-incident"]))
+    return NvlsApp.from_settings(replace(settings, poll_interval=None, sim_speed=0.0), poll_process=False)
+
+
+def tree_labels(node) -> list[str]:
+    out = [str(node.label)]
+    for child in node.children:
+        out += tree_labels(child)
+    return out
+
+
+async def test_d_describes_the_nodes_kubernetes_side_with_every_pod_and_says_slurm_is_not_configured():
+    app = k8s_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_node_screen(app, pilot, "gpu06")
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, DescribeScreen), "the describe view")
+        lines = app.screen.lines
+        assert lines[0] == "Kubernetes: gpu06"
+        assert any(line.startswith("  node gpu06: Ready True, schedulable") for line in lines), lines[:4]
+        pods = [line for line in lines if line.startswith("  inference/") or line.startswith("  gpu-operator/")]
+        assert any("inference/vllm-llama-70b-" in p and "ReplicaSet vllm-llama-70b-6d5f8b9c7" in p for p in pods)
+        # every pod the cluster binds to it, holder or not (the holders table names only holders)
+        assert {p.split()[0] for p in pods} == {f"{p.namespace}/{p.name}" for p in app.fleet.get("gpu06").k8s.pods}
+        assert any(line.startswith("Labels (") for line in lines) and any("nvidia.com/gpu.deploy." in line
+                                                                       for line in lines)
+        assert "  no Slurm cluster is configured for this node (--slurm-conf, [slurm] in the config file)" in lines
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, DescribeScreen), "back to the node")
+
+
+async def test_x_shows_which_process_holds_which_gpu_for_which_pod():
+    app = k8s_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_node_screen(app, pilot, "gpu06")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, XrayScreen), "the x-ray")
+        labels = tree_labels(app.screen.query_one(Tree).root)
+        gpu0 = next(i for i, label in enumerate(labels) if label.startswith("GPU 0 "))
+        vllm = next(i for i, label in enumerate(labels) if "vllm.entrypoints" in label)
+        assert gpu0 < vllm
+        assert labels[vllm + 1].startswith("pod inference/vllm-llama-70b-") and "ReplicaSet" in labels[vllm + 1]
+        assert any(label.startswith("unit nvidia-dcgm.service") for label in labels)
+
+
+def test_the_pure_views_fail_closed_where_nothing_was_read():
+    from nvls_tui.model import MissingEvidence, NodeState
+
+    state = NodeState("gpu09", reachable=True, missing=(MissingEvidence("holders", "failed", "fuser failed"),))
+    assert ("  no cluster is configured for this node (--kubeconfig, [kubernetes] in the config file)", "note") in \
+        describe_lines(state)
+    assert [c.label for c in xray(state).children] == ["holders: not read (unknown, never none)"]
+
+
+async def test_f_follows_the_fm_journal_until_f_again():
+    app = k8s_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_node_screen(app, pilot, "gpu06")
+        await pilot.press("l")
+        await wait_until(pilot, lambda: isinstance(app.screen, LogsScreen), "the logs")
+        screen = app.screen
+        reads: list[str] = []
+        real = screen._run
+
+        async def counted(argv):
+            reads.append(" ".join(argv))
+            return await real(argv)
+
+        screen._run = counted
+        await pilot.press("f")
+        assert screen.following
+        await wait_until(pilot, lambda: sum("fabricmanager" in r for r in reads) >= 2, "two reads of FM's journal")
+        await pilot.press("f")
+        assert not screen.following
