@@ -23,6 +23,14 @@ def k8s_app() -> NvlsApp:
     return NvlsApp.from_settings(replace(settings, poll_interval=None, sim_speed=0.0), poll_process=False)
 
 
+async def gpu06_then(app, pilot, key: str, screen_type, what: str):
+    """gpu06's node screen, then ``key``, once the screen it opens is up."""
+    await open_node_screen(app, pilot, "gpu06")
+    await pilot.press(key)
+    await wait_until(pilot, lambda: isinstance(app.screen, screen_type), what)
+    return app.screen
+
+
 def tree_labels(node) -> list[str]:
     out = [str(node.label)]
     for child in node.children:
@@ -33,10 +41,7 @@ def tree_labels(node) -> list[str]:
 async def test_d_describes_the_nodes_kubernetes_side_with_every_pod_and_says_slurm_is_not_configured():
     app = k8s_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        await open_node_screen(app, pilot, "gpu06")
-        await pilot.press("d")
-        await wait_until(pilot, lambda: isinstance(app.screen, DescribeScreen), "the describe view")
-        lines = app.screen.lines
+        lines = (await gpu06_then(app, pilot, "d", DescribeScreen, "the describe view")).lines
         assert lines[0] == "Kubernetes: gpu06"
         assert any(line.startswith("  node gpu06: Ready True, schedulable") for line in lines), lines[:4]
         pods = [line for line in lines if line.startswith("  inference/") or line.startswith("  gpu-operator/")]
@@ -53,10 +58,7 @@ async def test_d_describes_the_nodes_kubernetes_side_with_every_pod_and_says_slu
 async def test_x_shows_which_process_holds_which_gpu_for_which_pod():
     app = k8s_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        await open_node_screen(app, pilot, "gpu06")
-        await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, XrayScreen), "the x-ray")
-        labels = tree_labels(app.screen.query_one(Tree).root)
+        labels = tree_labels((await gpu06_then(app, pilot, "x", XrayScreen, "the x-ray")).query_one(Tree).root)
         gpu0 = next(i for i, label in enumerate(labels) if label.startswith("GPU 0 "))
         vllm = next(i for i, label in enumerate(labels) if "vllm.entrypoints" in label)
         assert gpu0 < vllm
@@ -76,10 +78,7 @@ def test_the_pure_views_fail_closed_where_nothing_was_read():
 async def test_f_follows_the_fm_journal_until_f_again():
     app = k8s_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        await open_node_screen(app, pilot, "gpu06")
-        await pilot.press("l")
-        await wait_until(pilot, lambda: isinstance(app.screen, LogsScreen), "the logs")
-        screen = app.screen
+        screen = await gpu06_then(app, pilot, "l", LogsScreen, "the logs")
         reads: list[str] = []
         real = screen._run
 
