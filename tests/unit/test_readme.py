@@ -32,7 +32,7 @@ TICKED = re.compile(r"`([^`]+)`")
 # The README's words for where a key works, and the classes whose BINDINGS hold that place's keys.
 WHERE = {"anywhere": NvlsApp, "fleet": FleetScreen, "node": NodeScreen, "repair": RunbookScreen, "logs": LogsScreen}
 # The README writes a few keys as they are printed on the keyboard; the bindings use Textual's key names.
-KEY_NAMES = {"?": "question_mark", "/": "slash", "Esc": "escape", "Enter": "enter"}
+KEY_NAMES = {"?": "question_mark", "/": "slash", ":": "colon", "Esc": "escape", "Enter": "enter"}
 
 
 def readme() -> str:
