@@ -82,8 +82,13 @@ async def plan(pilot) -> None:
     await first_poll(pilot.app, timeout=30)
     await pilot.pause()
     await pilot.press("space", "space", "r")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen) and len(pilot.app.screen.outcomes) == 2,
-                     "the dry run")
+    # The outcomes are in before the plans are drawn (draw_plans runs after them): wait for what it draws last,
+    # the typed confirmation with the focus, then for the layout it causes (the bodies' scrollbars).
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, PlanScreen) and len(pilot.app.screen.outcomes) == 2
+                     and pilot.app.screen.query_one("#plan-confirm").display
+                     and pilot.app.focused is pilot.app.screen.query_one("#plan-typed"), "the drawn plan")
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause()
 
 

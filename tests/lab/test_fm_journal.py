@@ -543,8 +543,12 @@ def test_check_reads_a_lab_nodes_real_fm_journal_from_the_units_last_start(fmj_l
     stamp = node_run(node, "date", "+%b %d %Y %H:%M:%S").stdout.strip()
     line = f"[{stamp}] [ERROR] [tid 527118] {TEAM_ERROR}"
     cgroup = "/sys/fs/cgroup/system.slice/nvidia-fabricmanager.service/cgroup.procs"
-    node_run(node, "sh", "-c", f'echo $$ > {cgroup} && printf "%s\\n" "$1" | systemd-cat -t nv-fabricmanager',
-             "sh", line)
+    # journald files a line under a unit by its sender's cgroup, read while it handles the line: the sender must
+    # still be alive then. systemd-cat runs the writer itself (the stream's peer), which stays a moment after
+    # writing; under load (CI's lab tier beside the sshd tier) `printf | systemd-cat`, gone at once, left the line
+    # unfiled and the wait below timed out.
+    node_run(node, "sh", "-c", f'echo $$ > {cgroup} && exec systemd-cat -t nv-fabricmanager '
+             'sh -c \'printf "%s\\n" "$0"; sleep 3\' "$1"', "sh", line)
 
     def unit_journal() -> str | None:
         out = node_run(node, *FM_LOG_ARGV).stdout
