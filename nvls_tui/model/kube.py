@@ -129,6 +129,9 @@ class KubeNode:
     machine_id: str | None = None
     system_uuid: str | None = None
     resource_version: str | None = field(default=None, compare=False)
+    # Every condition the node reports, as (type, status, reason) in the API's order (MemoryPressure, DiskPressure,
+    # PIDPressure, Ready ...): the describe view lists them; ``ready`` is the one a repair decides on.
+    conditions: tuple[tuple[str, str, str | None], ...] = ()
 
     @property
     def known(self) -> bool:

@@ -74,6 +74,15 @@ def _ready(status: object) -> bool | None:
     return None
 
 
+def _conditions(status: object) -> tuple[tuple[str, str, str | None], ...]:
+    """Every condition of ``status.conditions`` as (type, status, reason); one without a type is left out."""
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(conditions, list):
+        return ()
+    return tuple((clean(c["type"]), _text(c.get("status")) or "?", _text(c.get("reason")) or None)
+                 for c in conditions if isinstance(c, dict) and isinstance(c.get("type"), str))
+
+
 def _node(item: object) -> tuple[KubeNode | None, str | None]:
     if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
         return None, "a node without metadata"
@@ -99,7 +108,7 @@ def _node(item: object) -> tuple[KubeNode | None, str | None]:
                     labels=labels, annotations=annotations, taints=tuple(taints),
                     boot_id=_text(info.get("bootID")) or None, machine_id=_text(info.get("machineID")) or None,
                     system_uuid=_text(info.get("systemUUID")) or None,
-                    resource_version=_text(meta.get("resourceVersion")) or None), None
+                    resource_version=_text(meta.get("resourceVersion")) or None, conditions=_conditions(status)), None
 
 
 def parse_nodes(text: str) -> Parsed[dict[str, KubeNode]]:

@@ -41,7 +41,10 @@ def describe_lines(state: NodeState) -> list[tuple[str, str]]:
                  f"{word(kube.cordoned, 'cordoned (unschedulable)', 'schedulable')}", ITEM),
                 (f"  identity: bootID {kube.boot_id or '–'}, machineID {kube.machine_id or '–'}, "
                  f"systemUUID {kube.system_uuid or '–'}", ITEM),
-                (f"Taints ({len(kube.taints)})", HEADING)]
+                (f"Conditions ({len(kube.conditions)})", HEADING)]
+        out += [(f"  {one_line(kind)}={one_line(status)}" + (f" ({one_line(reason)})" if reason else ""), ITEM)
+                for kind, status, reason in kube.conditions] or [("  none read", NOTE)]
+        out.append((f"Taints ({len(kube.taints)})", HEADING))
         out += [(f"  {one_line(t.key)}{'=' + one_line(t.value) if t.value else ''}:{one_line(t.effect)}", ITEM)
                 for t in kube.taints] or [("  none", NOTE)]
         out.append((f"Labels ({len(kube.labels)})", HEADING))

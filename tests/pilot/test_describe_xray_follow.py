@@ -92,3 +92,22 @@ async def test_f_follows_the_fm_journal_until_f_again():
         await wait_until(pilot, lambda: sum("fabricmanager" in r for r in reads) >= 2, "two reads of FM's journal")
         await pilot.press("f")
         assert not screen.following
+
+
+def test_describe_lists_every_condition_the_node_reports():
+    """The describe view read only Ready; a node's MemoryPressure, DiskPressure, PIDPressure and Ready (with the
+    kubelet's reason) are each a line now."""
+    import json
+
+    from nvls_tui.model import NodeState
+    from nvls_tui.parsers.kube import parse_nodes
+
+    node = {"metadata": {"name": "gpu06"}, "spec": {}, "status": {"conditions": [
+        {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory"},
+        {"type": "DiskPressure", "status": "True", "reason": "KubeletHasDiskPressure"},
+        {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+    kube = parse_nodes(json.dumps({"kind": "NodeList", "items": [node]})).value["gpu06"]
+    assert kube.conditions == (("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+                               ("DiskPressure", "True", "KubeletHasDiskPressure"), ("Ready", "True", "KubeletReady"))
+    lines = [text for text, _ in describe_lines(NodeState("gpu06", reachable=True, k8s=kube))]
+    assert "Conditions (3)" in lines and "  DiskPressure=True (KubeletHasDiskPressure)" in lines
