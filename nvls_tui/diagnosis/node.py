@@ -685,15 +685,17 @@ def carry_fabric_since(previous: NodeState | None, current: NodeState, elapsed: 
     return current.replace(fabric_since=was + elapsed)
 
 
+def signal_name(signal_number: int) -> str:
+    """``SIGKILL`` for 9; ``signal N`` for a number this system does not name."""
+    try:
+        return signal.Signals(signal_number).name
+    except (ValueError, OverflowError):
+        return f"signal {signal_number}"
+
+
 def killed_words(signal_number: int | None) -> str:
     """``, killed by SIGKILL`` for the signal that ended a unit's main process; empty where none did."""
-    if not signal_number:
-        return ""
-    try:
-        name = signal.Signals(signal_number).name
-    except (ValueError, OverflowError):
-        name = f"signal {signal_number}"
-    return f", killed by {name}"
+    return f", killed by {signal_name(signal_number)}" if signal_number else ""
 
 
 def diagnose_guarded(state: NodeState, diagnose_with: Callable[[NodeState], Diagnosis] | None = None) -> Diagnosis:

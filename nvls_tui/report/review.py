@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from nvls_tui.diagnosis.node import killed_words
+from nvls_tui.diagnosis.node import signal_name
 from nvls_tui.report.clock import duration_words, record_utc, utc_moment
 from nvls_tui.report.cluster import cluster_left
 from nvls_tui.report.node_log import NodeLog
@@ -63,7 +63,7 @@ def _cause(log: NodeLog) -> str:
         killed = (before.get("unit_signals") or {}).get(FM_UNIT)  # ExecMainStatus: which signal (polls since 2026-12)
         # A record is anyone's file: only a signal's number (1-64 on Linux) is named, anything else is not read.
         if result == "signal" and isinstance(killed, int) and not isinstance(killed, bool) and 0 < killed < 65:
-            return f"Fabric Manager was killed by {killed_words(killed).removeprefix(', killed by ')} (systemd: " \
+            return f"Fabric Manager was killed by {signal_name(killed)} (systemd: " \
                    "Result: signal)"
         return FM_RESULTS[str(result)]
     errors = [d.get("code") for d in before.get("finding_details") or []
