@@ -43,6 +43,7 @@ from nvls_tui.model.kube import KubeNode
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.model.scheduler import SchedulerState
 from nvls_tui.notify import Notifier
+from nvls_tui.poll.after_poll import AfterPoll
 from nvls_tui.poll.client import PollerClient, PollerGone
 from nvls_tui.poll.once import poll_deadline
 from nvls_tui.poll.poller import Diagnose, NodePoller, PollResult, default_diagnose
@@ -176,7 +177,8 @@ class NvlsApp(App[int]):
         self.kube = kube
         self.kube_view: dict[str, KubeNode] = {}  # the cluster's view, refreshed by its own worker
         self.scheduler: dict[str, SchedulerState] = {}  # the scheduler's view, refreshed by its own worker
-        self._diagnose = diagnose
+        # What follows a poll (the cluster's views folded in, the diagnosis guarded): check's path too.
+        self.after = AfterPoll(diagnose)
         self.backends = {b.host: b for b in backends}
         self.read_only = read_only
         self.periodic = poll_interval is not None
@@ -328,12 +330,17 @@ class NvlsApp(App[int]):
         KUBE_EVERY seconds; each read is folded into the nodes already polled."""
         assert self.kube is not None
         while self.kube.hosts:
-            self.kube_view = await self.kube.read()
-            for host in self.kube_view:
-                state = self.fleet.get(host)
-                if state is not None and state.polled_at is not None:
-                    self._fold(state, None)
+            self.take_kube_view(await self.kube.read())
             await asyncio.sleep(KUBE_EVERY)
+
+    def take_kube_view(self, view: dict[str, KubeNode]) -> None:
+        """Fold a fresh read of the cluster into every node already polled (and every poll from now on)."""
+        self.kube_view = view
+        self.after.set_view("kube", functools.partial(with_kube, view=view))
+        for host in view:
+            state = self.fleet.get(host)
+            if state is not None and state.polled_at is not None:
+                self._fold(state, None)
 
     async def _watch_scheduler(self) -> None:
         """Read the scheduler's view of every node it can know, every SCHEDULER_EVERY seconds."""
@@ -341,6 +348,7 @@ class NvlsApp(App[int]):
         hosts = [h for h, b in self.backends.items() if not b.simulated]
         while hosts:
             self.scheduler = await self.slurm.states(hosts)
+            self.after.set_view("scheduler", functools.partial(with_scheduler, scheduler=self.scheduler))
             for host in self.scheduler:
                 state = self.fleet.get(host)
                 if state is not None and state.polled_at is not None:
@@ -351,16 +359,15 @@ class NvlsApp(App[int]):
         self.fleet = self.fleet.with_node(self._folded(state, diagnosis))
 
     def _folded(self, state: NodeState, diagnosis: Diagnosis | None) -> NodeState:
-        """``state`` as the fleet holds it (with the scheduler's and the cluster's views); its diagnosis noted."""
-        # The scheduler's latest view rides on every poll; a reachable node is diagnosed with it.
-        if state.host in self.scheduler:
-            (state,) = with_scheduler([state], self.scheduler)
+        """``state`` as the fleet holds it (with the scheduler's and the cluster's views); its diagnosis noted.
+
+        The poller carried and diagnosed the poll; a node a view knows is diagnosed again with it (a reachable
+        one, or one with no diagnosis yet), through the guard every entry point uses.
+        """
+        if state.host in self.scheduler or state.host in self.kube_view:
+            (state,) = self.after.folded([state])
             if state.reachable or diagnosis is None:
-                diagnosis = self._diagnose(state)
-        if state.host in self.kube_view:  # the cluster's latest view likewise (k8s, pod holders named)
-            (state,) = with_kube([state], self.kube_view)
-            if state.reachable or diagnosis is None:
-                diagnosis = self._diagnose(state)
+                diagnosis = self.after.diagnosed(state)
         if diagnosis is not None:
             self.diagnoses[state.host] = diagnosis
         return state
