@@ -51,7 +51,8 @@ from nvls_tui.parsers.systemctl import parse_status
 from nvls_tui.parsers.unread import nvidia_error_line, quote
 from nvls_tui.parsers.unwrap import Unwrapped, bare_lines, unwrap
 from nvls_tui.poll.evidence import PURPOSE, UNPARSEABLE
-from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
+from nvls_tui.poll.probe import section_argv
+from nvls_tui.poll.probe_output import probe_mark, split_probe_output
 from nvls_tui.textsafe import clean, clean_deep
 
 Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]

@@ -465,7 +465,7 @@ def _watch(settings: Settings, slurm, every: float, read: dict[str, list[str]]) 
     keeps every round); ``--json`` prints one document per line and no header, so each line parses.
     Raises KeyboardInterrupt (130) when Ctrl-C comes before any round finished: there is no status.
 
-    The rounds run in a poller process (``nvls_tui.poller_process``, the console's own), which keeps each
+    The rounds run in a poller process (``nvls_tui.poller.process``, the console's own), which keeps each
     node's connection and kernel-log cursor from one round to the next; ``--via slurm`` (one srun a
     round) and a test's ``connect`` hook (which cannot travel to another process) poll here, round by round.
     """
@@ -530,7 +530,7 @@ class _Watch:
     async def rounds_polled(self, slurm) -> None:
         """Every round polled by one poller process (started here, ended with this command)."""
         from nvls_tui.poll.client import PollerClient, PollerGone, Rounds
-        from nvls_tui.poller_process import poller_client
+        from nvls_tui.poller.process import poller_client
 
         settings = self.settings  # its words already read (run): this process's nodes and the poller's are the same
         backends = resolve_backends(settings)  # nothing connects here: the order, and the nodes kube maps

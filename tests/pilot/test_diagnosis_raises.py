@@ -44,8 +44,8 @@ def test_check_without_json_names_the_node_too(monkeypatch, capsys):
 
 
 async def test_the_console_marks_that_node_and_polls_the_others(monkeypatch):
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.model import Verdict
     from nvls_tui.sim.fleet import load_fleet
     from tests.waiting import first_poll
@@ -65,8 +65,8 @@ def test_the_console_fold_of_a_cluster_view_marks_the_node_whose_diagnosis_raise
     diagnosis went unguarded, so one raising node ended the watcher (no more cluster views for any node)."""
     import asyncio
 
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.model import Verdict
     from nvls_tui.model.kube import KubeNode
     from nvls_tui.sim.fleet import load_fleet
