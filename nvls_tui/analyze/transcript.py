@@ -25,7 +25,8 @@ _KNOWN = (r"sudo|nvidia-smi|nvidia-[\w-]+|nv-fabricmanager|dcgmi|systemctl|servi
 _HOST = r"[\w.-]{1,64}@[\w.-]{1,64}"
 # Anchored, with bounded words: a 200 KB line is tried once per line start, never from every position.
 _PROMPT = re.compile(
-    rf"^(?:\([\w.-]{{1,40}}\) )?(?:{_HOST}:[^\s$#]{{0,200}} ?[$#]|\[{_HOST} [^\]\n]{{0,200}}\][$#]|{_HOST} [^\s$#]{{0,200}} ?[$#]) "
+    # (a user@host prompt may be followed by more than one space: "[root@node ~]#  systemctl start ...")
+    rf"^(?:\([\w.-]{{1,40}}\) )?(?:{_HOST}:[^\s$#]{{0,200}} ?[$#]|\[{_HOST} [^\]\n]{{0,200}}\][$#]|{_HOST} [^\s$#]{{0,200}} ?[$#]) {{1,8}}"
     rf"(?P<cmd>\S.*)$"
     rf"|^\$ (?P<dollar>[\w./-]+(?: .*)?)$"
     rf"|^# (?P<hash>(?:{_KNOWN})(?: .*)?)$",

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import re
 
+# The driver's lines in the forms the kernel-log rule's prefixes leave out (issue 35's corpus): a journal line
+# without its host (``Feb 15 12:31:57.737822 kernel: nvidia-nvlink: ...``), NVRM naming its function without
+# a colon after NVRM (``[ 343.06] NVRM kfspSendBootCommands_GH100: ...``), and gpud's scan quoting the
+# driver's line (``[XID found] (54 minutes ago) "NVRM: Xid ..."``).
+_DRIVER_LINES = (r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? kernel: (?:NVRM|nvidia[\w-]*)[: ]|"
+                 r"^(?:\[[^\]\n]*\] ?)?NVRM [A-Za-z_]\w{2,80}: |^\[S?XID found\] ")
+
 # Ordered: the first kind whose test matches wins, so the more specific tests come first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
@@ -65,6 +72,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kernel-log", re.compile(r"^(?:(?:\S+ +\d+ [\d:.]+ \S+ kernel: |\d{4}-\d\d-\d\dT\S+ \S+ kernel: )(?:\[[^\]]*\] ?)?|"
                               r"\[[^\]]*\] ?|\d+,\d+,\d+,[^;]*;)?(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
                               re.M)),
+    ("kernel-log", re.compile(_DRIVER_LINES, re.M)),
     # A header of dotted field names separated by ", " (no nested quantifiers: big CSVs are common).
     ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp), [\w.]"
                                         r"|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:|^Field \"[\w.]+\" is not a valid field to query\.",
@@ -105,6 +113,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # (never a path's "/dev/nvidia-uvm: ", fuser's).
     ("kernel-log", re.compile(r"\bkernel: |(?:^|[\]>] ?|\s)(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
                               re.M)),
+    ("kernel-log", re.compile(_DRIVER_LINES, re.M)),
     # (systemd names FM's unit by its description too: "Starting NVIDIA fabric manager service...")
     ("fabricmanager-log", re.compile(r"\bnv-fabricmanager\b|\bnvidia-fabricmanager|^Fabric Manager version is|"
                                      r"(?i:\b(?:Starting|Started|Stopping|Stopped|Failed to start) [^\n]{0,80}?"
@@ -115,7 +124,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lsof", re.compile(r"^COMMAND\s+PID\s+.*\bNAME\s*$|\bCHR\s+\d+,\d+\s+\S+\s+\d+\s+/dev/nvidia", re.M)),
 )
 
-LINE_KINDS = tuple(kind for kind, _ in _LINE_RULES)
+LINE_KINDS = tuple(dict.fromkeys(kind for kind, _ in _LINE_RULES))
 """The kinds :func:`line_kind` names."""
 
 
@@ -129,7 +138,7 @@ def line_kind(line: str) -> str | None:
 
 def line_kinds_in(text: str) -> list[str]:
     """The :data:`LINE_KINDS` some line of ``text`` belongs to (one search per kind over the whole text)."""
-    return [kind for kind, pattern in _LINE_RULES if pattern.search(text)]
+    return list(dict.fromkeys(kind for kind, pattern in _LINE_RULES if pattern.search(text)))
 
 
 def detect_kind(text: str) -> str:
