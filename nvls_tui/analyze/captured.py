@@ -126,6 +126,12 @@ def _nccl_findings(run) -> list[Finding]:
     if run.out_of_bounds:
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
                                 f"{run.out_of_bounds} out-of-bounds values (wrong results)"))
+    elif wrong := [r for r in run.rows if (r.oop.wrong or 0) > 0 or (r.ip.wrong or 0) > 0]:
+        # The table's own #wrong counts, where the footer that sums them is not in the text (cut, or a hang).
+        sizes = ", ".join(str(r.size) for r in wrong[:3]) + (" …" if len(wrong) > 3 else "")
+        findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
+                                f"{words.count(len(wrong), 'row')} of the table count wrong results (#wrong > 0, "
+                                f"size {sizes} bytes): the collective returned wrong data"))
     return findings
 
 

@@ -122,6 +122,8 @@ _KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bjournalctl\b.*(?:\s-k\b|\s--dmesg\b)|^(?:sudo )?dmesg\b|\|\s*dmesg\b"), "kernel-log"),
     (re.compile(r"\bjournalctl\b.*fabricmanager|\bcat\b.*fabricmanager\.log|\bnv-fabricmanager\b.*--version"),
      "fabricmanager-log"),
+    # nccl-tests' binaries (all_reduce_perf, ...), run bare or under mpirun
+    (re.compile(r"\b[a-z_]+_perf(?:_mpi)?\b"), "nccl-tests"),
     (re.compile(r"^(?:sudo )?fuser\b"), "fuser"),
     (re.compile(r"^(?:sudo )?lsof\b"), "lsof"),
     (re.compile(r"^(?:sudo )?lspci\b"), "lspci"),

@@ -11,6 +11,13 @@ import re
 _DRIVER_LINES = (r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? kernel: (?:NVRM|nvidia[\w-]*)[: ]|"
                  r"^(?:\[[^\]\n]*\] ?)?NVRM [A-Za-z_]\w{2,80}: |^\[S?XID found\] ")
 
+# nccl-tests' own lines in the forms its first builds printed or a paste left (issue 35's corpus): "NCCL failure
+# all_reduce.cu:95 '...'" and "Test CUDA failure common.cu:730 '...'" without a table, the header's nThread line or
+# its column header without the "#" (or the first builds' "bytes N type op"), the units line, the out-of-bounds footer.
+_NCCL_TESTS_OLD = (r"^(?:Test )?(?:NCCL|CUDA) failure [\w/.\-]+\.cu:\d+ '|^#?[ \t]*nThread \d+ nGpus \d+ |"
+                   r"^#?[ \t]*(?:size|bytes)[ \t]+(?:count|N)[ \t]+type[ \t]+(?:redop|op)[ \t]|"
+                   r"^#[ \t]+\(B\)[ \t]+\(elements\)|^#[ \t]*Out of bounds values[ \t]*:")
+
 # Ordered: the first kind whose test matches wins, so the more specific tests come first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
@@ -44,6 +51,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               r"\.cpp:\d+: non-zero status: \d+ (?:cuMemMap failed|Mapping mem size \d+ to MC group|"
                               r"Mapping multicast groups)",
                               re.M)),
+    ("nccl-tests", re.compile(_NCCL_TESTS_OLD, re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     # nvidia-smi's table, or its own words that it could not reach the driver (NVML's version mismatch, no driver).
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:|^Failed to initialize NVML: |"
