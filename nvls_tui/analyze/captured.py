@@ -7,6 +7,7 @@ diagnosis where the text carries the same facts (fabric words, kernel lines).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -61,7 +62,10 @@ def _smi_report(parsed) -> Result:
     report = parsed.value
     # A GPU whose section the text ended inside before its fabric words: unknown, never healthy or N/A.
     cut = [g for g in report.gpus if UNREAD in (g.fabric.state, g.fabric.status)]
-    state = NodeState(host="file", gpus=tuple(g for g in report.gpus if g not in cut), platform=Platform.UNKNOWN)
+    # A captured output says nothing of how long a GPU has been In Progress: it cannot be called young (fail
+    # closed), so it reads as stuck, as it would after the grace period.
+    state = NodeState(host="file", gpus=tuple(g for g in report.gpus if g not in cut), platform=Platform.UNKNOWN,
+                      fabric_since=math.inf)
     data = {"driver": report.driver, "cuda": report.cuda, "gpus": [gpu_json(g) for g in report.gpus],
             "processes": [dataclasses.asdict(p) for p in report.processes]}
     findings = [Finding("EVIDENCE_MISSING", Severity.ERROR,

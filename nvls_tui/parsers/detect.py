@@ -18,6 +18,15 @@ _NCCL_TESTS_OLD = (r"^(?:Test )?(?:NCCL|CUDA) failure [\w/.\-]+\.cu:\d+ '|^#?[ \
                    r"^#?[ \t]*(?:size|bytes)[ \t]+(?:count|N)[ \t]+type[ \t]+(?:redop|op)[ \t]|"
                    r"^#[ \t]+\(B\)[ \t]+\(elements\)|^#[ \t]*Out of bounds values[ \t]*:")
 
+# nvidia-smi's outputs in the forms a paste leaves (issue 35's corpus): the Fabric block of -q grepped out at the
+# line's start, nvidia-smi's NVML failure behind a logger's bracketed tags ("[task ...] [train] [nvidia-smi(stdout)]
+# Failed to initialize NVML: ..."), and topo -m with its tabs turned into spaces.
+_SMI_PASTED_FORMS = {
+    "nvidia-smi-q": r"^Fabric[ \t]*\n[ \t]+State[ \t]+:",
+    "nvidia-smi": r"^(?:\[[^\]\n]{1,80}\] ?){1,4}Failed to initialize NVML: ",
+    "topo-matrix": r"^[ \t]+GPU0[ \t]+GPU1\b[^\n]*\nGPU0[ \t]+X[ \t]",
+}
+
 # Ordered: the first kind whose test matches wins, so the more specific tests come first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
@@ -52,10 +61,12 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               r"Mapping multicast groups)",
                               re.M)),
     ("nccl-tests", re.compile(_NCCL_TESTS_OLD, re.M)),
+    ("nvidia-smi-q", re.compile(_SMI_PASTED_FORMS["nvidia-smi-q"], re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     # nvidia-smi's table, or its own words that it could not reach the driver (NVML's version mismatch, no driver).
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:|^Failed to initialize NVML: |"
                               r"^NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", re.M)),
+    ("nvidia-smi", re.compile(_SMI_PASTED_FORMS["nvidia-smi"], re.M)),
     # lsof's table header, a header-less row of a /dev/nvidia* file (`lsof | grep nvidia`), or -F fields.
     ("lsof", re.compile(r"^\s*COMMAND\s+PID\s+(?:TID\s+)?(?:TASKCMD\s+)?USER\s+FD\s+TYPE\s+DEVICE\s+SIZE/OFF\s+NODE\s+NAME|"
                         r"^\S{1,30} +\d{1,10} +(?:\S+ +){1,3}(?:\d{1,9}[urw]\S?|mem|txt) +(?:CHR|REG) +[^\n]*?/dev/nvidia|"
@@ -98,6 +109,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("dcgmi-diag", re.compile(r"^\|\s*Diagnostic\s+\|\s*Result\s+\||^\+-+\s+(?:Metadata|Deployment|Integration|Hardware|"
                               r"Stress|Plugins?)\s+-+\+", re.M)),
     ("topo-matrix", re.compile(r"^(?:\x1b\[[0-9;]*m)?\tGPU0\t|^GPU0\t\s*X\s", re.M)),
+    ("topo-matrix", re.compile(_SMI_PASTED_FORMS["topo-matrix"], re.M)),
     ("nvml-fabric", re.compile(r"^\d+ v[123] \S+ \{'", re.M)),
     ("proc-stat", re.compile(r"^\d+ \(.+\) [RSDZTtWXxKWPI] -?\d+ -?\d+ -?\d+", re.M)),
     ("ps", re.compile(r"^\s*\d+\s+\d+\s+\S+\s+\w{3} \w{3} +\d+ [\d:]{8} \d{4}\s", re.M)),
