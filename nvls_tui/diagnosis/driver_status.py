@@ -17,9 +17,11 @@ from __future__ import annotations
 from nvls_tui import catalogues
 from nvls_tui.model import Finding, KernelEvent, Severity
 from nvls_tui.parsers.driver_failures import DriverFailure, by_code
-from nvls_tui.parsers.kernel_log import FM_NOT_PRESENT, GPU_INIT_FAILED, NVLINK_FAILED, OUT_OF_SYNC
+from nvls_tui.parsers.kernel_log import FELL_OFF_BUS, FM_NOT_PRESENT, GPU_INIT_FAILED, NVLINK_FAILED, OUT_OF_SYNC
 from nvls_tui.parsers.unread import quote
 
+PROBE_FAILED = "GPU_PROBE_FAILED"
+_PROBE_REASONS = frozenset({FELL_OFF_BUS, GPU_INIT_FAILED, "GPU_NOT_SUPPORTED", "GPU_BOOT_FAILED"})
 NVLINK_MOVE = ("reset the GPUs and NVSwitches and let Fabric Manager train the links again (the repair); a failure "
                "that comes back is a hardware ticket")
 READ_MOVE = "read the driver's line: the status is the driver's own word for what failed"
@@ -36,10 +38,17 @@ def is_driver_status(event: KernelEvent) -> bool:
 def driver_status_findings(events: list[KernelEvent] | tuple[KernelEvent, ...]) -> list[Finding]:
     """One ``DRIVER_ERROR`` per status (or for the NVLink failures), in log order."""
     groups: dict[str, list[KernelEvent]] = {}
+    explained = any(_says_why_probe_failed(e) for e in events)
     for event in events:
-        if is_driver_status(event):
+        if is_driver_status(event) and not (explained and event.code == PROBE_FAILED):
             groups.setdefault(event.code, []).append(event)
     return [_finding(code, lines) for code, lines in groups.items()]
+
+
+def _says_why_probe_failed(event: KernelEvent) -> bool:
+    """Whether ``event`` is a reason the driver's probe of a GPU fails (the GPU off the bus, not supported, not
+    booted or initialised): the probe failure after it is its consequence, read but not a finding of its own."""
+    return event.code in _PROBE_REASONS or (event.code == "XID" and event.xid == 79)
 
 
 def _finding(code: str, events: list[KernelEvent]) -> Finding:

@@ -6,10 +6,12 @@ import re
 
 # The driver's lines in the forms the kernel-log rule's prefixes leave out (issue 35's corpus): a journal line
 # without its host (``Feb 15 12:31:57.737822 kernel: nvidia-nvlink: ...``), NVRM naming its function without
-# a colon after NVRM (``[ 343.06] NVRM kfspSendBootCommands_GH100: ...``), and gpud's scan quoting the
-# driver's line (``[XID found] (54 minutes ago) "NVRM: Xid ..."``).
+# a colon after NVRM (``[ 343.06] NVRM kfspSendBootCommands_GH100: ...``), gpud's scan quoting the driver's
+# line (``[XID found] (54 minutes ago) "NVRM: Xid ..."``) and the kernel's line about the nvidia driver and a device.
 _DRIVER_LINES = (r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? kernel: (?:NVRM|nvidia[\w-]*)[: ]|"
-                 r"^(?:\[[^\]\n]*\] ?)?NVRM [A-Za-z_]\w{2,80}: |^\[S?XID found\] ")
+                 r"^(?:\[[^\]\n]*\] ?)?NVRM [A-Za-z_]\w{2,80}: |^\[S?XID found\] |"
+                 # the kernel's own line about the nvidia driver and a device ("nvidia 0000:2c:00.0: probe ...")
+                 r"^(?:\[[^\]\n]*\] ?)?nvidia [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d: ")
 
 # nccl-tests' own lines in the forms its first builds printed or a paste left (issue 35's corpus): "NCCL failure
 # all_reduce.cu:95 '...'" and "Test CUDA failure common.cu:730 '...'" without a table, the header's nThread line or

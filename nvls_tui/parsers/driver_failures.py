@@ -27,6 +27,7 @@ class DriverFailure:
         xid: the Xid whose catalogue row reads the same failure (its bucket gives severity and move), or None.
         bucket: otherwise the catalogue's bucket that asks the same move; empty for a warning.
         move: the next move where the bucket's own does not say it.
+        source: where the line must come from (None: the driver's ``NVRM``).
     """
 
     code: str
@@ -35,6 +36,7 @@ class DriverFailure:
     xid: int | None = None
     bucket: str = ""
     move: str = ""
+    source: re.Pattern[str] | None = None
 
 
 # Only in a line of the driver (NVRM, with or without its colon: "NVRM kfspSendBootCommands_GH100: ...").
@@ -50,11 +52,22 @@ FAILURES: tuple[DriverFailure, ...] = (
              "boot again, check its mode (confidential computing) and firmware, then a hardware ticket"),
     DriverFailure(
         "GPU_NOT_SUPPORTED",
-        re.compile(r"installed in this system is not supported by the"),
-        "the installed driver release does not support this GPU: it is not usable",
+        # ("... is not supported by the NVIDIA 550.90.07 driver release", "... by open nvidia.ko because it does
+        # not include the required GPU System Processor (GSP)")
+        re.compile(r"installed in this system is not supported by\b"),
+        "the installed driver (its release, or the open kernel module) does not support this GPU: it is not usable",
         bucket="UPDATE_SWFW",
-        move="install a driver release that supports the GPU (its README's list of supported GPUs); a GPU reset "
-             "will not fix it"),
+        move="install a driver that supports the GPU (its README's list of supported GPUs; the proprietary kernel "
+             "module for a GPU without a GSP); a GPU reset will not fix it"),
+    DriverFailure(
+        "GPU_PROBE_FAILED",
+        re.compile(r"probe with driver nvidia failed|NVIDIA probe routine failed|None of the NVIDIA devices were "
+                   r"initialized"),
+        "the driver's probe of a GPU failed: the driver did not take the GPU (the lines before it say why)",
+        bucket="RESTART_BM",
+        move="read the driver's lines before the probe failure (an unsupported GPU, a GPU off the bus); fix that, "
+             "then reboot; a GPU reset cannot run on a GPU the driver did not take",
+        source=re.compile(r"\bNVRM\b|\bnvidia [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d: ")),
     DriverFailure(
         "DRIVER_API_MISMATCH",
         re.compile(r"\bAPI mismatch\b"),
@@ -106,9 +119,7 @@ def driver_failure(text: str) -> DriverFailure | None:
     if m := _MODULE.search(text):
         module = (m.group("a") or m.group("b")).replace("-", "_")
         return _BY_CODE[_CORE if module == "nvidia" else _HELPER]
-    if not _NVRM.search(text):
-        return None
-    return next((f for f in FAILURES if f.words.search(text)), None)
+    return next((f for f in FAILURES if f.words.search(text) and (f.source or _NVRM).search(text)), None)
 
 
 def by_code(code: str) -> DriverFailure | None:

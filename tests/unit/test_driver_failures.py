@@ -76,3 +76,22 @@ def test_check_reads_the_same_kernel_lines_the_same_way():
     text = "[    9.424670] NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)\n"
     state = NodeState(host="n", kernel_events=parse_kernel_log(text).value, kernel_unread=unread_kernel_lines(text))
     assert [(f.code, f.severity.value) for f in diagnose(state).findings if f.code == "DRIVER_ERROR"] == [("DRIVER_ERROR", "error")]
+
+
+OPEN_MODULE = ("[   60.058486] NVRM: The NVIDIA GPU 0000:2c:00.0 (PCI ID: 10de:1d16)\n"
+               "               NVRM: installed in this system is not supported by open\n"
+               "               NVRM: nvidia.ko because it does not include the required GPU\n")
+PROBE = "[   60.063350] nvidia 0000:2c:00.0: probe with driver nvidia failed with error -1\n"
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    # pop-os/cosmic-epoch#3411: a GPU the open module does not support; its probe failure is the consequence.
+    (OPEN_MODULE + PROBE, [("DRIVER_ERROR", "error", "UPDATE_SWFW")]),
+    # A probe failure nothing before it explains is an error of its own.
+    (PROBE, [("DRIVER_ERROR", "error", "RESTART_BM")]),
+    # CachyOS/CachyOS-PKGBUILDS#1769: the NVLink core unregistering as the driver hands the GPU to vfio-pci.
+    ("sie 25 20:19:12 experience kernel: nvidia-modeset: Unloading\n"
+     "sie 25 20:19:13 experience kernel: nvidia-nvlink: Unregistered Nvlink Core, major device number 237\n", []),
+])
+def test_unsupported_gpus_probe_failures_and_unloads(text, found):
+    assert _findings(text) == found
