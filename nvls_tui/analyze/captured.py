@@ -121,7 +121,9 @@ def _nccl_findings(run) -> list[Finding]:
             what = "the all-reduce test failed" if run.test or run.rows else "the NCCL client failed"
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
                                 f"{what}: {line[:200]}" + (f" — {advice}" if advice else "")))
-    elif not run.completed:
+    elif not run.completed and run.test_output:
+        # (A client's NCCL_DEBUG=INFO lines hold no test: nothing of it ended early. Its NCCL WARN lines are
+        # still read, by _nccl_unread.)
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.WARNING, "the test output ends before its footer"))
     if run.out_of_bounds:
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
@@ -131,10 +133,12 @@ def _nccl_findings(run) -> list[Finding]:
 
 def _nccl_unread(text: str, errors: tuple[str, ...]) -> list[Finding]:
     """UNREAD_EVIDENCE for NCCL's (or NVSHMEM's, the driver's) error text in a client's output that the smoke
-    rule does not read: every line the parser took as a failure is read (NVLS_SMOKE_FAILED quotes one)."""
+    rule does not read: every line the parser took as a failure is read (NVLS_SMOKE_FAILED quotes one). An ``NCCL
+    WARN`` line is one whatever its words ("Duplicate GPU detected" names no failure): NCCL's level says it."""
     taken = [e.strip() for e in errors]
     lines = [ln for ln in text.splitlines()
-             if nvidia_error_line(ln) and not any(ln.strip() in e or e in ln.strip() for e in taken if e)]
+             if (nvidia_error_line(ln) or "NCCL WARN " in ln)
+             and not any(ln.strip() in e or e in ln.strip() for e in taken if e)]
     finding = unread_finding(lines, "NCCL's output")
     return [finding] if finding is not None else []
 

@@ -35,7 +35,15 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               # NVSHMEM's own error lines for its multicast (NVLS) memory: "FILE:LINE: non-zero
                               # status: 401 cuMemMap failed ..." and its multicast group mapping
                               r"\.cpp:\d+: non-zero status: \d+ (?:cuMemMap failed|Mapping mem size \d+ to MC group|"
-                              r"Mapping multicast groups)",
+                              r"Mapping multicast groups)|"
+                              # An NCCL client's lines as pastes leave them (issue 35, the client side): NCCL's
+                              # INFO/WARN with its host field stripped ("NCCL INFO ..." at a line's start) or its pid
+                              # redacted and no tid ("host:XXXXXX [5] file:line NCCL WARN"), and PyTorch's NCCL
+                              # process group's own log lines ("[E ProcessGroupNCCL.cpp:916] ...", newer torch's
+                              # "[E1114 10:23:41.96 ProcessGroupNCCL.cpp:616]", after a "[rank0]:" tag).
+                              r"^\s*NCCL (?:INFO|WARN) |"
+                              r"^(?:\[[^\]\n]{1,40}\] ?)?[\w.\-]+:\w+ \[\d+\] (?:[\w/.\-]+:\d+ )?NCCL (?:WARN|INFO) |"
+                              r"\[[EWIF][^\]\n]{0,40}?ProcessGroupNCCL\.cpp:\d+\] ",
                               re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     # nvidia-smi's table, or its own words that it could not reach the driver (NVML's version mismatch, no driver).
@@ -96,7 +104,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"\bNCCL (?:WARN|INFO|ERROR)\b|Test NCCL failure|^# nccl-tests version|^# Collective test|"
                               r"^#\s+Avg bus bandwidth\s*:|DistBackendError: NCCL error|ncclUnhandledCudaError|"
-                              r"Failed to bind NVLink SHARP|non-zero status: \d+ (?:cuMemMap failed|Mapping)", re.M)),
+                              r"Failed to bind NVLink SHARP|non-zero status: \d+ (?:cuMemMap failed|Mapping)|"
+                              r"ProcessGroupNCCL\.cpp:\d+\] ", re.M)),
     ("nvidia-smi-mig", re.compile(r"MIG mode is in pending (?:enable|disable) state for GPU|"
                                   r"(?:Enabled|Disabled) MIG Mode for GPU")),
     ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"

@@ -61,6 +61,9 @@ _NCCL_ERROR = re.compile(
     r"\bNCCL error\b|unhandled cuda error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
     r"|ncclInvalidUsage|ncclRemoteError"
 )
+# PyTorch's NCCL process group logging at error (E) or fatal (F) level: its watchdog's abort, "Some NCCL operations
+# have failed or timed out", a collective's timeout. The level letter says it failed, whatever the words after it.
+_TORCH_PG_ERROR = re.compile(r"\[[EF][^\]\n]{0,40}?ProcessGroupNCCL\.cpp:\d+\] ")
 _MC_AVAILABLE = re.compile(r"NVLS multicast support is (not )?available")
 _NVLS_CHANNELS = re.compile(r"\b(\d{1,6}) nvls channels")
 _NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS")
@@ -244,6 +247,8 @@ class NcclStreamParser:
             ),
             exit_hint=hint,
             nccl_version=self._nccl_version,
+            test_output=bool(self._test or self._version or self._threads_x_gpus is not None or self._devices
+                             or self._columns or self._rows or seen_end or self._oob is not None),
         )
 
     def finish(self) -> NcclRun:
@@ -377,6 +382,8 @@ class NcclStreamParser:
             self._hint = self._hint or f"NCCL failure: {m.group(1).strip().removesuffix('/').strip()}"
         elif m := _CUDA_FAIL.search(line):
             self._hint = self._hint or f"CUDA failure: {m.group(1)}"
+        elif _TORCH_PG_ERROR.search(line):
+            self._hint = self._hint or "PyTorch's NCCL process group failed"
         elif _CUDA_FAIL_BARE.search(line) or _NCCL_ERROR.search(line):
             self._hint = self._hint or "the test failed"
         else:
