@@ -15,6 +15,9 @@ from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
+from nvls_tui.diagnosis.cuda_errors import cuda_error_findings
+from nvls_tui.diagnosis.cuda_errors import named as cuda_error_named
+from nvls_tui.diagnosis.cuda_errors import reading as cuda_error_reading
 from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
 from nvls_tui.model.jsonout import (
@@ -25,6 +28,7 @@ from nvls_tui.model.jsonout import (
 )
 from nvls_tui.parsers import nvidia_smi_misc, nvlink_views
 from nvls_tui.parsers.base import strip_fixture_header
+from nvls_tui.parsers.cuda_app import cuda_errors_in
 from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import (
     configured,
@@ -103,10 +107,13 @@ NCCL_ADVICE = (
 
 
 def nccl_advice(text: str) -> str | None:
-    """What an NCCL error line means for the fabric and what to do next, or None when it is not one of them."""
+    """What an NCCL error line means for the fabric and what to do next, or None when it is not one of them: NCCL's
+    own words first, then a CUDA error the line names, read through the CUDA error catalogue."""
     for pattern, advice in NCCL_ADVICE:
         if pattern.search(text):
             return advice
+    if (cuda := cuda_errors_in(text)) and cuda[0].entry is not None:
+        return f"{cuda_error_named(cuda[0])}: {cuda_error_reading(cuda[0]).move}"
     return None
 
 
@@ -152,6 +159,14 @@ def _nccl_text(text: str) -> Result:
 def _nccl_json(text: str) -> Result:
     parsed = parse_nccl_json(text)
     return run_to_dict(parsed.value), _nccl_findings(parsed.value), parsed.warnings
+
+
+def _app_log(text: str) -> Result:
+    """An application's output that names CUDA errors: each code read through the CUDA error catalogue."""
+    errors = cuda_errors_in(text)
+    data = {"cuda_errors": [{"code": e.code, "name": e.entry.name if e.entry else None,
+                             "text": e.entry.text if e.entry else None, "line": e.line} for e in errors]}
+    return data, cuda_error_findings(errors), ()
 
 
 def _reset(text: str) -> Result:
@@ -451,6 +466,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "nvml-fabric": _simple(nvidia_smi_misc.parse_nvml_fabric_dump),
     "nvidia-smi-help": _simple(nvidia_smi_misc.parse_help_query),
     "lspci": _lspci,
+    "app-log": _app_log,
 }
 
 

@@ -141,10 +141,22 @@ def line_kinds_in(text: str) -> list[str]:
     return [kind for kind, pattern in _LINE_RULES if pattern.search(text)]
 
 
+APP_LOG = "app-log"
+"""An application's output that names a CUDA error (PyTorch, JAX, vLLM, gpu-burn failing a CUDA call)."""
+
+
+def _app_log(sample: str) -> bool:
+    """Whether ``sample`` names a CUDA error the way an application prints one (nvls_tui.parsers.cuda_app): the
+    weakest sign of all, so it is asked only where no tool's own lines were found."""
+    from nvls_tui.parsers.cuda_app import names_a_cuda_error  # the catalogue is read only where it is asked
+
+    return names_a_cuda_error(sample)
+
+
 def detect_kind(text: str) -> str:
     """The kind of output ``text`` is (a KIND of contract.md, or one of our extra kinds), or ``unknown``."""
     sample = text[:200_000]
     for kind, pattern in _RULES:
         if pattern.search(sample):
             return kind
-    return "unknown"
+    return APP_LOG if _app_log(sample) else "unknown"
