@@ -99,6 +99,10 @@ NCCL_ADVICE = (
     (re.compile(r"\b401\b|operation not permitted"),
      "CUDA error 401 means multicast is not permitted on this fabric: Fabric Manager is not running or has not "
      "registered the GPUs; check the FM unit and the GPUs' fabric state (`nvls-tui check`)"),
+    (re.compile(r"P2P is disabled between NVLINK connected GPUs"),
+     "NCCL found GPUs that NVLink connects but that cannot use P2P over it: an NVLink link is down or degraded (NCCL "
+     "says probably hardware); `nvidia-smi nvlink -s` (or `nvls-tui check`) names the inactive links; the repair's "
+     "reset retrains them, and a link that stays down is a hardware ticket"),
     (re.compile(r"nvls\.cc.*invalid argument|invalid argument.*nvls", re.I),
      "'invalid argument' from NCCL's NVLS transport follows a Fabric Manager restart without a GPU reset in "
      "between (or with processes still on the GPUs): stop every holder, reset all GPUs and NVSwitches, then "

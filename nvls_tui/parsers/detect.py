@@ -43,7 +43,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               # "[E1114 10:23:41.96 ProcessGroupNCCL.cpp:616]", after a "[rank0]:" tag).
                               r"^\s*NCCL (?:INFO|WARN) |"
                               r"^(?:\[[^\]\n]{1,40}\] ?)?[\w.\-]+:\w+ \[\d+\] (?:[\w/.\-]+:\d+ )?NCCL (?:WARN|INFO) |"
-                              r"\[[EWIF][^\]\n]{0,40}?ProcessGroupNCCL\.cpp:\d+\] ",
+                              r"\[[EWIF][^\]\n]{0,40}?ProcessGroupNCCL\.cpp:\d+\] |"
+                              # NCCL's topology check refusing NVLink-connected GPUs without P2P, its WARN's words
+                              # pasted alone at a line's start
+                              r"^P2P is disabled between NVLINK connected GPUs \d+ and \d+\.",
                               re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     # nvidia-smi's table, or its own words that it could not reach the driver (NVML's version mismatch, no driver).
@@ -105,7 +108,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"\bNCCL (?:WARN|INFO|ERROR)\b|Test NCCL failure|^# nccl-tests version|^# Collective test|"
                               r"^#\s+Avg bus bandwidth\s*:|DistBackendError: NCCL error|ncclUnhandledCudaError|"
                               r"Failed to bind NVLink SHARP|non-zero status: \d+ (?:cuMemMap failed|Mapping)|"
-                              r"ProcessGroupNCCL\.cpp:\d+\] ", re.M)),
+                              r"ProcessGroupNCCL\.cpp:\d+\] |P2P is disabled between NVLINK connected GPUs", re.M)),
     ("nvidia-smi-mig", re.compile(r"MIG mode is in pending (?:enable|disable) state for GPU|"
                                   r"(?:Enabled|Disabled) MIG Mode for GPU")),
     ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"

@@ -92,3 +92,29 @@ def test_an_info_line_of_the_process_group_is_no_failure():
     entry = analyze_text("[I ProcessGroupNCCL.cpp:835] [Rank 0] ProcessGroupNCCL initialization options: "
                          "NCCL_ASYNC_ERROR_HANDLING: 1\n", "pg.txt")
     assert entry["kind"] == "nccl-tests" and entry["findings"] == []
+
+
+P2P_NVLINK = ("P2P is disabled between NVLINK connected GPUs 1 and 0. This should not be the case given their "
+              "connectivity, and is probably due to a hardware issue. If you still want to proceed, you can set "
+              "NCCL_IGNORE_DISABLED_P2P=1.\n")
+
+
+def test_nccls_refusal_of_nvlink_gpus_without_p2p_is_an_error_naming_the_links():
+    # NCCL's own topology check (a WARN, then init fails): quoted alone or behind NCCL's prefix, it is NCCL's.
+    for text in (P2P_NVLINK, "gpu05:1234:1234 [1] NCCL WARN " + P2P_NVLINK):
+        entry = analyze_text(text, "p2p.txt")
+        assert entry["kind"] == "nccl-tests", text
+        (finding,) = [f for f in entry["findings"] if f["severity"] == "error"]
+        assert finding["code"] == "NVLS_SMOKE_FAILED"
+        assert "nvlink -s" in finding["message"] and "hardware ticket" in finding["message"]
+        assert fails(entry)
+
+
+def test_the_info_form_for_pcie_pairs_stays_quiet():
+    entry = analyze_text("node:89404:89404 [2] NCCL INFO P2P is disabled between connected GPUs 6 and 7. You can "
+                         "repress this message with NCCL_IGNORE_DISABLED_P2P=1.\n", "p2p.txt")
+    assert entry["findings"] == []
+
+
+def test_prose_about_the_p2p_refusal_is_not_nccls():
+    assert detect_kind("We hit the 'P2P is disabled between NVLINK connected GPUs 1 and 0' check.\n") == "unknown"
