@@ -91,9 +91,23 @@ def cuda_errors_in(text: str) -> list[CudaErrorLine]:
     return found
 
 
+@functools.cache
+def line_pattern() -> re.Pattern[str]:
+    """A line that names a CUDA error strongly (above) as one search: a name, a number before the catalogue's words
+    for some code, or words of four or more after a colon or a quote (a paste's lines are sorted by it). NCCL's own
+    forms are NCCL's: the line rules ask NCCL's first, and NCCL's "Cuda failure N" trailer is not asked here."""
+    texts = sorted((e.text for e in catalogues.cuda_errors().values()), key=len, reverse=True)
+    words = "|".join(re.escape(t) for t in texts)
+    long_words = "|".join(re.escape(t) for t in texts if len(t.split()) >= _SHORT)
+    # (Not NCCL's "Cuda failure 802 '...'": that is NCCL's trailer, "Last error:" in a torch traceback, NCCL's run.)
+    by_number = _BY_NUMBER.pattern.replace(r"(\d{1,5})", r"\d{1,5}").replace(r"|\bCuda failure ", "")
+    return re.compile(_BY_NAME.pattern + r"|" + by_number
+                      + r"\)?\s?:?\s?'?(?:" + words + r")|(?<!\d )[:'\"]\s*(?:" + long_words + r")(?![\w/-])")
+
+
 def names_a_cuda_error(text: str) -> bool:
     """Whether ``text`` is an application's output by its CUDA errors: some line names one strongly (above)."""
     return any(error.strong for error in cuda_errors_in(text))
 
 
-__all__ = ["CudaErrorLine", "cuda_errors_in", "names_a_cuda_error"]
+__all__ = ["CudaErrorLine", "cuda_errors_in", "line_pattern", "names_a_cuda_error"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from nvls_tui.parsers.cuda_app import line_pattern, names_a_cuda_error
+
 # Ordered: the first kind whose test matches wins, so the more specific tests come first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
@@ -125,6 +127,9 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                                      r"fabric manager NVIDIA GPU driver interface version", re.M)),
     ("fuser", re.compile(r"^/dev/nvidia[\w-]*:\s|^\s+USER\s+PID ACCESS COMMAND", re.M)),
     ("lsof", re.compile(r"^COMMAND\s+PID\s+.*\bNAME\s*$|\bCHR\s+\d+,\d+\s+\S+\s+\d+\s+/dev/nvidia", re.M)),
+    # An application's line naming a CUDA error (nvls_tui.parsers.cuda_app), last: any kind above that quotes one is
+    # that kind's (NCCL's "Cuda failure 802" is NCCL's).
+    ("app-log", line_pattern()),
 )
 
 LINE_KINDS = tuple(kind for kind, _ in _LINE_RULES)
@@ -144,15 +149,13 @@ def line_kinds_in(text: str) -> list[str]:
     return [kind for kind, pattern in _LINE_RULES if pattern.search(text)]
 
 
-APP_LOG = "app-log"
+APP_LOG = "app-log"  # (also the last of _LINE_RULES)
 """An application's output that names a CUDA error (PyTorch, JAX, vLLM, gpu-burn failing a CUDA call)."""
 
 
 def _app_log(sample: str) -> bool:
     """Whether ``sample`` names a CUDA error the way an application prints one (nvls_tui.parsers.cuda_app): the
     weakest sign of all, so it is asked only where no tool's own lines were found."""
-    from nvls_tui.parsers.cuda_app import names_a_cuda_error  # the catalogue is read only where it is asked
-
     return names_a_cuda_error(sample)
 
 

@@ -119,3 +119,22 @@ def test_the_summary_names_the_codes():
 ])
 def test_prose_that_quotes_a_cuda_error_is_no_application_output(prose):
     assert analyze_text(prose, "p.md")["kind"] == "unknown"
+
+
+def test_a_paste_of_kernel_lines_and_an_applications_802_reads_both():
+    kernel = ("Nov 12 15:37:20 gpu05 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen "
+              "off the bus.\n")
+    entry = analyze_text(kernel + TORCH_802, "mixed.txt")
+    assert [p["kind"] for p in entry["parts"]] == ["kernel-log", "app-log"]
+    codes = {f["code"] for f in entry["findings"]}
+    assert "CUDA_ERROR" in codes and "GPU_LOST" in codes
+
+
+def test_nccls_cuda_failure_trailer_stays_nccls_in_a_paste():
+    # NCCL's "Last error: Cuda failure 802 '...'" under torch's NCCL exception is NCCL's run, not an application part.
+    text = ("[rank2]: torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:77, unhandled cuda error\n"
+            "[rank2]: ncclUnhandledCudaError: Call to CUDA function failed.\n[rank2]: Last error:\n"
+            "[rank2]: Cuda failure 802 'system not yet initialized'\n"
+            "Nov 12 15:37:20 gpu05 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.\n")
+    entry = analyze_text(text, "mixed.txt")
+    assert [p["kind"] for p in entry["parts"]] == ["nccl-tests", "kernel-log"]
