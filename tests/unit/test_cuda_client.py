@@ -138,3 +138,14 @@ def test_nccls_cuda_failure_trailer_stays_nccls_in_a_paste():
             "Nov 12 15:37:20 gpu05 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.\n")
     entry = analyze_text(text, "mixed.txt")
     assert [p["kind"] for p in entry["parts"]] == ["nccl-tests", "kernel-log"]
+
+
+@pytest.mark.parametrize("code", sorted(catalogues.cuda_errors()))
+def test_every_code_of_the_catalogue_reads_with_its_reading(code):
+    row = catalogues.cuda_error(code)
+    bucket = catalogues.bucket(row.bucket) if row.bucket else catalogues.CUDA_NO_BUCKET
+    for line in (f"RuntimeError: Unexpected error from cudaGetDeviceCount(). Error {code}: {row.text}",
+                 f"jax: failed call to cuInit: {row.driver_name or row.name}: {row.text}"):
+        (finding,) = analyze_text(line + "\n", "app.txt")["findings"]
+        assert (finding["code"], finding["severity"]) == ("CUDA_ERROR", bucket.severity), line
+        assert f"CUDA error {code} ({row.name}: {row.text})" in finding["message"] and bucket.move in finding["message"]
