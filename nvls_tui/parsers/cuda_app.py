@@ -99,10 +99,11 @@ def line_pattern() -> re.Pattern[str]:
     texts = sorted((e.text for e in catalogues.cuda_errors().values()), key=len, reverse=True)
     words = "|".join(re.escape(t) for t in texts)
     long_words = "|".join(re.escape(t) for t in texts if len(t.split()) >= _SHORT)
-    # (Not NCCL's "Cuda failure 802 '...'": that is NCCL's trailer, "Last error:" in a torch traceback, NCCL's run.)
+    # (Not NCCL's "Cuda failure 802 '...'" nor "Cuda failure '...'": NCCL's trailer, "Last error:" in a torch
+    # traceback, is NCCL's run.)
     by_number = _BY_NUMBER.pattern.replace(r"(\d{1,5})", r"\d{1,5}").replace(r"|\bCuda failure ", "")
     return re.compile(_BY_NAME.pattern + r"|" + by_number
-                      + r"\)?\s?:?\s?'?(?:" + words + r")|(?<!\d )[:'\"]\s*(?:" + long_words + r")(?![\w/-])")
+                      + r"\)?\s?:?\s?'?(?:" + words + r")|(?<!\d )(?<!failure )[:'\"]\s*(?:" + long_words + r")(?![\w/-])")
 
 
 def names_a_cuda_error(text: str) -> bool:

@@ -48,7 +48,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               r"\[[EWIF][^\]\n]{0,40}?ProcessGroupNCCL\.cpp:\d+\] |"
                               # NCCL's topology check refusing NVLink-connected GPUs without P2P, its WARN's words
                               # pasted alone at a line's start
-                              r"^P2P is disabled between NVLINK connected GPUs \d+ and \d+\.",
+                              r"^P2P is disabled between NVLINK connected GPUs \d+ and \d+\.|"
+                              # torch's NCCL exception in its older RuntimeError form, and NCCL's error names at a
+                              # line's start (the line after torch's exception: "ncclInternalError: ...")
+                              r"^RuntimeError: NCCL error(?: in: |: )|"
+                              r"^nccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: ",
                               re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     # nvidia-smi's table, or its own words that it could not reach the driver (NVML's version mismatch, no driver).
@@ -110,7 +114,9 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"\bNCCL (?:WARN|INFO|ERROR)\b|Test NCCL failure|^# nccl-tests version|^# Collective test|"
                               r"^#\s+Avg bus bandwidth\s*:|DistBackendError: NCCL error|ncclUnhandledCudaError|"
                               r"Failed to bind NVLink SHARP|non-zero status: \d+ (?:cuMemMap failed|Mapping)|"
-                              r"ProcessGroupNCCL\.cpp:\d+\] |P2P is disabled between NVLINK connected GPUs", re.M)),
+                              r"ProcessGroupNCCL\.cpp:\d+\] |P2P is disabled between NVLINK connected GPUs|"
+                              r"RuntimeError: NCCL error|\bnccl(?:System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b",
+                              re.M)),
     ("nvidia-smi-mig", re.compile(r"MIG mode is in pending (?:enable|disable) state for GPU|"
                                   r"(?:Enabled|Disabled) MIG Mode for GPU")),
     ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"

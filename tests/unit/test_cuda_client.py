@@ -149,3 +149,12 @@ def test_every_code_of_the_catalogue_reads_with_its_reading(code):
         (finding,) = analyze_text(line + "\n", "app.txt")["findings"]
         assert (finding["code"], finding["severity"]) == ("CUDA_ERROR", bucket.severity), line
         assert f"CUDA error {code} ({row.name}: {row.text})" in finding["message"] and bucket.move in finding["message"]
+
+
+def test_nccls_trailer_without_a_number_stays_nccls_too():
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL "
+            "version 2.21.5\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+            "Cuda failure 'system not yet initialized'\n")
+    entry = analyze_text(text, "torch.txt")
+    assert entry["kind"] == "nccl-tests" and [p["kind"] for p in entry["parts"]] == ["nccl-tests"]
+    assert "CUDA error 802 means NVLS multicast could not bind" in entry["findings"][0]["message"]

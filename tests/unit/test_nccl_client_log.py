@@ -8,6 +8,8 @@ NCCL's lines also stay NCCL's where a paste stripped or redacted NCCL's ``host:p
 
 from __future__ import annotations
 
+import pytest
+
 from nvls_tui.analyze.captured import analyze_text
 from nvls_tui.analyze.paste import fails
 from nvls_tui.parsers.detect import detect_kind
@@ -130,3 +132,19 @@ def test_rays_worker_prefix_is_peeled_as_a_wrapper_naming_the_node():
     assert entry["wrapper"]["form"] == "ray" and entry["wrapper"]["hosts"] == ["10.0.0.5"]
     assert [f["code"] for f in entry["findings"]] == ["NVLS_SMOKE_FAILED"]
     assert entry["data"]["errors"][0].startswith("[E ProcessGroupNCCL.cpp:916]")
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n",
+    "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:121, unhandled system error, NCCL "
+    "version 2.14.3\n",
+    "ncclInternalError: Internal check failed.\nLast error:\nProxy Call to rank 0 failed (Connect)\n",
+])
+def test_torchs_older_nccl_exception_and_nccls_error_names_are_the_nccl_client_failing(text):
+    entry = analyze_text(text, "torch.txt")
+    assert entry["kind"] == "nccl-tests"
+    assert [(f["code"], f["severity"]) for f in entry["findings"]][:1] == [("NVLS_SMOKE_FAILED", "error")]
+
+
+def test_prose_naming_an_nccl_error_mid_sentence_is_not_nccls():
+    assert detect_kind("We got RuntimeError: NCCL error: unhandled cuda error on two nodes.\n") == "unknown"
