@@ -88,35 +88,40 @@ def _query_csv(text: str) -> Result:
 
 
 # NCCL's words for a broken NVLink fabric, what they mean on an H100/H200 board, and the next step
-# (domain.md; the incident's 802; 401 and "invalid argument" from operators' public reports).
-NCCL_ADVICE = (
+# (domain.md; the incident's 802; 401 and "invalid argument" from operators' public reports). Each: NCCL's words
+# (None: none of their own), the advice, and the CUDA errors that mean the same wherever a line names them, read
+# through the CUDA error catalogue (nvls_tui.parsers.cuda_app), never as a bare number ("SeqNum=802" is none).
+NCCL_ADVICE: tuple[tuple[re.Pattern[str] | None, str, frozenset[int]], ...] = (
     # (NCCL's older NVLS form carries no number: "transport/nvls.cc:245 NCCL WARN Cuda failure 'initialization
     # error'" fails the same setup, and NVSHMEM's multicast group mapping follows the cuMemMap that failed.)
-    (re.compile(r"\b802\b|system not yet initialized|nvls\.cc:\d+ NCCL WARN Cuda failure (?:\d+ )?'initialization error'"),
+    (re.compile(r"nvls\.cc:\d+ NCCL WARN Cuda failure (?:\d+ )?'initialization error'"),
      "CUDA error 802 means NVLS multicast could not bind: the NVLink fabric is not usable (Fabric Manager not "
      "running, the GPUs not registered, or the driver's fabric state out of sync); run `nvls-tui check` on the "
-     "node: the repair resets the GPUs and NVSwitches and starts Fabric Manager"),
-    (re.compile(r"\b401\b|operation not permitted"),
+     "node: the repair resets the GPUs and NVSwitches and starts Fabric Manager", frozenset({802})),
+    (re.compile(r"operation not permitted"),
      "CUDA error 401 means multicast is not permitted on this fabric: Fabric Manager is not running or has not "
-     "registered the GPUs; check the FM unit and the GPUs' fabric state (`nvls-tui check`)"),
+     "registered the GPUs; check the FM unit and the GPUs' fabric state (`nvls-tui check`)", frozenset({401})),
     (re.compile(r"P2P is disabled between NVLINK connected GPUs"),
      "NCCL found GPUs that NVLink connects but that cannot use P2P over it: an NVLink link is down or degraded (NCCL "
      "says probably hardware); `nvidia-smi nvlink -s` (or `nvls-tui check`) names the inactive links; the repair's "
-     "reset retrains them, and a link that stays down is a hardware ticket"),
+     "reset retrains them, and a link that stays down is a hardware ticket", frozenset()),
     (re.compile(r"nvls\.cc.*invalid argument|invalid argument.*nvls", re.I),
      "'invalid argument' from NCCL's NVLS transport follows a Fabric Manager restart without a GPU reset in "
      "between (or with processes still on the GPUs): stop every holder, reset all GPUs and NVSwitches, then "
-     "start Fabric Manager (the repair's order)"),
+     "start Fabric Manager (the repair's order)", frozenset()),
 )
 
 
 def nccl_advice(text: str) -> str | None:
     """What an NCCL error line means for the fabric and what to do next, or None when it is not one of them: NCCL's
-    own words first, then a CUDA error the line names, read through the CUDA error catalogue."""
-    for pattern, advice in NCCL_ADVICE:
-        if pattern.search(text):
+    own words or the CUDA error the line names (read through the CUDA error catalogue) first, then the catalogue's
+    reading of any other CUDA error it names."""
+    cuda = cuda_errors_in(text)
+    code = cuda[0].code if cuda else None
+    for pattern, advice, codes in NCCL_ADVICE:
+        if code in codes or (pattern is not None and pattern.search(text)):
             return advice
-    if (cuda := cuda_errors_in(text)) and cuda[0].entry is not None:
+    if cuda and cuda[0].entry is not None:
         return f"{cuda_error_named(cuda[0])}: {cuda_error_reading(cuda[0]).move}"
     return None
 

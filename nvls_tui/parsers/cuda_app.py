@@ -5,7 +5,8 @@ read through the same row of the CUDA error catalogue (nvls_tui/catalogues/cuda_
 message:
 
 - by number beside an error word: ``Error 802: ...`` (PyTorch's cudaGetDeviceCount), ``error=802`` (THCudaCheck),
-  ``cuda runtime error (802)``, ``CUDA error 802``, ``Cuda failure 802`` (NCCL). The number counts where the line
+  ``cuda runtime error (802)``, ``CUDA error 802``, ``Cuda failure 802`` (NCCL), ``non-zero status: 401
+  cuMemMap failed`` (NVSHMEM). The number counts where the line
   also holds the catalogue's words for it or names CUDA (a number the catalogue does not list is still read);
 - by name: ``cudaErrorSystemNotReady`` (the runtime's), ``CUDA_ERROR_SYSTEM_NOT_READY`` (the driver API's, JAX);
 - by the runtime's own words after a colon or a quote (``Error (gpu_burn-drv.cpp:298): system not yet
@@ -23,12 +24,11 @@ from nvls_tui import catalogues
 
 # A line that names CUDA: the word, or a CUDA API call (cuInit, cuMemMap, cudaGetDeviceCount).
 _NAMES_CUDA = re.compile(r"(?i:cuda)|\bcu[A-Z]\w")
-_BY_NUMBER = re.compile(r"(?:\bError |\berror=|\bcuda runtime error \(|\bCUDA error |\bCuda failure )(\d{1,5})\b")
+_BY_NUMBER = re.compile(r"(?:\bError |\berror=|\bcuda runtime error \(|\bCUDA error |\bCuda failure |"
+                        r"\bnon-zero status: )(\d{1,5})\b")
 _BY_NAME = re.compile(r"\b(cudaError[A-Z]\w{1,60}|CUDA_ERROR_[A-Z_]{2,60})\b")
 _SHORT = 4  # words: the catalogue's words shorter than this count only on a line that names CUDA
 _CAP = 1000  # lines kept: a log of the same failure from every rank says no more after that
-
-
 _QUOTED = "`"  # a Markdown code span: prose (a README, a ticket) quoting an error, not an application printing it
 
 
@@ -102,6 +102,7 @@ def line_pattern() -> re.Pattern[str]:
     # (Not NCCL's "Cuda failure 802 '...'" nor "Cuda failure '...'": NCCL's trailer, "Last error:" in a torch
     # traceback, is NCCL's run.)
     by_number = _BY_NUMBER.pattern.replace(r"(\d{1,5})", r"\d{1,5}").replace(r"|\bCuda failure ", "")
+    by_number = by_number.replace(r"|\bnon-zero status: ", "")  # (NVSHMEM's: NVSHMEM's run)
     return re.compile(_BY_NAME.pattern + r"|" + by_number
                       + r"\)?\s?:?\s?'?(?:" + words + r")|(?<!\d )(?<!failure )[:'\"]\s*(?:" + long_words + r")(?![\w/-])")
 

@@ -148,3 +148,11 @@ def test_torchs_older_nccl_exception_and_nccls_error_names_are_the_nccl_client_f
 
 def test_prose_naming_an_nccl_error_mid_sentence_is_not_nccls():
     assert detect_kind("We got RuntimeError: NCCL error: unhandled cuda error on two nodes.\n") == "unknown"
+
+
+def test_a_number_that_is_no_cuda_error_gets_no_cuda_advice():
+    # SeqNum=802 and Rank 401 are a collective's sequence number and a rank, not CUDA's 802 or 401.
+    line = ("[rank401]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 401] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=802, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600020 milliseconds\n")
+    (finding,) = analyze_text(line, "timeout.txt")["findings"]
+    assert finding["severity"] == "error" and " — " not in finding["message"], finding["message"]
