@@ -122,16 +122,20 @@ def test_prose_about_the_p2p_refusal_is_not_nccls():
     assert detect_kind("We hit the 'P2P is disabled between NVLINK connected GPUs 1 and 0' check.\n") == "unknown"
 
 
-def test_rays_worker_prefix_is_peeled_as_a_wrapper_naming_the_node():
+def test_a_ray_or_vllm_workers_prefix_is_peeled_as_a_wrapper_naming_the_node():
     text = ("(RayWorkerVllm pid=7046, ip=10.0.0.5) gpu05:7046:7269 [0] NCCL INFO comm 0x1 rank 1 nranks 2 - Init COMPLETE\n"
             "(RayWorkerVllm pid=7046, ip=10.0.0.5) [E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread "
             "terminated with exception: CUDA error: an illegal memory access was encountered\n"
             "(RayWorkerVllm pid=7046, ip=10.0.0.5) \n")
     entry = analyze_text(text, "ray.txt")
     assert entry["kind"] == "nccl-tests"
-    assert entry["wrapper"]["form"] == "ray" and entry["wrapper"]["hosts"] == ["10.0.0.5"]
+    assert entry["wrapper"]["form"] == "worker-tag" and entry["wrapper"]["hosts"] == ["10.0.0.5"]
     assert [f["code"] for f in entry["findings"]] == ["NVLS_SMOKE_FAILED"]
     assert entry["data"]["errors"][0].startswith("[E ProcessGroupNCCL.cpp:916]")
+    vllm = analyze_text("(VllmWorkerProcess pid=3265) gpu05:3265:3265 [1] NCCL INFO NVLS multicast support is "
+                        "available on dev 1\n(VllmWorkerProcess pid=3265) gpu05:3265:3265 [1] NCCL INFO Init COMPLETE\n",
+                        "vllm.txt")
+    assert vllm["wrapper"]["form"] == "worker-tag" and vllm["findings"] == []
 
 
 @pytest.mark.parametrize("text", [
