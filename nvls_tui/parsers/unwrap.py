@@ -250,8 +250,8 @@ _TORCH = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]: ?(?P<msg>.*)$")
 _RAY = re.compile(r"^\((?:[\w.:\-]{1,80}(?:, | ))?(?:pid=\d{1,9})?(?:, )?(?:ip=(?P<host>[\w.:\-]{1,64}))?\) ?(?P<msg>.*)$")
 _SRUN = re.compile(r"^ *(?P<rank>\d{1,6}): (?P<msg>.*)$")
 _HOST_TAG = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?P<msg>.*)$")
-# A line's first word before ": " that is a tool's own tag, never a host (kernel drivers, NCCL, Python).
-_NOT_HOSTS = re.compile(r"^(?:NVRM|kernel|nvidia(?:-nvswitch\d*|-nvlink|-modeset|-uvm|-drm|-smi)?|NCCL|Xid|SXid|"
+# A line's first word before ": " that is a tool's own tag, never a host (kernel drivers, NCCL, CUDA, Python).
+_NOT_HOSTS = re.compile(r"^(?:NVRM|kernel|CUDA|nvidia(?:-nvswitch\d*|-nvlink|-modeset|-uvm|-drm|-smi)?|NCCL|Xid|SXid|"
                         r"GPU|Traceback|Error|Warning|Note|Info|Debug|\w*(?:Error|Exception|Warning))$", re.I)
 # A journal's kernel line with its time and host cut off by hand ("kernel: NVRM: ...").
 _KERNEL_TAG = re.compile(r"^kernel: (?P<msg>.*)$")

@@ -158,3 +158,10 @@ def test_nccls_trailer_without_a_number_stays_nccls_too():
     entry = analyze_text(text, "torch.txt")
     assert entry["kind"] == "nccl-tests" and [p["kind"] for p in entry["parts"]] == ["nccl-tests"]
     assert "CUDA error 802 means NVLS multicast could not bind" in entry["findings"][0]["message"]
+
+
+def test_cudas_own_tag_is_no_host():
+    entry = analyze_text("CUDA: Check failed: e == cudaSuccess (803 vs. 0) : system has unsupported display driver / "
+                         "cuda driver combination\n", "caffe.txt")
+    assert entry["kind"] == "app-log" and "wrapper" not in entry
+    assert "“CUDA: Check failed" in entry["findings"][0]["message"]
