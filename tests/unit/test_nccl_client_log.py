@@ -160,3 +160,12 @@ def test_a_number_that_is_no_cuda_error_gets_no_cuda_advice():
             "operation timeout: WorkNCCL(SeqNum=802, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600020 milliseconds\n")
     (finding,) = analyze_text(line, "timeout.txt")["findings"]
     assert finding["severity"] == "error" and " — " not in finding["message"], finding["message"]
+
+
+def test_newer_vllms_worker_prefix_names_its_rank():
+    text = ("(VllmWorker rank=3 pid=406) gpu05:406:406 [3] NCCL INFO comm 0x1 rank 3 nranks 8 - Init COMPLETE\n"
+            "(VllmWorker rank=3 pid=406) [E ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600020 milliseconds\n")
+    entry = analyze_text(text, "vllm.txt")
+    assert entry["wrapper"]["form"] == "worker-tag" and entry["wrapper"]["ranks"] == [3]
+    assert [(f["code"], f["severity"]) for f in entry["findings"]] == [("NVLS_SMOKE_FAILED", "error")]
