@@ -16,6 +16,9 @@ from nvls_tui import words
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
+from nvls_tui.diagnosis.cuda_errors import cuda_error_findings
+from nvls_tui.diagnosis.cuda_errors import named as cuda_error_named
+from nvls_tui.diagnosis.cuda_errors import reading as cuda_error_reading
 from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.model import CommandResult, Finding, MissingEvidence, NodeState, Platform, Severity
 from nvls_tui.model.jsonout import (
@@ -26,6 +29,7 @@ from nvls_tui.model.jsonout import (
 )
 from nvls_tui.parsers import nvidia_smi_misc, nvlink_views
 from nvls_tui.parsers.base import strip_fixture_header
+from nvls_tui.parsers.cuda_app import cuda_errors_in
 from nvls_tui.parsers.detect import detect_kind
 from nvls_tui.parsers.fabricmanager_log import (
     configured,
@@ -89,29 +93,41 @@ def _query_csv(text: str) -> Result:
 
 
 # NCCL's words for a broken NVLink fabric, what they mean on an H100/H200 board, and the next step
-# (domain.md; the incident's 802; 401 and "invalid argument" from operators' public reports).
-NCCL_ADVICE = (
+# (domain.md; the incident's 802; 401 and "invalid argument" from operators' public reports). Each: NCCL's words
+# (None: none of their own), the advice, and the CUDA errors that mean the same wherever a line names them, read
+# through the CUDA error catalogue (nvls_tui.parsers.cuda_app), never as a bare number ("SeqNum=802" is none).
+NCCL_ADVICE: tuple[tuple[re.Pattern[str] | None, str, frozenset[int]], ...] = (
     # (NCCL's older NVLS form carries no number: "transport/nvls.cc:245 NCCL WARN Cuda failure 'initialization
     # error'" fails the same setup, and NVSHMEM's multicast group mapping follows the cuMemMap that failed.)
-    (re.compile(r"\b802\b|system not yet initialized|nvls\.cc:\d+ NCCL WARN Cuda failure (?:\d+ )?'initialization error'"),
+    (re.compile(r"nvls\.cc:\d+ NCCL WARN Cuda failure (?:\d+ )?'initialization error'"),
      "CUDA error 802 means NVLS multicast could not bind: the NVLink fabric is not usable (Fabric Manager not "
      "running, the GPUs not registered, or the driver's fabric state out of sync); run `nvls-tui check` on the "
-     "node: the repair resets the GPUs and NVSwitches and starts Fabric Manager"),
-    (re.compile(r"\b401\b|operation not permitted"),
+     "node: the repair resets the GPUs and NVSwitches and starts Fabric Manager", frozenset({802})),
+    (re.compile(r"operation not permitted"),
      "CUDA error 401 means multicast is not permitted on this fabric: Fabric Manager is not running or has not "
-     "registered the GPUs; check the FM unit and the GPUs' fabric state (`nvls-tui check`)"),
+     "registered the GPUs; check the FM unit and the GPUs' fabric state (`nvls-tui check`)", frozenset({401})),
+    (re.compile(r"P2P is disabled between NVLINK connected GPUs"),
+     "NCCL found GPUs that NVLink connects but that cannot use P2P over it: an NVLink link is down or degraded (NCCL "
+     "says probably hardware); `nvidia-smi nvlink -s` (or `nvls-tui check`) names the inactive links; the repair's "
+     "reset retrains them, and a link that stays down is a hardware ticket", frozenset()),
     (re.compile(r"nvls\.cc.*invalid argument|invalid argument.*nvls", re.I),
      "'invalid argument' from NCCL's NVLS transport follows a Fabric Manager restart without a GPU reset in "
      "between (or with processes still on the GPUs): stop every holder, reset all GPUs and NVSwitches, then "
-     "start Fabric Manager (the repair's order)"),
+     "start Fabric Manager (the repair's order)", frozenset()),
 )
 
 
 def nccl_advice(text: str) -> str | None:
-    """What an NCCL error line means for the fabric and what to do next, or None when it is not one of them."""
-    for pattern, advice in NCCL_ADVICE:
-        if pattern.search(text):
+    """What an NCCL error line means for the fabric and what to do next, or None when it is not one of them: NCCL's
+    own words or the CUDA error the line names (read through the CUDA error catalogue) first, then the catalogue's
+    reading of any other CUDA error it names."""
+    cuda = cuda_errors_in(text)
+    code = cuda[0].code if cuda else None
+    for pattern, advice, codes in NCCL_ADVICE:
+        if code in codes or (pattern is not None and pattern.search(text)):
             return advice
+    if cuda and cuda[0].entry is not None:
+        return f"{cuda_error_named(cuda[0])}: {cuda_error_reading(cuda[0]).move}"
     return None
 
 
@@ -126,7 +142,9 @@ def _nccl_findings(run) -> list[Finding]:
             what = "the all-reduce test failed" if run.test or run.rows else "the NCCL client failed"
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
                                 f"{what}: {line[:200]}" + (f" — {advice}" if advice else "")))
-    elif not run.completed:
+    elif not run.completed and run.test_output:
+        # (A client's NCCL_DEBUG=INFO lines hold no test: nothing of it ended early. Its NCCL WARN lines are
+        # still read, by _nccl_unread.)
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.WARNING, "the test output ends before its footer"))
     if run.out_of_bounds:
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
@@ -142,10 +160,12 @@ def _nccl_findings(run) -> list[Finding]:
 
 def _nccl_unread(text: str, errors: tuple[str, ...]) -> list[Finding]:
     """UNREAD_EVIDENCE for NCCL's (or NVSHMEM's, the driver's) error text in a client's output that the smoke
-    rule does not read: every line the parser took as a failure is read (NVLS_SMOKE_FAILED quotes one)."""
+    rule does not read: every line the parser took as a failure is read (NVLS_SMOKE_FAILED quotes one). An ``NCCL
+    WARN`` line is one whatever its words ("Duplicate GPU detected" names no failure): NCCL's level says it."""
     taken = [e.strip() for e in errors]
     lines = [ln for ln in text.splitlines()
-             if nvidia_error_line(ln) and not any(ln.strip() in e or e in ln.strip() for e in taken if e)]
+             if (nvidia_error_line(ln) or "NCCL WARN " in ln)
+             and not any(ln.strip() in e or e in ln.strip() for e in taken if e)]
     finding = unread_finding(lines, "NCCL's output")
     return [finding] if finding is not None else []
 
@@ -159,6 +179,14 @@ def _nccl_text(text: str) -> Result:
 def _nccl_json(text: str) -> Result:
     parsed = parse_nccl_json(text)
     return run_to_dict(parsed.value), _nccl_findings(parsed.value), parsed.warnings
+
+
+def _app_log(text: str) -> Result:
+    """An application's output that names CUDA errors: each code read through the CUDA error catalogue."""
+    errors = cuda_errors_in(text)
+    data = {"cuda_errors": [{"code": e.code, "name": e.entry.name if e.entry else None,
+                             "text": e.entry.text if e.entry else None, "line": e.line} for e in errors]}
+    return data, cuda_error_findings(errors), ()
 
 
 def _reset(text: str) -> Result:
@@ -458,6 +486,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "nvml-fabric": _simple(nvidia_smi_misc.parse_nvml_fabric_dump),
     "nvidia-smi-help": _simple(nvidia_smi_misc.parse_help_query),
     "lspci": _lspci,
+    "app-log": _app_log,
 }
 
 

@@ -1,5 +1,5 @@
 """NVIDIA's published catalogues as data: the Xid catalogue, the NVSwitch SXid codes, the driver's NV_STATUS codes,
-NVML's GPU recovery actions. Pure (standard library only), at the bottom of the layers so that parsers and the diagnosis read them.
+NVML's GPU recovery actions, the CUDA runtime's error codes. Pure (standard library only), at the bottom of the layers so that parsers and the diagnosis read them.
 
 Each catalogue is a CSV file beside this module whose ``#`` header names its source (document, address,
 version); :func:`source` returns those lines. The facts are NVIDIA's; what nvls-tui makes of a resolution
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 #: The catalogue files (in this package), by name.
-FILES = ("xid.csv", "sxid.csv", "nv_status.csv", "recovery_action.csv")
+FILES = ("xid.csv", "sxid.csv", "nv_status.csv", "recovery_action.csv", "cuda_error.csv")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +91,14 @@ BUCKETS: dict[str, Bucket] = {b.name: b for b in (
            "decode the line's intrInfo and errorStatus (NVIDIA's Xid 144-150 table): a fatal one needs a GPU reset",
            True),
     Bucket("XID_154", "error", "do the recovery action the line names", None),
+    # The CUDA error catalogue's two readings of its own (cuda_error.csv's header says which codes and why).
+    Bucket("CHECK_FABRIC", "error",
+           "the node is not ready for CUDA work: on an NVSwitch node Fabric Manager is not running or the GPUs' "
+           "fabric is not ready; run `nvls-tui check` on the node: the repair resets the GPUs and NVSwitches and "
+           "starts Fabric Manager", True),
+    Bucket("CHECK_DRIVER", "error",
+           f"the CUDA stack cannot use the driver or the device (none found, a stub or mismatched driver, a failed OS "
+           f"call): check the driver install and `nvidia-smi`; {_TICKET}", False),
 )}
 #: A listed Xid for which the catalogue names no immediate action: unknown is never fine.
 NO_BUCKET = Bucket("", "error", "NVIDIA's catalogue names no immediate action: read the line, and open a hardware "
@@ -224,6 +232,40 @@ def recovery_action(key: str | int) -> RecoveryAction | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class CudaError:
+    """One CUDA runtime error code: ``802``, ``cudaErrorSystemNotReady``, ``CUDA_ERROR_SYSTEM_NOT_READY``, the words
+    the runtime prints (``system not yet initialized``) and nvls-tui's reading of it (a :data:`BUCKETS` key, or
+    empty where it has none: :data:`CUDA_NO_BUCKET`)."""
+
+    code: int
+    name: str
+    driver_name: str
+    text: str
+    bucket: str
+
+
+#: A CUDA error without a reading (or a number the catalogue does not list): an application failed, and it is said.
+CUDA_NO_BUCKET = Bucket("", "error", "read the application's line: nvls-tui has no reading of this CUDA error", None)
+
+
+@functools.cache
+def cuda_errors() -> dict[int, CudaError]:
+    """Every CUDA runtime error code of the catalogue, by number."""
+    return {int(r["code"]): CudaError(int(r["code"]), r["name"], r["driver_name"], r["text"], r["bucket"])
+            for r in _rows("cuda_error.csv")}
+
+
+def cuda_error(key: int | str) -> CudaError | None:
+    """The CUDA error numbered ``key``, or named by it (``cudaErrorSystemNotReady``, ``CUDA_ERROR_SYSTEM_NOT_READY``)
+    or by its words (``system not yet initialized``, any case); None where the catalogue has none such."""
+    if isinstance(key, int):
+        return cuda_errors().get(key)
+    wanted = key.strip().lower()
+    return next((e for e in cuda_errors().values()
+                 if wanted in (e.name.lower(), e.driver_name.lower(), e.text.lower())), None)
+
+
 # nvidia-smi -q's words for the action (``GPU Recovery Action``), most specific first: NVML names them, the
 # text may say "Reset" or "Reboot" alone.
 _SMI_WORDS = ((re.compile(r"drain\s*(?:and|&)\s*reset", re.I), "DRAIN_AND_RESET"),
@@ -273,6 +315,6 @@ def action_named_in(line: str) -> RecoveryAction | None:
     return None
 
 
-__all__ = ["BUCKETS", "FILES", "NO_BUCKET", "STATUS_BUCKETS", "Bucket", "NvStatus", "RecoveryAction", "SxidEntry", "XidEntry",
-           "action_named_in", "bucket", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said",
+__all__ = ["BUCKETS", "CUDA_NO_BUCKET", "FILES", "NO_BUCKET", "STATUS_BUCKETS", "Bucket", "CudaError", "NvStatus", "RecoveryAction", "SxidEntry", "XidEntry",
+           "action_named_in", "bucket", "cuda_error", "cuda_errors", "nv_status", "nv_statuses", "recovery_action", "recovery_action_said",
            "recovery_actions", "source", "sxid", "sxids", "xid", "xids"]

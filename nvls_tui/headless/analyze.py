@@ -44,6 +44,13 @@ def _summary(entry: dict) -> str:
     if kind in ("nvidia-smi-q", "nvidia-smi-q-xml"):
         fabric = {f"{g['fabric']['state']}/{g['fabric']['status']}" for g in data["gpus"]}
         return f"driver {data['driver']}, {count(len(data['gpus']), 'GPU')}, fabric {', '.join(sorted(fabric)) or '-'}"
+    if kind == "nccl-tests" and data.get("test_output") is False:
+        # A client's NCCL log (a job's NCCL_DEBUG lines): no test, so no rows or footer to count.
+        errors = f", {count(len(data['errors']), 'failure line')}" if data.get("errors") else ""
+        return f"NCCL client log, {count(len(data['warns']), 'WARN line')}{errors}"
+    if kind == "app-log":
+        codes = list(dict.fromkeys(str(e["code"]) if e["code"] is not None else "?" for e in data["cuda_errors"]))
+        return f"application output, CUDA {'error' if len(codes) == 1 else 'errors'} {', '.join(codes)}"
     if kind in ("nccl-tests", "nccl-tests-json"):
         state = "completed" if data.get("completed") else "did not complete"
         on = f" on {count(data['ngpus'], 'GPU')}" if data.get("ngpus") else ""

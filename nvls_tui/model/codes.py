@@ -39,6 +39,7 @@ FINDING_CODES: tuple[str, ...] = (
     "NVLINK_DOWN",
     "NVLINK_ERRORS",
     "DRIVER_ERROR",
+    "CUDA_ERROR",
 )
 
 __all__ = ["FINDING_CODES"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from nvls_tui.parsers.cuda_app import line_pattern, names_a_cuda_error
+
 # The driver's lines in the forms the kernel-log rule's prefixes leave out (issue 35's corpus): a journal line
 # without its host (``Feb 15 12:31:57.737822 kernel: nvidia-nvlink: ...``), NVRM naming its function without
 # a colon after NVRM (``[ 343.06] NVRM kfspSendBootCommands_GH100: ...``), gpud's scan quoting the driver's
@@ -60,7 +62,22 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               # NVSHMEM's own error lines for its multicast (NVLS) memory: "FILE:LINE: non-zero
                               # status: 401 cuMemMap failed ..." and its multicast group mapping
                               r"\.cpp:\d+: non-zero status: \d+ (?:cuMemMap failed|Mapping mem size \d+ to MC group|"
-                              r"Mapping multicast groups)",
+                              r"Mapping multicast groups)|"
+                              # An NCCL client's lines as pastes leave them (issue 35, the client side): NCCL's
+                              # INFO/WARN with its host field stripped ("NCCL INFO ..." at a line's start) or its pid
+                              # redacted and no tid ("host:XXXXXX [5] file:line NCCL WARN"), and PyTorch's NCCL
+                              # process group's own log lines ("[E ProcessGroupNCCL.cpp:916] ...", newer torch's
+                              # "[E1114 10:23:41.96 ProcessGroupNCCL.cpp:616]", after a "[rank0]:" tag).
+                              r"^\s*NCCL (?:INFO|WARN) |"
+                              r"^(?:\[[^\]\n]{1,40}\] ?)?[\w.\-]+:\w+ \[\d+\] (?:[\w/.\-]+:\d+ )?NCCL (?:WARN|INFO) |"
+                              r"\[[EWIF][^\]\n]{0,40}?ProcessGroupNCCL\.cpp:\d+\] |"
+                              # NCCL's topology check refusing NVLink-connected GPUs without P2P, its WARN's words
+                              # pasted alone at a line's start
+                              r"^P2P is disabled between NVLINK connected GPUs \d+ and \d+\.|"
+                              # torch's NCCL exception in its older RuntimeError form, and NCCL's error names at a
+                              # line's start (the line after torch's exception: "ncclInternalError: ...")
+                              r"^RuntimeError: NCCL error(?: in: |: )|"
+                              r"^nccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: ",
                               re.M)),
     ("nccl-tests", re.compile(_NCCL_TESTS_OLD, re.M)),
     ("nvidia-smi-q", re.compile(_SMI_PASTED_FORMS["nvidia-smi-q"], re.M)),
@@ -126,7 +143,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-tests", re.compile(r"\bNCCL (?:WARN|INFO|ERROR)\b|Test NCCL failure|^# nccl-tests version|^# Collective test|"
                               r"^#\s+Avg bus bandwidth\s*:|DistBackendError: NCCL error|ncclUnhandledCudaError|"
-                              r"Failed to bind NVLink SHARP|non-zero status: \d+ (?:cuMemMap failed|Mapping)", re.M)),
+                              r"Failed to bind NVLink SHARP|non-zero status: \d+ (?:cuMemMap failed|Mapping)|"
+                              r"ProcessGroupNCCL\.cpp:\d+\] |P2P is disabled between NVLINK connected GPUs|"
+                              r"RuntimeError: NCCL error|\bnccl(?:System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b",
+                              re.M)),
     ("nvidia-smi-mig", re.compile(r"MIG mode is in pending (?:enable|disable) state for GPU|"
                                   r"(?:Enabled|Disabled) MIG Mode for GPU")),
     ("nvidia-smi-reset", re.compile(r"was successfully reset\.|could not be reset:|"
@@ -144,6 +164,9 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                                      r"fabric manager NVIDIA GPU driver interface version", re.M)),
     ("fuser", re.compile(r"^/dev/nvidia[\w-]*:\s|^\s+USER\s+PID ACCESS COMMAND", re.M)),
     ("lsof", re.compile(r"^COMMAND\s+PID\s+.*\bNAME\s*$|\bCHR\s+\d+,\d+\s+\S+\s+\d+\s+/dev/nvidia", re.M)),
+    # An application's line naming a CUDA error (nvls_tui.parsers.cuda_app), last: any kind above that quotes one is
+    # that kind's (NCCL's "Cuda failure 802" is NCCL's).
+    ("app-log", line_pattern()),
 )
 
 LINE_KINDS = tuple(dict.fromkeys(kind for kind, _ in _LINE_RULES))
@@ -163,10 +186,20 @@ def line_kinds_in(text: str) -> list[str]:
     return list(dict.fromkeys(kind for kind, pattern in _LINE_RULES if pattern.search(text)))
 
 
+APP_LOG = "app-log"  # (also the last of _LINE_RULES)
+"""An application's output that names a CUDA error (PyTorch, JAX, vLLM, gpu-burn failing a CUDA call)."""
+
+
+def _app_log(sample: str) -> bool:
+    """Whether ``sample`` names a CUDA error the way an application prints one (nvls_tui.parsers.cuda_app): the
+    weakest sign of all, so it is asked only where no tool's own lines were found."""
+    return names_a_cuda_error(sample)
+
+
 def detect_kind(text: str) -> str:
     """The kind of output ``text`` is (a KIND of contract.md, or one of our extra kinds), or ``unknown``."""
     sample = text[:200_000]
     for kind, pattern in _RULES:
         if pattern.search(sample):
             return kind
-    return "unknown"
+    return APP_LOG if _app_log(sample) else "unknown"

@@ -182,6 +182,7 @@ def parse_nccl_json(text: str) -> Parsed[NcclRun]:
         nvls=NvlsInfo(used=used),
         exit_hint=hint,
         nccl_version=version_from_code(code) if code is not None and code > 0 else None,
+        test_output=True,  # nccl-tests' own -J file
     )
     return Parsed(run, tuple(warnings))
 
@@ -225,6 +226,7 @@ def run_to_dict(run: NcclRun) -> dict[str, Any]:
         "avg_busbw": run.avg_busbw,
         "out_of_bounds": run.out_of_bounds,
         "completed": run.completed,
+        "test_output": run.test_output,
         "errors": list(run.errors),
         "warns": list(run.warns),
         "nvls": {

@@ -62,6 +62,11 @@ _NCCL_ERROR = re.compile(
     r"\bNCCL error\b|unhandled cuda error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
     r"|ncclInvalidUsage|ncclRemoteError"
 )
+# PyTorch's NCCL process group logging at error (E) or fatal (F) level: its watchdog's abort, "Some NCCL operations
+# have failed or timed out", a collective's timeout. The level letter says it failed, whatever the words after it.
+_TORCH_PG_ERROR = re.compile(r"\[[EF][^\]\n]{0,40}?ProcessGroupNCCL\.cpp:\d+\] ")
+# NCCL's topology check: GPUs that NVLink connects but that cannot use P2P over it (NCCL's WARN, then init fails).
+_P2P_NVLINK = re.compile(r"P2P is disabled between NVLINK connected GPUs (\d+) and (\d+)")
 _MC_AVAILABLE = re.compile(r"NVLS multicast support is (not )?available")
 _NVLS_CHANNELS = re.compile(r"\b(\d{1,6}) nvls channels")
 _NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS")
@@ -255,6 +260,8 @@ class NcclStreamParser:
             ),
             exit_hint=hint,
             nccl_version=self._nccl_version,
+            test_output=bool(self._test or self._version or self._threads_x_gpus is not None or self._devices
+                             or self._columns or self._rows or seen_end or self._oob is not None),
         )
 
     def finish(self) -> NcclRun:
@@ -388,6 +395,11 @@ class NcclStreamParser:
             self._hint = self._hint or f"NCCL failure: {m.group(1).strip().removesuffix('/').strip()}"
         elif m := _CUDA_FAIL.search(line):
             self._hint = self._hint or f"CUDA failure: {m.group(1)}"
+        elif m := _P2P_NVLINK.search(line):
+            self._hint = self._hint or (f"NCCL refused GPUs {m.group(1)} and {m.group(2)}: NVLink-connected without P2P "
+                                        "(a link down or degraded)")
+        elif _TORCH_PG_ERROR.search(line):
+            self._hint = self._hint or "PyTorch's NCCL process group failed"
         elif _CUDA_FAIL_BARE.search(line) or _NCCL_ERROR.search(line):
             self._hint = self._hint or "the test failed"
         else:

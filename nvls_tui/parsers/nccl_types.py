@@ -73,6 +73,8 @@ class NcclRun:
         warns: every ``NCCL WARN`` line.
         exit_hint: one sentence saying why the run failed or is incomplete (None when it passed).
         nccl_version: the NCCL library version (``2.28.9``) when printed.
+        test_output: some line of nccl-tests' own was seen (its header, a table row or header, its footer); without
+            one the text is an NCCL client's log (a job's ``NCCL_DEBUG=INFO`` lines), not a test that ended early.
     """
 
     test: str | None = None
@@ -88,6 +90,7 @@ class NcclRun:
     nvls: NvlsInfo = field(default_factory=NvlsInfo)
     exit_hint: str | None = None
     nccl_version: str | None = None
+    test_output: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,10 +248,15 @@ _KUBECTL_PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)
 _RFC3339 = re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)$")
 _MPIRUN = re.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>: ?(?P<msg>.*)$")
 _TORCH = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]: ?(?P<msg>.*)$")
+# A worker's prefix: Ray's actor's "(RayWorkerVllm pid=7046) ", "(pid=123, ip=10.0.0.5) ", "(raylet, ip=10.0.0.5) "
+# (the ip is the node's), and vLLM's worker process's "(VllmWorkerProcess pid=3265) " of the same shape, newer vLLM's
+# with its rank "(VllmWorker rank=0 pid=403) ".
+_RAY = re.compile(r"^\((?:[\w.:\-]{1,80}(?:, | ))?(?:rank=(?P<rank>\d{1,6}) )?(?:pid=\d{1,9})?(?:, )?"
+                  r"(?:ip=(?P<host>[\w.:\-]{1,64}))?\) ?(?P<msg>.*)$")
 _SRUN = re.compile(r"^ *(?P<rank>\d{1,6}): (?P<msg>.*)$")
 _HOST_TAG = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?P<msg>.*)$")
-# A line's first word before ": " that is a tool's own tag, never a host (kernel drivers, NCCL, Python).
-_NOT_HOSTS = re.compile(r"^(?:NVRM|kernel|nvidia(?:-nvswitch\d*|-nvlink|-modeset|-uvm|-drm|-smi)?|NCCL|Xid|SXid|"
+# A line's first word before ": " that is a tool's own tag, never a host (kernel drivers, NCCL, CUDA, Python).
+_NOT_HOSTS = re.compile(r"^(?:NVRM|kernel|CUDA|nvidia(?:-nvswitch\d*|-nvlink|-modeset|-uvm|-drm|-smi)?|NCCL|Xid|SXid|"
                         r"GPU|Traceback|Error|Warning|Note|Info|Debug|\w*(?:Error|Exception|Warning))$", re.I)
 # A journal's kernel line with its time and host cut off by hand ("kernel: NVRM: ...").
 _KERNEL_TAG = re.compile(r"^kernel: (?P<msg>.*)$")
@@ -404,6 +409,8 @@ _OUTER: tuple[tuple[str, Peel], ...] = (
     ("escaped-newlines", _escaped_newlines),
     ("mpirun", _simple(_MPIRUN, _rank)),
     ("torch-rank", _simple(_TORCH, _rank)),
+    ("worker-tag", _simple(_RAY, lambda m, line: with_text(
+        line, m.group("msg"), host=m.group("host"), rank=int(m.group("rank")) if m.group("rank") else None))),
     ("kernel-tag", _simple(_KERNEL_TAG, lambda m, line: with_text(line, m.group("msg")))),
 )
 # The innermost record prefixes: nothing is peeled inside them.

@@ -73,7 +73,10 @@ def test_a_cuda_failure_elsewhere_is_not_nvls_evidence():
     entry = analyze_text(text, "f")
     assert entry["data"]["nvls"]["bind_failed"] is False
     assert entry["findings"][0]["message"].startswith("the NCCL client failed: ")
-    assert " — " not in entry["findings"][0]["message"]
+    # The CUDA error catalogue reads the other error (2: out of memory) as the application's, never the fabric's.
+    advice = entry["findings"][0]["message"].split(" — ", 1)[1]
+    assert advice.startswith("CUDA error 2 (cudaErrorMemoryAllocation: out of memory): the application's fault")
+    assert "Fabric Manager" not in advice and "NVLS" not in advice
 
 
 def test_prose_about_nvshmem_is_not_a_log():
