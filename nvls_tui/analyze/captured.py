@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nvls_tui import words
+from nvls_tui.analyze.services import SERVICE_HANDLERS
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
@@ -448,6 +449,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "nvidia-smi-help": _simple(nvidia_smi_misc.parse_help_query),
     "lspci": _lspci,
 }
+HANDLERS.update(SERVICE_HANDLERS)  # DCGM's logs, dcgmi health, the GPU Operator's, the GPU plugins', persistenced's
 
 
 def analyze_text(text: str, file: str) -> dict[str, Any]:

@@ -38,6 +38,7 @@ FINDING_CODES: tuple[str, ...] = (
     "NVLINK_DOWN",
     "NVLINK_ERRORS",
     "DRIVER_ERROR",
+    "OPERATOR_NOT_READY",
 )
 
 __all__ = ["FINDING_CODES"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from nvls_tui.parsers.detect_services import SERVICE_LINE_RULES, SERVICE_RULES
+
 # Ordered: the first kind whose test matches wins, so the more specific tests come first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
@@ -86,6 +88,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("proc-stat", re.compile(r"^\d+ \(.+\) [RSDZTtWXxKWPI] -?\d+ -?\d+ -?\d+", re.M)),
     ("ps", re.compile(r"^\s*\d+\s+\d+\s+\S+\s+\w{3} \w{3} +\d+ [\d:]{8} \d{4}\s", re.M)),
 )
+_RULES += SERVICE_RULES  # the services' logs (DCGM, the GPU Operator, ...): after every kind above
 
 
 # The kinds a paste may hold a run of, line by line (issue 35, item 1): a line of each says its kind by its
@@ -115,6 +118,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lsof", re.compile(r"^COMMAND\s+PID\s+.*\bNAME\s*$|\bCHR\s+\d+,\d+\s+\S+\s+\d+\s+/dev/nvidia", re.M)),
 )
 
+_LINE_RULES += SERVICE_LINE_RULES  # nvidia-persistenced's journal lines
 LINE_KINDS = tuple(kind for kind, _ in _LINE_RULES)
 """The kinds :func:`line_kind` names."""
 

@@ -43,4 +43,10 @@ def quote(line: str) -> str:
     return line if len(line) <= LINE_MAX else line[:LINE_MAX - 1] + "…"
 
 
-__all__ = ["LINE_MAX", "QUOTED", "nvidia_error_line", "quote"]
+def says_wrong(line: str) -> bool:
+    """Whether ``line``'s words say something went wrong (the words :func:`nvidia_error_line` looks for), whoever
+    wrote it: for a reader that knows by the line's shape that it is NVIDIA's (a service's own log)."""
+    return bool(_ERROR.search(line))
+
+
+__all__ = ["LINE_MAX", "QUOTED", "nvidia_error_line", "quote", "says_wrong"]

@@ -1,0 +1,258 @@
+"""Issue 35, items 2 and 4: the logs of NVIDIA's services around the fabric are read, not "unknown".
+
+DCGM's own logs (nv-hostengine, nvvs, dcgm-exporter), ``dcgmi health``, the GPU Operator's containers, NVIDIA's
+Kubernetes GPU plugins and nvidia-persistenced's journal each have a kind: their error text is never dropped
+(``UNREAD_EVIDENCE`` where no rule reads it), their INFO noise stays quiet, and an Xid they report is read
+through NVIDIA's Xid catalogue. The lines are real ones from public reports (tests/corpus/ has the files).
+"""
+
+from __future__ import annotations
+
+from nvls_tui.analyze.captured import analyze_text
+from nvls_tui.analyze.paste import fails
+
+
+def _read(text: str) -> dict:
+    return analyze_text(text, "paste.txt")
+
+
+def _codes(entry: dict) -> list[tuple[str, str]]:
+    return [(f["code"], f["severity"]) for f in entry["findings"]]
+
+
+# --- DCGM's own logs --------------------------------------------------------------------------------------
+
+HOSTENGINE_ERROR = (
+    "2024-05-24 10:22:29.245 ERROR [5231:5273] [[NvSwitch]] ReadNvSwitchStatusAllSwitches() returned Object is in "
+    "an undefined state [/workspaces/dcgm-rel_dcgm_2_2-postmerge/modules/nvswitch/DcgmModuleNvSwitch.cpp:388] "
+    "[DcgmNs::DcgmModuleNvSwitch::RunOnce]\n")
+NVVS_DEBUG = (
+    "2026-01-16 09:50:02.432 DEBUG [3279516:3279516] Fabric manager successfully started for GPU 6 "
+    "[/builds/dcgm/dcgm/nvvs/src/Software.cpp:1003] [Software::checkFabricManager]\n"
+    "2026-01-16 09:50:02.437 WARN  [3279516:3279516] Error getting the graphics pids for GPU 0. Status = -32 "
+    "skipping check. [/builds/dcgm/dcgm/nvvs/src/Software.cpp:598] [Software::checkForGraphicsProcesses]\n")
+
+
+def test_hostengine_error_about_nvswitches_is_unread_evidence_quoting_it():
+    entry = _read(HOSTENGINE_ERROR)
+    assert entry["kind"] == "dcgm-log"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+    assert "ReadNvSwitchStatusAllSwitches() returned Object is in an undefined state" in entry["findings"][0]["message"]
+    event = entry["data"]["events"][0]
+    assert (event["level"], event["module"], event["timestamp"]) == ("ERROR", "NvSwitch", "2024-05-24 10:22:29.245")
+    assert not fails(entry)
+
+
+def test_hostengine_line_without_its_time_stamp_is_still_dcgm_log():
+    line = HOSTENGINE_ERROR.split(" ", 2)[2]
+    assert line.startswith("ERROR [")
+    entry = _read(line)
+    assert entry["kind"] == "dcgm-log"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+
+
+def test_nvvs_debug_and_a_warn_that_names_no_fabric_stay_quiet():
+    entry = _read(NVVS_DEBUG)
+    assert entry["kind"] == "dcgm-log"
+    assert entry["findings"] == []
+    assert [e["level"] for e in entry["data"]["events"]] == ["DEBUG", "WARN"]
+
+
+def test_a_dcgm_warn_that_names_the_nvswitches_is_read_out():
+    line = ("2021-05-18 07:32:52.824 WARN [1:1] NSCQ returned warning during session creation. "
+            "[/workspaces/dcgm/modules/nvswitch/DcgmNvSwitchManager.cpp:432] [DcgmNs::DcgmNvSwitchManager::AttachToNscq]\n")
+    assert _codes(_read(line)) == [("UNREAD_EVIDENCE", "warning")]
+
+
+def test_dcgm_exporter_info_lines_in_logfmt_and_text_are_quiet_and_known():
+    logfmt = ('time="2024-05-31T03:42:29Z" level=info msg="Starting dcgm-exporter"\n'
+              'time="2024-05-31T03:42:29Z" level=info msg="Not collecting NvSwitch metrics; no switches to monitor"\n')
+    text = ("INFO[0000] Starting dcgm-exporter\n"
+            "INFO[0001] Not collecting link metrics: no switches to monitor\n")
+    for paste in (logfmt, text):
+        entry = _read(paste)
+        assert (entry["kind"], entry["findings"], fails(entry)) == ("dcgm-log", [], False)
+        assert [e["level"] for e in entry["data"]["events"]] == ["INFO", "INFO"]
+
+
+def test_dcgm_exporter_fatal_is_unread_evidence():
+    entry = _read('time="2020-12-15T11:28:40Z" level=info msg="Starting dcgm-exporter"\n'
+                  'time="2020-12-15T11:28:40Z" level=fatal msg="Error watching fields: This request is serviced by a '
+                  'module of DCGM that is not currently loaded"\n')
+    assert entry["kind"] == "dcgm-log"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+    assert "Error watching fields" in entry["findings"][0]["message"]
+
+
+def test_a_logfmt_log_of_something_else_is_not_dcgm():
+    entry = _read('time="2024-05-31T03:42:29Z" level=info msg="Starting containerd"\n')
+    assert entry["kind"] != "dcgm-log"
+
+
+def test_a_dcgm_failure_reason_quoted_by_another_tool_is_read_out():
+    entry = _read("ErrorCode:DCGM_FR_IMEX_UNHEALTHY GPU:0 IMEX daemon status is -3 (not READY)\n"
+                  "Check IMEX installation, configuration, domain and daemon status, and network\n"
+                  "connectivity. Recommended Action=CONTACT_SUPPORT;\n")
+    assert entry["kind"] == "dcgm-log"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+    assert "DCGM_FR_IMEX_UNHEALTHY" in entry["findings"][0]["message"]
+    assert entry["data"]["failure_reasons"][0]["code"] == "DCGM_FR_IMEX_UNHEALTHY"
+
+
+# --- dcgmi health -----------------------------------------------------------------------------------------
+
+HEALTH_FAILURE = """\
++---------------------------+----------------------------------------------------------+
+| Health Monitor Report                                                                |
++===========================+==========================================================+
+| Overall Health            | Failure                                                  |
+| -> 0                      | Failure                                                  |
+|    -> NVLINK system       | Failure                                                  |
+|                           | GPU 0's NvLink link 0 is currently down Run a field      |
+|                           | diagnostic on the GPU.                                   |
+|                           | GPU 0's NvLink link 3 is currently down                  |
++---------------------------+----------------------------------------------------------+
+"""
+HEALTH_OK = """\
++---------------------------+----------------------------------------------------------+
+| Health Monitor Report                                                                |
++===========================+==========================================================+
+| Overall Health            | Healthy                                                  |
++---------------------------+----------------------------------------------------------+
+"""
+
+
+def test_dcgmi_health_nvlink_failure_is_nvlink_down_naming_the_links():
+    entry = _read(HEALTH_FAILURE)
+    assert entry["kind"] == "dcgmi-health"
+    assert _codes(entry) == [("NVLINK_DOWN", "error")]
+    assert "GPU 0: links 0, 3 down" in entry["findings"][0]["message"]
+    assert entry["data"]["overall"] == "Failure"
+    assert entry["data"]["systems"] == [{"gpu": 0, "system": "NVLINK", "health": "Failure",
+                                         "messages": ["GPU 0's NvLink link 0 is currently down Run a field",
+                                                      "diagnostic on the GPU.", "GPU 0's NvLink link 3 is currently down"]}]
+    assert fails(entry)
+
+
+def test_dcgmi_health_healthy_is_quiet():
+    entry = _read(HEALTH_OK)
+    assert (entry["kind"], entry["findings"], fails(entry)) == ("dcgmi-health", [], False)
+
+
+def test_dcgmi_health_failure_no_rule_reads_is_never_silent():
+    entry = _read(HEALTH_FAILURE.replace("NVLINK system", "PCIe system ").replace("NvLink link", "PCIe replay"))
+    assert entry["kind"] == "dcgmi-health"
+    assert ("UNREAD_EVIDENCE", "warning") in _codes(entry)
+    assert "PCIe" in entry["findings"][0]["message"]
+
+
+# --- the GPU Operator's containers ------------------------------------------------------------------------
+
+def test_driver_container_that_cannot_unload_the_driver_in_use_is_unread_evidence():
+    entry = _read("Starting installation of NVIDIA driver version 460.32.03 for Linux kernel version 4.15.0-136-generic\n"
+                  "\n"
+                  "Stopping NVIDIA persistence daemon...\n"
+                  "Unloading NVIDIA driver kernel modules...\n"
+                  "Could not unload NVIDIA driver kernel modules, driver is in use\n")
+    assert entry["kind"] == "gpu-operator-log"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+    assert "Could not unload NVIDIA driver kernel modules, driver is in use" in entry["findings"][0]["message"]
+    assert not fails(entry)
+
+
+def test_validator_still_waiting_at_the_end_of_its_log_is_a_warning():
+    waiting = "2022-11-22T04:05:53.914790700+00:00 stdout F waiting for nvidia container stack to be setup\n"
+    entry = _read(waiting * 3)
+    assert entry["kind"] == "gpu-operator-log"
+    assert _codes(entry) == [("OPERATOR_NOT_READY", "warning")]
+    assert "waiting for nvidia container stack to be setup" in entry["findings"][0]["message"]
+    assert "3 lines" in entry["findings"][0]["message"]
+
+
+def test_validator_that_stopped_waiting_is_quiet():
+    entry = _read("waiting for nvidia container stack to be setup\n"
+                  "Starting installation of NVIDIA driver version 550.54.15 for Linux kernel version 5.15.0-1\n"
+                  "Done, now waiting for signal\n")
+    assert entry["kind"] == "gpu-operator-log"
+    assert entry["findings"] == []
+
+
+# --- NVIDIA's Kubernetes GPU plugins ----------------------------------------------------------------------
+
+def test_device_plugin_xid_is_read_through_the_xid_catalogue():
+    entry = _read("2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, "
+                  "the device will go unhealthy.\n"
+                  "2020/08/10 19:09:42 'nvidia.com/gpu' device marked unhealthy: GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8\n")
+    assert entry["kind"] == "k8s-device-plugin-log"
+    # Xid 69 is RESTART_APP in NVIDIA's catalogue: the application's fault, a warning.
+    assert _codes(entry) == [("XID", "warning")]
+    finding = entry["findings"][0]
+    assert "ROBUST_CHANNEL_GR_CLASS_ERROR" in finding["message"] and finding["action"] == "RESTART_APP"
+    assert "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8" in finding["message"]
+    assert entry["data"]["unhealthy"] == ["GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8"]
+
+
+def test_device_plugin_xid_that_asks_for_a_reset_is_an_error():
+    entry = _read("I0612 10:00:00.000000       1 health.go:159] XidCriticalError: Xid=79 on Device=GPU-1, "
+                  "marking device as unhealthy.\n")
+    assert entry["kind"] == "k8s-device-plugin-log"
+    assert _codes(entry) == [("XID", "error")]
+    assert entry["findings"][0]["action"] == "RESTART_BM"
+
+
+def test_dra_kubelet_plugin_info_is_quiet():
+    entry = _read("I0929 12:40:26.277236       1 nvlib.go:243] identified fabric clique UUID/ID (device "
+                  "0/GPU-6328b923-c487-281a-fd27-291f5d278893): 6a130f54-faaa-4b8f-847f-be44ab70f917/32766\n")
+    assert (entry["kind"], entry["findings"], fails(entry)) == ("k8s-device-plugin-log", [], False)
+
+
+def test_a_gpu_plugin_error_line_is_unread_evidence():
+    entry = _read("E0929 12:40:26.277236       1 nvlib.go:250] error getting fabric clique for device 0: "
+                  "NVML: Unknown Error\n")
+    assert entry["kind"] == "k8s-device-plugin-log"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+
+
+# --- nvidia-persistenced ----------------------------------------------------------------------------------
+
+def test_persistenced_start_registration_and_signal_15_stop_are_quiet():
+    entry = _read("May 31 05:33:20 kino1 systemd[1]: Starting NVIDIA Persistence Daemon...\n"
+                  "May 31 05:33:40 kino1 nvidia-persistenced[19176]: Started (19176)\n"
+                  "May 31 05:33:40 kino1 nvidia-persistenced[19176]: device 0000:3d:00.0 - registered\n"
+                  "May 31 05:33:41 kino1 nvidia-persistenced[19176]: Received signal 15\n"
+                  "May 31 05:33:41 kino1 nvidia-persistenced[19176]: Shutdown (19176)\n")
+    assert (entry["kind"], entry["findings"], fails(entry)) == ("persistenced-log", [], False)
+    assert entry["data"]["registered"] == ["0000:3d:00.0"]
+
+
+def test_persistenced_failing_to_initialize_is_unread_evidence():
+    entry = _read("Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: Started (1405)\n"
+                  "Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: NUMA: Failed to open "
+                  "/sys/devices/system/memory/auto_online_blocks: Permission denied\n"
+                  "Aug 27 21:35:25 ubuntu nvidia-persistenced[1400]: nvidia-persistenced failed to initialize. Check "
+                  "syslog for more details.\n"
+                  "Aug 27 21:35:25 ubuntu systemd[1]: nvidia-persistenced.service: Control process exited, code=exited, "
+                  "status=1/FAILURE\n")
+    assert entry["kind"] == "persistenced-log"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+    assert "auto_online_blocks: Permission denied" in entry["findings"][0]["message"]
+    assert "and 0 more" not in entry["findings"][0]["message"]
+
+
+# --- Fabric Manager's wrappers (Talos) --------------------------------------------------------------------
+
+def test_fm_wrapper_start_lines_are_a_quiet_fabricmanager_log():
+    entry = _read("10.10.10.10: 2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: found NVSwitch LPF: device=mlx5_10 "
+                  "guid=0xcc40f3030027f630\n"
+                  "10.10.10.10: 2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: running command: /opt/nvidia/nvlsm/sbin/"
+                  "nvlsm --config /usr/share/nvidia/nvlsm/nvlsm.conf\n"
+                  "10.10.10.10: nvlsm: Config file is `/usr/share/nvidia/nvlsm/nvlsm.conf`:\n")
+    assert (entry["kind"], entry["findings"], fails(entry)) == ("fabricmanager-log", [], False)
+
+
+def test_fm_config_item_with_an_invalid_value_means_fm_never_starts():
+    entry = _read("<node ip>: fabric manager config file item: FABRIC_NODE_CONFIG_FILE has an invalid value\n")
+    assert entry["kind"] == "fabricmanager-log"
+    assert _codes(entry) == [("FM_NOT_RUNNING", "error")]
+    assert "FABRIC_NODE_CONFIG_FILE" in entry["findings"][0]["message"]
+    assert fails(entry)
