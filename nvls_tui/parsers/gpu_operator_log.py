@@ -27,6 +27,7 @@ DETECT = re.compile(rf"^(?:(?:stdout|stderr) [FP] )?(?:{_OWN})", re.M)
 _LINE = re.compile(rf"^(?:{_OWN})")
 # A validator waiting for what it validates (not the driver container's last words, "now waiting for signal").
 _WAITING = re.compile(r"^waiting for (?!signal)(?P<what>.+?)\s*$", re.I)
+_WORD = re.compile(r"\w")
 _VERSION = re.compile(r"Starting installation of NVIDIA driver version (?P<v>\S+)")
 
 
@@ -43,6 +44,8 @@ def parse_gpu_operator_log(text: str) -> Parsed[dict]:
     version = next((m["v"] for line in lines if (m := _VERSION.search(line))), None)
     waiting, waited = None, 0
     for line in lines:
+        if not _WORD.search(line):  # a paste's elision ("......", "…"): more of the same, not a new line
+            continue
         if m := _WAITING.match(line):
             waiting, waited = (m["what"], waited + 1) if m["what"] == waiting else (m["what"], 1)
         else:

@@ -256,3 +256,8 @@ def test_fm_config_item_with_an_invalid_value_means_fm_never_starts():
     assert _codes(entry) == [("FM_NOT_RUNNING", "error")]
     assert "FABRIC_NODE_CONFIG_FILE" in entry["findings"][0]["message"]
     assert fails(entry)
+
+
+def test_a_pasters_elision_after_the_waiting_lines_does_not_end_the_wait():
+    entry = _read("waiting for nvidia container stack to be setup\n" * 2 + "......\n")
+    assert _codes(entry) == [("OPERATOR_NOT_READY", "warning")]
