@@ -16,19 +16,30 @@ from nvls_tui.parsers.unread import says_wrong
 
 _KLOG = r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\] "
 _GOLOG = r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d "
-_PREFIX = re.compile(rf"^(?:{_KLOG}|{_GOLOG})")
+# Where a plugin's line starts: the line's start, or after a journal's "ident[pid]: " (a plugin run as a host
+# service, as Bottlerocket does).
+_AT = r"(?:^|\]: )"
+_PREFIX = re.compile(rf"{_AT}(?:{_KLOG}|{_GOLOG})", re.M)
+_LEVEL = re.compile(rf"{_AT}(?P<level>[IWEF])\d{{4}} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\] ")
 _XID = re.compile(r"XidCriticalError: Xid=(?P<xid>\d+) on Device=(?P<device>[^\s,;]+)")
 _UNHEALTHY = re.compile(r"'(?P<resource>[\w./-]+)' device marked unhealthy: (?P<device>\S+)")
-#: Detection (nvls_tui.parsers.detect_services): the device plugin's own Xid and health words, or a klog line that
-#: names what NVIDIA's GPU plugins deal in (a fabric clique, a compute domain, NVML, an ``nvidia.com/`` resource).
+# The device plugin's own sentences as it starts (every release: Go log, then klog).
+_OWN = (r"Loading NVML|Initializing NVML|Fetching devices\.|Starting (?:FS|OS) watcher|Starting Plugins\.|"
+        r"\"?Starting NVIDIA Device Plugin|Registered device plugin for '")
+#: Detection (nvls_tui.parsers.detect_services): the device plugin's own Xid and health words, its journal lines, its
+#: start sentences after its log prefix, or a klog line that names what NVIDIA's GPU plugins deal in (a fabric
+#: clique, a compute domain, NVML, an ``nvidia.com/`` resource).
 DETECT = re.compile(rf"XidCriticalError: Xid=\d+ on Device=|'nvidia\.com/[\w.-]+' device marked unhealthy|"
-                    rf"^{_KLOG}[^\n]{{0,300}}?(?:fabric clique|[Cc]ompute ?[Dd]omain|\bNVML\b|nvidia\.com/)", re.M)
+                    # the plugin run as a host service: its journal lines carry its own name
+                    rf"\snvidia-device-plugin\[\d+\]: |"
+                    rf"{_AT}(?:{_KLOG}|{_GOLOG})(?:{_OWN})|"
+                    rf"{_AT}{_KLOG}[^\n]{{0,300}}?(?:fabric clique|[Cc]ompute ?[Dd]omain|\bNVML\b|nvidia\.com/)", re.M)
 
 
 def level(line: str) -> str | None:
     """klog's level letter (``I``, ``W``, ``E``, ``F``) of ``line``, None for a Go log line or anything else."""
-    text = line.strip()
-    return text[0] if re.match(_KLOG, text) else None
+    m = _LEVEL.search(line.strip())
+    return m["level"] if m else None
 
 
 def parse_gpu_plugin_log(text: str) -> Parsed[dict]:
@@ -37,7 +48,7 @@ def parse_gpu_plugin_log(text: str) -> Parsed[dict]:
     xids, unhealthy, logged = [], [], 0
     for line in text.splitlines():
         text_line = line.strip()
-        logged += bool(_PREFIX.match(text_line))
+        logged += bool(_PREFIX.search(text_line))
         if m := _XID.search(text_line):
             xids.append({"xid": int(m["xid"]), "device": m["device"], "line": text_line})
         if (m := _UNHEALTHY.search(text_line)) and m["device"] not in unhealthy:

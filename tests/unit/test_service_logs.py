@@ -8,6 +8,8 @@ through NVIDIA's Xid catalogue. The lines are real ones from public reports (tes
 
 from __future__ import annotations
 
+import pytest
+
 from nvls_tui.analyze.captured import analyze_text
 from nvls_tui.analyze.paste import fails
 
@@ -18,6 +20,13 @@ def _read(text: str) -> dict:
 
 def _codes(entry: dict) -> list[tuple[str, str]]:
     return [(f["code"], f["severity"]) for f in entry["findings"]]
+
+
+def _assert_one_unread(entry: dict, kind: str, quoted: str) -> None:
+    """``entry`` is of ``kind`` and its one finding is UNREAD_EVIDENCE quoting ``quoted``."""
+    assert entry["kind"] == kind
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+    assert quoted in entry["findings"][0]["message"]
 
 
 # --- DCGM's own logs --------------------------------------------------------------------------------------
@@ -35,9 +44,7 @@ NVVS_DEBUG = (
 
 def test_hostengine_error_about_nvswitches_is_unread_evidence_quoting_it():
     entry = _read(HOSTENGINE_ERROR)
-    assert entry["kind"] == "dcgm-log"
-    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
-    assert "ReadNvSwitchStatusAllSwitches() returned Object is in an undefined state" in entry["findings"][0]["message"]
+    _assert_one_unread(entry, "dcgm-log", "ReadNvSwitchStatusAllSwitches() returned Object is in an undefined state")
     event = entry["data"]["events"][0]
     assert (event["level"], event["module"], event["timestamp"]) == ("ERROR", "NvSwitch", "2024-05-24 10:22:29.245")
     assert not fails(entry)
@@ -75,13 +82,17 @@ def test_dcgm_exporter_info_lines_in_logfmt_and_text_are_quiet_and_known():
         assert [e["level"] for e in entry["data"]["events"]] == ["INFO", "INFO"]
 
 
-def test_dcgm_exporter_fatal_is_unread_evidence():
-    entry = _read('time="2020-12-15T11:28:40Z" level=info msg="Starting dcgm-exporter"\n'
-                  'time="2020-12-15T11:28:40Z" level=fatal msg="Error watching fields: This request is serviced by a '
-                  'module of DCGM that is not currently loaded"\n')
-    assert entry["kind"] == "dcgm-log"
-    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
-    assert "Error watching fields" in entry["findings"][0]["message"]
+@pytest.mark.parametrize(("text", "kind", "quoted"), [
+    # dcgm-exporter's fatal line (logfmt) after its INFO start
+    ('time="2020-12-15T11:28:40Z" level=info msg="Starting dcgm-exporter"\n'
+     'time="2020-12-15T11:28:40Z" level=fatal msg="Error watching fields: This request is serviced by a module of DCGM '
+     'that is not currently loaded"\n', "dcgm-log", "Error watching fields"),
+    # the device plugin's own start lines name its kind; its failure is quoted
+    ("2019/10/30 11:16:23 Loading NVML\n2019/10/30 11:16:23 Starting FS watcher.\n"
+     "2019/10/30 11:16:23 Failed to created FS watcher.\n", "k8s-device-plugin-log", "Failed to created FS watcher."),
+])
+def test_a_services_failure_line_is_quoted_as_unread_evidence(text, kind, quoted):
+    _assert_one_unread(_read(text), kind, quoted)
 
 
 def test_a_logfmt_log_of_something_else_is_not_dcgm():
@@ -93,9 +104,7 @@ def test_a_dcgm_failure_reason_quoted_by_another_tool_is_read_out():
     entry = _read("ErrorCode:DCGM_FR_IMEX_UNHEALTHY GPU:0 IMEX daemon status is -3 (not READY)\n"
                   "Check IMEX installation, configuration, domain and daemon status, and network\n"
                   "connectivity. Recommended Action=CONTACT_SUPPORT;\n")
-    assert entry["kind"] == "dcgm-log"
-    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
-    assert "DCGM_FR_IMEX_UNHEALTHY" in entry["findings"][0]["message"]
+    _assert_one_unread(entry, "dcgm-log", "DCGM_FR_IMEX_UNHEALTHY")
     assert entry["data"]["failure_reasons"][0]["code"] == "DCGM_FR_IMEX_UNHEALTHY"
 
 
@@ -154,9 +163,7 @@ def test_driver_container_that_cannot_unload_the_driver_in_use_is_unread_evidenc
                   "Stopping NVIDIA persistence daemon...\n"
                   "Unloading NVIDIA driver kernel modules...\n"
                   "Could not unload NVIDIA driver kernel modules, driver is in use\n")
-    assert entry["kind"] == "gpu-operator-log"
-    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
-    assert "Could not unload NVIDIA driver kernel modules, driver is in use" in entry["findings"][0]["message"]
+    _assert_one_unread(entry, "gpu-operator-log", "Could not unload NVIDIA driver kernel modules, driver is in use")
     assert not fails(entry)
 
 
@@ -233,9 +240,7 @@ def test_persistenced_failing_to_initialize_is_unread_evidence():
                   "syslog for more details.\n"
                   "Aug 27 21:35:25 ubuntu systemd[1]: nvidia-persistenced.service: Control process exited, code=exited, "
                   "status=1/FAILURE\n")
-    assert entry["kind"] == "persistenced-log"
-    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
-    assert "auto_online_blocks: Permission denied" in entry["findings"][0]["message"]
+    _assert_one_unread(entry, "persistenced-log", "auto_online_blocks: Permission denied")
     assert "and 0 more" not in entry["findings"][0]["message"]
 
 
@@ -261,3 +266,15 @@ def test_fm_config_item_with_an_invalid_value_means_fm_never_starts():
 def test_a_pasters_elision_after_the_waiting_lines_does_not_end_the_wait():
     entry = _read("waiting for nvidia container stack to be setup\n" * 2 + "......\n")
     assert _codes(entry) == [("OPERATOR_NOT_READY", "warning")]
+
+
+
+
+def test_device_plugin_klog_lines_inside_journal_lines_are_read():
+    prefix = "Oct 17 12:05:33 ip-10-0-0-1.ec2.internal nvidia-device-plugin[1667]: "
+    quiet = _read(prefix + "I1017 12:05:33.312453    1667 server.go:154] Registered device plugin for 'nvidia.com/gpu' "
+                  "with Kubelet\n" + prefix + "I1017 12:05:33.312501    1667 main.go:353] Stopping plugins.\n")
+    assert (quiet["kind"], quiet["findings"]) == ("k8s-device-plugin-log", [])
+    failed = _read(prefix + "E1017 12:05:33.312453    1667 main.go:154] error starting plugins: failed to get "
+                   "devices\n")
+    assert _codes(failed) == [("UNREAD_EVIDENCE", "warning")]
