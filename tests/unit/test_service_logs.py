@@ -278,3 +278,14 @@ def test_device_plugin_klog_lines_inside_journal_lines_are_read():
     failed = _read(prefix + "E1017 12:05:33.312453    1667 main.go:154] error starting plugins: failed to get "
                    "devices\n")
     assert _codes(failed) == [("UNREAD_EVIDENCE", "warning")]
+
+
+@pytest.mark.parametrize("failed", [
+    "10.10.10.10: 2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: failed to find an NVSwitch LPF device",
+    "10.10.10.10: nvlsm: ERR: failed to bind to port guid 0xcc40f3030027f630",
+])
+def test_a_failure_said_by_fms_wrapper_or_its_nvlsm_is_never_dropped(failed):
+    entry = _read("10.10.10.10: 2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: found NVSwitch LPF: device=mlx5_10 "
+                  "guid=0xcc40f3030027f630\n" + failed + "\n")
+    assert entry["kind"] == "fabricmanager-log"
+    assert ("UNREAD_EVIDENCE", "warning") in _codes(entry)
