@@ -19,7 +19,8 @@ from nvls_tui.parsers.unread import says_wrong
 # The CRI runtime's stream and tag, after its stamp: "stdout F " (F: a full line, P: a partial one).
 _CRI = re.compile(r"^(?:\S+\s+)?(?:stdout|stderr) [FP] ")
 _OWN = (r"={3,} NVIDIA Software Installer ={3,}|Starting installation of NVIDIA driver version |"
-        r"(?:Could not unload|Unloading) NVIDIA driver kernel modules|Stopping NVIDIA persistence daemon\.\.\.|"
+        r"(?:Could not unload|Unloading|Loading) NVIDIA driver kernel modules|(?:Stopping|Starting) NVIDIA persistence "
+        r"daemon\.\.\.|Done, now waiting for signal|"
         r"nvidia driver module is already loaded with refcount|Getting current value of the 'nvidia\.com/gpu\.deploy\.|"
         r"Shutting down all GPU clients on the current node|waiting for (?:the )?nvidia[\w -]{0,40} to be (?:setup|ready)")
 #: Detection (nvls_tui.parsers.detect_services): the containers' own sentences, at a line's start (after a CRI tag).

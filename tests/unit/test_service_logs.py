@@ -289,3 +289,11 @@ def test_a_failure_said_by_fms_wrapper_or_its_nvlsm_is_never_dropped(failed):
                   "guid=0xcc40f3030027f630\n" + failed + "\n")
     assert entry["kind"] == "fabricmanager-log"
     assert ("UNREAD_EVIDENCE", "warning") in _codes(entry)
+
+
+def test_a_driver_container_that_loaded_the_driver_and_waits_for_its_signal_is_a_quiet_operator_log():
+    entry = _read("Loading NVIDIA driver kernel modules...\n"
+                  "+ modprobe -a nvidia nvidia-uvm nvidia-modeset\n"
+                  "Starting NVIDIA persistence daemon...\n"
+                  "Done, now waiting for signal\n")
+    assert (entry["kind"], entry["findings"], entry["data"]["waiting"]) == ("gpu-operator-log", [], None)
