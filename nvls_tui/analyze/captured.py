@@ -33,6 +33,7 @@ from nvls_tui.parsers.fabricmanager_log import (
     journal_lines,
     parse_fm_log,
     parse_fm_version,
+    refused_config_item,
     start_failure,
     unread_fm_lines,
     version_mismatch,
@@ -221,9 +222,14 @@ def _fm_log(text: str, down: bool = False) -> Result:
         nothing = any(e.code == "NV_WARN_NOTHING_TO_DO" for e in events)
         why = (" FM found no NVSwitch it could manage (NV_WARN_NOTHING_TO_DO): not an NVSwitch board, the NVSwitch "
                "driver not loaded, or on Blackwell NVLSM missing." if nothing else "")
+        if (item := refused_config_item(never.message)) is not None:
+            said, fix = "FM refused its configuration", (f"Fix {item} in FM's config file (fabricmanager.cfg; where "
+                                                         "the item names a file, it must exist where FM runs)")
+        else:
+            said, fix = "its start script failed", ("Fix what the script says (its arguments, the FM package, the "
+                                                    "NVSwitch driver)")
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
-                                f"Fabric Manager never started: its start script failed (“{never.message[:200]}”).{why} "
-                                "Fix what the script says (its arguments, the FM package, the NVSwitch driver), then "
+                                f"Fabric Manager never started: {said} (“{never.message[:200]}”).{why} {fix}, then "
                                 "start Fabric Manager and check the GPUs' fabric state"))
     logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:

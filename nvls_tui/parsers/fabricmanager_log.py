@@ -167,6 +167,16 @@ def unread_fm_lines(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_CONFIG_ITEM = re.compile(r"(?i:fabric manager config file item: (?P<item>\S+) has an invalid value)")
+
+
+def refused_config_item(message: str) -> str | None:
+    """The config file item FM refused as invalid ("... config file item: FABRIC_NODE_CONFIG_FILE has an invalid
+    value"), or None."""
+    m = _CONFIG_ITEM.search(message)
+    return m.group("item") if m else None
+
+
 def start_failure(events: tuple[FmEvent, ...]) -> FmEvent | None:
     """The last line in which FM's start script says FM never started (it refused its arguments, or FM exited),
     where no later line says FM started or configured the fabric; None otherwise."""
@@ -195,4 +205,4 @@ def parse_fm_version(text: str) -> str | None:
 
 
 __all__ = ["FmEvent", "configured", "fm_log_errors", "journal_lines", "multicast_error", "parse_fm_line", "parse_fm_log",
-           "parse_fm_version", "start_failure", "version_mismatch"]
+           "parse_fm_version", "refused_config_item", "start_failure", "version_mismatch"]

@@ -259,7 +259,11 @@ def test_fm_config_item_with_an_invalid_value_means_fm_never_starts():
     entry = _read("<node ip>: fabric manager config file item: FABRIC_NODE_CONFIG_FILE has an invalid value\n")
     assert entry["kind"] == "fabricmanager-log"
     assert _codes(entry) == [("FM_NOT_RUNNING", "error")]
-    assert "FABRIC_NODE_CONFIG_FILE" in entry["findings"][0]["message"]
+    message = entry["findings"][0]["message"]
+    assert "FABRIC_NODE_CONFIG_FILE" in message
+    # FM itself refused its configuration: the move is the config item, not the start script's arguments
+    assert "refused its configuration" in message and "fabricmanager.cfg" in message
+    assert "start script" not in message
     assert fails(entry)
 
 
