@@ -42,11 +42,13 @@ class DcgmEvent:
     line: str
 
 
-# nv-hostengine / nvvs: optional stamp, level, [pid:tid], message, then "[/path/file.cpp:N] [func]".
+# nv-hostengine / nvvs: optional stamp, level, [pid:tid], [[Module]], then the rest (message and source).
 _ENGINE = re.compile(
     r"^(?:(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\s+)?(?P<level>VERBOSE|DEBUG|INFO|WARN(?:ING)?|ERROR|FATAL|"
-    r"CRITICAL)\s+\[\d+:\d+\]\s+(?:\[\[(?P<module>[^\]]{1,40})\]\]\s+)?(?P<msg>.*?)"
-    r"(?:\s+\[(?:[^\]\s]*/)?(?P<src>[^\]\s/]+:\d+)\](?:\s+\[[^\]]*\])?)?\s*$")
+    r"CRITICAL)\s+\[\d+:\d+\]\s+(?:\[\[(?P<module>[^\]]{1,40})\]\]\s+)?(?P<rest>.*)$")
+# The source location at the rest's end: " [/path/File.cpp:388] [Function]" (bounded, bracket-free parts: a line of
+# brackets is not tried from every position).
+_SOURCE = re.compile(r"\s\[(?:[^\[\]\s]{0,300}/)?(?P<src>[^\[\]\s/]{1,120}:\d{1,6})\](?:\s+\[[^\[\]\n]{0,300}\])?\s*$")
 # dcgm-exporter through logrus's or slog's key=value form: time="..." level=info msg="..."
 _LOGFMT = re.compile(r'^time="?[^"\s]*"?\s+level=(?P<level>\w+)\s+msg=(?:"(?P<qmsg>(?:[^"\\]|\\.)*)"|(?P<msg>\S+))')
 # dcgm-exporter through logrus's text form: INFO[0001] message
@@ -59,7 +61,7 @@ FAILURE_REASON = re.compile(r"\bDCGM_FR_[A-Z0-9_]+\b")
 DETECT = re.compile(
     # hostengine/nvvs: a level and [pid:tid], and DCGM's or nvvs's source path at the end
     r"^(?:\d{4}-\d\d-\d\d[ T][\d:.]+\s+)?(?:DEBUG|INFO|WARN(?:ING)?|ERROR|FATAL|CRITICAL)\s+\[\d+:\d+\]\s[^\n]*"
-    r"\[[^\]\s]*(?i:dcgm|nvvs)[^\]\s]*\.(?:cpp|h|hpp|c):\d+\]|"
+    r"/(?i:dcgm|nvvs)[^\[\]\s/]{0,80}/[^\[\]\s]{0,300}\.(?:cpp|h|hpp|c):\d{1,6}\]|"
     # dcgm-exporter: a logfmt or logrus text line whose words name DCGM or the exporter
     r'^(?:time="?[^"\s]*"?\s+level=\w+\s+msg=|(?:INFO|WARN|ERRO|FATA|PANI|DEBU)\[\d+\]\s)[^\n]{0,300}?'
     r"(?:\bDCGM\b|dcgm-exporter)|"
@@ -75,7 +77,10 @@ def parse_dcgm_line(line: str) -> DcgmEvent | None:
     """One line as a :class:`DcgmEvent`, or None for a line of no DCGM shape (a shell prompt, prose)."""
     text = line.strip()
     if m := _ENGINE.match(text):
-        return DcgmEvent(m["level"], m["msg"].strip(), m["module"], m["src"], m["ts"], text)
+        rest, source = m["rest"], None
+        if src := _SOURCE.search(rest):
+            rest, source = rest[:src.start()], src["src"]
+        return DcgmEvent(m["level"], rest.strip(), m["module"], source, m["ts"], text)
     if m := _LOGFMT.match(text):
         msg = m["qmsg"] if m["qmsg"] is not None else m["msg"]
         return DcgmEvent(m["level"].upper(), msg.replace('\\"', '"'), None, None, None, text)

@@ -18,13 +18,25 @@ from nvls_tui.parsers.base import Parsed
 #: Detection (nvls_tui.parsers.detect_services): the box's title or its overall row.
 DETECT = re.compile(r"^\|\s*Health Monitor Report\s+\||^\|\s*Overall Health\s+\|", re.M)
 
-_ROW = re.compile(r"^\|\s?([^|]*?)\s*\|\s?(.*?)\s*\|?\s*$")
 _ENTITY = re.compile(r"^->\s*(?:GPU\s*(?:ID:?\s*)?)?(\d+)$", re.I)
 _SYSTEM = re.compile(r"^->\s*(.+?)\s+system$", re.I)
 # DCGM's words for a link that is down; a row cut at the box's width may split them, so spaces are optional.
 _DOWN = re.compile(r"GPU ?(\d+) ?'s ?NvLink ?link ?(\d+) ?is ?currently ?down", re.I)
 #: DCGM's health words, best first.
 HEALTHY = ("Healthy", "Pass")
+
+
+def _cells(line: str) -> tuple[str, str] | None:
+    """A box row's two cells (``| name | value |``, the closing bar optional: a paste may cut it), stripped; None
+    for a border or anything else. Split, not matched: a long row is read in one pass."""
+    text = line.strip()
+    if not text.startswith("|") or set(text) <= set("+-=| "):
+        return None
+    name, bar, value = text[1:].partition("|")
+    if not bar:
+        return None
+    value = value.rstrip()
+    return name.strip(), (value[:-1] if value.endswith("|") else value).strip()
 
 
 def parse_dcgmi_health(text: str) -> Parsed[dict]:
@@ -35,10 +47,10 @@ def parse_dcgmi_health(text: str) -> Parsed[dict]:
     systems: list[dict] = []
     current: dict | None = None
     for line in text.splitlines():
-        m = _ROW.match(line.strip())
-        if not m or set(line.strip()) <= set("+-=| "):
+        row = _cells(line)
+        if row is None:
             continue
-        name, value = m[1].strip(), m[2].strip()
+        name, value = row
         if name.lower() == "overall health":
             overall, current = value, None
         elif e := _ENTITY.match(name):

@@ -27,7 +27,7 @@ _OWN = (r"={3,} NVIDIA Software Installer ={3,}|Starting installation of NVIDIA 
 DETECT = re.compile(rf"^(?:(?:stdout|stderr) [FP] )?(?:{_OWN})", re.M)
 _LINE = re.compile(rf"^(?:{_OWN})")
 # A validator waiting for what it validates (not the driver container's last words, "now waiting for signal").
-_WAITING = re.compile(r"^waiting for (?!signal)(?P<what>.+?)\s*$", re.I)
+_WAITING = re.compile(r"^waiting for (?!signal)(?P<what>.*\S)", re.I)
 _WORD = re.compile(r"\w")
 _VERSION = re.compile(r"Starting installation of NVIDIA driver version (?P<v>\S+)")
 
