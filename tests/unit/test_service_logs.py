@@ -301,3 +301,15 @@ def test_a_driver_container_that_loaded_the_driver_and_waits_for_its_signal_is_a
                   "Starting NVIDIA persistence daemon...\n"
                   "Done, now waiting for signal\n")
     assert (entry["kind"], entry["findings"], entry["data"]["waiting"]) == ("gpu-operator-log", [], None)
+
+
+def test_persistenced_lines_beside_the_drivers_are_a_part_of_their_own_and_their_failure_is_quoted():
+    entry = _read("Aug 27 21:35:25 ubuntu kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for aarch64  560.35.03\n"
+                  "Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: Started (1405)\n"
+                  "Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: NUMA: Failed to open "
+                  "/sys/devices/system/memory/auto_online_blocks: Permission denied\n"
+                  "Aug 27 21:35:26 ubuntu kernel: NVRM: GPU 0009:01:00.0: RmInitAdapter succeeded\n")
+    assert [(p["kind"], p["lines"]) for p in entry["parts"]] == [("kernel-log", [1, 1]), ("persistenced-log", [2, 3]),
+                                                                 ("kernel-log", [4, 4])]
+    quoted = [f["message"] for f in entry["findings"] if f["code"] == "UNREAD_EVIDENCE"]
+    assert len(quoted) == 1 and "auto_online_blocks: Permission denied" in quoted[0]
