@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nvls_tui import words
-from nvls_tui.analyze.services import SERVICE_HANDLERS
+from nvls_tui.analyze.services import SERVICE_HANDLERS, unit_status_findings
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
@@ -179,6 +179,8 @@ def _status(text: str) -> Result:
     findings = []
     if s.name.startswith("nvidia-fabricmanager") and s.active != "active":
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR, f"nvidia-fabricmanager is {s.active}"))
+    # NVIDIA's other units (nvidia-persistenced, DCGM's): a failed unit and its journal's failure words are said.
+    findings.extend(unit_status_findings(s.name, text))
     if s.name.startswith("nvidia-fabricmanager") and (journal := journal_lines(text)):
         # The journal lines under the status block are FM's log (and systemd's about its unit): read them as
         # the FM log reader reads them, so FM's own errors there are not dropped behind the unit's state.

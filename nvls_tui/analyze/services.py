@@ -6,6 +6,7 @@ Each returns what :data:`nvls_tui.analyze.captured.HANDLERS` does: ``(data, find
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +14,10 @@ from nvls_tui.diagnosis import service_logs
 from nvls_tui.model import Finding
 from nvls_tui.parsers import dcgm_log, gpu_plugin_log
 from nvls_tui.parsers.dcgmi_health import HEALTHY, parse_dcgmi_health
+from nvls_tui.parsers.fabricmanager_log import journal_lines
 from nvls_tui.parsers.gpu_operator_log import parse_gpu_operator_log
 from nvls_tui.parsers.persistenced_log import parse_persistenced_log
+from nvls_tui.parsers.unread import says_wrong
 from nvls_tui.words import count
 
 Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]
@@ -55,6 +58,22 @@ SERVICE_HANDLERS: dict[str, Callable[[str], Result]] = {
     "persistenced-log": _persistenced,
 }
 
+# NVIDIA's units other than Fabric Manager's (whose state and journal have rules of their own): nvidia-persistenced,
+# nvidia-dcgm / nv-hostengine, nvidia-imex, ...
+_NVIDIA_UNIT = re.compile(r"^(?:nvidia-(?!fabricmanager)|nv-hostengine|dcgm)")
+_ACTIVE_LINE = re.compile(r"^\s*Active:\s*failed\b.*$", re.M)
+
+
+def unit_status_findings(unit: str, text: str) -> list[Finding]:
+    """For ``systemctl status`` of NVIDIA's unit ``unit`` (not FM's): its ``Active: failed`` line and the journal lines
+    under it that say something went wrong, as ``UNREAD_EVIDENCE``; nothing for another unit."""
+    if not _NVIDIA_UNIT.match(unit):
+        return []
+    lines = [m.group(0) for m in _ACTIVE_LINE.finditer(text)][:1]
+    lines += [line for line in journal_lines(text).splitlines() if says_wrong(line)]
+    return service_logs.unread_lines(lines, f"the status of {unit}")
+
+
 def service_summary(kind: str, data: dict[str, Any]) -> str:
     """The readable output's one line for a document (or part) of one of these kinds ("" for another kind)."""
     if kind == "dcgm-log":
@@ -79,4 +98,4 @@ def service_summary(kind: str, data: dict[str, Any]) -> str:
     return ""
 
 
-__all__ = ["SERVICE_HANDLERS", "service_summary"]
+__all__ = ["SERVICE_HANDLERS", "service_summary", "unit_status_findings"]

@@ -25,7 +25,8 @@ from nvls_tui.parsers.dcgmi_health import HEALTHY
 from nvls_tui.parsers.unread import nvidia_error_line, quote
 
 
-def _unread(lines: list[str], where: str) -> list[Finding]:
+def unread_lines(lines: list[str], where: str) -> list[Finding]:
+    """``UNREAD_EVIDENCE`` for ``lines`` (none for none)."""
     finding = unread_finding(lines, where)
     return [finding] if finding is not None else []
 
@@ -33,7 +34,7 @@ def _unread(lines: list[str], where: str) -> list[Finding]:
 def dcgm_log_findings(problems: list[str], others: list[str]) -> list[Finding]:
     """``UNREAD_EVIDENCE`` for DCGM's problem lines and for NVIDIA's error text among the lines that are not
     DCGM's (``others``: a kernel line pasted in)."""
-    return _unread(problems + [line for line in others if nvidia_error_line(line)], "DCGM's log")
+    return unread_lines(problems + [line for line in others if nvidia_error_line(line)], "DCGM's log")
 
 
 def dcgmi_health_findings(data: dict) -> list[Finding]:
@@ -57,7 +58,7 @@ def dcgmi_health_findings(data: dict) -> list[Finding]:
                       + " ".join(system["messages"]))
     if not unread and not findings and data["overall"] not in (None, *HEALTHY):
         unread.append(f"DCGM health: overall {data['overall']}")
-    return findings + _unread(unread, "DCGM's health check")
+    return findings + unread_lines(unread, "DCGM's health check")
 
 
 def operator_findings(data: dict) -> list[Finding]:
@@ -70,7 +71,7 @@ def operator_findings(data: dict) -> list[Finding]:
             f"the GPU Operator's validator is still waiting for {quote(data['waiting'])} at the end of its log "
             f"({words.count(data['waited'], 'line')}): what it validates never came up, so the GPU pods on this node "
             "do not start; read that component's own pod (the driver's or the container toolkit's)"))
-    return findings + _unread(data["problems"], "the GPU Operator's container log")
+    return findings + unread_lines(data["problems"], "the GPU Operator's container log")
 
 
 def gpu_plugin_findings(data: dict, errors: list[str]) -> list[Finding]:
@@ -93,13 +94,13 @@ def gpu_plugin_findings(data: dict, errors: list[str]) -> list[Finding]:
             + (f" — {reading.tail}" if reading.tail else ""), action=reading.action, next_move=reading.move))
     named = {device for devices in by_xid.values() for device in devices}
     unexplained = [f"device marked unhealthy: {device}" for device in data["unhealthy"] if device not in named]
-    return findings + _unread(unexplained + errors, "the GPU plugin's log")
+    return findings + unread_lines(unexplained + errors, "the GPU plugin's log")
 
 
 def persistenced_findings(problems: list[str]) -> list[Finding]:
     """``UNREAD_EVIDENCE`` for nvidia-persistenced's (and systemd's, about its unit) words of a failure."""
-    return _unread(problems, "nvidia-persistenced's log")
+    return unread_lines(problems, "nvidia-persistenced's log")
 
 
 __all__ = ["dcgm_log_findings", "dcgmi_health_findings", "gpu_plugin_findings", "operator_findings",
-           "persistenced_findings"]
+           "persistenced_findings", "unread_lines"]

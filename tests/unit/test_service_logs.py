@@ -313,3 +313,33 @@ def test_persistenced_lines_beside_the_drivers_are_a_part_of_their_own_and_their
                                                                  ("kernel-log", [4, 4])]
     quoted = [f["message"] for f in entry["findings"] if f["code"] == "UNREAD_EVIDENCE"]
     assert len(quoted) == 1 and "auto_online_blocks: Permission denied" in quoted[0]
+
+
+PERSISTENCED_STATUS_FAILED = """\
+× nvidia-persistenced.service - NVIDIA Persistence Daemon
+     Loaded: loaded (/usr/lib/systemd/system/nvidia-persistenced.service; enabled; preset: enabled)
+     Active: failed (Result: exit-code) since Mon 2025-09-22 11:50:01 +08; 6min ago
+        CPU: 12ms
+
+Sep 22 11:50:01 host systemd[1]: Starting nvidia-persistenced.service - NVIDIA Persistence Daemon...
+Sep 22 11:50:01 host nvidia-persistenced[1234]: Failed to change ownership of /var/run/nvidia-persistenced: Operation \
+not permitted
+Sep 22 11:50:01 host nvidia-persistenced[1234]: Shutdown (1234)
+Sep 22 11:50:01 host systemd[1]: Failed to start nvidia-persistenced.service - NVIDIA Persistence Daemon.
+"""
+
+
+def test_systemctl_status_of_a_failed_nvidia_unit_other_than_fm_is_never_silent():
+    entry = _read(PERSISTENCED_STATUS_FAILED)
+    assert entry["kind"] == "systemctl-status"
+    assert _codes(entry) == [("UNREAD_EVIDENCE", "warning")]
+    message = entry["findings"][0]["message"]
+    assert "Active: failed (Result: exit-code)" in message
+    assert "Failed to change ownership" in message
+
+
+def test_systemctl_status_of_a_running_nvidia_unit_with_quiet_lines_stays_quiet():
+    running = (PERSISTENCED_STATUS_FAILED.replace("×", "●").replace("failed (Result: exit-code)", "active (running)")
+               .split("\nSep 22")[0] + "\nSep 22 11:50:01 host nvidia-persistenced[1234]: Started (1234)\n")
+    entry = _read(running)
+    assert (entry["kind"], entry["findings"]) == ("systemctl-status", [])
