@@ -5,7 +5,8 @@ driver ("Starting installation of NVIDIA driver version ...", "Unloading NVIDIA 
 unload NVIDIA driver kernel modules, driver is in use", "Done, now waiting for signal"); its driver manager reads
 the node's ``nvidia.com/gpu.deploy.*`` labels; the validators wait for what they validate ("waiting for nvidia
 container stack to be setup") until it is there. A log read from ``/var/log/pods`` carries the CRI runtime's
-``STAMP stdout F `` on each line (the stamp is peeled as a ``kubectl --timestamps`` one; the stream and tag here).
+``STAMP stdout F `` on each line (the stamp is peeled as a ``kubectl --timestamps`` one; the stream and tag here);
+the driver manager of newer releases logs in logfmt (``time=... level=info msg=...``), whose level names an error.
 The driver container's Fabric Manager lines are Fabric Manager's (kind ``fabricmanager-log``), not this kind's.
 """
 
@@ -16,15 +17,17 @@ import re
 from nvls_tui.parsers.base import Parsed
 from nvls_tui.parsers.unread import says_wrong
 
-# The CRI runtime's stream and tag, after its stamp: "stdout F " (F: a full line, P: a partial one).
-_CRI = re.compile(r"^(?:\S+\s+)?(?:stdout|stderr) [FP] ")
+# The CRI runtime's stream and tag, after its stamp: "stdout F " (F: a full line, P: a partial one); the driver
+# manager's logfmt head ("time=... level=info msg=").
+_CRI = re.compile(r"^(?:\S+\s+)?(?:stdout|stderr) [FP] |^time=\S+ level=\w+ msg=\"?")
 _OWN = (r"={3,} NVIDIA Software Installer ={3,}|Starting installation of NVIDIA driver version |"
         r"(?:Could not unload|Unloading|Loading) NVIDIA driver kernel modules|(?:Stopping|Starting) NVIDIA persistence "
         r"daemon\.\.\.|Done, now waiting for signal|"
-        r"nvidia driver module is already loaded with refcount|Getting current value of the 'nvidia\.com/gpu\.deploy\.|"
+        r"nvidia driver module is already loaded with refcount|Getting current value of the ['\"]nvidia\.com/gpu\.deploy\.|"
+        r"Starting driver uninstallation process|Fetching current component labels|"
         r"Shutting down all GPU clients on the current node|waiting for (?:the )?nvidia[\w -]{0,40} to be (?:setup|ready)")
 #: Detection (nvls_tui.parsers.detect_services): the containers' own sentences, at a line's start (after a CRI tag).
-DETECT = re.compile(rf"^(?:(?:stdout|stderr) [FP] )?(?:{_OWN})", re.M)
+DETECT = re.compile(rf"^(?:(?:stdout|stderr) [FP] |time=\S+ level=\w+ msg=\"?)?(?:{_OWN})", re.M)
 _LINE = re.compile(rf"^(?:{_OWN})")
 # A validator waiting for what it validates (not the driver container's last words, "now waiting for signal").
 _WAITING = re.compile(r"^waiting for (?!signal)(?P<what>.*\S)", re.I)

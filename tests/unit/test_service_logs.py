@@ -343,3 +343,13 @@ def test_systemctl_status_of_a_running_nvidia_unit_with_quiet_lines_stays_quiet(
                .split("\nSep 22")[0] + "\nSep 22 11:50:01 host nvidia-persistenced[1234]: Started (1234)\n")
     entry = _read(running)
     assert (entry["kind"], entry["findings"]) == ("systemctl-status", [])
+
+
+def test_the_driver_managers_logfmt_lines_are_the_operators_and_their_error_level_is_read_out():
+    quiet = _read('time=2026-02-25T08:26:00Z level=info msg=Getting current value of the '
+                  '"nvidia.com/gpu.deploy.device-plugin" node label\n'
+                  'time=2026-02-25T08:26:00Z level=info msg=Current value of "nvidia.com/gpu.deploy.device-plugin"=true\n')
+    assert (quiet["kind"], quiet["findings"]) == ("gpu-operator-log", [])
+    failed = _read('time=2026-02-25T08:26:00Z level=info msg=Starting driver uninstallation process\n'
+                   'time=2026-02-25T08:26:05Z level=error msg=Failed to evict GPU pods from the node\n')
+    _assert_one_unread(failed, "gpu-operator-log", "Failed to evict GPU pods")
