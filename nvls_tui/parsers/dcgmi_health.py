@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.dcgmi_box import box_cells
 
 #: Detection (nvls_tui.parsers.detect_services): the box's title or its overall row.
 DETECT = re.compile(r"^\|\s*Health Monitor Report\s+\||^\|\s*Overall Health\s+\|", re.M)
@@ -26,19 +27,6 @@ _DOWN = re.compile(r"GPU ?(\d+) ?'s ?NvLink ?link ?(\d+) ?is ?currently ?down", 
 HEALTHY = ("Healthy", "Pass")
 
 
-def _cells(line: str) -> tuple[str, str] | None:
-    """A box row's two cells (``| name | value |``, the closing bar optional: a paste may cut it), stripped; None
-    for a border or anything else. Split, not matched: a long row is read in one pass."""
-    text = line.strip()
-    if not text.startswith("|") or set(text) <= set("+-=| "):
-        return None
-    name, bar, value = text[1:].partition("|")
-    if not bar:
-        return None
-    value = value.rstrip()
-    return name.strip(), (value[:-1] if value.endswith("|") else value).strip()
-
-
 def parse_dcgmi_health(text: str) -> Parsed[dict]:
     """``overall`` (DCGM's word, or None), ``systems[]`` (``{gpu, system, health, messages[]}``, ``gpu`` None
     where no ``-> N`` row came before), ``links_down[]`` (``{gpu, link}``)."""
@@ -47,7 +35,7 @@ def parse_dcgmi_health(text: str) -> Parsed[dict]:
     systems: list[dict] = []
     current: dict | None = None
     for line in text.splitlines():
-        row = _cells(line)
+        row = box_cells(line)
         if row is None:
             continue
         name, value = row

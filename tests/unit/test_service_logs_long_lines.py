@@ -1,4 +1,4 @@
-"""The services' readers (DCGM's log, dcgmi health, the GPU Operator's and the GPU plugins' logs, persistenced's)
+"""The services' readers (DCGM's log, dcgmi health and diag, the GPU Operator's and the GPU plugins' logs, persistenced's)
 read one long line in one pass: no pattern of theirs backtracks over a line from every position of it.
 
 Each file below starts a 200 KB line with what its kind's rule looks for, then fills it with what a rule could try to
@@ -18,6 +18,7 @@ LONG_LINES = {
     "dcgm-bracket-words": "2024-05-24 10:22:29.245 ERROR [5231:5273] " + " [a" * N,
     "dcgm-spaces": "ERROR [1:1] x" + " " * N + "x",
     "health-spaces": "| Overall Health | Failure |\n| -> 0 | Failure" + " " * N + "x",
+    "diag-spaces": "| Diagnostic                | Result                                         |\n| Deployment | Pass" + " " * N + "x",
     "operator-spaces": "waiting for nvidia container stack to be setup" + " " * N + "x",
     "plugin-brackets": "I0929 12:40:26.277236       1 nvlib.go:243] NVML " + "'" * N,
     "persistenced-spaces": "May 31 05:33:40 kino1 systemd[1]: " + " " * N + "x",
