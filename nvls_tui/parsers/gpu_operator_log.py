@@ -36,7 +36,8 @@ _VERSION = re.compile(r"Starting installation of NVIDIA driver version (?P<v>\S+
 
 
 def operator_lines(text: str) -> list[str]:
-    """The non-blank lines of ``text``, each without the CRI runtime's stream and tag."""
+    """The non-blank lines of ``text``, each without the CRI runtime's stream and tag or the driver manager's logfmt
+    head."""
     return [_CRI.sub("", line.strip()) for line in text.splitlines() if line.strip()]
 
 
