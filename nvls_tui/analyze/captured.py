@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nvls_tui import words
+from nvls_tui.analyze.services import SERVICE_HANDLERS, unit_status_findings
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
 from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
@@ -37,6 +38,7 @@ from nvls_tui.parsers.fabricmanager_log import (
     journal_lines,
     parse_fm_log,
     parse_fm_version,
+    refused_config_item,
     start_failure,
     unread_fm_lines,
     version_mismatch,
@@ -216,6 +218,8 @@ def _status(text: str) -> Result:
     findings = []
     if s.name.startswith("nvidia-fabricmanager") and s.active != "active":
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR, f"nvidia-fabricmanager is {s.active}"))
+    # NVIDIA's other units (nvidia-persistenced, DCGM's): a failed unit and its journal's failure words are said.
+    findings.extend(unit_status_findings(s.name, text))
     if s.name.startswith("nvidia-fabricmanager") and (journal := journal_lines(text)):
         # The journal lines under the status block are FM's log (and systemd's about its unit): read them as
         # the FM log reader reads them, so FM's own errors there are not dropped behind the unit's state.
@@ -259,9 +263,14 @@ def _fm_log(text: str, down: bool = False) -> Result:
         nothing = any(e.code == "NV_WARN_NOTHING_TO_DO" for e in events)
         why = (" FM found no NVSwitch it could manage (NV_WARN_NOTHING_TO_DO): not an NVSwitch board, the NVSwitch "
                "driver not loaded, or on Blackwell NVLSM missing." if nothing else "")
+        if (item := refused_config_item(never.message)) is not None:
+            said, fix = "FM refused its configuration", (f"Fix {item} in FM's config file (fabricmanager.cfg; where "
+                                                         "the item names a file, it must exist where FM runs)")
+        else:
+            said, fix = "its start script failed", ("Fix what the script says (its arguments, the FM package, the "
+                                                    "NVSwitch driver)")
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
-                                f"Fabric Manager never started: its start script failed (“{never.message[:200]}”).{why} "
-                                "Fix what the script says (its arguments, the FM package, the NVSwitch driver), then "
+                                f"Fabric Manager never started: {said} (“{never.message[:200]}”).{why} {fix}, then "
                                 "start Fabric Manager and check the GPUs' fabric state"))
     logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:
@@ -488,6 +497,7 @@ HANDLERS: dict[str, Callable[[str], Result]] = {
     "lspci": _lspci,
     "app-log": _app_log,
 }
+HANDLERS.update(SERVICE_HANDLERS)  # DCGM's logs, dcgmi health, the GPU Operator's, the GPU plugins', persistenced's
 
 
 def analyze_text(text: str, file: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from nvls_tui.analyze.captured import analyze_text
 from nvls_tui.analyze.paste import fails, lines_said
+from nvls_tui.analyze.services import service_summary
 from nvls_tui.analyze.wrapped import origins_text
 from nvls_tui.settings import Settings
 from nvls_tui.textsafe import one_line
@@ -97,7 +98,7 @@ def _summary(entry: dict) -> str:
         return (f"{data.get('verdict') or 'not diagnosed'}: {data.get('platform')}, driver {data.get('driver') or '?'}, "
                 f"{count(len(data.get('gpus') or []), 'GPU')}, {count(len(data.get('holders') or []), 'holder')}, "
                 f"{count(len(data.get('missing') or []), 'section')} unread")
-    return ""
+    return service_summary(kind, data)  # DCGM's, the GPU Operator's, the GPU plugins', persistenced's logs
 
 
 def _print_rich(entries: list[dict]) -> None:

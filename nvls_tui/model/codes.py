@@ -40,6 +40,7 @@ FINDING_CODES: tuple[str, ...] = (
     "NVLINK_ERRORS",
     "DRIVER_ERROR",
     "CUDA_ERROR",
+    "OPERATOR_NOT_READY",
 )
 
 __all__ = ["FINDING_CODES"]

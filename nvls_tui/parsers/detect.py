@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from nvls_tui.parsers.cuda_app import line_pattern, names_a_cuda_error
+from nvls_tui.parsers.detect_services import SERVICE_LINE_RULES, SERVICE_RULES
 
 # The driver's lines in the forms the kernel-log rule's prefixes leave out (issue 35's corpus): a journal line
 # without its host (``Feb 15 12:31:57.737822 kernel: nvidia-nvlink: ...``), NVRM naming its function without
@@ -133,6 +134,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("proc-stat", re.compile(r"^\d+ \(.+\) [RSDZTtWXxKWPI] -?\d+ -?\d+ -?\d+", re.M)),
     ("ps", re.compile(r"^\s*\d+\s+\d+\s+\S+\s+\w{3} \w{3} +\d+ [\d:]{8} \d{4}\s", re.M)),
 )
+_RULES += SERVICE_RULES  # the services' logs (DCGM, the GPU Operator, ...): after every kind above
 
 
 # The kinds a paste may hold a run of, line by line (issue 35, item 1): a line of each says its kind by its
@@ -169,6 +171,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("app-log", line_pattern()),
 )
 
+_LINE_RULES += SERVICE_LINE_RULES  # nvidia-persistenced's journal lines
 LINE_KINDS = tuple(dict.fromkeys(kind for kind, _ in _LINE_RULES))
 """The kinds :func:`line_kind` names."""
 

@@ -41,6 +41,10 @@ _JOURNAL = re.compile(
 )
 # FM's own prefix inside a journal line: its level, after its own time stamp where it printed one
 # ("nv-fabricmanager[29850]: [May 16 2025 15:10:21] [INFO] [tid 30042] ...").
+# The wrappers that start FM and log in Go's form: Talos's "2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: ...",
+# and the NVLSM it runs ("nvlsm: ..."), after a talosctl "host: " tag where one was not peeled.
+_WRAPPER = re.compile(r"^(?:\S+: )?(?P<ts>\d{4}/\d\d/\d\d \d\d:\d\d:\d\d )?(?P<proc>nvidia-fabricmanager-wrapper|nvlsm): "
+                      r"(?P<msg>.*)$")
 _INNER_LEVEL = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?\[(?P<level>[A-Z]+)\]\s*(?:\[tid\s*\d+\]\s*)?(?P<msg>.*)$")
 _CODES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("CONFIGURED", re.compile(r"Successfully configured all the available (?:GPUs and )?NVSwitches", re.I)),
@@ -50,8 +54,11 @@ _CODES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("NV_WARN_NOTHING_TO_DO", re.compile(r"NV_WARN_NOTHING_TO_DO")),
     # FM's start script refusing its arguments (its usage text, after "Unknown option: ..."), or reporting that
     # FM itself exited ("\"/usr/bin/nv-fabricmanager -c ...\" failed! Exit code: 1"): FM never started.
+    # FM's own check of its config file ("fabric manager config file item: FABRIC_NODE_CONFIG_FILE has an invalid
+    # value", as Talos's extension logs it): FM refuses to start.
     ("START_FAILED", re.compile(r"^Unknown option: |^Usage: \S*nvidia-fabricmanager-start\.sh\b"
-                                r"|\"[^\"]*nv-fabricmanager[^\"]*\" failed! Exit code: [1-9]")),
+                                r"|\"[^\"]*nv-fabricmanager[^\"]*\" failed! Exit code: [1-9]"
+                                r"|(?i:fabric manager config file item: \S+ has an invalid value)")),
     ("FAILED", re.compile(r"Failed to start|failed with result|Job for \S*fabricmanager\S* failed"
                           # systemd killing FM's process (a stop that timed out, a kill)
                           r"|Killing process \d+ \(nv-fabricmanage"
@@ -102,6 +109,9 @@ def parse_fm_line(line: str) -> FmEvent | None:
         if inner := _INNER_LEVEL.match(msg):
             msg, level = inner.group("msg").strip(), inner.group("level")
         return FmEvent(level, msg, _code(msg), m.group("ts"))
+    if m := _WRAPPER.match(text):
+        msg = m.group("msg").strip()
+        return FmEvent(None, msg, _code(msg), (m.group("ts") or "").strip() or None)
     code = _code(text)
     return FmEvent(None, text, code, None) if code else None
 
@@ -157,6 +167,16 @@ def unread_fm_lines(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_CONFIG_ITEM = re.compile(r"(?i:fabric manager config file item: (?P<item>\S+) has an invalid value)")
+
+
+def refused_config_item(message: str) -> str | None:
+    """The config file item FM refused as invalid ("... config file item: FABRIC_NODE_CONFIG_FILE has an invalid
+    value"), or None."""
+    m = _CONFIG_ITEM.search(message)
+    return m.group("item") if m else None
+
+
 def start_failure(events: tuple[FmEvent, ...]) -> FmEvent | None:
     """The last line in which FM's start script says FM never started (it refused its arguments, or FM exited),
     where no later line says FM started or configured the fabric; None otherwise."""
@@ -185,4 +205,4 @@ def parse_fm_version(text: str) -> str | None:
 
 
 __all__ = ["FmEvent", "configured", "fm_log_errors", "journal_lines", "multicast_error", "parse_fm_line", "parse_fm_log",
-           "parse_fm_version", "start_failure", "version_mismatch"]
+           "parse_fm_version", "refused_config_item", "start_failure", "version_mismatch"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.dcgmi_box import box_cells
 
 _GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID: (GPU-[0-9a-fA-F-]+)\))?\s*$")
 _COUNTER = re.compile(r"^\s*Link (\d+): ([A-Za-z][A-Za-z /]*?Errors?): (\d+)\s*$")
@@ -116,9 +117,8 @@ def parse_dcgmi_link_status(text: str) -> Parsed[dict]:
     return Parsed(out, () if found else ("no gpuId or physicalId rows found",))
 
 
-# A row of the diag table: "| Name    | Result    |"; a continuation row has an empty first cell; a row cut by
-# the paste may lack its closing bar.
-_DIAG_ROW = re.compile(r"^\|\s?([^|]*?)\s*\|\s?(.*?)\s*\|?\s*$")
+# A row of the diag table: "| Name    | Result    |" (dcgmi_box.box_cells); a continuation row has an empty first
+# cell; a row cut by the paste may lack its closing bar.
 # DCGM's words for a link that is down, once the cells are joined: "GPU 0's NvLink link 3 is currently down".
 # A cell cut at a space loses the space when the rows are joined, so every space is optional.
 _DIAG_DOWN = re.compile(r"GPU ?(\d+) ?'s ?NvLink ?link ?(\d+) ?is ?currently ?down", re.I)
@@ -133,11 +133,11 @@ def parse_dcgmi_diag(text: str) -> Parsed[dict]:
     notes: list[str] = []
     current: list[str] | None = None
     for line in text.splitlines():
-        m = _DIAG_ROW.match(line.strip())
-        if not m or set(line.strip()) <= set("+-=| "):
+        row = box_cells(line)
+        if row is None:
             current = None
             continue
-        name, value = m[1].strip(), m[2].strip()
+        name, value = row
         if name in ("Warning", "Info", "Error"):
             current = [value]
             notes.append("")

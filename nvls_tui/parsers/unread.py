@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 
-# Where the line comes from: the driver and its kernel modules, FM, NCCL, NVSHMEM, DCGM.
+# Where the line comes from: the driver and its kernel modules, FM (and its NVLSM), NCCL, NVSHMEM, DCGM.
 _SOURCE = re.compile(
     r"\bNVRM:|\bnvidia(?:-[a-z]+)?\d*(?: [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)?:"
     r"|nv-fabricmanager|nvidia-fabricmanager|\bNCCL (?:WARN|ERROR)\b|\bNVSHMEM\b|\bnvshmem\w*|\bDCGM\b|\bdcgm\w*"
-    r"|nv-hostengine")
+    # NVLSM, the NVLink subnet manager FM starts on NVLink 5 boards, logs as "nvlsm: ..." (under Talos's wrapper)
+    r"|nv-hostengine|\bnvlsm: ")
 # Words that say something went wrong (an Xid or SXid line is a report of one whatever its words).
 _ERROR = re.compile(
     r"\b(?:errors?|fail(?:ed|ure|s|ing)?|fatal|timed? ?out|timeout|unable|cannot|can't|could not|not responding"
@@ -43,4 +44,10 @@ def quote(line: str) -> str:
     return line if len(line) <= LINE_MAX else line[:LINE_MAX - 1] + "…"
 
 
-__all__ = ["LINE_MAX", "QUOTED", "nvidia_error_line", "quote"]
+def says_wrong(line: str) -> bool:
+    """Whether ``line``'s words say something went wrong (the words :func:`nvidia_error_line` looks for), whoever
+    wrote it: for a reader that knows by the line's shape that it is NVIDIA's (a service's own log)."""
+    return bool(_ERROR.search(line))
+
+
+__all__ = ["LINE_MAX", "QUOTED", "nvidia_error_line", "quote", "says_wrong"]
