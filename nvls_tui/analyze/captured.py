@@ -15,6 +15,7 @@ from typing import Any
 from nvls_tui import words
 from nvls_tui.analyze.services import SERVICE_HANDLERS, unit_status_findings
 from nvls_tui.analyze.wrapped import nccl_origins, restore_times, wrapper_json
+from nvls_tui.diagnosis import fabric_manager, kernel
 from nvls_tui.diagnosis import links as link_diagnosis
 from nvls_tui.diagnosis import node as diagnosis
 from nvls_tui.diagnosis.cuda_errors import cuda_error_findings
@@ -78,7 +79,7 @@ def _smi_report(parsed) -> Result:
     findings = [Finding("EVIDENCE_MISSING", Severity.ERROR,
                         f"GPU {g.index}'s fabric state could not be read: the text ends inside its section",
                         g.index, section="gpus", reason="unparseable") for g in cut]
-    return data, diagnosis.fabric_findings(state) + diagnosis.recovery_findings(state) + findings, parsed.warnings
+    return data, diagnosis.fabric_findings(state) + kernel.recovery_findings(state) + findings, parsed.warnings
 
 
 def _smi_q(text: str) -> Result:
@@ -237,8 +238,8 @@ def _kernel(text: str) -> Result:
     # pasted log must say that a reset cannot help, not only name the Xid. No GPU list here: by bus id.
     # The same Xid from many lines is one finding naming the GPUs, as check says it (kernel_findings).
     # The driver's lines that say something went wrong and that no rule reads: quoted, never dropped.
-    findings = (diagnosis.gpu_lost_findings(state) + diagnosis.kernel_findings(state)
-                + diagnosis.kernel_unread_findings(state))
+    findings = (kernel.gpu_lost_findings(state) + kernel.kernel_findings(state)
+                + kernel.kernel_unread_findings(state))
     return {"events": [kernel_event_json(e) for e in parsed.value]}, findings, parsed.warnings
 
 
@@ -252,7 +253,7 @@ def _fm_log(text: str, down: bool = False) -> Result:
             "mismatch": {"fm_version": versions[0], "driver_version": versions[1]} if versions else None}
     findings = []
     if versions:
-        findings.append(diagnosis.version_mismatch_finding(*versions))
+        findings.append(fabric_manager.version_mismatch_finding(*versions))
     elif any(e.code == "VERSION_MISMATCH" for e in events):
         findings.append(Finding("FM_VERSION_MISMATCH", Severity.ERROR,
                                 "Fabric Manager refused to start: its version differs from the driver's (the versions "
@@ -272,7 +273,7 @@ def _fm_log(text: str, down: bool = False) -> Result:
         findings.append(Finding("FM_NOT_RUNNING", Severity.ERROR,
                                 f"Fabric Manager never started: {said} (“{never.message[:200]}”).{why} {fix}, then "
                                 "start Fabric Manager and check the GPUs' fabric state"))
-    logged = diagnosis.fm_log_finding(fm_log_errors(events), configured(events))
+    logged = fabric_manager.fm_log_finding(fm_log_errors(events), configured(events))
     if logged is not None:
         findings.append(logged)
     if not findings and (died := _fm_died(events)) is not None:

@@ -150,7 +150,7 @@ SHORT_DISTRUST = {
 
 
 def short_distrust(reason: str) -> str:
-    """``reason`` (from ``diagnosis.node.smoke_distrust``) in a few words: ``clock stepped back``."""
+    """``reason`` (from ``diagnosis.kernel.smoke_distrust``) in a few words: ``clock stepped back``."""
     return SHORT_DISTRUST.get(reason, reason.removeprefix("the "))
 
 

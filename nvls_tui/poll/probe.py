@@ -138,7 +138,7 @@ class Section:
 
 RING_ARGV = ("dmesg",)
 # The node's boot and the seconds since it (/proc/uptime): a smoke record of another boot, or one
-# written before the clock was stepped, dates nothing (nvls_tui.diagnosis.node.smoke_distrust).
+# written before the clock was stepped, dates nothing (nvls_tui.diagnosis.kernel.smoke_distrust).
 BOOT_ARGV = ("cat", "/proc/sys/kernel/random/boot_id", "/proc/uptime")
 
 SECTIONS: tuple[Section, ...] = (

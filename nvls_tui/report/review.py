@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from nvls_tui.diagnosis.node import signal_name
+from nvls_tui.diagnosis.fabric_manager import signal_name
 from nvls_tui.report.clock import duration_words, record_utc, utc_moment
 from nvls_tui.report.cluster import cluster_left
 from nvls_tui.report.node_log import NodeLog

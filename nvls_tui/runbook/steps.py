@@ -63,7 +63,7 @@ FALLBACK_THRESHOLD = 250.0
 DATE_ARGV = ("date", "+%Y-%m-%d %H:%M:%S")
 # When a smoke test ended, as its record keeps it: the clock in UTC with its offset (node-local text
 # reads wrong across a DST fall-back), then the boot and the seconds since it, read after the clock so
-# that a slow read makes the clock look stepped forward, never back (nvls_tui.diagnosis.node.smoke_distrust).
+# that a slow read makes the clock look stepped forward, never back (nvls_tui.diagnosis.kernel.smoke_distrust).
 SMOKE_CLOCK_ARGVS = (("date", "-u", "+%Y-%m-%dT%H:%M:%S+00:00"), BOOT_ARGV)
 
 # How a deadline's failure message ends: the restore step always follows a failed step.

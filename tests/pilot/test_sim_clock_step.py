@@ -12,7 +12,7 @@ from nvls_tui.cli import main
 from nvls_tui.console.app import NvlsApp
 from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.diagnosis import diagnose
-from nvls_tui.diagnosis.node import smoke_distrust
+from nvls_tui.diagnosis.kernel import smoke_distrust
 from nvls_tui.model import Verdict
 from nvls_tui.poll.kernel_tail import last_cursor
 from nvls_tui.poll.probe import SMOKE_FILE

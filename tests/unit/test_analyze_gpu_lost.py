@@ -12,7 +12,7 @@ import json
 import pathlib
 
 from nvls_tui.cli import main
-from nvls_tui.diagnosis.node import GPU_LOST_ADVICE
+from nvls_tui.diagnosis.kernel import GPU_LOST_ADVICE
 
 KERNEL = pathlib.Path(__file__).parents[1] / "fixtures" / "kernel"
 

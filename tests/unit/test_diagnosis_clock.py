@@ -9,7 +9,7 @@ import json
 import pytest
 
 from nvls_tui.diagnosis import diagnose
-from nvls_tui.diagnosis.node import current_kernel_events, smoke_distrust
+from nvls_tui.diagnosis.kernel import current_kernel_events, smoke_distrust
 from nvls_tui.model import CommandResult, KernelEvent, SmokeResult, Verdict
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.probe import SMOKE_FILE
