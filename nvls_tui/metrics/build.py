@@ -130,8 +130,8 @@ def _gpus(out: _Families, host: str, state: NodeState) -> None:
                 continue  # a GPU without a fabric has no registration to report
             ids = (host, str(gpu.index), lab.version(gpu.uuid) if gpu.uuid else "", gpu.bus_id.lower(),
                    lab.version(gpu.name))
-            out.add(n.FABRIC_STATE, (*ids, lab.fabric_state(gpu.fabric.state)), 1.0)
-            out.add(n.FABRIC_STATUS, (*ids, lab.fabric_status(gpu.fabric.status)), 1.0)
+            out.add(n.FABRIC_STATE, (*ids, lab.fabric_state(gpu.fabric.state), lab.fabric_status(gpu.fabric.status)),
+                    1.0)
     if state.was_read("nvswitches"):
         for number in range(len(state.nvswitches)):
             out.add(n.NVSWITCH, (host, str(number)), 1.0)

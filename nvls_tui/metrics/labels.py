@@ -7,6 +7,7 @@ the one ``_info`` series per node, cut to a length, as dcgm-exporter puts its dr
 
 from __future__ import annotations
 
+import functools
 import re
 
 from nvls_tui.catalogues import xids
@@ -27,6 +28,9 @@ REPAIR_RESULTS = frozenset({"repaired", "failed", "aborted", "refused", "skipped
 HOLDER_KINDS = tuple(str(kind) for kind in HolderKind)
 
 
+# The same few thousand names and versions come back every round: cleaned once each (a 1,024-node round
+# asks for 16,000 of them, and the textfile must follow the round's end within a second).
+@functools.lru_cache(maxsize=1 << 16)
 def hostname(host: str) -> str:
     """The node as dcgm-exporter names it: lowercase (a ``sim:`` target's node name, as the table shows it)."""
     return one_line(host, 253).lower()
@@ -63,6 +67,7 @@ def nvlink_xid(number: int | None) -> str | None:
     return str(number) if entry is not None and "NVLINK" in entry.mnemonic.upper() else None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def version(text: str | None) -> str:
     """A version for an ``_info`` label: cleaned, one line, cut; empty where unknown."""
     return one_line(text, VERSION_CHARS) if text else ""

@@ -55,10 +55,10 @@ FINDINGS = _spec("nvls_findings", GAUGE, ("hostname", "code", "severity"),
                  "Findings of the node's diagnosis by code (contract.md) and severity; a code absent is none.")
 MISSING = _spec("nvls_evidence_missing", GAUGE, ("hostname", "section"),
                 "1 for each poll section of a read node that could not be read (unknown, never fine).")
-FABRIC_STATE = _spec("nvls_gpu_fabric_state", GAUGE, (*GPU, "state"),
-                     "1 for the GPU's fabric registration state (completed, in_progress, not_started, other).")
-FABRIC_STATUS = _spec("nvls_gpu_fabric_status", GAUGE, (*GPU, "status"),
-                      "1 for the GPU's fabric registration status (success, insufficient_resources, ..., other).")
+# State and status on one series: half the per-GPU series (the bulk of a node's), and one query sees both.
+FABRIC_STATE = _spec("nvls_gpu_fabric_state", GAUGE, (*GPU, "state", "status"),
+                     "1 for the GPU's fabric registration: state (completed, in_progress, not_started, other) and "
+                     "status (success, insufficient_resources, ..., other).")
 NVSWITCH = _spec("nvls_nvswitch_present", GAUGE, ("hostname", "nvswitch"),
                  "1 for each NVSwitch device the node shows.")
 FM_ACTIVE = _spec("nvls_fm_active", GAUGE, HOST,
@@ -91,7 +91,7 @@ REPAIR_LEFT_OUT = _spec("nvls_repair_left_out_of_service", GAUGE, HOST,
 
 METRICS: tuple[MetricSpec, ...] = (
     BUILD_INFO, ROUND_DURATION, ROUND_END, NODES, NODE_INFO, VERDICT, POLL_SUCCESS, FINDINGS, MISSING,
-    FABRIC_STATE, FABRIC_STATUS, NVSWITCH, FM_ACTIVE, FM_STARTS, FM_START_TIME, OUT_OF_SYNC, NVLINK_XID, HOLDERS,
+    FABRIC_STATE, NVSWITCH, FM_ACTIVE, FM_STARTS, FM_START_TIME, OUT_OF_SYNC, NVLINK_XID, HOLDERS,
     SMOKE_BUSBW, SMOKE_PASSED, SMOKE_TIME, REPAIRS, REPAIR_LAST, REPAIR_LAST_TIME, REPAIR_LEFT_OUT,
 )
 
