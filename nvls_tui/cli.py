@@ -238,6 +238,10 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                               "a minute or more ends, or a running repair waits for the operator (default: on)"
                               + _file_says(config, "notify"))
 
+    console.add_argument("--metrics-listen", metavar="[ADDR:]PORT", type=_listen_address,
+                         help="serve the fleet's metrics (docs/metrics.md) on http://ADDR:PORT/metrics while the "
+                              "console runs (a bare PORT listens on 127.0.0.1 only)")
+
     _add_repair_how_options(console, config)
 
     check = sub.add_parser("check", help="poll every target once and diagnose it",

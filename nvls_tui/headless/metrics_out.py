@@ -13,12 +13,14 @@ import ipaddress
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.registry import CollectorRegistry
+
 from nvls_tui.audit.log import default_audit_dir
-from nvls_tui.metrics.build import LatestRound, Round, registry_of
+from nvls_tui.metrics.build import LatestRound, LiveRound, Round, registry_of
 from nvls_tui.metrics.fm_starts import FmStarts
 from nvls_tui.metrics.repairs import AuditTally
 from nvls_tui.model import NodeState
@@ -76,6 +78,32 @@ def check_textfile(path: str) -> Path:
     return target
 
 
+def serve(host: str, port: int, registry: CollectorRegistry, command: str) -> tuple[Any, tuple[str, int]]:
+    """prometheus_client's HTTP server for ``registry`` on ``host:port`` (a thread), named on stderr.
+
+    Raises:
+        MetricsSetupError: the address cannot be listened on (in use, not this machine's): one sentence.
+    """
+    from prometheus_client import start_http_server
+
+    try:
+        server, _ = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise MetricsSetupError(f"--metrics-listen {host}:{port}: cannot listen there ({exc.strerror or exc})") \
+            from None
+    bound = server.server_address
+    address = (str(bound[0]), int(bound[1]))
+    shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+    print(f"nvls-tui {command}: metrics on http://{shown}:{address[1]}/metrics", file=sys.stderr, flush=True)
+    return server, address
+
+
+def stop(server: Any) -> None:
+    """Stop a server :func:`serve` started and free its port."""
+    server.shutdown()
+    server.server_close()
+
+
 class MetricsOut:
     """The textfile and/or the HTTP endpoint of one ``check`` (or ``check --watch``)."""
 
@@ -92,16 +120,7 @@ class MetricsOut:
             self._serve(*parse_listen(settings.metrics_listen))
 
     def _serve(self, host: str, port: int) -> None:
-        from prometheus_client import start_http_server
-
-        try:
-            self._server, _ = start_http_server(port, addr=host, registry=self.registry)
-        except OSError as exc:
-            raise MetricsSetupError(f"--metrics-listen {host}:{port}: cannot listen there ({exc.strerror or exc})") \
-                from None
-        self.address = self._server.server_address[:2]
-        shown = f"[{self.address[0]}]" if ":" in self.address[0] else self.address[0]
-        print(f"nvls-tui check: metrics on http://{shown}:{self.address[1]}/metrics", file=sys.stderr, flush=True)
+        self._server, self.address = serve(host, port, self.registry, "check")
 
     def publish(self, results: Sequence[tuple[NodeState, Diagnosis]], elapsed: float) -> None:
         """Expose one finished round: the endpoint's next scrape and the textfile (rewritten whole) show it."""
@@ -120,8 +139,33 @@ class MetricsOut:
     def close(self) -> None:
         """Stop serving (the textfile stays: node_exporter keeps showing the last round, with its mtime)."""
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stop(self._server)
+            self._server = None
+
+
+class LiveMetrics:
+    """The console's ``--metrics-listen``: each scrape builds the metrics from the fleet as it stands (the
+    poller's latest state and diagnosis of every node), with the audit directory's repairs."""
+
+    def __init__(self, settings: Settings, results: Callable[[], Sequence[tuple[NodeState, Diagnosis]]]) -> None:
+        self.results = results
+        self.fm_starts = FmStarts()
+        self.audit = AuditTally(settings.audit_dir or default_audit_dir())
+        self.registry = registry_of(LiveRound(self._round))
+        self._server: Any = None
+        self.address: tuple[str, int] | None = None
+        self._server, self.address = serve(*parse_listen(settings.metrics_listen or ""), self.registry, "console")
+
+    def _round(self) -> Round:
+        results = list(self.results())
+        polled = [s.polled_at for s, _ in results if s.polled_at is not None]
+        return Round(results, None, ended=max(polled) if polled else time.time(), repairs=self.audit.read(),
+                     fm_starts=self.fm_starts)
+
+    def close(self) -> None:
+        """Stop serving."""
+        if self._server is not None:
+            stop(self._server)
             self._server = None
 
 
@@ -132,4 +176,5 @@ def metrics_out(settings: Settings) -> MetricsOut | None:
     return MetricsOut(settings)
 
 
-__all__ = ["MetricsOut", "MetricsSetupError", "check_textfile", "metrics_out", "parse_listen"]
+__all__ = ["LiveMetrics", "MetricsOut", "MetricsSetupError", "check_textfile", "metrics_out", "parse_listen", "serve",
+           "stop"]

@@ -9,7 +9,7 @@ client-side timestamp (node_exporter skips a textfile that has one).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
@@ -38,7 +38,7 @@ class Round:
     """
 
     results: Sequence[tuple[NodeState, Diagnosis]]
-    duration: float
+    duration: float | None  # None: no round as such (the console polls each node on its own)
     ended: float = field(default_factory=time.time)
     repairs: Mapping[str, RepairTally] | None = None
     fm_starts: FmStarts | None = None
@@ -76,7 +76,8 @@ def families(round_: Round) -> list[Metric]:
     """Every metric family of ``round_`` (families with no sample left out)."""
     out = _Families()
     out.info(n.BUILD_INFO, {"version": __version__})
-    out.add(n.ROUND_DURATION, (), round_.duration)
+    if round_.duration is not None:
+        out.add(n.ROUND_DURATION, (), round_.duration)
     out.add(n.ROUND_END, (), round_.ended)
     out.add(n.NODES, (), len(round_.results))
     for state, diag in round_.results:
@@ -198,7 +199,17 @@ class LatestRound(Collector):
         return list(self._families)
 
 
-def registry_of(collector: LatestRound) -> CollectorRegistry:
+class LiveRound(Collector):
+    """A collector that builds its families at each scrape from ``source`` (the console's fleet as it stands)."""
+
+    def __init__(self, source: Callable[[], Round]) -> None:
+        self.source = source
+
+    def collect(self) -> Iterable[Metric]:
+        return families(self.source())
+
+
+def registry_of(collector: Collector) -> CollectorRegistry:
     """A registry of its own holding only ``collector``: no process or platform metrics leak in."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
@@ -212,4 +223,4 @@ def registry_for(round_: Round) -> CollectorRegistry:
     return registry_of(latest)
 
 
-__all__ = ["LatestRound", "Round", "families", "registry_for", "registry_of"]
+__all__ = ["LatestRound", "LiveRound", "Round", "families", "registry_for", "registry_of"]
