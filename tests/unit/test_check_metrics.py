@@ -110,3 +110,22 @@ def test_the_watch_serves_and_writes_the_same_rounds(tmp_path):
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=scaled(60))
     assert proc.returncode == 1  # the last round's status: gpu05 broken
+
+
+def test_a_repair_runs_outcome_reaches_the_metrics_through_its_audit_log(tmp_path):
+    """The repairs come from the audit log: what a repair run wrote, the next check's textfile counts (its dry
+    run changed nothing and is not counted)."""
+    audit = tmp_path / "audit"
+    audit.mkdir(mode=0o700)
+    env = {**os.environ, "NVLS_TUI_SIM_SPEED": "1000"}  # the simulated waits (FM's start, the smoke test) pass fast
+    for mode in ("--yes", "--dry-run"):
+        ran = subprocess.run([*NVLS_TUI, "repair", "sim:seed-incident/gpu05", mode, "--audit-dir", str(audit)],
+                             capture_output=True, text=True, timeout=scaled(120), env=env)
+        assert ran.returncode == 0, ran.stderr
+    target = tmp_path / "nvls.prom"
+    run = _run("check", "sim:seed-incident/gpu05", "--metrics-textfile", str(target), "--audit-dir", str(audit))
+    assert run.returncode == 1, run.stderr  # a fresh simulated gpu05: its FM is dead again
+    text = target.read_text()
+    assert _values(text, "nvls_repairs_total") == {"gpu05": 1.0}
+    assert 'nvls_repairs_total{hostname="gpu05",result="repaired"} 1.0' in text
+    assert _values(text, "nvls_repair_left_out_of_service") == {"gpu05": 0.0}
