@@ -26,8 +26,10 @@ from tests.waiting import scaled, until_sync
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 PROMETHEUS = shutil.which("prometheus")
+# One group: --dist loadgroup keeps the module on one worker, so the stack is started once.
 pytestmark = [
     pytest.mark.prometheus,
+    pytest.mark.xdist_group("prometheus"),
     pytest.mark.skipif(NODE_EXPORTER is None or PROMETHEUS is None,
                        reason="Debian's prometheus and prometheus-node-exporter are not installed"),
 ]
