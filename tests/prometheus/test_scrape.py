@@ -26,12 +26,13 @@ from tests.waiting import scaled, until_sync
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 PROMETHEUS = shutil.which("prometheus")
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 # One group: --dist loadgroup keeps the module on one worker, so the stack is started once.
 pytestmark = [
     pytest.mark.prometheus,
     pytest.mark.xdist_group("prometheus"),
-    pytest.mark.skipif(NODE_EXPORTER is None or PROMETHEUS is None,
-                       reason="Debian's prometheus and prometheus-node-exporter are not installed"),
+    pytest.mark.skipif(NODE_EXPORTER is None or PROMETHEUS is None or ALERTMANAGER is None,
+                       reason="Debian's prometheus, prometheus-node-exporter and prometheus-alertmanager are not installed"),
 ]
 FLEET = ("sim:seed-incident", "sim:clock-step")  # gpu05 FM dead, gpu06 out of sync; two nodes with smoke records
 NODES = 10
@@ -51,8 +52,9 @@ def _get(url: str) -> str:
 class Prom:
     """The test's Prometheus, asked through its HTTP API."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, alertmanager: int) -> None:
         self.base = f"http://127.0.0.1:{port}"
+        self.alertmanager = f"http://127.0.0.1:{alertmanager}"
 
     def query(self, expr: str) -> list[dict]:
         doc = json.loads(_get(f"{self.base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
@@ -103,7 +105,12 @@ def stack(tmp_path_factory):
         said = watch.stderr.readline()
         endpoint = re.search(r"http://(127\.0\.0\.1:\d+)/metrics", said)
         assert endpoint, said
-        exporter_port, prom_port = _free_port(), _free_port()
+        exporter_port, prom_port, am_port = _free_port(), _free_port(), _free_port()
+        am_config = root / "alertmanager.yml"
+        am_config.write_text(json.dumps({"route": {"receiver": "nobody"}, "receivers": [{"name": "nobody"}]}))
+        procs.append(subprocess.Popen([ALERTMANAGER, f"--config.file={am_config}", f"--storage.path={root / 'am'}",
+                                       f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="],
+                                      stdout=subprocess.DEVNULL, stderr=(root / "alertmanager.log").open("w")))
         procs.append(subprocess.Popen([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{exporter_port}",
                                        "--collector.disable-defaults", "--collector.textfile",
                                        f"--collector.textfile.directory={textfiles}"],
@@ -112,6 +119,7 @@ def stack(tmp_path_factory):
         config.write_text(json.dumps({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(RULES)],
+            "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
             "scrape_configs": [
                 {"job_name": "node", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]},
                 {"job_name": "nvls", "static_configs": [{"targets": [endpoint.group(1)]}]},
@@ -120,7 +128,7 @@ def stack(tmp_path_factory):
         procs.append(subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={root / 'data'}",
                                        f"--web.listen-address=127.0.0.1:{prom_port}"],
                                       stdout=subprocess.DEVNULL, stderr=(root / "prometheus.log").open("w")))
-        prom = Prom(prom_port)
+        prom = Prom(prom_port, am_port)
         until_sync(prom.ready, scaled(60), "Prometheus is ready")
         until_sync(lambda: len(prom.query('nvls_poll_success{job="node"}')) == NODES
                    and len(prom.query('nvls_poll_success{job="nvls"}')) == NODES,
@@ -170,3 +178,15 @@ def test_the_alert_rules_fire_on_the_real_series(stack):
                      scaled(60), "the out-of-sync and failed-repair alerts are active")
     assert isinstance(got, set)
     assert not {host for name, host in got if name == "NvlsFabricOutOfSync"} & {"gpu01", "gpu02", "gpu03"}
+
+
+def test_the_alerts_reach_a_real_alertmanager(stack):
+    """Prometheus sends the rules' alerts on: Alertmanager holds the out-of-sync node's, with its labels."""
+    def received():
+        alerts = json.loads(_get(f"{stack.alertmanager}/api/v2/alerts"))
+        return {(a["labels"]["alertname"], a["labels"].get("hostname"), a["labels"].get("severity")) for a in alerts}
+
+    got = until_sync(lambda: (r := received()) >= {("NvlsFabricOutOfSync", "gpu06", "critical")} and r,
+                     scaled(90), "Alertmanager holds NvlsFabricOutOfSync for gpu06")
+    assert isinstance(got, set)
+    assert not {host for _, host, _ in got} & {"gpu01", "gpu02", "gpu03", "gpu04"}  # the healthy nodes page no one
