@@ -34,8 +34,9 @@ pytestmark = [
     pytest.mark.skipif(NODE_EXPORTER is None or PROMETHEUS is None or ALERTMANAGER is None,
                        reason="Debian's prometheus, prometheus-node-exporter and prometheus-alertmanager are not installed"),
 ]
-FLEET = ("sim:seed-incident", "sim:clock-step")  # gpu05 FM dead, gpu06 out of sync; two nodes with smoke records
-NODES = 10
+# gpu05 FM dead, gpu06 out of sync; two nodes with smoke records; gpu-silent01 never answers (unknown)
+FLEET = ("sim:seed-incident", "sim:clock-step", "sim:no-answer")
+NODES = 11
 
 
 def _free_port() -> int:
@@ -96,7 +97,7 @@ def stack(tmp_path_factory):
     (audit / "repair-test.jsonl").write_text(json.dumps(record) + "\n")
     procs: list[subprocess.Popen] = []
     try:
-        watch = subprocess.Popen([sys.executable, "-m", "nvls_tui.cli", "check", *FLEET, "--watch", "2",
+        watch = subprocess.Popen([sys.executable, "-m", "nvls_tui.cli", "check", *FLEET, "--watch", "2", "--timeout", "2",
                                   "--metrics-textfile", str(textfiles / "nvls.prom"), "--metrics-listen", "0",
                                   "--audit-dir", str(audit)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -151,6 +152,11 @@ def test_the_textfile_through_node_exporter_and_the_endpoint_say_the_same(stack)
             {"gpu-ntp01": 292.1e9, "gpu-ahead01": 292.1e9}
         assert stack.values(f'nvls_repair_last_result{{job="{job}",result="failed"}}') == {"gpu05": 1.0}
         assert stack.values(f'nvls_repair_left_out_of_service{{job="{job}"}}') == {"gpu05": 1.0}
+        # the node that never answers is unknown: its verdict and poll say so, and nothing reads as fine
+        assert stack.values(f'nvls_poll_success{{job="{job}",hostname="gpu-silent01"}}') == {"gpu-silent01": 0.0}
+        assert stack.values(f'nvls_node_verdict{{job="{job}",hostname="gpu-silent01",verdict="unreachable"}}') == \
+            {"gpu-silent01": 1.0}
+        assert stack.query(f'{{job="{job}",hostname="gpu-silent01",__name__!~"nvls_node_verdict|nvls_poll_success"}}') == []
     # node_exporter read the file without complaint (a timestamp or a bad line would set this to 1)
     assert stack.values('node_textfile_scrape_error{job="node"}') == {"node": 0.0}
     # a registry of its own: the endpoint carries no process or Python metrics
@@ -164,7 +170,8 @@ def test_each_dashboard_panel_shows_this_fleet(stack):
                                                    "sum by (hostname, xid) (nvls_nvlink_xid_events_total)"}
     verdicts = {r["metric"]["verdict"]: float(r["value"][1])
                 for r in stack.query('sum by (verdict) (nvls_node_verdict{job="nvls"})')}
-    assert verdicts == {"broken": 4.0, "healthy": 6.0, "degraded": 0.0, "unreachable": 0.0}
+    assert verdicts == {"broken": 4.0, "healthy": 6.0, "degraded": 0.0, "unreachable": 1.0}
+    assert stack.values('sum(1 - nvls_poll_success{job="nvls"})') == {"": 1.0}  # the "nodes not read" panel
     codes = {r["metric"]["code"] for r in stack.query('count by (code) (nvls_findings{severity=~"error|warning"} > 0)')}
     assert {"FM_NOT_RUNNING", "FABRIC_OUT_OF_SYNC"} <= codes
 
