@@ -30,7 +30,9 @@ if __package__ in (None, ""):  # run as a file: the checkout's packages first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nvls_tui.poll.kernel_tail import last_cursor
-from nvls_tui.poll.probe import CONFIG_STAMP, probe_script, split_probe_output
+from nvls_tui.poll.probe import CONFIG_STAMP
+from nvls_tui.poll.probe_output import split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 
 KEX = "^curve25519-sha256,curve25519-sha256@libssh.org"
 

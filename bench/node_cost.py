@@ -1,6 +1,6 @@
 """What ONE poll costs the node, measured on the node itself (issue 16's "measure first", node side).
 
-The probe (``nvls_tui.poll.probe.probe_script()``, the whole poll as one ``sh`` script) runs wrapped
+The probe (``nvls_tui.poll.probe_script.probe_script()``, the whole poll as one ``sh`` script) runs wrapped
 in a few measuring lines, in the same shell::
 
     t0=$(command -p date +%s%N); p0=$(command -p cat /proc/sys/kernel/ns_last_pid)
@@ -74,7 +74,9 @@ if __package__ in (None, ""):  # run as a file (python bench/node_cost.py): the 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nvls_tui.poll.kernel_tail import last_cursor
-from nvls_tui.poll.probe import CONFIG_STAMP, DERIVED_SECTIONS, SECTIONS, probe_script, split_probe_output
+from nvls_tui.poll.probe import CONFIG_STAMP, DERIVED_SECTIONS, SECTIONS
+from nvls_tui.poll.probe_output import split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 
 MARK = "@@nvls-node-cost"
 RUSAGE_MARK = "@@nvls-node-cost-rusage"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from nvls_tui.poll.client import PollerClient
-from nvls_tui.poller_process import PollerSpec
+from nvls_tui.poller.process import PollerSpec
 from nvls_tui.settings import Settings
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
 
-from nvls_tui.poll.probe import probe_script
+from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import LOOPBACK, SshdRig
 

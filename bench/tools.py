@@ -1,6 +1,6 @@
 """The clients under test: how each one is started on the rig, and how to tell every node answered.
 
-Every tool runs the same remote command (``sh -c '<nvls_tui.poll.probe.probe_script()>'``) on the same
+Every tool runs the same remote command (``sh -c '<nvls_tui.poll.probe_script.probe_script()>'``) on the same
 nodes. The OpenSSH-based anchors read the rig's ``ssh_config`` (host keys verified, no
 ControlMaster: these are cold runs); the Python clients get the ports, key and known_hosts.
 """

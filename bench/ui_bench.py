@@ -74,7 +74,7 @@ async def _until(condition, timeout: float, what: str) -> float:
 
 
 def _full_grid(app, hosts) -> bool:
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
 
     try:
         grid = app.screen.query_one(FleetGrid)
@@ -90,7 +90,7 @@ async def _press_and_time(app, presses: int, gap: float) -> list[float]:
     action for it runs, which is what a slow poll, a redraw or a hung node would stretch. (Timed at
     the action, not at the cursor row: a reorder of the rows may move the cursor back meanwhile.)
     """
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
 
     grid = app.screen.query_one(FleetGrid)
     grid.focus()
@@ -126,7 +126,7 @@ def _fleet_256_plus_wedged():
 
 async def scenario_startup() -> dict:
     """Build the console on the demo fleet and time the first full grid."""
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.sim.fleet import load_fleet
 
     started = time.perf_counter()
@@ -140,7 +140,7 @@ async def scenario_startup() -> dict:
 
 async def scenario_keys(seconds: float) -> dict:
     """Key latency while 256 nodes poll every 2 s and one node hangs."""
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
 
     started = time.perf_counter()
     app = NvlsApp(_fleet_256_plus_wedged(), poll_interval=POLL_INTERVAL, timeout=5.0)
@@ -243,11 +243,11 @@ def thread_poller_app(settings):
     """
     import threading
 
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.via_poller import PollerHeldBackend
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.poll.client import PollerClient
     from nvls_tui.poll.once import poll_deadline
-    from nvls_tui.poller_process import console_poller, serve
+    from nvls_tui.poller.process import console_poller, serve
     from nvls_tui.targets import resolve_backends
 
     class ThreadPoller(PollerClient):
@@ -276,7 +276,7 @@ async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool 
     own loop (before issue 30). ``replay``: the nodes answer from their first state
     (:class:`ReplayBackend`), in process: the console alone.
     """
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.settings import Settings
     from nvls_tui.sim.fleet import load_fleet
 
@@ -329,9 +329,9 @@ async def scenario_fleet(seconds: float, replay: bool = False, in_process: bool 
 
 async def scenario_stream(seconds: float) -> dict:
     """Lines per second into the output pane while 256 nodes poll; key latency meanwhile."""
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.widgets.output_pane import OutputPane
     from nvls_tui.views.runbook import PaneLine
-    from nvls_tui.widgets.output_pane import OutputPane
 
     app = NvlsApp(_fleet_256_plus_wedged(), poll_interval=POLL_INTERVAL, timeout=5.0)
     healthy = [h for h in app.pollers if h != "gpu-wedged01"]

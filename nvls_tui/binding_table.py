@@ -4,7 +4,7 @@ Every action the console offers is a :class:`BindingSpec` here, with a stable id
 remaps in ``config.toml``), a default key, a short description for the footer, a tooltip, and a
 ``destructive`` flag: destructive actions change a node, so ``--read-only`` hides and refuses them.
 The table is pure data so that the config file can be checked against it wherever it is read
-(:mod:`nvls_tui.settings`, for every subcommand); :mod:`nvls_tui.bindings` turns it into Textual bindings.
+(:mod:`nvls_tui.settings`, for every subcommand); :mod:`nvls_tui.console.bindings` turns it into Textual bindings.
 """
 
 from __future__ import annotations

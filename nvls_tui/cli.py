@@ -449,8 +449,6 @@ def main(argv: list[str] | None = None, *,
             return 2
     module = importlib.import_module(f"nvls_tui.headless.{args.command}")
     try:
-        if args.command in ("sim", "lab"):
-            return int(module.run(args))
         from dataclasses import replace
 
         from nvls_tui.config import ConfigError

@@ -139,6 +139,29 @@ class RepairSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SimCommand:
+    """``nvls-tui sim list`` or ``sim shims DIR --scenario S --node N [--static] [--speed X]``."""
+
+    action: str
+    dir: str | None = None
+    scenario: str = "seed-incident"
+    node: str | None = None
+    static: bool = False
+    speed: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LabCommand:
+    """``nvls-tui lab up [--scenario S] [--nodes NODESET] [--slurm] [--dir DIR]``, ``lab status``, ``lab down``."""
+
+    action: str
+    dir: str | None = None
+    scenario: str = "seed-incident"
+    nodes: str = "gpu[05-06]"
+    slurm: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a subcommand needs to know, decided once.
 
@@ -172,6 +195,8 @@ class Settings:
         output: ``report -o``.
         sim_speed: simulated seconds per real second of a ``sim:`` fleet's clock (0 freezes it).
         config_file: the config file read, or None.
+        sim: ``nvls-tui sim``'s subcommand and its arguments (None for the other commands).
+        lab: ``nvls-tui lab``'s subcommand and its arguments (None for the other commands).
         sources: setting name (``timeout``, ``ssh.user``, ``slurm.conf`` ...) -> where its value came from;
             a name not listed took its default.
         connect: builds the backends from these settings (tests hand in their own fleet); None: the
@@ -206,6 +231,8 @@ class Settings:
     sim_speed: float = 1.0
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
+    sim: SimCommand | None = None
+    lab: LabCommand | None = None
     connect: Callable[[Settings], Sequence[Backend]] | None = field(default=None, compare=False)
 
     def source(self, name: str) -> str:
@@ -351,8 +378,14 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         sim_speed=speed,
         config_file=config.path,
         sources=p.sources,
+        sim=SimCommand(action=given["sim_command"], dir=given.get("dir"), scenario=given.get("scenario") or "seed-incident",
+                       node=given.get("node"), static=bool(given.get("static")), speed=given.get("speed"))
+        if command == "sim" else None,
+        lab=LabCommand(action=given["lab_command"], dir=given.get("dir"), scenario=given.get("scenario") or "seed-incident",
+                       nodes=given.get("nodes") or "gpu[05-06]", slurm=bool(given.get("slurm")))
+        if command == "lab" else None,
     )
 
 
-__all__ = ["COMMAND_LINE", "DEFAULT", "REACHING", "SIM_SPEED_ENV", "KubeSettings", "RepairSettings", "Settings", "SlurmSettings",
+__all__ = ["COMMAND_LINE", "DEFAULT", "REACHING", "SIM_SPEED_ENV", "KubeSettings", "LabCommand", "SimCommand", "RepairSettings", "Settings", "SlurmSettings",
            "SshSettings", "settings_from"]

@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.sim.fleet import load_fleet
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs" / "img" / "console.svg"

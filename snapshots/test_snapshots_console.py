@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.help import HelpScreen
-from nvls_tui.screens.node import NodeScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.help import HelpScreen
+from nvls_tui.console.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.waiting import first_poll, wait_until
 

@@ -11,12 +11,12 @@ from unittest import mock
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.events import RunbookEvent, SmokeRow
-from nvls_tui.screens.plan import PlanScreen
-from nvls_tui.screens.runbook import RunbookScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import repair_options
 from tests.waiting import first_poll, wait_until

@@ -23,8 +23,8 @@ from typing import Any
 
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.kube.client import Kubectl
-from nvls_tui.kube_standin.controller import Timing
-from nvls_tui.kube_standin.harness import running
+from nvls_tui.lab.kube_standin.controller import Timing
+from nvls_tui.lab.kube_standin.harness import running
 from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.session import Session
 from nvls_tui.sim.fabric import fm_started, reset_gpus

@@ -1,4 +1,4 @@
-"""A poller process (the real ``nvls_tui.poller_process.main``) whose nodes make it write ~3 MiB to stderr
+"""A poller process (the real ``nvls_tui.poller.process.main``) whose nodes make it write ~3 MiB to stderr
 as it builds them: half through ``sys.stderr`` (Python's own writes: a log line, a warning, a traceback),
 half straight to file descriptor 2 (what a C library or faulthandler writes). For tests/unit/test_poller_stderr.py.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from nvls_tui import poller_process
+from nvls_tui.poller import process as poller_process
 
 LINE = "noise " * 20 + "\n"  # 121 bytes
 BYTES = 3 << 20

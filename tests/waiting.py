@@ -47,7 +47,7 @@ async def first_poll(app, timeout: float = 10.0) -> None:
     The grid's redraws are coalesced (at most 10 a second): the last poll's may still be waiting on its
     timer, and a test reads the grid right after this.
     """
-    from nvls_tui.screens.fleet import FleetScreen
+    from nvls_tui.console.screens.fleet import FleetScreen
 
     await app.wait_for_first_poll(timeout)
     for screen in app.screen_stack:
@@ -62,7 +62,7 @@ async def open_node_screen(app, pilot, host: str, timeout: float = DEFAULT_TIMEO
     Returns:
         The NodeScreen.
     """
-    from nvls_tui.screens.node import NodeScreen
+    from nvls_tui.console.screens.node import NodeScreen
 
     await first_poll(app, timeout)
     await pilot.pause()

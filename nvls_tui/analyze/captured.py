@@ -7,6 +7,7 @@ diagnosis where the text carries the same facts (fabric words, kernel lines).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +52,8 @@ from nvls_tui.parsers.systemctl import parse_status
 from nvls_tui.parsers.unread import nvidia_error_line, quote
 from nvls_tui.parsers.unwrap import Unwrapped, bare_lines, unwrap
 from nvls_tui.poll.evidence import PURPOSE, UNPARSEABLE
-from nvls_tui.poll.probe import probe_mark, section_argv, split_probe_output
+from nvls_tui.poll.probe import section_argv
+from nvls_tui.poll.probe_output import probe_mark, split_probe_output
 from nvls_tui.textsafe import clean, clean_deep
 
 Result = tuple[dict[str, Any], list[Finding], tuple[str, ...]]
@@ -61,7 +63,10 @@ def _smi_report(parsed) -> Result:
     report = parsed.value
     # A GPU whose section the text ended inside before its fabric words: unknown, never healthy or N/A.
     cut = [g for g in report.gpus if UNREAD in (g.fabric.state, g.fabric.status)]
-    state = NodeState(host="file", gpus=tuple(g for g in report.gpus if g not in cut), platform=Platform.UNKNOWN)
+    # A captured output says nothing of how long a GPU has been In Progress: it cannot be called young (fail
+    # closed), so it reads as stuck, as it would after the grace period.
+    state = NodeState(host="file", gpus=tuple(g for g in report.gpus if g not in cut), platform=Platform.UNKNOWN,
+                      fabric_since=math.inf)
     data = {"driver": report.driver, "cuda": report.cuda, "gpus": [gpu_json(g) for g in report.gpus],
             "processes": [dataclasses.asdict(p) for p in report.processes]}
     findings = [Finding("EVIDENCE_MISSING", Severity.ERROR,
@@ -126,6 +131,12 @@ def _nccl_findings(run) -> list[Finding]:
     if run.out_of_bounds:
         findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
                                 f"{run.out_of_bounds} out-of-bounds values (wrong results)"))
+    elif wrong := [r for r in run.rows if (r.oop.wrong or 0) > 0 or (r.ip.wrong or 0) > 0]:
+        # The table's own #wrong counts, where the footer that sums them is not in the text (cut, or a hang).
+        sizes = ", ".join(str(r.size) for r in wrong[:3]) + (" …" if len(wrong) > 3 else "")
+        findings.append(Finding("NVLS_SMOKE_FAILED", Severity.ERROR,
+                                f"{words.count(len(wrong), 'row')} of the table count wrong results (#wrong > 0, "
+                                f"size {sizes} bytes): the collective returned wrong data"))
     return findings
 
 

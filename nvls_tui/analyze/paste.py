@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from nvls_tui.analyze.board_context import soften_fm_on_boards_without_nvswitch
 from nvls_tui.analyze.line_runs import UNKNOWN, line_runs
 from nvls_tui.analyze.supersede import supersede
 from nvls_tui.analyze.transcript import command_kind, is_transcript, lines_of, split_transcript
@@ -128,6 +129,7 @@ def _unknown_part(text: str, first: int, last: int) -> dict[str, Any]:
 def _document(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One document of several parts (module doc)."""
     supersede(parts)
+    soften_fm_on_boards_without_nvswitch(parts)  # a GeForce box's FM failure is no outage
     read = [p for p in parts if p["kind"] != UNKNOWN]
     kinds = {p["kind"] for p in read}
     if len(parts) == 1:

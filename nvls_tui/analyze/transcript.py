@@ -25,7 +25,8 @@ _KNOWN = (r"sudo|nvidia-smi|nvidia-[\w-]+|nv-fabricmanager|dcgmi|systemctl|servi
 _HOST = r"[\w.-]{1,64}@[\w.-]{1,64}"
 # Anchored, with bounded words: a 200 KB line is tried once per line start, never from every position.
 _PROMPT = re.compile(
-    rf"^(?:\([\w.-]{{1,40}}\) )?(?:{_HOST}:[^\s$#]{{0,200}} ?[$#]|\[{_HOST} [^\]\n]{{0,200}}\][$#]|{_HOST} [^\s$#]{{0,200}} ?[$#]) "
+    # (a user@host prompt may be followed by more than one space: "[root@node ~]#  systemctl start ...")
+    rf"^(?:\([\w.-]{{1,40}}\) )?(?:{_HOST}:[^\s$#]{{0,200}} ?[$#]|\[{_HOST} [^\]\n]{{0,200}}\][$#]|{_HOST} [^\s$#]{{0,200}} ?[$#]) {{1,8}}"
     rf"(?P<cmd>\S.*)$"
     rf"|^\$ (?P<dollar>[\w./-]+(?: .*)?)$"
     rf"|^# (?P<hash>(?:{_KNOWN})(?: .*)?)$",
@@ -121,6 +122,8 @@ _KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bjournalctl\b.*(?:\s-k\b|\s--dmesg\b)|^(?:sudo )?dmesg\b|\|\s*dmesg\b"), "kernel-log"),
     (re.compile(r"\bjournalctl\b.*fabricmanager|\bcat\b.*fabricmanager\.log|\bnv-fabricmanager\b.*--version"),
      "fabricmanager-log"),
+    # nccl-tests' binaries (all_reduce_perf, ...), run bare or under mpirun
+    (re.compile(r"\b[a-z_]+_perf(?:_mpi)?\b"), "nccl-tests"),
     (re.compile(r"^(?:sudo )?fuser\b"), "fuser"),
     (re.compile(r"^(?:sudo )?lsof\b"), "lsof"),
     (re.compile(r"^(?:sudo )?lspci\b"), "lspci"),

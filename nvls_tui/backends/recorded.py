@@ -24,7 +24,8 @@ from nvls_tui.backends.base import (
 from nvls_tui.poll.assemble import LastAssembly
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.once import ProbeReading
-from nvls_tui.poll.probe import SectionReader, probe_mark, section_argv
+from nvls_tui.poll.probe import section_argv
+from nvls_tui.poll.probe_output import SectionReader, probe_mark
 
 REPLAY_PREFIX = "replay:"
 

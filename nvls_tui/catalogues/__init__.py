@@ -120,13 +120,21 @@ def bucket(name: str) -> Bucket:
 class SxidEntry:
     """One NVSwitch SXid code of the driver's error enum: ``22013``, ``MINION_NONFATAL``, ``MINION: errors``.
 
-    Whether an SXid is fatal is not the code's: the driver says it in each line (``Fatal``, ``Non-fatal``,
-    ``Correctable``), see sxid.csv's header.
+    Whether an SXid is fatal is first the line's: the driver says it in most lines (``Fatal``, ``Non-fatal``,
+    ``Correctable``). For a line without the word, the Fabric Manager user guide's tables say it (sxid.csv's header).
+
+    Attributes:
+        fm_guide: the guide's table that lists the code (``non-fatal``, ``fatal``, ``always-fatal``, ``notable``), or
+            empty where it lists none.
+        fm_recovery: the guide's recovery in one word (``none``, ``reset``, ``reboot``, ``mechanicals``, ``cooling``),
+            or empty.
     """
 
     code: int
     name: str
     unit: str
+    fm_guide: str = ""
+    fm_recovery: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +187,8 @@ def xid(code: int | None) -> XidEntry | None:
 @functools.cache
 def sxids() -> dict[int, SxidEntry]:
     """Every SXid code of the catalogue, by number."""
-    return {int(r["code"]): SxidEntry(int(r["code"]), r["name"], r["unit"]) for r in _rows("sxid.csv")}
+    return {int(r["code"]): SxidEntry(int(r["code"]), r["name"], r["unit"], r["fm_guide"], r["fm_recovery"])
+            for r in _rows("sxid.csv")}
 
 
 def sxid(code: int | None) -> SxidEntry | None:

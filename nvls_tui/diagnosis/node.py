@@ -18,7 +18,7 @@ from nvls_tui.diagnosis.restarters import restarter_findings
 from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.diagnosis.unread import fm_unread_finding, unread_finding
 from nvls_tui.diagnosis.xids import XidReading, read_xid, strongest
-from nvls_tui.model import Finding, NodeState, Platform, Severity, Verdict
+from nvls_tui.model import FabricHealth, Finding, NodeState, Platform, Severity, Verdict
 from nvls_tui.model.node import FM_UNKNOWN, Diagnosis, FmLogLine, KernelEvent, MissingEvidence
 from nvls_tui.parsers.fabricmanager_log import FmEvent, multicast_error
 from nvls_tui.words import count, verb
@@ -136,7 +136,22 @@ def fabric_findings(state: NodeState, opts: DiagnosisOptions | None = None) -> l
             findings.append(Finding("FABRIC_STATUS_ERROR", Severity.ERROR,
                                     f"GPU {gpu.index} fabric is Completed with status {fabric.status}; "
                                     "a reset does not fix this: escalate to the vendor", gpu.index))
+        elif (health := fabric.health) is not None and health.summary not in (None, "Healthy"):
+            findings.append(_unhealthy(gpu.index, health))
     return findings
+
+
+def _unhealthy(index: int, health: FabricHealth) -> Finding:
+    """``FABRIC_UNHEALTHY`` [warning]: the driver's fabric Health summary is not Healthy although the GPU is
+    registered (Completed/Success): NVLS may run degraded, the fields beside the summary say which part."""
+    said = {"Bandwidth": health.bandwidth, "Route Recovery in progress": health.route_recovery_in_progress,
+            "Route Unhealthy": health.route_unhealthy, "Access Timeout Recovery": health.access_timeout_recovery,
+            "Incorrect Configuration": health.incorrect_configuration}
+    fields = ", ".join(f"{name}: {value}" for name, value in said.items() if value is not None)
+    return Finding("FABRIC_UNHEALTHY", Severity.WARNING,
+                   f"GPU {index} fabric is Completed/Success but its Health summary is {health.summary}"
+                   f"{f' ({fields})' if fields else ''}: the fabric may be degraded; read nvidia-smi -q's Fabric "
+                   "Health block on the node and the Fabric Manager log", index)
 
 
 def kernel_findings(state: NodeState) -> list[Finding]:

@@ -5,8 +5,10 @@ unless the driver's line itself orders a recovery action (Xid 154's "to 0x4 (Dra
 error's "RST: Yes"): then the stronger of the two stands, and a line that orders a reset or more is never a
 warning. An Xid the catalogue does not list is a warning with its number and the driver's words. An NVSwitch
 SXid is named through the SXid catalogue (the driver's error enum), and its line says itself whether it is ``Fatal``
-(an error whose move is the repair), ``Non-fatal`` (a warning) or ``Correctable`` (info); an SXid the catalogue does
-not list is still read, with its number and the driver's words.
+(an error whose move is the repair), ``Non-fatal`` (a warning) or ``Correctable`` (info). A line without that word
+(an SXid's ``Data {...}`` line) is weighed by the Fabric Manager user guide's table for the code (sxid.csv's
+``fm_recovery``): an error where the guide's recovery is a reset or a host restart, else a warning. An SXid the
+catalogue does not list is still read, with its number and the driver's words.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ _WORDS = re.compile(r"\bS?Xid \([^)]*\):\s*\d+\s*,?\s*(?P<words>.*)$")
 _SXID_WORD = re.compile(r"\bSXid \([^)]*\):\s*\d+\s*,\s*(?P<word>Fatal|Non-fatal|Correctable)\b", re.IGNORECASE)
 _SXID_SEVERITY = {"fatal": Severity.ERROR, "non-fatal": Severity.WARNING, "correctable": Severity.INFO}
 WORDS_MAX = 120
+# The Fabric Manager guide's recoveries (catalogues/sxid.csv's fm_recovery) that the repair's reset of every GPU and
+# NVSwitch performs on bare metal (the guide's guest VM restart, its reset of all GPUs and NVSwitches, its host restart).
+_GUIDE_RESETS = frozenset({"reset", "reboot"})
 SXID_FATAL_MOVE = "reset every GPU and NVSwitch, then start Fabric Manager (the repair)"
 UNLISTED_MOVE = "not in NVIDIA's Xid catalogue: read the driver's words"
 
@@ -92,6 +97,11 @@ def _read_sxid(event: KernelEvent) -> XidReading:
     word = m.group("word") if m else None
     severity = _SXID_SEVERITY[word.lower()] if word else Severity.WARNING
     said = f"{word} (the driver's word)" if word else ""
+    if word is None and entry is not None and entry.fm_recovery in _GUIDE_RESETS:
+        # No word in the line: the Fabric Manager guide's table says the code stalls or downs the fabric.
+        severity = Severity.ERROR
+        said = (f"no weight word in the line; the Fabric Manager guide lists it {entry.fm_guide}, its recovery a "
+                f"{entry.fm_recovery}")
     if entry is not None:
         tail = f"{entry.name} ({entry.unit})" + (f", {said}" if said else "")
     else:

@@ -14,11 +14,11 @@ from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument
-from nvls_tui.diagnosis import diagnose_guarded
 from nvls_tui.headless.metrics_out import MetricsOut, MetricsSetupError, metrics_out
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
+from nvls_tui.poll.after_poll import AfterPoll
 from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.settings import Settings
 from nvls_tui.targets import kube_from_settings, read_targets, resolve_backends, scheduler_from_settings, target_words
@@ -327,20 +327,26 @@ def _print_lines(console: Any, results: list[tuple[NodeState, Diagnosis]]) -> No
             console.print(line, soft_wrap=True)
 
 
-async def attach_scheduler(slurm, states: list[NodeState]) -> list[NodeState]:
-    """The scheduler's view of every node it can know (a purely simulated node is in no cluster)."""
+async def read_scheduler_view(slurm, after: AfterPoll, states: Sequence[NodeState]) -> None:
+    """Read the scheduler's view of every node it can know (a purely simulated node is in no cluster) and
+    fold it into ``after``'s polls from now on."""
+    from functools import partial
+
     from nvls_tui.scheduler.slurm import with_scheduler
 
     hosts = [s.host for s in states if s.lab or not s.simulated]
-    return with_scheduler(states, await slurm.states(hosts)) if hosts else states
+    after.set_view("scheduler", partial(with_scheduler, scheduler=await slurm.states(hosts)) if hosts else None)
 
 
-async def attach_kube(kube, states: list[NodeState]) -> list[NodeState]:
-    """The cluster's view of every node in one (one node list, one pods list a node), after the poll: a
-    holder's pod uid is looked up in a pods list read after the holders were."""
+async def read_kube_view(kube, after: AfterPoll) -> None:
+    """Read the cluster's view of every node in one (one node list, one pods list a node) and fold it into
+    ``after``'s polls from now on: read after the poll, a holder's pod uid is looked up in a pods list read
+    after the holders were."""
+    from functools import partial
+
     from nvls_tui.kube.view import with_kube
 
-    return with_kube(states, await kube.read())
+    after.set_view("kube", partial(with_kube, view=await kube.read()))
 
 
 def slurm_nodes(settings: Settings) -> list[str]:
@@ -366,14 +372,17 @@ def slurm_nodes(settings: Settings) -> list[str]:
     return list(names)
 
 
-def _poll(settings: Settings, slurm, deadline: float) -> list[NodeState]:
-    """Every target's state: over SSH (each node its own session) or through one srun."""
+def _poll(settings: Settings, slurm, deadline: float, after: AfterPoll) -> list[NodeState]:
+    """Every target's state: over SSH (each node its own session) or through one srun; the cluster's view
+    read into ``after`` where a cluster is configured."""
     # Progress goes to stderr only: stdout stays exactly the table or the one JSON document.
     if settings.via != "slurm":
         backends = resolve_backends(settings)
         kube = kube_from_settings(settings, backends)  # a bad kubeconfig is refused before any node is polled
         states = asyncio.run(poll_all(backends, deadline, sys.stderr))
-        return asyncio.run(attach_kube(kube, states)) if kube is not None else states
+        if kube is not None:
+            asyncio.run(read_kube_view(kube, after))
+        return states
     if slurm is None:
         raise InvalidArgument("--via slurm needs the Slurm cluster: --slurm-conf FILE or SLURM_CONF")
     from nvls_tui.scheduler.srun import poll_via_srun
@@ -382,15 +391,16 @@ def _poll(settings: Settings, slurm, deadline: float) -> list[NodeState]:
                                      command_timeout=settings.timeout))
 
 
-def _round(settings: Settings, slurm) -> tuple[list[tuple[NodeState, Diagnosis]], float]:
-    """One poll of every target, diagnosed, and how long it took."""
+def _round(settings: Settings, slurm, after: AfterPoll) -> tuple[list[tuple[NodeState, Diagnosis]], float]:
+    """One poll of every target as ``after`` shows it (carried from its last round, with the cluster's
+    views, diagnosed), and how long it took."""
     # A poll is several commands; give it a few command timeouts before calling the node unreachable.
     deadline = poll_deadline(settings.timeout)
     started = time.monotonic()
-    states = _poll(settings, slurm, deadline)
+    states = _poll(settings, slurm, deadline, after)
     if slurm is not None:
-        states = asyncio.run(attach_scheduler(slurm, states))
-    return [(s, diagnose_guarded(s)) for s in states], time.monotonic() - started
+        asyncio.run(read_scheduler_view(slurm, after, states))
+    return after.read_round(states), time.monotonic() - started
 
 
 def targets_json(read: dict[str, list[str]], results: list[tuple[NodeState, Diagnosis]]) -> dict[str, Any]:
@@ -442,7 +452,7 @@ def run(settings: Settings) -> int:
     out = metrics_out(settings)  # a folder that cannot be written or an address in use: refused before any poll
     try:
         if settings.watch is None:
-            results, elapsed = _round(settings, slurm)
+            results, elapsed = _round(settings, slurm, AfterPoll())
             if out is not None:
                 out.publish(results, elapsed)
             _print_round(settings, results, elapsed, read)
@@ -466,7 +476,7 @@ def _watch(settings: Settings, slurm, every: float, read: dict[str, list[str]], 
     keeps every round); ``--json`` prints one document per line and no header, so each line parses.
     Raises KeyboardInterrupt (130) when Ctrl-C comes before any round finished: there is no status.
 
-    The rounds run in a poller process (``nvls_tui.poller_process``, the console's own), which keeps each
+    The rounds run in a poller process (``nvls_tui.poller.process``, the console's own), which keeps each
     node's connection and kernel-log cursor from one round to the next; ``--via slurm`` (one srun a
     round) and a test's ``connect`` hook (which cannot travel to another process) poll here, round by round.
     """
@@ -525,16 +535,17 @@ class _Watch:
         self.status = exit_status(results)
 
     def rounds_here(self, slurm) -> None:
-        """Every round polled in this process from scratch (new connections each round)."""
+        """Every round polled in this process (new connections each round), carried from the last."""
+        after = AfterPoll()
         while True:
             began = time.monotonic()
-            self.show(*_round(self.settings, slurm))
+            self.show(*_round(self.settings, slurm, after))
             time.sleep(max(0.0, self.every - (time.monotonic() - began)))
 
     async def rounds_polled(self, slurm) -> None:
         """Every round polled by one poller process (started here, ended with this command)."""
         from nvls_tui.poll.client import PollerClient, PollerGone, Rounds
-        from nvls_tui.poller_process import poller_client
+        from nvls_tui.poller.process import poller_client
 
         settings = self.settings  # its words already read (run): this process's nodes and the poller's are the same
         backends = resolve_backends(settings)  # nothing connects here: the order, and the nodes kube maps
@@ -542,6 +553,7 @@ class _Watch:
         deadline = poll_deadline(settings.timeout)
         client: PollerClient = poller_client(settings, backends, interval=None, poll_timeout=deadline)
         rounds = Rounds(client)
+        after = AfterPoll()  # the poller process carries each node across rounds; the views are read here
         try:
             await client.start(rounds)
             while True:
@@ -552,10 +564,10 @@ class _Watch:
                     raise PollerGone(f"check --watch: {exc}") from None
                 states = [r.state if r.ok else _not_read(r.state) for r in polled]
                 if kube is not None:
-                    states = await attach_kube(kube, states)
+                    await read_kube_view(kube, after)
                 if slurm is not None:
-                    states = await attach_scheduler(slurm, states)
-                self.show([(s, diagnose_guarded(s)) for s in states], time.monotonic() - began)
+                    await read_scheduler_view(slurm, after, states)
+                self.show(after.read_round(states, carry=False), time.monotonic() - began)
                 await asyncio.sleep(max(0.0, self.every - (time.monotonic() - began)))
         finally:
             await client.close()

@@ -13,7 +13,7 @@ def run(settings: Settings) -> int:
         print("nvls-tui: the console needs a terminal (stdin or stdout is not one): `nvls-tui check` prints "
               "text, `--json` for scripts", file=sys.stderr)
         return 2
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
 
     app = NvlsApp.from_settings(settings)
     served = console_metrics(app, settings) if settings.metrics_listen else None  # refused before the screen

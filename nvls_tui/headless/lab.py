@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from nvls_tui.settings import LabCommand, Settings
 
-def lab_dir(args: argparse.Namespace) -> Path:
+
+def lab_dir(lab: LabCommand) -> Path:
     """``--dir``, or the state directory's ``lab/``."""
     from nvls_tui.paths import state_dir
 
-    return Path(args.dir).expanduser().resolve() if args.dir else state_dir() / "lab"
+    return Path(lab.dir).expanduser().resolve() if lab.dir else state_dir() / "lab"
 
 
 def _say(text: str) -> None:
@@ -33,7 +34,7 @@ def _slurm_status(folder: Path) -> None:
         print(f"slurm\t{name}\t{state}")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(settings: Settings) -> int:
     """Exit 0 when done; 2 with one sentence when the lab cannot run or a node did not come up."""
     from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
@@ -41,28 +42,32 @@ def run(args: argparse.Namespace) -> int:
     from nvls_tui.lab import lifecycle
     from nvls_tui.lab.machine import LabError
 
-    folder = lab_dir(args)
+    lab = settings.lab
+    if lab is None:
+        print("nvls-tui: lab: give a subcommand (up, status, down)", file=sys.stderr)
+        return 2
+    folder = lab_dir(lab)
     try:
-        if args.lab_command == "up":
-            size = nodeset_size(args.nodes)  # counted before NodeSet builds every name (gpu[1-30000000]: 4 GB)
+        if lab.action == "up":
+            size = nodeset_size(lab.nodes)  # counted before NodeSet builds every name (gpu[1-30000000]: 4 GB)
             if size is not None and not 1 <= size <= 64:
                 raise LabError("give between 1 and 64 lab nodes")
             try:
-                names = list(NodeSet(args.nodes))
+                names = list(NodeSet(lab.nodes))
             except NodeSetParseError as exc:
-                raise LabError(f"bad node set {args.nodes!r}: {exc}") from None
+                raise LabError(f"bad node set {lab.nodes!r}: {exc}") from None
             if not names or len(names) > 64:
                 raise LabError("give between 1 and 64 lab nodes")
-            lifecycle.up(folder, names, args.scenario, say=_say, slurm=args.slurm)
+            lifecycle.up(folder, names, lab.scenario, say=_say, slurm=lab.slurm)
             print(folder / "ssh_config")
-        elif args.lab_command == "status":
+        elif lab.action == "status":
             nodes = lifecycle.status(folder)
             if not nodes:
                 print(f"no lab in {folder}")
             for node, up in nodes:
                 print(f"{node.name}\t{node.address}\t{'running' if up else 'stopped'}")
             _slurm_status(folder)
-        elif args.lab_command == "down":
+        elif lab.action == "down":
             lifecycle.down(folder, say=_say)
     except LabError as exc:
         print(f"nvls-tui: {exc}", file=sys.stderr)

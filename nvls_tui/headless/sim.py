@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from nvls_tui.settings import Settings, SimCommand
 
-def run(args: argparse.Namespace) -> int:
+
+def run(settings: Settings) -> int:
     """Dispatch the ``sim`` subcommands (exit 0 on success, 2 on a usage error)."""
-    if args.sim_command == "list":
-        return _list()
-    if args.sim_command == "shims":
-        return _shims(args)
-    print(f"nvls-tui: unknown sim command {args.sim_command!r}", file=sys.stderr)
-    return 2
+    sim = settings.sim
+    if sim is None or sim.action not in ("list", "shims"):
+        print(f"nvls-tui: unknown sim command {sim.action if sim else None!r}", file=sys.stderr)
+        return 2
+    return _list() if sim.action == "list" else _shims(sim)
 
 
 def _list() -> int:
@@ -42,14 +42,15 @@ def _list() -> int:
     return 0
 
 
-def _shims(args: argparse.Namespace) -> int:
+def _shims(sim: SimCommand) -> int:
     from nvls_tui.sim.shims import write_shims
 
+    assert sim.dir is not None and sim.node is not None  # argparse requires both
     try:
-        root = write_shims(args.dir, args.scenario, args.node, static=args.static, speed=args.speed)
+        root = write_shims(sim.dir, sim.scenario, sim.node, static=sim.static, speed=sim.speed)
     except (ValueError, KeyError) as exc:
         print(f"nvls-tui: {exc}", file=sys.stderr)
         return 2
-    mode = "static (pre-rendered, read-only)" if args.static else "live"
-    print(f"wrote {root}/bin: sim:{args.scenario}/{args.node}, {mode}; put {root}/bin first on PATH")
+    mode = "static (pre-rendered, read-only)" if sim.static else "live"
+    print(f"wrote {root}/bin: sim:{sim.scenario}/{sim.node}, {mode}; put {root}/bin first on PATH")
     return 0

@@ -1,7 +1,7 @@
 """The lab's Kubernetes (``lab up --scenario k8s-incident``): a stand-in API server on the host whose pods are
 real processes in the lab nodes.
 
-No kube-apiserver can be installed here, so the cluster is :mod:`nvls_tui.kube_standin`, served on 127.0.0.1
+No kube-apiserver can be installed here, so the cluster is :mod:`nvls_tui.lab.kube_standin`, served on 127.0.0.1
 by a background process of the lab's (``python -m nvls_tui.lab.cluster --dir DIR``; its PID in
 ``DIR/lab.json``, its log in ``DIR/kube/server.log``, its kubeconfig ``DIR/kubeconfig``). Every lab node is a
 Kubernetes node with the GPU Operator's operand DaemonSets and a vLLM-like Deployment's pod.
@@ -227,9 +227,9 @@ def stop_server(pid: int, folder: Path, timeout: float = 15.0) -> None:
 
 def serve(folder: Path) -> int:
     """The server process: serve the lab's cluster until SIGTERM (exit 0)."""
-    from nvls_tui.kube_standin import StandIn
-    from nvls_tui.kube_standin import load_state as load_cluster
-    from nvls_tui.kube_standin.controller import Timing
+    from nvls_tui.lab.kube_standin import StandIn
+    from nvls_tui.lab.kube_standin import load_state as load_cluster
+    from nvls_tui.lab.kube_standin.controller import Timing
 
     _scenario, nodes = load_state(folder)
     if not nodes:

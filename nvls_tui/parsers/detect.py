@@ -4,6 +4,31 @@ from __future__ import annotations
 
 import re
 
+# The driver's lines in the forms the kernel-log rule's prefixes leave out (issue 35's corpus): a journal line
+# without its host (``Feb 15 12:31:57.737822 kernel: nvidia-nvlink: ...``), NVRM naming its function without
+# a colon after NVRM (``[ 343.06] NVRM kfspSendBootCommands_GH100: ...``), gpud's scan quoting the driver's
+# line (``[XID found] (54 minutes ago) "NVRM: Xid ..."``) and the kernel's line about the nvidia driver and a device.
+_DRIVER_LINES = (r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? kernel: (?:NVRM|nvidia[\w-]*)[: ]|"
+                 r"^(?:\[[^\]\n]*\] ?)?NVRM [A-Za-z_]\w{2,80}: |^\[S?XID found\] |"
+                 # the kernel's own line about the nvidia driver and a device ("nvidia 0000:2c:00.0: probe ...")
+                 r"^(?:\[[^\]\n]*\] ?)?nvidia [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d: ")
+
+# nccl-tests' own lines in the forms its first builds printed or a paste left (issue 35's corpus): "NCCL failure
+# all_reduce.cu:95 '...'" and "Test CUDA failure common.cu:730 '...'" without a table, the header's nThread line or
+# its column header without the "#" (or the first builds' "bytes N type op"), the units line, the out-of-bounds footer.
+_NCCL_TESTS_OLD = (r"^(?:Test )?(?:NCCL|CUDA) failure [\w/.\-]+\.cu:\d+ '|^#?[ \t]*nThread \d+ nGpus \d+ |"
+                   r"^#?[ \t]*(?:size|bytes)[ \t]+(?:count|N)[ \t]+type[ \t]+(?:redop|op)[ \t]|"
+                   r"^#[ \t]+\(B\)[ \t]+\(elements\)|^#[ \t]*Out of bounds values[ \t]*:")
+
+# nvidia-smi's outputs in the forms a paste leaves (issue 35's corpus): the Fabric block of -q grepped out at the
+# line's start, nvidia-smi's NVML failure behind a logger's bracketed tags ("[task ...] [train] [nvidia-smi(stdout)]
+# Failed to initialize NVML: ..."), and topo -m with its tabs turned into spaces.
+_SMI_PASTED_FORMS = {
+    "nvidia-smi-q": r"^Fabric[ \t]*\n[ \t]+State[ \t]+:",
+    "nvidia-smi": r"^(?:\[[^\]\n]{1,80}\] ?){1,4}Failed to initialize NVML: ",
+    "topo-matrix": r"^[ \t]+GPU0[ \t]+GPU1\b[^\n]*\nGPU0[ \t]+X[ \t]",
+}
+
 # Ordered: the first kind whose test matches wins, so the more specific tests come first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvls-tui-probe", re.compile(r"^@@nvls-tui(?:-[0-9A-Za-z]+)? begin \w+$", re.M)),
@@ -37,10 +62,13 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
                               r"\.cpp:\d+: non-zero status: \d+ (?:cuMemMap failed|Mapping mem size \d+ to MC group|"
                               r"Mapping multicast groups)",
                               re.M)),
+    ("nccl-tests", re.compile(_NCCL_TESTS_OLD, re.M)),
+    ("nvidia-smi-q", re.compile(_SMI_PASTED_FORMS["nvidia-smi-q"], re.M)),
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+|^\s*Driver Version\s+:|^\s+Fabric\s*\n\s+State\s+:", re.M)),
     # nvidia-smi's table, or its own words that it could not reach the driver (NVML's version mismatch, no driver).
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \S+\s+Driver Version:|^Failed to initialize NVML: |"
                               r"^NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", re.M)),
+    ("nvidia-smi", re.compile(_SMI_PASTED_FORMS["nvidia-smi"], re.M)),
     # lsof's table header, a header-less row of a /dev/nvidia* file (`lsof | grep nvidia`), or -F fields.
     ("lsof", re.compile(r"^\s*COMMAND\s+PID\s+(?:TID\s+)?(?:TASKCMD\s+)?USER\s+FD\s+TYPE\s+DEVICE\s+SIZE/OFF\s+NODE\s+NAME|"
                         r"^\S{1,30} +\d{1,10} +(?:\S+ +){1,3}(?:\d{1,9}[urw]\S?|mem|txt) +(?:CHR|REG) +[^\n]*?/dev/nvidia|"
@@ -65,6 +93,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kernel-log", re.compile(r"^(?:(?:\S+ +\d+ [\d:.]+ \S+ kernel: |\d{4}-\d\d-\d\dT\S+ \S+ kernel: )(?:\[[^\]]*\] ?)?|"
                               r"\[[^\]]*\] ?|\d+,\d+,\d+,[^;]*;)?(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
                               re.M)),
+    ("kernel-log", re.compile(_DRIVER_LINES, re.M)),
     # A header of dotted field names separated by ", " (no nested quantifiers: big CSVs are common).
     ("nvidia-smi-query-csv", re.compile(r"^(?:index|pci\.bus_id|name|uuid|pid|driver_version|timestamp), [\w.]"
                                         r"|^\d+, 0{4,8}:[0-9A-Fa-f]{2}:|^Field \"[\w.]+\" is not a valid field to query\.",
@@ -82,6 +111,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("dcgmi-diag", re.compile(r"^\|\s*Diagnostic\s+\|\s*Result\s+\||^\+-+\s+(?:Metadata|Deployment|Integration|Hardware|"
                               r"Stress|Plugins?)\s+-+\+", re.M)),
     ("topo-matrix", re.compile(r"^(?:\x1b\[[0-9;]*m)?\tGPU0\t|^GPU0\t\s*X\s", re.M)),
+    ("topo-matrix", re.compile(_SMI_PASTED_FORMS["topo-matrix"], re.M)),
     ("nvml-fabric", re.compile(r"^\d+ v[123] \S+ \{'", re.M)),
     ("proc-stat", re.compile(r"^\d+ \(.+\) [RSDZTtWXxKWPI] -?\d+ -?\d+ -?\d+", re.M)),
     ("ps", re.compile(r"^\s*\d+\s+\d+\s+\S+\s+\w{3} \w{3} +\d+ [\d:]{8} \d{4}\s", re.M)),
@@ -105,6 +135,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # (never a path's "/dev/nvidia-uvm: ", fuser's).
     ("kernel-log", re.compile(r"\bkernel: |(?:^|[\]>] ?|\s)(?:NVRM: |nvidia-nvswitch\d*: |nvidia(?:-nvlink|-modeset|-uvm)?: )",
                               re.M)),
+    ("kernel-log", re.compile(_DRIVER_LINES, re.M)),
     # (systemd names FM's unit by its description too: "Starting NVIDIA fabric manager service...")
     ("fabricmanager-log", re.compile(r"\bnv-fabricmanager\b|\bnvidia-fabricmanager|^Fabric Manager version is|"
                                      r"(?i:\b(?:Starting|Started|Stopping|Stopped|Failed to start) [^\n]{0,80}?"
@@ -115,7 +146,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lsof", re.compile(r"^COMMAND\s+PID\s+.*\bNAME\s*$|\bCHR\s+\d+,\d+\s+\S+\s+\d+\s+/dev/nvidia", re.M)),
 )
 
-LINE_KINDS = tuple(kind for kind, _ in _LINE_RULES)
+LINE_KINDS = tuple(dict.fromkeys(kind for kind, _ in _LINE_RULES))
 """The kinds :func:`line_kind` names."""
 
 
@@ -129,7 +160,7 @@ def line_kind(line: str) -> str | None:
 
 def line_kinds_in(text: str) -> list[str]:
     """The :data:`LINE_KINDS` some line of ``text`` belongs to (one search per kind over the whole text)."""
-    return [kind for kind, pattern in _LINE_RULES if pattern.search(text)]
+    return list(dict.fromkeys(kind for kind, pattern in _LINE_RULES if pattern.search(text)))
 
 
 def detect_kind(text: str) -> str:

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from nvls_tui import catalogues
 from nvls_tui.model import KernelEvent
 from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.driver_failures import SCAN as _FAILURE_WORDS
+from nvls_tui.parsers.driver_failures import driver_failure
 from nvls_tui.parsers.unread import nvidia_error_line
 
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
@@ -75,11 +77,13 @@ _NVLINK_FAIL = re.compile(r"\bfail(?:ed|ure|s)?\b", re.IGNORECASE)
 _NVLINK_SOURCE = re.compile(r"\bNVRM\b|\bnvidia-nvlink:")
 # One cheap test first: almost every kernel line is unrelated, and a busy node logs many.
 _MAYBE = re.compile(rf"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS})\)|"
-                    r"failed with status 0x|nvlink|rminitadapter failed|rm_init_adapter(?:\(\d+\))? failed", re.IGNORECASE)
+                    r"failed with status 0x|nvlink|rminitadapter failed|rm_init_adapter(?:\(\d+\))? failed|"
+                    + _FAILURE_WORDS.pattern, re.IGNORECASE)
 # The same words, case-sensitive as the driver prints them, to scan a whole log in one pass
 # (about three times faster than the case-blind pattern on a 300-line log).
 _SCAN = re.compile(rf"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS_ANY_CASE})\)|"
-                   r"failed with status 0x|[Nn][Vv][Ll]ink|RmInitAdapter failed|rm_init_adapter(?:\(\d+\))? failed")
+                   r"failed with status 0x|[Nn][Vv][Ll]ink|RmInitAdapter failed|rm_init_adapter(?:\(\d+\))? failed|"
+                   + _FAILURE_WORDS.pattern)
 # The opening line of the driver's split "fallen off the bus" message (one printk per line).
 _SPLIT_OPEN = re.compile(r"NVRM: The NVIDIA GPU [0-9A-Fa-f:.]+\s*$")
 _SPLIT_MORE = re.compile(r"^NVRM: (?:\(PCI ID|installed in this system|fallen off the bus)")
@@ -214,15 +218,45 @@ def classify_kernel_line(line: str) -> KernelEvent | None:
         status = catalogues.nv_status(int(m.group(1), 16))
         if status is not None and status.code != 0:
             return KernelEvent(code=status.name, line=text, timestamp=ts)
+    # The driver failing without an Xid in its own words (nvls_tui.parsers.driver_failures): its failure's code.
+    if failure := driver_failure(text):
+        return KernelEvent(code=failure.code, line=text, timestamp=ts)
     if _NVLINK_SOURCE.search(text) and _NVLINK_WORD.search(message(text)) and _NVLINK_FAIL.search(text):
         return KernelEvent(code=NVLINK_FAILED, line=text, timestamp=ts)
     return None
 
 
+# The NVLink core module registers when the driver's core module starts to load and unregisters when it unloads:
+# both within one second is the core module's load failing and rolling back (no other line may say so).
+_CORE_UP = re.compile(r"Nvlink Core is being initialized")
+_CORE_DOWN = re.compile(r"Unregistered Nvlink Core")
+#: A kernel event's code: the driver's core module failed to load (nvls_tui.parsers.driver_failures).
+MODULE_FAILED = "NVIDIA_MODULE_FAILED"
+
+
+def _same_second(a: str | None, b: str | None) -> bool:
+    """Whether two of the parsers' time stamps are less than a second apart (dmesg's seconds, or a wall time)."""
+    if not a or not b:
+        return False
+    try:
+        return abs(float(a) - float(b)) < 1.0
+    except ValueError:
+        return len(a) >= 19 and a[:19] == b[:19]
+
+
 def parse_kernel_log(text: str) -> Parsed[tuple[KernelEvent, ...]]:
     """Every fabric-relevant event of a kernel log, in log order (unrelated lines are skipped)."""
-    events = tuple(e for line in _candidate_lines(text) if (e := classify_kernel_line(line)) is not None)
-    return Parsed(events)
+    events = []
+    previous = ""
+    for line in _candidate_lines(text):
+        event = classify_kernel_line(line)
+        if event is None and _CORE_DOWN.search(line) and _CORE_UP.search(previous) and _same_second(
+                _timestamp(previous.strip()), _timestamp(line.strip())):
+            event = KernelEvent(code=MODULE_FAILED, line=line.strip(), timestamp=_timestamp(line.strip()))
+        if event is not None:
+            events.append(event)
+        previous = line
+    return Parsed(tuple(events))
 
 
 def _each_line(text: str) -> Iterator[str]:
@@ -263,5 +297,5 @@ def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
     return tuple(out)
 
 
-__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "GPU_INIT_FAILED", "NVLINK_FAILED", "OUT_OF_SYNC", "UNREAD", "classify_kernel_line", "join_record", "message",
+__all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "GPU_INIT_FAILED", "MODULE_FAILED", "NVLINK_FAILED", "OUT_OF_SYNC", "UNREAD", "classify_kernel_line", "join_record", "message",
            "parse_kernel_log", "unread_kernel_lines"]

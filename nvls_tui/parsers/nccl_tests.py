@@ -37,8 +37,9 @@ _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
 _LIBRARY = re.compile(r"nccl-library=(\d{1,9})")
 _STARTING = re.compile(r"^#\s*Collective test starting\s*:\s*(\S+)")
 _CONCLUDED = re.compile(r"^#\s*Collective test concluded\s*:?\s*(\S*)")
-_NTHREAD = re.compile(r"^#\s*nThread\s+(\d{1,6})\s+nGpus\s+(\d{1,6})")
-_RANK = re.compile(r"^#\s*Rank\s+\d+\b")
+# (A paste may have lost the header's "#": " nThread 1 nGpus 1 ...", "  Rank  0 Group  0 ...".)
+_NTHREAD = re.compile(r"^#?\s*nThread\s+(\d{1,6})\s+nGpus\s+(\d{1,6})")
+_RANK = re.compile(r"^#?\s*Rank\s+\d+\b")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\S+)\s*(\S*)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
@@ -66,6 +67,10 @@ _NVLS_CHANNELS = re.compile(r"\b(\d{1,6}) nvls channels")
 _NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS")
 _ALGO = re.compile(r"NCCL_ALGO set (?:by environment )?to (\S+)")
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The header's own lines where a paste lost their "#": nThread, "Using devices", a device's Rank line, the column
+# header (``size count type redop ...``).
+_HEADER_WITHOUT_HASH = re.compile(r"nThread\s+\d+\s+nGpus\s+\d+|Using devices\s*$|Rank\s+\d+\s+(?:Group|Pid|on)\b"
+                                  r"|(?:size|bytes)\s+(?:count|N)\s+type\s+(?:redop|op)\b")
 
 # Field-count fallbacks when no column header was seen: lead columns, then 2 x 4 perf columns.
 _LEAD_BY_COUNT = {
@@ -89,9 +94,14 @@ class _Columns:
         return len(self.lead) + 2 * len(self.group)
 
 
+# The first builds' column names (``bytes N type op time algbw busbw res``) in today's terms.
+_OLD_NAMES = {"bytes": "size", "n": "count", "op": "redop", "res": "error"}
+
+
 def _columns_from_header(tokens: list[str]) -> _Columns | None:
-    """Column layout from a header line's tokens (``size count type redop root time ...``)."""
-    names = [t.lower() for t in tokens]
+    """Column layout from a header line's tokens (``size count type redop root time ...``; the first builds'
+    ``bytes N type op ... res`` too)."""
+    names = [_OLD_NAMES.get(t.lower(), t.lower()) for t in tokens]
     if "time" not in names or "size" not in names:
         return None
     first = names.index("time")
@@ -218,7 +228,8 @@ class NcclStreamParser:
         ngpus = self._threads_x_gpus
         if self._devices and (ngpus is None or len(self._devices) > ngpus):
             ngpus = len(self._devices)
-        seen_end = self._concluded or self._avg is not None
+        # The out-of-bounds line is printed once, after the last row: a tail cut after it still saw the end.
+        seen_end = self._concluded or self._avg is not None or self._oob is not None
         completed = seen_end and not self._errors
         hint = self._hint
         if hint is None and self._finished and not seen_end:
@@ -268,7 +279,7 @@ class NcclStreamParser:
             return []
         body = _PREFIX.sub("", line)
         events: list[NcclEvent] = []
-        if body.startswith("#"):
+        if body.startswith("#") or _HEADER_WITHOUT_HASH.match(body):
             events.extend(self._comment(body))
             return events
         if "NCCL WARN" in line:
@@ -323,7 +334,7 @@ class NcclStreamParser:
             self._devices.append(device)
             return [HeaderEvent("device", device)]
         tokens = body.lstrip("#").split()
-        if "size" in tokens and "time" in tokens:
+        if ("size" in tokens or "bytes" in tokens) and "time" in tokens:
             columns = _columns_from_header(tokens)
             if columns is None:
                 self._warnings.append(f"unrecognised column header: {body[:200]}")

@@ -72,7 +72,8 @@ def parse_topo_matrix(text: str) -> Parsed[dict]:
     header: list[str] = []
     matrix: dict[str, dict[str, str]] = {}
     for line in lines:
-        cells = [c.strip() for c in line.split("\t")]
+        # Tab-separated as printed; a paste that turned the tabs into spaces keeps two or more between cells.
+        cells = [c.strip() for c in (line.split("\t") if "\t" in line else re.split(r" {2,}", line))]
         # The header row starts with an empty corner cell; data rows start with their GPU name.
         if not header and len(cells) > 1 and cells[0] == "" and cells[1] == "GPU0":
             header = [c for c in cells if re.fullmatch(r"GPU\d+", c)]

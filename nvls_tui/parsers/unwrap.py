@@ -224,6 +224,9 @@ def _realtime(value: object) -> str | None:
 _FACILITIES = r"kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|res[0-3]|local[0-7]"
 _DMESG_RAW = re.compile(r"^<(?P<pri>\d{1,3})>(?P<msg>.*)$")
 _DMESG_X = re.compile(rf"^(?:{_FACILITIES})\s*:(?:emerg|alert|crit|err|warn|notice|info|debug)\s*: ?(?P<msg>.*)$")
+# Talos' ``talosctl dmesg``, after its node tag: "kern: warning: [2026-04-22T21:27:51.291660856Z]: NVRM: ...".
+_TALOS_KMSG = re.compile(rf"^(?:{_FACILITIES}): (?:emerg|alert|crit|err|warning|notice|info|debug): "
+                         r"\[(?P<time>\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d))\]: (?P<msg>.*)$")
 _DMESG_PLAIN = re.compile(r"^\[\s*(?P<time>\d+\.\d+)\] ?(?P<msg>.*)$")
 _DMESG_CTIME = re.compile(r"^\[(?P<time>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?(?P<msg>.*)$")
 _DMESG_ISO = re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<msg>.*)$")
@@ -396,6 +399,7 @@ _OUTER: tuple[tuple[str, Peel], ...] = (
     ("kubectl-prefix", _simple(_KUBECTL_PREFIX, lambda m, line: with_text(
         line, m.group("msg"), pod=m.group("pod"), container=m.group("container")))),
     ("dmesg-x", _simple(_DMESG_X, lambda m, line: with_text(line, m.group("msg")))),
+    ("talos-dmesg", _simple(_TALOS_KMSG, _message)),
     ("dmesg-raw", _simple(_DMESG_RAW, lambda m, line: with_text(line, m.group("msg")))),
     ("escaped-newlines", _escaped_newlines),
     ("mpirun", _simple(_MPIRUN, _rank)),

@@ -1,6 +1,6 @@
 """The console's side of its poller process: start it, own it, hear its polls, ask it things.
 
-:class:`PollerClient` starts ``python -m <module>`` (``nvls_tui.poller_process``) with two private
+:class:`PollerClient` starts ``python -m <module>`` (``nvls_tui.poller``) with two private
 pipes, hands it the spec of what to poll, and from then on turns its batches back into
 ``PollResult`` s, in order, checking each node's sequence numbers. It asks the process to poll a node
 now, to hold a node's polls (``paused``: the action starts only after the process acknowledged that
@@ -29,7 +29,7 @@ from nvls_tui.poll import wire
 from nvls_tui.poll.poller import PollResult
 from nvls_tui.textsafe import one_line
 
-DEFAULT_MODULE = "nvls_tui.poller_process"
+DEFAULT_MODULE = "nvls_tui.poller"
 START_TIMEOUT = 60.0  # seconds for the process to import, build its nodes and say Hello (a loaded machine)
 STOP_TIMEOUT = 3.0
 REASON_CHARS = 200
@@ -47,7 +47,7 @@ class PollerClient:
     """Starts and owns one poller process.
 
     Args:
-        spec: what the process polls (pickled to it; ``nvls_tui.poller_process.PollerSpec``).
+        spec: what the process polls (pickled to it; ``nvls_tui.poller.process.PollerSpec``).
         module: the module the process runs (``python -m``).
         python: the interpreter.
         expect: the nodes the consumer shows, in order; a process that polls others is refused.

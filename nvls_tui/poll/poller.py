@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nvls_tui.diagnosis import carry_fabric_since, diagnose, diagnose_guarded
-from nvls_tui.diagnosis.restarters import carry_fm_restarts
+from nvls_tui.diagnosis import diagnose, diagnose_guarded
 from nvls_tui.model import NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
+from nvls_tui.poll.after_poll import carry_across
 from nvls_tui.poll.once import poll_once
 from nvls_tui.poll.transport import Transport
 
@@ -151,11 +151,9 @@ class NodePoller:
             if state.reachable:
                 self.failures = 0
                 now = self.clock()
-                if state.fabric_since is None:
-                    prev = self.last_good
-                    elapsed = now - prev.polled_at if prev and prev.polled_at is not None else 0.0
-                    state = carry_fabric_since(prev, state, max(0.0, elapsed))
-                state = carry_fm_restarts(self.last_good, state)  # FM's NRestarts climbing: flapping now
+                prev = self.last_good
+                elapsed = now - prev.polled_at if prev and prev.polled_at is not None else 0.0
+                state = carry_across(prev, state, elapsed)  # the fabric's wait; FM's NRestarts climbing
                 unchanged = same_facts(self.last_good, state)
                 self.last_good = state.replace(polled_at=now)
                 result = self._message(self.last_good, ok=True)

@@ -9,7 +9,7 @@ written ahead, and a stream's command held once ``STREAM_AHEAD`` bytes of its li
 node's polls (acknowledged once no poll of it runs), and, for nodes whose simulator lives here,
 an action's commands (the console's session audits them first: this is only the transport).
 
-Nothing here builds a backend: the entry point (``nvls_tui.poller_process``) builds them from the
+Nothing here builds a backend: the entry point (``nvls_tui.poller.process``) builds them from the
 console's settings and hands them in. It ends when the console says so or its pipe ends (the console
 is gone, however it went).
 """

@@ -68,6 +68,8 @@ def judge(run: NcclRun, exit_status: int | None, threshold: float, at: str | Non
     )
     if run.completed and run.avg_busbw is not None and run.avg_busbw < threshold:
         errors.append(f"average bus bandwidth {run.avg_busbw:.1f} GB/s is below the {threshold:.0f} GB/s threshold")
+    if run.completed and run.avg_busbw is None:  # its end seen by the out-of-bounds line alone: no bandwidth
+        errors.append("the run printed no average bus bandwidth")
     if run.completed and not run.nvls.used:
         errors.append("NVLS was not used by the run (no NVLS channels or comm in the NCCL log)")
     return SmokeResult(avg_busbw=run.avg_busbw, passed=passed, out_of_bounds=run.out_of_bounds,

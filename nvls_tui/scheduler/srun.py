@@ -1,6 +1,6 @@
 """``check --via slurm``: the poll of many nodes through one ``srun`` instead of one SSH session each.
 
-The same probe script as the SSH path (:func:`nvls_tui.poll.probe.probe_script`) runs once per node
+The same probe script as the SSH path (:func:`nvls_tui.poll.probe_script.probe_script`) runs once per node
 (``srun -N COUNT --ntasks-per-node=1 -w NODES --label``); srun's label (``3: ``) tells the nodes'
 lines apart, the script's first line names its node, and each node's lines are a recording replayed
 through the same poll as every transport (``backends.recorded``, ``poll.once``), so both paths give the
@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from nvls_tui.backends.recorded import RecordedBackend
 from nvls_tui.model import NodeState
 from nvls_tui.poll.once import poll_once
-from nvls_tui.poll.probe import MARK, new_nonce, probe_script
+from nvls_tui.poll.probe import MARK, new_nonce
+from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.scheduler.slurm import Slurm
 from nvls_tui.textsafe import one_line
 

@@ -7,7 +7,6 @@ own: it advances lazily to ``clock.now()`` whenever a command runs, so an idle f
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 
@@ -46,6 +45,8 @@ class SimClock:
 
     async def sleep(self, sim_seconds: float) -> None:
         """Wait ``sim_seconds`` of simulated time (a frozen clock advances instead of waiting)."""
+        import asyncio  # here, not above: each simulated command behind the sshd imports this module
+
         if self.speed > 0:
             await asyncio.sleep(sim_seconds / self.speed)
         else:

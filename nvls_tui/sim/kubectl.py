@@ -5,7 +5,7 @@ pure (no socket, no thread, nothing left running when a test ends; it imports no
 pods already live in its node state (``Node.pods``: uid, container id, the processes kubelet restarts). The
 cluster's view is rendered from that state, so a pod whose container kubelet restarted has the new container
 id, and a stopped kubelet makes the node's Ready condition ``Unknown`` after the node controller's 40 s grace
-period, as on a real cluster. The stand-in API server (``nvls_tui/kube_standin``) is where the real kubectl
+period, as on a real cluster. The stand-in API server (``nvls_tui/lab/kube_standin``) is where the real kubectl
 is tested; tests hold this one's JSON to what the real kubectl prints from it.
 
 It answers the reads the product makes (``get nodes -o json``, the same with ``--field-selector

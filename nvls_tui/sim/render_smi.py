@@ -8,9 +8,16 @@ at column 57 (``label`` padded to 55, then ``: ``), the ``-q -x`` XML (same elem
 from __future__ import annotations
 
 import time
-from xml.sax.saxutils import escape
+from html import escape as _html_escape
 
 from nvls_tui.sim.state import Gpu, Node
+
+
+def escape(text: str) -> str:
+    """``&``, ``<`` and ``>`` as XML entities (what xml.sax.saxutils.escape does; that module imports
+    urllib and http.client, a third of a simulated command's start-up behind the sshd)."""
+    return _html_escape(text, quote=False)
+
 
 DEVICE_IDS = {"NVIDIA H100 80GB HBM3": ("0x233010DE", "0x16C110DE"), "NVIDIA GB200": ("0x294110DE", "0x20CE10DE")}
 

@@ -91,7 +91,7 @@ run check-ssh python3 -m nvls_tui.cli check root@127.0.0.1:$PORT --known-hosts $
 run check-ssh-plain python3 -m nvls_tui.cli check root@127.0.0.1:$PORT --known-hosts $S/known_hosts -i $S/client_key --ssh-config $S/ssh_config
 python3 scripts/device/compare_checks.py "$C/check-local.out" "$C/check-ssh.out" >"$C/agree.txt" 2>&1
 python3 - >"$C/probe-new.sh" <<'PY'
-from nvls_tui.poll.probe import probe_script
+from nvls_tui.poll.probe_script import probe_script
 print(probe_script(nonce="device"), end="")
 PY
 run probe-new sh "$C/probe-new.sh"

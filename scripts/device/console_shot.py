@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import BackendOptions
 from nvls_tui.backends.local import LocalBackend
 from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import parse_target
-from nvls_tui.screens.node import NodeScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.node import NodeScreen
 
 
 async def main(prefix: str, target: str, known_hosts: str, key: str, ssh_config: str) -> None:

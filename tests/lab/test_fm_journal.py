@@ -30,15 +30,9 @@ from nvls_tui.model import CommandResult, Severity, Verdict
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.evidence import NOT_RUN, OVER_CAP, PERMISSION, TIMED_OUT, TOOL_MISSING
 from nvls_tui.poll.fm_journal import read_fm_journal, since_last_start
-from nvls_tui.poll.probe import (
-    FM_LOG_ARGV,
-    FM_LOG_BYTES,
-    FM_LOG_LINES,
-    SECTIONS,
-    SectionReader,
-    probe_script,
-    split_probe_output,
-)
+from nvls_tui.poll.probe import FM_LOG_ARGV, FM_LOG_BYTES, FM_LOG_LINES, SECTIONS
+from nvls_tui.poll.probe_output import SectionReader, split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim import systemd
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.render_system import JOURNAL_HINT
@@ -462,7 +456,7 @@ def test_check_over_ssh_says_what_check_in_process_says_of_fms_journal(sshd_flee
 # -- the console ----------------------------------------------------------------------------------------------------
 
 async def test_the_node_screen_lists_fm_log_error_like_any_finding():
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
     from tests.test_console_fakes import fixed_clock
     from tests.waiting import open_node_screen
 

@@ -187,6 +187,7 @@ def test_lab_up_without_systemd_nspawn_names_the_package_in_one_line(tmp_path):
 _AS_NOBODY = """
 import os, sys
 import ClusterShell.NodeSet, nvls_tui.backends.nodesets, nvls_tui.cli, nvls_tui.headless.lab, nvls_tui.paths
+import nvls_tui.config, nvls_tui.settings
 import nvls_tui.lab.lifecycle, nvls_tui.lab.machine
 os.chdir("/")
 os.setgroups([]); os.setgid(65534); os.setuid(65534)

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from nvls_tui.kube_standin import load_state, running
-from nvls_tui.kube_standin.controller import Timing
 from nvls_tui.lab import cluster
+from nvls_tui.lab.kube_standin import load_state, running
+from nvls_tui.lab.kube_standin.controller import Timing
 from nvls_tui.lab.machine import LabNode, load_kube, missing_requirements, node_run, owner_alive
 from tests.conftest import TEST_SUBNET
 

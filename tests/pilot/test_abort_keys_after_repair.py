@@ -10,8 +10,8 @@ import asyncio
 
 from textual.widgets._footer import FooterKey
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.sim.fleet import load_fleet
 from tests.pilot.test_console_repair import SIZE, FaultBackend, start_repair
 from tests.test_console_fakes import fixed_clock

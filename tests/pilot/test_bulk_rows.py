@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, DuplicateKey, RowDoesNotExist
 
-from nvls_tui.widgets.bulk_rows import add_rows, remove_rows, write_cells
+from nvls_tui.console.widgets.bulk_rows import add_rows, remove_rows, write_cells
 
 COLUMNS = ("host", "verdict", "gpus")
 

@@ -3,9 +3,9 @@ by colour (nothing on a monochrome terminal or with NO_COLOR). A hidden column's
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.screens.pickers import ColumnPicker
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.pickers import ColumnPicker
 from nvls_tui.sim.fleet import load_fleet
 from tests.waiting import first_poll, wait_until
 

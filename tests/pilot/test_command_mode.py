@@ -4,12 +4,12 @@ command line with completion: `:node gpu06` (or `:n`), `:logs gpu06`, `:sort hol
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.screens.command_bar import CommandBar
-from nvls_tui.screens.fleet import FleetScreen
-from nvls_tui.screens.logs import LogsScreen
-from nvls_tui.screens.node import NodeScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.command_bar import CommandBar
+from nvls_tui.console.screens.fleet import FleetScreen
+from nvls_tui.console.screens.logs import LogsScreen
+from nvls_tui.console.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.commands import Command, completions, parse_command
 from tests.waiting import first_poll, wait_until

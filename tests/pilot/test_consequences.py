@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
 from nvls_tui.model import Holder, HolderKind, NodeState, ServiceState
-from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.consequences import sigterm_consequences
 from tests.test_console_fakes import fixed_clock

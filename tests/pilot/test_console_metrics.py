@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.headless.console import console_metrics
 from nvls_tui.settings import Settings
 from nvls_tui.sim.fleet import load_fleet

@@ -3,10 +3,10 @@ a node-set filter beside the substring one, a visible selection mark, and help t
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
-from nvls_tui.screens.fleet import matches
-from nvls_tui.screens.help import HelpScreen
-from nvls_tui.widgets.fleet_grid import FleetGrid
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.fleet import matches
+from nvls_tui.console.screens.help import HelpScreen
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
 from tests.waiting import first_poll, wait_until
 
@@ -100,7 +100,7 @@ async def test_a_selected_node_carries_a_visible_mark_and_help_says_space_moves_
 async def test_enter_submits_a_typed_confirmation_once_it_matches_and_not_before():
     from textual.app import App
 
-    from nvls_tui.screens.confirm import ConfirmScreen
+    from nvls_tui.console.screens.confirm import ConfirmScreen
 
     results: list[bool] = []
 
@@ -169,7 +169,7 @@ async def test_the_repair_header_keeps_the_audit_log_path_whole_at_80_columns(tm
 
 async def test_the_plan_says_what_matters_first_and_folds_the_bookkeeping(tmp_path):
     from nvls_tui.backends.simulated import sim_backends
-    from nvls_tui.screens.plan import PlanScreen
+    from nvls_tui.console.screens.plan import PlanScreen
     from nvls_tui.sim.fleet import load_fleet
 
     fleet = load_fleet("sim:seed-incident/gpu05", speed=0)
@@ -181,7 +181,7 @@ async def test_the_plan_says_what_matters_first_and_folds_the_bookkeeping(tmp_pa
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1, "plan")
         from rich.console import Console
 
-        from nvls_tui.screens.plan import plan_text
+        from nvls_tui.console.screens.plan import plan_text
 
         console = Console(width=120, record=True)
         console.print(plan_text(app.screen.outcomes["gpu05"]))

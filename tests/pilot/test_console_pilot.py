@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.help import HelpScreen
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.model import NodeState, Verdict
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.help import HelpScreen
-from nvls_tui.screens.node import NodeScreen
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
 from tests.waiting import first_poll, open_node_screen, palette_settled, wait_until
 
@@ -127,8 +127,8 @@ async def test_a_pid_that_changed_is_reported_and_not_signalled():
 
 
 async def test_read_only_hides_and_refuses_every_action_that_changes_a_node():
-    from nvls_tui.messages import ActionFailed
-    from nvls_tui.screens.node import READ_ONLY_REFUSAL
+    from nvls_tui.console.messages import ActionFailed
+    from nvls_tui.console.screens.node import READ_ONLY_REFUSAL
     from tests.pilot.test_console_workers import Flow
 
     app, backends = fleet(read_only=True)
@@ -273,7 +273,7 @@ async def test_the_filter_narrows_the_grid_and_escape_clears_it():
 
 
 async def test_read_only_r_shows_the_dry_run_plan_and_offers_nothing_to_start():
-    from nvls_tui.screens.plan import PlanScreen
+    from nvls_tui.console.screens.plan import PlanScreen
 
     app, backends = fleet(read_only=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -293,7 +293,7 @@ async def test_read_only_r_shows_the_dry_run_plan_and_offers_nothing_to_start():
 
 
 async def test_R_with_holders_left_is_refused_up_front_naming_them():
-    from nvls_tui.messages import ActionFailed
+    from nvls_tui.console.messages import ActionFailed
     from tests.pilot.test_console_workers import Flow
 
     app, backends = fleet()

@@ -13,20 +13,20 @@ import io
 import pytest
 from rich.console import Console
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
+from nvls_tui.console.widgets.bandwidth_plot import BandwidthPlot
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
+from nvls_tui.console.widgets.output_pane import OutputPane
 from nvls_tui.model import Verdict
 from nvls_tui.runbook.drift import steady_units
 from nvls_tui.runbook.steps import persistence_modes, unit_states
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.plan import PlanScreen
-from nvls_tui.screens.runbook import RunbookScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
-from nvls_tui.widgets.fleet_grid import FleetGrid
-from nvls_tui.widgets.output_pane import OutputPane
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, wait_until
 

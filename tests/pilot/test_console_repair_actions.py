@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
+from nvls_tui.console.screens.stream_pane import StreamPane
+from nvls_tui.console.widgets.bandwidth_plot import BandwidthPlot
 from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook.steps import unit_states
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node import NodeScreen
-from nvls_tui.screens.runbook import RunbookScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
-from nvls_tui.screens.stream_pane import StreamPane
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import gpu_devices
-from nvls_tui.widgets.bandwidth_plot import BandwidthPlot
 from tests.pilot.test_console_repair import SIZE, start_repair, wait_until
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import open_node_screen
@@ -62,8 +62,8 @@ async def test_a_smoke_test_on_a_healthy_node_streams_its_bandwidth_plot_into_th
 
 
 async def test_a_reset_while_holders_remain_is_refused_before_nvidia_smi_runs(tmp_path):
+    from nvls_tui.console.screens.confirm import ConfirmScreen
     from nvls_tui.model import Fleet
-    from nvls_tui.screens.confirm import ConfirmScreen
 
     fleet = load_fleet("sim:seed-incident", speed=0)
     app = NvlsApp(sim_backends(fleet), poll_interval=None, clock=fixed_clock, audit_dir=str(tmp_path))

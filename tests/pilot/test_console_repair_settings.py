@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.cli import build_parser
 from nvls_tui.config import ConfigError, parse_config
-from nvls_tui.screens.plan import PlanScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.settings import COMMAND_LINE, settings_from
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.waiting import first_poll, wait_until
 
 

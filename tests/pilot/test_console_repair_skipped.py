@@ -5,12 +5,12 @@ reset it."""
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.screens.plan import PlanScreen
-from nvls_tui.screens.runbook import RunbookScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.pilot.test_console_repair import SIZE, plain
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, wait_until

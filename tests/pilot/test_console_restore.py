@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
 from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.steps import unit_states
-from nvls_tui.screens.confirm import ConfirmScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.unit.test_node_lock import hand_record, waiting_repair, with_workload
 from tests.unit.test_runbook_sim import FAST, SPEED, FaultBackend

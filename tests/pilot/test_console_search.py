@@ -3,15 +3,15 @@ shows the keys of the screen it was opened on first and filters as you type."""
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.binding_table import keymap_problem
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.help import HelpScreen, scope_order
-from nvls_tui.screens.node import NodeScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.help import HelpScreen, scope_order
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.widgets.search_bar import SearchBar
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.search import Search, find
-from nvls_tui.widgets.search_bar import SearchBar
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, open_node_screen, wait_until
 
@@ -134,9 +134,9 @@ async def test_textual_s_own_palette_entries_are_the_documented_ones_and_the_scr
     # Quit (app: Quit asks first) are gone; Maximize/Minimize and the screenshot stay, and docs say so.
     from pathlib import Path
 
-    import nvls_tui.export
+    import nvls_tui.console.export
 
-    monkeypatch.setattr(nvls_tui.export, "export_dir", lambda: tmp_path / "exports")
+    monkeypatch.setattr(nvls_tui.console.export, "export_dir", lambda: tmp_path / "exports")
     app = sim_app()
     async with app.run_test(size=(160, 48)) as pilot:
         await open_node_screen(app, pilot, "gpu05")
@@ -155,8 +155,8 @@ async def test_textual_s_own_palette_entries_are_the_documented_ones_and_the_scr
 async def test_slash_searches_the_repair_screen_s_output_panes():
     # The output panes of a finished repair (recorded run, as the snapshots replay it): / finds a command
     # in them, Enter scrolls the pane to it, n steps, Esc ends the search and leaves the screen up.
-    from nvls_tui.screens.runbook import RunbookScreen
-    from nvls_tui.widgets.output_pane import OutputPane
+    from nvls_tui.console.screens.runbook import RunbookScreen
+    from nvls_tui.console.widgets.output_pane import OutputPane
     from snapshots.test_snapshots_repair import replay
     from snapshots.test_snapshots_repair import sim_app as repair_app
 

@@ -12,13 +12,13 @@ from textual.app import App
 from textual.reactive import var
 from textual.widgets import DataTable
 
-from nvls_tui.messages import ActionFinished
+from nvls_tui.console.messages import ActionFinished
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.services import ConsoleServices, ConsoleSettings
 from nvls_tui.model import Fleet, NodeState
 from nvls_tui.poll.poller import default_diagnose
 from nvls_tui.runbook.session import Session
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node import NodeScreen
-from nvls_tui.screens.services import ConsoleServices, ConsoleSettings
 from tests.pilot.test_console_workers import Flow
 from tests.test_console_fakes import FIXED_NOW, FakeBackend, fixed_clock, make_node
 from tests.waiting import wait_until
@@ -121,8 +121,8 @@ async def test_a_sigterm_on_a_screen_in_a_bare_app_goes_through_the_session_it_w
 
 
 async def test_read_only_services_make_the_screen_refuse_before_any_worker(tmp_path):
-    from nvls_tui.messages import ActionFailed
-    from nvls_tui.screens.node import READ_ONLY_REFUSAL
+    from nvls_tui.console.messages import ActionFailed
+    from nvls_tui.console.screens.node import READ_ONLY_REFUSAL
 
     backend = FakeBackend(make_node("gpu05", broken=True, holders=2))
     app = BareConsole(backend, str(tmp_path), read_only=True)

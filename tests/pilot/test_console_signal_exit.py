@@ -13,9 +13,9 @@ import asyncio
 import os
 import pty
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend
-from nvls_tui.console_signals import TerminalStream, hung_up, to_devnull
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.signals import TerminalStream, hung_up, to_devnull
 from nvls_tui.runbook.drift import steady_units
 from nvls_tui.runbook.session import Session
 from nvls_tui.runbook.steps import RepairOptions

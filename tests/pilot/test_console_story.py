@@ -10,14 +10,14 @@ import datetime as dt
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
+from nvls_tui.console.widgets.grid_layout import CHROME, PAD, grid_layout
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.diagnosis.story import Story, ago, kernel_when, nccl_symptom, node_story, node_time
 from nvls_tui.model import KernelEvent, NodeState, ServiceState
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.fleet_grid import FleetGrid
-from nvls_tui.widgets.grid_layout import CHROME, PAD, grid_layout
 from tests.waiting import first_poll, open_node_screen, wait_until
 
 
@@ -206,7 +206,7 @@ async def test_the_cursor_starts_on_the_worst_node_when_the_first_poll_changes_t
 
 
 def test_a_holders_start_time_is_shown_short_and_anything_else_as_it_is():
-    from nvls_tui.widgets.node_text import short_start
+    from nvls_tui.console.widgets.node_text import short_start
 
     assert short_start("Sun Jul 12 16:10:50 2026") == "Jul 12 16:10"
     assert short_start("Tue Dec  1 08:18:02 2026") == "Dec 1 08:18"
@@ -228,6 +228,6 @@ async def test_help_is_in_the_footer_at_80_columns(open_node):
         assert keys and 0 < keys[0].region.right <= palette.region.x  # whole, left of the palette hint
         await pilot.press("question_mark")
         await pilot.pause()
-        from nvls_tui.screens.help import HelpScreen
+        from nvls_tui.console.screens.help import HelpScreen
 
         assert isinstance(app.screen, HelpScreen)

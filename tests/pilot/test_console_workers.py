@@ -16,14 +16,14 @@ import asyncio
 from textual.message_pump import active_message_pump
 from textual.widgets import Checkbox
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
-from nvls_tui.messages import ActionFailed, ActionFinished, ActionStarted, PlanApproved, RepairFinished
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.fleet import FleetScreen
-from nvls_tui.screens.node import NodeScreen
-from nvls_tui.screens.plan import PlanScreen
-from nvls_tui.screens.runbook import RunbookScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.messages import ActionFailed, ActionFinished, ActionStarted, PlanApproved, RepairFinished
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.fleet import FleetScreen
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.pilot.test_console_repair import SIZE, plain, start_repair
 from tests.pilot.test_console_repair_actions import confirm

@@ -13,10 +13,15 @@ import json
 
 from rich.console import Console
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import CommandTimeout
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
+from nvls_tui.console.widgets.step_list import StepList, step_lines
 from nvls_tui.headless.repair import ProgressPrinter
 from nvls_tui.model import Holder, HolderKind
 from nvls_tui.runbook import RepairOptions, Runbook
@@ -40,9 +45,6 @@ from nvls_tui.runbook.fabric import (
 from nvls_tui.runbook.quiesce import holders_deadline_message
 from nvls_tui.runbook.smoke import smoke_deadline_message
 from nvls_tui.runbook.steps import clock_text
-from nvls_tui.screens.plan import PlanScreen
-from nvls_tui.screens.runbook import RunbookScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.deadlines import (
     WaitReminders,
@@ -51,8 +53,6 @@ from nvls_tui.views.deadlines import (
     wait_line,
 )
 from nvls_tui.views.runbook import NodeRun, repair_options
-from nvls_tui.widgets.fleet_grid import FleetGrid
-from nvls_tui.widgets.step_list import StepList, step_lines
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, wait_until
 

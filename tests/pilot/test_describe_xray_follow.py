@@ -9,10 +9,10 @@ from dataclasses import replace
 
 from textual.widgets import Tree
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.cli import build_parser
-from nvls_tui.screens.describe import DescribeScreen, XrayScreen
-from nvls_tui.screens.logs import LogsScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.describe import DescribeScreen, XrayScreen
+from nvls_tui.console.screens.logs import LogsScreen
 from nvls_tui.settings import settings_from
 from nvls_tui.views.describe import describe_lines, xray
 from tests.waiting import open_node_screen, wait_until

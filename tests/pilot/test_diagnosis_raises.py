@@ -44,8 +44,8 @@ def test_check_without_json_names_the_node_too(monkeypatch, capsys):
 
 
 async def test_the_console_marks_that_node_and_polls_the_others(monkeypatch):
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.model import Verdict
     from nvls_tui.sim.fleet import load_fleet
     from tests.waiting import first_poll
@@ -58,3 +58,26 @@ async def test_the_console_marks_that_node_and_polls_the_others(monkeypatch):
         assert app.diagnoses["hgx03"].verdict is Verdict.BROKEN
         assert {h: d.verdict for h, d in app.diagnoses.items() if h != "hgx03"} == {
             h: Verdict.HEALTHY for h in app.diagnoses if h != "hgx03"}
+
+
+def test_the_console_fold_of_a_cluster_view_marks_the_node_whose_diagnosis_raises(monkeypatch):
+    """The cluster's and the scheduler's watchers fold their view into the node and diagnose it again; that
+    diagnosis went unguarded, so one raising node ended the watcher (no more cluster views for any node)."""
+    import asyncio
+
+    from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.model import Verdict
+    from nvls_tui.model.kube import KubeNode
+    from nvls_tui.sim.fleet import load_fleet
+
+    _raise_for("hgx02", monkeypatch)
+    backends = sim_backends(load_fleet("sim:healthy", speed=0))
+    app = NvlsApp(backends, poll_interval=None)
+    states = [asyncio.run(b.snapshot()) for b in backends[:3]]
+    for state in states:  # polled (the poller's own diagnosis is not what this test is about)
+        app._fold(state.replace(polled_at=1.0), None)
+    app.take_kube_view({s.host: KubeNode(node=s.host, ready=True, cordoned=False) for s in states})
+    assert [f.code for f in app.diagnoses["hgx02"].findings] == ["DIAGNOSIS_FAILED"]
+    assert app.diagnoses["hgx02"].verdict is Verdict.BROKEN
+    assert app.diagnoses["hgx03"].verdict is Verdict.HEALTHY and app.fleet.get("hgx03").k8s is not None

@@ -12,13 +12,13 @@ import pytest
 from textual.style import Style
 from textual.visual import RenderOptions
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets import cells
+from nvls_tui.console.widgets.hanging import Hanging, hang
+from nvls_tui.console.widgets.node_text import compact_devices
 from nvls_tui.model import Finding, Severity, Verdict
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets import cells
-from nvls_tui.widgets.hanging import Hanging, hang
-from nvls_tui.widgets.node_text import compact_devices
 from tests.waiting import first_poll, open_node_screen
 
 
@@ -109,7 +109,7 @@ def test_a_wrapped_finding_starts_its_words_under_them_at_every_width(width):
 
 def test_the_header_separates_the_verdict_from_the_platform():
     text = cells.verdict_text(Verdict.DEGRADED)
-    from nvls_tui.widgets.node_text import header_text
+    from nvls_tui.console.widgets.node_text import header_text
 
     state = next(iter(_polled("sim:gb200-no-fm").values()))
     plain = header_text(state, None, 1.0).plain

@@ -12,12 +12,12 @@ import json
 import os
 import stat
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.export import GridView, to_csv, to_json
-from nvls_tui.screens.fleet import EXPORT_TITLE, FleetScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.export import GridView, to_csv, to_json
+from nvls_tui.console.screens.fleet import EXPORT_TITLE, FleetScreen
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll
 

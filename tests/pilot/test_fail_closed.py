@@ -18,7 +18,8 @@ from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Severity, Verdict
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
 from nvls_tui.poll.assemble import assemble_node_state
-from nvls_tui.poll.probe import section_argv, split_probe_output
+from nvls_tui.poll.probe import section_argv
+from nvls_tui.poll.probe_output import split_probe_output
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import StepStarted
 from nvls_tui.sim.fleet import load_fleet
@@ -167,8 +168,8 @@ def test_verify_fabric_fails_when_the_kernel_log_cannot_be_read():
 
 
 async def test_the_console_shows_what_it_could_not_read_as_unknown_never_as_none_or_zero():
-    from nvls_tui.app import NvlsApp
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
     from tests.test_console_fakes import fixed_clock
 
     fleet = load_fleet("sim:healthy/hgx01", speed=0)

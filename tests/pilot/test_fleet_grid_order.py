@@ -7,9 +7,9 @@ import inspect
 from textual.app import App
 from textual.widgets import DataTable
 
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Fleet, NodeState
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.waiting import wait_until
 
 HOSTS = [f"gpu{i:02d}" for i in range(1, 7)]
@@ -119,7 +119,7 @@ async def test_rows_added_unmeasured_paint_as_the_measured_ones_do():
 async def test_textual_still_hands_new_rows_to_the_method_the_grid_overrides():
     """FleetGrid overrides DataTable's private ``_update_dimensions(new_rows)``: if Textual renames it,
     changes what it is given or stops calling it, the override is dead (or wrong) without a word. This
-    says so, loudly: see FleetGrid._update_dimensions in nvls_tui/widgets/fleet_grid.py."""
+    says so, loudly: see FleetGrid._update_dimensions in nvls_tui/console/widgets/fleet_grid.py."""
     parameters = list(inspect.signature(DataTable._update_dimensions).parameters)
     assert parameters == ["self", "new_rows"], f"DataTable._update_dimensions now takes {parameters}"
     fleet = Fleet(tuple(NodeState(host=h, reachable=False, error="down") for h in HOSTS))

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.diagnosis.story import LastRepair, node_story
 from nvls_tui.model import Severity
@@ -18,7 +19,6 @@ from nvls_tui.runbook.outcome import NodeOutcome, StepOutcome
 from nvls_tui.runbook.session import RepairRun
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.last_repair import RepairMemory, last_repair_of
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.pilot.test_console_repair import SIZE, start_repair
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import wait_until

@@ -3,14 +3,14 @@ choose the grid's columns (c); both last the session. Unknown values sort last i
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.screens.fleet import FleetScreen
-from nvls_tui.screens.pickers import ColumnPicker, SortPicker
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.fleet import FleetScreen
+from nvls_tui.console.screens.pickers import ColumnPicker, SortPicker
+from nvls_tui.console.widgets.banner import FleetSummary
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.fleet_sort import SortOrder, cell_value, natural, ordered
-from nvls_tui.widgets.banner import FleetSummary
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, wait_until
 

@@ -4,13 +4,13 @@ rather than cut off at 160 columns."""
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.fleet import FleetScreen
+from nvls_tui.console.widgets.banner import FleetSummary
 from nvls_tui.model import Fleet, NodeState
-from nvls_tui.screens.fleet import FleetScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.fleet_top import AnswerTimes, hosts_within, late_words
-from nvls_tui.widgets.banner import FleetSummary
 from tests.waiting import first_poll, wait_until
 
 

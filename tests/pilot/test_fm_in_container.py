@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.diagnosis.story import node_story
 from nvls_tui.model import Holder, HolderKind, KernelEvent, Severity, Verdict

@@ -14,14 +14,14 @@ import io
 
 from textual.app import App, ComposeResult
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.output_pane import OutputPane
 from nvls_tui.headless.repair import ProgressPrinter
 from nvls_tui.runbook.events import CommandFinished, CommandStarted, FabricProgress, StepFinished, StepStarted
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import NodeRun, PaneLine
-from nvls_tui.widgets.output_pane import OutputPane
 from tests.pilot.test_console_repair import SIZE, start_repair
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import wait_until

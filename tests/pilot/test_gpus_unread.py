@@ -136,8 +136,8 @@ def test_a_repair_of_a_node_without_nvidia_smi_is_refused_before_anything_change
 
 
 async def test_the_console_shows_unread_gpus_as_unknown_never_as_no_gpus():
-    from nvls_tui.app import NvlsApp
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
     from tests.test_console_fakes import fixed_clock
 
     fleet = load_fleet("sim:healthy/hgx01", speed=0)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.screens.node import NodeScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.waiting import first_poll, wait_until
 

@@ -14,8 +14,8 @@ from dataclasses import replace
 import pytest
 from textual.widgets import DataTable, Static
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.cli import build_parser
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.settings import settings_from
 from tests.waiting import first_poll, open_node_screen
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
 from nvls_tui.poll.probe import RECORD_FILE
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.sim.fleet import load_fleet
 from tests.pilot.test_console_repair import SIZE, start_repair
 from tests.test_console_fakes import fixed_clock
@@ -42,7 +42,7 @@ def gated_fuser(backend, gate: asyncio.Event, held: list[int]):
 
 
 async def test_space_then_t_while_the_runbook_rereads_the_holders_opens_the_sigterm_confirmation(tmp_path, monkeypatch):
-    monkeypatch.setattr("nvls_tui.screens.runbook.HOLDER_RECHECK", 0.2)  # the first ask ends soon
+    monkeypatch.setattr("nvls_tui.console.screens.runbook.HOLDER_RECHECK", 0.2)  # the first ask ends soon
     fleet = load_fleet("sim:hostile", speed=0)
     node = fleet.node(HOST)
     node.files.pop(RECORD_FILE)  # the scenario's interrupted repair, put back by hand (U) before this repair

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, Static
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.node_text import kernel_message
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.node_text import kernel_message
 from tests.waiting import open_node_screen
 
 

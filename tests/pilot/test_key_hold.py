@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual import events
 
-from nvls_tui.widgets.key_hold import KeyHold, dropped_notice, split_replay
+from nvls_tui.console.widgets.key_hold import KeyHold, dropped_notice, split_replay
 from tests.waiting import first_poll
 
 
@@ -43,8 +43,8 @@ def burst(app, *names: str) -> None:
 
 
 async def read_only_console():
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.sim.fleet import load_fleet
     from tests.test_console_fakes import fixed_clock
 
@@ -53,9 +53,9 @@ async def read_only_console():
 
 
 async def test_keys_typed_after_r_in_read_only_mode_reach_neither_the_plan_nor_the_fleet():
-    from nvls_tui.screens.fleet import FleetScreen
-    from nvls_tui.screens.plan import PlanScreen
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.screens.fleet import FleetScreen
+    from nvls_tui.console.screens.plan import PlanScreen
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
     from tests.waiting import wait_until
 
     app = await read_only_console()

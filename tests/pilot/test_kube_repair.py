@@ -191,7 +191,7 @@ def _sim_and_real(tmp_path):
     stand-in (its gpu06, the same labels, a vLLM pod with a budget that allows none)."""
     import subprocess
 
-    from nvls_tui.kube_standin.harness import running
+    from nvls_tui.lab.kube_standin.harness import running
     from nvls_tui.sim.kubectl import kubectl as sim_kubectl
 
     fleet = load_fleet("sim:k8s-incident/gpu06", speed=0)
@@ -312,8 +312,8 @@ def test_the_report_of_a_refused_eviction_says_the_node_stays_cordoned_and_how_t
 
 
 async def test_the_console_repairs_sim_k8s_incident_through_the_simulated_cluster(tmp_path):
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.kube.fleet import KubeFleet
     from nvls_tui.sim.kubectl import SimKubectl, node_labels
     from tests.pilot.test_console_repair import SIZE, start_repair
@@ -513,7 +513,7 @@ def test_a_kubectl_call_cancelled_mid_wait_is_ended_not_left_running(tmp_path):
 def test_the_simulated_kubectls_pod_delete_answers_as_the_real_one(tmp_path):
     import subprocess
 
-    from nvls_tui.kube_standin.harness import running
+    from nvls_tui.lab.kube_standin.harness import running
     from nvls_tui.sim.kubectl import kubectl as sim_kubectl
     from tests.kube_rig import cluster_state
 

@@ -1,4 +1,4 @@
-"""Seeing the cluster (issue 29): the real kubectl against the stand-in API server (nvls_tui/kube_standin),
+"""Seeing the cluster (issue 29): the real kubectl against the stand-in API server (nvls_tui/lab/kube_standin),
 the cluster's view on each node and each pod holder, check's JSON and table, and every unread form unknown.
 """
 
@@ -15,7 +15,7 @@ from nvls_tui.cli import main
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.kube.view import with_kube
-from nvls_tui.kube_standin.harness import running
+from nvls_tui.lab.kube_standin.harness import running
 from nvls_tui.model import Holder, NodeState, Verdict
 from nvls_tui.model.enums import HolderKind
 from nvls_tui.model.jsonout import node_json
@@ -209,11 +209,11 @@ def test_check_on_the_k8s_incident(capsys):
 
 
 async def test_the_console_shows_the_k8s_column_the_labels_and_the_pod_holders():
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
     from nvls_tui.settings import Settings
     from nvls_tui.targets import kube_from_settings
-    from nvls_tui.widgets.fleet_grid import FleetGrid
     from tests.waiting import first_poll, open_node_screen, wait_until
 
     backends = sim_backends(load_fleet("sim:k8s-incident", speed=0))
@@ -244,9 +244,9 @@ async def test_the_console_shows_the_k8s_column_the_labels_and_the_pod_holders()
 
 
 async def test_the_console_without_a_cluster_has_no_k8s_column():
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
     from tests.waiting import first_poll
 
     app = NvlsApp(sim_backends(load_fleet("sim:seed-incident/gpu[05-06]", speed=0)), poll_interval=None)

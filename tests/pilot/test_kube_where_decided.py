@@ -14,12 +14,12 @@ import json
 
 from textual.widgets import Static
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
 from nvls_tui.headless.repair import confirm
-from nvls_tui.screens.plan import PlanScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.settings import Settings
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.targets import kube_from_settings

@@ -12,12 +12,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import Unreachable
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.logs import REPORT_BYTES, LogsScreen
 from nvls_tui.model import CommandResult
 from nvls_tui.model.node import KernelCoverage
-from nvls_tui.screens.logs import REPORT_BYTES, LogsScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.scenarios import HOSTILE_TEXT
 from nvls_tui.views.node_logs import (

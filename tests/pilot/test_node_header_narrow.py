@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.widgets.node_text import header_text, versions_line
 from nvls_tui.model import NodeState
-from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.node_text import header_text, versions_line
 from tests.waiting import first_poll, wait_until
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import build_parser, build_settings
 from nvls_tui.config import ConfigError, parse_config
-from nvls_tui.messages import RepairFinished
-from nvls_tui.notify import Notifier, desktop_sequence
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.messages import RepairFinished
+from nvls_tui.console.notify import Notifier, desktop_sequence
 from nvls_tui.settings import settings_from
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock

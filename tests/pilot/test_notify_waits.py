@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import asyncio
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.notify import Notifier, desktop_sequence
+from nvls_tui.console.screens import runbook
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
 from nvls_tui.model.scheduler import Job
-from nvls_tui.notify import Notifier, desktop_sequence
 from nvls_tui.runbook.scheduling import JobDecision
-from nvls_tui.screens import runbook
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.runbook import RunbookScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import gpu_devices
 from tests.pilot.test_console_repair import SIZE, start_repair

@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 import json
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
-from nvls_tui.messages import NodePolled
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.messages import NodePolled
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
 from nvls_tui.runbook.drift import steady_units
 from nvls_tui.runbook.steps import unit_states
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node import NodeScreen
-from nvls_tui.screens.plan import PlanScreen
-from nvls_tui.screens.runbook import RunbookScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.sim.systemd import stop
@@ -287,7 +287,7 @@ async def test_a_holder_that_appears_between_plan_and_apply_is_caught_and_the_co
 
 async def plan_with(app, pilot, names: list[str], strategy: str) -> RunbookScreen:
     """Select ``names`` on the fleet, r, pick ``strategy`` on the plan screen, type the names."""
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
 
     await first_poll(app, timeout=30)
     await pilot.pause()

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
+from nvls_tui.console.widgets.output_pane import OutputPane
 from nvls_tui.views.runbook import PaneLine
-from nvls_tui.widgets.output_pane import OutputPane
 
 RELEASE = "$ rm -f /var/lib/nvls-tui/lock/owner.json /var/lib/nvls-tui/lock/owner.json.tmp"
 WIDTH = 60

@@ -6,11 +6,11 @@ import re
 
 from rich.style import Style
 
-from nvls_tui.app import NvlsApp, style_dir
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp, style_dir
+from nvls_tui.console.widgets import cells, palette
 from nvls_tui.model import NodeState
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets import cells, palette
 from tests.test_console_fakes import fixed_clock
 
 
@@ -44,7 +44,7 @@ def test_a_version_mismatch_takes_the_bad_role(monkeypatch):
 async def test_a_node_found_simulated_by_its_poll_raises_the_banner_and_a_lab_node_says_lab():
     # Lab nodes are reached over plain SSH: only the poll (the node's marker file) says they are
     # simulated, so the banner cannot be decided at start-up.
-    from nvls_tui.widgets.banner import ModeBanner
+    from nvls_tui.console.widgets.banner import ModeBanner
     from tests.test_console_fakes import FakeBackend, make_node
     from tests.waiting import wait_until
 
@@ -60,14 +60,14 @@ async def test_a_node_found_simulated_by_its_poll_raises_the_banner_and_a_lab_no
 # ---- which commands the palette offers: the screen says (COMMANDS and palette_commands) ----------------
 def palette_titles(screen) -> list[str]:
     """The titles the palette lists over ``screen``: the app's provider's, then the screen's own."""
-    from nvls_tui.commands import ConsoleCommands, ScreenCommands
+    from nvls_tui.console.commands import ConsoleCommands, ScreenCommands
 
     providers = [ConsoleCommands] + [p for p in (ScreenCommands,) if p in type(screen).COMMANDS]
     return [title for provider in providers for title, _, _ in provider(screen).commands()]
 
 
 async def test_each_screen_offers_its_own_commands_and_the_plan_screen_none_of_the_fleets(tmp_path):
-    from nvls_tui.screens.plan import PlanScreen
+    from nvls_tui.console.screens.plan import PlanScreen
     from tests.waiting import first_poll, open_node_screen, wait_until
 
     app = NvlsApp(sim_backends(load_fleet("sim:seed-incident/gpu[05-06]", speed=0)), poll_interval=None,

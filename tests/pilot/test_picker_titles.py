@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.screens.pickers import ColumnPicker, SortPicker
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.pickers import ColumnPicker, SortPicker
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, wait_until

@@ -4,11 +4,11 @@ remapped) beside the command it stands for."""
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import SimulatedBackend
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.plan import PlanScreen
 from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook import Runbook
-from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.sim.fleet import load_fleet
 from tests.unit.test_runbook_sim import FAST, SPEED, FaultBackend
 from tests.waiting import first_poll, wait_until

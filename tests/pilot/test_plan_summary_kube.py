@@ -8,16 +8,16 @@ above the plan is what an operator reads before typing the names: it must say so
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.plan import PlanScreen
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.kube.fleet import KubeFleet
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.screens.plan import PlanScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.kubectl import SimKubectl
 from nvls_tui.views.plan_summary import what_it_does
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.pilot.test_console_repair import SIZE
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, wait_until

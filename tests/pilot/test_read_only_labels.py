@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from textual.widgets import Footer
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.sim.fleet import load_fleet
 from tests.waiting import first_poll
 

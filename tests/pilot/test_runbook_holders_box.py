@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from textual.widgets._footer import FooterKey
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.runbook_column import RunbookColumn
 from nvls_tui.model import Holder, HolderKind
 from nvls_tui.model.scheduler import Job
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.runbook_column import RunbookColumn
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import gpu_devices
 from nvls_tui.views.consequences import workload_words

@@ -159,10 +159,10 @@ async def test_the_dry_run_shows_the_drain_and_the_resume():
 # ---- the console asks the operator ------------------------------------------------------------
 async def console_repair_with_jobs(hook: RecordingSlurm, answer):
     """A console repair of gpu05 whose preflight meets a running job; ``answer(pilot, app)`` replies."""
-    from nvls_tui.app import NvlsApp
-    from nvls_tui.screens.confirm import ConfirmScreen
-    from nvls_tui.screens.plan import PlanScreen
-    from nvls_tui.screens.runbook import RunbookScreen
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.screens.confirm import ConfirmScreen
+    from nvls_tui.console.screens.plan import PlanScreen
+    from nvls_tui.console.screens.runbook import RunbookScreen
     from tests.test_console_fakes import fixed_clock
     from tests.waiting import wait_until
 
@@ -186,7 +186,7 @@ async def console_repair_with_jobs(hook: RecordingSlurm, answer):
 
 
 async def test_the_console_offers_scancel_of_the_jobs_after_their_ids_are_typed():
-    from nvls_tui.screens.confirm import ConfirmScreen
+    from nvls_tui.console.screens.confirm import ConfirmScreen
     from tests.waiting import wait_until
 
     hook = RecordingSlurm("gpu05", jobs=(JOB,))
@@ -220,8 +220,8 @@ async def test_the_console_waits_for_the_jobs_when_asked_to():
 
 
 async def test_the_node_screen_refuses_to_sigterm_a_slurm_jobs_process():
-    from nvls_tui.app import NvlsApp
-    from nvls_tui.screens.confirm import ConfirmScreen
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.screens.confirm import ConfirmScreen
     from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
 
     state = make_node("gpu05", broken=True)
@@ -296,9 +296,9 @@ async def test_a_node_whose_jobs_show_again_after_a_busy_read_with_none_waits_fo
 
 
 async def test_the_consoles_question_shows_a_job_named_with_a_newline_and_an_escape_on_one_clean_line():
-    from nvls_tui.app import NvlsApp
-    from nvls_tui.screens.confirm import ConfirmScreen
-    from nvls_tui.screens.plan import PlanScreen
+    from nvls_tui.console.app import NvlsApp
+    from nvls_tui.console.screens.confirm import ConfirmScreen
+    from nvls_tui.console.screens.plan import PlanScreen
     from tests.test_console_fakes import fixed_clock
     from tests.waiting import wait_until
 

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.diagnosis.node import smoke_distrust
 from nvls_tui.model import Verdict
@@ -17,7 +18,6 @@ from nvls_tui.poll.kernel_tail import last_cursor
 from nvls_tui.poll.probe import SMOKE_FILE
 from nvls_tui.runbook import Runbook
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
 from tests.unit.test_runbook_sim import FAST, SPEED
 from tests.waiting import first_poll

@@ -7,13 +7,13 @@ of a node for minutes shares no key with moving around.
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.binding_table import SPECS
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node import NodeScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.widgets.search_bar import SearchBar
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.search_bar import SearchBar
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import open_node_screen, wait_until
 

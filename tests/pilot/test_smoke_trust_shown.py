@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.diagnosis.story import node_story
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.runbook import Runbook
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.test_console_fakes import fixed_clock
 from tests.unit.test_runbook_sim import FAST, SPEED
 from tests.waiting import first_poll

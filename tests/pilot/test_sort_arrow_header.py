@@ -3,11 +3,11 @@ the sorted column's header carries it too, and no other header does."""
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.fleet_sort import SortOrder
-from nvls_tui.widgets.fleet_grid import FleetGrid
 from tests.waiting import first_poll
 
 

@@ -6,15 +6,15 @@ could not (issue 28 item 9).
 
 from __future__ import annotations
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.messages import ActionFinished
-from nvls_tui.screens.node import NodeScreen
-from nvls_tui.screens.stream_pane import StreamPane
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.messages import ActionFinished
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.screens.stream_pane import StreamPane
+from nvls_tui.console.widgets.output_pane import OutputPane
+from nvls_tui.console.widgets.search_bar import SearchBar
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.search import find
-from nvls_tui.widgets.output_pane import OutputPane
-from nvls_tui.widgets.search_bar import SearchBar
 from tests.pilot.test_console_repair import SIZE
 from tests.pilot.test_console_repair_actions import confirm
 from tests.test_console_fakes import fixed_clock

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import open_node_screen, wait_until

@@ -13,12 +13,12 @@ import socket
 import subprocess
 import sys
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
+from nvls_tui.console.widgets.node_text import header_text
 from nvls_tui.model import NodeState
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.fleet_grid import FleetGrid
-from nvls_tui.widgets.node_text import header_text
 from tests.waiting import first_poll, open_node_screen
 
 NOW = 1_785_000_000.0

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
+from nvls_tui.console.yank import node_yanks
 from nvls_tui.model import Holder, NodeState
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.widgets.fleet_grid import FleetGrid
-from nvls_tui.yank import node_yanks
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import first_poll, open_node_screen
 

@@ -10,8 +10,8 @@ import asyncio
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.base import Unreachable
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.model import Verdict
 from tests.sshd_rig import backend_for
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node

@@ -25,7 +25,9 @@ import pytest
 from nvls_tui.model import NodeState
 from nvls_tui.poll.evidence import TIMED_OUT
 from nvls_tui.poll.once import poll_deadline, poll_once
-from nvls_tui.poll.probe import new_nonce, probe_script, split_probe_output
+from nvls_tui.poll.probe import new_nonce
+from nvls_tui.poll.probe_output import split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 from tests.sshd_rig import find_sshd
 from tests.waiting import scaled
 

@@ -132,8 +132,8 @@ async def test_on_this_machine_a_hung_nvml_read_is_the_gpus_timed_out_and_is_not
 def test_the_console_gives_a_poll_the_same_deadline_as_check():
     # One poll path: with --timeout 20, two hung commands (40 s) used to make a node unreachable in the
     # console (its deadline was timeout + 5) while check read the rest of it (3 x timeout).
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import sim_backends
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.poll.once import poll_deadline
     from nvls_tui.sim.fleet import load_fleet
 

@@ -12,7 +12,8 @@ import pytest
 from nvls_tui.model import CommandResult, KernelEvent
 from nvls_tui.poll.kernel_coverage import merge, read_kernel
 from nvls_tui.poll.kernel_tail import RING_SKIPPED, filter_journal, filter_ring
-from nvls_tui.poll.probe import probe_script, split_probe_output
+from nvls_tui.poll.probe_output import split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim.commands import execute
 from nvls_tui.sim.fleet import load_fleet
 
@@ -180,8 +181,8 @@ async def _node_screen_coverage(tmp_path, scenario: str, host: str) -> tuple[boo
     """The node screen of ``host`` in ``sim:scenario``: whether the coverage line shows, and its words."""
     from textual.widgets import Static
 
-    from nvls_tui.app import NvlsApp
     from nvls_tui.backends.simulated import SimulatedBackend
+    from nvls_tui.console.app import NvlsApp
     from tests.waiting import open_node_screen
 
     fleet = load_fleet(f"sim:{scenario}", speed=0.0)

@@ -164,7 +164,7 @@ def test_the_python_filter_is_the_probe_awk(tmp_path):
     """The backends that run journalctl one command at a time filter as the node's awk does."""
     import subprocess
 
-    from nvls_tui.poll.probe import probe_script
+    from nvls_tui.poll.probe_script import probe_script
 
     fleet = load_fleet("sim:seed-incident/gpu05", speed=0.0)
     node = fleet.node("gpu05")

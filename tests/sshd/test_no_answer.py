@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
 from nvls_tui.model import Verdict
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.shims import write_shims
@@ -53,7 +53,7 @@ def test_check_reads_it_unreachable_and_exits_2(capsys):
 
 
 async def test_the_console_shows_it_unreachable_with_the_reason():
-    from nvls_tui.widgets.fleet_grid import FleetGrid
+    from nvls_tui.console.widgets.fleet_grid import FleetGrid
 
     app = NvlsApp(sim_backends(load_fleet("sim:no-answer", speed=0)), poll_interval=None, clock=fixed_clock,
                   poll_timeout=0.5)

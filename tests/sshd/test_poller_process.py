@@ -26,7 +26,7 @@ from nvls_tui.poll import wire
 from nvls_tui.poll.client import PollerClient, PollerFailed, PollerGone
 from nvls_tui.poll.poller import NodePoller, PollResult
 from nvls_tui.poll.worker import UpdateEncoder
-from nvls_tui.poller_process import PollerSpec, console_poller
+from nvls_tui.poller.process import PollerSpec, console_poller
 from nvls_tui.runbook.session import Session
 from nvls_tui.settings import Settings
 from nvls_tui.sim.fleet import load_fleet
@@ -311,7 +311,7 @@ async def test_a_process_that_polls_other_nodes_than_the_console_shows_is_refuse
 
 # ---- the console on it ----------------------------------------------------------------------------
 async def test_poll_now_in_the_console_reaches_the_process():
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
     from tests.waiting import first_poll
 
     app = NvlsApp.from_settings(settings(poll_interval=60.0))  # nothing polls again on its own for a minute
@@ -328,7 +328,7 @@ async def test_poll_now_in_the_console_reaches_the_process():
 
 
 async def test_the_console_polls_through_its_process_and_shows_every_node_unknown_when_it_dies():
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
     from tests.waiting import first_poll
 
     app = NvlsApp.from_settings(settings(poll_interval=0.5))

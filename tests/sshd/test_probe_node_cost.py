@@ -19,17 +19,9 @@ from nvls_tui.model import CommandResult
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.config_cache import ConfigCache
 from nvls_tui.poll.evidence import FAILED
-from nvls_tui.poll.probe import (
-    CONFIG_STAMP,
-    CONFIG_STAMP_ARGV,
-    RECORD_FILE,
-    SIMULATED_MARKER,
-    STATE_DIR,
-    SectionReader,
-    probe_script,
-    section_argv,
-    split_probe_output,
-)
+from nvls_tui.poll.probe import CONFIG_STAMP, CONFIG_STAMP_ARGV, RECORD_FILE, SIMULATED_MARKER, STATE_DIR, section_argv
+from nvls_tui.poll.probe_output import SectionReader, split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import backend_for, find_sshd

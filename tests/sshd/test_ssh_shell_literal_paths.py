@@ -17,7 +17,7 @@ import pytest
 
 from nvls_tui.backends.base import BackendOptions
 from nvls_tui.backends.ssh.targets import parse_target
-from nvls_tui.ssh_shell import ssh_argv
+from nvls_tui.console.ssh_shell import ssh_argv
 from tests.sshd_rig import options_for
 
 SSH = shutil.which("ssh")

@@ -27,7 +27,7 @@ import pytest
 from tests.tmux.test_e2e_tmux import Tmux
 
 tmux_only = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-MODULE = "nvls_tui.poller_process"
+MODULE = "nvls_tui.poller"
 
 
 def running(pid: int) -> bool:
@@ -134,7 +134,7 @@ def test_sigint_to_the_console_ends_both(console):
 
 SCRIPT = textwrap.dedent("""
     import asyncio, os, sys
-    from nvls_tui.app import NvlsApp
+    from nvls_tui.console.app import NvlsApp
     from nvls_tui.settings import Settings
 
     async def main(how):

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.backends.local import LocalBackend
 from nvls_tui.backends.recorded import RecordedBackend
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.backends.ssh.targets import parse_target
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.ssh_shell import NoShell, shell_for, ssh_argv, why_no_shell
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.ssh_shell import NoShell, shell_for, ssh_argv, why_no_shell
 from tests.sshd_rig import LOOPBACK, backend_for, options_for
 from tests.test_console_fakes import fixed_clock
 from tests.tmux.test_e2e_tmux import Tmux

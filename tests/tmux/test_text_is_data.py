@@ -22,15 +22,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.text import Text
 
-from nvls_tui.app import NvlsApp
 from nvls_tui.audit.log import AuditLog
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.confirm import ConfirmScreen
+from nvls_tui.console.screens.node import NodeScreen
 from nvls_tui.report.markdown import report_from_file
 from nvls_tui.runbook import RepairOptions, Runbook
-from nvls_tui.screens.confirm import ConfirmScreen
-from nvls_tui.screens.node import NodeScreen
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.textsafe import clean, markdown_code, markdown_text, one_line
 from tests.pilot.test_console_repair import wait_until
@@ -162,7 +162,7 @@ def test_a_process_named_like_markup_is_rendered_by_check_over_a_real_shell_too(
 async def test_the_runbook_s_holder_selection_lists_hostile_names_as_plain_text(tmp_path):
     from textual.widgets import SelectionList
 
-    from nvls_tui.screens.runbook_column import RunbookColumn
+    from nvls_tui.console.screens.runbook_column import RunbookColumn
     from tests.pilot.test_console_repair import start_repair
 
     fleet = load_fleet("sim:hostile/gpu-evil01", speed=0)

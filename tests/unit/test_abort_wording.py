@@ -3,9 +3,9 @@ in the warning colour, never ``✖ failed`` in red."""
 
 from __future__ import annotations
 
+from nvls_tui.console.widgets.step_list import step_lines
 from nvls_tui.runbook.events import RunFinished, RunStarted, StepFinished, StepStarted
 from nvls_tui.views.runbook import NodeRun
-from nvls_tui.widgets.step_list import step_lines
 
 
 def aborted_run() -> tuple[NodeRun, list]:

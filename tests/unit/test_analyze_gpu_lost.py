@@ -29,11 +29,10 @@ def test_the_drivers_fallen_off_the_bus_words_without_an_xid_are_gpu_lost(capsys
     assert entry["kind"] == "kernel-log"
     assert [(f["code"], f["severity"], f["message"]) for f in entry["findings"]] == [
         ("GPU_LOST", "error", f"the GPU at 0000:b3:00.0 is lost: the kernel says it has fallen off the bus; "
-                              f"{GPU_LOST_ADVICE}"),
-        # The driver's next line, which no rule reads, is quoted rather than dropped (issue 35, item 2).
-        ("UNREAD_EVIDENCE", "warning", "1 line from NVIDIA's stack in the kernel log that nvls-tui has no rule for: "
-                                       "“[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).”. "
-                                       "Read it: it may be a fault nvls-tui cannot name")]
+                              f"{GPU_LOST_ADVICE}")]
+    # The driver's next line ("The NVIDIA probe routine failed for 1 device(s).") is read now, as the GPU's loss's
+    # consequence (driver_failures' GPU_PROBE_FAILED, explained by the fall): no finding of its own, never dropped.
+    assert [e["code"] for e in entry["data"]["events"]] == ["GPU_FELL_OFF_BUS", "GPU_PROBE_FAILED"]
 
 
 def test_xid_79_and_the_drivers_words_for_one_gpu_are_one_gpu_lost_beside_the_xid(capsys):

@@ -34,7 +34,7 @@ def test_analyze_reads_a_200_kb_line_of_one_word_within_a_bound(tmp_path):
 
 
 def test_the_nccl_rule_in_detect_is_the_anchored_one():
-    nccl = dict(_RULES)["nccl-tests"].pattern
+    nccl = next(p for k, p in _RULES if k == "nccl-tests").pattern  # the first: later ones read old forms
     assert NEW_NCCL_LOG.pattern in nccl and OLD_NCCL_LOG.pattern not in nccl.replace(NEW_NCCL_LOG.pattern, "")
 
 

@@ -18,7 +18,7 @@ from nvls_tui.backends.base import BackendOptions, LineSplitter, OutputTooLarge
 from nvls_tui.backends.local import LocalBackend
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import Severity, Verdict
-from nvls_tui.poll.probe import SectionReader
+from nvls_tui.poll.probe_output import SectionReader
 from nvls_tui.runbook.preflight import refusal
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import SshdRig, backend_for, find_sshd

@@ -214,3 +214,27 @@ def test_an_sxid_the_catalogue_does_not_list_is_still_a_finding_with_its_number_
     fatal = line.replace("Non-fatal", "Fatal")
     (finding,) = xid_findings(fatal)
     assert finding.severity is Severity.ERROR
+
+
+# ---- the Fabric Manager guide's SXid tables (issue 35 item 3) ---------------------------------------------
+def test_the_sxid_catalogue_holds_the_fm_guides_table_and_recovery_with_its_source():
+    sxids = catalogues.sxids()
+    assert (sxids[12028].fm_guide, sxids[12028].fm_recovery) == ("non-fatal", "reset")
+    assert (sxids[20034].fm_guide, sxids[20034].fm_recovery) == ("fatal", "reset")
+    assert (sxids[23001].fm_guide, sxids[23001].fm_recovery) == ("always-fatal", "reboot")
+    assert (sxids[22013].fm_guide, sxids[22013].fm_recovery) == ("non-fatal", "none")
+    assert sxids[10000].fm_guide == ""  # the guide lists no such code
+    assert any("DU-09883-001_v1.3" in line for line in catalogues.source("sxid.csv"))
+
+
+def test_an_sxid_line_without_its_weight_word_is_weighed_by_the_fm_guides_table():
+    # gpud's dmesg -x sample (tests/corpus/kernel/sxid-12028-dmesg-x-iso-gpud-338.txt): a Data line, no word.
+    data = "nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, 0x00bd5c8a, 0x00000500}\n"
+    (finding,) = xid_findings(data)
+    assert finding.severity is Severity.ERROR and "reset every GPU and NVSwitch" in finding.next_move
+    assert "Fabric Manager guide lists it non-fatal" in finding.message
+    # A code whose guide recovery is none stays a warning; the line's own word still comes first.
+    (ecc,) = xid_findings(data.replace("12028", "12021"))
+    assert ecc.severity is Severity.WARNING
+    (correctable,) = xid_findings(data.replace("Data", "Correctable, Data"))
+    assert correctable.severity is Severity.INFO

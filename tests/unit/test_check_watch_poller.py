@@ -22,7 +22,7 @@ from tests.unit.test_check_watch import _read_until
 
 REPO = Path(__file__).parents[2]
 NVLS_TUI = [sys.executable, "-m", "nvls_tui.cli"]
-MODULE = "nvls_tui.poller_process"
+MODULE = "nvls_tui.poller"
 
 
 def _pollers_of(pid: int) -> list[int]:

@@ -8,6 +8,8 @@ import asyncio
 import pytest
 
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.widgets.bandwidth_plot import SWEEP, size_label
+from nvls_tui.console.widgets.step_list import duration_text, spinner, step_lines
 from nvls_tui.model import Holder, HolderKind, SmokeResult
 from nvls_tui.runbook import Runbook
 from nvls_tui.runbook.events import (
@@ -25,8 +27,6 @@ from nvls_tui.runbook.events import (
 )
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import NodeRun, repair_options, short_command
-from nvls_tui.widgets.bandwidth_plot import SWEEP, size_label
-from nvls_tui.widgets.step_list import duration_text, spinner, step_lines
 
 
 def recorded(spec: str = "sim:seed-incident/gpu05") -> list:

@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from nvls_tui.bindings import (
+from nvls_tui.config import ConfigError, default_path, load_config
+from nvls_tui.console.bindings import (
     SPECS,
     bindings_for,
     current_key,
@@ -15,14 +16,13 @@ from nvls_tui.bindings import (
     keymap_problem,
     specs_for,
 )
-from nvls_tui.config import ConfigError, default_path, load_config
+from nvls_tui.console.screens.fleet import FleetScreen, matches
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.widgets import cells
+from nvls_tui.console.widgets.node_text import compact_devices
 from nvls_tui.model import FabricInfo, NodeState, Verdict
 from nvls_tui.poll.poller import NodePoller, backoff_delay
-from nvls_tui.screens.fleet import FleetScreen, matches
-from nvls_tui.screens.node import NodeScreen
 from nvls_tui.settings import COMMAND_LINE, settings_from
-from nvls_tui.widgets import cells
-from nvls_tui.widgets.node_text import compact_devices
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
 
 

@@ -44,8 +44,8 @@ def test_a_fm_that_cannot_start_for_its_version_says_so_first_not_a_reset():
 
 
 def test_the_gpu_caption_says_registered_but_unusable_when_out_of_sync_and_no_fabric_without_one():
+    from nvls_tui.console.widgets.node_text import gpu_summary, header_text
     from nvls_tui.model import FabricInfo, KernelEvent, Platform
-    from nvls_tui.widgets.node_text import gpu_summary, header_text
 
     line = "NVRM: ... NVLink fabric state cached by the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC]"
     out_of_sync = node(kernel_events=(KernelEvent("NV_ERR_FABRIC_STATE_OUT_OF_SYNC", line),))

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from textual.binding import Binding
 
-import nvls_tui.screens
-import nvls_tui.widgets
-from nvls_tui.bindings import SCOPES, SPECS
+import nvls_tui.console.screens
+import nvls_tui.console.widgets
+from nvls_tui.console.bindings import SCOPES, SPECS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "console.md"
 
@@ -79,7 +79,7 @@ def local_bindings() -> list[tuple[str, Binding]]:
     """``(class name, Binding)`` for every binding a screen or widget declares without a binding id."""
     found: list[tuple[str, Binding]] = []
     ids = {s.id for s in SPECS}
-    for package in (nvls_tui.screens, nvls_tui.widgets):
+    for package in (nvls_tui.console.screens, nvls_tui.console.widgets):
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             for name, cls in inspect.getmembers(module, inspect.isclass):

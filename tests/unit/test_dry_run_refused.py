@@ -14,10 +14,10 @@ from rich.console import Console
 
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.console.screens.plan import plan_text
 from nvls_tui.headless.repair import duration_lines
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.steps import STEPS, RepairOptions
-from nvls_tui.screens.plan import plan_text
 from nvls_tui.sim.fleet import load_fleet
 
 REFUSED = [("sim:gpu-missing", "gpu-lost01", "is lost"),

@@ -234,7 +234,7 @@ def test_the_config_files_numbers_are_finite_and_in_range_too(toml, words):
 
 def test_the_consoles_filter_does_not_expand_a_node_set_over_the_cap():
     # The fleet filter (`/gpu[1-30000000]`) built the whole NodeSet on the console's loop.
-    code = ("from nvls_tui.screens.fleet import _nodeset; "
+    code = ("from nvls_tui.console.screens.fleet import _nodeset; "
             "print(len(_nodeset('gpu[1-30000000]')), sorted(_nodeset('gpu[05-06]')))")
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S,

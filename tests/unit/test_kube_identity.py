@@ -173,7 +173,7 @@ def test_a_restore_from_the_record_on_the_right_node_checks_and_restores(rig, tm
 # ---- over a real sshd: the ids read from the machine by the real nvls-tui process ------------------------------
 
 def test_headless_repair_over_ssh_refuses_another_sites_gpu05_and_plans_this_one(tmp_path):
-    from nvls_tui.kube_standin.harness import running
+    from nvls_tui.lab.kube_standin.harness import running
     from nvls_tui.sim.store import NodeStore
     from tests.kube_rig import LABELS
     from tests.sshd.test_faults_ssh import cli, finish, make_rig

@@ -21,7 +21,7 @@ import pytest
 
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.kube.client import Kubectl
-from nvls_tui.kube_standin.harness import running
+from nvls_tui.lab.kube_standin.harness import running
 from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.session import Session

@@ -22,7 +22,7 @@ import pytest
 
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.kube.client import Kubectl
-from nvls_tui.kube_standin.harness import running
+from nvls_tui.lab.kube_standin.harness import running
 from nvls_tui.runbook.session import Session
 from nvls_tui.sim.files import identity
 from nvls_tui.sim.fleet import load_fleet

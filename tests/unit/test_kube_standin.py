@@ -1,4 +1,4 @@
-"""The stand-in Kubernetes API server (nvls_tui/kube_standin) driven by the REAL kubectl (issue 29).
+"""The stand-in Kubernetes API server (nvls_tui/lab/kube_standin) driven by the REAL kubectl (issue 29).
 
 No kube-apiserver can be installed here, so the product's client, the real ``kubectl`` binary, talks
 to the stand-in; these tests pin that every request the product makes gets the real API's answer:
@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from nvls_tui.kube_standin import FixtureError, Store, load_state, running
-from nvls_tui.kube_standin.controller import Timing
-from nvls_tui.kube_standin.errors import ApiError
-from nvls_tui.kube_standin.patch import STRATEGIC, apply
-from nvls_tui.kube_standin.selectors import field_selector, label_selector
+from nvls_tui.lab.kube_standin import FixtureError, Store, load_state, running
+from nvls_tui.lab.kube_standin.controller import Timing
+from nvls_tui.lab.kube_standin.errors import ApiError
+from nvls_tui.lab.kube_standin.patch import STRATEGIC, apply
+from nvls_tui.lab.kube_standin.selectors import field_selector, label_selector
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "k8s"
 STATE = json.loads((FIXTURES / "state-gpu-node.json").read_text())
@@ -241,7 +241,7 @@ def test_human_readable_get_is_the_servers_table(cluster):
 
 
 def test_human_age_as_kubectl_shows_it():
-    from nvls_tui.kube_standin.tables import human_age
+    from nvls_tui.lab.kube_standin.tables import human_age
 
     t0 = "2025-01-01T00:00:00Z"
     base = 1735689600.0
@@ -563,7 +563,7 @@ def test_command_line_serves_until_sigterm(tmp_path):
 
     kubeconfig = tmp_path / "kc"
     state = str(FIXTURES / "state-gpu-node.json")
-    proc = subprocess.Popen([sys.executable, "-m", "nvls_tui.kube_standin", "--state", state,
+    proc = subprocess.Popen([sys.executable, "-m", "nvls_tui.lab.kube_standin", "--state", state,
                              "--kubeconfig", str(kubeconfig)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -588,7 +588,7 @@ def test_command_line_bad_state_is_one_line(tmp_path):
 
     bad = tmp_path / "state.json"
     bad.write_text("{not json")
-    out = subprocess.run([sys.executable, "-m", "nvls_tui.kube_standin", "--state", str(bad)],
+    out = subprocess.run([sys.executable, "-m", "nvls_tui.lab.kube_standin", "--state", str(bad)],
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and out.stderr.startswith(f"kube_standin: {bad}: not JSON:")

@@ -26,7 +26,7 @@ def test_every_import_contract_of_pyproject_holds():
     done = lint(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{LAYERS} KEPT" in done.stdout
-    assert "Contracts: 6 kept, 0 broken." in done.stdout
+    assert "Contracts: 8 kept, 0 broken." in done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -54,17 +54,16 @@ def lint_with(copy: Path, importer: str, imported: str, type_only: bool = False)
 
 
 def test_a_console_module_imported_by_a_parser_breaks_a_contract(copy):
-    done = lint_with(copy, "nvls_tui.parsers.ps", "nvls_tui.screens.node")
+    done = lint_with(copy, "nvls_tui.parsers.ps", "nvls_tui.console.screens.node")
     assert done.returncode == 1
-    assert "nvls_tui.parsers.ps -> nvls_tui.screens.node" in done.stdout
+    assert "nvls_tui.parsers.ps -> nvls_tui.console.screens.node" in done.stdout
 
 
 # Each layer of the order importing the layer just above it (every sibling of a split layer once), and
 # siblings importing each other: one planted import each, which the layers contract must name.
 UPWARD = [
-    ("nvls_tui.widgets.cells", "nvls_tui.screens.help"),
-    ("nvls_tui.views.deadlines", "nvls_tui.widgets.cells"),
-    ("nvls_tui.report.text", "nvls_tui.widgets.cells"),
+    ("nvls_tui.views.deadlines", "nvls_tui.console.widgets.cells"),
+    ("nvls_tui.report.text", "nvls_tui.console.widgets.cells"),
     ("nvls_tui.runbook.ledger", "nvls_tui.views.deadlines"),
     ("nvls_tui.runbook.outcome", "nvls_tui.report.text"),
     ("nvls_tui.audit.log", "nvls_tui.runbook.events"),
@@ -110,6 +109,34 @@ def test_the_poll_names_no_transport_and_the_transports_read_no_settings(copy):
     assert "nvls_tui.poll.once -> nvls_tui.backends.base" in done.stdout
     done = lint_with(copy, "nvls_tui.backends.nodesets", "nvls_tui.settings", type_only=True)
     assert done.returncode == 1
-    assert "Contracts: 5 kept, 1 broken." in done.stdout
+    assert "Contracts: 7 kept, 1 broken." in done.stdout
     assert "nvls_tui.backends.nodesets -> nvls_tui.settings" in done.stdout
     assert lint(copy).returncode == 0  # the plants are gone again: the copy is clean
+
+
+WING = "the console wing's layers: the App, the screens, the console's parts, the \nwidgets"
+# The console wing's own order (issue 36 item 4): the circle app -> screens -> commands -> app is gone, and
+# a planted import that would bring it back (for annotations only, too) is named.
+WING_UPWARD = [
+    ("nvls_tui.console.screens.node", "nvls_tui.console.app", False),
+    ("nvls_tui.console.commands", "nvls_tui.console.app", True),
+    ("nvls_tui.console.commands", "nvls_tui.console.screens.help", False),
+    ("nvls_tui.console.widgets.cells", "nvls_tui.console.screens.help", False),
+    ("nvls_tui.console.bindings", "nvls_tui.console.widgets.cells", False),
+]
+
+
+@pytest.mark.parametrize(("importer", "imported", "type_only"), WING_UPWARD,
+                         ids=lambda m: m.removeprefix("nvls_tui.") if isinstance(m, str) else str(m))
+def test_an_import_against_the_console_wing_order_breaks_its_contract(copy, importer, imported, type_only):
+    done = lint_with(copy, importer, imported, type_only=type_only)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{WING} BROKEN" in done.stdout
+    assert f"{importer} -> {imported}" in done.stdout
+
+
+def test_the_kubernetes_stand_in_imports_nothing_of_nvls_tui(copy):
+    done = lint_with(copy, "nvls_tui.lab.kube_standin.store", "nvls_tui.model.enums")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the Kubernetes stand-in imports nothing of nvls-tui" in done.stdout
+    assert "nvls_tui.lab.kube_standin.store -> nvls_tui.model.enums" in done.stdout

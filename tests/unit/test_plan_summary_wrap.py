@@ -8,10 +8,10 @@ import asyncio
 from rich.console import Console
 
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.screens.plan import plan_text
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.plan import plan_commands
 from nvls_tui.runbook.steps import RepairOptions
-from nvls_tui.screens.plan import plan_text
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.plan_summary import what_it_does
 

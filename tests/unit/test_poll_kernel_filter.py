@@ -13,7 +13,8 @@ from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState
 from nvls_tui.parsers.kernel_log import parse_kernel_log, unread_kernel_lines
 from nvls_tui.poll.kernel_tail import filter_journal, filter_ring
-from nvls_tui.poll.probe import probe_script, split_probe_output
+from nvls_tui.poll.probe_output import split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 
 # Lines of NVIDIA's kernel modules other than NVRM and nvidia-nvswitch (journal form, short-iso, as the poll reads
 # it): the modeset driver's GPU-progress timeout as operators post it; the uvm and nvlink lines are only shaped like

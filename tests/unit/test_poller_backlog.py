@@ -22,7 +22,7 @@ from nvls_tui.poll import wire
 from nvls_tui.poll.client import PollerClient
 from nvls_tui.poll.poller import NodePoller, PollResult
 from nvls_tui.poll.worker import STREAM_AHEAD, STREAM_LINES, PollWorker
-from nvls_tui.poller_process import SIM_CMDLOG_KEEP, PollerSpec, build
+from nvls_tui.poller.process import SIM_CMDLOG_KEEP, PollerSpec, build
 from nvls_tui.settings import Settings
 from tests.waiting import scaled
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 from nvls_tui.poll.client import PollerClient
-from nvls_tui.poller_process import STDERR_CAP, PollerSpec, trim_file
+from nvls_tui.poller.process import STDERR_CAP, PollerSpec, trim_file
 from nvls_tui.settings import Settings
 
 

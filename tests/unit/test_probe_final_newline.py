@@ -18,7 +18,9 @@ import pytest
 
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.poll.assemble import assemble_node_state
-from nvls_tui.poll.probe import SMOKE_FILE, SectionReader, probe_script, split_probe_output
+from nvls_tui.poll.probe import SMOKE_FILE
+from nvls_tui.poll.probe_output import SectionReader, split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim.shims import write_shims
 from tests.unit.test_probe_script import SHELLS, stand_in
 

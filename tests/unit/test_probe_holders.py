@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
-from nvls_tui.poll.probe import probe_script, split_probe_output
+from nvls_tui.poll.probe_output import split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 
 # Above any pid_max (2^22 at most), within ps's list syntax (up to 2^31-1): no process can have it.
 NO_PID = 99_999_999

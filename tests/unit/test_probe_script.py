@@ -11,7 +11,8 @@ import pytest
 from nvls_tui.backends.base import CommandResult
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.evidence import OVER_CAP, TIMED_OUT, missing_evidence
-from nvls_tui.poll.probe import probe_script, split_probe_output
+from nvls_tui.poll.probe_output import split_probe_output
+from nvls_tui.poll.probe_script import probe_script
 
 FIXTURE = pathlib.Path(__file__).parents[1] / "fixtures" / "real" / "h200x2-nvswitch" / "query-gpu-fabric.csv"
 
@@ -80,7 +81,7 @@ def run_bounded(shell: str, bin_dir: pathlib.Path, script: str) -> subprocess.Co
 
 def read_back(stdout: bytes, cap: int = CAP):
     """The script's output as the bastion reads it (the SSH backend's SectionReader)."""
-    from nvls_tui.poll.probe import SectionReader
+    from nvls_tui.poll.probe_output import SectionReader
 
     reader = SectionReader("0", cap)
     assert reader.feed(stdout.decode(errors="replace")), f"the bastion had to stop the script at {reader.overflow}"

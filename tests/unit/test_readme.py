@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from nvls_tui.app import NvlsApp
-from nvls_tui.screens.fleet import FleetScreen
-from nvls_tui.screens.logs import LogsScreen
-from nvls_tui.screens.node import NodeScreen
-from nvls_tui.screens.runbook import RunbookScreen
+from nvls_tui.console.app import NvlsApp
+from nvls_tui.console.screens.fleet import FleetScreen
+from nvls_tui.console.screens.logs import LogsScreen
+from nvls_tui.console.screens.node import NodeScreen
+from nvls_tui.console.screens.runbook import RunbookScreen
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

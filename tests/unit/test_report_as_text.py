@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvls_tui.screens.logs import report_lines
+from nvls_tui.console.screens.logs import report_lines
 from nvls_tui.views.report_text import readable_lines
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "audit-v1" / "repair-seed-incident-gpu05.jsonl"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import io
 
 from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.console.screens.runbook_column import summary_text
 from nvls_tui.headless.repair import ProgressPrinter
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import Restored, RunFinished, RunStarted
-from nvls_tui.screens.runbook_column import summary_text
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import NodeRun
 

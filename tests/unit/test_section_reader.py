@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvls_tui.poll.probe import SectionReader
+from nvls_tui.poll.probe_output import SectionReader
 
 NONCE = "0123456789abcdef"
 MARK = f"@@nvls-tui-{NONCE}"

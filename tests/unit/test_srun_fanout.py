@@ -13,7 +13,8 @@ from pathlib import Path
 from nvls_tui.model import CommandResult
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.evidence import TIMED_OUT
-from nvls_tui.poll.probe import SectionReader, section_argv
+from nvls_tui.poll.probe import section_argv
+from nvls_tui.poll.probe_output import SectionReader
 from nvls_tui.scheduler.slurm import Slurm
 from nvls_tui.scheduler.srun import HOST_MARK, node_state, poll_via_srun, split_by_label, srun_argv
 

@@ -48,15 +48,9 @@ from nvls_tui.poll.config_cache import ConfigCache
 from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.once import ProbeReading
-from nvls_tui.poll.probe import (
-    DERIVED_SECTIONS,
-    SECTION_NAMES,
-    SectionReader,
-    journal_hung,
-    new_nonce,
-    probe_script,
-    section_argv,
-)
+from nvls_tui.poll.probe import DERIVED_SECTIONS, SECTION_NAMES, journal_hung, new_nonce, section_argv
+from nvls_tui.poll.probe_output import SectionReader
+from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.textsafe import clean_line
 
 # sshd's default MaxSessions is 10 channels per connection; stay under it.

@@ -1,0 +1,308 @@
+"""The probe as one POSIX sh script: every section of ``poll/probe.py`` read in one SSH command.
+
+The script prints each section between begin and end markers carrying the poll's nonce (read back by
+``poll/probe_output.py``); it uses shell builtins wherever it can, since each process it starts costs the
+node (docs/performance.md); the sections it holds in shell variables are capped on the node.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from nvls_tui.poll.evidence import TIMED_OUT_STATUS
+from nvls_tui.poll.kernel_tail import (
+    CURSOR,
+    FIRST_LINE,
+    KERNEL_LINES,
+    KERNEL_PATTERN,
+    NOTE_LINES,
+    RING_FIRST,
+    RING_NEEDED,
+    RING_SKIPPED,
+    VISITED_LINE,
+    kernel_argv,
+)
+from nvls_tui.poll.probe import (
+    CGROUP_FORMAT,
+    CONFIG_SECTIONS,
+    CONFIG_STAMP,
+    CONFIG_STAMP_ARGV,
+    CONFIG_STAMP_MAX,
+    DERIVED_SECTIONS,
+    FILE_SECTIONS,
+    FILE_STATUS_WORD,
+    JOURNAL_HUNG_EXIT,
+    JOURNAL_HUNG_LINE,
+    JOURNAL_SECTIONS,
+    MARK,
+    NEWLINE_ADDED,
+    OVER_CAP_WORD,
+    PICK,
+    PS_FORMAT,
+    QUICK,
+    RING_ARGV,
+    SECTION_CAP,
+    SECTION_NAMES,
+    SECTIONS,
+    UNCHANGED_WORD,
+)
+
+# fuser -v rows: "... USER PID ACCESS COMMAND"; each PID once, joined by commas (procps's list syntax).
+# Shell builtins only (read, set, case): an awk here cost the node a process per poll. Globbing is off
+# while the node's own text is split into words, so a command named "*" stays a word.
+_PID_LIST = (
+    "pids=; set -f",
+    "while IFS= read -r l; do set -- $l; while [ $# -gt 1 ]; do",
+    "  case $1 in ''|*[!0-9]*) ;; *) case $2 in [.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm][.FfRrCcEeMm])",
+    # A PID as a number: "007" is 7 (the bastion's parser reads it so), never a second PID; "0" is none.
+    '    p=${1#"${1%%[!0]*}"}; case ,$pids, in *,$p,*) ;; *) [ -n "$p" ] && pids=$pids${pids:+,}$p;; esac;;',
+    "  esac;; esac; shift",
+    "done; done <<NVLS_HOLDERS",
+    "$holders",
+    "NVLS_HOLDERS",
+)
+# Their parents (init and the PIDs themselves left out), joined the same way: ps alone, the rest builtins.
+_PARENT_LIST = (
+    'ppids=; pp=; [ -n "$pids" ] && { pp=$(ps -o ppid= -q "$pids" 2>/dev/null) || pp=$(ps -o ppid= -p "$pids" 2>/dev/null); }',
+    "for w in $pp; do",
+    "  case $w in ''|*[!0-9]*|0|1) ;; *) case ,$pids,$ppids, in *,$w,*) ;; *) ppids=$ppids${ppids:+,}$w;; esac;; esac",
+    "done; set +f",
+)
+# The kernel log, filtered and bounded on the node in one awk that runs journalctl itself (a pipeline
+# would cost a subshell more, to keep journalctl's exit status): journal lines that match the pattern
+# (the last KERNEL_LINES of them), journalctl's own messages (its errors and permission hints, at most
+# NOTE_LINES), the cursor journalctl ended at, how many entries it visited and whether the first and
+# the last of them matched (see nvls_tui.poll.kernel_tail), and the end marker with journalctl's exit
+# status: close() gives it (mawk and gawk >= 4.2; older gawk gives it times 256). filter_journal() is
+# the same filter in Python. It exits JOURNAL_HUNG_EXIT where journalctl timed out (coreutils timeout's 124):
+# the ring buffer is read all the same, and the poll asks no other journalctl. Where the script reads the
+# ring section too, this awk reads it as well right after its own end marker (``rcmd``, the ring's dmesg,
+# with _RING_FN), whenever it exits non-zero: no second awk for the ring.
+_KERNEL_AWK = (
+    "function take(s) {if (s ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/) {v++; h = (s ~ /" + KERNEL_PATTERN
+    + "/); if (v == 1) {f = h; ft = s; sub(/ .*/, \"\", ft); fb = (index(s, \"kernel: Linux version \") > 0)}"
+    " l = h; if (h) {r[n % " + str(KERNEL_LINES) + "] = s; n++}; pe = 1}"
+    " else if (pe && s ~ /^[ \\t]/) {if (l && n) r[(n - 1) % " + str(KERNEL_LINES) + "] = r[(n - 1) % "
+    + str(KERNEL_LINES) + "] \"\\n\" s}"
+    " else if (index(s, \"-- cursor: \") == 1) {cur = s; pe = 0} else if (index(s, \"-- \") == 1) pe = 0;"
+    " else {pe = 0; if (e < " + str(NOTE_LINES) + ") msg[e++] = s}}"
+    " BEGIN {while ((cmd | getline s) > 0) take(s); st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256;"
+    " for (i = 0; i < e; i++) print msg[i]; for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES)
+    + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (cur != \"\") print cur;"
+    " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
+    " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
+    " code = st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED)
+    + " : 0);" + "{RING}" + " exit code}"
+)
+# Where the script reads the ring too (only then is _RING_FN in the program: awk refuses a call to a
+# function it does not define, even one never made).
+_KERNEL_RING_CALL = " if (code != 0) {print m \" begin ring\"; ring(rcmd)};"
+# The kernel ring buffer, read only where the journal does not cover the boot (the kernel awk exits
+# RING_NEEDED): dmesg's own messages, where the buffer starts (its first stamp, and whether that line is
+# the boot's first), and the matching lines with the indented lines of their records, bounded as the
+# kernel section's. filter_ring() is the same filter in Python.
+# As a function of its own names (the kernel awk calls it too, after its own section): ring(CMD) reads
+# CMD's output and prints the section's text and its end marker.
+_RING_FN = (
+    "function ring(c) {while ((c | getline rs) > 0) {if (rs ~ /^\\[ *[0-9]+\\.[0-9]+\\] /) {if (rf == \"\") {rt = rs;"
+    " sub(/^\\[ */, \"\", rt); sub(/\\].*/, \"\", rt); rx = rs; sub(/^\\[[^]]*\\] /, \"\", rx);"
+    " rf = \"" + RING_FIRST + "\" rt \" \" (index(rx, \"Linux version \") == 1 ? 1 : 0)}"
+    " rk = (rs ~ /" + KERNEL_PATTERN + "/); if (rk) {RR[rn % " + str(KERNEL_LINES) + "] = rs; rn++}}"
+    " else if (rs ~ /^[ \\t]/ && rs ~ /[^ \\t]/) {if (rk && rn) RR[(rn - 1) % " + str(KERNEL_LINES) + "] = RR[(rn - 1) % "
+    + str(KERNEL_LINES) + "] \"\\n\" rs}"
+    " else if (rs ~ /[^ \\t]/) {rk = 0; if (re < " + str(NOTE_LINES) + ") RM[re++] = rs}}"
+    " rst = close(c); if (rst >= 256 && rst % 256 == 0) rst = rst / 256;"
+    " for (ri = 0; ri < re; ri++) print RM[ri]; if (rf != \"\") print rf;"
+    " for (ri = (rn > " + str(KERNEL_LINES) + " ? rn - " + str(KERNEL_LINES) + " : 0); ri < rn; ri++) print RR[ri % "
+    + str(KERNEL_LINES) + "]; print m \" end ring \" rst}"
+)
+_RING_AWK = _RING_FN + " BEGIN {ring(cmd)}"
+# The poll's user from the shell's own /proc/self/status (effective uid): no process for it; `id -u`
+# only where /proc cannot say.
+_IDENTITY = ('u=; while read -r k r e _; do [ "$k" = Uid: ] && u=$e; done < /proc/self/status 2>/dev/null',
+             'if [ -n "$u" ]; then echo "$u"; rc=0; else id -u 2>&1; rc=$?; fi')
+
+_CAPPED = (
+    "nl='\n'",
+    "capped() { c=$1; shift; out=$({ \"$@\" 2>&1; printf '\\n%s' \"$?\"; } | head -c $((c + 5)); echo .)",
+    f"  if [ ${{#out}} -gt $((c + 5)) ]; then out=; rc={OVER_CAP_WORD}; else out=${{out%.}}; rc=${{out##*\"$nl\"}}",
+    f"    out=${{out%\"$nl\"*}}; if [ ${{#out}} -gt \"$c\" ]; then out=; rc={OVER_CAP_WORD}; fi",
+    "    while [ \"${out%\"$nl\"}\" != \"$out\" ]; do out=${out%\"$nl\"}; done; fi; }",
+)
+# A capped section's text (none when it was cut) before its end marker.
+_PUT_OUT = f"[ \"$rc\" = {OVER_CAP_WORD} ] || printf '%s\\n' \"$out\""
+
+_CONFIG_BLOCK = (
+    "cs=$({bound}{find} 2>&1); cr=$?; ck=; case $cr in 0|1) [ -n \"$cs\" ] && ck=1;; esac; r=$cs$nl",
+    'while [ -n "$r" ]; do l=${{r%%"$nl"*}}; r=${{r#*"$nl"}}',
+    '  case $l in "f "*|*"find: "*": No such file or directory") ;; *) ck=;; esac; done',
+)
+
+
+def _glob_safe_join(argv: tuple[str, ...]) -> str:
+    """shlex.join, except that a fixed ``/dev/nvidia*`` glob is left for the remote shell."""
+    return " ".join(a if a == "/dev/nvidia*" else shlex.quote(a) for a in argv)
+
+
+def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
+                 kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None,
+                 journal_hung: str | None = None, config_stamp: str | None = None) -> str:
+    """The whole poll as one POSIX sh script.
+
+    Args:
+        sudo: prefix the privileged commands with ``sudo -n`` (never prompts).
+        nonce: the marker suffix of this poll (letters and digits: :func:`new_nonce`).
+        only: the section names to read (default: all); ``processes``/``cgroups`` need ``holders``.
+        kernel_cursor: where the node's kernel log was read to (journalctl's cursor); the kernel
+            section then reads only what came since. Anything but journalctl's own form is ignored.
+        cap: characters a section may print (the bastion's ``--max-output``); the sections held in
+            shell variables are cut on the node to fit it (see :data:`OVER_CAP_WORD`).
+        section_timeout: seconds each command may run, bounded on the node by coreutils ``timeout``
+            (exit 124: the section timed out, the rest still read; no fallback after it). For a
+            script nobody watches section by section (one srun); over SSH the bastion ends a hung
+            section itself. A node without ``timeout`` runs its commands unbounded: the caller's own
+            deadline then ends the whole poll, and the node reads unreachable (unknown, never healthy).
+        journal_hung: the section whose journalctl timed out earlier in this poll (an earlier script
+            the bastion ended there): the journal sections of this script are not run and read timed
+            out, saying so. Within one script the same happens after a journalctl that timed out.
+        config_stamp: the stamp of needrestart's and apt's files the bastion saw with its last complete
+            answer (the CONFIG_STAMP section of an earlier poll): where the files still match it, their
+            sections end in :data:`UNCHANGED_WORD` without being read, and the bastion answers them
+            from that poll. None (the first poll, or nothing kept): they are read.
+
+    Returns:
+        The script; each section prints ``@@nvls-tui-NONCE begin NAME``, its output (stderr merged)
+        and ``@@nvls-tui-NONCE end NAME STATUS`` (STATUS ``over-cap``: cut on the node, nothing kept).
+    """
+    if not nonce.isalnum():
+        raise ValueError("the probe nonce must be letters and digits")
+    if journal_hung is not None and journal_hung not in SECTION_NAMES:
+        raise ValueError("journal_hung must name a section of the probe")
+    mark = f"{MARK}-{nonce}"
+    wanted = set(SECTION_NAMES if only is None else only)
+    # What a capped section prints is its text and a newline: that must fit the bastion's reader.
+    limit = max(int(cap) - 1, 0)
+    lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", *_CAPPED]
+    skipped = "printf '%s\\n' \"" + JOURNAL_HUNG_LINE.format("$jh") + f"\"; rc={TIMED_OUT_STATUS}"
+    bound, no_retry = "", OVER_CAP_WORD
+    done: set[str] = set()
+    if section_timeout is not None:
+        # Exported: the kernel section's command line is run by awk's own sh, which expands it too.
+        lines += [f'NVLS_TO=; command -v timeout >/dev/null 2>&1 && NVLS_TO="timeout -k 2 {float(section_timeout):.3f}"',
+                  "export NVLS_TO"]
+        bound, no_retry = "$NVLS_TO ", f"{OVER_CAP_WORD}|124"  # the same tool would hang again
+    for section in SECTIONS:
+        if section.name not in wanted or section.name in done:
+            continue
+        if section.name in FILE_SECTIONS:
+            names = [n for n in FILE_SECTIONS if n in wanted]
+            lines += _files_read(names, bound)
+            done.update(names)
+            continue
+        if section.name in CONFIG_SECTIONS:
+            names = [n for n in CONFIG_SECTIONS if n in wanted]
+            done.update(names)
+            lines += [line.format(bound=bound, find=_glob_safe_join(CONFIG_STAMP_ARGV)) for line in _CONFIG_BLOCK]
+            same = (f'[ -n "$ck" ] && [ "$cs" = {shlex.quote(config_stamp)} ]'
+                    if config_stamp and len(config_stamp) <= CONFIG_STAMP_MAX else "false")
+            lines.append(f"if {same}; then "
+                         + " ".join(f'echo "$m begin {n}"; echo "$m end {n} {UNCHANGED_WORD}";' for n in names)
+                         + " else")
+            for name in names:
+                argv = next(s.argv for s in SECTIONS if s.name == name)
+                lines += [f'echo "$m begin {name}"', f"{bound}{_glob_safe_join(argv)} 2>&1", "rc=$?",
+                          f'echo "$m end {name} $rc"']
+            lines += [f'[ -n "$ck" ] && {{ echo "$m begin {CONFIG_STAMP}"; printf \'%s\\n\' "$cs"; '
+                      f'echo "$m end {CONFIG_STAMP} 0"; }}', "fi"]
+            continue
+        prefix = bound + ("sudo -n " if sudo and section.privileged else "")
+        argv = kernel_argv(kernel_cursor) if section.name == "kernel" else section.argv
+        cmd = f"{prefix}{_glob_safe_join(argv)} 2>&1"
+        begin, end = f'echo "$m begin {section.name}"', f'echo "$m end {section.name} $rc"'
+        if section.fallback:
+            first = f"{prefix}{_glob_safe_join(section.argv)}"
+            again = f"{prefix}{_glob_safe_join(section.fallback)}"
+            # Only one of the two outputs is kept: a rejected query prints its complaint on stdout.
+            lines += [begin, f"capped {limit} {first}; case $rc in 0|{no_retry}) ;; *) capped {limit} {again};; esac",
+                      _PUT_OUT, end]
+        elif section.name == "holders":
+            # Kept in a variable: the ps steps below read the PIDs from this same table (none from a cut one).
+            lines += [begin, f"capped {limit} {prefix}{_glob_safe_join(argv)}; holders=$out; hrc=$rc", _PUT_OUT, end]
+        elif section.name == "kernel":
+            # awk -v takes backslash escapes: the command has none (fixed words, a hex cursor).
+            whole = 0 if kernel_cursor is not None and CURSOR.fullmatch(kernel_cursor) else 1
+            ring = ""
+            if "ring" in wanted:  # the ring is read by this awk where it is needed (see _KERNEL_AWK)
+                ring_prefix = bound + ("sudo -n " if sudo else "")
+                ring = f"-v {shlex.quote('rcmd=exec ' + ring_prefix + _glob_safe_join(RING_ARGV) + ' 2>&1')} "
+            program = (_RING_FN + " " if ring else "") + _KERNEL_AWK.replace("{RING}", _KERNEL_RING_CALL if ring else "")
+            # awk runs its command through `sh -c`, which dash forks once more for it: `exec` spares that.
+            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=exec ' + cmd)} {ring}"
+                             f"{shlex.quote(program)}; rk=$?",
+                      f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
+        elif section.name == "ring" and "kernel" in wanted:
+            # Read by the kernel section's awk where it was needed; said to be skipped otherwise.
+            lines.append(f'[ "$rk" = {RING_NEEDED} ] || {{ {begin}; echo {shlex.quote(RING_SKIPPED)}; '
+                         'echo "$m end ring 0"; }')
+        elif section.name == "ring":
+            # Without the kernel section's word (it ran in an earlier script, or not at all): read.
+            lines += [begin, f'if [ "${{rk:-{RING_NEEDED}}}" = {RING_NEEDED} ]; then '
+                             f"awk -v m=\"$m\" -v {shlex.quote('cmd=exec ' + cmd)} {shlex.quote(_RING_AWK)}; "
+                             f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
+        elif section.name == "identity":
+            lines += [begin, *_IDENTITY, end]
+        elif section.name in JOURNAL_SECTIONS:
+            # Not asked once a journalctl of this poll timed out; one that times out here stops the next.
+            lines += [begin, f'if [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '
+                             f"case $rc in {TIMED_OUT_STATUS}) jh={section.name};; esac; fi", end]
+        elif section.name in NEWLINE_ADDED:
+            lines += [begin, cmd, "rc=$?", "echo", end]
+        else:
+            lines += [begin, cmd, "rc=$?", end]
+    if wanted & set(DERIVED_SECTIONS) and "holders" in wanted:
+        # The PIDs from the table (a here-document: a delimiter in the text cannot end it, the shell
+        # expands $holders after it has read the script), then their parents too: a `watch
+        # nvidia-smi` loop holds nothing itself but keeps spawning holders. A table cut on the node
+        # names no PID: the sections read by them are left out (not run), as the bastion leaves them.
+        lines += [f'if [ "$hrc" != {OVER_CAP_WORD} ]; then', *_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
+        for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
+            if name in wanted:
+                # Printed as ps prints them, not held in the shell (a `capped` read cost three processes
+                # more each): the bastion's reader bounds them as every other section. -q's refusal
+                # (an older procps) is not printed, only -p's answer after it; one that timed out is not
+                # asked again (the same ps would hang again).
+                quick, pick = (f'{bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
+                retry_on = "0|124" if bound else "0"
+                lines += [f'echo "$m begin {name}"',
+                          f'if [ -n "$pids" ]; then {quick} 2>/dev/null; rc=$?; '
+                          f'case $rc in {retry_on}) ;; *) {pick} 2>&1; rc=$?;; esac; else rc=0; fi',
+                          f'echo "$m end {name} $rc"']
+        if "jobs" in wanted:
+            sudo_prefix = bound + ("sudo -n " if sudo else "")
+            lines += ['echo "$m begin jobs"',
+                      f'if [ -n "$pids" ] && command -v scontrol >/dev/null 2>&1; then {sudo_prefix}scontrol '
+                      'listpids 2>&1; rc=$?; else rc=0; fi',
+                      'echo "$m end jobs $rc"']
+        lines.append("fi")
+    return "\n".join(lines) + "\n"
+
+
+def _files_read(names: list[str], bound: str) -> list[str]:
+    """The file sections ``names`` (in order) read by one ``cat``: each file is followed by a here-document
+    (/proc/self/fd/3, 4, ...) that ends its section (after one newline more for NEWLINE_ADDED) and begins the next."""
+    paths: list[str] = []
+    docs: list[str] = []
+    redirections: list[str] = []
+    for i, name in enumerate(names):
+        fd = 3 + i
+        paths += [*next(s.argv for s in SECTIONS if s.name == name)[1:], f"/proc/self/fd/{fd}"]
+        redirections.append(f"{fd}<<NVLS_F{fd}")
+        docs += ([""] if name in NEWLINE_ADDED else []) + [f"$m end {name} {FILE_STATUS_WORD}"]
+        if i + 1 < len(names):
+            docs.append(f"$m begin {names[i + 1]}")
+        docs.append(f"NVLS_F{fd}")
+    return [f'echo "$m begin {names[0]}"',
+            f"{bound}cat {' '.join(shlex.quote(p) for p in paths)} 2>&1 {' '.join(redirections)}", *docs]
+
+
+__all__ = ["probe_script"]
