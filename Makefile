@@ -7,10 +7,10 @@ demo: venv
 test:
 	bash scripts/test.sh
 
-# The edit loop: every test but the lab's, the loopback sshd's and the real terminal's (tests/conftest.py
-# marks each test with its tiers), on two workers. `make test` runs them all, with the linters.
+# The edit loop: every test but the lab's, the loopback sshd's, the real terminal's and the real Prometheus'
+# (tests/conftest.py marks each test with its tiers), on two workers. `make test` runs them all, with the linters.
 test-fast: venv
-	.venv/bin/python -m pytest -q -n 2 -m "not lab and not ssh and not tmux"
+	.venv/bin/python -m pytest -q -n 2 -m "not lab and not ssh and not tmux and not prometheus"
 
 bench: venv
 	bash scripts/bench.sh

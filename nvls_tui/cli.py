@@ -68,6 +68,17 @@ def _not_negative(text: str) -> float:
     return _finite(text, "a finite number of 0 or more", lambda v: v >= 0)
 
 
+def _listen_address(text: str) -> str:
+    """argparse type: ``[ADDR:]PORT`` for ``--metrics-listen`` (checked here, bound when the watch starts)."""
+    from nvls_tui.headless.metrics_out import parse_listen
+
+    try:
+        parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _positive_int(text: str) -> int:
     """argparse type: a whole number of 1 or more."""
     if not text.strip().isdecimal() or int(text) < 1:
@@ -227,6 +238,10 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                               "a minute or more ends, or a running repair waits for the operator (default: on)"
                               + _file_says(config, "notify"))
 
+    console.add_argument("--metrics-listen", metavar="[ADDR:]PORT", type=_listen_address,
+                         help="serve the fleet's metrics (docs/metrics.md) on http://ADDR:PORT/metrics while the "
+                              "console runs (a bare PORT listens on 127.0.0.1 only)")
+
     _add_repair_how_options(console, config)
 
     check = sub.add_parser("check", help="poll every target once and diagnose it",
@@ -244,6 +259,13 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                        help=f"poll again every SECONDS (default {WATCH_DEFAULT_S:g}) until Ctrl-C: on a terminal "
                             "the table is redrawn in place, piped each round follows the last under a header "
                             "line (--json: one document per line); exit status of the last round")
+    check.add_argument("--metrics-textfile", metavar="FILE",
+                       help="write the metrics (docs/metrics.md) to FILE after every round, for node_exporter's "
+                            "textfile collector (a name ending in .prom in its --collector.textfile.directory; "
+                            "written to a temporary file, then renamed)")
+    check.add_argument("--metrics-listen", metavar="[ADDR:]PORT", type=_listen_address,
+                       help="with --watch: serve the metrics on http://ADDR:PORT/metrics while it runs (a bare PORT "
+                            "listens on 127.0.0.1 only; 0 takes a free port, named on stderr)")
 
     analyze = sub.add_parser("analyze", help="recognise and parse captured command outputs")
     analyze.add_argument("files", nargs="+", metavar="FILE", help="files to read ('-' = stdin)")

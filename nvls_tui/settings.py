@@ -183,6 +183,8 @@ class Settings:
         via: ``check --via``: ``ssh`` or ``slurm``.
         watch: ``check --watch``: seconds between two rounds, or None for one round.
         problems_only: ``check --problems-only``: leave the healthy nodes out of the table and the JSON.
+        metrics_textfile: ``check --metrics-textfile``: node_exporter's textfile written after every round.
+        metrics_listen: ``check --metrics-listen``: ``[ADDR:]PORT`` serving ``/metrics`` while the watch runs.
         notify: the console's bell and desktop notification when a long repair ends or a running one
             waits for the operator (``notify`` in the
             config file; ``--no-notify`` turns it off).
@@ -218,6 +220,8 @@ class Settings:
     via: str = "ssh"
     watch: float | None = None
     problems_only: bool = False
+    metrics_textfile: str | None = None
+    metrics_listen: str | None = None
     notify: bool = True
     poll_interval: float = DEFAULT_POLL_INTERVAL
     keymap: Mapping[str, str] = field(default_factory=dict)
@@ -362,6 +366,8 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         via=str(given.get("via") or "ssh"),
         watch=float(given["watch"]) if given.get("watch") is not None else None,
         problems_only=bool(given.get("problems_only")),
+        metrics_textfile=given.get("metrics_textfile"),
+        metrics_listen=given.get("metrics_listen"),
         notify=bool(p.pick("notify", "notify", "notify", config.notify, True)),
         poll_interval=float(p.pick("poll_interval", "poll", "poll_interval", config.poll_interval,
                                    DEFAULT_POLL_INTERVAL)),

@@ -33,6 +33,7 @@ status=0
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
 .venv/bin/python -m bench.run ${BENCH_ARGS:-} || status=$?
 .venv/bin/python -m bench.audit_bench || status=$?
+.venv/bin/python -m bench.metrics_bench || status=$?   # issue 39: the textfile after a 1,024-node round
 if [ "${BENCH_NODE:-1}" = "1" ]; then
     # What one poll costs the node (bench/node_cost.py); its lab part says why it is skipped when not root.
     # shellcheck disable=SC2086 # BENCH_NODE_ARGS is a list of options

@@ -8,7 +8,10 @@
 # kernel-log and paste tests read back with the real journalctl), lsof (a holders source), faketime's
 # libfaketime (a second bastion whose clock runs minutes ahead, for the lock's tests), and a
 # kubectl for the Kubernetes tests (the real client against the stand-in API server; Debian's
-# kubernetes-client, 1.20, where the machine image carries none). Installed only when missing.
+# kubernetes-client, 1.20, where the machine image carries none), and the monitoring stack the
+# metrics are checked against (issue 39): Prometheus 2.42 with promtool (`promtool check metrics`,
+# `check rules`, `test rules`, and a real server scraping), node_exporter 1.5 (its textfile collector
+# reads `check --metrics-textfile`), and Alertmanager (the rules' receiver). Installed only when missing.
 set -euo pipefail
 need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
@@ -23,6 +26,9 @@ command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 command -v lsof >/dev/null 2>&1 || need+=(lsof)
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-node-exporter >/dev/null 2>&1 || need+=(prometheus-node-exporter)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 { command -v slurmctld || [ -x /usr/sbin/slurmctld ]; } >/dev/null 2>&1 \
     && { command -v slurmd || [ -x /usr/sbin/slurmd ]; } >/dev/null 2>&1 || need+=(slurm-wlm)
 for tool in scontrol sinfo squeue sbatch scancel srun; do

@@ -21,8 +21,8 @@ def _needs(item, what: str) -> bool:
 def _tier_marks(item) -> set[str]:
     """The tiers ``item`` belongs to, from its markers and what it uses: a test that starts the loopback
     sshd is ``ssh`` and one that drives a real terminal is ``tmux`` even where its file does not say so,
-    so that ``-m "not lab and not ssh and not tmux"`` (``make test-fast``) leaves every one of them out."""
-    marks = {m.name for m in item.iter_markers()} & {"lab", "ssh", "tmux"}
+    so that ``-m "not lab and not ssh and not tmux and not prometheus"`` (``make test-fast``) leaves every one of them out."""
+    marks = {m.name for m in item.iter_markers()} & {"lab", "ssh", "tmux", "prometheus"}
     if SSHD_FIXTURES & set(getattr(item, "fixturenames", ())) or _needs(item, "openssh-server"):
         marks.add("ssh")
     if getattr(getattr(item, "module", None), "Tmux", None) is not None or _needs(item, "tmux"):
@@ -34,7 +34,7 @@ def _weight(marks: set[str]) -> int:
     """How early a module's tests are handed out: lab first, then the SSH and real-terminal tiers, then the rest."""
     if "lab" in marks:
         return 0
-    if marks & {"ssh", "tmux"}:
+    if marks & {"ssh", "tmux", "prometheus"}:
         return 1
     return 2
 

@@ -107,4 +107,16 @@ async def until(predicate: Callable[[], object], timeout: float, what: str) -> N
         await asyncio.sleep(0.05)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "open_node_screen", "palette_settled", "scaled", "until", "wait_until"]
+def until_sync(predicate: Callable[[], object], timeout: float, what: str, every: float = 0.1) -> object:
+    """:func:`until` for a test that drives other processes (no event loop): block until ``predicate()``
+    returns something true, and return it; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:g}s waiting until {what}")
+        time.sleep(every)
+    return value
+
+
+__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "open_node_screen", "palette_settled", "scaled", "until",
+           "until_sync", "wait_until"]

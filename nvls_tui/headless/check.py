@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument
+from nvls_tui.headless.metrics_out import MetricsOut, MetricsSetupError, metrics_out
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
@@ -445,11 +446,21 @@ def run(settings: Settings) -> int:
     settings = replace(settings, targets=tuple(words), hosts_file=None, demo=False)
     read = {"read": words, "from": sources}
     slurm = scheduler_from_settings(settings)
-    if settings.watch is None:
-        results, elapsed = _round(settings, slurm, AfterPoll())
-        _print_round(settings, results, elapsed, read)
-        return exit_status(results)
-    return _watch(settings, slurm, settings.watch, read)
+    if settings.metrics_listen and settings.watch is None:
+        raise MetricsSetupError("--metrics-listen serves the metrics while --watch runs: add --watch SECONDS "
+                                "(a single check can write --metrics-textfile)")
+    out = metrics_out(settings)  # a folder that cannot be written or an address in use: refused before any poll
+    try:
+        if settings.watch is None:
+            results, elapsed = _round(settings, slurm, AfterPoll())
+            if out is not None:
+                out.publish(results, elapsed)
+            _print_round(settings, results, elapsed, read)
+            return exit_status(results)
+        return _watch(settings, slurm, settings.watch, read, out)
+    finally:
+        if out is not None:
+            out.close()
 
 
 # A terminal's round replaces the last: cursor home, clear to the end of the screen.
@@ -457,7 +468,7 @@ HOME_CLEAR = "\x1b[H\x1b[J"
 WATCH_ADVICE = "Ctrl-C stops (exit status of the last round)"
 
 
-def _watch(settings: Settings, slurm, every: float, read: dict[str, list[str]]) -> int:
+def _watch(settings: Settings, slurm, every: float, read: dict[str, list[str]], out: MetricsOut | None = None) -> int:
     """``check --watch``: a round every ``every`` seconds until Ctrl-C; the last finished round's status.
 
     On a terminal (stdout a tty, no ``--json``) each round is drawn whole in place of the last, so the
@@ -473,7 +484,7 @@ def _watch(settings: Settings, slurm, every: float, read: dict[str, list[str]]) 
         tty = sys.stdout.isatty()
     except (OSError, ValueError):
         tty = False
-    watch = _Watch(settings, every, tty, read)
+    watch = _Watch(settings, every, tty, read, out)
     try:
         if settings.via == "slurm" or settings.connect is not None:
             watch.rounds_here(slurm)
@@ -496,8 +507,10 @@ class _Remote:
 class _Watch:
     """The rounds of one ``check --watch``: their number, how each is printed, the last status."""
 
-    def __init__(self, settings: Settings, every: float, tty: bool, read: dict[str, list[str]]) -> None:
+    def __init__(self, settings: Settings, every: float, tty: bool, read: dict[str, list[str]],
+                 out: MetricsOut | None = None) -> None:
         self.settings = settings
+        self.out = out  # --metrics-textfile / --metrics-listen: each round published before it is printed
         self.read = read
         self.every = every
         self.tty = tty
@@ -506,7 +519,9 @@ class _Watch:
         self.verdicts: dict[str, Verdict] | None = None  # the last round's, for what changed since
 
     def show(self, results: list[tuple[NodeState, Diagnosis]], elapsed: float) -> None:
-        """Print one finished round and keep its status."""
+        """Publish the round's metrics (the textfile right after the round's end), print it, keep its status."""
+        if self.out is not None:
+            self.out.publish(results, elapsed)
         self.number += 1
         when = time.strftime("%H:%M:%S") if self.tty else time.strftime("%Y-%m-%dT%H:%M:%S%z")
         header = f"nvls-tui check --watch: round {self.number}, {when}, every {self.every:g} s — {WATCH_ADVICE}"

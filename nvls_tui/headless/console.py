@@ -16,5 +16,23 @@ def run(settings: Settings) -> int:
     from nvls_tui.console.app import NvlsApp
 
     app = NvlsApp.from_settings(settings)
-    app.run()
+    served = console_metrics(app, settings) if settings.metrics_listen else None  # refused before the screen
+    try:
+        app.run()
+    finally:
+        if served is not None:
+            served.close()
     return app.return_code or 0
+
+
+def console_metrics(app, settings: Settings):
+    """``--metrics-listen`` for the console: ``/metrics`` from the fleet the console's poller keeps, each node
+    with its latest diagnosis (a node not polled yet: what its empty state diagnoses, unknown)."""
+    from nvls_tui.diagnosis import diagnose_guarded
+    from nvls_tui.headless.metrics_out import LiveMetrics
+
+    def results():
+        diagnoses = app.diagnoses  # the console's own dict: read one node at a time, never iterated here
+        return [(state, diagnoses.get(state.host) or diagnose_guarded(state)) for state in app.fleet.nodes]
+
+    return LiveMetrics(settings, results)

@@ -1,0 +1,52 @@
+"""Fabric Manager's starts in the last hour, counted by start time.
+
+systemd's ``NRestarts`` counts only the restarts its policy made, and ``systemctl reset-failed`` sets it
+back to 0: a flapping FM that someone reset-failed looks calm by it. Each poll of an active FM gives its
+start time (``ActiveEnterTimestamp``); this keeps the distinct start times seen per node, so a start
+that came and went between two polls of ``check --watch`` still counts once its successor is seen.
+"""
+
+from __future__ import annotations
+
+from nvls_tui.diagnosis.story import node_time
+from nvls_tui.model import NodeState
+
+HOUR_S = 3600.0
+FM_UNIT = "nvidia-fabricmanager"
+
+
+def fm_start(state: NodeState) -> float | None:
+    """When the node's active host FM unit started (its clock, epoch seconds); None where unknown or not active."""
+    if not state.was_read("units"):
+        return None
+    unit = state.service(FM_UNIT)
+    if unit is None or unit.active != "active":
+        return None
+    return node_time(unit.since)
+
+
+class FmStarts:
+    """The FM start times seen per node, pruned to the last hour of each node's own clock."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, set[float]] = {}
+
+    def see(self, state: NodeState, now: float) -> int | None:
+        """Record the node's FM start (if any) and return its starts in the hour before ``now``.
+
+        Args:
+            now: the node's clock (``node_clock``) where read, else the bastion's.
+
+        Returns None where the node's units could not be read (unknown, not 0).
+        """
+        if not state.was_read("units"):
+            return None
+        starts = self._seen.setdefault(state.host, set())
+        start = fm_start(state)
+        if start is not None:
+            starts.add(start)
+        starts -= {t for t in starts if t < now - HOUR_S}
+        return sum(1 for t in starts if t <= now + 60)  # a minute's skew between two reads of one clock
+
+
+__all__ = ["FmStarts", "fm_start"]
