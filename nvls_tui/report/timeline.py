@@ -4,38 +4,33 @@ folded into one line each; every failure, signal, note and step result kept."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nvls_tui.report.clock import NodeClock, epoch_utc, time_of_day, utc_moment
 from nvls_tui.report.node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
 from nvls_tui.report.text import (
-    bandwidth,
     code_span,
     command_line,
     prose,
     table_cell,
 )
 from nvls_tui.runbook.bookkeeping import is_bookkeeping
+from nvls_tui.runbook.describe import describe
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,
     FabricProgress,
-    HoldersRemaining,
     ManualChanged,
     ManualChanges,
-    Note,
     ProcessSignalled,
-    Restored,
-    RunFinished,
+    RunbookEvent,
     RunStarted,
-    SmokeFinished,
-    StepFinished,
 )
 from nvls_tui.runbook.log_entries import ChangeByHand, LogEntry, listed_changes
 from nvls_tui.runbook.steps import FM_UNIT
-from nvls_tui.words import count, verb
+from nvls_tui.words import count
 
 # Non-zero exits that are the answer the runbook waits for: fuser's 1 is "nobody holds a device".
 EXPECTED_EXITS = {"fuser": frozenset({1})}
@@ -203,61 +198,11 @@ def _record_lines(r: LogEntry, mode: str, clock: NodeClock) -> list[str]:
         day = clock.day
         return [f"by hand before this run: {change_words(c, operator_of(r), epoch_utc(c.at, day))}"
                 for c in listed_changes(event)]
-    render = _RENDERERS.get(str(r.kind))
-    text = render(event, clock) if render else None
+    if not isinstance(event, RunbookEvent):
+        return []  # the log's own records, kinds of a newer nvls-tui: nothing that happened on the node
+    # The event's words as it says them everywhere (runbook/describe), node-clock times annotated.
+    text = describe(event, clock.annotate).markdown
     return [text] if text else []
-
-
-def _step_finished(e: StepFinished, clock: NodeClock) -> str:
-    msg = f": {prose(clock.annotate(e.message))}" if e.message else ""
-    return f"**{prose(e.status)}** in {e.duration:.1f} s{msg}"
-
-
-def _signalled(e: ProcessSignalled, _: NodeClock) -> str:
-    who = f"({prose(e.holder_kind)}: {prose(e.command)})"  # a process's words: prose, escaped
-    return f"{prose(e.signal)} pid {prose(e.pid)} {who} → {prose(e.outcome)}"
-
-
-def _holders_remaining(e: HoldersRemaining, _: NodeClock) -> str:
-    n = len(e.holders)
-    waiting = " (waiting for the operator)" if e.waiting else ""
-    return f"{count(n, 'holder')} {verb(n, 'remains')}{waiting}"
-
-
-def _smoke_finished(e: SmokeFinished, _: NodeClock) -> str:
-    return f"smoke test {'passed' if e.smoke.passed else 'FAILED'}: avg {bandwidth(e.smoke.avg_busbw)}"
-
-
-def _restored(e: Restored, _: NodeClock) -> str:
-    failed = f"; could not restore {prose(', '.join(e.failed))}" if e.failed else ""
-    pm = f"; persistence mode back on for {count(len(e.persistence_gpus), 'GPU')}" if e.persistence_gpus else ""
-    return f"restored {prose(', '.join(e.units) or 'no unit')}{pm}{failed}"
-
-
-def _note(e: Note, clock: NodeClock) -> str:
-    return f"_{prose(e.level)}_: {prose(clock.annotate(e.message))}"
-
-
-def _run_started(e: RunStarted, _: NodeClock) -> str:
-    return f"run {prose(e.run_id)} started ({prose(e.mode)}{', dry run' if e.dry_run else ''})"
-
-
-def _run_finished(e: RunFinished, clock: NodeClock) -> str:
-    return f"run finished: **{prose(e.result)}** {prose(clock.annotate(e.message))}".rstrip()
-
-
-# The timeline's words for each kind of event (commands and Fabric Manager's polls are folded apart).
-_RENDERERS: dict[str, Callable[[Any, NodeClock], str]] = {
-    "step-started": lambda e, _: "step started",
-    "step-finished": _step_finished,
-    "process-signalled": _signalled,
-    "holders-remaining": _holders_remaining,
-    "smoke-finished": _smoke_finished,
-    "restored": _restored,
-    "note": _note,
-    "run-started": _run_started,
-    "run-finished": _run_finished,
-}
 
 
 def timeline(log: NodeLog) -> list[_Line]:
