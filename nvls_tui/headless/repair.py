@@ -22,31 +22,23 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from nvls_tui.audit.log import AuditWriteError
-from nvls_tui.backends.base import Backend, InvalidArgument, join_argv
+from nvls_tui.backends.base import Backend, InvalidArgument
 from nvls_tui.diagnosis.restore_hint import restore_commands
 from nvls_tui.runbook import STEPS, RepairOptions
+from nvls_tui.runbook.describe import describe
 from nvls_tui.runbook.events import (
     CommandFinished,
     HoldersRemaining,
-    Note,
-    ProcessSignalled,
-    Restored,
     RunbookEvent,
-    RunFinished,
-    SmokeFinished,
-    SmokeRow,
-    StepFinished,
-    StepStarted,
 )
 from nvls_tui.runbook.happened import NodeHappened, bookkeeping
 from nvls_tui.runbook.outcome import REFUSED, NodeOutcome
-from nvls_tui.runbook.restore import restored_words
 from nvls_tui.runbook.session import Session
 from nvls_tui.settings import Settings
 from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 from nvls_tui.textsafe import one_line
 from nvls_tui.views.deadlines import WaitReminders, deadlines_line, duration_line, rechecks_first
-from nvls_tui.views.runbook import repair_options, smoke_lines
+from nvls_tui.views.runbook import repair_options
 
 # How often the run looks for a wait line that is due (the lines themselves come every 15 s of waiting).
 REMIND_TICK = 1.0
@@ -129,37 +121,11 @@ class ProgressPrinter:
 
     @staticmethod
     def format(event: RunbookEvent) -> str | None:
-        """The progress line of ``event`` (None for events that would only add noise)."""
-        if isinstance(event, StepStarted):
-            return f"{event.step} ..."
-        if isinstance(event, StepFinished) and event.status == "planned":
-            return f"{event.step} (planned)" + "".join(f"\n  $ {c}" for c in event.commands)
-        if isinstance(event, StepFinished):
-            tail = f": {event.message}" if event.message else ""
-            return f"{event.step} {event.status} ({event.duration:.1f} s){tail}"
+        """The progress line of ``event`` (None for events that would only add noise): its plain words
+        (:func:`nvls_tui.runbook.describe.describe`, which words it for the console's pane and the report too)."""
         if bookkeeping(event):
             return None  # the lock's heartbeat every 30 s: the audit log keeps it
-        if isinstance(event, CommandFinished):
-            status = event.exit_status if event.exit_status is not None else f"no status ({event.error})"
-            return f"  $ {join_argv(list(event.argv))}  -> {status}"
-        if isinstance(event, ProcessSignalled):
-            return f"  {event.signal} {event.pid} ({event.holder_kind}) -> {event.outcome}"
-        if isinstance(event, HoldersRemaining):
-            return f"  {event.message}"
-        if isinstance(event, SmokeRow):
-            return f"  {event.size:>12} B  {event.busbw} GB/s" if event.size is not None else None
-        if isinstance(event, SmokeFinished) and not event.smoke.passed:
-            # Each NCCL line on its own, marked as quoted (a line's leading blanks do not survive one_line).
-            head, *nccl = smoke_lines(event.smoke)
-            return "\n".join([head, *(f"| {line.strip()}" for line in nccl)])
-        if isinstance(event, Restored):
-            return f"  restored {restored_words(event.units, event.persistence_gpus, 'no unit')}" + (
-                f"; FAILED {', '.join(event.failed)}" if event.failed else "")
-        if isinstance(event, Note):
-            return f"  [{event.level}] {event.message}"
-        if isinstance(event, RunFinished):
-            return f"=> {event.result}: {event.message}"
-        return None
+        return describe(event).plain
 
 
 def _options(settings: Settings, backends: list[Backend]) -> RepairOptions:

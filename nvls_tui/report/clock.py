@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvls_tui.report.text import as_number, prose
+from nvls_tui.runbook.events import CommandFinished, CommandStarted, NodeObserved
+from nvls_tui.runbook.log_entries import LogEntry
+from nvls_tui.runbook.observed import ObservedNode
 from nvls_tui.runbook.steps import DATE_ARGV
 from nvls_tui.words import count
 
@@ -165,32 +168,34 @@ def _whole_second(moment: dt.datetime) -> dt.datetime:
     return (moment + dt.timedelta(microseconds=500_000)).replace(microsecond=0)
 
 
-def measure_clock(records: list[dict[str, Any]], day: dt.date | None = None) -> NodeClock:
+def measure_clock(records: list[LogEntry], day: dt.date | None = None) -> NodeClock:
     """The node's clock offset from its ``date`` answers (preflight's first), or an unmeasured clock."""
-    answers = [(i, r) for i, r in enumerate(records) if r.get("event") == "command-finished"
-               and r.get("argv") == list(DATE_ARGV) and r.get("exit_status") == 0]
-    preflight = [(i, r) for i, r in answers if r.get("step") == "preflight"]
-    index, answer = (preflight or answers or [(0, {})])[0]
-    node, ended = _node_time(answer.get("output")), utc_moment(answer.get("time"))
-    simulated = any(r.get("event") == "node-observed" and isinstance(r.get("summary"), dict)
-                    and r["summary"].get("simulated") is True for r in records)
+    answers = [(i, r.event, r.time) for i, r in enumerate(records) if isinstance(r.event, CommandFinished)
+               and r.event.argv == DATE_ARGV and r.event.exit_status == 0]
+    preflight = [a for a in answers if a[1].step == "preflight"]
+    simulated = any(isinstance(r.event, NodeObserved) and ObservedNode.read(r.event.summary).simulated for r in records)
+    if not (preflight or answers):
+        return NodeClock(day=day, simulated=simulated)
+    index, answer, time = (preflight or answers)[0]
+    node, ended = _node_time(answer.output), utc_moment(time)
     if node is None or ended is None:
         return NodeClock(day=day, simulated=simulated)
-    began = _sent_at(records, index) or ended - dt.timedelta(seconds=as_number(answer.get("duration")) or 0.0)
+    began = _sent_at(records, index) or ended - dt.timedelta(seconds=answer.duration or 0.0)
     # `date` printed whole seconds: the node's clock was in [node, node + 1) at some moment of [began, ended].
     middle = began + (ended - began) / 2
     offset = (node.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=0.5) - middle).total_seconds()
     error = 0.5 + (ended - began).total_seconds() / 2
-    step = str(answer.get("step") or "")
+    step = answer.step
     return NodeClock(offset, error, step or "an unnamed step", node if step == "preflight" else None, day, simulated)
 
 
-def _sent_at(records: list[dict[str, Any]], finished: int) -> dt.datetime | None:
+def _sent_at(records: list[LogEntry], finished: int) -> dt.datetime | None:
     """When the command that finished at ``records[finished]`` was sent (its ``command-started``)."""
-    argv, step = records[finished].get("argv"), records[finished].get("step")
+    done = records[finished].event
     for r in reversed(records[:finished]):
-        if r.get("event") == "command-started" and r.get("argv") == argv and r.get("step") == step:
-            return utc_moment(r.get("time"))
+        if isinstance(r.event, CommandStarted) and isinstance(done, CommandFinished) \
+                and r.event.argv == done.argv and r.event.step == done.step:
+            return utc_moment(r.time)
     return None
 
 

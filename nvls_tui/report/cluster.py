@@ -10,6 +10,7 @@ from __future__ import annotations
 from nvls_tui.kube.words import kubectl_args
 from nvls_tui.report.node_log import NodeLog
 from nvls_tui.report.text import code_span, code_spans
+from nvls_tui.runbook.events import Note
 from nvls_tui.runbook.kube_repair import PAUSED, STOPPED_AT
 from nvls_tui.words import count
 
@@ -50,9 +51,9 @@ def cluster_left(log: NodeLog) -> list[str]:
     """A cordon the repair kept (after a failure or an interruption), with how to lift it; a cordon that was
     someone else's before the repair, which it leaves whatever the result."""
     out = []
-    for note in log.events("note"):
-        message = note.get("message")
-        if isinstance(message, str) and _THEIRS in message:
+    for note in log.events(Note):
+        message = note.message
+        if _THEIRS in message:
             node = message.split(_THEIRS, 1)[0]
             out.append(f"{code_span(node)} stays cordoned in Kubernetes: it was cordoned before the repair, not by "
                        f"nvls-tui; {code_span(f'kubectl uncordon {node}')} once whoever cordoned it agrees")

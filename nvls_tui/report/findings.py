@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.report.clock import NodeClock
 from nvls_tui.report.kernel import KERNEL_FINDINGS, kernel_listing
-from nvls_tui.report.text import and_list, as_dict, as_list, bandwidth, code_span, prose
+from nvls_tui.report.text import and_list, bandwidth, code_span, prose
+from nvls_tui.runbook.observed import KernelLine, ObservedNode
 from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count, verb
 
@@ -23,10 +23,10 @@ CRASHES = frozenset({"signal", "core-dump", "watchdog"})
 class _Said:
     """What a summary says about findings: the node's state, its clock, the tense, which lines count."""
 
-    summary: dict[str, Any]
+    summary: ObservedNode
     clock: NodeClock
     past: bool
-    kernel: list[dict[str, Any]] | None
+    kernel: list[KernelLine] | None
     host: str | None = None  # the node as the operator named it (the restore command names it)
 
     def be(self) -> str:
@@ -38,10 +38,10 @@ class _Said:
 
 def _kernel_detail(said: _Said, code: str) -> str:
     """``(`NV_ERR_X`, 3 lines, the last at 15:44:58 UTC)``: the lines behind a kernel finding."""
-    lines = [line for line in said.kernel or [] if line.get("code") == code]
+    lines = [line for line in said.kernel or [] if line.code == code]
     if not lines:
         return f"({code_span(code)})"
-    stamp = lines[-1].get("timestamp")
+    stamp = lines[-1].timestamp
     if not stamp:
         when = ""
     elif len(lines) == 1:
@@ -53,11 +53,11 @@ def _kernel_detail(said: _Said, code: str) -> str:
 
 def _fm_words(said: _Said) -> str:
     s = said.summary
-    state = (as_dict(s.get("units")) or {}).get(FM_UNIT)
+    state = (s.units or {}).get(FM_UNIT)
     if state is None:
         return f"there {said.be()} no Fabric Manager unit"
-    result = (as_dict(s.get("unit_results")) or {}).get(FM_UNIT)
-    since = (as_dict(s.get("unit_since")) or {}).get(FM_UNIT)
+    result = (s.unit_results or {}).get(FM_UNIT)
+    since = (s.unit_since or {}).get(FM_UNIT)
     why = f"{prose(state)}, Result: {prose(result)}" if result and result != "success" else prose(state)
     if state == "failed":
         at = f" at {said.clock.show(since)}" if since else ""  # systemd's time of the failure
@@ -68,27 +68,26 @@ def _fm_words(said: _Said) -> str:
 
 
 def _fabric_words(said: _Said, completed: bool) -> str:
-    gpus = [g for g in as_list(said.summary.get("fabric")) if isinstance(g, dict)]
+    gpus = said.summary.fabric
     if completed:
-        bad = [g for g in gpus if g.get("state") == "Completed" and g.get("status") != "Success"]
-        statuses = prose(", ".join(dict.fromkeys(str(g.get("status")) for g in bad)) or "an error")
+        bad = [g for g in gpus if g.state == "Completed" and g.status != "Success"]
+        statuses = prose(", ".join(dict.fromkeys(str(g.status) for g in bad)) or "an error")
         return (f"fabric registration of {count(len(bad) or None, 'GPU')} "
                 f"{'ended' if said.past else 'ends'} in {statuses}, which a reset does not fix (escalate)")
-    bad = [g for g in gpus if g.get("state") != "Completed"]
-    states = prose(", ".join(dict.fromkeys(str(g.get("state")) for g in bad)) or "not Completed")
+    bad = [g for g in gpus if g.state != "Completed"]
+    states = prose(", ".join(dict.fromkeys(str(g.state) for g in bad)) or "not Completed")
     n = len(bad) or None
     have = "had" if said.past else verb(n or 2, "has")
     return f"{count(n, 'GPU')} {have} not finished fabric registration ({states})"
 
 
-def _all_registered(summary: dict[str, Any]) -> bool:
-    gpus = [g for g in as_list(summary.get("fabric")) if isinstance(g, dict)]
-    return bool(gpus) and all(g.get("state") == "Completed" and g.get("status") == "Success" for g in gpus)
+def _all_registered(summary: ObservedNode) -> bool:
+    gpus = summary.fabric
+    return bool(gpus) and all(g.state == "Completed" and g.status == "Success" for g in gpus)
 
 
-def _details(summary: dict[str, Any], code: str) -> list[str]:
-    return [str(d.get("message")) for d in as_list(summary.get("finding_details"))
-            if isinstance(d, dict) and d.get("code") == code and d.get("message")]
+def _details(summary: ObservedNode, code: str) -> list[str]:
+    return [str(d.message) for d in summary.finding_details if d.code == code and d.message]
 
 
 def _not_present_words(said: _Said) -> str:
@@ -108,23 +107,24 @@ def _out_of_sync_words(said: _Said) -> str:
 
 def _mismatch_words(said: _Said) -> str:
     s = said.summary
-    return (f"Fabric Manager {prose(s.get('fm_version'))} {'did' if said.past else 'does'} not match driver "
-            f"{prose(s.get('driver'))}")
+    return (f"Fabric Manager {prose(s.fm_version)} {'did' if said.past else 'does'} not match driver "
+            f"{prose(s.driver)}")
 
 
 def _xid_words(said: _Said) -> str:
-    xids = [line for line in said.kernel or [] if line.get("code") in ("XID", "SXID")]
+    xids = [line for line in said.kernel or [] if line.code in ("XID", "SXID")]
     return f"the kernel logged {and_list(kernel_listing(xids, said.clock)) if xids else 'Xid lines'}"
 
 
 def _holders_words(said: _Said) -> str:
-    n = len(as_list(said.summary.get("holders")))
+    n = said.summary.holders
     return f"{count(n, 'process')} {'held' if said.past else verb(n, 'holds')} {prose('/dev/nvidia*')}"
 
 
 def _smoke_failed_words(said: _Said) -> str:
-    smoke = as_dict(said.summary.get("smoke")) or {}
-    return f"the last NVLS smoke test {'had failed' if said.past else 'failed'} ({bandwidth(smoke.get('avg_busbw'))})"
+    smoke = said.summary.smoke
+    return (f"the last NVLS smoke test {'had failed' if said.past else 'failed'} "
+            f"({bandwidth(smoke.avg_busbw if smoke else None)})")
 
 
 def _interrupted_words(said: _Said) -> str:
@@ -135,7 +135,7 @@ def _interrupted_words(said: _Said) -> str:
 
 
 def _platform_words(said: _Said) -> str:
-    return f"the board ({prose(said.summary.get('platform'))}) {said.be()} not one this H100/H200 playbook repairs"
+    return f"the board ({prose(said.summary.platform)}) {said.be()} not one this H100/H200 playbook repairs"
 
 
 def _evidence_words(said: _Said) -> str:
@@ -169,8 +169,8 @@ def finding_words(code: str, said: _Said) -> str:
     return code_span(code) + (f": {prose(detail[0])}" if detail else "")
 
 
-def findings_sentence(summary: dict[str, Any], clock: NodeClock, *, past: bool,
-                       kernel: list[dict[str, Any]] | None, older: frozenset[str] = frozenset(),
+def findings_sentence(summary: ObservedNode, clock: NodeClock, *, past: bool,
+                       kernel: list[KernelLine] | None, older: frozenset[str] = frozenset(),
                        host: str | None = None) -> str:
     """The findings as one phrase: the faults, then what only older kernel lines say, then the circumstances.
 
@@ -179,10 +179,10 @@ def findings_sentence(summary: dict[str, Any], clock: NodeClock, *, past: bool,
         older: kernel findings whose every line was logged before the repair began.
         host: the node, as the operator named it (what still needs doing names it).
     """
-    if summary.get("reachable") is False:
-        return f"the node could not be reached ({prose(summary.get('error') or 'no answer')})"
+    if summary.reachable is False:
+        return f"the node could not be reached ({prose(summary.error or 'no answer')})"
     said = _Said(summary, clock, past, kernel, host)
-    codes = list(dict.fromkeys(str(c) for c in as_list(summary.get("findings"))))
+    codes = list(dict.fromkeys(summary.findings))
     faults = [finding_words(c, said) for c in codes if c not in CIRCUMSTANCES and c not in older]
     faults += [f"the kernel's {code_span(KERNEL_FINDINGS[c])} from before the repair still counts "
                "(no smoke test has passed since)" for c in codes if c in older]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from nvls_tui.report.clock import NodeClock, measure_clock, record_utc, utc_moment
 from nvls_tui.report.node_log import NodeLog, node_logs
@@ -26,6 +25,7 @@ from nvls_tui.report.tables import before_after, holders_section, manual_section
 from nvls_tui.report.text import code_span, prose
 from nvls_tui.report.timeline import timeline_table
 from nvls_tui.runbook.event_records import record_problem
+from nvls_tui.runbook.log_entries import LogEntry, read_entry
 from nvls_tui.textsafe import clean_deep
 
 
@@ -34,18 +34,19 @@ class AuditLogContents:
     """The records of one audit log and the lines that could not be read.
 
     Attributes:
-        records: every line that is a whole audit record, each field of the kind a run writes.
+        records: every line that is a whole audit record, each field of the kind a run writes, read back
+            into its event (:mod:`nvls_tui.runbook.log_entries`).
         unreadable: the numbers of the other lines, in order.
         problems: why each of those lines was skipped (one phrase per line number).
     """
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[LogEntry] = field(default_factory=list)
     unreadable: list[int] = field(default_factory=list)
     problems: dict[int, str] = field(default_factory=dict)
 
 
-def read_record(line: str) -> dict[str, Any] | str:
-    """One line of the log as a record (node text cleaned), or why it is none.
+def read_record(line: str) -> LogEntry | str:
+    """One line of the log as a record read back into its event (node text cleaned), or why it is none.
 
     Any failure is the line's (a torn write, a hand edit, a line nested past Python's recursion limit):
     it is named in the report, never the end of it.
@@ -57,7 +58,7 @@ def read_record(line: str) -> dict[str, Any] | str:
     except ValueError as exc:
         return "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not JSON ({exc})"
     problem = record_problem(value)
-    return problem if problem is not None else clean_deep(value)
+    return problem if problem is not None else read_entry(clean_deep(value))
 
 
 def load_audit_log(path: str | os.PathLike[str]) -> AuditLogContents:
@@ -72,7 +73,7 @@ def load_audit_log(path: str | os.PathLike[str]) -> AuditLogContents:
             if not line.strip():
                 continue
             record = read_record(line)
-            if isinstance(record, dict):
+            if isinstance(record, LogEntry):
                 contents.records.append(record)
             else:
                 contents.unreadable.append(number)
@@ -116,16 +117,16 @@ def _node_section(log: NodeLog) -> list[str]:
 
 def _header(contents: AuditLogContents, source: str | None, logs: list[NodeLog]) -> list[str]:
     records = contents.records
-    first, last = (records[0], records[-1]) if records else ({}, {})
-    start = utc_moment(first.get("time"))
+    first, last = (records[0], records[-1]) if records else (None, None)
+    start = utc_moment(first.time if first else None)
     day = start.date() if start else None
     dry = any(log.dry_run for log in logs)
-    span = (f"{start:%Y-%m-%d %H:%M:%S} to {record_utc(last.get('time'), day)}" if start else
-            f"{prose(first.get('time', '?'))} to {prose(last.get('time', '?'))}")
+    span = (f"{start:%Y-%m-%d %H:%M:%S} to {record_utc(last.time if last else None, day)}" if start else
+            f"{prose(_time_or_mark(first))} to {prose(_time_or_mark(last))}")
     measured = all(log.clock.offset is not None for log in logs)
     out = ["# NVLS repair incident report", ""]
     out += [f"- audit log: {code_span(source)}" if source else "- audit log: (stdin)",
-            f"- operator: {prose(first.get('operator', '?'))}",
+            f"- operator: {prose(_operator_or_mark(first))}",
             f"- from {span}",
             "- times: the bastion's clock, UTC; node-clock times are converted" +
             ("" if measured else " where the node's offset was measured"),
@@ -141,6 +142,16 @@ def _header(contents: AuditLogContents, source: str | None, logs: list[NodeLog])
                 for n in contents.unreadable[:REASONS_SHOWN]]
     out.append("")
     return out
+
+
+def _time_or_mark(entry: LogEntry | None) -> str | None:
+    """A record's time as written, ``?`` where there is no record or it has no time."""
+    return "?" if entry is None or entry.time is None else entry.time
+
+
+def _operator_or_mark(entry: LogEntry | None) -> str | None:
+    """The first record's operator: ``?`` where there is no record or it has no ``operator`` field."""
+    return "?" if entry is None or not entry.has_operator else entry.operator
 
 
 def _problem_words(problem: str) -> str:
@@ -178,7 +189,7 @@ class NotAnAuditLog(ValueError):
 
 def is_audit_log(contents: AuditLogContents) -> bool:
     """True when at least one record looks like nvls-tui's: ``event``, ``time`` and ``run_id``."""
-    return any(isinstance(r.get("event"), str) and "time" in r and "run_id" in r for r in contents.records)
+    return any(r.kind is not None and r.time is not None and r.run_id is not None for r in contents.records)
 
 
 def report_from_file(path: str | os.PathLike[str]) -> str:

@@ -17,6 +17,8 @@ from nvls_tui.report.clock import duration_words, record_utc, utc_moment
 from nvls_tui.report.cluster import cluster_left
 from nvls_tui.report.node_log import NodeLog
 from nvls_tui.report.text import code_span, prose
+from nvls_tui.runbook.events import ProcessSignalled, RunStarted, SmokeFinished
+from nvls_tui.runbook.observed import NOTHING_OBSERVED
 from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count
 
@@ -32,42 +34,40 @@ FM_RESULTS = {
 
 def first_evidence(log: NodeLog) -> tuple[dt.datetime, str] | None:
     """The earliest moment the log shows NVLS broken on the node, and what said so (None: no dated evidence)."""
-    before = log.observed("before") or {}
+    before = log.observed("before") or NOTHING_OBSERVED
     found: list[tuple[dt.datetime, str]] = []
-    units = before.get("units") or {}
+    units = before.units or {}
     if units.get(FM_UNIT) in ("failed", "inactive"):
-        at = log.clock.to_bastion((before.get("unit_since") or {}).get(FM_UNIT))
+        at = log.clock.to_bastion((before.unit_since or {}).get(FM_UNIT))
         if at is not None:
             found.append((at, "Fabric Manager went down"))
-    for line in before.get("kernel_lines") or []:
-        if isinstance(line, dict) and line.get("current") and line.get("code"):
-            at = log.clock.to_bastion(line.get("timestamp"))
+    for line in before.kernel_lines or ():
+        if line.current and line.code:
+            at = log.clock.to_bastion(line.timestamp)
             if at is not None:
-                found.append((at, f"the kernel's first {line['code']} line"))
+                found.append((at, f"the kernel's first {line.code} line"))
     return min(found, key=lambda pair: pair[0]) if found else None
 
 
 def _smoke_passed_at(log: NodeLog) -> dt.datetime | None:
     """When the run's last passing smoke test ended (the record's time on the bastion)."""
-    for record in reversed(log.events("smoke-finished")):
-        smoke = record.get("smoke")
-        if isinstance(smoke, dict) and smoke.get("passed"):
-            return utc_moment(record.get("time"))
+    for entry in reversed(log.entries("smoke-finished")):
+        if isinstance(entry.event, SmokeFinished) and entry.event.smoke.passed:
+            return utc_moment(entry.time)
     return None
 
 
 def _cause(log: NodeLog) -> str:
-    before = log.observed("before") or {}
-    result = (before.get("unit_results") or {}).get(FM_UNIT)
-    if (before.get("units") or {}).get(FM_UNIT) in ("failed", "inactive") and result in FM_RESULTS:
-        killed = (before.get("unit_signals") or {}).get(FM_UNIT)  # ExecMainStatus: which signal (polls since 2026-12)
+    before = log.observed("before") or NOTHING_OBSERVED
+    result = (before.unit_results or {}).get(FM_UNIT)
+    if (before.units or {}).get(FM_UNIT) in ("failed", "inactive") and result in FM_RESULTS:
+        killed = (before.unit_signals or {}).get(FM_UNIT)  # ExecMainStatus: which signal (polls since 2026-12)
         # A record is anyone's file: only a signal's number (1-64 on Linux) is named, anything else is not read.
         if result == "signal" and isinstance(killed, int) and not isinstance(killed, bool) and 0 < killed < 65:
             return f"Fabric Manager was killed by {signal_name(killed)} (systemd: " \
                    "Result: signal)"
         return FM_RESULTS[str(result)]
-    errors = [d.get("code") for d in before.get("finding_details") or []
-              if isinstance(d, dict) and d.get("severity") == "error"]
+    errors = [d.code for d in before.finding_details if d.severity == "error"]
     return ", ".join(code_span(c) for c in errors if c) or "no error finding before the repair"
 
 
@@ -87,9 +87,9 @@ def _down_row(log: NodeLog) -> str:
 def _impact(log: NodeLog) -> list[str]:
     """What the repair did to what ran on the node: processes stopped, pods evicted, the Slurm drain."""
     parts: list[str] = []
-    signalled = [r for r in log.events("process-signalled") if r.get("outcome") in ("signalled", "exited", "gone")]
+    signalled = [e for e in log.events(ProcessSignalled) if e.outcome in ("signalled", "exited", "gone")]
     if signalled:
-        kinds = sorted({str(r.get("holder_kind") or "process") for r in signalled})
+        kinds = sorted({str(e.holder_kind or "process") for e in signalled})
         parts.append(f"{count(len(signalled), 'process')} stopped with SIGTERM ({prose(', '.join(kinds))})")
     evicted = []
     for argv in log.ok_commands():
@@ -106,14 +106,14 @@ def _impact(log: NodeLog) -> list[str]:
 
 
 def _follow_ups(log: NodeLog) -> list[str]:
-    before = log.observed("before") or {}
+    before = log.observed("before") or NOTHING_OBSERVED
     host = prose(log.host)
     out = []
-    result = (before.get("unit_results") or {}).get(FM_UNIT)
-    if (before.get("units") or {}).get(FM_UNIT) in ("failed", "inactive") and result in ("signal", "oom-kill"):
+    result = (before.unit_results or {}).get(FM_UNIT)
+    if (before.units or {}).get(FM_UNIT) in ("failed", "inactive") and result in ("signal", "oom-kill"):
         out.append(f"{host}: find what killed Fabric Manager (systemd: Result: {prose(result)}): an operator's "
                    "`kill -9`, a script, the OOM killer; a repair brings it back but does not stop it happening again")
-    if "FM_RESTARTER" in (before.get("findings") or []):
+    if "FM_RESTARTER" in before.findings:
         out.append(f"{host}: something restarts Fabric Manager behind the operator (`FM_RESTARTER`: needrestart, "
                    "unattended upgrades): a restart without a GPU reset breaks NVLS again")
     out += [f"{host}: {words}" for words in cluster_left(log)]
@@ -128,8 +128,7 @@ def review_section(logs: list[NodeLog]) -> list[str]:
     """``## For the review``: the down time, the cause, the impact and the follow-ups of every node."""
     # Only repairs: a dry run changed nothing, a restore (`repair --restore`) put a node back and the console's
     # single actions (a SIGTERM, a unit stopped by hand) repair nothing: none is an outage to review.
-    logs = [log for log in logs if not log.dry_run and any(
-        r.get("mode") == "repair" for r in log.events("run-started"))]
+    logs = [log for log in logs if not log.dry_run and any(e.mode == "repair" for e in log.events(RunStarted))]
     if not logs:
         return []
     out = ["## For the review", "", "| node | NVLS down | from | to | cause |", "| --- | --- | --- | --- | --- |"]

@@ -10,10 +10,8 @@ from nvls_tui.report.clock import epoch_utc, record_utc
 from nvls_tui.report.cluster import cluster_done, cluster_left
 from nvls_tui.report.findings import findings_sentence
 from nvls_tui.report.kernel import KERNEL_FINDINGS, kernel_lines, since_repair
-from nvls_tui.report.node_log import NodeLog, change_words, operator_of
+from nvls_tui.report.node_log import NodeLog, change_of, change_words, operator_of
 from nvls_tui.report.text import (
-    as_dict,
-    as_list,
     as_number,
     bandwidth,
     code_span,
@@ -22,6 +20,9 @@ from nvls_tui.report.text import (
     prose,
 )
 from nvls_tui.report.timeline import fabric_wait
+from nvls_tui.runbook.events import FabricProgress, ManualChanged, ProcessSignalled, StepFinished
+from nvls_tui.runbook.log_entries import ChangeByHand
+from nvls_tui.runbook.observed import NOTHING_OBSERVED
 from nvls_tui.runbook.smoke_words import nccl_lines, reasons
 from nvls_tui.runbook.steps import FM_UNIT, is_running
 from nvls_tui.words import count, gbps
@@ -32,31 +33,29 @@ def _was_wrong(log: NodeLog) -> str | None:
     if before is None:
         return None
     lines = kernel_lines(before)
-    counting = [line for line in lines if line.get("current")] if lines is not None else None
+    counting = [line for line in lines if line.current] if lines is not None else None
     words = findings_sentence(before, log.clock, past=True, kernel=counting, host=log.host)
-    return f"- Was wrong: {words or 'nothing: the node was ' + prose(before.get('verdict'))}."
+    return f"- Was wrong: {words or 'nothing: the node was ' + prose(before.verdict)}."
 
 
 def _by_hand(log: NodeLog) -> list[str]:
     """The bullets about the operator's own hand: before this repair (its list), and in this log."""
     day, out = log.clock.day, []
     listed = log.manual_list()
-    changes = [c for c in as_list((listed or {}).get("changes")) if isinstance(c, dict)]
+    changes = log.manual_changes()
     if listed and changes:
-        words = [change_words(c, operator_of(listed), epoch_utc(c.get("at"), day)) for c in changes]
+        words = [change_words(c, operator_of(listed[0]), epoch_utc(c.at, day)) for c in changes]
         out.append(f"- By hand before this run: {'; '.join(words)}.")
     done = log.by_hand()
     if done:
-        words = [change_words(r, operator_of(r), record_utc(r.get("time"), day)) for r in done]
+        words = [change_words(change_of(r), operator_of(r), record_utc(r.time, day)) for r in done]
         out.append(f"- By hand: {'; '.join(words)}.")
     return out
 
 
 def _stopped_by_hand(log: NodeLog) -> list[str]:
     """Units stopped by hand before this repair (its ``manual-changes`` list)."""
-    listed = log.manual_list() or {}
-    return [str(c.get("unit")) for c in as_list(listed.get("changes"))
-            if isinstance(c, dict) and c.get("what") == "stopped" and c.get("unit")]
+    return [str(c.unit) for c in log.manual_changes() if c.what == "stopped" and c.unit]
 
 
 def _fm_started(log: NodeLog) -> bool:
@@ -83,10 +82,10 @@ def _units_done(log: NodeLog) -> list[str]:
 
 def _signals_done(log: NodeLog) -> list[str]:
     """The runbook's own signals (those sent by hand are told with the operator's name)."""
-    by_hand = {id(r) for r in log.by_hand()}
-    mine = [r for r in log.events("process-signalled") if id(r) not in by_hand]
-    sent = Counter(str(r.get("signal") or "SIGTERM") for r in mine if r.get("outcome") == "signalled")
-    other = Counter(str(r.get("outcome")) for r in mine if r.get("outcome") != "signalled")
+    by_hand = {id(r.event) for r in log.by_hand()}
+    mine = [e for e in log.events(ProcessSignalled) if id(e) not in by_hand]
+    sent = Counter(str(e.signal or "SIGTERM") for e in mine if e.outcome == "signalled")
+    other = Counter(str(e.outcome) for e in mine if e.outcome != "signalled")
     words = {"gone": "already gone", "changed": "left alone (changed since the check)"}
     return ([f"{count(n, 'holder')} stopped with {prose(sig)}" for sig, n in sent.items()] +
             [f"{count(n, 'holder')} {words.get(what, prose(what))}" for what, n in other.items()])
@@ -96,15 +95,15 @@ def _fabric_done(log: NodeLog) -> list[str]:
     parts = []
     reset = log.step("reset")
     if reset and reset.status == "ok":
-        gpus = len(as_list((log.observed("before") or {}).get("fabric"))) or None
+        gpus = len((log.observed("before") or NOTHING_OBSERVED).fabric) or None
         parts.append(f"{count(gpus, 'GPU')} and the NVSwitches reset")
     elif reset:
         parts.append(f"the reset failed: {prose(log.clock.annotate(reset.message or 'no reason given'))}")
     if _fm_started(log):
         head = ("Fabric Manager stopped, then started after the reset" if FM_UNIT in log.stopped_units() else
                 "Fabric Manager started")
-        segment = [r for r in log.records if r.get("step") == "fabric-manager"]
-        wait = fabric_wait([r for r in segment if r.get("event") == "fabric-progress"], segment)
+        segment = [r for r in log.records if r.step == "fabric-manager"]
+        wait = fabric_wait([r for r in segment if isinstance(r.event, FabricProgress)], segment)
         step = log.step("fabric-manager")
         if wait and wait.done:
             parts.append(f"{head}: {count(wait.gpus, 'GPU')} registered in {wait.seconds:.1f} s")
@@ -168,8 +167,8 @@ def _abort_bullet(log: NodeLog) -> str | None:
         return None
     message = log.happened.message or "aborted"
     if "aborted at " not in message:
-        failed = next((r for r in reversed(log.events("step-finished")) if r.get("status") == "failed"), None)
-        message += f" (during {failed.get('step')})" if failed else ""
+        failed = next((e for e in reversed(log.events(StepFinished)) if e.status == "failed"), None)
+        message += f" (during {failed.step or None})" if failed else ""
     units, failed_units = list(log.happened.restored), list(log.happened.restore_failed)
     restore = log.step("restore")
     if failed_units:
@@ -211,8 +210,9 @@ _FORCE_NOTE = " (`--force` takes over the lock only once its run is gone; a live
 
 def log_ends(log: NodeLog) -> str:
     """Where the log of a run that did not finish ends: its last record's time and step (Markdown)."""
-    last = log.records[-1] if log.records else {}
-    return f"the log ends at {record_utc(last.get('time'), log.clock.day)} during {code_span(last.get('step') or '?')}"
+    last = log.records[-1] if log.records else None
+    time, step = (last.time, last.step) if last else (None, "")
+    return f"the log ends at {record_utc(time, log.clock.day)} during {code_span(step or '?')}"
 
 
 def restore_advice(log: NodeLog) -> str:
@@ -236,20 +236,20 @@ def _verdict_words(log: NodeLog) -> list[str]:
         if before is None:
             return []
         if ["mkdir", LOCK_DIR] not in log.ok_commands():  # no lock, no change: the before still stands
-            return [f"nothing was changed, so the node is as it was ({prose(before.get('verdict'))})"]
+            return [f"nothing was changed, so the node is as it was ({prose(before.verdict)})"]
         return ["no read of the node after the run"]
     lines = kernel_lines(after)
     new = since_repair(lines, log.clock) if lines is not None else None
-    older = frozenset(c for c in map(str, as_list(after.get("findings"))) if c in KERNEL_FINDINGS and new is not None
-                      and not any(line.get("code") == KERNEL_FINDINGS[c] for line in new))
+    older = frozenset(c for c in after.findings if c in KERNEL_FINDINGS and new is not None
+                      and not any(line.code == KERNEL_FINDINGS[c] for line in new))
     words = findings_sentence(after, log.clock, past=False, kernel=new, older=older, host=log.host)
-    verdict = prose(after.get("verdict"))
+    verdict = prose(after.verdict)
     return [f"{verdict}: {words}" if words else f"{verdict}; no finding remains"]
 
 
 def _units_left(log: NodeLog) -> list[str]:
-    before, after = log.observed("before") or {}, log.observed("after") or {}
-    was, now = as_dict(before.get("units")) or {}, as_dict(after.get("units"))
+    before, after = log.observed("before") or NOTHING_OBSERVED, log.observed("after") or NOTHING_OBSERVED
+    was, now = before.units or {}, after.units
     parts = []
     if now is not None:
         # A unit caught "activating" is a oneshot mid-run (the snapshot timer's service): "inactive"
@@ -270,19 +270,19 @@ def _manual_left(log: NodeLog) -> list[str]:
     parts = []
     listed = log.manual_list()
     restored = list(log.happened.restored)
-    now = as_dict((log.observed("after") or {}).get("units")) or {}
+    now = (log.observed("after") or NOTHING_OBSERVED).units or {}
     stays = [u for u in _stopped_by_hand(log) if u not in restored and not is_running(now.get(u))]
     if stays:
         chose = ""
-        if listed and listed.get("put_back") is False:
+        if listed and listed[1].put_back is False:
             chose = f" (the operator chose to leave {'it' if len(stays) == 1 else 'them'} stopped)"
         parts.append(f"stopped by hand and not put back: {code_spans(stays)}{chose}")
     open_stops: dict[str, None] = {}
-    for r in log.events("manual-change"):
-        unit = str(r.get("unit"))
-        if r.get("what") == "stopped":
+    for change in map(ChangeByHand.of_event, log.events(ManualChanged)):
+        unit = str(change.unit)
+        if change.what == "stopped":
             open_stops[unit] = None
-        elif r.get("what") == "started":
+        elif change.what == "started":
             open_stops.pop(unit, None)
     if open_stops:
         parts.append(f"stopped by hand and not started again in this log: {code_spans(open_stops)}")
@@ -320,10 +320,10 @@ def _left(log: NodeLog) -> str:
 
 def node_summary(log: NodeLog) -> list[str]:
     """A few bullets about one node: what was wrong, what was done (by hand too), what is left."""
-    first, last = (log.records[0], log.records[-1]) if log.records else ({}, {})
+    first, last = (log.records[0].time, log.records[-1].time) if log.records else (None, None)
     result = prose(log.happened.result or "unfinished")
-    span = f"{record_utc(first.get('time'), log.clock.day).removesuffix(' UTC')} to " \
-           f"{record_utc(last.get('time'), log.clock.day)}"
+    span = f"{record_utc(first, log.clock.day).removesuffix(' UTC')} to " \
+           f"{record_utc(last, log.clock.day)}"
     bullets = [_was_wrong(log), *_by_hand(log), _done(log), _abort_bullet(log), _left(log)]
     return [f"**{prose(log.host)}: {result}** ({span})", "", *[b for b in bullets if b], ""]
 

@@ -1,8 +1,8 @@
-"""The report's small words: values from the audit log escaped for Markdown, and loose JSON read safely.
+"""The report's small words: values from the audit log escaped for Markdown, numbers and command lines.
 
 Any value in the log may hold a node's text, which is data: it reaches the report only through
-:func:`prose` or :func:`code_span`. The ``as_*`` readers take a JSON value as it comes (a hand-edited
-or torn log may hold anything) and never raise.
+:func:`prose` or :func:`code_span`. The records themselves are read back into their events before the
+report sees them (:mod:`nvls_tui.runbook.log_entries`), so the report reads named fields, never raw JSON.
 """
 
 from __future__ import annotations
@@ -57,16 +57,6 @@ def bandwidth(value: Any) -> str:
     """A bus bandwidth in GB/s as operators read it (``235.2 GB/s``), or ``no bandwidth`` when none was logged."""
     number = as_number(value)
     return gbps(number) if number is not None else "no bandwidth"
-
-
-def as_dict(value: Any) -> dict[str, Any] | None:
-    """A JSON object, or None for anything else."""
-    return value if isinstance(value, dict) else None
-
-
-def as_list(value: Any) -> list[Any]:
-    """A JSON array, or an empty list for anything else."""
-    return value if isinstance(value, list) else []
 
 
 def command_line(argv: Any) -> str:

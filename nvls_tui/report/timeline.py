@@ -4,35 +4,33 @@ folded into one line each; every failure, signal, note and step result kept."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nvls_tui.report.clock import NodeClock, epoch_utc, time_of_day, utc_moment
 from nvls_tui.report.node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
 from nvls_tui.report.text import (
-    as_dict,
-    as_list,
-    bandwidth,
     code_span,
     command_line,
     prose,
     table_cell,
 )
 from nvls_tui.runbook.bookkeeping import is_bookkeeping
-from nvls_tui.runbook.event_records import from_record
+from nvls_tui.runbook.describe import describe
 from nvls_tui.runbook.events import (
-    HoldersRemaining,
-    Note,
+    CommandFinished,
+    CommandStarted,
+    FabricProgress,
+    ManualChanged,
+    ManualChanges,
     ProcessSignalled,
-    Restored,
-    RunFinished,
+    RunbookEvent,
     RunStarted,
-    SmokeFinished,
-    StepFinished,
 )
+from nvls_tui.runbook.log_entries import ChangeByHand, LogEntry, listed_changes
 from nvls_tui.runbook.steps import FM_UNIT
-from nvls_tui.words import count, verb
+from nvls_tui.words import count
 
 # Non-zero exits that are the answer the runbook waits for: fuser's 1 is "nobody holds a device".
 EXPECTED_EXITS = {"fuser": frozenset({1})}
@@ -48,18 +46,18 @@ class _Line:
     text: str
 
 
-def _exit_words(r: dict[str, Any]) -> str:
-    status = r.get("exit_status")
-    return f"exit {prose(status)}" if status is not None else f"did not finish ({prose(r.get('error') or 'no status')})"
+def _exit_words(e: CommandFinished) -> str:
+    status = e.exit_status
+    return f"exit {prose(status)}" if status is not None else f"did not finish ({prose(e.error or 'no status')})"
 
 
-def _succeeded(r: dict[str, Any]) -> bool:
+def _succeeded(e: CommandFinished) -> bool:
     """Exit 0, or the non-zero answer a command gives when all is as the runbook wants (fuser's 1)."""
-    argv, status = as_list(r.get("argv")), r.get("exit_status")
+    argv, status = e.argv, e.exit_status
     return status == 0 or (bool(argv) and status in EXPECTED_EXITS.get(str(argv[0]), ()))
 
 
-def _shown(argv: list[Any]) -> str:
+def _shown(argv: Sequence[str]) -> str:
     """A command as the timeline shows it (Markdown): a long /dev/nvidia* list becomes its glob and a count."""
     args = [str(a) for a in argv]
     devices = [a for a in args if a.startswith("/dev/nvidia")]
@@ -71,16 +69,16 @@ def _shown(argv: list[Any]) -> str:
     return f"{code_span(text)} ({count(len(devices), 'device')})"
 
 
-def _is_poll(argv: list[Any]) -> bool:
+def _is_poll(argv: Sequence[str]) -> bool:
     """One of Fabric Manager's registration polls (``systemctl is-active``, ``nvidia-smi --query-gpu``)."""
     args = [str(a) for a in argv]
     return args[:2] == ["systemctl", "is-active"] or (args[:1] == ["nvidia-smi"] and
                                                        any(a.startswith("--query-gpu") for a in args))
 
 
-def _poll_states(states: Any) -> str:
+def _poll_states(states: Mapping[str, int]) -> str:
     """``Completed/Success`` or ``4× In Progress, 4× Completed/Success`` (``/N/A`` dropped)."""
-    items = [(str(k).removesuffix("/N/A"), v) for k, v in (as_dict(states) or {}).items()]
+    items = [(str(k).removesuffix("/N/A"), v) for k, v in states.items()]
     if len(items) == 1:
         return prose(items[0][0])
     return ", ".join(f"{prose(n)}× {prose(k)}" for k, n in items) or "no GPU answered"
@@ -114,143 +112,97 @@ class FabricWait:
         return f"{head}: {' → '.join(self.states)} ({count(self.polls, 'poll')}){unit}"
 
 
-def fabric_wait(polls: list[dict[str, Any]], segment: list[dict[str, Any]]) -> FabricWait | None:
+def fabric_wait(polls: list[LogEntry], segment: list[LogEntry]) -> FabricWait | None:
     """The registration from its ``fabric-progress`` polls, timed from Fabric Manager's start."""
-    if not polls:
+    progress = [p.event for p in polls if isinstance(p.event, FabricProgress)]
+    if not progress:
         return None
-    last = as_dict(polls[-1].get("states")) or {}
-    starts = [r for r in segment if r.get("event") == "command-finished" and r.get("exit_status") == 0
-              and r.get("argv") == ["systemctl", "start", FM_UNIT]]
-    began = utc_moment((starts or polls)[0].get("time"))
-    ended = utc_moment(polls[-1].get("time"))
+    last = progress[-1].states
+    starts = [r for r in segment if isinstance(r.event, CommandFinished) and r.event.exit_status == 0
+              and r.event.argv == ("systemctl", "start", FM_UNIT)]
+    began = utc_moment((starts or polls)[0].time)
+    ended = utc_moment(polls[-1].time)
     seconds = (ended - began).total_seconds() if began and ended else 0.0
     gpus = sum(int(n) for n in last.values() if isinstance(n, int))
     return FabricWait(done=bool(last) and set(last) == {"Completed/Success"}, gpus=gpus, seconds=seconds,
-                      states=_dedupe(_poll_states(p.get("states")) for p in polls),
-                      units=_dedupe(prose(p.get("unit")) for p in polls), polls=len(polls))
+                      states=_dedupe(_poll_states(p.states) for p in progress),
+                      units=_dedupe(prose(p.unit) for p in progress), polls=len(progress))
 
 
-def _segments(records: list[dict[str, Any]]) -> list[list[tuple[int, dict[str, Any]]]]:
+def _segments(records: list[LogEntry]) -> list[list[tuple[int, LogEntry]]]:
     """The node's records cut where the step changes or a run starts: repeats fold within one only."""
-    out: list[list[tuple[int, dict[str, Any]]]] = []
+    out: list[list[tuple[int, LogEntry]]] = []
     for i, r in enumerate(records):
-        if not out or r.get("event") == "run-started" or r.get("step") != out[-1][-1][1].get("step"):
+        if not out or isinstance(r.event, RunStarted) or r.step != out[-1][-1][1].step:
             out.append([])
         out[-1].append((i, r))
     return out
 
 
-def _fold_commands(segment: list[tuple[int, dict[str, Any]]], polling: bool) -> list[_Line]:
+# A command's record in the timeline: its place among the node's records, when it was logged, its event.
+_Command = tuple[int, str | None, CommandFinished]
+
+
+def _fold_commands(segment: list[tuple[int, LogEntry]], polling: bool) -> list[_Line]:
     """The segment's commands: bookkeeping as one line, identical commands as one line with a count,
     the fabric polls left to the fabric line; a failure is never folded into a success."""
-    bookkeeping: list[tuple[int, dict[str, Any]]] = []
-    groups: dict[tuple, list[tuple[int, dict[str, Any]]]] = {}
-    pending: dict[tuple, list[tuple[int, dict[str, Any]]]] = {}
+    bookkeeping: list[_Command] = []
+    groups: dict[tuple, list[_Command]] = {}
+    pending: dict[tuple, list[tuple[int, LogEntry, CommandStarted]]] = {}
     for i, r in segment:
-        argv = as_list(r.get("argv"))
-        key = tuple(str(a) for a in argv)
-        if r.get("event") == "command-started":
-            pending.setdefault(key, []).append((i, r))
+        event = r.event
+        if isinstance(event, CommandStarted):
+            pending.setdefault(event.argv, []).append((i, r, event))
             continue
-        if r.get("event") != "command-finished":
+        if not isinstance(event, CommandFinished):
             continue
+        key, argv = event.argv, event.argv
         if pending.get(key):
             pending[key].pop(0)
-        if not _succeeded(r):
-            groups.setdefault((key, "failed", r.get("exit_status"), r.get("error")), []).append((i, r))
+        if not _succeeded(event):
+            groups.setdefault((key, "failed", event.exit_status, event.error), []).append((i, r.time, event))
         elif is_bookkeeping(command_line(argv)):
-            bookkeeping.append((i, r))
+            bookkeeping.append((i, r.time, event))
         elif not (polling and _is_poll(argv)):
-            groups.setdefault((key, "ok"), []).append((i, r))
+            groups.setdefault((key, "ok"), []).append((i, r.time, event))
     lines = [_group_line(runs, failed=key[1] == "failed") for key, runs in groups.items()]
     if bookkeeping:
-        i, r = bookkeeping[0]
-        lines.append(_Line(i, r.get("time"), str(r.get("step") or ""),
-                           f"bookkeeping: {count(len(bookkeeping), 'command')}, all exit 0"))
-    for runs in pending.values():
-        lines += [_Line(i, r.get("time"), str(r.get("step") or ""),
-                        f"{_shown(as_list(r.get('argv')))} sent; the log holds no result for it") for i, r in runs]
+        i, time, e = bookkeeping[0]
+        lines.append(_Line(i, time, e.step, f"bookkeeping: {count(len(bookkeeping), 'command')}, all exit 0"))
+    for started in pending.values():
+        lines += [_Line(i, r.time, s.step, f"{_shown(s.argv)} sent; the log holds no result for it")
+                  for i, r, s in started]
     return lines
 
 
-def _group_line(runs: list[tuple[int, dict[str, Any]]], *, failed: bool) -> _Line:
+def _group_line(runs: list[_Command], *, failed: bool) -> _Line:
     """One line for the same command run ``len(runs)`` times, at the first of them."""
-    i, first = runs[0]
-    last = runs[-1][1]
-    shown = _shown(as_list(first.get("argv")))
+    i, time, first = runs[0]
+    last = runs[-1][2]
+    shown = _shown(first.argv)
     if len(runs) == 1:
         text = f"{shown} → {_exit_words(first)}"
     elif failed:
         text = f"{shown} → {_exit_words(first)}, ×{len(runs)}"
     else:
         text = f"{shown} ×{len(runs)}, last {_exit_words(last)}"
-    return _Line(i, first.get("time"), str(first.get("step") or ""), text)
+    return _Line(i, time, first.step, text)
 
 
-def _record_lines(r: dict[str, Any], mode: str, clock: NodeClock) -> list[str]:
+def _record_lines(r: LogEntry, mode: str, clock: NodeClock) -> list[str]:
     """The timeline text (Markdown, node text escaped) of one record that is not a command."""
-    kind = r.get("event")
-    if kind == "manual-change" or (kind == "process-signalled" and mode in BY_HAND_MODES):
-        return [f"by hand: {change_words(r, operator_of(r), None)}"]
-    if kind == "manual-changes":
+    event = r.event
+    if isinstance(event, ManualChanged) or (isinstance(event, ProcessSignalled) and mode in BY_HAND_MODES):
+        return [f"by hand: {change_words(ChangeByHand.of_event(event), operator_of(r), None)}"]
+    if isinstance(event, ManualChanges):
         day = clock.day
-        return [f"by hand before this run: {change_words(c, operator_of(r), epoch_utc(c.get('at'), day))}"
-                for c in as_list(r.get("changes")) if isinstance(c, dict)]
-    render = _RENDERERS.get(str(kind))
-    text = render(from_record(r), clock) if render else None  # the record read back as its event
+        return [f"by hand before this run: {change_words(c, operator_of(r), epoch_utc(c.at, day))}"
+                for c in listed_changes(event)]
+    if not isinstance(event, RunbookEvent):
+        return []  # the log's own records, kinds of a newer nvls-tui: nothing that happened on the node
+    # The event's words as it says them everywhere (runbook/describe), node-clock times annotated.
+    text = describe(event, clock.annotate).markdown
     return [text] if text else []
-
-
-def _step_finished(e: StepFinished, clock: NodeClock) -> str:
-    msg = f": {prose(clock.annotate(e.message))}" if e.message else ""
-    return f"**{prose(e.status)}** in {e.duration:.1f} s{msg}"
-
-
-def _signalled(e: ProcessSignalled, _: NodeClock) -> str:
-    who = f"({prose(e.holder_kind)}: {prose(e.command)})"  # a process's words: prose, escaped
-    return f"{prose(e.signal)} pid {prose(e.pid)} {who} → {prose(e.outcome)}"
-
-
-def _holders_remaining(e: HoldersRemaining, _: NodeClock) -> str:
-    n = len(e.holders)
-    waiting = " (waiting for the operator)" if e.waiting else ""
-    return f"{count(n, 'holder')} {verb(n, 'remains')}{waiting}"
-
-
-def _smoke_finished(e: SmokeFinished, _: NodeClock) -> str:
-    return f"smoke test {'passed' if e.smoke.passed else 'FAILED'}: avg {bandwidth(e.smoke.avg_busbw)}"
-
-
-def _restored(e: Restored, _: NodeClock) -> str:
-    failed = f"; could not restore {prose(', '.join(e.failed))}" if e.failed else ""
-    pm = f"; persistence mode back on for {count(len(e.persistence_gpus), 'GPU')}" if e.persistence_gpus else ""
-    return f"restored {prose(', '.join(e.units) or 'no unit')}{pm}{failed}"
-
-
-def _note(e: Note, clock: NodeClock) -> str:
-    return f"_{prose(e.level)}_: {prose(clock.annotate(e.message))}"
-
-
-def _run_started(e: RunStarted, _: NodeClock) -> str:
-    return f"run {prose(e.run_id)} started ({prose(e.mode)}{', dry run' if e.dry_run else ''})"
-
-
-def _run_finished(e: RunFinished, clock: NodeClock) -> str:
-    return f"run finished: **{prose(e.result)}** {prose(clock.annotate(e.message))}".rstrip()
-
-
-# The timeline's words for each kind of event (commands and Fabric Manager's polls are folded apart).
-_RENDERERS: dict[str, Callable[[Any, NodeClock], str]] = {
-    "step-started": lambda e, _: "step started",
-    "step-finished": _step_finished,
-    "process-signalled": _signalled,
-    "holders-remaining": _holders_remaining,
-    "smoke-finished": _smoke_finished,
-    "restored": _restored,
-    "note": _note,
-    "run-started": _run_started,
-    "run-finished": _run_finished,
-}
 
 
 def timeline(log: NodeLog) -> list[_Line]:
@@ -259,19 +211,18 @@ def timeline(log: NodeLog) -> list[_Line]:
     mode = ""
     for segment in _segments(log.records):
         plain = [r for _, r in segment]
-        polls = [r for r in plain if r.get("event") == "fabric-progress"]
+        polls = [r for r in plain if isinstance(r.event, FabricProgress)]
         lines += _fold_commands(segment, polling=bool(polls))
         wait = fabric_wait(polls, plain)
         if wait is not None:
-            index = max(i for i, r in segment if r.get("event") == "fabric-progress")
-            lines.append(_Line(index, polls[-1].get("time"), str(polls[-1].get("step") or ""), wait.words()))
+            index = max(i for i, r in segment if isinstance(r.event, FabricProgress))
+            lines.append(_Line(index, polls[-1].time, polls[-1].step, wait.words()))
         for i, r in segment:
-            if r.get("event") == "run-started":
-                mode = str(r.get("mode") or "")
-            if r.get("event") in ("command-started", "command-finished", "fabric-progress"):
+            if isinstance(r.event, RunStarted):
+                mode = r.event.mode
+            if isinstance(r.event, CommandStarted | CommandFinished | FabricProgress):
                 continue
-            lines += [_Line(i, r.get("time"), str(r.get("step") or ""), text)
-                      for text in _record_lines(r, mode, log.clock)]
+            lines += [_Line(i, r.time, r.step, text) for text in _record_lines(r, mode, log.clock)]
     return sorted(lines, key=lambda line: line.order)
 
 

@@ -239,6 +239,16 @@ class SmokeRow(RunbookEvent):
     busbw: float | None
     row: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def out_of_place(self) -> float | None:
+        """The row's out-of-place bus bandwidth (GB/s) as parsed; None when the row has none."""
+        return self.row.get("oop_busbw")
+
+    @property
+    def in_place(self) -> float | None:
+        """The row's in-place bus bandwidth (GB/s) as parsed; None when the row has none."""
+        return self.row.get("ip_busbw")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SmokeFinished(RunbookEvent):

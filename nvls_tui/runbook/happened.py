@@ -146,7 +146,9 @@ class NodeHappened:
             smoke = self._current_smoke(event.step)
             if event.size is None:
                 return set()
-            smoke.rows.append((event.size, event.row.get("oop_busbw", event.busbw), event.row.get("ip_busbw")))
+            # A row parsed without its out-of-place column still has the event's busbw.
+            out_of_place = event.out_of_place if event.out_of_place is not None else event.busbw
+            smoke.rows.append((event.size, out_of_place, event.in_place))
             return {"plot"}
         if isinstance(event, SmokeFinished):
             self._current_smoke(event.step).result = event.smoke

@@ -36,7 +36,9 @@ from nvls_tui.model.kube import OPERAND_LABEL_PREFIX, KubeNode, KubePod
 from nvls_tui.parsers.kube import parse_nodes, parse_pods
 from nvls_tui.runbook import kube_identity
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
-from nvls_tui.runbook.events import CommandFinished, CommandStarted
+from nvls_tui.runbook.event_records import record_problem
+from nvls_tui.runbook.events import CommandFinished, CommandStarted, StepStarted
+from nvls_tui.runbook.log_entries import read_entry
 from nvls_tui.runbook.steps import STEPS as STEP_NAMES
 from nvls_tui.textsafe import one_line
 from nvls_tui.words import count
@@ -642,8 +644,9 @@ LOG_READ_LIMIT = 8 * 1024 * 1024
 def step_in_log(path: str | None, host: str) -> str | None:
     """The last step a run's audit log shows ``host`` starting (the step a crashed run was in), or None.
 
-    The log is the operator's machine's own JSON lines; a line that is not JSON, or a log that cannot be read,
-    says nothing (the annotation then reads :data:`INTERRUPTED`).
+    The log is the operator's machine's own JSON lines, read as the events they serialize; a line that is not
+    JSON, a record that does not decode into its event, or a log that cannot be read, says nothing (the
+    annotation then reads :data:`INTERRUPTED`).
     """
     if not path:
         return None
@@ -658,9 +661,11 @@ def step_in_log(path: str | None, host: str) -> str | None:
             record = json.loads(raw)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("event") == "step-started" and record.get("node") == host \
-                and isinstance(record.get("step"), str) and record["step"] != "restore":
-            step = record["step"]
+        if record_problem(record) is not None:
+            continue
+        event = read_entry(record).event
+        if isinstance(event, StepStarted) and event.host == host and event.step and event.step != "restore":
+            step = event.step
     return step if step in STEP_NAMES else None
 
 

@@ -14,20 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvls_tui.backends.base import Backend, join_argv
-from nvls_tui.model import SmokeResult
+from nvls_tui.runbook.describe import aborted_message, describe, smoke_lines
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,
     FabricProgress,
-    HoldersRemaining,
-    Note,
     OutputLine,
-    ProcessSignalled,
-    Restored,
     RunbookEvent,
     RunFinished,
     RunStarted,
-    SmokeFinished,
     StepFinished,
     StepStarted,
 )
@@ -42,10 +37,8 @@ from nvls_tui.runbook.happened import (
     StepView,
     bookkeeping,
 )
-from nvls_tui.runbook.smoke_words import nccl_lines, reasons
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.views.deadlines import Wait, ends_wait, wait_line, wait_of
-from nvls_tui.words import count, verb
 
 # Output lines of one finished command shown in the pane; the whole output is in the audit log.
 COMMAND_OUTPUT_LINES = 24
@@ -68,21 +61,6 @@ class PaneLine:
     text: str
     kind: str = "out"
     key: str = ""
-
-
-def aborted_message(message: str) -> bool:
-    """True for the message of a step the operator aborted (the runbook's ``Aborted``: "aborted by ...")."""
-    return message.startswith("aborted")
-
-
-def smoke_lines(smoke: SmokeResult) -> list[str]:
-    """A smoke test's result: ``smoke test FAILED: no average: <why>``, then each NCCL line on a line of its own,
-    indented (never glued to the next: :mod:`~nvls_tui.runbook.smoke_words`)."""
-    verdict = "passed" if smoke.passed else "FAILED"
-    avg = f"{smoke.avg_busbw:.1f} GB/s" if smoke.avg_busbw is not None else "no average"
-    why = "; ".join(reasons(smoke.errors))
-    return [f"smoke test {verdict}: {avg}" + (f": {why}" if why else "")] + [f"  {line}" for line in
-                                                                            nccl_lines(smoke.errors)]
 
 
 def short_command(argv: Sequence[str], env: dict[str, str] | None = None, width: int = COMMAND_WIDTH) -> str:
@@ -175,15 +153,8 @@ class NodeRun(NodeHappened):
             self.started = now
         elif isinstance(event, StepStarted):
             self.steps[event.step].started = now
-            lines.append(PaneLine(f"── {event.step} ──", "step"))
         elif isinstance(event, StepFinished):
             lines += self._flush_deferred()
-            if event.status == "failed" and aborted_message(event.message):
-                lines.append(PaneLine(f"■ {event.step} aborted: {event.message}", "warn"))  # asked for: no failure
-            elif event.status == "failed":
-                lines.append(PaneLine(f"✖ {event.step} failed: {event.message}", "err"))
-            elif event.message and event.status == "ok":
-                lines.append(PaneLine(f"✔ {event.message}", "ok"))
         elif isinstance(event, CommandStarted):
             self.command, self.command_started, self.streamed = short_command(event.argv, event.env), now, False
             line = PaneLine(f"$ {self.command}", "cmd")
@@ -202,30 +173,17 @@ class NodeRun(NodeHappened):
             elif not (held is not None and self._same_answer(event)):
                 lines += ([held] if held is not None else []) + self._finished_lines(event)
             self.command, self.command_started = "", None
-        elif isinstance(event, SmokeFinished):
-            lines += [PaneLine(text, "ok" if event.smoke.passed else "err") for text in smoke_lines(event.smoke)]
-        elif isinstance(event, HoldersRemaining):
-            n = len(event.holders)
-            lines.append(PaneLine(event.message or f"{count(n, 'holder')} {verb(n, 'remains')}",
-                                  "warn" if n else "note"))
-        elif isinstance(event, ProcessSignalled):
-            lines.append(PaneLine(f"{event.signal} {event.pid} ({event.holder_kind}: "
-                                  f"{event.command[:60]}) → {event.outcome}", "note"))
         elif isinstance(event, FabricProgress):
             states = ", ".join(f"{k} ×{v}" for k, v in event.states.items()) or "no GPU answered"
             waited = f" ({wait_line('', event.elapsed, event.limit)})" if event.limit is not None else ""
             lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}{waited}", "note", FABRIC_LINE))
-        elif isinstance(event, Restored):
-            if event.failed:  # a clean restore is told by the step's own ✔ line
-                lines.append(PaneLine(f"could NOT restore {', '.join(event.failed)}", "err"))
-        elif isinstance(event, Note):
-            lines.append(PaneLine(event.message, {"error": "err", "warning": "warn"}.get(event.level, "note")))
         elif isinstance(event, RunFinished):
             lines += self._flush_deferred()
             self.finished, self.command = now, ""
-            good = event.result in ("repaired", "skipped")  # skipped: healthy, left alone
-            kind = "ok" if good else "warn" if event.result == "aborted" else "err"
-            lines.append(PaneLine(f"⇒ {event.result}: {event.message}", kind))
+        # What the event says (runbook/describe: worded once for the pane, the progress lines and the report);
+        # a command's own lines are the column's, above.
+        if not isinstance(event, CommandStarted | CommandFinished | OutputLine):
+            lines += [PaneLine(said.text, said.tone) for said in describe(event).pane]
         return lines
 
     def _follow_wait(self, event: RunbookEvent, now: float) -> bool:
@@ -318,4 +276,4 @@ def repair_options(backends: Sequence[Backend], timeout: float | None = None, **
 
 
 __all__ = ["FABRIC_LINE", "FAILED", "Approval", "OK", "PENDING", "RUNNING", "SKIPPED", "NodeRun", "PaneLine", "SmokeView", "StepView",
-           "middle_cut", "repair_options", "short_command", "smoke_lines"]
+           "aborted_message", "middle_cut", "repair_options", "short_command", "smoke_lines"]

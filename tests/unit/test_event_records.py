@@ -86,7 +86,7 @@ def test_a_signal_is_recorded_as_the_kill_command_it_is():
 def test_a_log_written_before_the_format_was_named_reads_into_events_and_renders_the_same_report(name):
     contents = load_audit_log(FIXTURES / f"{name}.jsonl")
     assert contents.unreadable == []
-    events = [from_record(r) for r in contents.records if r["event"] != "audit-opened"]
+    events = [r.event for r in contents.records if r.kind != "audit-opened"]
     assert events and all(isinstance(e, ev.RunbookEvent) for e in events)
     assert render_report(contents, f"{name}.jsonl") == (FIXTURES / f"{name}.md").read_text(encoding="utf-8")
 

@@ -112,13 +112,14 @@ def test_the_report_reads_what_happened_from_the_same_fold_as_the_console():
 
     from nvls_tui.report.markdown import load_audit_log
     from nvls_tui.report.node_log import node_logs
-    from nvls_tui.runbook.event_records import from_record
+    from nvls_tui.runbook.events import RunbookEvent
 
     contents = load_audit_log(Path(__file__).parents[1] / "fixtures" / "audit-v1" / "repair-seed-incident-gpu05.jsonl")
     (log,) = node_logs(contents.records)
     column = NodeRun("gpu05")
     for record in log.records:
-        column.apply(from_record(record), now=0.0)
+        assert isinstance(record.event, RunbookEvent)
+        column.apply(record.event, now=0.0)
     assert log.happened.result == column.result == "repaired"
     assert log.happened.restored == column.restored and log.happened.restored
     assert {n: s.status for n, s in log.happened.steps.items()} == {n: s.status for n, s in column.steps.items()}
@@ -133,7 +134,7 @@ def test_one_recorded_run_says_the_same_in_the_report_the_progress_lines_and_the
     from nvls_tui.cli import main
     from nvls_tui.report.markdown import load_audit_log, render_report
     from nvls_tui.report.node_log import node_logs
-    from nvls_tui.runbook.event_records import from_record
+    from nvls_tui.runbook.events import RunbookEvent
 
     monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
     assert main(["repair", "sim:seed-incident/gpu05", "--yes", "--audit-dir", str(tmp_path)]) == 0
@@ -141,7 +142,8 @@ def test_one_recorded_run_says_the_same_in_the_report_the_progress_lines_and_the
     (path,) = Path(tmp_path).glob("repair-*.jsonl")
     contents = load_audit_log(path)
     (log,) = node_logs(contents.records)
-    events = [from_record(record) for record in log.records]
+    events = [record.event for record in log.records if isinstance(record.event, RunbookEvent)]
+    assert len(events) == len(log.records)
 
     out = io.StringIO()
     printer = ProgressPrinter(out, clock=lambda: 0.0)

@@ -259,7 +259,7 @@ async def test_every_record_a_real_session_writes_is_one_the_report_reads(tmp_pa
     for path in sorted(tmp_path.glob("*.jsonl")):
         contents = load_audit_log(path)
         assert contents.problems == {} and contents.records, path.name
-        events |= {r["event"] for r in contents.records}
+        events |= {r.kind for r in contents.records}
     assert events >= {"audit-opened", "run-started", "node-observed", "manual-change", "manual-changes",
                       "process-signalled", "command-started", "command-finished", "wait-started", "fabric-progress",
                       "smoke-row", "smoke-finished", "restored", "note", "step-finished", "run-finished"}, events

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from nvls_tui.report.clock import NodeClock
 from nvls_tui.report.kernel import kernel_listing
+from nvls_tui.runbook.observed import KernelLine
 
 
 def test_the_report_names_an_xid_s_mnemonic_and_nvidia_s_action():
-    lines = [{"code": "XID", "xid": 95, "timestamp": None}, {"code": "XID", "xid": 95, "timestamp": None},
-             {"code": "XID", "xid": 999, "timestamp": None}]
+    lines = [KernelLine(code="XID", xid=95), KernelLine(code="XID", xid=95), KernelLine(code="XID", xid=999)]
     listing = kernel_listing(lines, NodeClock())
     assert listing[0].startswith("Xid 95 (ROBUST\\_CHANNEL\\_UNCONTAINED\\_ERROR, NVIDIA: RESET\\_GPU) ×2")
     assert listing[1] == "Xid 999 (not in NVIDIA's Xid catalogue)"
