@@ -11,10 +11,23 @@ import dataclasses
 
 import pytest
 
-from nvls_tui.backends.simulated import sim_backends
+from nvls_tui.backends.base import Unreachable
+from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.model.scheduler import SchedulerState
-from nvls_tui.runbook import RepairOptions, Runbook
-from nvls_tui.runbook.changes import SCHEDULER, Change, DrainNode, ResetGpus, ResumeNode
+from nvls_tui.poll.probe import RECORD_FILE
+from nvls_tui.runbook import RepairOptions, Runbook, restore_node
+from nvls_tui.runbook.changes import (
+    SCHEDULER,
+    Change,
+    DrainNode,
+    RemoveFile,
+    ResetGpus,
+    ResumeNode,
+    SetPersistence,
+    UnitChange,
+    WriteFile,
+)
+from nvls_tui.runbook.steps import FM_UNIT, SNAPSHOT_SERVICE
 from nvls_tui.sim.fleet import load_fleet
 
 SPEED = 2000.0
@@ -78,3 +91,44 @@ async def test_under_slurm_the_drain_and_the_resume_on_the_bastion_are_planned_a
     assert drain.where == resume.where == SCHEDULER and drain.undo() == resume
     assert slurm.commands == [drain.argv(), resume.argv()]  # sent once each, by the run only
     assert performed.index(drain) < performed.index(ResetGpus()) < performed.index(resume)
+
+
+async def test_a_restore_after_a_run_that_died_makes_exactly_the_undo_of_what_that_run_changed():
+    """``repair --restore`` from the record of a run killed at the reset: each unit the run stopped is started
+    (in the restore's order: FM first), persistence mode as it was, then the record the run wrote is removed."""
+    fleet = load_fleet("sim:persistence-blocks-reset", speed=SPEED)
+    (backend,) = sim_backends(fleet)
+    dying = DiesAtTheReset(fleet, backend.host)
+    died = await Runbook(dying, FAST, run_id="run-dead").run()
+    assert died.result == "failed"
+    # What it changed: up to the reset, handed to the door and never answered (its own restore never got through).
+    changed = died.changes[:died.changes.index(ResetGpus())]
+    restored = await restore_node(backend, FAST, force=True)
+    assert restored.result == "restored", restored.message
+    undone = [c.undo() for c in changed if isinstance(c, UnitChange | SetPersistence | WriteFile)]
+    # The snapshot timer's oneshot is started by its timer, not by the restore (runbook/restore.py).
+    undone = [c for c in undone if c != UnitChange("start", SNAPSHOT_SERVICE)]
+    assert sorted(map(compared_one, restored.changes)) == sorted(map(compared_one, undone))
+    assert restored.changes[-1] == RemoveFile(RECORD_FILE)
+    assert [c.unit for c in restored.changes if isinstance(c, UnitChange)][0] == FM_UNIT
+
+
+def compared_one(change: Change) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    return compared([change])[0]
+
+
+class DiesAtTheReset(SimulatedBackend):
+    """The process running the repair is gone from ``nvidia-smi -r`` on: nothing after it reaches the node."""
+
+    dead = False
+
+    async def run(self, argv, timeout=None, **kw):
+        self.dead = self.dead or tuple(argv[:2]) == ("nvidia-smi", "-r")
+        if self.dead:
+            raise Unreachable(f"{self.host}: the process running the repair is gone")
+        return await super().run(argv, timeout, **kw)
+
+    async def snapshot(self):
+        if self.dead:
+            raise Unreachable(f"{self.host}: the process running the repair is gone")
+        return await super().snapshot()
