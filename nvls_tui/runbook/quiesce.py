@@ -87,8 +87,8 @@ def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True, listing: str
     """Everything quiesce would do to ``state``, in the order :func:`quiesce` does it (the dry-run plan lists it).
 
     ``stop_kubelet`` False: the repair goes through the Kubernetes API instead (runbook/kube_repair.py), and
-    kubelet keeps running (the node stays Ready; the paused operands' pods are deleted by their DaemonSets).
-    ``listing``: what :data:`WATCH_PS` printed (the dry run reads it as the run does): the watch loops it lists
+    kubelet keeps running (the node stays Ready; the paused operands' pods are deleted by their DaemonSets, the
+    workloads' evicted, before quiesce: their processes get no signal of quiesce's). ``listing``: what :data:`WATCH_PS` printed (the dry run reads it as the run does): the watch loops it lists
     are the ones signalled, and a holder it no longer lists (a loop's short-lived nvidia-smi) has exited.
     """
     units = unit_states(state)
@@ -120,9 +120,11 @@ def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True, listing: str
     # A unit's own processes go with `systemctl stop` (nv-hostengine with nvidia-dcgm): no signal planned; a
     # loop's nvidia-smi goes with its loop.
     stopped = {a.unit for a in actions if isinstance(a, UnitChange) and a.verb == "stop"}
+    # On Kubernetes (kubelet kept) a pod's processes leave with their pod before quiesce: the operands' through
+    # their paused labels, the workloads' through evictions (runbook/kube_repair.py): no signal is planned.
     actions += [_signal(h.pid, f"{h.kind} holder") for h in stoppable(holders)
                 if h.pid not in done and h.unit not in stopped
-                and not (h.kind is HolderKind.NVIDIA_SMI and h.ppid in done)]
+                and not (h.kind is HolderKind.NVIDIA_SMI and h.ppid in done) and not (h.pod and not stop_kubelet)]
     return actions
 
 
