@@ -25,15 +25,8 @@ _SIGNALS = {"TERM": signals.SIGTERM, "KILL": signals.SIGKILL}
 
 
 class Recording:
-    """The dry run's performer: it keeps each change and sends nothing (every command "succeeds")."""
-
-    sends = False
-
-
-class Sending:
-    """The run's performer: each change goes to the node (the default of every context)."""
-
-    sends = True
+    """The dry run's performer: it keeps each change and sends nothing (every command "succeeds"). A context
+    without one (``performer`` None, the default) sends each change."""
 
 
 # How a change made elsewhere than on the node goes out (a scheduler's command on the bastion): its exit
@@ -71,8 +64,7 @@ async def perform(ctx: NodeContext, change: Change, *, timeout: float | None = N
         LockLost: the lock is not this run's.
         BackendError: from the backend (after the event).
     """
-    performer = ctx.performer
-    if not getattr(performer, "sends", True):
+    if isinstance(ctx.performer, Recording):
         ctx.performed.append(change)
         if isinstance(change, SignalHolder):
             return SIGNALLED, ""
@@ -170,4 +162,4 @@ async def _signal(ctx: NodeContext, change: SignalHolder, *, kind: str, user: st
     return found, detail
 
 
-__all__ = ["CHANGED", "GONE", "SIGNALLED", "Recording", "Sending", "announce", "perform"]
+__all__ = ["CHANGED", "GONE", "SIGNALLED", "Recording", "announce", "perform"]
