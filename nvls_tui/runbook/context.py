@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from nvls_tui.backends.base import Backend, CommandResult, Fenced, join_argv
+from nvls_tui.runbook.changes import Change
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,
@@ -79,6 +80,9 @@ class NodeContext:
             far (the record of a change lands before the change). None: the sink writes synchronously.
         fence: the run id whose lock fences this context's commands (None: no lock held, no fence).
         lock_lost: why the lock is no longer this run's (None while it is, or while no lock is held).
+        performer: how :func:`nvls_tui.runbook.door.perform` makes a change (None: it sends it; the dry run's
+            ``door.Recording`` keeps it only).
+        performed: every change made through the door, in order (the dry run's: every change it would make).
     """
 
     def __init__(self, backend: Backend, options: RepairOptions, sink: EventSink | None,
@@ -94,6 +98,8 @@ class NodeContext:
         self.durable = durable
         self.fence: str | None = None
         self.lock_lost: str | None = None
+        self.performer: object | None = None
+        self.performed: list[Change] = outcome.changes  # the outcome keeps them
         self._sink = sink
 
     def emit(self, event: RunbookEvent) -> None:

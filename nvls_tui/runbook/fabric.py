@@ -22,7 +22,10 @@ from nvls_tui.poll.assemble import parse_boot
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.kernel_tail import CURSOR, filter_ring, last_cursor
 from nvls_tui.poll.probe import BOOT_ARGV, QUERY_FIELDS
+from nvls_tui.runbook.changes import ResetGpus
+from nvls_tui.runbook.changes import start_fabric_manager as start_fm
 from nvls_tui.runbook.context import NodeContext, StepFailed
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.events import FabricProgress, WaitStarted
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
@@ -33,8 +36,6 @@ from nvls_tui.runbook.steps import (
     kernel_after_argv,
     kernel_cursor_check_argv,
     kernel_since_argv,
-    reset_argv,
-    unit_argv,
 )
 from nvls_tui.words import count
 
@@ -80,7 +81,7 @@ async def reset(ctx: NodeContext) -> str:
     limit = ctx.options.reset_timeout
     ctx.emit(WaitStarted(host=ctx.host, step=ctx.step, wait="reset", state=RESET_STATE, limit=limit, command=True))
     try:
-        result = await ctx.run(reset_argv(), privileged=True, timeout=limit)
+        result = await perform(ctx, ResetGpus(), timeout=limit)
     except CommandTimeout:
         raise StepFailed(reset_deadline_message(limit)) from None
     parsed = parse_reset(result.output, result.exit_status).value
@@ -115,8 +116,9 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
     """
     opts = ctx.options
     # reset-failed clears a stale `failed` state that would otherwise block the start; harmless if none.
-    await ctx.run(unit_argv("reset-failed", FM_UNIT), privileged=True)
-    started = await ctx.run(unit_argv("start", FM_UNIT), privileged=True, timeout=max(opts.command_timeout, 60.0))
+    clear, start = start_fm(FM_UNIT)
+    await perform(ctx, clear)
+    started = await perform(ctx, start, timeout=max(opts.command_timeout, 60.0))
     if not started.ok:
         raise StepFailed(f"Fabric Manager did not start: {_first_line(started.output, 'no message')}")
     return await wait_registered(ctx, gpus_expected)

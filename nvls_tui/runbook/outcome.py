@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvls_tui.model import SmokeResult
+from nvls_tui.runbook.changes import Change
 
 REPAIRED = "repaired"
 FAILED = "failed"
@@ -73,6 +74,8 @@ class NodeOutcome:
         stays: what the run leaves holding the node out of service, each a sentence with the command that lifts
             it: a cordon or Slurm drain someone else set before the repair, the repair's own kept after a
             failure or by ``--keep-drained``, an operand label it could not put back. Also in ``message``.
+        changes: every change made through the door (:mod:`nvls_tui.runbook.changes`), in order; for a dry run
+            every change the run would make (not in the JSON: the steps' ``commands`` say them).
     """
 
     host: str
@@ -95,6 +98,7 @@ class NodeOutcome:
     lock_owner: dict[str, Any] | None = None
     kube: dict[str, Any] | None = None
     stays: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
 
     def step(self, name: str) -> StepOutcome:
         """The outcome of step ``name`` (created on first use, kept in contract order)."""

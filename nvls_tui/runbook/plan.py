@@ -1,8 +1,9 @@
 """The dry run: every command a repair would run on a node, in order, from its current state.
 
-Only the read-only poll (``backend.snapshot()``) touches the node. The commands come from the same
-builders the engine uses (``quiesce_actions``, ``restore_actions``, the argv helpers of ``steps``),
-so the plan shows what a real run would do, not a description of it.
+Only the read-only poll (``backend.snapshot()``) touches the node. The changes are the values the
+run's steps hand to the door (``quiesce_actions``, ``restore_actions``, :mod:`nvls_tui.runbook.changes`), handed
+to it here with a recording performer (``ctx.performed`` lists them), so the plan shows what a real run would
+do, not a description of it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import NodeState
 from nvls_tui.poll.probe import DEVICE_LIST_ARGV, QUERY_FIELDS, RECORD_FILE
 from nvls_tui.runbook import preflight
+from nvls_tui.runbook.changes import (
+    Change,
+    Read,
+    ResetGpus,
+    RunSmoke,
+    record_remove,
+    record_write,
+    smoke_write,
+    start_fabric_manager,
+)
 from nvls_tui.runbook.context import NodeContext
+from nvls_tui.runbook.door import Recording, perform
 from nvls_tui.runbook.drift import plan_basis
 from nvls_tui.runbook.events import (
     ManualChanges,
@@ -27,7 +39,7 @@ from nvls_tui.runbook.events import (
 from nvls_tui.runbook.ledger import ManualChange, put_back
 from nvls_tui.runbook.lock import release_argvs, take_argvs
 from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
-from nvls_tui.runbook.quiesce import quiesce_actions
+from nvls_tui.runbook.quiesce import WATCH_PS, quiesce_actions
 from nvls_tui.runbook.restore import restore_actions, startable
 from nvls_tui.runbook.steps import (
     DATE_ARGV,
@@ -35,19 +47,12 @@ from nvls_tui.runbook.steps import (
     KERNEL_CURSOR_ARGV,
     KUBELET,
     SMOKE_CLOCK_ARGVS,
-    SMOKE_ENV,
     STEPS,
     is_running,
     kernel_after_argv,
     kernel_cursor_check_argv,
     persistence_modes,
-    record_remove_argv,
-    record_write_argvs,
-    reset_argv,
-    smoke_argv,
-    smoke_write_argvs,
     threshold_for,
-    unit_argv,
     unit_states,
 )
 from nvls_tui.runbook.summary import summarize
@@ -92,6 +97,80 @@ def reset_side_effects(state: NodeState) -> list[str]:
     return notes
 
 
+# One entry of a plan's step: a change the run makes (through the door), a read it shows, or a line the plan
+# says as it is (the lock's commands, the scheduler's and the cluster's, a note after ``#``).
+Entry = Change | Read | str
+
+
+def _line(entry: Entry) -> list[str]:
+    return [entry] if isinstance(entry, str) else list(entry.lines)
+
+
+def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
+                 thresholds: dict[str, float] | None = None,
+                 restore_also: Mapping[str, str] | None = None,
+                 kube_lines: Mapping[str, list[str]] | None = None,
+                 listing: str | None = None) -> dict[str, list[Entry]]:
+    """``{step: [entry, ...]}`` for a repair of ``state``, every step of contract.md in order.
+
+    The changes are the values the run's steps hand to the door (:mod:`nvls_tui.runbook.changes`), in the order
+    it hands them; see :func:`plan_commands` for the words. ``listing``: every process, read as quiesce reads it
+    (:func:`~nvls_tui.runbook.quiesce.quiesce_actions`).
+    """
+    n = len(state.gpus) or 8
+    smoke: list[Entry] = [RunSmoke(n), *(Read(a) for a in SMOKE_CLOCK_ARGVS), smoke_write()]
+    pre: list[Entry] = [*(_join(a) for a in take_argvs()), Read(DATE_ARGV), Read(KERNEL_CURSOR_ARGV)]
+    if preflight.fabric_looks_healthy(state):
+        pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
+    kube = kube_lines or {}
+    pre += kube.get("preflight", [])
+    pre.append(record_write())
+    pre += kube.get("cordon", [])
+    prior = prior_units(state, restore_also)
+    prior_pm = persistence_modes(state)
+    stopped = {u: "inactive" for u in prior}
+    stopped[FM_UNIT] = "active"  # the fabric-manager step started it
+    if kube_lines is not None and KUBELET in stopped:
+        stopped[KUBELET] = prior[KUBELET]  # not stopped on this path: nothing to start
+    restore: list[Entry] = list(restore_actions(prior, prior_pm, stopped, {}, tuple(restore_also or ())))
+    # The record and the lock go only while they are still this run's: each is read first.
+    restore += kube.get("restore", [])
+    restore += [Read(("cat", RECORD_FILE)), record_remove(), *(_join(a) for a in release_argvs())]
+    # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is
+    # known only when the step runs, so the dry run shows the listing and says what fuser is given.
+    fuser_lines: list[Entry] = [Read(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"]
+    fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
+               _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
+    fm_step: list[Entry] = [*fuser_lines, *start_fabric_manager(FM_UNIT),
+                            *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)]
+    # What the reset does besides: said in its step before the operator confirms (and lifted into the summary).
+    reset_step: list[Entry] = [ResetGpus(), *(f"{SIDE_EFFECT}{note}" for note in reset_side_effects(state))]
+    if fm_container.in_container(state) and "reset" in kube:
+        # On a configured cluster that lists the driver pod: the pod's restart is the reset and FM's start.
+        reset_step, fm_step = list(kube["reset"]), [*kube["fabric-manager"], *fm_step[-1:]]
+    elif fm_container.in_container(state):
+        # No host unit to start, and FM keeps the NVSwitches open from its pod: the reset and the FM start
+        # would fail, or loop. The plan shows the move that works instead (preflight refuses the rest).
+        pod_move = f"{fm_container.restart_pod_command(state)}   # with kubectl: FM restarts with the driver pod"
+        reset_step = ["# not run: Fabric Manager runs in the GPU Operator's driver pod; the pod's restart reloads "
+                      "the driver"]
+        fm_step = [f"# not run: no host {FM_UNIT} unit to start; instead: {pod_move}"]
+    threshold = threshold_for(state.gpus, thresholds or {}, smoke_threshold)
+    return {
+        "preflight": pre,
+        "quiesce": [*kube.get("quiesce", []), *quiesce_actions(state, stop_kubelet=kube_lines is None,
+                                                                       listing=listing)],
+        "verify-no-holders": [*fuser_lines, *kube.get("verify-no-holders", [])],
+        "reset": reset_step,
+        "fabric-manager": fm_step,
+        # The fallbacks (no cursor at T0, or one the journal no longer holds: `journalctl -k --since T0`) are
+        # the step's own to say; the plan shows the read a repair makes.
+        "verify-fabric": [Read(kernel_cursor_check_argv(CURSOR)), Read(kernel_after_argv(CURSOR))],
+        "smoke-test": [*smoke, f"# pass: completed, 0 out of bounds, NVLS used, avg busbw >= {threshold:.0f} GB/s"],
+        "restore": restore,
+    }
+
+
 def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
                   thresholds: dict[str, float] | None = None,
                   restore_also: Mapping[str, str] | None = None,
@@ -102,59 +181,9 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     restore starts them again too. ``kube_lines`` (:func:`~nvls_tui.runbook.kube_repair.plan_lines`): the
     node is repaired through the Kubernetes API, and kubelet is not stopped.
     """
-    n = len(state.gpus) or 8
-    smoke = [_join(smoke_argv(n), SMOKE_ENV), *(_join(a) for a in SMOKE_CLOCK_ARGVS),
-             *(_join(a) for a in smoke_write_argvs())]
-    pre = [*(_join(a) for a in take_argvs()), _join(DATE_ARGV), _join(KERNEL_CURSOR_ARGV)]
-    if preflight.fabric_looks_healthy(state):
-        pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
-    kube = kube_lines or {}
-    pre += kube.get("preflight", [])
-    pre += [_join(a) for a in record_write_argvs()]
-    pre += kube.get("cordon", [])
-    prior = prior_units(state, restore_also)
-    prior_pm = persistence_modes(state)
-    stopped = {u: "inactive" for u in prior}
-    stopped[FM_UNIT] = "active"  # the fabric-manager step started it
-    if kube_lines is not None and KUBELET in stopped:
-        stopped[KUBELET] = prior[KUBELET]  # not stopped on this path: nothing to start
-    restore = [_join(argv) for _, argv in restore_actions(prior, prior_pm, stopped, {}, tuple(restore_also or ()))]
-    # The record and the lock go only while they are still this run's: each is read first.
-    restore += kube.get("restore", [])
-    restore += [_join(("cat", RECORD_FILE)), _join(record_remove_argv()), *(_join(a) for a in release_argvs())]
-    # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is
-    # known only when the step runs, so the dry run shows the listing and says what fuser is given.
-    fuser_lines = [_join(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"]
-    fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
-               _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
-    fm_step = [*fuser_lines, _join(unit_argv("reset-failed", FM_UNIT)), _join(unit_argv("start", FM_UNIT)),
-               *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)]
-    # What the reset does besides: said in its step before the operator confirms (and lifted into the summary).
-    reset_step = [_join(reset_argv()), *(f"{SIDE_EFFECT}{note}" for note in reset_side_effects(state))]
-    if fm_container.in_container(state) and "reset" in kube:
-        # On a configured cluster that lists the driver pod: the pod's restart is the reset and FM's start.
-        reset_step, fm_step = kube["reset"], kube["fabric-manager"] + fm_step[-1:]
-    elif fm_container.in_container(state):
-        # No host unit to start, and FM keeps the NVSwitches open from its pod: the reset and the FM start
-        # would fail, or loop. The plan shows the move that works instead (preflight refuses the rest).
-        pod_move = f"{fm_container.restart_pod_command(state)}   # with kubectl: FM restarts with the driver pod"
-        reset_step = ["# not run: Fabric Manager runs in the GPU Operator's driver pod; the pod's restart reloads "
-                      "the driver"]
-        fm_step = [f"# not run: no host {FM_UNIT} unit to start; instead: {pod_move}"]
-    return {
-        "preflight": pre,
-        "quiesce": kube.get("quiesce", []) + [a.display for a in quiesce_actions(state,
-                                                                                 stop_kubelet=kube_lines is None)],
-        "verify-no-holders": fuser_lines + kube.get("verify-no-holders", []),
-        "reset": reset_step,
-        "fabric-manager": fm_step,
-        # The fallbacks (no cursor at T0, or one the journal no longer holds: `journalctl -k --since T0`) are
-        # the step's own to say; the plan shows the read a repair makes.
-        "verify-fabric": [_join(kernel_cursor_check_argv(CURSOR)), _join(kernel_after_argv(CURSOR))],
-        "smoke-test": smoke + [f"# pass: completed, 0 out of bounds, NVLS used, avg busbw >= "
-                               f"{threshold_for(state.gpus, thresholds or {}, smoke_threshold):.0f} GB/s"],
-        "restore": restore,
-    }
+    entries = plan_entries(state, smoke_threshold=smoke_threshold, thresholds=thresholds,
+                           restore_also=restore_also, kube_lines=kube_lines)
+    return {step: [line for entry in listed for line in _line(entry)] for step, listed in entries.items()}
 
 
 async def _kube_plan(ctx: NodeContext, state: NodeState,
@@ -184,6 +213,33 @@ async def _kube_plan(ctx: NodeContext, state: NodeState,
     return None, kube_repair.plan_lines(kube, hold, state, ctx.options.wait_pods, ctx.options.operand_timeout)
 
 
+async def _watch_listing(ctx: NodeContext) -> str | None:
+    """Every process, as quiesce reads it to find the watch loops (a read: the plan then names the loops the run
+    signals); None when it could not be read (the plan then names them from the snapshot, as far as it shows them)."""
+    ctx.step = "quiesce"
+    try:
+        listed = await ctx.run(WATCH_PS)
+    except BackendError:
+        return None
+    finally:
+        ctx.step = ""
+    return listed.stdout if listed.ok else None
+
+
+async def _record(ctx: NodeContext, entries: Mapping[str, Sequence[Entry]]) -> None:
+    """Hand every change of the plan to the door with the dry run's recording performer: kept, in order, in
+    ``ctx.performed`` (what a run of the same node hands to the door, sent), never sent."""
+    sending, ctx.performer = ctx.performer, Recording()
+    try:
+        for name in STEPS:
+            ctx.step = name
+            for entry in entries[name]:
+                if isinstance(entry, Change):
+                    await perform(ctx, entry)
+    finally:
+        ctx.performer, ctx.step = sending, ""
+
+
 async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualChange] = (),
                     put_back_manual: bool = True, scheduler_node: str | None = None,
                     kube: Kubectl | None = None) -> NodeOutcome:
@@ -194,6 +250,8 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
     """
     outcome = ctx.outcome
     outcome.dry_run = True
+    for name in STEPS:  # in contract order, whichever step a read of the plan is audited under
+        outcome.step(name)
     ctx.emit(RunStarted(host=ctx.host, run_id=run_id, dry_run=True))
     try:
         state = await ctx.backend.snapshot()
@@ -207,16 +265,6 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
         outcome.manual = [c.describe() for c in manual]
         ctx.emit(ManualChanges(host=ctx.host, changes=tuple(c.to_dict() for c in manual), put_back=put_back_manual))
     kube_refusal, kube_lines = await _kube_plan(ctx, state, kube) if kube is not None and state.reachable else (None, None)
-    commands = plan_commands(state, smoke_threshold=ctx.options.smoke_threshold,
-                             thresholds=dict(ctx.options.thresholds), restore_also=restore_also,
-                             kube_lines=kube_lines)
-    if scheduler_node is not None:  # the scheduler's drain and resume, run on the bastion
-        from nvls_tui.runbook import scheduling
-
-        commands["preflight"] = scheduling.plan_commands(scheduler_node, run_id, ctx.options.keep_drained)[:2] \
-            + commands["preflight"]
-        commands["restore"] = commands["restore"] + scheduling.plan_commands(
-            scheduler_node, run_id, ctx.options.keep_drained)[2:]
     fm_pod = kube_lines is not None and "reset" in kube_lines
     reason = (preflight.refusal(state, fm_pod=fm_pod) or preflight.record_refusal(state) or kube_refusal
               or preflight.escalation(state))
@@ -229,6 +277,17 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
             outcome.step(name).message = NOT_RUN
         outcome.step("preflight").message = reason
     else:
+        entries = plan_entries(state, smoke_threshold=ctx.options.smoke_threshold,
+                               thresholds=dict(ctx.options.thresholds), restore_also=restore_also,
+                               kube_lines=kube_lines, listing=await _watch_listing(ctx))
+        if scheduler_node is not None:  # the scheduler's drain and resume, run on the bastion
+            from nvls_tui.runbook import scheduling
+
+            bastion = scheduling.plan_entries(scheduler_node, run_id, ctx.options.keep_drained)
+            entries["preflight"] = [*bastion[:2], *entries["preflight"]]
+            entries["restore"] = [*entries["restore"], *bastion[2:]]
+        commands = {step: [line for entry in listed for line in _line(entry)] for step, listed in entries.items()}
+        await _record(ctx, entries)
         for name in STEPS:
             step = outcome.step(name)
             step.status = STEP_PLANNED
@@ -243,4 +302,4 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
     return outcome
 
 
-__all__ = ["plan_commands", "plan_node", "prior_units"]
+__all__ = ["Entry", "plan_commands", "plan_entries", "plan_node", "prior_units"]

@@ -13,10 +13,12 @@ from nvls_tui.diagnosis.node import host_side
 from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.diagnosis.xids import resets_fix, ticket_xids
 from nvls_tui.model import NodeState
+from nvls_tui.runbook.changes import record_write
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.hold_apt import apt_run_refusal
 from nvls_tui.runbook.record import RepairRecord
-from nvls_tui.runbook.steps import FM_UNIT, record_write_argvs
+from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count, verb
 
 _PLATFORM_WHY = {
@@ -169,10 +171,7 @@ async def write_record(ctx: NodeContext, record: RepairRecord) -> None:
     Raises:
         StepFailed: the record could not be written (then nothing is changed).
     """
-    make_dir, tee, move = record_write_argvs()
-    await ctx.run(make_dir, privileged=True)
-    written = await ctx.run(tee, privileged=True, stdin=record.to_json())
-    moved = await ctx.run(move, privileged=True) if written.ok else written
+    moved = await perform(ctx, record_write(record.to_json()))
     if not moved.ok:
         raise StepFailed("the crash-safe record could not be written to the node, so nothing was changed")
 

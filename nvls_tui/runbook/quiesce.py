@@ -10,20 +10,21 @@ unknown processes) are never signalled unless the operator selects them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
-import shlex
 import signal
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from nvls_tui.backends.base import Fenced, ProcessChanged, ProcessGone, ProcessIdentity
 from nvls_tui.model import Holder, HolderKind, NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
 from nvls_tui.parsers.holders import build_holders, classify
 from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import DEVICE_LIST_ARGV, PS_FORMAT, cgroup_argv, ps_argv
+from nvls_tui.runbook.changes import Change, Read, SetPersistence, SignalHolder, UnitChange
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
-from nvls_tui.runbook.events import HoldersRemaining, ProcessSignalled
+from nvls_tui.runbook.door import SIGNALLED, perform
+from nvls_tui.runbook.events import HoldersRemaining
 from nvls_tui.runbook.hold_apt import HELD_NOTE, held_sentence, timers_to_hold
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
@@ -36,9 +37,7 @@ from nvls_tui.runbook.steps import (
     clock_text,
     devices_of,
     is_running,
-    persistence_argv,
     persistence_modes,
-    unit_argv,
     unit_states,
 )
 from nvls_tui.words import count, verb
@@ -56,74 +55,76 @@ MAX_RESPAWN_ROUNDS = 5
 _DEVICE_FILE = re.compile(r"/dev/nvidia[A-Za-z0-9_.-]*")
 
 
-@dataclass(frozen=True, slots=True)
-class Action:
-    """One thing quiesce does: a command (``argv``) or a SIGTERM to a verified process (``pid``)."""
-
-    argv: tuple[str, ...] = ()
-    pid: int | None = None
-    note: str = ""
-    read_only: bool = False
-
-    @property
-    def display(self) -> str:
-        """The action as a command line (a signal shows as ``kill -TERM PID  # why``; a command that changes
-        the node shows its note the same way, ``systemctl stop apt-daily.timer  # held for the repair ...``)."""
-        if self.pid is not None:
-            return f"kill -TERM {self.pid}  # {self.note}, identity re-checked first"
-        if self.note and not self.read_only:
-            return f"{shlex.join(self.argv)}  # {self.note}"
-        return shlex.join(self.argv)
+# What quiesce does, in order: a change (a unit stopped, persistence mode off, a SIGTERM to a verified
+# process) or a read the plan shows (the listing of every watch loop).
+Action = Change | Read
 
 
-def watch_plan(holders: tuple[Holder, ...]) -> list[Action]:
-    """The watch loops and their nvidia-smi children, parent first, as far as a snapshot shows them.
+def _signal(pid: int, why: str) -> SignalHolder:
+    return SignalHolder(pid=pid, reason=why)
 
-    ``watch`` itself opens no device, so a snapshot often shows only its nvidia-smi child; the parent
-    is then named by the child's PPID here, and found with ``ps -e`` at run time.
+
+def watch_plan(holders: tuple[Holder, ...], loops: Sequence[Holder] | None = None) -> list[Action]:
+    """The watch loops, as far as what was read shows them: the listing of every loop, then a SIGTERM to each.
+
+    ``loops``: the loops that listing found (:func:`watch_loops_in`; the dry run reads it as the run does).
+    None: only a snapshot is known; ``watch`` itself opens no device, so a snapshot often shows only its
+    nvidia-smi child, and the parent is then named by the child's PPID. A loop's nvidia-smi ends with it: no
+    signal of its own is planned (one still there after the loop's end is a management holder like any).
     """
+    parents: list[Action] = [Read(WATCH_PS, reason="find every watch ... nvidia-smi loop")]
+    if loops is not None:
+        return parents + [_signal(h.pid, "watch loop") for h in loops]
     known = {h.pid for h in holders}
-    parents = [Action(WATCH_PS, note="find every watch ... nvidia-smi loop", read_only=True)]
-    parents += [Action(pid=h.pid, note="watch loop") for h in holders if h.kind is HolderKind.WATCH]
+    parents += [_signal(h.pid, "watch loop") for h in holders if h.kind is HolderKind.WATCH]
     for ppid in sorted({h.ppid for h in holders
                         if h.kind is HolderKind.NVIDIA_SMI and h.ppid and h.ppid > 1 and h.ppid not in known}):
-        parents.append(Action(pid=ppid, note="parent of an nvidia-smi, if it is a watch loop"))
-    parent_pids = {a.pid for a in parents if a.pid is not None}
-    children = [Action(pid=h.pid, note="nvidia-smi of a watch loop") for h in holders
-                if h.kind is HolderKind.NVIDIA_SMI and h.ppid in parent_pids]
-    return parents + children
+        parents.append(_signal(ppid, "parent of an nvidia-smi, if it is a watch loop"))
+    return parents
 
 
-def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True) -> list[Action]:
-    """Everything quiesce would do to ``state``, in order (the dry-run plan prints exactly this).
+def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True, listing: str | None = None) -> list[Action]:
+    """Everything quiesce would do to ``state``, in the order :func:`quiesce` does it (the dry-run plan lists it).
 
     ``stop_kubelet`` False: the repair goes through the Kubernetes API instead (runbook/kube_repair.py), and
-    kubelet keeps running (the node stays Ready; the paused operands' pods are deleted by their DaemonSets).
+    kubelet keeps running (the node stays Ready; the paused operands' pods are deleted by their DaemonSets, the
+    workloads' evicted, before quiesce: their processes get no signal of quiesce's). ``listing``: what :data:`WATCH_PS` printed (the dry run reads it as the run does): the watch loops it lists
+    are the ones signalled, and a holder it no longer lists (a loop's short-lived nvidia-smi) has exited.
     """
     units = unit_states(state)
     # apt's timers first: an unattended upgrade (and the needrestart it runs) would restart FM mid-repair.
-    actions: list[Action] = [Action(unit_argv("stop", timer), note=HELD_NOTE) for timer in timers_to_hold(state)]
+    actions: list[Action] = [UnitChange("stop", timer, HELD_NOTE) for timer in timers_to_hold(state)]
     timer_up = is_running(units.get(SNAPSHOT_TIMER))
     if timer_up:
-        actions.append(Action(unit_argv("stop", SNAPSHOT_TIMER)))
+        actions.append(UnitChange("stop", SNAPSHOT_TIMER))
     if SNAPSHOT_SERVICE in units and (timer_up or is_running(units.get(SNAPSHOT_SERVICE))):
-        actions.append(Action(unit_argv("stop", SNAPSHOT_SERVICE)))
-    actions += watch_plan(state.holders)
+        actions.append(UnitChange("stop", SNAPSHOT_SERVICE))
+    holders = state.holders
+    loops: list[Holder] | None = None
+    if listing is not None:
+        loops = watch_loops_in(listing, holders)
+        alive = {e.pid: e.ppid for e in parse_ps(listing).value}
+        holders = tuple(dataclasses.replace(h, ppid=alive[h.pid]) for h in holders if h.pid in alive)
+    actions += watch_plan(holders, loops)
     for unit in (DCGM, PERSISTENCED):
         if is_running(units.get(unit)):
-            actions.append(Action(unit_argv("stop", unit)))
+            actions.append(UnitChange("stop", unit))
     if any(mode == "Enabled" for mode in persistence_modes(state).values()):
-        actions.append(Action(persistence_argv(False)))
+        actions.append(SetPersistence(False))
     for unit in (KUBELET, FM_UNIT):
         if unit == KUBELET and not stop_kubelet:
             continue
         if is_running(units.get(unit)):
-            actions.append(Action(unit_argv("stop", unit)))
-    done = {a.pid for a in actions if a.pid is not None}
-    # A unit's own processes go with `systemctl stop` (nv-hostengine with nvidia-dcgm): no signal planned.
-    stopped = {" ".join(a.argv[2:]) for a in actions if a.argv[:2] == ("systemctl", "stop")}
-    actions += [Action(pid=h.pid, note=f"{h.kind} holder") for h in stoppable(state.holders)
-                if h.pid not in done and h.unit not in stopped]
+            actions.append(UnitChange("stop", unit))
+    done = {a.pid for a in actions if isinstance(a, SignalHolder)}
+    # A unit's own processes go with `systemctl stop` (nv-hostengine with nvidia-dcgm): no signal planned; a
+    # loop's nvidia-smi goes with its loop.
+    stopped = {a.unit for a in actions if isinstance(a, UnitChange) and a.verb == "stop"}
+    # On Kubernetes (kubelet kept) a pod's processes leave with their pod before quiesce: the operands' through
+    # their paused labels, the workloads' through evictions (runbook/kube_repair.py): no signal is planned.
+    actions += [_signal(h.pid, f"{h.kind} holder") for h in stoppable(holders)
+                if h.pid not in done and h.unit not in stopped
+                and not (h.kind is HolderKind.NVIDIA_SMI and h.ppid in done) and not (h.pod and not stop_kubelet)]
     return actions
 
 
@@ -189,15 +190,11 @@ async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]
     return tuple(build_holders(entries, parse_ps(ps.stdout).value, parse_ps_cgroups(cgroups.stdout).value))
 
 
-async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[Holder]:
-    """Every ``watch ... nvidia-smi`` loop on the node, with its identity, read with ``ps -e``.
-
-    ``watch`` opens no device itself and its nvidia-smi child lives about one second out of two, so
-    following a holder's PPID misses it whenever the child exits between fuser and ps: list them all.
-    """
+def watch_loops_in(listing: str, holders: tuple[Holder, ...]) -> list[Holder]:
+    """Every ``watch ... nvidia-smi`` loop in :data:`WATCH_PS`'s ``listing``, with its identity (the watch holders
+    fuser found first)."""
     found = {h.pid: h for h in holders if h.kind is HolderKind.WATCH}
-    result = await ctx.run(WATCH_PS)
-    for entry in parse_ps(result.stdout).value:
+    for entry in parse_ps(listing).value:
         if classify(entry.args) is HolderKind.WATCH and "nvidia-smi" in entry.args and entry.pid not in found:
             found[entry.pid] = Holder(pid=entry.pid, user=entry.user, command=entry.args, kind=HolderKind.WATCH,
                                       start_time=entry.lstart, ppid=entry.ppid)
@@ -206,40 +203,25 @@ async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[H
     return [w for w in found.values() if w.ppid not in found]
 
 
-SIGNALLED, GONE, CHANGED = "signalled", "gone", "changed"
+async def watch_parents(ctx: NodeContext, holders: tuple[Holder, ...]) -> list[Holder]:
+    """Every ``watch ... nvidia-smi`` loop on the node, with its identity, read with ``ps -e``.
+
+    ``watch`` opens no device itself and its nvidia-smi child lives about one second out of two, so
+    following a holder's PPID misses it whenever the child exits between fuser and ps: list them all.
+    """
+    return watch_loops_in((await ctx.run(WATCH_PS)).stdout, holders)
 
 
 async def signal_holder(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> tuple[str, str]:
-    """Signal one holder after the backend re-verifies its identity.
+    """Signal one holder through the door, after the backend re-verifies its identity.
 
     Returns:
         ``(outcome, detail)``: ``signalled``, ``gone`` (it had exited) or ``changed`` (the PID is
         another process now, or the node refused the signal: nothing was sent).
     """
-    name = "SIGKILL" if sig == signal.SIGKILL else "SIGTERM"
-    ctx.check_abort()
-    argv = ("kill", f"-{name.removeprefix('SIG')}", str(holder.pid))
-    ctx.record_command(argv)
-    # Audit first: the intent is on disk before the signal leaves (the outcome follows it).
-    ctx.note(f"sending {name} to {holder.pid} ({holder.kind}, {holder.user}: {holder.command[:120]})")
-    await ctx.audit_first(argv)
-    expected = ProcessIdentity(holder.pid, holder.start_time, holder.command)
-    fence = ctx.fenced_by()  # the re-read and the signal go out behind the lock's fence
-    try:
-        outcome = await ctx.backend.signal(holder.pid, sig, expected, fence=fence)
-        kind, detail = (SIGNALLED, "") if outcome.signalled else (CHANGED, outcome.reason or "not signalled")
-        result = "signalled" if outcome.signalled else (outcome.reason or "not signalled")
-    except ProcessGone as exc:
-        kind, detail, result = GONE, str(exc), "already gone"
-    except ProcessChanged as exc:
-        kind, detail, result = CHANGED, str(exc), f"not signalled: {exc}"
-    except Fenced:
-        ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=holder.pid, signal=name, command=holder.command,
-                                  holder_kind=str(holder.kind), outcome="not signalled: the lock is not this run's"))
-        raise ctx.lose_lock() from None
-    ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=holder.pid, signal=name, command=holder.command,
-                              holder_kind=str(holder.kind), outcome=result))
-    return kind, detail
+    change = SignalHolder(pid=holder.pid, signal="KILL" if sig == signal.SIGKILL else "TERM",
+                          reason=f"{holder.kind} holder", start_time=holder.start_time, command=holder.command)
+    return await perform(ctx, change, kind=str(holder.kind), user=holder.user)
 
 
 async def send(ctx: NodeContext, holder: Holder, sig: int = signal.SIGTERM) -> bool:
@@ -285,17 +267,19 @@ async def quiesce(ctx: NodeContext, state: NodeState, *, stop_kubelet: bool = Tr
     if held := timers_to_hold(state):
         ctx.note(held_sentence(held))
     for action in quiesce_actions(state, stop_kubelet=stop_kubelet):
-        if action.pid is not None or action.read_only:
+        if isinstance(action, Read):
+            # The watch loops, in their place (before DCGM: a loop's nvidia-smi is a client like any), read now.
+            parents = await watch_parents(ctx, await read_holders(ctx, state))
+            if parents:
+                await terminate(ctx, state, parents)
+            continue
+        if isinstance(action, SignalHolder):
             continue  # signals go out below, to processes re-read now, with a shared grace time
-        result = await ctx.run(action.argv, privileged=True)
+        result = await perform(ctx, action)
         if not result.ok:
             first = next((ln for ln in result.output.splitlines() if ln.strip()), f"exit status {result.exit_status}")
-            raise StepFailed(f"`{' '.join(action.argv)}` failed: {first.strip()}")
+            raise StepFailed(f"`{' '.join(action.argv())}` failed: {first.strip()}")
     holders = await read_holders(ctx, state)
-    parents = await watch_parents(ctx, holders)
-    if parents:
-        await terminate(ctx, state, parents)
-        holders = await read_holders(ctx, state)
     left = stoppable(holders)
     if left:
         holders = await terminate(ctx, state, left)
@@ -409,4 +393,4 @@ async def _ask_operator(ctx: NodeContext, state: NodeState, holders: tuple[Holde
 
 __all__ = ["DEVICE_LIST_ARGV", "Action", "holders_deadline_message", "listed_devices", "present_devices",
            "present_fuser_argv", "quiesce", "quiesce_actions", "read_holders", "send", "stoppable",
-           "terminate", "verify_no_holders"]
+           "terminate", "verify_no_holders", "watch_loops_in"]

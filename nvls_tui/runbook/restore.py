@@ -27,7 +27,9 @@ from nvls_tui.backends.base import (
 from nvls_tui.model import NodeState
 from nvls_tui.parsers.restarters import APT_TIMERS
 from nvls_tui.poll.probe import RECORD_FILE
+from nvls_tui.runbook.changes import Change, SetPersistence, UnitChange, record_remove
 from nvls_tui.runbook.context import NodeContext
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.events import Restored
 from nvls_tui.runbook.lock import NodeLock
 from nvls_tui.runbook.record import RepairRecord
@@ -38,10 +40,7 @@ from nvls_tui.runbook.steps import (
     SNAPSHOT_SERVICE,
     SNAPSHOT_TIMER,
     is_running,
-    persistence_argv,
     persistence_modes,
-    record_remove_argv,
-    unit_argv,
     unit_states,
 )
 from nvls_tui.words import count
@@ -107,13 +106,13 @@ def not_restorable(prior_units: Mapping[str, str], manual: Collection[str] = ())
 def restore_actions(prior_units: Mapping[str, str], prior_pm: Mapping[int, str],
                     current_units: Mapping[str, str] | None,
                     current_pm: Mapping[int, str] | None,
-                    manual: Collection[str] = ()) -> list[tuple[str, tuple[str, ...]]]:
-    """The commands that bring ``prior`` back from ``current``, as ``(what, argv)`` pairs.
+                    manual: Collection[str] = ()) -> list[UnitChange | SetPersistence]:
+    """The changes that bring ``prior`` back from ``current``, in order.
 
     With ``current`` unknown (the node could not be read), every unit that ran before is started:
     starting a running unit does nothing, so that is safe. Only :func:`startable` units are started.
     """
-    actions: list[tuple[str, tuple[str, ...]]] = []
+    actions: list[UnitChange | SetPersistence] = []
     order = list(RESTORE_UNITS) + sorted(u for u in prior_units if u not in RESTORE_UNITS)
     for unit in order:
         if not is_running(prior_units.get(unit)) or not startable(unit, manual):
@@ -126,24 +125,28 @@ def restore_actions(prior_units: Mapping[str, str], prior_pm: Mapping[int, str],
         if current_units is not None and is_running(now):
             continue
         if now == "failed":
-            actions.append((unit, unit_argv("reset-failed", unit)))
-        actions.append((unit, unit_argv("start", unit)))
+            actions.append(UnitChange("reset-failed", unit))
+        actions.append(UnitChange("start", unit))
     enabled = sorted(i for i, mode in prior_pm.items() if mode == "Enabled")
     pending = [i for i in enabled if current_pm is None or current_pm.get(i) != "Enabled"]
     if pending and len(pending) == len(prior_pm):
-        actions.append(("persistence:all", persistence_argv(True)))
+        actions.append(SetPersistence(True))
     else:
-        actions += [(f"persistence:{i}", persistence_argv(True, i)) for i in pending]
+        actions += [SetPersistence(True, i) for i in pending]
     return actions
 
 
-async def _retrying(ctx: NodeContext, argv: tuple[str, ...], *, stdin: str | None = None) -> CommandResult | None:
-    """Run ``argv`` (never abortable), retrying when the link drops; None if it never got through."""
+async def _retrying(ctx: NodeContext, what: tuple[str, ...] | Change) -> CommandResult | None:
+    """Read ``what`` or make the change (never abortable), retrying when the link drops; None if it never got
+    through."""
     for attempt in range(max(ctx.options.restore_attempts, 1)):
         try:
-            return await ctx.run(argv, privileged=True, abortable=False)
+            if isinstance(what, Change):
+                return await perform(ctx, what, abortable=False)
+            return await ctx.run(what, privileged=True, abortable=False)
         except BackendError as exc:
-            ctx.note(f"`{' '.join(argv)}` did not get through ({exc}); attempt {attempt + 1} of "
+            words = " ".join(what.argvs()[0] if isinstance(what, Change) else what)
+            ctx.note(f"`{words}` did not get through ({exc}); attempt {attempt + 1} of "
                      f"{ctx.options.restore_attempts}", "warning")
             await ctx.options.sleep(ctx.options.poll_interval)
     return None
@@ -176,7 +179,7 @@ async def _remove_record(ctx: NodeContext, run_id: str) -> str | None:
         whose = f"run {record.run_id}'s" if record is not None else "not one nvls-tui can read"
         ctx.note(f"the record on {ctx.host} is {whose}, not this run's: left as it is", "warning")
         return None
-    removed = await _retrying(ctx, record_remove_argv())
+    removed = await _retrying(ctx, record_remove())
     return None if removed is not None and removed.ok else "the on-node record"
 
 
@@ -210,31 +213,31 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
             ", which no repair stops"
         ctx.note(f"the record names {unit!r}{said}: it was not started", "error")
         report.failed.append(f"{unit!r} ({why})" if why == "not a unit name" else f"{unit} ({why})")
-    for what, argv in restore_actions(prior_units, prior_pm, current_units, current_pm, manual):
-        if argv[0] == "systemctl":
+    for change in restore_actions(prior_units, prior_pm, current_units, current_pm, manual):
+        if isinstance(change, UnitChange):
             # `repair --restore` reads the unit names from a file on the node, which anyone with root
             # there could have edited: a name that is not a unit name never reaches a command line.
             try:
-                validate_unit(argv[2])
+                validate_unit(change.unit)
             except InvalidArgument as exc:
                 ctx.note(str(exc), "error")
-                if argv[1] == "start":
-                    report.failed.append(f"{what!r} (not a unit name)")
+                if change.verb == "start":
+                    report.failed.append(f"{change.unit!r} (not a unit name)")
                 continue
-        result = await _retrying(ctx, argv)
+        result = await _retrying(ctx, change)
         ok = result is not None and result.ok
-        if argv[:2] == ("systemctl", "reset-failed"):
-            continue  # only the start that follows says whether the unit is back
-        if what.startswith("persistence:"):
-            gpus = sorted(prior_pm) if what == "persistence:all" else [int(what.split(":")[1])]
+        if isinstance(change, SetPersistence):
+            gpus = sorted(prior_pm) if change.gpu is None else [change.gpu]
             if ok:
                 report.persistence_gpus.extend(gpus)
             else:
-                report.failed.append(f"persistence mode of GPU {what.split(':')[1]}")
+                report.failed.append(f"persistence mode of GPU {'all' if change.gpu is None else change.gpu}")
+        elif change.verb == "reset-failed":
+            continue  # only the start that follows says whether the unit is back
         elif ok:
-            report.units.append(what)
+            report.units.append(change.unit)
         else:
-            report.failed.append(what)
+            report.failed.append(change.unit)
     if before_record is not None:
         report.failed.extend(await before_record())
     if report.ok and record_of is not None:

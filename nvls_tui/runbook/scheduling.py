@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from nvls_tui.model.scheduler import SchedulerState
+from nvls_tui.runbook.changes import CancelJob, Change, DrainNode, ResumeNode
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
-from nvls_tui.runbook.events import CommandFinished, CommandStarted
+from nvls_tui.runbook.door import perform
 from nvls_tui.textsafe import one_line
 from nvls_tui.words import count
 
@@ -62,36 +63,31 @@ def run_reason(run_id: str) -> str:
 
 
 def drain_argv(node: str, reason: str) -> tuple[str, ...]:
-    """``scontrol update NodeName=N State=DRAIN Reason=...`` (one argv word: no shell quoting needed)."""
-    return ("scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}")
+    """``scontrol update NodeName=N State=DRAIN Reason=...`` (:class:`~nvls_tui.runbook.changes.DrainNode`)."""
+    return DrainNode(node, reason).argv()
 
 
 def resume_argv(node: str) -> tuple[str, ...]:
-    """``scontrol update NodeName=N State=RESUME``."""
-    return ("scontrol", "update", f"NodeName={node}", "State=RESUME")
+    """``scontrol update NodeName=N State=RESUME`` (:class:`~nvls_tui.runbook.changes.ResumeNode`)."""
+    return ResumeNode(node).argv()
 
 
-def plan_commands(node: str, run_id: str, keep_drained: bool) -> list[str]:
-    """The scontrol lines a dry run shows (a drain, the job check, the resume after a repair)."""
-    import shlex
-
-    lines = [shlex.join(drain_argv(node, run_reason(run_id))) + "  # on the bastion: no new job lands",
-             f"squeue -w {node}  # on the bastion: running jobs end first (--wait-jobs), or the repair is refused"]
+def plan_entries(node: str, run_id: str, keep_drained: bool) -> list[DrainNode | ResumeNode | str]:
+    """What a dry run shows of the scheduler: the drain and the job check (preflight's first), the resume after a
+    repair (the restore's last)."""
+    entries: list[DrainNode | ResumeNode | str] = [
+        DrainNode(node, run_reason(run_id), remark="on the bastion: no new job lands"),
+        f"squeue -w {node}  # on the bastion: running jobs end first (--wait-jobs), or the repair is refused"]
     if not keep_drained:
-        lines.append(shlex.join(resume_argv(node)) + "  # on the bastion, after a passing smoke test")
-    return lines
+        entries.append(ResumeNode(node, remark="on the bastion, after a passing smoke test"))
+    return entries
 
 
-async def _command(ctx: NodeContext, hook: SchedulerHook, argv: tuple[str, ...]) -> tuple[int, str]:
-    """One audited scheduler command of the current step (the node's lock proven on the node right before)."""
-    await ctx.check_fence()
-    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv))
-    await ctx.audit_first(argv, abortable=False)
-    began = ctx.options.clock()
-    status, output = await hook.command(argv)
-    ctx.emit(CommandFinished(host=ctx.host, step=ctx.step, argv=argv, exit_status=status, output=output,
-                             duration=ctx.options.clock() - began))
-    return status, output
+async def _command(ctx: NodeContext, hook: SchedulerHook, change: Change) -> tuple[int, str]:
+    """One scheduler change through the door, as a command of the current step (the node's lock proven on the
+    node right before)."""
+    result = await perform(ctx, change, via=hook.command)
+    return result.exit_status, result.stdout
 
 
 async def read(ctx: NodeContext, hook: SchedulerHook) -> SchedulerState | None:
@@ -127,7 +123,7 @@ async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold
         why = f" ({state.reason})" if state.reason else ""
         ctx.note(f"Slurm already has {hook.node} {state.state}{why}: the drain is left as it is after the run")
         return DrainHold(hook.node, False, state.state, state.reason)
-    status, output = await _command(ctx, hook, drain_argv(hook.node, run_reason(run_id)))
+    status, output = await _command(ctx, hook, DrainNode(hook.node, run_reason(run_id)))
     if status != 0:
         raise Refused(f"Slurm did not drain {hook.node}: {output.strip() or f'exit status {status}'}")
     return DrainHold(hook.node, True, state.state, state.reason)
@@ -186,7 +182,7 @@ async def wait_for_jobs(ctx: NodeContext, hook: SchedulerHook, wait_s: float) ->
             if decision.abort:
                 raise Aborted("aborted by the operator while Slurm jobs ran")
             for job in decision.scancel:
-                await _command(ctx, hook, ("scancel", str(int(job))))
+                await _command(ctx, hook, CancelJob(int(job)))
         elif state.jobs and ask is None and ctx.options.clock() >= deadline:
             raise Refused(f"{hook.node} still runs {count(len(state.jobs), 'Slurm job')}: {_jobs_words(state)}; "
                           f"a repair never signals a job: let them end (--wait-jobs SECONDS keeps the node "
@@ -221,17 +217,17 @@ async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, 
                 "once it is repaired")
     if result == "failed":
         reason = f"nvls-tui: repair failed at {failed_step or 'an unknown step'}"
-        status, output = await _command(ctx, hook, drain_argv(hook.node, reason))
+        status, output = await _command(ctx, hook, DrainNode(hook.node, reason))
         if status != 0:
             raise StepFailed(f"Slurm did not take the reason {reason!r}: {output.strip() or status}")
         return f"{hook.node} stays drained in Slurm ({reason}): {resume} once it is repaired"
     if result in ("repaired", "skipped") and keep_drained:
         return f"{hook.node} stays drained in Slurm (--keep-drained): {resume} puts it back in service"
-    status, output = await _command(ctx, hook, resume_argv(hook.node))
+    status, output = await _command(ctx, hook, ResumeNode(hook.node))
     if status != 0:
         raise StepFailed(f"Slurm did not resume {hook.node}; it stays drained: {output.strip() or status}")
     return f"{hook.node} resumed in Slurm"
 
 
-__all__ = ["DrainHold", "JobDecision", "SchedulerHook", "drain", "drain_argv", "plan_commands", "read", "resume_argv",
+__all__ = ["DrainHold", "JobDecision", "SchedulerHook", "drain", "drain_argv", "plan_entries", "read", "resume_argv",
            "run_reason", "settle", "wait_for_jobs"]

@@ -33,7 +33,9 @@ from nvls_tui.backends.base import Backend, BackendError, InvalidArgument, valid
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import Holder
 from nvls_tui.runbook.actions import PidOutcome, summarise
+from nvls_tui.runbook.changes import UnitChange
 from nvls_tui.runbook.context import Aborted, NodeContext
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.engine import Runbook, new_run_id
 from nvls_tui.runbook.events import (
     EventSink,
@@ -258,7 +260,7 @@ class Session:
                 asked = await ctx.run(("systemctl", "is-active", unit))
                 words = asked.stdout.split()
                 before = words[0] if words and words[0] in ACTIVE_STATES else seen
-                result = await ctx.run(("systemctl", verb, unit), privileged=True)
+                result = await perform(ctx, UnitChange(verb, unit, "stopped or started by hand in the console"))
                 if result.ok:
                     change = ManualChange(host, STOPPED if verb == "stop" else STARTED, unit=unit, before=before)
                     self.ledger.record(change)

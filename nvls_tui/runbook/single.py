@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from nvls_tui.backends.base import BackendError
 from nvls_tui.diagnosis import fm_container
 from nvls_tui.runbook import fabric, smoke
+from nvls_tui.runbook.changes import UnitChange
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.engine import new_run_id
 from nvls_tui.runbook.events import RunFinished, RunStarted
 from nvls_tui.runbook.lock import NodeLock, whoami
 from nvls_tui.runbook.quiesce import read_holders
-from nvls_tui.runbook.steps import FM_UNIT, unit_argv
+from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count, verb
 
 
@@ -103,7 +105,7 @@ async def run_single(action: SingleAction, ctx: NodeContext, *, run_id: str = ""
             await step("reset", lambda: fabric.reset(ctx))
         elif action.kind == "fm-restart":
             async def stop() -> str:
-                result = await ctx.run(unit_argv("stop", FM_UNIT), privileged=True)
+                result = await perform(ctx, UnitChange("stop", FM_UNIT))
                 if not result.ok:
                     raise StepFailed(f"systemctl stop {FM_UNIT} failed: {result.output.strip()[:200]}")
                 return "Fabric Manager stopped"

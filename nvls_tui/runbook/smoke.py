@@ -17,10 +17,11 @@ from nvls_tui.model import NodeState, SmokeResult
 from nvls_tui.parsers.nccl_tests import NcclRun, NcclStreamParser, RowEvent
 from nvls_tui.poll import fence as fences
 from nvls_tui.poll.assemble import parse_boot
+from nvls_tui.runbook.changes import RunSmoke, smoke_write
 from nvls_tui.runbook.context import NodeContext, StepFailed, bounded
+from nvls_tui.runbook.door import announce, perform
 from nvls_tui.runbook.events import (
     CommandFinished,
-    CommandStarted,
     OutputLine,
     SmokeFinished,
     SmokeRow,
@@ -31,8 +32,6 @@ from nvls_tui.runbook.steps import (
     SMOKE_CLOCK_ARGVS,
     SMOKE_ENV,
     clock_text,
-    smoke_argv,
-    smoke_write_argvs,
     threshold_for,
 )
 
@@ -103,7 +102,7 @@ async def smoke_clock(ctx: NodeContext) -> tuple[str | None, str | None, float |
     return (at if len(at) == 25 else None), boot_id, uptime
 
 
-async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int | None]:
+async def _stream(ctx: NodeContext, run_change: RunSmoke) -> tuple[NcclRun, int | None]:
     """Stream the run's lines into events and the parser; end the remote command on abort or timeout.
 
     Raises:
@@ -115,10 +114,8 @@ async def _stream(ctx: NodeContext, argv: tuple[str, ...]) -> tuple[NcclRun, int
     ctx.check_abort()
     ctx.emit(WaitStarted(host=ctx.host, step=ctx.step, wait="smoke-test", state=SMOKE_STATE, limit=limit,
                          command=True))
-    fence = ctx.fenced_by()  # the test takes every GPU: behind the lock's fence like any command
-    ctx.record_command(argv, SMOKE_ENV)
-    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, env=dict(SMOKE_ENV), fence=fence or ""))
-    await ctx.audit_first(argv)
+    argv = run_change.argv()
+    fence = await announce(ctx, run_change)  # the test takes every GPU: behind the lock's fence like any command
     started = ctx.options.clock()
     status: int | None = None
     error = ""
@@ -160,16 +157,12 @@ async def smoke_test(ctx: NodeContext, state: NodeState) -> SmokeResult:
         The judged result (also written to the node's last-smoke.json).
     """
     threshold = threshold_for(state.gpus, ctx.options.thresholds, ctx.options.smoke_threshold)
-    run, status = await _stream(ctx, smoke_argv(len(state.gpus) or 8))
+    run, status = await _stream(ctx, RunSmoke(len(state.gpus) or 8))
     at, boot_id, uptime = await smoke_clock(ctx)
     smoke = dataclasses.replace(judge(run, status, threshold, at), boot_id=boot_id, uptime=uptime)
     ctx.emit(SmokeFinished(host=ctx.host, step=ctx.step, smoke=smoke))
-    mkdir, tee, mv = smoke_write_argvs()
-    await ctx.run(mkdir, privileged=True)
-    written = await ctx.run(tee, privileged=True, stdin=smoke_json(smoke))
-    if written.ok:
-        await ctx.run(mv, privileged=True)
-    else:
+    written = await perform(ctx, smoke_write(smoke_json(smoke)))
+    if not written.ok:
         ctx.note("the smoke result could not be written to the node; `check` will not see it", "warning")
     return smoke
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from nvls_tui.model import GpuState, Holder, NodeState
-from nvls_tui.poll.probe import BOOT_ARGV, LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR, UNITS
+from nvls_tui.poll.probe import BOOT_ARGV, LOCK_DIR, STATE_DIR, UNITS
 
 STEPS = (
     "preflight",
@@ -126,26 +126,6 @@ def lock_argvs() -> tuple[tuple[str, ...], ...]:
 def unlock_argv() -> tuple[str, ...]:
     """Release the per-node lock."""
     return ("rmdir", LOCK_DIR)
-
-
-def write_file_argvs(path: str) -> tuple[tuple[str, ...], ...]:
-    """Write ``path`` atomically: tee a temporary file (content on stdin), then rename it over."""
-    return (("mkdir", "-p", STATE_DIR), ("tee", f"{path}.tmp"), ("mv", "-f", f"{path}.tmp", path))
-
-
-def record_write_argvs() -> tuple[tuple[str, ...], ...]:
-    """Write the crash-safe record."""
-    return write_file_argvs(RECORD_FILE)
-
-
-def smoke_write_argvs() -> tuple[tuple[str, ...], ...]:
-    """Write the last smoke result where ``check`` reads it."""
-    return write_file_argvs(SMOKE_FILE)
-
-
-def record_remove_argv() -> tuple[str, ...]:
-    """Remove the crash-safe record once everything is back."""
-    return ("rm", "-f", RECORD_FILE)
 
 
 def is_running(active: str | None) -> bool:

@@ -31,6 +31,7 @@ from nvls_tui.parsers.systemctl import parse_show
 from nvls_tui.poll.assemble import restarters
 from nvls_tui.poll.probe import APT_PERIODIC_ARGV, NEEDRESTART_ARGV, SECTIONS
 from nvls_tui.runbook import RepairOptions, Runbook
+from nvls_tui.runbook.changes import UnitChange
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.plan import plan_commands
 from nvls_tui.runbook.restore import restore_actions, startable
@@ -340,7 +341,8 @@ def test_restore_starts_apts_timers_and_a_record_naming_them_is_honoured():
     assert not startable("unattended-upgrades.service") and not startable("apt-daily-upgrade.service")
     prior = {"apt-daily.timer": "active", "apt-daily-upgrade.timer": "inactive", FM: "active"}
     actions = restore_actions(prior, {}, {"apt-daily.timer": "inactive", FM: "active"}, {})
-    assert actions == [("apt-daily.timer", ("systemctl", "start", "apt-daily.timer"))]
+    assert actions == [UnitChange("start", "apt-daily.timer")]
+    assert actions[0].argv() == ("systemctl", "start", "apt-daily.timer")
 
 
 async def test_a_repair_leaves_apts_units_as_they_were_and_none_ran_during_the_reset():

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import pytest
 
+from nvls_tui.runbook.changes import UnitChange
 from nvls_tui.runbook.restore import restore_actions
 from nvls_tui.runbook.steps import SNAPSHOT_SERVICE, SNAPSHOT_TIMER
 
 
 def started(prior: dict[str, str]) -> list[str]:
-    return [argv[2] for _, argv in restore_actions(prior, {}, {u: "inactive" for u in prior}, {}) if argv[1] == "start"]
+    return [a.unit for a in restore_actions(prior, {}, {u: "inactive" for u in prior}, {})
+            if isinstance(a, UnitChange) and a.verb == "start"]
 
 
 @pytest.mark.parametrize("service", ["activating", "active", "inactive"])

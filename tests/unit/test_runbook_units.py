@@ -107,8 +107,9 @@ class TestQuiesceOrder:
         actions = [a.display for a in quiesce_actions(incident_node())]
         assert actions[:2] == ["systemctl stop nvidia-snapshot.timer", "systemctl stop nvidia-snapshot.service"]
         assert actions[2].startswith("ps -ww -e")  # every watch loop is looked for
-        assert actions[3].startswith("kill -TERM 50000")  # the watch parent, before its child
-        assert actions[4].startswith("kill -TERM 50001")
+        assert actions[3].startswith("kill -TERM 50000")  # the watch loop, before DCGM
+        # Its nvidia-smi ends with it: the run never signals it (tests/unit/test_plan_is_the_run.py), nor the plan.
+        assert not any(a.startswith("kill -TERM 50001") for a in actions)
         units = [a for a in actions if a.startswith(("systemctl", "nvidia-smi"))]
         assert units[2:] == ["systemctl stop nvidia-dcgm.service", "systemctl stop nvidia-persistenced.service",
                              "nvidia-smi -pm 0", "systemctl stop kubelet.service"]
@@ -136,22 +137,22 @@ class TestRestoreActions:
         prior = {"nvidia-fabricmanager.service": "active", "kubelet.service": "active",
                  "nvidia-snapshot.timer": "active", "nvidia-dcgm.service": "inactive"}
         now = {u: "inactive" for u in prior}
-        argvs = [" ".join(a) for _, a in restore_actions(prior, {}, now, {})]
+        argvs = [" ".join(a.argv()) for a in restore_actions(prior, {}, now, {})]
         assert argvs == ["systemctl start nvidia-fabricmanager.service", "systemctl start kubelet.service",
                          "systemctl start nvidia-snapshot.timer"]
 
     def test_a_unit_that_failed_meanwhile_gets_reset_failed_before_its_start(self):
-        argvs = [a for _, a in restore_actions({"kubelet.service": "active"}, {}, {"kubelet.service": "failed"}, {})]
+        argvs = [a.argv() for a in restore_actions({"kubelet.service": "active"}, {}, {"kubelet.service": "failed"}, {})]
         assert argvs == [("systemctl", "reset-failed", "kubelet.service"), ("systemctl", "start", "kubelet.service")]
 
     def test_persistence_mode_comes_back_only_on_the_gpus_that_had_it(self):
-        argvs = [a for _, a in restore_actions({}, {0: "Enabled", 1: "Disabled"}, {}, {0: "Disabled", 1: "Disabled"})]
+        argvs = [a.argv() for a in restore_actions({}, {0: "Enabled", 1: "Disabled"}, {}, {0: "Disabled", 1: "Disabled"})]
         assert argvs == [("nvidia-smi", "-pm", "1", "-i", "0")]
-        every = [a for _, a in restore_actions({}, {0: "Enabled", 1: "Enabled"}, {}, {})]
+        every = [a.argv() for a in restore_actions({}, {0: "Enabled", 1: "Enabled"}, {}, {})]
         assert every == [("nvidia-smi", "-pm", "1")]
 
     def test_with_the_node_unreadable_every_prior_unit_is_started_blindly(self):
-        argvs = [a for _, a in restore_actions({"kubelet.service": "active"}, {}, None, None)]
+        argvs = [a.argv() for a in restore_actions({"kubelet.service": "active"}, {}, None, None)]
         assert argvs == [("systemctl", "start", "kubelet.service")]
 
 
