@@ -72,7 +72,7 @@ class Decision:
     why: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"host": self.host, "action": self.action, "reason": self.reason, "message": self.message,
+        return {"node": self.host, "action": self.action, "reason": self.reason, "message": self.message,
                 "findings": list(self.why)}
 
 
