@@ -72,6 +72,7 @@ class StateStore:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.path = self.directory / FILE
+        self._saved: bytes | None = None  # what is on disk, as this store last wrote or read it
 
     def load(self) -> State:
         """The saved state, or a fresh one where none was ever saved.
@@ -89,13 +90,22 @@ class StateStore:
             doc = json.loads(text)
         except ValueError as exc:
             raise StateError(f"{self.path}: not JSON ({exc})") from None
-        return State.from_json(doc, str(self.path))
+        state = State.from_json(doc, str(self.path))
+        self._saved = self._encode(state)
+        return state
+
+    @staticmethod
+    def _encode(state: State) -> bytes:
+        return json.dumps(state.to_json(), sort_keys=True).encode("utf-8")
 
     def save(self, state: State) -> None:
-        """Write ``state`` atomically (temporary file, fsync, rename, fsync of the directory)."""
+        """Write ``state`` atomically (temporary file, fsync, rename, fsync of the directory); a state the
+        same as the one on disk is not written again (a quiet round costs no fsync)."""
+        data = self._encode(state)
+        if data == self._saved and self.path.exists():
+            return
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{FILE}.{os.getpid()}.tmp")
-        data = json.dumps(state.to_json(), sort_keys=True).encode("utf-8")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, data)
@@ -103,6 +113,7 @@ class StateStore:
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
+        self._saved = data
         dfd = os.open(self.directory, os.O_RDONLY)
         try:
             os.fsync(dfd)

@@ -56,14 +56,23 @@ class Pilot:
         self.mode, self.poll, self.repair, self.clock = mode, poll, repair, clock
         self.emit = emit
         self.number = 0
+        self._pending: list[dict[str, Any]] = []
         self.pause_path = store.directory / PAUSE_FILE
 
     def record(self, record: dict[str, Any]) -> None:
-        """One decision record: the audit log first (a decision the log cannot hold is not taken), then stdout."""
-        record = {"event": "autopilot", "round": self.number, "mode": self.mode, **record}
-        self.audit.write(record)
+        """One decision record, held until :meth:`flush` (a round's records are one group commit)."""
+        self._pending.append({"event": "autopilot", "round": self.number, "mode": self.mode, **record})
+
+    def flush(self) -> None:
+        """The held records to the audit log in one write and one fsync, then to stdout: a decision the log
+        cannot hold raises (AuditWriteError) before anything acts on it or prints it."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        self.audit.append([self.audit.encode(r) for r in pending])
         if self.emit is not None:
-            self.emit(record)
+            for record in pending:
+                self.emit(record)
 
     def save(self) -> None:
         """Save the state; observe and ask change nothing, their breaker and budgets included (in memory only)."""
@@ -99,6 +108,7 @@ class Pilot:
             chosen = []
         for host in chosen:
             ap.started(host, now)
+        self.flush()  # audit first: the decisions are on disk before any repair starts
         if chosen:
             self.save()  # started repairs count against the budget even if this process dies
             results = self.repair(chosen)
@@ -115,6 +125,7 @@ class Pilot:
         self.record({"node": None, "action": "round", "reason": "breaker-tripped" if breaker.tripped else
                      "breaker-closed", "message": breaker.reason or "closed", "paused": self.paused(),
                      "nodes": len(polled), "running": ap.running(), "canary_passed": ap.state.canary_passed})
+        self.flush()
         return decisions
 
 
@@ -256,6 +267,7 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
                       repair=_repairer(settings, audit_dir), emit=emit)
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
+        pilot.flush()
         while a.rounds is None or pilot.number < a.rounds:
             began = time.monotonic()
             pilot.round()
