@@ -43,6 +43,9 @@ PAUSE_FILE = "pause"
 Polled = list[tuple[NodeState, Diagnosis]]
 #: Repairs a list of hosts; returns each host's success (True only where its smoke test passed).
 Repairer = Callable[[Sequence[str]], dict[str, bool]]
+#: Drains one host with a reason for a person (its budget spent); returns what happened, in words, or None
+#: where there is no scheduler to drain it in.
+Drainer = Callable[[str, str], str | None]
 
 
 class Pilot:
@@ -51,10 +54,11 @@ class Pilot:
 
     def __init__(self, autopilot: Autopilot, policy: Policy, store: StateStore, audit: AuditLog, *, mode: str,
                  poll: Callable[[], Polled], repair: Repairer, clock: Callable[[], float] = time.time,
-                 emit: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 emit: Callable[[dict[str, Any]], None] | None = None, drain: Drainer | None = None) -> None:
         self.autopilot, self.policy, self.store, self.audit = autopilot, policy, store, audit
         self.mode, self.poll, self.repair, self.clock = mode, poll, repair, clock
         self.emit = emit
+        self.drain = drain
         self.number = 0
         self._pending: list[dict[str, Any]] = []
         self.pause_path = store.directory / PAUSE_FILE
@@ -82,6 +86,21 @@ class Pilot:
     def paused(self) -> bool:
         return self.pause_path.exists()
 
+    def _drain_escalated(self, escalated: list[Decision]) -> None:
+        """Leave each node whose budget is spent drained with the reason (the scheduler's change is recorded
+        first, then its result)."""
+        for d in escalated:
+            if self.drain is None:
+                self.record({"node": d.host, "action": "not-drained", "reason": "no-scheduler",
+                             "message": "no scheduler configured to drain it in: a person takes it out of service"})
+                continue
+            reason = f"nvls-tui autopilot: {d.message}"
+            self.record({"node": d.host, "action": "drain", "reason": "budget", "message": reason})
+            self.flush()  # audit first
+            said = self.drain(d.host, reason)
+            self.record({"node": d.host, "action": "drained" if said is None else "drain-failed",
+                         "reason": "budget", "message": "left drained with the reason" if said is None else said})
+
     def round(self) -> list[Decision]:
         """One round; the decisions taken."""
         self.number += 1
@@ -96,6 +115,8 @@ class Pilot:
             decisions = [dataclasses.replace(d, action=word) if d.action == "repair" else d for d in decisions]
         for d in decisions:
             self.record(d.to_json())
+        if self.mode == "auto":
+            self._drain_escalated([d for d in decisions if d.action == "escalate"])
         if decided.tripped_now:
             self.record({"node": None, "action": "breaker-tripped", "reason": "breaker",
                          "message": ap.state.breaker.reason})
@@ -200,6 +221,25 @@ def _keep_simulated_fleets(settings: Settings) -> Settings:
     return dataclasses.replace(settings, connect=connect)
 
 
+def _drainer(settings: Settings) -> Drainer | None:
+    """``scontrol update NodeName=N State=DRAIN Reason=...`` through the Slurm cluster's configuration (the
+    runbook's DrainNode change's argv); None without a Slurm cluster. Returns None on success, else what
+    scontrol said."""
+    from nvls_tui.runbook.changes import DrainNode
+    from nvls_tui.targets import scheduler_from_settings
+
+    slurm = scheduler_from_settings(settings)
+    if slurm is None:
+        return None
+
+    def drain(host: str, reason: str) -> str | None:
+        hook = slurm.hook(host)
+        status, said = asyncio.run(hook.command(DrainNode(hook.node, reason).argv()))
+        return None if status == 0 else f"scontrol exited {status}: {said.strip()[:200]}"
+
+    return drain
+
+
 def _say(text: str) -> None:
     print(f"nvls-tui autopilot: {text}", file=sys.stderr, flush=True)
 
@@ -264,7 +304,7 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
     with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
-                      repair=_repairer(settings, audit_dir), emit=emit)
+                      repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings))
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
         pilot.flush()

@@ -87,6 +87,11 @@ def test_soak_200_rounds_64_nodes_no_budget_overrun_no_excess_concurrency_every_
     clock = {"now": 1_800_000_000.0}
     concurrency: list[tuple[int, bool]] = []
     emitted: list[dict] = []
+    drained: list[tuple[str, str]] = []
+
+    def drain(host, reason):
+        drained.append((host, reason))
+        return None
 
     def repair(hosts):
         concurrency.append((len(hosts) + len(set(autopilot.running()) - set(hosts)), autopilot.state.canary_passed))
@@ -101,7 +106,7 @@ def test_soak_200_rounds_64_nodes_no_budget_overrun_no_excess_concurrency_every_
 
     with AuditLog.create(tmp_path / "audit", "soak", kind="autopilot") as audit:
         pilot = Pilot(autopilot, Policy(), StateStore(tmp_path), audit, mode="auto", poll=sim.poll, repair=repair,
-                      clock=lambda: clock["now"], emit=emitted.append)
+                      clock=lambda: clock["now"], emit=emitted.append, drain=drain)
         times: dict[int, float] = {}
         for number in range(1, ROUNDS + 1):
             sim.inject()
@@ -141,6 +146,12 @@ def test_soak_200_rounds_64_nodes_no_budget_overrun_no_excess_concurrency_every_
                              any(f.startswith(("GPU_LOST", "FM_VERSION_MISMATCH")) for f in r["findings"])]
     assert not repaired_while_unsafe
     assert sum(1 for r in emitted if r["action"] == "repaired") >= 20
+    # A spent budget: the node escalated once, left drained with the reason (recorded before and after).
+    escalated = [r["node"] for r in emitted if r["action"] == "escalate"]
+    assert escalated and sorted(h for h, _ in drained) == sorted(escalated) and len(set(escalated)) == len(escalated)
+    assert all("hardware ticket" in reason for _, reason in drained)
+    order = [(r["node"], r["action"]) for r in emitted if r["action"] in ("drain", "drained")]
+    assert order == [(h, a) for h in escalated for a in ("drain", "drained")]
     print("soak:", {a: sum(1 for r in emitted if r["action"] == a) for a in
                     ("repair", "repaired", "repair-failed", "escalate", "breaker-tripped", "skip")},
           "reasons:", sorted(reasons), "max at once:", max(n for n, _ in concurrency))
