@@ -144,7 +144,8 @@ def _add_autopilot_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one decision record per line (JSON)")
     p.add_argument("--state-dir", metavar="DIR",
                    help="the state file (breaker, budgets), the pause file and the audit logs (default: the "
-                        "state directory's autopilot/)")
+                        "state directory's autopilot/); a file DIR/pause (SIGUSR1 writes it) stops new repairs "
+                        "until it is removed")
     p.add_argument("--policy", metavar="FILE", help="a policy TOML file: which finding codes and NVIDIA buckets "
                                                     "are safe to repair unattended")
     p.add_argument("--close-breaker", action="store_true",

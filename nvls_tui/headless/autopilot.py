@@ -11,7 +11,8 @@ a line on stdout. The state (breaker, budgets) is saved after every change, so a
 
 A pause file (``STATE_DIR/pause``) or SIGUSR1 (which writes that file) stops new repairs at once: a wave
 not started yet does not start; repairs already running finish, restores and resumes included. Removing
-the file resumes. SIGINT and SIGTERM end the autopilot after the round in progress (its repairs restore).
+the file resumes. SIGTERM (``systemctl stop``) ends the autopilot after the round in progress, its repairs
+finished (restores and resumes included): a repair is never cut short by a stop.
 """
 
 from __future__ import annotations
@@ -290,15 +291,18 @@ def run(settings: Settings) -> int:
     def pause_now() -> None:  # SIGUSR1: the pause file, so the pause outlives this process and is undone by rm
         pause_path.touch(mode=0o600)
 
+    stop: list[str] = []  # SIGTERM (systemctl stop): end after the round in progress, its repairs finished
     before = signal.signal(signal.SIGUSR1, lambda *_: pause_now())
+    before_term = signal.signal(signal.SIGTERM, lambda *_: stop.append("SIGTERM"))
     try:
-        return _rounds(settings, a, autopilot, policy, store, audit_dir, run_id, limits)
+        return _rounds(settings, a, autopilot, policy, store, audit_dir, run_id, limits, stop)
     finally:
         signal.signal(signal.SIGUSR1, before)
+        signal.signal(signal.SIGTERM, before_term)
 
 
 def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, policy: Policy, store: StateStore,
-            audit_dir: str, run_id: str, limits: Limits) -> int:
+            audit_dir: str, run_id: str, limits: Limits, stop: list[str]) -> int:
     """Round after round until ``--rounds`` (or a signal) ends them."""
     state = autopilot.state
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
@@ -308,12 +312,18 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
         pilot.flush()
-        while a.rounds is None or pilot.number < a.rounds:
+        while (a.rounds is None or pilot.number < a.rounds) and not stop:
             began = time.monotonic()
             pilot.round()
             if a.rounds is not None and pilot.number >= a.rounds:
                 break
-            time.sleep(max(0.0, a.every - (time.monotonic() - began)))
+            deadline = began + a.every
+            while not stop and (left := deadline - time.monotonic()) > 0:
+                time.sleep(min(left, 1.0))  # a SIGTERM ends the wait within a second
+        if stop:
+            pilot.record({"node": None, "action": "stopped", "reason": stop[0], "message": "stopped after the round "
+                          "in progress; no repair was cut short"})
+            pilot.flush()
     return 0
 
 

@@ -126,3 +126,22 @@ def test_an_unreadable_state_file_refuses_to_start(capsys, tmp_path):
     (tmp_path / "autopilot-state.json").write_text("[]")
     assert main(["autopilot", "sim:seed-incident", "--state-dir", str(tmp_path), "--rounds", "1"]) == 2
     assert "refusing to start" in capsys.readouterr().err
+
+
+def test_sigterm_ends_after_the_round_in_progress_and_says_so(capsys, tmp_path):
+    from nvls_tui.headless import autopilot as command
+
+    real_round = command.Pilot.round
+
+    def round_then_term(self):
+        decisions = real_round(self)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return decisions
+
+    command.Pilot.round = round_then_term  # type: ignore[method-assign]
+    try:
+        rc, lines, _ = _run(capsys, tmp_path, "--mode", "auto", "--every", "30")
+    finally:
+        command.Pilot.round = real_round  # type: ignore[method-assign]
+    assert rc == 0 and lines[-1]["action"] == "stopped" and lines[-1]["reason"] == "SIGTERM"
+    assert max(r["round"] for r in lines) == 1
