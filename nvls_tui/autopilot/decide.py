@@ -95,7 +95,7 @@ class Autopilot:
     def __init__(self, limits: Limits, state: State) -> None:
         self.limits = limits
         self.state = state
-        self.streak: dict[str, int] = {}
+        self.streak: dict[str, tuple[int, frozenset[str]]] = {}  # host -> rounds in a row, the codes held
 
     # --- the limits, each on its own -------------------------------------------------------------
     def in_window(self, now: float) -> list[Repair]:
@@ -114,16 +114,31 @@ class Autopilot:
         left = max(ends) + self.limits.cooldown_s - now
         return left if left > 0 else None
 
+    def interrupted(self, now: float) -> list[str]:
+        """Repairs a previous process started and never ended (it was killed): failed, so that they neither
+        hold a slot forever nor count as passed; the node's own record (INTERRUPTED_REPAIR) asks for a person."""
+        hosts = []
+        for r in self.state.repairs:
+            if r.ok is None:
+                r.ok, r.ended = False, now
+                hosts.append(r.host)
+        if hosts:
+            self.state.canary_passed = False
+        return hosts
+
     def running(self) -> list[str]:
         return [r.host for r in self.state.repairs if r.ok is None]
 
     def debounce(self, judged: Judged) -> int:
-        """The node's streak of repairable rounds after this one."""
+        """The node's streak of repairable rounds after this one: rounds in a row that share a finding (one
+        finding that came and another that went is not a finding that held)."""
         if judged.judgement is Judgement.REPAIRABLE:
-            self.streak[judged.host] = self.streak.get(judged.host, 0) + 1
+            codes = frozenset(judged.why) or frozenset({""})  # a judgement that names none: one finding
+            count, held = self.streak.get(judged.host, (0, frozenset()))
+            self.streak[judged.host] = (count + 1, held & codes) if held & codes else (1, codes)
         elif judged.judgement is not Judgement.UNKNOWN:  # unknown: neither recovery nor failure
             self.streak.pop(judged.host, None)
-        return self.streak.get(judged.host, 0)
+        return self.streak.get(judged.host, (0, frozenset()))[0]
 
     # --- a round ---------------------------------------------------------------------------------
     def decide(self, judged: Sequence[Judged], now: float, *, paused: bool = False) -> Round:

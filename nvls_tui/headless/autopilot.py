@@ -133,7 +133,15 @@ class Pilot:
         self.flush()  # audit first: the decisions are on disk before any repair starts
         if chosen:
             self.save()  # started repairs count against the budget even if this process dies
-            results = self.repair(chosen)
+            try:
+                results = self.repair(chosen)
+            except Exception as exc:  # noqa: BLE001 - fail closed: a repair that raised did not pass a smoke test
+                from nvls_tui.textsafe import one_line
+
+                results = {}
+                for host in chosen:
+                    self.record({"node": host, "action": "repair-error", "reason": type(exc).__name__,
+                                 "message": one_line(str(exc), 300)})
             ended = self.clock()
             for host in chosen:
                 ok = results.get(host, False)
@@ -311,6 +319,11 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
                       repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings))
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
+        if a.mode == "auto":
+            for host in autopilot.interrupted(time.time()):
+                pilot.record({"node": host, "action": "repair-failed", "reason": "interrupted", "message":
+                              "an earlier autopilot stopped during this repair: counted as failed"})
+            pilot.save()
         pilot.flush()
         while (a.rounds is None or pilot.number < a.rounds) and not stop:
             began = time.monotonic()

@@ -145,3 +145,18 @@ def test_sigterm_ends_after_the_round_in_progress_and_says_so(capsys, tmp_path):
         command.Pilot.round = real_round  # type: ignore[method-assign]
     assert rc == 0 and lines[-1]["action"] == "stopped" and lines[-1]["reason"] == "SIGTERM"
     assert max(r["round"] for r in lines) == 1
+
+
+def test_a_repair_that_raises_is_a_failure_recorded_and_never_a_pass(capsys, tmp_path, monkeypatch):
+    from nvls_tui.headless import autopilot as command
+
+    def broken(settings, audit_dir):
+        def repair(hosts):
+            raise OSError("the audit directory is full")
+        return repair
+
+    monkeypatch.setattr(command, "_repairer", broken)
+    _, lines, _ = _run(capsys, tmp_path, "--mode", "auto", "--rounds", "2", "--breaker-percent", "100")
+    assert [(r["action"], r["reason"]) for r in lines if r["node"] == "gpu05" and r["round"] == 2][1:] == [
+        ("repair-error", "OSError"), ("repair-failed", "smoke-test")]
+    assert StateStore(tmp_path).load().repairs[0].ok is False

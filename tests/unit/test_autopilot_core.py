@@ -213,3 +213,19 @@ def test_limits_refuse_nonsense_with_one_sentence():
         Limits(max_parallel=0)
     with pytest.raises(ValueError, match="--breaker-percent"):
         Limits(breaker_percent=0)
+
+
+def test_debounce_counts_a_finding_that_held_not_one_that_came_as_another_went():
+    ap = pilot()
+    ap.decide([Judged("gpu01", R, ("FM_NOT_RUNNING",))], 0)
+    r = ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC",))], 10)
+    assert r.chosen == [] and r.decisions[0].reason == "debounce"
+    assert ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC", "XID/RESET_GPU"))], 20).chosen == ["gpu01"]
+
+
+def test_a_repair_a_killed_process_never_ended_is_failed_on_restart_and_frees_its_slot():
+    ap = pilot(max_parallel=1)
+    ap.started("gpu01", 0)
+    again = Autopilot(ap.limits, ap.state)
+    assert again.interrupted(100) == ["gpu01"] and again.running() == []
+    assert again.state.repairs[0].ok is False and not again.state.canary_passed
