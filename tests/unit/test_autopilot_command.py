@@ -160,3 +160,33 @@ def test_a_repair_that_raises_is_a_failure_recorded_and_never_a_pass(capsys, tmp
     assert [(r["action"], r["reason"]) for r in lines if r["node"] == "gpu05" and r["round"] == 2][1:] == [
         ("repair-error", "OSError"), ("repair-failed", "smoke-test")]
     assert StateStore(tmp_path).load().repairs[0].ok is False
+
+
+def test_the_systemd_unit_runs_options_the_command_has():
+    import argparse
+    import re
+    from pathlib import Path
+
+    from nvls_tui.cli import build_parser
+
+    unit = (Path(__file__).parents[2] / "contrib" / "systemd" / "nvls-tui-autopilot.service").read_text()
+    exec_start = re.search(r"^ExecStart=(.*?)(?<!\\)$", unit, re.M | re.S)
+    assert exec_start
+    words = exec_start.group(1).replace("\\\n", " ").split()
+    assert words[1] == "autopilot"
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    known = set(commands["autopilot"]._option_string_actions)
+    assert [w for w in words if w.startswith("-") and w not in known] == []
+    assert "StateDirectory=nvls-tui-autopilot" in unit and "--state-dir /var/lib/nvls-tui-autopilot" in exec_start.group(1)
+
+
+def test_settings_take_the_limits_given_and_never_the_config_files_targets(tmp_path):
+    from nvls_tui.cli import build_parser, build_settings
+
+    config = tmp_path / "config.toml"
+    config.write_text('targets = ["gpu01"]\n')
+    args = build_parser().parse_args(["autopilot", "--config", str(config), "--budget", "4", "--cooldown", "0"])
+    settings = build_settings(args)
+    assert settings.targets == ()
+    assert settings.autopilot is not None and settings.autopilot.limits == {"budget": 4, "cooldown_s": 0.0}
