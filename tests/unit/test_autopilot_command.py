@@ -44,10 +44,11 @@ def test_auto_repairs_after_the_debounce_one_canary_first_and_every_decision_is_
     assert repair_logs, "the repair goes through the runbook's own audited session"
 
 
-def test_observe_changes_nothing_and_saves_no_state(capsys, tmp_path):
-    rc, lines, _ = _run(capsys, tmp_path, "--rounds", "3", "--breaker-percent", "100")
+@pytest.mark.parametrize(("mode", "word"), [("observe", "would-repair"), ("ask", "propose")])
+def test_observe_and_ask_change_nothing_and_save_no_state(capsys, tmp_path, mode, word):
+    rc, lines, _ = _run(capsys, tmp_path, "--mode", mode, "--rounds", "3", "--breaker-percent", "100")
     assert rc == 0
-    assert {r["action"] for r in lines if r["node"] == "gpu05"} == {"skip", "would-repair"}
+    assert {r["action"] for r in lines if r["node"] == "gpu05"} == {"skip", word}
     assert not (tmp_path / "autopilot-state.json").exists()
     assert not list((tmp_path / "audit").glob("repair-*.jsonl"))
 
