@@ -132,6 +132,40 @@ def _add_repair_how_options(p: argparse.ArgumentParser, config: Config | None = 
                         "refusing; better: map the target to its node (--kube-node-map)" + now("stop_kubelet"))
 
 
+def _add_autopilot_options(p: argparse.ArgumentParser) -> None:
+    """``autopilot``'s mode and limits; a limit left out takes the default docs/autopilot.md explains."""
+    p.add_argument("--mode", choices=("observe", "ask", "auto"), default="observe",
+                   help="observe: decide and record what it would do, change nothing (default); ask: propose "
+                        "(approval in the console is not built yet: changes nothing); auto: repair")
+    p.add_argument("--every", type=_positive, default=None, metavar="SECONDS",
+                   help="seconds between two polling rounds (default 60)")
+    p.add_argument("--rounds", type=_positive_int, default=None, metavar="N",
+                   help="stop after N polling rounds (default: run until stopped)")
+    p.add_argument("--json", action="store_true", help="print one decision record per line (JSON)")
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="the state file (breaker, budgets), the pause file and the audit logs (default: the "
+                        "state directory's autopilot/); a file DIR/pause (SIGUSR1 writes it) stops new repairs "
+                        "until it is removed")
+    p.add_argument("--policy", metavar="FILE", help="a policy TOML file: which finding codes and NVIDIA buckets "
+                                                    "are safe to repair unattended")
+    p.add_argument("--close-breaker", action="store_true",
+                   help="close a tripped breaker (audited) and exit; what to check first: docs/autopilot.md")
+    g = p.add_argument_group("limits (docs/autopilot.md: each default and why)")
+    g.add_argument("--breaker-nodes", type=_positive_int, default=None, metavar="N",
+                   help="the breaker trips past N repairs in the window (default 5)")
+    g.add_argument("--breaker-percent", type=_positive, default=None, metavar="P",
+                   help="... or past P %% of the nodes watched, whichever is lower, never below 1 (default 5)")
+    g.add_argument("--window", type=_positive, default=None, metavar="SECONDS",
+                   help="the breaker's sliding window (default 3600)")
+    g.add_argument("--max-parallel", type=_positive_int, default=None, metavar="N",
+                   help="at most N repairs at once, after a first canary passed its smoke test (default 2)")
+    g.add_argument("--budget", type=_positive_int, default=None, metavar="N",
+                   help="repairs a node may have in --budget-days before it becomes a hardware ticket (default 3)")
+    g.add_argument("--budget-days", type=_positive, default=None, metavar="D", help="the budget's days (default 7)")
+    g.add_argument("--cooldown", type=_not_negative, default=None, metavar="SECONDS",
+                   help="after a repair, seconds before the node is judged again (default 900)")
+
+
 def _add_reach_options(p: argparse.ArgumentParser, config: Config | None = None) -> None:
     """Options shared by the commands that reach nodes (contract.md); ``config``: what the config file
     sets, named in the help of each option it fills."""
@@ -292,6 +326,12 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                         help="hold each node to this approved plan (the JSON of `repair --dry-run --json`): "
                              "a node that changed since is refused")
 
+    autopilot = sub.add_parser("autopilot", help="poll, and repair the safe cases unattended within limits "
+                               "(docs/autopilot.md)", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_reach_options(autopilot, config)
+    _add_autopilot_options(autopilot)
+    _add_repair_how_options(autopilot, config)
+
     report = sub.add_parser("report", help="an incident report (Markdown) from an audit log")
     report.add_argument("log", metavar="AUDIT_LOG")
     report.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
@@ -337,7 +377,7 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-SUBCOMMANDS = ("console", "check", "analyze", "repair", "report", "sim", "lab")
+SUBCOMMANDS = ("console", "check", "analyze", "repair", "autopilot", "report", "sim", "lab")
 
 
 def _host_like(word: str, argv: list[str]) -> bool:

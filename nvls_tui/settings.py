@@ -37,7 +37,7 @@ DEFAULT_CONCURRENCY = 64
 DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024  # backends.base.DEFAULT_MAX_OUTPUT (a test holds them equal)
 
 # The commands that reach nodes, and so read the config file.
-REACHING = ("console", "check", "repair")
+REACHING = ("console", "check", "repair", "autopilot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +162,31 @@ class LabCommand:
 
 
 @dataclass(frozen=True, slots=True)
+class AutopilotSettings:
+    """``nvls-tui autopilot``'s own options (docs/autopilot.md gives each default and why).
+
+    Attributes:
+        mode: ``observe`` (decide and record, change nothing), ``ask`` (propose; the console's approval is not
+            built yet, so headless it changes nothing either) or ``auto`` (repair).
+        every: seconds between two rounds.
+        rounds: stop after this many rounds (None: until stopped).
+        state_dir: where the state file, the pause file and the default audit logs live (None: the state
+            directory's ``autopilot``).
+        policy: a policy TOML file (None: the built-in policy).
+        close_breaker: close a tripped breaker (an operator's act, audited) and exit.
+        limits: the limits' values by name (``decide.Limits``'s fields).
+    """
+
+    mode: str = "observe"
+    every: float = 60.0
+    rounds: int | None = None
+    state_dir: str | None = None
+    policy: str | None = None
+    close_breaker: bool = False
+    limits: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a subcommand needs to know, decided once.
 
@@ -233,6 +258,7 @@ class Settings:
     sources: Mapping[str, str] = field(default_factory=dict)
     sim: SimCommand | None = None
     lab: LabCommand | None = None
+    autopilot: AutopilotSettings | None = None
     connect: Callable[[Settings], Sequence[Backend]] | None = field(default=None, compare=False)
 
     def source(self, name: str) -> str:
@@ -294,8 +320,8 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
     targets = tuple(given.get("targets") or ())
     if targets:
         p.sources["targets"] = COMMAND_LINE
-    elif command != "repair" and not given.get("demo") and "targets" in config.given:
-        # A repair never takes its nodes from a default: it needs a TARGET on its command line.
+    elif command not in ("repair", "autopilot") and not given.get("demo") and "targets" in config.given:
+        # A repair (and the autopilot, which repairs) never takes its nodes from a default: a TARGET it needs.
         targets = tuple(config.targets)
         p.sources["targets"] = p.file
     identity = p.pick("ssh.identity", "identity", "ssh.identity", ssh_file.get("identity"), None)
@@ -384,8 +410,24 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         lab=LabCommand(action=given["lab_command"], dir=given.get("dir"), scenario=given.get("scenario") or "seed-incident",
                        nodes=given.get("nodes") or "gpu[05-06]", slurm=bool(given.get("slurm")))
         if command == "lab" else None,
+        autopilot=_autopilot_settings(given) if command == "autopilot" else None,
     )
 
 
-__all__ = ["COMMAND_LINE", "DEFAULT", "REACHING", "SIM_SPEED_ENV", "KubeSettings", "LabCommand", "SimCommand", "RepairSettings", "Settings", "SlurmSettings",
+#: The autopilot's limit options (their argparse dest) -> the name of ``autopilot.decide.Limits``'s field.
+AUTOPILOT_LIMITS = {"breaker_nodes": "breaker_nodes", "breaker_percent": "breaker_percent", "window": "window_s",
+                    "max_parallel": "max_parallel", "budget": "budget", "budget_days": "budget_days",
+                    "cooldown": "cooldown_s"}
+
+
+def _autopilot_settings(given: Mapping[str, Any]) -> AutopilotSettings:
+    """``autopilot``'s options; a limit not given keeps its default (``Limits``')."""
+    return AutopilotSettings(
+        mode=str(given.get("mode") or "observe"), every=float(given.get("every") or 60.0), rounds=given.get("rounds"),
+        state_dir=given.get("state_dir"), policy=given.get("policy"), close_breaker=bool(given.get("close_breaker")),
+        limits={field_name: given[dest] for dest, field_name in AUTOPILOT_LIMITS.items() if given.get(dest) is not None},
+    )
+
+
+__all__ = ["AUTOPILOT_LIMITS", "AutopilotSettings", "COMMAND_LINE", "DEFAULT", "REACHING", "SIM_SPEED_ENV", "KubeSettings", "LabCommand", "SimCommand", "RepairSettings", "Settings", "SlurmSettings",
            "SshSettings", "settings_from"]

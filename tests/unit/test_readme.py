@@ -158,7 +158,7 @@ def test_the_headless_synopsis_and_examples_use_options_the_commands_have():
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     text = section(readme(), "Headless commands")
     lines = [line for line in text.splitlines() if line.startswith("nvls-tui ")]
-    assert {line.split()[1] for line in lines} == {"check", "analyze", "repair", "report"}
+    assert {line.split()[1] for line in lines} == {"check", "analyze", "repair", "autopilot", "report"}
     unknown = []
     for line in lines:
         command = line.split()[1]

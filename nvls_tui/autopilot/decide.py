@@ -1,0 +1,233 @@
+"""Each round's decisions: which repairable nodes are repaired now, and why each other one is not.
+
+The limits, in the order they are weighed for a node the policy calls repairable:
+
+- **escalated**: its budget was spent; a person acts (a hardware ticket), the node stays drained;
+- **cooldown**: a node repaired less than ``cooldown_s`` ago is not judged again yet;
+- **debounce**: a finding must hold ``debounce_rounds`` rounds in a row; an unknown round neither adds to
+  the count nor clears it (unknown is neither recovery nor failure); a healthy or unsafe round clears it;
+- **budget**: ``budget`` repairs in ``budget_days`` days, then the node is escalated ("hardware ticket");
+- **paused**: a pause file or signal stops every new repair;
+- **breaker**: at most ``breaker_bound(fleet)`` repairs started in the last ``window_s`` seconds; the
+  repair that would pass the bound trips the breaker instead, and it stays tripped until an operator
+  closes it. The breaker only stops *new* repairs: a repair already started runs to its end, restore,
+  resume and uncordon included;
+- **canary**: until one repair has passed its smoke test (and again after any failed), one repair at a time;
+- **max parallel**: at most ``max_parallel`` repairs at once.
+
+Pure: every call takes ``now`` (wall-clock seconds: they are compared with times saved before a restart).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from nvls_tui.autopilot.policy import Judged, Judgement
+from nvls_tui.autopilot.state import Repair, State
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Every limit, with the defaults docs/autopilot.md explains."""
+
+    breaker_nodes: int = 5
+    breaker_percent: float = 5.0
+    window_s: float = 3600.0
+    max_parallel: int = 2
+    budget: int = 3
+    budget_days: float = 7.0
+    cooldown_s: float = 900.0
+    debounce_rounds: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("breaker_nodes", "max_parallel", "budget", "debounce_rounds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if not 0 < self.breaker_percent <= 100:
+            raise ValueError("--breaker-percent must be more than 0 and at most 100")
+        for name, flag in (("window_s", "--window"), ("budget_days", "--budget-days")):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{flag} must be more than 0")
+        if self.cooldown_s < 0:
+            raise ValueError("--cooldown must be 0 or more")
+
+    def breaker_bound(self, fleet: int) -> int:
+        """Repairs allowed in a window: the lower of the count and the percentage of the fleet watched, never
+        below 1 (a fleet of 4 at 5 % still allows 1)."""
+        return max(1, min(self.breaker_nodes, math.floor(fleet * self.breaker_percent / 100)))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One node's decision in one round: ``repair``, ``skip`` or ``escalate``, the limit or reason, words."""
+
+    host: str
+    action: str
+    reason: str
+    message: str
+    why: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"node": self.host, "action": self.action, "reason": self.reason, "message": self.message,
+                "findings": list(self.why)}
+
+
+@dataclass(slots=True)
+class Round:
+    """A round's decisions and the breaker as it stands after them."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    tripped_now: bool = False
+
+    @property
+    def chosen(self) -> list[str]:
+        return [d.host for d in self.decisions if d.action == "repair"]
+
+
+class Autopilot:
+    """The decisions across rounds; ``state`` is what survives a restart, the debounce counts are not (a
+    restart judges every node afresh: two more rounds, never fewer)."""
+
+    def __init__(self, limits: Limits, state: State) -> None:
+        self.limits = limits
+        self.state = state
+        self.streak: dict[str, tuple[int, frozenset[str]]] = {}  # host -> rounds in a row, the codes held
+
+    # --- the limits, each on its own -------------------------------------------------------------
+    def in_window(self, now: float) -> list[Repair]:
+        since = self.state.breaker.closed_at
+        return [r for r in self.state.repairs
+                if now - r.at < self.limits.window_s and (since is None or r.at >= since)]
+
+    def budget_used(self, host: str, now: float) -> int:
+        return sum(1 for r in self.state.repairs if r.host == host and now - r.at < self.limits.budget_days * DAY_S)
+
+    def cooling(self, host: str, now: float) -> float | None:
+        """Seconds of cooldown left after the node's last repair (None: none)."""
+        ends = [r.ended if r.ended is not None else r.at for r in self.state.repairs if r.host == host]
+        if not ends:
+            return None
+        left = max(ends) + self.limits.cooldown_s - now
+        return left if left > 0 else None
+
+    def interrupted(self, now: float) -> list[str]:
+        """Repairs a previous process started and never ended (it was killed): failed, so that they neither
+        hold a slot forever nor count as passed; the node's own record (INTERRUPTED_REPAIR) asks for a person."""
+        hosts = []
+        for r in self.state.repairs:
+            if r.ok is None:
+                r.ok, r.ended = False, now
+                hosts.append(r.host)
+        if hosts:
+            self.state.canary_passed = False
+        return hosts
+
+    def running(self) -> list[str]:
+        return [r.host for r in self.state.repairs if r.ok is None]
+
+    def debounce(self, judged: Judged) -> int:
+        """The node's streak of repairable rounds after this one: rounds in a row that share a finding (one
+        finding that came and another that went is not a finding that held)."""
+        if judged.judgement is Judgement.REPAIRABLE:
+            codes = frozenset(judged.why) or frozenset({""})  # a judgement that names none: one finding
+            count, held = self.streak.get(judged.host, (0, frozenset()))
+            self.streak[judged.host] = (count + 1, held & codes) if held & codes else (1, codes)
+        elif judged.judgement is not Judgement.UNKNOWN:  # unknown: neither recovery nor failure
+            self.streak.pop(judged.host, None)
+        return self.streak.get(judged.host, (0, frozenset()))[0]
+
+    # --- a round ---------------------------------------------------------------------------------
+    def decide(self, judged: Sequence[Judged], now: float, *, paused: bool = False) -> Round:
+        """The decisions of one round over the whole fleet watched (``judged``: every node of it)."""
+        out = Round()
+        bound = self.limits.breaker_bound(len(judged))
+        running = self.running()
+        started = len(self.in_window(now))
+        slots = self.limits.max_parallel if self.state.canary_passed else 1
+        slots -= len(running)
+        for j in judged:
+            streak = self.debounce(j)
+            if j.host in running or j.judgement is Judgement.HEALTHY:
+                continue
+            if j.host in self.state.escalated:
+                out.decisions.append(Decision(j.host, "skip", "escalated", self.state.escalated[j.host], j.why))
+                continue
+            if j.judgement is Judgement.UNKNOWN:
+                out.decisions.append(Decision(j.host, "skip", "unknown", "not read whole: unknown is neither "
+                                              "recovery nor failure", j.why))
+                continue
+            if j.judgement is Judgement.UNSAFE:
+                out.decisions.append(Decision(j.host, "skip", "unsafe", "not safe to repair unattended: "
+                                              "for a person", j.why))
+                continue
+            if (left := self.cooling(j.host, now)) is not None:
+                out.decisions.append(Decision(j.host, "skip", "cooldown", f"repaired recently: {left:.0f} s of "
+                                              "cooldown left", j.why))
+                continue
+            if streak < self.limits.debounce_rounds:
+                out.decisions.append(Decision(j.host, "skip", "debounce", f"seen {streak} of "
+                                              f"{self.limits.debounce_rounds} rounds in a row", j.why))
+                continue
+            if (used := self.budget_used(j.host, now)) >= self.limits.budget:
+                why = (f"hardware ticket: {used} repairs in {self.limits.budget_days:g} days did not hold; "
+                       "left drained for a person")
+                self.state.escalated[j.host] = why
+                out.decisions.append(Decision(j.host, "escalate", "budget", why, j.why))
+                continue
+            if paused:
+                out.decisions.append(Decision(j.host, "skip", "paused", "paused: no new repair starts", j.why))
+                continue
+            if self.state.breaker.tripped:
+                out.decisions.append(Decision(j.host, "skip", "breaker", "the breaker is tripped "
+                                              f"({self.state.breaker.reason}): an operator closes it", j.why))
+                continue
+            if started >= bound:
+                self.state.breaker.tripped, self.state.breaker.since = True, now
+                self.state.breaker.reason = (f"{started} repairs in {self.limits.window_s:g} s reached the bound "
+                                             f"of {bound} ({self.limits.breaker_nodes} nodes or "
+                                             f"{self.limits.breaker_percent:g} % of {len(judged)})")
+                out.tripped_now = True
+                out.decisions.append(Decision(j.host, "skip", "breaker", f"tripped the breaker: "
+                                              f"{self.state.breaker.reason}", j.why))
+                continue
+            if slots <= 0:
+                limit = "max-parallel" if self.state.canary_passed else "canary"
+                words = (f"{self.limits.max_parallel} repairs at once already" if self.state.canary_passed
+                         else "a canary repair must pass its smoke test before the next starts")
+                out.decisions.append(Decision(j.host, "skip", limit, words, j.why))
+                continue
+            slots -= 1
+            started += 1
+            out.decisions.append(Decision(j.host, "repair", "policy", "safe to repair unattended", j.why))
+        return out
+
+    def started(self, host: str, now: float) -> None:
+        """A chosen repair began: it counts in the window and the budget from now."""
+        self.state.repairs.append(Repair(host, now))
+        self.streak.pop(host, None)
+
+    def finished(self, host: str, ok: bool, now: float) -> None:
+        """A repair ended; ``ok`` only where its NVLS smoke test passed. A failure puts the canary back."""
+        for r in reversed(self.state.repairs):
+            if r.host == host and r.ok is None:
+                r.ok, r.ended = ok, now
+                break
+        self.state.canary_passed = ok
+
+    def close_breaker(self, now: float) -> None:
+        """An operator closed the breaker: the window starts afresh (the repairs that tripped it stay in the
+        budgets)."""
+        self.state.breaker.tripped, self.state.breaker.since, self.state.breaker.reason = False, None, ""
+        self.state.breaker.closed_at = now
+
+    def prune(self, now: float) -> None:
+        """Forget repairs older than both the window and the budget's days (the file stays small)."""
+        keep = max(self.limits.window_s, self.limits.budget_days * DAY_S)
+        self.state.repairs = [r for r in self.state.repairs if r.ok is None or now - r.at < keep]
+
+
+__all__ = ["Autopilot", "Decision", "Limits", "Round"]
