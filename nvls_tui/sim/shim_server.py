@@ -18,6 +18,7 @@ children's CPU seconds to ``DIR/shim-server.cpu`` (what it cost, for docs/perfor
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import resource
@@ -34,6 +35,9 @@ CPU_LOG = "shim-server.cpu"
 IDLE_S = 60.0
 TICK_S = 1.0
 MAX_REQUEST = 4 << 20
+_PR_SET_NAME = 15
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class _Gone(Exception):
@@ -64,10 +68,15 @@ def _read_request(conn: socket.socket) -> tuple[list[int], bytes]:
                 return fds, body[:size]
 
 
-def _run_child(fds: list[int], body: bytes, keep_closed) -> None:
+def _run_child(fds: list[int], body: bytes, keep_closed, server: int) -> None:
     """In the forked child: become the client's command, run it, and exit with its status. Never returns."""
     code = 1
     try:
+        # Die with the server (a rig's kill of a session can take it): an orphan would hold the client's
+        # pipes, and a hung command would never end.
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != server:
+            os._exit(137)
         keep_closed()
         for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(signo, signal.SIG_DFL)
@@ -75,6 +84,8 @@ def _run_child(fds: list[int], body: bytes, keep_closed) -> None:
         fields = body.split(b"\0")
         _version, ppid, mask, argc = fields[:4]
         argv = [a.decode("utf-8", "surrogateescape") for a in fields[4:4 + int(argc)]]
+        # The tool's name where ps shows a process's name (its command line stays the server's).
+        _LIBC.prctl(_PR_SET_NAME, argv[1].encode()[:15] if len(argv) > 1 else b"shim", 0, 0, 0)
         env = {}
         for entry in fields[4 + int(argc):]:
             key, _, value = entry.decode("utf-8", "surrogateescape").partition("=")
@@ -184,9 +195,10 @@ class Server:
                 os.close(fd)
             conn.close()
             return
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _run_child(fds, body, lambda: self._close_all(conn))
+            _run_child(fds, body, lambda: self._close_all(conn), server)
         for fd in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
