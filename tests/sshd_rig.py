@@ -413,7 +413,7 @@ class SshdRig:
         """The simulated commands running on this rig's nodes: the children of their fork servers
         (``nvls_tui.sim.shim_server``), which are no session's descendants; each is named (``name()``)
         after its tool. The servers themselves are not commands."""
-        return [child for server in fork_servers([n.dir for n in self.nodes.values()]) for child in _live_children(server)]
+        return [child for server in fork_servers([n.dir for n in self.nodes.values()]) for child in live_children(server)]
 
     def log_tail(self, lines: int = 5) -> str:
         """The last lines sshd wrote (for failure messages)."""
@@ -461,7 +461,8 @@ def fork_servers(dirs: list[Path]) -> list[psutil.Process]:
     return [p for p in found if p.ppid() not in pids]
 
 
-def _live_children(proc: psutil.Process) -> list[psutil.Process]:
+def live_children(proc: psutil.Process) -> list[psutil.Process]:
+    """A process's children that are not zombies (none once it is gone)."""
     try:
         return [c for c in proc.children() if c.status() != psutil.STATUS_ZOMBIE]
     except psutil.Error:

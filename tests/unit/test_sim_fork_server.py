@@ -14,6 +14,7 @@ import pytest
 
 from nvls_tui.sim.shims import write_shims
 from nvls_tui.sim.store import NodeStore
+from tests.sshd_rig import fork_servers, live_children
 from tests.waiting import scaled, until
 
 AR_ARGV = "all_reduce_perf -b 8M -e 128M -f 2 -g 8"
@@ -25,21 +26,7 @@ def _env(root: Path, **extra: str) -> dict[str, str]:
 
 def servers_of(root: Path) -> list[psutil.Process]:
     """Live fork servers serving ``root`` (not their forked children, which share their command line)."""
-    want = ["-m", "nvls_tui.sim.shim_server", str(root)]
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmd = proc.info["cmdline"] or []
-        if cmd[1:] == want and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    pids = {p.pid for p in found}
-    return [p for p in found if p.ppid() not in pids]
-
-
-def live_children(server: psutil.Process) -> list[psutil.Process]:
-    try:
-        return [c for c in server.children() if c.status() != psutil.STATUS_ZOMBIE]
-    except psutil.NoSuchProcess:
-        return []
+    return fork_servers([root])
 
 
 @pytest.fixture
