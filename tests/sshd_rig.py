@@ -17,6 +17,7 @@ rig has no namespace to give: it refuses to start where this machine has ``/dev/
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import glob
 import os
@@ -35,6 +36,7 @@ import psutil
 from nvls_tui.backends.base import BackendOptions
 from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import parse_target
+from nvls_tui.sim.shim_server import SOCKET_NAME as SHIM_SOCKET
 
 LOOPBACK = "127.0.0.1"
 PORTS_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS: sshd refuses to start with more listeners
@@ -344,8 +346,12 @@ class SshdRig:
             return False
 
     def stop(self) -> None:
-        """Stop every sshd and every session they started (by PID), waiting a bounded time."""
+        """Stop every sshd and every session they started (by PID), waiting a bounded time, and the nodes'
+        fork servers (their socket removed: each exits within a second, not after its idle minute)."""
         self.kill_connections()
+        for node in self.nodes.values():
+            with contextlib.suppress(OSError):
+                (node.dir / SHIM_SOCKET).unlink()
         for proc in self.procs:
             if proc.poll() is None:
                 proc.terminate()
@@ -403,6 +409,12 @@ class SshdRig:
                 pass
         return found
 
+    def simulated_commands(self) -> list[psutil.Process]:
+        """The simulated commands running on this rig's nodes: the children of their fork servers
+        (``nvls_tui.sim.shim_server``), which are no session's descendants; each is named (``name()``)
+        after its tool. The servers themselves are not commands."""
+        return [child for server in fork_servers([n.dir for n in self.nodes.values()]) for child in live_children(server)]
+
     def log_tail(self, lines: int = 5) -> str:
         """The last lines sshd wrote (for failure messages)."""
         try:
@@ -434,6 +446,27 @@ def processes_running(argv: list[str]) -> list[psutil.Process]:
         if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
+
+
+def fork_servers(dirs: list[Path]) -> list[psutil.Process]:
+    """The live fork servers of these node directories (not their forked children: same command line)."""
+    wanted = {str(Path(d).resolve()) for d in dirs}
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmd = proc.info["cmdline"] or []
+        if cmd[1:3] == ["-m", "nvls_tui.sim.shim_server"] and cmd[3:] and cmd[3] in wanted \
+                and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    pids = {p.pid for p in found}
+    return [p for p in found if p.ppid() not in pids]
+
+
+def live_children(proc: psutil.Process) -> list[psutil.Process]:
+    """A process's children that are not zombies (none once it is gone)."""
+    try:
+        return [c for c in proc.children() if c.status() != psutil.STATUS_ZOMBIE]
+    except psutil.Error:
+        return []
 
 
 def options_for(rig: SshdRig, **overrides) -> BackendOptions:

@@ -22,6 +22,8 @@ from nvls_tui.sim.state import Node
 from nvls_tui.sim.store import NodeStore
 
 ENV_PREFIXES = ("NCCL_", "CUDA_")
+PARENT_PID: int | None = None
+"""The shell that ran the shim; set by the fork server (whose child's own parent is the server)."""
 
 
 def write_now(stream, text: str) -> None:
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         result = execute(node, command, now, env=env)
         speed = clock.speed
         if isinstance(result, Plan):
-            node.spawn(pid=result.pid, ppid=os.getppid(), user="root", start=now, argv=list(command),
+            node.spawn(pid=result.pid, ppid=PARENT_PID or os.getppid(), user="root", start=now, argv=list(command),
                        cgroup="0::/user.slice/user-0.slice/session-9.scope", role="smoke",
                        devices=gpu_devices(node, ("/dev/nvidiactl", "/dev/nvidia-uvm")),
                        expires=now + result.duration, access="F...m")

@@ -3,7 +3,10 @@
 A real sshd can then serve simulated nodes: put ``DIR/bin`` first on PATH (or copy/symlink it to
 ``$HOME/bin``). Every script has DIR's absolute path baked in, so it works wherever it is called from.
 
-- Simulated tools (nvidia-smi, systemctl, ...) exec ``<python> -m nvls_tui.sim.shim_main DIR tool``.
+- Simulated tools (nvidia-smi, systemctl, ...) exec ``<python> -I -S .../sim/shim_client.py PKGROOT DIR tool``:
+  a client of the node's fork server (``python -m nvls_tui.sim.shim_server DIR``, started by the first
+  command, gone when DIR goes or after a minute idle), whose forked child runs ``shim_main.main`` with the
+  client's descriptors, argv and environment; no server, the client runs ``python -m nvls_tui.sim.shim_main``.
 - File tools (mkdir, cat, tee, mv, rm, rmdir) are plain sh: paths under /var/lib/nvls-tui are remapped
   to DIR/var/lib/nvls-tui and the real tool runs.
 - ``sudo`` strips its options and runs the simulated tool (never a real privileged command).
@@ -92,11 +95,17 @@ def _write(path: Path, text: str) -> None:
     path.chmod(0o755)
 
 
+def _client(root: Path, command: str) -> str:
+    """sh words that run ``command`` through the node's fork server (:mod:`nvls_tui.sim.shim_client`: a
+    Python without site or package imports, which falls back to ``python -m nvls_tui.sim.shim_main``)."""
+    package = Path(nvls_tui.__file__).resolve().parent
+    client = package / "sim" / "shim_client.py"
+    return (f"{_q(sys.executable)} -I -S {_q(str(client))} {_q(str(package.parent))} {_q(str(root))} {command}")
+
+
 def _py_script(root: Path, command: str) -> str:
-    pkg_root = str(Path(nvls_tui.__file__).resolve().parent.parent)
     return ("#!/bin/sh\n# nvls-tui simulated node shim (generated)\n"
-            f"PYTHONPATH={_q(pkg_root)}${{PYTHONPATH:+:$PYTHONPATH}} "
-            f"exec {_q(sys.executable)} -m nvls_tui.sim.shim_main {_q(str(root))} {command} \"$@\"\n")
+            f"exec {_client(root, command)} \"$@\"\n")
 
 
 def _machine_files_first(root: Path) -> str:
@@ -108,12 +117,10 @@ def _machine_files_first(root: Path) -> str:
     files by the simulator and every other file by the real cat (the node's state directory remapped), and
     exits 1 when any of them failed, as cat does."""
     files = "|".join(SIM_FILES)
-    pkg_root = str(Path(nvls_tui.__file__).resolve().parent.parent)
-    py = (f"PYTHONPATH={_q(pkg_root)}${{PYTHONPATH:+:$PYTHONPATH}} {_q(sys.executable)} -m nvls_tui.sim.shim_main "
-          f"{_q(str(root))} cat")
+    py = _client(root, "cat")
     return ("sim=$#; any=\n"
             f"for a do case $a in {files}) any=1;; *) sim=0;; esac; done\n"
-            f"if [ \"$sim\" != 0 ]; then {py.replace(_q(sys.executable), 'exec ' + _q(sys.executable), 1)} \"$@\"; fi\n"
+            f"if [ \"$sim\" != 0 ]; then exec {py} \"$@\"; fi\n"
             "if [ -n \"$any\" ]; then\n"
             f"  D={_q(str(root))}; rc=0; run=\n"
             f"  flush() {{ [ -n \"$run\" ] && {{ {py} $run || rc=1; }}; run=; }}\n"

@@ -28,7 +28,7 @@ from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.events import CommandStarted, SmokeRow, StepFinished, fan_out
 from nvls_tui.sim.shims import write_shims
-from tests.sshd_rig import SshdRig, backend_for, find_sshd
+from tests.sshd_rig import SshdRig, backend_for, find_sshd, fork_servers
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]
 
@@ -339,8 +339,10 @@ def test_a_wedged_nvidia_smi_times_out_alone_is_stopped_on_the_node_and_both_nod
     assert nodes[ok.target("ok")]["verdict"] == "healthy"
     assert code == 1 and elapsed < 40  # bounded by the timeouts: the wedged command never returns
     wedged_dir = str(rig.nodes["wedged"].dir)
+    servers = {p.pid for p in fork_servers([rig.nodes["wedged"].dir])}  # the node's, not a command of it
     deadline = time.monotonic() + 5
-    while any(wedged_dir in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])):
+    while any(wedged_dir in " ".join(p.info["cmdline"] or []) and p.pid not in servers
+              for p in psutil.process_iter(["cmdline"])):
         assert time.monotonic() < deadline, "the hung nvidia-smi was left running on the node"
         time.sleep(0.05)  # waiting for a killed process group to be reaped; bounded above
 

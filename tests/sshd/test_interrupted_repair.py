@@ -103,12 +103,18 @@ def test_sigterm_during_the_smoke_test_stops_it_on_the_node_at_once_and_restores
 
 
 def command_lines(rig) -> list[str]:
-    """The command lines of every live process the rig's sessions left (zombies and the gone skipped)."""
+    """The command lines of every live process the rig's sessions left (zombies and the gone skipped), and
+    the names of the simulated commands still running in the nodes' fork servers."""
     lines = []
     for proc in rig.session_processes():
         try:
             if proc.status() != psutil.STATUS_ZOMBIE:
                 lines.append(" ".join(proc.cmdline()))
+        except psutil.Error:
+            pass
+    for proc in rig.simulated_commands():
+        try:
+            lines.append(proc.name())
         except psutil.Error:
             pass
     return lines

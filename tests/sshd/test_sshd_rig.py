@@ -12,9 +12,12 @@ import socket
 import threading
 
 import asyncssh
+import psutil
 import pytest
 
-from tests.sshd_rig import LOOPBACK, SshdRig, find_sshd
+from nvls_tui.sim.shims import write_shims
+from tests.sshd_rig import LOOPBACK, SshdRig, find_sshd, fork_servers
+from tests.waiting import scaled, until
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]
 
@@ -113,3 +116,23 @@ def test_a_real_node_whose_port_was_taken_boots_again_on_fresh_ones(tmp_path, mo
             node.stop()
     finally:
         impostor.close()
+
+
+async def test_a_stopped_rig_leaves_no_fork_server_and_a_running_one_shows_its_nodes_commands(tmp_path):
+    """Each simulated command runs in a child of its node's fork server, outside the SSH session: the
+    rig lists those children as the node's commands, and stopping the rig ends the servers at once."""
+    rig = SshdRig(tmp_path / "rig", ["hgx01"],
+                  lambda name, node_dir: write_shims(node_dir, "healthy", name, speed=1)).start()
+    try:
+        async with asyncssh.connect(LOOPBACK, rig.nodes["hgx01"].port, known_hosts=str(rig.known_hosts),
+                                    client_keys=[str(rig.client_key)], username=rig.user) as conn:
+            async with conn.create_process("NCCL_NVLS_ENABLE=1 all_reduce_perf -b 8M -e 8G -f 2 -g 8") as proc:
+                while not (await proc.stdout.readline()).strip()[:1].isdigit():
+                    pass
+                assert [p.name() for p in rig.simulated_commands()] == ["all_reduce_perf"]
+                proc.terminate()
+        [server] = fork_servers([rig.nodes["hgx01"].dir])
+    finally:
+        rig.stop()
+    await until(lambda: not fork_servers([rig.nodes["hgx01"].dir]), scaled(10), "the rig's stop ended the server")
+    assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
