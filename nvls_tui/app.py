@@ -27,6 +27,7 @@ from nvls_tui.bindings import bindings_for
 from nvls_tui.commands import ConsoleCommands
 from nvls_tui.console_signals import ConsoleDriver, SignalExit
 from nvls_tui.diagnosis.restore_hint import restore_commands
+from nvls_tui.kube.client import Kubectl
 from nvls_tui.kube.fleet import KubeFleet
 from nvls_tui.kube.view import with_kube
 from nvls_tui.messages import (
@@ -476,6 +477,10 @@ class NvlsApp(App[int]):
     def backend_for(self, host: str) -> Backend:
         """The backend that reaches ``host``."""
         return self.backends[host]
+
+    def cluster_of(self, host: str) -> Kubectl | None:
+        """The kubectl of the cluster that has ``host``'s node, or None where no cluster reads it."""
+        return self.kube.for_host(host) if self.kube is not None else None
 
     def follow(self, watcher: DOMNode, callback: Callable[[Fleet], None]) -> None:
         """Call ``callback`` with the new fleet on every change, while ``watcher`` is mounted (a screen's

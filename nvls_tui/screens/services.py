@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from nvls_tui.backends.base import Backend
+    from nvls_tui.kube.client import Kubectl
     from nvls_tui.model import Fleet, Verdict
     from nvls_tui.model.node import Diagnosis
     from nvls_tui.runbook.session import Session
@@ -68,6 +69,11 @@ class LiveFleet(Protocol):
 
     def follow(self, watcher: DOMNode, callback: Callable[[Fleet], None]) -> None:
         """Call ``callback`` with the new fleet on every change, for as long as ``watcher`` is mounted."""
+        ...
+
+    def cluster_of(self, host: str) -> Kubectl | None:
+        """The kubectl of the Kubernetes cluster that has ``host``'s node (what describe reads events with), or
+        None where no cluster is configured for it."""
         ...
 
 

@@ -56,6 +56,9 @@ class BareConsole(App[None]):
     def follow(self, watcher, callback) -> None:
         watcher.watch(self, "fleet", callback, init=False)
 
+    def cluster_of(self, host):
+        return None
+
     # ConsoleActions
     def start_action(self, description, work, *, hosts=()):
         self.asked.append(("start_action", description))
