@@ -468,6 +468,10 @@ class NvlsApp(App[int]):
         self.hold_keys(KeyHold(functools.partial(plan_confirmation_ready, self, screen), "the plan's typed confirmation",
                                stop_at=frozenset({"enter"})))
 
+    def hold_keys_for(self, ready: Callable[[], bool | None], what: str) -> None:
+        """Hold the keys typed after a key that opens ``what`` until it has the focus (``:``'s command line)."""
+        self.hold_keys(KeyHold(ready, what))
+
     # ---- what screens and the palette call ------------------------------------------------------
     def verdict(self, host: str) -> Verdict | None:
         """The node's verdict, or None before its first poll."""

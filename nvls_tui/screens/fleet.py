@@ -322,8 +322,14 @@ class FleetScreen(OnConsole, Screen[None]):
         from nvls_tui.screens.command_bar import CommandBar
         from nvls_tui.views.commands import completions
 
+        if isinstance(self.focused, Input):
+            raise SkipAction  # a priority binding (binding_table.py): in the filter box, `:` is text
         hosts = list(self.services.live.fleet.hosts)
-        self.app.push_screen(CommandBar(completions(hosts, self.sortable_columns())), self.run_command)
+        bar = CommandBar(completions(hosts, self.sortable_columns()))
+        self.app.push_screen(bar, self.run_command)
+        # `:node gpu06⏎` in one burst: the keys behind `:` wait for the line instead of reaching the fleet
+        # (n: next broken, p: poll ...)
+        self.services.actions.hold_keys_for(bar.line_ready, "the command line")
 
     def run_command(self, text: str | None) -> None:
         """Run a command typed on the command line (None: it was left with Esc)."""

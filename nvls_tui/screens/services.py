@@ -100,6 +100,11 @@ class ConsoleActions(Protocol):
         """Keep the keys typed after ``r`` for the plan's typed confirmation."""
         ...
 
+    def hold_keys_for(self, ready: Callable[[], bool | None], what: str) -> None:
+        """Keep the keys typed after a key that opens ``what`` until ``ready()`` says it has the focus (True:
+        replay them there, in order) or never will (False: drop them); widgets/key_hold.py."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ConsoleServices:

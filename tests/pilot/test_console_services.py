@@ -76,6 +76,9 @@ class BareConsole(App[None]):
     def hold_for_plan(self, screen) -> None:
         self.asked.append(("hold_for_plan", type(screen).__name__))
 
+    def hold_keys_for(self, ready, what) -> None:
+        self.asked.append(("hold_keys_for", what))
+
 
 async def node_screen(app: BareConsole, pilot) -> NodeScreen:
     screen = NodeScreen(app.backend.host, app.services)
