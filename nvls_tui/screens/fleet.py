@@ -231,7 +231,10 @@ class FleetScreen(OnConsole, Screen[None]):
         free = width - summary_text(verdicts).cell_len - len(tail)
         sort_words = self.grid_order.words(dict(self.sortable_columns()).get(self.grid_order.column))
         rest = extra.removeprefix(sort_words)  # the filter's words stay
-        tries = [(extra, SELECTED), (rest, SELECTED), (rest, SELECTED_SHORT)]
+        # The counts end in their own blanks: a selection right after them needs no " · " before it.
+        lead = "" if not rest else " · "
+        tries = [(extra, SELECTED), (rest, lead + SELECTED.removeprefix(" · ")),
+                 (rest, lead + SELECTED_SHORT.removeprefix(" · "))]
         for before, template in tries:
             room = free - len(before) - len(template.format(hosts=""))
             hosts = hosts_within(self.selected, room)

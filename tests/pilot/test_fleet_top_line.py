@@ -102,3 +102,4 @@ async def test_the_selection_is_read_whole_at_120_columns(tmp_path):
             line = screen.query_one(FleetSummary).content.plain
             assert len(line) <= width, (width, line)
             assert "gpu05 gpu06" in line, (width, line)
+            assert "healthy   selected" in line, (width, line)  # no stray " · " after the counts' blanks
