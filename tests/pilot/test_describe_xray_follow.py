@@ -87,11 +87,19 @@ async def test_f_follows_the_fm_journal_until_f_again():
             return await real(argv)
 
         screen._run = counted
+
+        def header() -> str:
+            return str(screen.query_one("#logs-header").content)
+
+        assert "f follows" in header()  # the key is said where the operator reads the screen's keys
         await pilot.press("f")
         assert screen.following
         await wait_until(pilot, lambda: sum("fabricmanager" in r for r in reads) >= 2, "two reads of FM's journal")
+        # said for as long as it lasts (the toast that said it is gone after 3 s)
+        assert "following the FM journal every 3 s (f stops)" in header(), header()
         await pilot.press("f")
         assert not screen.following
+        assert "following" not in header() and "f follows" in header()
 
 
 def test_describe_lists_every_condition_the_node_reports():
