@@ -63,7 +63,7 @@ SPECS: tuple[BindingSpec, ...] = (
                 palette="fleet: Toggle sort by verdict"),
     BindingSpec("fleet.command", "colon", "command", "Command", "The command line (as k9s's): :node HOST, :logs "
                 "HOST, :sort COLUMN, :filter TEXT, :help, :q, with completion (Tab).", "fleet", show=False,
-                palette="fleet: Command line"),
+                palette="fleet: Command line", priority=True),
     BindingSpec("fleet.sort_by", "O", "sort_by", "Sort by", "Sort the fleet by any column shown (a picker); "
                 "the same column again reverses it; the top line says the order.", "fleet", show=False,
                 palette="fleet: Sort by a column"),

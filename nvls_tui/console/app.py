@@ -40,6 +40,7 @@ from nvls_tui.console.services import ConsoleServices, ConsoleSettings
 from nvls_tui.console.signals import ConsoleDriver, SignalExit
 from nvls_tui.console.widgets import palette
 from nvls_tui.diagnosis.restore_hint import restore_commands
+from nvls_tui.kube.client import Kubectl
 from nvls_tui.kube.fleet import KubeFleet
 from nvls_tui.model import Fleet, NodeState, Verdict
 from nvls_tui.model.kube import KubeNode
@@ -344,6 +345,10 @@ class NvlsApp(KeyHolding):
     def backend_for(self, host: str) -> Backend:
         """The backend that reaches ``host``."""
         return self.backends[host]
+
+    def cluster_of(self, host: str) -> Kubectl | None:
+        """The kubectl of the cluster that has ``host``'s node, or None where no cluster reads it."""
+        return self.kube.for_host(host) if self.kube is not None else None
 
     def follow(self, watcher: DOMNode, callback: Callable[[Fleet], None]) -> None:
         """Call ``callback`` with the new fleet on every change, while ``watcher`` is mounted (a screen's

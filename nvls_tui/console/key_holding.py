@@ -10,6 +10,7 @@ will. An Enter among keys held for a plan is never replayed: it would approve a 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from textual import events
@@ -95,6 +96,10 @@ class KeyHolding(App[int]):
         if self._hold_timer is not None:
             self._hold_timer.stop()
             self._hold_timer = None
+
+    def hold_keys_for(self, ready: Callable[[], bool | None], what: str) -> None:
+        """Hold the keys typed after a key that opens ``what`` until it has the focus (``:``'s command line)."""
+        self.hold_keys(KeyHold(ready, what))
 
     def hold_for_plan(self, screen: Screen[Any]) -> None:
         """Hold the keys typed after ``r`` for the plan's typed confirmation (shown once the dry run is read).

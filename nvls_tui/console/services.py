@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from nvls_tui.backends.base import Backend
+    from nvls_tui.kube.client import Kubectl
     from nvls_tui.model import Fleet, Verdict
     from nvls_tui.model.node import Diagnosis
     from nvls_tui.runbook.session import Session
@@ -70,6 +71,11 @@ class LiveFleet(Protocol):
         """Call ``callback`` with the new fleet on every change, for as long as ``watcher`` is mounted."""
         ...
 
+    def cluster_of(self, host: str) -> Kubectl | None:
+        """The kubectl of the Kubernetes cluster that has ``host``'s node (what describe reads events with), or
+        None where no cluster is configured for it."""
+        ...
+
 
 class ConsoleActions(Protocol):
     """The moves a screen starts that belong to the whole console."""
@@ -92,6 +98,11 @@ class ConsoleActions(Protocol):
 
     def hold_for_plan(self, screen: Screen[Any]) -> None:
         """Keep the keys typed after ``r`` for the plan's typed confirmation."""
+        ...
+
+    def hold_keys_for(self, ready: Callable[[], bool | None], what: str) -> None:
+        """Keep the keys typed after a key that opens ``what`` until ``ready()`` says it has the focus (True:
+        replay them there, in order) or never will (False: drop them); widgets/key_hold.py."""
         ...
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 
 from nvls_tui import node_map
 from nvls_tui.kube.words import shown
-from nvls_tui.model.kube import KubeNode, KubePod
-from nvls_tui.parsers.kube import parse_nodes, parse_pods
+from nvls_tui.model.kube import KubeEvent, KubeNode, KubePod
+from nvls_tui.parsers.kube import parse_events, parse_nodes, parse_pods
 from nvls_tui.textsafe import one_line
 
 TIMEOUT = 15.0
@@ -193,6 +193,28 @@ class Kubectl:
         if stray is not None:
             raise KubeError(f"kubectl get pods for node {node} printed pod {stray.namespace}/{stray.name} of node "
                             f"{stray.node}", UNPARSEABLE)
+        return tuple(parsed.value)
+
+    def events_argv(self, node: str) -> list[str]:
+        """The kubectl words that read ``node``'s events (what the describe view says to run where they failed)."""
+        # Every namespace: kubelet files a node's events in the default namespace, which the kubeconfig's
+        # context may not be.
+        return ["get", "events", "--all-namespaces", "--field-selector",
+                f"involvedObject.kind=Node,involvedObject.name={node}", "-o", "json"]
+
+    async def events_of(self, node: str) -> tuple[KubeEvent, ...]:
+        """The events the cluster recorded about ``node``, oldest first (read when asked: not every poll round).
+
+        Raises:
+            KubeError: kubectl failed, printed what could not be read whole, or an event of another object.
+        """
+        parsed = parse_events(await self.run(*self.events_argv(node)))
+        if parsed.warnings:
+            raise KubeError(parsed.warnings[0], UNPARSEABLE)
+        stray = next((e for e in parsed.value if (e.object_kind, e.object_name) != ("Node", node)), None)
+        if stray is not None:
+            raise KubeError(f"kubectl get events for node {node} printed an event of {stray.object_kind} "
+                            f"{stray.object_name}", UNPARSEABLE)
         return tuple(parsed.value)
 
     async def read(self, hosts: Sequence[str]) -> dict[str, KubeNode]:

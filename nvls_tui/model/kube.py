@@ -164,4 +164,42 @@ class KubeNode:
         return "Ready" if self.ready else "NotReady"
 
 
-__all__ = ["OPERAND_LABEL_PREFIX", "KubeContainer", "KubeNode", "KubePod", "PodRef", "Taint"]
+@dataclass(frozen=True, slots=True)
+class KubeEvent:
+    """One event the cluster recorded about an object (``kubectl get events -o json``'s core/v1 Event).
+
+    Attributes:
+        type: ``Normal`` or ``Warning`` (None where not said).
+        reason: the short CamelCase reason (``Rebooted``, ``NodeNotReady``, ``NodeNotSchedulable``).
+        message: what the reporting component wrote (anyone's text: cleaned when read, one line when shown).
+        last_seen: when it was last seen, epoch seconds (``lastTimestamp``, else ``eventTime``, else
+            ``firstTimestamp``, else the object's ``creationTimestamp``); None where none of them is said.
+        object_kind, object_name: ``involvedObject``'s kind and name (a node's events name the node).
+        count: how many times it was seen (``count``, else ``series.count``); None where not said.
+    """
+
+    type: str | None
+    reason: str | None
+    message: str | None
+    last_seen: float | None
+    object_kind: str | None = None
+    object_name: str | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEvents:
+    """A node's events as read from its cluster when the describe view opened, or why they could not be read.
+
+    Attributes:
+        events: the node's events, oldest first (empty with ``error`` set means unknown, never "no events").
+        error: why they could not be read (one sentence); None where they were.
+        read_at: when they were read, on the console's clock (ages are counted from it).
+    """
+
+    events: tuple[KubeEvent, ...] = ()
+    error: str | None = None
+    read_at: float = 0.0
+
+
+__all__ = ["OPERAND_LABEL_PREFIX", "KubeContainer", "KubeEvent", "KubeNode", "KubePod", "NodeEvents", "PodRef", "Taint"]

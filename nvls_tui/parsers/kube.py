@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
 
-from nvls_tui.model.kube import KubeContainer, KubeNode, KubePod, Taint
+from nvls_tui.model.kube import KubeContainer, KubeEvent, KubeNode, KubePod, Taint
 from nvls_tui.parsers.base import Parsed
 from nvls_tui.textsafe import clean, one_line
 
+T = TypeVar("T")
+
 # kubectl prints a single object's kind, or List for several; the API's own list kinds are accepted too.
-_LIST_KINDS = {"nodes": ("List", "NodeList"), "pods": ("List", "PodList")}
+_LIST_KINDS = {"nodes": ("List", "NodeList"), "pods": ("List", "PodList"), "events": ("List", "EventList")}
 
 # The runtime's id of a container in its cgroup: systemd driver (cri-containerd-ID.scope, crio-ID.scope,
 # docker-ID.scope) or cgroupfs driver (/kubepods/.../pod<uid>/ID).
@@ -167,18 +171,62 @@ def _pod(item: object) -> tuple[KubePod | None, str | None]:
                    owner_kind=owner_kind, owner_name=owner_name, labels=labels), None
 
 
-def parse_pods(text: str) -> Parsed[list[KubePod]]:
-    """``kubectl get pods -o json`` -> its pods; any warning: read nothing (a holder's pod may be the one)."""
-    items, problem = _items(text, "pods")
+def _every(text: str, what: str, reader: Callable[[object], tuple[T | None, str | None]]) -> Parsed[list[T]]:
+    """Every item of a kubectl list read by ``reader``; the first one it cannot read is the warning (read nothing)."""
+    items, problem = _items(text, what)
     if items is None:
         return Parsed([], (problem or "",))
     out = []
     for item in items:
-        pod, problem = _pod(item)
-        if pod is None:
-            return Parsed([], (f"kubectl get pods printed {problem}",))
-        out.append(pod)
+        value, problem = reader(item)
+        if value is None:
+            return Parsed([], (f"kubectl get {what} printed {problem}",))
+        out.append(value)
     return Parsed(out)
 
 
-__all__ = ["container_id_of", "parse_nodes", "parse_pods"]
+def parse_pods(text: str) -> Parsed[list[KubePod]]:
+    """``kubectl get pods -o json`` -> its pods; any warning: read nothing (a holder's pod may be the one)."""
+    return _every(text, "pods", _pod)
+
+
+def _stamp(value: object) -> float | None:
+    """An RFC 3339 time of the API (``2026-12-06T20:00:00Z``, a MicroTime's fraction too) as epoch seconds."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.timestamp() if when.tzinfo is not None else None
+
+
+def _event(item: object) -> tuple[KubeEvent | None, str | None]:
+    if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
+        return None, "an event without metadata"
+    meta = item["metadata"]
+    involved = item.get("involvedObject")
+    if not isinstance(involved, dict) or not _text(involved.get("kind")) or not _text(involved.get("name")):
+        return None, f"event {one_line(str(meta.get('name')), 60)} without the object it is about"
+    # The newest of the times the API may carry: an events.k8s.io writer fills eventTime, a core one lastTimestamp.
+    last = next((t for t in (_stamp(item.get(k)) for k in ("lastTimestamp", "eventTime", "firstTimestamp"))
+                 if t is not None), None)
+    if last is None:
+        last = _stamp(meta.get("creationTimestamp"))
+    series: dict[str, Any] = item["series"] if isinstance(item.get("series"), dict) else {}
+    count = item.get("count") if isinstance(item.get("count"), int) else series.get("count")
+    return KubeEvent(type=_text(item.get("type")) or None, reason=_text(item.get("reason")) or None,
+                     message=_text(item.get("message")) or None, last_seen=last,
+                     object_kind=clean(involved["kind"]), object_name=clean(involved["name"]),
+                     count=count if isinstance(count, int) and not isinstance(count, bool) else None), None
+
+
+def parse_events(text: str) -> Parsed[list[KubeEvent]]:
+    """``kubectl get events -o json`` -> its events, oldest first; any warning: read nothing (never "no events")."""
+    read = _every(text, "events", _event)
+    # The API lists by key (namespace, name), not by time; unknown times first, as the oldest.
+    return Parsed(sorted(read.value, key=lambda e: e.last_seen if e.last_seen is not None else float("-inf")),
+                  read.warnings)
+
+
+__all__ = ["container_id_of", "parse_events", "parse_nodes", "parse_pods"]

@@ -9,7 +9,9 @@ period, as on a real cluster. The stand-in API server (``nvls_tui/lab/kube_stand
 is tested; tests hold this one's JSON to what the real kubectl prints from it.
 
 It answers the reads the product makes (``get nodes -o json``, the same with ``--field-selector
-metadata.name=NODE``, ``get pods --all-namespaces --field-selector spec.nodeName=NODE -o json``) with
+metadata.name=NODE``, ``get pods --all-namespaces --field-selector spec.nodeName=NODE -o json``, ``get events
+--all-namespaces --field-selector involvedObject.kind=Node,involvedObject.name=NODE -o json``: a field the real
+server does not select events by gets its 400) with
 kubectl's list shape and the API's fields, and the repair's writes (runbook/kube_repair.py) with what kubectl
 1.32 prints against a real API server, exit status included: ``cordon``/``uncordon``, ``label node``
 (``--overwrite K=V``, ``K-``), ``annotate node``, ``wait --for=delete pod/...`` and the Eviction subresource
@@ -132,6 +134,56 @@ def pod_json(node: Node, pod: PodSpec) -> dict[str, Any]:
     }
 
 
+def record_event(node: Node, at: float, type_: str, reason: str, message: str, source: str = "kubelet") -> None:
+    """The cluster records an event about the Node (what kubelet or the node controller reports)."""
+    node.k8s_events.append({"at": at, "type": type_, "reason": reason, "message": message, "source": source})
+
+
+def event_json(node: Node, index: int, event: dict[str, Any]) -> dict[str, Any]:
+    """One of the node's events as the API returns it (core/v1 Event; kubelet files a node's in ``default``)."""
+    stamp = _iso(event["at"])
+    return {
+        "apiVersion": "v1", "kind": "Event", "count": 1, "type": event["type"], "reason": event["reason"],
+        "message": event["message"], "firstTimestamp": stamp, "lastTimestamp": stamp, "eventTime": None,
+        "involvedObject": {"kind": "Node", "name": node.name, "uid": node.name, "apiVersion": ""},
+        "metadata": {"name": f"{node.name}.{digest('event', node.name, index)[:16]}", "namespace": "default",
+                     "uid": _uid(node.name, "event", str(index)), "creationTimestamp": stamp},
+        "source": {"component": event.get("source", "kubelet"), "host": node.name},
+        "reportingComponent": event.get("source", "kubelet"), "reportingInstance": node.name,
+    }
+
+
+# The fields the API server selects events by (core/v1 Event's field label conversion); any other is its 400.
+EVENT_FIELDS = ("metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace",
+                "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion",
+                "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent",
+                "source", "type")
+
+
+def _event_field(obj: dict[str, Any], path: str) -> str:
+    if path == "source":
+        return str(obj["source"].get("component") or obj.get("reportingComponent") or "")
+    head, _, tail = path.partition(".")
+    value = obj.get(head) if not tail else (obj.get(head) or {}).get(tail)
+    return "" if value is None else str(value)
+
+
+def _events(nodes: Sequence[Node], selector: str) -> tuple[int, str, str]:
+    """``get events --all-namespaces --field-selector SEL -o json``: every node's events the selector keeps."""
+    terms = []
+    for term in (t for t in selector.split(",") if t):
+        negate = "!=" in term
+        path, _, value = term.replace("==", "=").replace("!=", "=").partition("=")
+        if path not in EVENT_FIELDS:
+            return 1, "", (f'Error from server (BadRequest): Unable to find "/v1, Resource=events" that match label '
+                           f'selector "", field selector "{selector}": field label not supported: {path}\n')
+        terms.append((path, value, negate))
+    items = [event_json(n, i, e) for n in nodes for i, e in enumerate(n.k8s_events)]
+    kept = [o for o in items if all((_event_field(o, p) == v) != neg for p, v, neg in terms)]
+    kept.sort(key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))  # the storage's key order
+    return 0, _list(kept), ""
+
+
 def _list(items: list[dict[str, Any]]) -> str:
     # kubectl's own framing of several objects: kind List, an empty resourceVersion, four-space indent.
     return json.dumps({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
@@ -177,6 +229,9 @@ def kubectl(nodes: Sequence[Node], argv: Sequence[str], now: float) -> tuple[int
             return 1, "", (f'Error from server (BadRequest): Unable to find "/v1, Resource=nodes" that match label '
                            f'selector "", field selector "{words[3]}": field label not supported: {field}\n')
         return 0, _list([node_json(n, now) for n in nodes if n.name == value]), ""
+    if words[:4] == ["get", "events", "--all-namespaces", "--field-selector"] and len(words) == 7 \
+            and words[5:] == ["-o", "json"]:
+        return _events(nodes, words[4])
     writes = {"cordon": _cordon, "uncordon": _cordon, "label": _label, "annotate": _annotate, "wait": _wait,
               "create": _evict, "delete": _delete}
     verb = words[0] if words else ""
@@ -206,6 +261,8 @@ def _cordon(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, s
         return 0, f"node/{node.name} already {verb}ed\n", ""
     node.k8s_cordoned = want
     node.k8s_rv += 1
+    status = "NodeNotSchedulable" if want else "NodeSchedulable"
+    record_event(node, now, "Normal", status, f"Node {node.name} status is now: {status}")
     return 0, f"node/{node.name} {verb}ed\n", ""
 
 
@@ -416,5 +473,5 @@ class SimKubectl:
         return status, out[:max_output + 1], err  # cut past the cap, as the real runner refuses it
 
 
-__all__ = ["GRACE", "OPERANDS", "OPERATOR_NAMESPACE", "SimKubectl", "kubectl", "node_json", "node_labels",
-           "owner_of", "pod_json"]
+__all__ = ["EVENT_FIELDS", "GRACE", "OPERANDS", "OPERATOR_NAMESPACE", "SimKubectl", "event_json", "kubectl",
+           "node_json", "node_labels", "owner_of", "pod_json", "record_event"]

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nvls_tui.sim import fabric
+from nvls_tui.sim.files import identity
+from nvls_tui.sim.kubectl import record_event
 from nvls_tui.sim.processes import spawn_pod
 from nvls_tui.sim.state import (
     FM_ARGV,
@@ -639,8 +641,16 @@ def k8s_incident(name: str, now: float) -> Node:
     exporter off on every node (``nvidia.com/gpu.deploy.node-status-exporter=false``)."""
     node = {"gpu05": seed_fm_killed, "gpu06": seed_out_of_sync}.get(name, healthy)(name, now)
     node.k8s_labels = {"nvidia.com/gpu.deploy.node-status-exporter": "false"}
+    # What kubelet reported about the Node (describe's events): its start, and after a reboot the new boot id.
+    record_event(node, node.boot + 20, "Normal", "Starting", "Starting kubelet.")
+    if name == "gpu06":
+        record_event(node, node.boot + 21, "Warning", "Rebooted",
+                     f"Node {name} has been rebooted, boot id: {identity(node)['bootID']}")
+    record_event(node, node.boot + 30, "Normal", "NodeReady", f"Node {name} status is now: NodeReady")
     if name == "gpu05":
         node.k8s_cordoned = True
+        record_event(node, now - 2 * 3600, "Normal", "NodeNotSchedulable", f"Node {name} status is now: "
+                     "NodeNotSchedulable")
     if name == "gpu06":
         add_vllm_pod(node, now - 2 * 3600)
     return node

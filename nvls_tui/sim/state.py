@@ -11,6 +11,7 @@ import bisect
 import datetime as dt
 import hashlib
 from dataclasses import asdict, dataclass, field
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from nvls_tui.poll.probe import SIMULATED_MARKER, STATE_DIR
@@ -268,6 +269,9 @@ class Node:
     # The Node object's resourceVersion: every write through the API moves it (a write conditioned on an older
     # one is refused with 409 Conflict, as the API server does).
     k8s_rv: int = 1
+    # The events the cluster recorded about the Node (kubelet's Starting, Rebooted, NodeNotSchedulable ...), oldest
+    # first, each {"at": epoch seconds, "type": Normal|Warning, "reason": ..., "message": ..., "source": ...}.
+    k8s_events: list[dict[str, Any]] = field(default_factory=list)
 
     # ----- the node's clock ------------------------------------------------------------------
     def clock(self, t: float) -> float:

@@ -11,20 +11,49 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nvls_tui.model import NodeState
+from nvls_tui.model.kube import NodeEvents
 from nvls_tui.model.node import Holder
 from nvls_tui.textsafe import one_line
+from nvls_tui.views.fleet_top import age_words
 
 # What a line of the describe view is, for its style: a section's heading, a key and its value, a note.
 HEADING, ITEM, NOTE = "heading", "item", "note"
+# How many of a node's events the view shows: the newest, as ``kubectl describe node`` ends with them.
+LAST_EVENTS = 10
 
 
 def _pairs(pairs: tuple[tuple[str, str], ...]) -> list[str]:
     return [f"  {one_line(k)}={one_line(v)}" for k, v in pairs]
 
 
-def describe_lines(state: NodeState) -> list[tuple[str, str]]:
-    """The node's Kubernetes side (readiness, cordon, taints, labels, annotations, identity, every pod on it) and
-    its Slurm side (state, reason, jobs), as ``(text, kind)`` lines; what was not read says so."""
+def event_lines(node: str, read: NodeEvents | None) -> list[tuple[str, str]]:
+    """The node's newest events (age, type, reason, message), or why they are not shown: being read, or not read
+    (unknown, never "no events")."""
+    by_hand = (f"  kubectl get events -A --field-selector involvedObject.kind=Node,involvedObject.name={one_line(node)}",
+               NOTE)
+    if read is None:
+        return [("Events: reading them from the cluster…", HEADING)]
+    if read.error is not None:
+        return [(f"Events: not read (unknown): {one_line(read.error)}", HEADING), by_hand]
+    events = read.events
+    shown = events[-LAST_EVENTS:]
+    out = [(f"Events (last {len(shown)} of {len(events)})" if len(shown) < len(events) else f"Events ({len(events)})",
+            HEADING)]
+    if not events:
+        # Said as the cluster's word, not as health: kube-apiserver keeps events an hour by default (--event-ttl).
+        return [*out, ("  the cluster holds none about this node (it keeps events 1 h by default)", NOTE)]
+    for event in shown:
+        age = "?" if event.last_seen is None else age_words(read.read_at - event.last_seen)
+        times = f" (x{event.count})" if event.count and event.count > 1 else ""
+        out.append((f"  {age:>6}  {one_line(event.type or '?'):<7}  {one_line(event.reason or '?')}{times}  "
+                    f"{one_line(event.message or '')}", ITEM))
+    return out
+
+
+def describe_lines(state: NodeState, events: NodeEvents | None = None) -> list[tuple[str, str]]:
+    """The node's Kubernetes side (readiness, cordon, taints, labels, annotations, identity, every pod on it, its
+    newest events: ``events``, None while they are being read) and its Slurm side (state, reason, jobs), as
+    ``(text, kind)`` lines; what was not read says so."""
     out: list[tuple[str, str]] = [(f"Kubernetes: {state.host}", HEADING)]
     kube = state.k8s
     if kube is None:
@@ -59,8 +88,7 @@ def describe_lines(state: NodeState) -> list[tuple[str, str]]:
                         f"containers: {one_line(containers)}", ITEM))
         if not kube.pods:
             out.append(("  none", NOTE))
-        out.append(("  events: not read by nvls-tui: kubectl get events -A --field-selector "
-                    f"involvedObject.name={one_line(kube.node)}", NOTE))
+        out += event_lines(kube.node, events)
     out.append(("Slurm", HEADING))
     sched = state.scheduler
     if sched is None:
@@ -125,4 +153,4 @@ def xray(state: NodeState) -> XrayNode:
     return XrayNode(f"{state.host}: {len(state.gpus)} GPUs, {len(state.holders)} holders", tuple(gpus))
 
 
-__all__ = ["HEADING", "ITEM", "NOTE", "XrayNode", "describe_lines", "xray"]
+__all__ = ["HEADING", "ITEM", "LAST_EVENTS", "NOTE", "XrayNode", "describe_lines", "event_lines", "xray"]

@@ -56,6 +56,9 @@ class BareConsole(App[None]):
     def follow(self, watcher, callback) -> None:
         watcher.watch(self, "fleet", callback, init=False)
 
+    def cluster_of(self, host):
+        return None
+
     # ConsoleActions
     def start_action(self, description, work, *, hosts=()):
         self.asked.append(("start_action", description))
@@ -72,6 +75,9 @@ class BareConsole(App[None]):
 
     def hold_for_plan(self, screen) -> None:
         self.asked.append(("hold_for_plan", type(screen).__name__))
+
+    def hold_keys_for(self, ready, what) -> None:
+        self.asked.append(("hold_keys_for", what))
 
 
 async def node_screen(app: BareConsole, pilot) -> NodeScreen:

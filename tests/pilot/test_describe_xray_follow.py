@@ -87,11 +87,19 @@ async def test_f_follows_the_fm_journal_until_f_again():
             return await real(argv)
 
         screen._run = counted
+
+        def header() -> str:
+            return str(screen.query_one("#logs-header").content)
+
+        assert "f follows" in header()  # the key is said where the operator reads the screen's keys
         await pilot.press("f")
         assert screen.following
         await wait_until(pilot, lambda: sum("fabricmanager" in r for r in reads) >= 2, "two reads of FM's journal")
+        # said for as long as it lasts (the toast that said it is gone after 3 s)
+        assert "following the FM journal every 3 s (f stops)" in header(), header()
         await pilot.press("f")
         assert not screen.following
+        assert "following" not in header() and "f follows" in header()
 
 
 def test_describe_lists_every_condition_the_node_reports():
@@ -111,3 +119,38 @@ def test_describe_lists_every_condition_the_node_reports():
                                ("DiskPressure", "True", "KubeletHasDiskPressure"), ("Ready", "True", "KubeletReady"))
     lines = [text for text, _ in describe_lines(NodeState("gpu06", reachable=True, k8s=kube))]
     assert "Conditions (3)" in lines and "  DiskPressure=True (KubeletHasDiskPressure)" in lines
+
+
+async def test_d_reads_the_nodes_events_from_the_cluster_newest_last():
+    """The describe view said events were not read by nvls-tui; it reads them from the cluster when it opens
+    (sim:k8s-incident's gpu06 was rebooted: kubelet's Rebooted warning with its boot id)."""
+    app = k8s_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await gpu06_then(app, pilot, "d", DescribeScreen, "the describe view")
+        await wait_until(pilot, lambda: any(line.startswith("Events (") for line in screen.lines), "the events read")
+        start = next(i for i, line in enumerate(screen.lines) if line.startswith("Events ("))
+        events = screen.lines[start + 1:start + 4]
+        assert [line.split()[1:3] for line in events] == [["Normal", "Starting"], ["Warning", "Rebooted"],
+                                                           ["Normal", "NodeReady"]]
+        assert "has been rebooted, boot id: " in events[1]
+        assert events[1].split()[0].endswith("m")  # its age (the node booted hours ago), not a time stamp
+
+
+async def test_d_says_the_events_were_not_read_where_the_cluster_did_not_answer():
+    app = k8s_app()
+    kubectl = app.kube.for_host("gpu06")
+
+    async def refused(argv, timeout, cap):
+        if "events" in argv:
+            return 1, "", 'Error from server (Forbidden): events is forbidden: User "oncall" cannot list resource\n'
+        return await real(argv, timeout, cap)
+
+    real = kubectl.runner
+    object.__setattr__(kubectl, "runner", refused)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await gpu06_then(app, pilot, "d", DescribeScreen, "the describe view")
+        await wait_until(pilot, lambda: any(line.startswith("Events: not read") for line in screen.lines),
+                         "the events' refusal")
+        line = next(line for line in screen.lines if line.startswith("Events: not read"))
+        assert "Forbidden" in line
+        assert not any(line.startswith("Events (") for line in screen.lines)

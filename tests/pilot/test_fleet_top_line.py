@@ -83,3 +83,23 @@ async def test_a_big_selection_stays_visible_at_160_columns(tmp_path):
         shown = line.split("selected for repair: ")[1].split(" +")[0].split()
         assert len(screen.selected) >= 30 and shown == screen.selected[:len(shown)], line
         assert f" +{len(screen.selected) - len(shown)} more (r repairs)" in line
+
+
+async def test_the_selection_is_read_whole_at_120_columns(tmp_path):
+    """The README's walkthrough at 120x40 (a fresh clone, by hand): `space`, `space` on gpu05 and gpu06 left the top
+    line cut at "sorted by verdict · selected for", neither host named. The selection wins over the sort's words
+    (the sorted column's header carries the arrow) and over its own long wording."""
+    for width in (120,):  # (at 80 columns the counts alone fill the line: the ● marks in the grid say it)
+        app = NvlsApp(sim_backends(load_fleet("sim:seed-incident", speed=0)), poll_interval=None,
+                      clock=lambda: 1_786_810_200.0, audit_dir=str(tmp_path))
+        async with app.run_test(size=(width, 40)) as pilot:
+            await first_poll(app, timeout=60)
+            screen = app.screen
+            await pilot.press("space", "space")
+            await pilot.pause()
+            screen.refresh_grid()
+            await pilot.pause()
+            line = screen.query_one(FleetSummary).content.plain
+            assert len(line) <= width, (width, line)
+            assert "gpu05 gpu06" in line, (width, line)
+            assert "healthy   selected" in line, (width, line)  # no stray " · " after the counts' blanks

@@ -69,3 +69,31 @@ async def test_space_then_t_while_the_runbook_rereads_the_holders_opens_the_sigt
         gate.set()
         await wait_until(pilot, lambda: first not in node.procs, "the SIGTERM to reach the picked process")
         assert workloads - {first} <= set(node.procs)  # only the one picked
+
+
+async def test_space_picks_the_holder_at_once_so_a_t_right_behind_it_sees_the_pick():
+    """In a real terminal (tests/tmux/test_e2e_console_keys.py) ``space`` and ``t`` typed together lost the ``t``
+    about one run in two: SelectionList's ``space`` only posts OptionSelected and picks when that message is
+    handled, after the ``t`` behind it was checked against no pick (greyed, dropped). The pick is made in the
+    key's own action now."""
+    from textual.app import App
+    from textual.widgets.selection_list import Selection
+
+    from nvls_tui.console.widgets.holder_picks import HolderPicks
+
+    class Box(App[None]):
+        def compose(self):
+            yield HolderPicks(Selection("2168(mallory) python3", 2168), Selection("2183(mallory) job", 2183))
+
+    app = Box()
+    async with app.run_test() as pilot:
+        picks = app.query_one(HolderPicks)
+        picks.focus()
+        picks.highlighted = 0
+        await pilot.pause()
+        picks.action_select()  # what space runs
+        assert picks.selected == [2168]  # now, not at the next message
+        await pilot.pause()
+        assert picks.selected == [2168]  # and only once (no second toggle from a message)
+        picks.action_select()
+        assert picks.selected == []  # space again unpicks

@@ -10,13 +10,17 @@ from textual.screen import Screen
 from textual.widgets import Footer, RichLog, Static, Tree
 
 from nvls_tui.console.services import ConsoleServices
+from nvls_tui.kube.client import KubeError
+from nvls_tui.model.kube import NodeEvents
 from nvls_tui.views.describe import HEADING, NOTE, XrayNode, describe_lines, xray
 
 STYLES = {HEADING: "bold", NOTE: "dim"}
 
 
 class DescribeScreen(Screen[None]):
-    """The node's Kubernetes side (readiness, taints, labels, annotations, every pod) and Slurm side, in full."""
+    """The node's Kubernetes side (readiness, taints, labels, annotations, every pod, its newest events) and Slurm
+    side, in full. The events are read from the cluster when the view opens (the poll rounds do not read them: one
+    more kubectl a node a round, for a view opened now and then)."""
 
     BINDINGS = [Binding("escape", "app.back", "Back", tooltip="Back to the node.")]
 
@@ -25,6 +29,7 @@ class DescribeScreen(Screen[None]):
         self.host = host
         self.services = services
         self.lines: list[str] = []
+        self.events: NodeEvents | None = None
 
     def compose(self) -> ComposeResult:
         """A title, the lines, the footer."""
@@ -34,17 +39,34 @@ class DescribeScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        """Draw what the console last read of the node."""
+        """Draw what the console last read of the node, and read its events from its cluster."""
+        self._draw()
+        self.query_one(RichLog).focus()
+        state = self.services.live.fleet.get(self.host)
+        kubectl = self.services.live.cluster_of(self.host)
+        if state is not None and state.k8s is not None and state.k8s.found and kubectl is not None:
+            self.run_worker(self._read_events(kubectl, state.k8s.node), group="describe", exit_on_error=False)
+
+    async def _read_events(self, kubectl, node: str) -> None:
+        """The node's events, or why they could not be read (unknown, never "no events"); then draw again."""
+        try:
+            self.events = NodeEvents(await kubectl.events_of(node), read_at=self.services.clock())
+        except KubeError as exc:
+            self.events = NodeEvents(error=str(exc), read_at=self.services.clock())
+        self._draw()
+
+    def _draw(self) -> None:
         state = self.services.live.fleet.get(self.host)
         log = self.query_one(RichLog)
+        log.clear()
         if state is None:
             self.lines = [f"{self.host} has not been polled yet"]
             log.write(Text(self.lines[0]))
             return
-        for text, kind in describe_lines(state):
+        self.lines = []
+        for text, kind in describe_lines(state, self.events):
             self.lines.append(text)
             log.write(Text(text, style=STYLES.get(kind, "")))
-        log.focus()
 
 
 class XrayScreen(Screen[None]):

@@ -55,6 +55,8 @@ def matches(query: str, host: str, verdict: Verdict | None, codes: list[str]) ->
 
 # The selection on the top line (``hosts`` shortened to fit by views.fleet_top.hosts_within).
 SELECTED = " · selected for repair: {hosts} (r repairs)"
+# Where that does not fit beside the counts (120 columns), the same in fewer words.
+SELECTED_SHORT = " · selected: {hosts} (r)"
 
 
 @functools.lru_cache(maxsize=64)
@@ -210,11 +212,7 @@ class FleetScreen(OnConsole, Screen[None]):
         late = late_words(self.answer_times.late(fleet, self.services.clock()))
         tail = f" · {late}" if late else ""
         if self.selected:
-            # One line: the selection gives way (+N more) so that the rest of the line stays whole.
-            summary = self.query_one(FleetSummary)
-            width = summary.size.width or self.app.size.width
-            room = width - summary_text(verdicts).cell_len - len(extra) - len(tail) - len(SELECTED.format(hosts=""))
-            extra += SELECTED.format(hosts=hosts_within(self.selected, room))
+            extra = self._with_selection(verdicts, extra, tail)
         extra += tail
         self.query_one(FleetSummary).show(verdicts, extra=extra)
         self.draw_preview()
@@ -223,6 +221,27 @@ class FleetScreen(OnConsole, Screen[None]):
         if not order:
             empty.update("No node matches the filter. Esc clears it." if self.filter_text
                          else "No targets. Start with `nvls-tui --demo`, or name hosts: `nvls-tui gpu[01-08]`.")
+
+    def _with_selection(self, verdicts: list, extra: str, tail: str) -> str:
+        """The top line's words after the counts, with the selection named whole where it can be: the hosts give
+        way to ``+N more`` first, then the sort's words (the sorted column's header has the arrow), then the long
+        wording; as a last resort the hosts are counted (``2 nodes``)."""
+        summary = self.query_one(FleetSummary)
+        width = summary.size.width or self.app.size.width
+        free = width - summary_text(verdicts).cell_len - len(tail)
+        sort_words = self.grid_order.words(dict(self.sortable_columns()).get(self.grid_order.column))
+        rest = extra.removeprefix(sort_words)  # the filter's words stay
+        # The counts end in their own blanks: a selection right after them needs no " · " before it.
+        lead = "" if not rest else " · "
+        tries = [(extra, SELECTED), (rest, lead + SELECTED.removeprefix(" · ")),
+                 (rest, lead + SELECTED_SHORT.removeprefix(" · "))]
+        for before, template in tries:
+            room = free - len(before) - len(template.format(hosts=""))
+            hosts = hosts_within(self.selected, room)
+            if len(hosts) <= room and not hosts.endswith(" nodes"):
+                return before + template.format(hosts=hosts)
+        before, template = tries[-1]
+        return before + template.format(hosts=hosts_within(self.selected, free - len(before) - len(template.format(hosts=""))))
 
     def _follow_repairs(self, grid: FleetGrid) -> None:
         # A failed or aborted repair stays in the node's story until a poll shows the node changed.
@@ -322,8 +341,14 @@ class FleetScreen(OnConsole, Screen[None]):
         from nvls_tui.console.screens.command_bar import CommandBar
         from nvls_tui.views.commands import completions
 
+        if isinstance(self.focused, Input):
+            raise SkipAction  # a priority binding (binding_table.py): in the filter box, `:` is text
         hosts = list(self.services.live.fleet.hosts)
-        self.app.push_screen(CommandBar(completions(hosts, self.sortable_columns())), self.run_command)
+        bar = CommandBar(completions(hosts, self.sortable_columns()))
+        self.app.push_screen(bar, self.run_command)
+        # `:node gpu06⏎` in one burst: the keys behind `:` wait for the line instead of reaching the fleet
+        # (n: next broken, p: poll ...)
+        self.services.actions.hold_keys_for(bar.line_ready, "the command line")
 
     def run_command(self, text: str | None) -> None:
         """Run a command typed on the command line (None: it was left with Esc)."""

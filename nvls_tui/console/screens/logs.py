@@ -81,6 +81,7 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
         super().__init__()
         self.host = host
         self.services = services
+        self.followed = ""  # the tab f follows (its title goes in the header while it does)
         self.follow_timer: Timer | None = None  # f: the tab shown read again every FOLLOW_EVERY seconds
         self.first_tab = tab if tab in TABS else "fm"
         # What each tab shows, as plain lines (the panes render them lazily; tests and search read these).
@@ -89,8 +90,7 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
 
     def compose(self) -> ComposeResult:
         """The header, the banner, the three tabs (a status line over a pane each), the footer."""
-        yield Static(Text(f"Logs of {self.host}  ·  1 FM journal · 2 kernel · 3 past repairs · p reads again · "
-                          "/ searches · Esc back", style="bold"), id="logs-header")
+        yield Static(self._header(), id="logs-header")
         yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
                          id="banner")
         with TabbedContent(initial=f"tab-{self.first_tab}", id="logs-tabs"):
@@ -235,15 +235,28 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
         """The tab shown (``fm``, ``kernel`` or ``past``)."""
         return self.query_one(TabbedContent).active.removeprefix("tab-")
 
+    def _header(self) -> Text:
+        """The screen's keys, and while ``f`` follows a tab, which one (a toast said it only for 3 s)."""
+        follow = (f"following the {TAB_TITLES[self.followed]} every {FOLLOW_EVERY:g} s (f stops)"
+                  if self.follow_timer is not None and self.followed else "f follows")
+        if self.follow_timer is not None:  # first: the line is cut at the right on a narrow terminal
+            return Text(f"Logs of {self.host}  ·  {follow} · 1 FM journal · 2 kernel · 3 past repairs · "
+                        "/ searches · Esc back", style="bold")
+        return Text(f"Logs of {self.host}  ·  1 FM journal · 2 kernel · 3 past repairs · p reads again · {follow} · "
+                    "/ searches · Esc back", style="bold")
+
     def action_follow(self) -> None:
         """``f``: follow the tab shown (FM's journal or the kernel log): read it again every FOLLOW_EVERY seconds
         until ``f`` again; the status line says so."""
         if self.follow_timer is not None:
             self.follow_timer.stop()
             self.follow_timer = None
+            self.query_one("#logs-header", Static).update(self._header())
             self.notify("Stopped following.", timeout=2)
             return
         self.follow_timer = self.set_interval(FOLLOW_EVERY, self._follow_once)
+        self.followed = self.active_tab
+        self.query_one("#logs-header", Static).update(self._header())
         self.notify(f"Following the {TAB_TITLES[self.active_tab]} tab: read again every {FOLLOW_EVERY:g} s (f stops).",
                     timeout=3)
         self._follow_once()

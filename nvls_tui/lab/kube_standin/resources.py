@@ -46,6 +46,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "pods", "pod", "Pod", True, _ALL, ("po",), ("all",),
              subresources=(("eviction", "policy", "v1", "Eviction", ("create",)),
                            ("status", "", "v1", "Pod", ("get", "patch", "update")))),
+    # A node's events (kubelet's Rebooted, NodeNotSchedulable, ...) in core/v1, as ``kubectl get events`` reads them.
+    Resource("", "v1", "events", "event", "Event", True, _ALL, ("ev",)),
     Resource("", "v1", "namespaces", "namespace", "Namespace", False, ("create", "delete", "get", "list", "patch",
                                                                        "update", "watch"), ("ns",)),
     Resource("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, _ALL, ("ds",), ("all",)),

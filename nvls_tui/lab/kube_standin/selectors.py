@@ -102,6 +102,11 @@ def selector_from_spec(spec: Mapping[str, Any] | None) -> Predicate:
     return matches
 
 
+def _involved(key: str) -> Callable[[Mapping[str, Any]], str]:
+    """An event's ``involvedObject.KEY`` as a selectable field ("" where absent)."""
+    return lambda o: str((o.get("involvedObject") or {}).get(key) or "")
+
+
 #: The fields each resource can be selected by (the real server's field label conversion funcs).
 FIELDS: dict[str, dict[str, Callable[[Mapping[str, Any]], str]]] = {
     "nodes": {
@@ -113,6 +118,18 @@ FIELDS: dict[str, dict[str, Callable[[Mapping[str, Any]], str]]] = {
         "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
         "spec.nodeName": lambda o: o.get("spec", {}).get("nodeName", ""),
         "status.phase": lambda o: o.get("status", {}).get("phase", ""),
+    },
+    # core/v1 Event's field label conversion and the event registry's selectable fields: the involved object's
+    # reference, reason, type, the reporting controller and the source (its component, else the reporting one).
+    "events": {
+        "metadata.name": lambda o: o["metadata"]["name"],
+        "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
+        **{f"involvedObject.{key}": _involved(key)
+           for key in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+        "reason": lambda o: str(o.get("reason") or ""),
+        "type": lambda o: str(o.get("type") or ""),
+        "reportingComponent": lambda o: str(o.get("reportingComponent") or ""),
+        "source": lambda o: str((o.get("source") or {}).get("component") or o.get("reportingComponent") or ""),
     },
 }
 _GENERIC_FIELDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
