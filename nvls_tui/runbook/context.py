@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from nvls_tui.backends.base import Backend, CommandResult, Fenced, join_argv
+from nvls_tui.model import NodeState
+from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.runbook.changes import Change
 from nvls_tui.runbook.events import (
     CommandFinished,
@@ -167,6 +169,16 @@ class NodeContext:
         """
         if self.fence is not None:
             await self.run(("true",), abortable=False)
+
+    async def read_node(self) -> NodeState:
+        """A fresh read of the node under the poll's deadline (``poll_deadline`` of ``--timeout``); never raises.
+
+        The runbook's own reads (the preflight, the restore's, a single action's, the dry run's and the last
+        one for the report) went through ``backend.snapshot()`` with no deadline: a probe that never answered
+        hung the run. Past the deadline the node reads as unreachable, and its error names the command the
+        read hung in (``poll_once``), one line the caller refuses or goes on with.
+        """
+        return await poll_once(self.backend, poll_deadline(self.options.command_timeout))
 
     def record_command(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         """Add a command to the current step's outcome (display form)."""

@@ -1,23 +1,28 @@
 """Each runbook event worded once, for the three places that say it (issue 36 item 2).
 
 :func:`describe` gives an event's :class:`Said`: its progress line (plain text: headless ``repair``), its
-lines for the console's output pane (text and tone: the pane draws each as a ``rich.text.Text``, never
-markup), and its row of the report's timeline (Markdown). The three were worded apart, in
-``headless/repair.ProgressPrinter``, ``views/runbook.NodeRun`` and ``report/timeline``; they are worded here,
-side by side, so a change to what an event says is made once and seen in all three.
+lines for the console's output pane (``rich.text.Text`` and a tone: the pane draws what it is given, never
+markup), and its row of the report's timeline (Markdown). An event is said as one :data:`Sentence`: parts
+that are our words or data (a value from the run or the node), rendered three ways (:func:`as_plain`,
+:func:`as_text`, :func:`as_markdown`), so the three places say the same words.
 
-The forms stay each place's own: a progress line is indented under its step and marks a run's end with
-``=>``, the pane marks a step's end with ✔, ✖ or ■, the report's table has the step in a column of its own
-and escapes every value. Node text is data: the Markdown goes through :func:`nvls_tui.textsafe.markdown_text`,
-and plain text and pane lines are folded onto one line by their writers (``one_line``; the pane draws
-``Text``). What a command printed, and the registration wait's updating line, are the pane's to fold
-(:class:`nvls_tui.views.runbook.NodeRun`); the report folds repeated commands itself.
+The sentence is the report's: its rows are held byte for byte (the logs already written are read the same),
+and the pane and the progress line say it too, around their own forms: a progress line is indented under its
+step, names the step before a step's end and marks a run's end with ``=>``; the pane marks a step's end with
+✔, ✖ or ■ after the step's name (an operator's abort says ``aborted``, never ``failed``: issue 28 item 6) and
+a run's end with ⇒; the report's table has the step in a column of its own. What each place adds is its own:
+why a smoke test failed and NCCL's lines (the report has them in the node's findings), a dry run's commands.
+Node text is data: the Markdown escapes it (:func:`nvls_tui.textsafe.markdown_text`), the pane's ``Text`` is
+built from parts with node text cleaned onto one line (:func:`nvls_tui.textsafe.one_line`), and a progress
+line is folded by its printer. What a command printed, and the registration wait's updating line, are the
+pane's to fold (:class:`nvls_tui.views.runbook.NodeRun`); the report folds repeated commands itself.
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from rich.text import Text
 
 from nvls_tui.backends.base import join_argv
 from nvls_tui.model import SmokeResult
@@ -35,19 +40,78 @@ from nvls_tui.runbook.events import (
     StepFinished,
     StepStarted,
 )
-from nvls_tui.runbook.restore import restored_words
 from nvls_tui.runbook.smoke_words import nccl_lines, reasons
-from nvls_tui.textsafe import markdown_text
+from nvls_tui.textsafe import markdown_text, one_line
 from nvls_tui.words import count, gbps, verb
+
+# A report's hook for the node-clock times inside a runbook sentence (``since 2026-08-15 16:10:00``): it
+# adds what they were on the bastion. Elsewhere the sentence is said as the runbook wrote it.
+Annotate = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of an event's sentence: our own words, or a value from the run or the node (data).
+
+    ``data``: escaped for Markdown, cleaned and folded onto one line for the pane (never read as markup);
+    ``strong``: bold in the pane and the report (``**...**``); ``annotated``: the report adds the bastion's
+    time to the node-clock times in it (:data:`Annotate`).
+    """
+
+    text: str
+    data: bool = False
+    strong: bool = False
+    annotated: bool = False
+
+
+Sentence = tuple[Part, ...]
+
+
+def words(text: str) -> Part:
+    """Our own words (no escaping needed: they hold no Markdown)."""
+    return Part(text)
+
+
+def data(value: object, *, strong: bool = False, annotated: bool = False) -> Part:
+    """A value from the run or the node: data in every rendering."""
+    return Part(str(value), data=True, strong=strong, annotated=annotated)
+
+
+def as_markdown(sentence: Sentence, annotate: Annotate) -> str:
+    """The sentence for the report (every value escaped, node-clock times annotated)."""
+    out = []
+    for part in sentence:
+        text = md(annotate(part.text) if part.annotated else part.text) if part.data else part.text
+        out.append(f"**{text}**" if part.strong else text)
+    return "".join(out)
+
+
+def as_plain(sentence: Sentence) -> str:
+    """The sentence as plain text (its writer folds it onto one line)."""
+    return "".join(part.text for part in sentence)
+
+
+def as_text(sentence: Sentence) -> Text:
+    """The sentence for the console's pane: a ``Text`` built from parts (never parsed as markup), node text
+    cleaned and on one line (:func:`nvls_tui.textsafe.one_line`)."""
+    text = Text()
+    for part in sentence:
+        text.append(one_line(part.text) if part.data else part.text, style="bold" if part.strong else "")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
 class PaneText:
-    """One line for the console's output pane: its text (drawn as plain ``Text``) and its tone (cmd, out,
-    ok, err, warn, note, step: the pane's style)."""
+    """One line for the console's output pane: its text (a ``rich.text.Text``, drawn as it is) and its tone
+    (cmd, out, ok, err, warn, note, step: the pane's style, under the text's own bold)."""
 
-    text: str
+    text: Text
     tone: str = "note"
+
+
+def pane(tone: str, *parts: Part) -> PaneText:
+    """A pane line of ``parts`` in ``tone``."""
+    return PaneText(as_text(parts), tone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +130,6 @@ class Said:
     markdown: str | None = None
 
 
-# A report's hook for the node-clock times inside a runbook sentence (``since 2026-08-15 16:10:00``): it
-# adds what they were on the bastion. Elsewhere the sentence is said as the runbook wrote it.
-Annotate = Callable[[str], str]
-
-
 def _as_is(text: str) -> str:
     return text
 
@@ -85,14 +144,22 @@ def aborted_message(message: str) -> bool:
     return message.startswith("aborted")
 
 
+def smoke_sentence(smoke: SmokeResult) -> Sentence:
+    """A smoke test's result as the report says it: ``smoke test FAILED: avg no bandwidth``."""
+    avg = gbps(smoke.avg_busbw) if smoke.avg_busbw is not None else "no bandwidth"
+    return (words(f"smoke test {'passed' if smoke.passed else 'FAILED'}: avg {avg}"),)
+
+
 def smoke_lines(smoke: SmokeResult) -> list[str]:
-    """A smoke test's result: ``smoke test FAILED: no average: <why>``, then each NCCL line on a line of its own,
-    indented (never glued to the next: :mod:`~nvls_tui.runbook.smoke_words`)."""
-    verdict = "passed" if smoke.passed else "FAILED"
-    avg = f"{smoke.avg_busbw:.1f} GB/s" if smoke.avg_busbw is not None else "no average"
+    """A smoke test's result: the report's sentence and why it failed (``smoke test FAILED: avg no bandwidth:
+    <why>``), then each NCCL line on a line of its own, indented (never glued to the next:
+    :mod:`~nvls_tui.runbook.smoke_words`)."""
+    return [as_plain(_smoke_head(smoke))] + [f"  {line}" for line in nccl_lines(smoke.errors)]
+
+
+def _smoke_head(smoke: SmokeResult) -> Sentence:
     why = "; ".join(reasons(smoke.errors))
-    return [f"smoke test {verdict}: {avg}" + (f": {why}" if why else "")] + [f"  {line}" for line in
-                                                                            nccl_lines(smoke.errors)]
+    return smoke_sentence(smoke) + ((words(": "), data(why)) if why else ())
 
 
 def _run_started(e: RunStarted, _: Annotate) -> Said:
@@ -100,24 +167,34 @@ def _run_started(e: RunStarted, _: Annotate) -> Said:
 
 
 def _step_started(e: StepStarted, _: Annotate) -> Said:
-    return Said(plain=f"{e.step} ...", pane=(PaneText(f"── {e.step} ──", "step"),), markdown="step started")
+    return Said(plain=f"{e.step} ...", pane=(pane("step", words("── "), data(e.step), words(" ──")),),
+                markdown="step started")
+
+
+def step_sentence(e: StepFinished, status: str | None = None) -> Sentence:
+    """A step's end as the report says it (``**failed** in 2.5 s: why``; the report has the step in a column
+    of its own, the pane and the progress line put it first). ``status``: the word said for the status (the
+    pane says an operator's abort is no failure)."""
+    said = (words(": "), data(e.message, annotated=True)) if e.message else ()
+    return (data(status or e.status, strong=True), words(f" in {e.duration:.1f} s"), *said)
 
 
 def _step_finished(e: StepFinished, annotate: Annotate) -> Said:
-    if e.status == "planned":
+    sentence = step_sentence(e)
+    if e.status == "planned":  # a dry run's step: its commands, the plan's own listing
         plain = f"{e.step} (planned)" + "".join(f"\n  $ {c}" for c in e.commands)
     else:
-        plain = f"{e.step} {e.status} ({e.duration:.1f} s)" + (f": {e.message}" if e.message else "")
-    if e.status == "failed" and aborted_message(e.message):
-        pane: tuple[PaneText, ...] = (PaneText(f"■ {e.step} aborted: {e.message}", "warn"),)  # asked for: no failure
+        plain = f"{e.step} {as_plain(sentence)}"
+    step = (data(e.step), words(" "))
+    if e.status == "failed" and aborted_message(e.message):  # asked for: no failure (issue 28 item 6)
+        lines: tuple[PaneText, ...] = (pane("warn", words("■ "), *step, *step_sentence(e, "aborted")),)
     elif e.status == "failed":
-        pane = (PaneText(f"✖ {e.step} failed: {e.message}", "err"),)
+        lines = (pane("err", words("✖ "), *step, *sentence),)
     elif e.message and e.status == "ok":
-        pane = (PaneText(f"✔ {e.message}", "ok"),)
+        lines = (pane("ok", words("✔ "), *step, *sentence),)
     else:
-        pane = ()
-    said = f": {md(annotate(e.message))}" if e.message else ""
-    return Said(plain=plain, pane=pane, markdown=f"**{md(e.status)}** in {e.duration:.1f} s{said}")
+        lines = ()  # the step list says it
+    return Said(plain=plain, pane=lines, markdown=as_markdown(sentence, annotate))
 
 
 def _command_finished(e: CommandFinished, _: Annotate) -> Said:
@@ -126,18 +203,21 @@ def _command_finished(e: CommandFinished, _: Annotate) -> Said:
 
 
 def _signalled(e: ProcessSignalled, _: Annotate) -> Said:
-    # One sentence in the three places (the progress line named no command, the pane cut it at 60 characters
-    # and named no pid): the process as the report names it, its command whole (the pane scrolls sideways).
-    plain = f"{e.signal} pid {e.pid} ({e.holder_kind}: {e.command})"
-    return Said(plain=f"  {plain} -> {e.outcome}", pane=(PaneText(f"{plain} → {e.outcome}", "note"),),
-                markdown=f"{md(e.signal)} pid {md(e.pid)} ({md(e.holder_kind)}: {md(e.command)}) → {md(e.outcome)}")
+    # One sentence in the three places: the process as the report names it, its command whole (the pane
+    # scrolls sideways).
+    sentence = (data(e.signal), words(" pid "), data(e.pid), words(" ("), data(e.holder_kind), words(": "),
+                data(e.command), words(")"))
+    return Said(plain=f"  {as_plain(sentence)} -> {e.outcome}",
+                pane=(pane("note", *sentence, words(" → "), data(e.outcome)),),
+                markdown=as_markdown((*sentence, words(" → "), data(e.outcome)), _as_is))
 
 
 def _holders(e: HoldersRemaining, _: Annotate) -> Said:
     n = len(e.holders)
     remain = f"{count(n, 'holder')} {verb(n, 'remains')}"
     # The runbook's own sentence where it wrote one (it names the processes), else how many remain.
-    return Said(plain=f"  {e.message or remain}", pane=(PaneText(e.message or remain, "warn" if n else "note"),),
+    said = data(e.message) if e.message else words(remain)
+    return Said(plain=f"  {said.text}", pane=(pane("warn" if n else "note", said),),
                 markdown=remain + (" (waiting for the operator)" if e.waiting else ""))
 
 
@@ -146,23 +226,28 @@ def _smoke_row(e: SmokeRow, _: Annotate) -> Said:
 
 
 def _smoke_finished(e: SmokeFinished, _: Annotate) -> Said:
-    lines = smoke_lines(e.smoke)
-    head, *nccl = lines
+    head, nccl = _smoke_head(e.smoke), nccl_lines(e.smoke.errors)
+    tone = "ok" if e.smoke.passed else "err"
     # Each NCCL line on its own, marked as quoted (a line's leading blanks do not survive one_line).
-    plain = "\n".join([head, *(f"| {line.strip()}" for line in nccl)]) if not e.smoke.passed else None
-    avg = gbps(e.smoke.avg_busbw) if e.smoke.avg_busbw is not None else "no bandwidth"
-    return Said(plain=plain, pane=tuple(PaneText(text, "ok" if e.smoke.passed else "err") for text in lines),
-                markdown=f"smoke test {'passed' if e.smoke.passed else 'FAILED'}: avg {avg}")
+    plain = "\n".join([as_plain(head), *(f"| {line.strip()}" for line in nccl)]) if not e.smoke.passed else None
+    lines = (pane(tone, *head), *(pane(tone, words("  "), data(line)) for line in nccl))
+    return Said(plain=plain, pane=lines, markdown=as_markdown(smoke_sentence(e.smoke), _as_is))
+
+
+def restored_sentence(e: Restored) -> Sentence:
+    """A restore as the report says it: ``restored nvidia-dcgm.service; persistence mode back on for 8 GPUs;
+    could not restore kubelet.service``."""
+    pm = (words(f"; persistence mode back on for {count(len(e.persistence_gpus), 'GPU')}"),) \
+        if e.persistence_gpus else ()
+    failed = (words("; could not restore "), data(", ".join(e.failed))) if e.failed else ()
+    return (words("restored "), data(", ".join(e.units) or "no unit"), *pm, *failed)
 
 
 def _restored(e: Restored, _: Annotate) -> Said:
-    plain = f"  restored {restored_words(e.units, e.persistence_gpus, 'no unit')}" + (
-        f"; FAILED {', '.join(e.failed)}" if e.failed else "")
-    # A clean restore is told in the pane by the step's own ✔ line.
-    pane = (PaneText(f"could NOT restore {', '.join(e.failed)}", "err"),) if e.failed else ()
-    failed = f"; could not restore {md(', '.join(e.failed))}" if e.failed else ""
-    pm = f"; persistence mode back on for {count(len(e.persistence_gpus), 'GPU')}" if e.persistence_gpus else ""
-    return Said(plain=plain, pane=pane, markdown=f"restored {md(', '.join(e.units) or 'no unit')}{pm}{failed}")
+    sentence = restored_sentence(e)
+    # A clean restore is told in the pane by the step's own ✔ line; one that failed here, in full.
+    lines = (pane("err", *sentence),) if e.failed else ()
+    return Said(plain=f"  {as_plain(sentence)}", pane=lines, markdown=as_markdown(sentence, _as_is))
 
 
 # A note's level as the pane's tone.
@@ -170,15 +255,22 @@ NOTE_TONES = {"error": "err", "warning": "warn"}
 
 
 def _note(e: Note, annotate: Annotate) -> Said:
-    return Said(plain=f"  [{e.level}] {e.message}", pane=(PaneText(e.message, NOTE_TONES.get(e.level, "note")),),
+    return Said(plain=f"  [{e.level}] {e.message}", pane=(pane(NOTE_TONES.get(e.level, "note"), data(e.message)),),
                 markdown=f"_{md(e.level)}_: {md(annotate(e.message))}")
+
+
+def run_sentence(e: RunFinished) -> Sentence:
+    """A run's end as the report says it: ``run finished: **repaired** NVLS works again``."""
+    said = (words(" "), data(e.message, annotated=True)) if e.message else ()
+    return (words("run finished: "), data(e.result, strong=True), *said)
 
 
 def _run_finished(e: RunFinished, annotate: Annotate) -> Said:
     good = e.result in ("repaired", "skipped")  # skipped: healthy, left alone
     tone = "ok" if good else "warn" if e.result == "aborted" else "err"
-    return Said(plain=f"=> {e.result}: {e.message}", pane=(PaneText(f"⇒ {e.result}: {e.message}", tone),),
-                markdown=f"run finished: **{md(e.result)}** {md(annotate(e.message))}".rstrip())
+    sentence = run_sentence(e)
+    return Said(plain=f"=> {as_plain(sentence)}", pane=(pane(tone, words("⇒ "), *sentence),),
+                markdown=as_markdown(sentence, annotate).rstrip())
 
 
 _DESCRIBERS: dict[type[RunbookEvent], Callable[[RunbookEvent, Annotate], Said]] = {
@@ -206,4 +298,6 @@ def describe(event: RunbookEvent, annotate: Annotate = _as_is) -> Said:
     return describer(event, annotate) if describer is not None else Said()
 
 
-__all__ = ["NOTE_TONES", "Annotate", "PaneText", "Said", "aborted_message", "describe", "smoke_lines"]
+__all__ = ["NOTE_TONES", "Annotate", "PaneText", "Part", "Said", "Sentence", "aborted_message", "as_markdown", "as_plain",
+           "as_text", "data", "describe", "restored_sentence", "run_sentence", "smoke_lines", "smoke_sentence",
+           "step_sentence", "words"]

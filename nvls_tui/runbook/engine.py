@@ -330,7 +330,7 @@ class Runbook:
 
     async def _preflight(self) -> NodeState:
         ctx = self.context
-        state = await ctx.backend.snapshot()
+        state = await ctx.read_node()
         ctx.emit(NodeObserved(host=self.host, step=ctx.step, label="before", summary=summarize(state)))
         if self.manual:
             ctx.emit(ManualChanges(host=self.host, step=ctx.step, changes=tuple(c.to_dict() for c in self.manual),
@@ -547,9 +547,8 @@ class Runbook:
 
     async def _observe_after(self) -> None:
         """One last read of the node for the report's before/after comparison (best effort)."""
-        try:
-            state = await self.context.backend.snapshot()
-        except BackendError:
+        state = await self.context.read_node()
+        if not state.reachable:
             return
         self.context.emit(NodeObserved(host=self.host, step="restore", label="after", summary=summarize(state)))
 

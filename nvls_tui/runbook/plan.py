@@ -253,10 +253,7 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
     for name in STEPS:  # in contract order, whichever step a read of the plan is audited under
         outcome.step(name)
     ctx.emit(RunStarted(host=ctx.host, run_id=run_id, dry_run=True))
-    try:
-        state = await ctx.backend.snapshot()
-    except BackendError as exc:
-        state = NodeState(host=ctx.host, reachable=False, error=str(exc))
+    state = await ctx.read_node()  # under the poll's deadline: a read that never answers refuses, naming where
     ctx.emit(NodeObserved(host=ctx.host, label="before", summary=summarize(state)))
     if state.reachable:
         outcome.basis = plan_basis(state)

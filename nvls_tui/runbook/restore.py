@@ -152,17 +152,17 @@ async def _retrying(ctx: NodeContext, what: tuple[str, ...] | Change) -> Command
     return None
 
 
-async def _current(ctx: NodeContext) -> NodeState | None:
-    """A fresh read of the node, or None when it cannot be read (retried like the commands)."""
+async def _current(ctx: NodeContext) -> tuple[NodeState | None, str]:
+    """A fresh read of the node (retried like the commands, each read under the poll's deadline), or None and
+    why it could not be read (the last read's one-line reason: where it hung, say)."""
+    why = "unreachable"
     for _ in range(max(ctx.options.restore_attempts, 1)):
-        try:
-            state = await ctx.backend.snapshot()
-        except BackendError:
-            state = None
-        if state is not None and state.reachable:
-            return state
+        state = await ctx.read_node()
+        if state.reachable:
+            return state, ""
+        why = state.error or why
         await ctx.options.sleep(ctx.options.poll_interval)
-    return None
+    return None, why
 
 
 async def _remove_record(ctx: NodeContext, run_id: str) -> str | None:
@@ -198,11 +198,11 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
             cluster's labels and cordon: runbook/kube_repair.py); it returns what it could not put back.
     """
     report = RestoreReport()
-    state = await _current(ctx)
+    state, unread = await _current(ctx)
     current_units = unit_states(state) if state else None
     current_pm = persistence_modes(state) if state else None
     if state is None:
-        ctx.note("the node cannot be read: starting every unit that ran before, blindly", "warning")
+        ctx.note(f"the node cannot be read ({unread}): starting every unit that ran before, blindly", "warning")
     for unit in not_restorable(prior_units, manual):
         try:
             validate_unit(unit)

@@ -80,7 +80,9 @@ async def run_single(action: SingleAction, ctx: NodeContext, *, run_id: str = ""
     # The operator's name is the owner's; the heartbeat keeps the lock live through a long reset.
     lock_ = NodeLock(ctx, run_id or new_run_id(), whoami())
     try:
-        state = await ctx.backend.snapshot()
+        state = await ctx.read_node()  # under the poll's deadline, never raises
+        if not state.reachable:
+            raise Refused(f"the node cannot be read: {state.error or 'unreachable'}")
         if action.kind in ("reset", "fm-restart") and fm_container.in_container(state):
             # FM lives in the GPU Operator's driver pod: no host unit to stop or start, and FM keeps the
             # NVSwitches open from there. Refused before the lock, with the move that works instead.

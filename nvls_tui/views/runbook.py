@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.text import Text
+
 from nvls_tui.backends.base import Backend, join_argv
 from nvls_tui.runbook.describe import aborted_message, describe, smoke_lines
 from nvls_tui.runbook.events import (
@@ -54,6 +56,9 @@ FABRIC_LINE = "fabric"
 class PaneLine:
     """One line for the output pane; ``kind`` picks its style (cmd, out, ok, err, note, warn).
 
+    ``styled``: an event's line as :func:`nvls_tui.runbook.describe.describe` gives it (a ``Text`` with its own
+    bold parts, node text already data), which the pane draws under the kind's style; None: ``text`` as it is.
+
     ``key``: a line that replaces the pane's last line when that line has the same key (a wait's
     progress, rewritten every poll); "" for a line that is always added.
     """
@@ -61,6 +66,7 @@ class PaneLine:
     text: str
     kind: str = "out"
     key: str = ""
+    styled: Text | None = None  # the line as runbook/describe words it (its ``plain`` is ``text``): drawn as is
 
 
 def short_command(argv: Sequence[str], env: dict[str, str] | None = None, width: int = COMMAND_WIDTH) -> str:
@@ -183,7 +189,7 @@ class NodeRun(NodeHappened):
         # What the event says (runbook/describe: worded once for the pane, the progress lines and the report);
         # a command's own lines are the column's, above.
         if not isinstance(event, CommandStarted | CommandFinished | OutputLine):
-            lines += [PaneLine(said.text, said.tone) for said in describe(event).pane]
+            lines += [PaneLine(said.text.plain, said.tone, styled=said.text) for said in describe(event).pane]
         return lines
 
     def _follow_wait(self, event: RunbookEvent, now: float) -> bool:

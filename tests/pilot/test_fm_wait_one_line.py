@@ -74,7 +74,7 @@ def test_a_changed_answer_waits_for_the_steps_end_and_is_printed_once_there():
                                                                 message="Fabric Manager active")], 6.0)]
     assert end == ["$ systemctl is-active nvidia-fabricmanager.service", "active",
                    "$ nvidia-smi --query-gpu=index,fabric.state --format=csv", *done.splitlines(),
-                   "✔ Fabric Manager active"]
+                   "✔ fabric-manager ok in 0.0 s: Fabric Manager active"]
 
 
 def test_a_poll_that_failed_is_printed_at_once():

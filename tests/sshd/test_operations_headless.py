@@ -126,7 +126,7 @@ def test_headless_progress_lines_reach_the_terminal(monkeypatch, tmp_path, capsy
     assert repair_gpu05(backends, "--yes", "--audit-dir", str(tmp_path)) == 0
     out = capsys.readouterr().out
     for line in ("gpu05          preflight ...", "gpu05          reset ok", "  $ nvidia-smi -r  -> 0",
-                 "gpu05          => repaired: NVLS works again"):
+                 "gpu05          => run finished: repaired NVLS works again"):
         assert line in out, out[-2000:]
 
 

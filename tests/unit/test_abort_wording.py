@@ -31,5 +31,5 @@ def test_the_aborted_step_reads_aborted_not_failed():
 def test_the_output_says_aborted_in_the_warning_colour():
     _, lines = aborted_run()
     said = [(line.text, line.kind) for line in lines if "abort" in line.text]
-    assert ("■ quiesce aborted: aborted by the operator", "warn") in said
+    assert ("■ quiesce aborted in 0.0 s: aborted by the operator", "warn") in said
     assert all(style != "err" for _, style in said), said

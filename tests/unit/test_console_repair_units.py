@@ -49,7 +49,7 @@ def test_a_whole_recorded_repair_folds_into_eight_ok_steps_five_smoke_rows_and_t
     assert run.smoke.result.passed and run.smoke.result.avg_busbw == pytest.approx(292, abs=5)
     assert "kubelet.service" in run.restored
     assert any(line.kind == "cmd" and line.text == "$ nvidia-smi -r" for line in lines)
-    assert lines[-1].text.startswith("⇒ repaired: NVLS works again")
+    assert lines[-1].text.startswith("⇒ run finished: repaired NVLS works again")
 
 
 def test_steps_never_reached_end_skipped_and_a_failed_step_says_why():
@@ -116,7 +116,7 @@ def test_a_smoke_run_starts_a_new_plot_and_the_judged_result_lands_on_it():
     _, lines = run.apply(SmokeFinished(host="gpu06", step="smoke-test", smoke=result), 4.0)
     assert [s.step for s in run.smokes] == ["preflight", "smoke-test"]
     assert run.smoke.rows == [(8388608, 238.4, 238.7)] and run.smoke.result is result
-    assert lines[0].text == "smoke test passed: 291.0 GB/s"
+    assert lines[0].text == "smoke test passed: avg 291.0 GB/s"
 
 
 def test_a_failed_restore_is_said_in_red():
@@ -124,7 +124,7 @@ def test_a_failed_restore_is_said_in_red():
     _, lines = run.apply(Restored(host="gpu05", step="restore", units=("kubelet.service",),
                                   failed=("nvidia-dcgm.service",)), 0.0)
     assert run.restore_failed == ("nvidia-dcgm.service",)
-    assert lines[0].kind == "err" and "could NOT restore nvidia-dcgm.service" in lines[0].text
+    assert lines[0].kind == "err" and "could not restore nvidia-dcgm.service" in lines[0].text
 
 
 def test_long_commands_are_shortened_in_the_middle_for_the_pane():

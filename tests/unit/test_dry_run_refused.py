@@ -2,7 +2,7 @@
 
 Before, ``repair sim:gpu-missing --dry-run`` printed every step "(planned)", a ``-g 7`` smoke test, "first a
 smoke-test re-check of gpu-lost01 (the fabric looks healthy)" and "at most ~43 minutes", and only at the end
-"=> refused: ... is lost": a node with a lost GPU read as healthy-looking and as about to be repaired.
+"=> run finished: refused ... is lost": a node with a lost GPU read as healthy-looking and as about to be repaired.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_the_text_says_the_refusal_first_and_no_plan(target, host, why, tmp_path
     assert rc == 1
     lines = [line for line in out.splitlines() if line.startswith(host)]
     # The node's first progress line is the refusal; no step is "(planned)", no command is listed.
-    assert lines[0].split(None, 1)[1].startswith("=> refused: a repair would stop at preflight: ")
+    assert lines[0].split(None, 1)[1].startswith("=> run finished: refused a repair would stop at preflight: ")
     assert why in lines[0]
     assert "(planned)" not in out and "$ " not in out
     assert "all_reduce_perf" not in out and "-g 7" not in out

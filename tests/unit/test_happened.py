@@ -171,4 +171,4 @@ def test_one_recorded_run_says_the_same_in_the_report_the_progress_lines_and_the
         assert any(line.split()[1:3] == [name, step.status] for line in replayed), name
     page = render_report(contents)
     assert f"**Result: repaired** — {report.message}" in page
-    assert pane[-1] == f"⇒ repaired: {report.message}"
+    assert pane[-1] == f"⇒ run finished: repaired {report.message}"

@@ -41,7 +41,7 @@ def test_the_console_summary_says_nothing_of_persistence_mode_left_alone():
 def test_headless_progress_names_persistence_mode_put_back():
     line = ProgressPrinter(io.StringIO()).format(
         Restored(host="gpu-pm01", step="restore", units=UNITS, persistence_gpus=(3,)))
-    assert line == "  restored nvidia-dcgm.service, kubelet.service; persistence mode on GPU 3"
+    assert line == "  restored nvidia-dcgm.service, kubelet.service; persistence mode back on for 1 GPU"
 
 
 async def test_the_restore_step_names_persistence_mode_after_a_repair_that_turned_it_off():

@@ -60,7 +60,7 @@ def test_a_skipped_node_reads_skipped_in_the_text_summary(monkeypatch, tmp_path,
     assert main(["repair", NODES, "--yes", "--audit-dir", str(tmp_path)], connect=on(fleet)) == 0
     out = capsys.readouterr().out
     assert "gpu07: skipped" in out and "gpu07: repaired" not in out
-    assert "gpu07          => skipped: healthy" in out
+    assert "gpu07          => run finished: skipped healthy" in out
 
 
 def test_the_dry_run_says_a_healthy_looking_node_is_skipped_if_its_smoke_test_passes(monkeypatch, tmp_path, capsys):
@@ -105,4 +105,4 @@ def test_a_skipped_run_folds_into_skipped_steps_and_a_result_line_that_is_not_an
                                      message="healthy: the NVLS smoke test passed (292.0 GB/s); nothing was reset"), 7.0)
     assert run.result == "skipped"
     assert [run.steps[s].status for s in ("quiesce", "reset", "smoke-test")] == ["skipped"] * 3
-    assert lines[-1].text.startswith("⇒ skipped: healthy") and lines[-1].kind == "ok"
+    assert lines[-1].text.startswith("⇒ run finished: skipped healthy") and lines[-1].kind == "ok"

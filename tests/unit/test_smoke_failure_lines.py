@@ -43,7 +43,7 @@ def test_the_console_pane_shows_each_nccl_line_on_its_own():
     run.apply(StepStarted(host="gpu-t802", step="smoke-test"), 0.0)
     _, lines = run.apply(SmokeFinished(host="gpu-t802", step="smoke-test", smoke=FAILED), 1.0)
     texts = [line.text for line in lines]
-    assert texts[0] == f"smoke test FAILED: no average: {HINT}"
+    assert texts[0] == f"smoke test FAILED: avg no bandwidth: {HINT}"
     assert texts[1:] == [f"  {line}" for line in NCCL]
     assert all("; " not in t for t in texts[1:])
 
@@ -54,7 +54,7 @@ def test_headless_progress_prints_each_nccl_line_on_its_own():
     printer(SmokeFinished(host="gpu-t802", step="smoke-test", smoke=FAILED))
     printed = stream.getvalue().splitlines()
     host = f"{'gpu-t802':<14} "
-    assert printed[0] == f"{host}smoke test FAILED: no average: {HINT}"
+    assert printed[0] == f"{host}smoke test FAILED: avg no bandwidth: {HINT}"
     assert printed[1:] == [f"{host}| {line}" for line in NCCL]
 
 

@@ -62,9 +62,17 @@ class OutputPane(RichLog):
             if not (line.key and line.key == self._last_key and self._drop_last()):
                 self._last_key = ""
             text = middle_cut(line.text, self._text_width()) if line.kind == "cmd" else line.text
-            self.write(Text(text, style=kind_style(line.kind)), scroll_end=True)
+            self.write(self._drawn(line, text), scroll_end=True)
             self._last_key = line.key
             self._last_height = text.count("\n") + 1  # no wrapping: one strip per text line
+
+    @staticmethod
+    def _drawn(line: PaneLine, text: str) -> Text:
+        """What the pane draws for ``line``: an event's line as runbook/describe gave it (its bold parts kept)
+        under the kind's style, else the text as plain ``Text`` (never markup)."""
+        drawn = Text(style=kind_style(line.kind))
+        drawn.append_text(line.styled if line.styled is not None and line.kind != "cmd" else Text(text))
+        return drawn
 
     def _text_width(self) -> int:
         """The columns a line has (the vertical scrollbar's counted as taken: it appears as lines come)."""
