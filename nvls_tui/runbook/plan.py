@@ -19,8 +19,12 @@ from nvls_tui.runbook import preflight
 from nvls_tui.runbook.changes import (
     Change,
     Read,
+    ReleaseLock,
     ResetGpus,
     RunSmoke,
+    TakeLock,
+    WriteOwner,
+    read_owner,
     record_remove,
     record_write,
     smoke_write,
@@ -37,7 +41,6 @@ from nvls_tui.runbook.events import (
     StepFinished,
 )
 from nvls_tui.runbook.ledger import ManualChange, put_back
-from nvls_tui.runbook.lock import release_argvs, take_argvs
 from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
 from nvls_tui.runbook.quiesce import WATCH_PS, quiesce_actions
 from nvls_tui.runbook.restore import restore_actions, startable
@@ -97,6 +100,10 @@ def reset_side_effects(state: NodeState) -> list[str]:
     return notes
 
 
+# How a run takes its lock (preflight's first changes; the Slurm drain follows them).
+LOCK_TAKEN: tuple[Change, ...] = (TakeLock(), WriteOwner())
+
+
 # One entry of a plan's step: a change the run makes (through the door), a read it shows, or a line the plan
 # says as it is (the lock's commands, the scheduler's and the cluster's, a note after ``#``).
 Entry = Change | Read | str
@@ -118,8 +125,10 @@ def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
     (:func:`~nvls_tui.runbook.quiesce.quiesce_actions`).
     """
     n = len(state.gpus) or 8
-    smoke: list[Entry] = [RunSmoke(n), *(Read(a) for a in SMOKE_CLOCK_ARGVS), smoke_write()]
-    pre: list[Entry] = [*(_join(a) for a in take_argvs()), Read(DATE_ARGV), Read(KERNEL_CURSOR_ARGV)]
+    # The clock's reads are the repair's own bookkeeping (the boot's read is not: it says whether the node rebooted).
+    smoke: list[Entry] = [RunSmoke(n), *(Read(a, bookkeeping=a[0] == "date") for a in SMOKE_CLOCK_ARGVS),
+                          smoke_write()]
+    pre: list[Entry] = [*LOCK_TAKEN, Read(DATE_ARGV, bookkeeping=True), Read(KERNEL_CURSOR_ARGV, bookkeeping=True)]
     if preflight.fabric_looks_healthy(state):
         pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
     kube = kube_lines or {}
@@ -135,7 +144,7 @@ def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
     restore: list[Entry] = list(restore_actions(prior, prior_pm, stopped, {}, tuple(restore_also or ())))
     # The record and the lock go only while they are still this run's: each is read first.
     restore += kube.get("restore", [])
-    restore += [Read(("cat", RECORD_FILE)), record_remove(), *(_join(a) for a in release_argvs())]
+    restore += [Read(("cat", RECORD_FILE), bookkeeping=True), record_remove(), read_owner(), ReleaseLock()]
     # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is
     # known only when the step runs, so the dry run shows the listing and says what fuser is given.
     fuser_lines: list[Entry] = [Read(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"]
@@ -284,7 +293,9 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
             from nvls_tui.runbook import scheduling
 
             bastion = scheduling.plan_entries(scheduler_node, run_id, ctx.options.keep_drained)
-            entries["preflight"] = [*bastion[:2], *entries["preflight"]]
+            # The run drains right after it takes the lock (the node's lock proven before the bastion's command).
+            taken = len(LOCK_TAKEN)
+            entries["preflight"] = [*entries["preflight"][:taken], *bastion[:2], *entries["preflight"][taken:]]
             entries["restore"] = [*entries["restore"], *bastion[2:]]
         commands = {step: [line for entry in listed for line in _line(entry)] for step, listed in entries.items()}
         await _record(ctx, entries)
