@@ -195,6 +195,17 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     return {step: [line for entry in listed for line in _line(entry)] for step, listed in entries.items()}
 
 
+def fill_steps(outcome: NodeOutcome, entries: Mapping[str, Sequence[Entry]]) -> NodeOutcome:
+    """Put a plan's entries into its outcome's steps, every step planned: the values (``entries``, which its
+    readers read) and their lines (``commands``, the JSON's and the screen's words, rendered here once)."""
+    for name, listed in entries.items():
+        step = outcome.step(name)
+        step.status = STEP_PLANNED
+        step.entries = list(listed)
+        step.commands = [line for entry in listed for line in _line(entry)]
+    return outcome
+
+
 async def _kube_plan(ctx: NodeContext, state: NodeState,
                      kube: Kubectl) -> tuple[str | None, dict[str, list[str]] | None]:
     """(why a repair would be refused, the kubectl lines of each step) from a read of the cluster now.
@@ -297,12 +308,10 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
             taken = len(LOCK_TAKEN)
             entries["preflight"] = [*entries["preflight"][:taken], *bastion[:2], *entries["preflight"][taken:]]
             entries["restore"] = [*entries["restore"], *bastion[2:]]
-        commands = {step: [line for entry in listed for line in _line(entry)] for step, listed in entries.items()}
         await _record(ctx, entries)
+        fill_steps(outcome, entries)
         for name in STEPS:
             step = outcome.step(name)
-            step.status = STEP_PLANNED
-            step.commands = commands[name]
             ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, commands=tuple(step.commands)))
         outcome.result = PLANNED
         outcome.message = "dry run: nothing was changed"
@@ -313,4 +322,4 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
     return outcome
 
 
-__all__ = ["Entry", "plan_commands", "plan_entries", "plan_node", "prior_units"]
+__all__ = ["LOCK_TAKEN", "Entry", "fill_steps", "plan_commands", "plan_entries", "plan_node", "prior_units"]
