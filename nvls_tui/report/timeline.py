@@ -12,11 +12,10 @@ from nvls_tui.report.clock import NodeClock, epoch_utc, time_of_day, utc_moment
 from nvls_tui.report.node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
 from nvls_tui.report.text import (
     code_span,
-    command_line,
     prose,
     table_cell,
 )
-from nvls_tui.runbook.bookkeeping import is_bookkeeping
+from nvls_tui.runbook.bookkeeping import legacy_bookkeeping
 from nvls_tui.runbook.describe import describe
 from nvls_tui.runbook.events import (
     CommandFinished,
@@ -143,6 +142,14 @@ def _segments(records: list[LogEntry]) -> list[list[tuple[int, LogEntry]]]:
 _Command = tuple[int, str | None, CommandFinished]
 
 
+def _bookkeeping(started: CommandStarted | None, argv: tuple[str, ...]) -> bool:
+    """Whether a command was one of the repair's own lock, record or clock commands: its record's mark; a log
+    written before the mark (or a result whose start is not in the log) is judged as those versions judged it."""
+    if started is not None and started.bookkeeping is not None:
+        return started.bookkeeping
+    return legacy_bookkeeping(argv)
+
+
 def _fold_commands(segment: list[tuple[int, LogEntry]], polling: bool) -> list[_Line]:
     """The segment's commands: bookkeeping as one line, identical commands as one line with a count,
     the fabric polls left to the fabric line; a failure is never folded into a success."""
@@ -157,11 +164,10 @@ def _fold_commands(segment: list[tuple[int, LogEntry]], polling: bool) -> list[_
         if not isinstance(event, CommandFinished):
             continue
         key, argv = event.argv, event.argv
-        if pending.get(key):
-            pending[key].pop(0)
+        opened = pending[key].pop(0)[2] if pending.get(key) else None
         if not _succeeded(event):
             groups.setdefault((key, "failed", event.exit_status, event.error), []).append((i, r.time, event))
-        elif is_bookkeeping(command_line(argv)):
+        elif _bookkeeping(opened, argv):
             bookkeeping.append((i, r.time, event))
         elif not (polling and _is_poll(argv)):
             groups.setdefault((key, "ok"), []).append((i, r.time, event))

@@ -95,7 +95,7 @@ async def announce(ctx: NodeContext, change: Change) -> str | None:
     ctx.performed.append(change)
     ctx.record_command(command.argv, dict(command.env))
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=command.argv, env=dict(command.env),
-                            fence=fence or ""))
+                            fence=fence or "", bookkeeping=change.bookkeeping))
     await ctx.audit_first(command.argv)
     return fence
 
@@ -103,7 +103,8 @@ async def announce(ctx: NodeContext, change: Change) -> str | None:
 async def _send(ctx: NodeContext, change: Change, command: Command, *, timeout: float | None,
                 abortable: bool) -> CommandResult:
     return await ctx.run(command.argv, timeout=timeout, privileged=change.privileged, env=dict(command.env) or None,
-                         stdin=command.stdin, abortable=abortable, fenced=command.fenced)
+                         stdin=command.stdin, abortable=abortable, fenced=command.fenced,
+                         bookkeeping=change.bookkeeping)
 
 
 async def _write(ctx: NodeContext, change: WriteFile | WriteOwner, *, timeout: float | None,
@@ -124,7 +125,7 @@ async def _elsewhere(ctx: NodeContext, change: Change, via: Via) -> CommandResul
     argv = command.argv
     await ctx.check_fence()
     ctx.performed.append(change)
-    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv))
+    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, bookkeeping=change.bookkeeping))
     await ctx.audit_first(argv, abortable=False)
     began = ctx.options.clock()
     status, output = await via(argv)

@@ -275,7 +275,8 @@ class NodeLock:
             Refused: it cannot be read.
             BackendError: the node cannot be reached.
         """
-        found = await (ctx or self.ctx).run(read_owner().argv, privileged=True, abortable=False, fenced=False)
+        found = await (ctx or self.ctx).run(read_owner().argv, privileged=True, abortable=False, fenced=False,
+                                            bookkeeping=True)
         if _missing(found):
             return None
         if not found.ok:
@@ -287,7 +288,7 @@ class NodeLock:
         stat_argv, date_argv = AGE_ARGVS
         try:
             stat = await self.ctx.run(stat_argv, privileged=True, abortable=False, fenced=False)
-            date = await self.ctx.run(date_argv, abortable=False, fenced=False)
+            date = await self.ctx.run(date_argv, abortable=False, fenced=False, bookkeeping=True)
         except BackendError:
             return None
         return parse_age(stat, date)
@@ -492,7 +493,8 @@ class NodeLock:
             return None
         for attempt in range(max(attempts, 1)):
             try:
-                found = await self.ctx.run(read_owner().argv, privileged=True, abortable=False, fenced=False)
+                found = await self.ctx.run(read_owner().argv, privileged=True, abortable=False, fenced=False,
+                                           bookkeeping=True)
                 if _missing(found):
                     self.ctx.note(f"the lock of {self.ctx.host} was already gone: nothing to release")
                     self._let_go()
