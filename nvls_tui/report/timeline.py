@@ -3,7 +3,6 @@ folded into one line each; every failure, signal, note and step result kept."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ from nvls_tui.report.clock import NodeClock, epoch_utc, time_of_day, utc_moment
 from nvls_tui.report.node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
 from nvls_tui.report.text import (
     code_span,
+    command_line,
     prose,
     table_cell,
 )
@@ -61,10 +61,10 @@ def _shown(argv: Sequence[str]) -> str:
     args = [str(a) for a in argv]
     devices = [a for a in args if a.startswith("/dev/nvidia")]
     if len(devices) <= 3:
-        return code_span(shlex.join(args))
+        return code_span(command_line(args))
     first = args.index(devices[0])
     rest = [a for a in args[first:] if not a.startswith("/dev/nvidia")]
-    text = " ".join(p for p in (shlex.join(args[:first]), "/dev/nvidia*", shlex.join(rest)) if p)
+    text = " ".join(p for p in (command_line(args[:first]), "/dev/nvidia*", command_line(rest)) if p)
     return f"{code_span(text)} ({count(len(devices), 'device')})"
 
 
