@@ -318,6 +318,8 @@ class Read:
     reason: str = ""
     # One of the repair's own reads (its clock, the journal's cursor at T0, its record and lock read back).
     bookkeeping: bool = False
+    # What the plan says after it (``#``): how often it is read, say; empty for nothing.
+    note: str = ""
 
     @property
     def display(self) -> str:
@@ -325,7 +327,7 @@ class Read:
 
     @property
     def lines(self) -> tuple[str, ...]:
-        return (self.display,)
+        return (f"{self.display}   # {self.note}" if self.note else self.display,)
 
 
 # ---- the node's repair lock (runbook/lock.py takes, beats and releases it through the door) ---------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nvls_tui.backends.base import BackendError, join_argv
+from nvls_tui.backends.base import BackendError
 from nvls_tui.diagnosis import fm_container
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import NodeState
@@ -64,10 +64,6 @@ from nvls_tui.runbook.summary import summarize
 CURSOR = "<CURSOR>"
 # The message of each step of a refused plan (its status stays ``skipped``; it lists no command).
 NOT_RUN = "not run: the repair is refused at preflight"
-
-
-def _join(argv: tuple[str, ...], env: dict[str, str] | None = None) -> str:
-    return join_argv(list(argv), env)
 
 
 def prior_units(state: NodeState, restore_also: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -148,10 +144,10 @@ def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
     # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is
     # known only when the step runs, so the dry run shows the listing and says what fuser is given.
     fuser_lines: list[Entry] = [Read(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"]
-    fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
-               _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
-    fm_step: list[Entry] = [*fuser_lines, *start_fabric_manager(FM_UNIT),
-                            *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)]
+    until = "repeated until active and every GPU Completed/Success"
+    fm_wait = [Read(("systemctl", "is-active", FM_UNIT), note=until),
+               Read(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"), note=until)]
+    fm_step: list[Entry] = [*fuser_lines, *start_fabric_manager(FM_UNIT), *fm_wait]
     # What the reset does besides: said in its step before the operator confirms (and lifted into the summary).
     reset_step: list[Entry] = [ResetGpus(), *(f"{SIDE_EFFECT}{note}" for note in reset_side_effects(state))]
     if fm_container.in_container(state) and "reset" in kube:
