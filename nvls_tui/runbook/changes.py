@@ -402,6 +402,12 @@ class GiveBackLock(LockChange):
         return "this run could not name itself the lock's owner: the lock is given back"
 
 
+def lock_age_reads() -> tuple[Read, Read]:
+    """The heartbeat's age on the node's clock: the owner file's modification time, then the node's time (seconds;
+    the clock's read is bookkeeping, as every ``date`` of the repair's is)."""
+    return Read(("stat", "-c", "%Y", "--", OWNER_FILE)), Read(("date", "+%s"), bookkeeping=True)
+
+
 def read_owner() -> Read:
     """The lock's owner file read back (the release reads it first: only this run's lock is removed)."""
     return Read(("cat", OWNER_FILE), bookkeeping=True)
@@ -429,5 +435,6 @@ def record_remove() -> RemoveFile:
 
 __all__ = ["CLUSTER", "NODE", "OWNER_TMP", "SCHEDULER", "CancelJob", "Change", "Command", "DrainNode", "GiveBackLock",
            "LockChange", "Read", "ReleaseLock", "RemoveFile", "ResetGpus", "ResumeNode", "RunSmoke",
-           "SetPersistence", "SignalHolder", "TakeLock", "UnitChange", "WriteFile", "WriteOwner", "read_owner",
+           "SetPersistence", "SignalHolder", "TakeLock", "UnitChange", "WriteFile", "WriteOwner", "lock_age_reads",
+           "read_owner",
            "record_remove", "record_write", "smoke_write", "start_fabric_manager"]

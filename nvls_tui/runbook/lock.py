@@ -50,14 +50,23 @@ from typing import Any
 from nvls_tui.backends.base import BackendError, CommandResult
 from nvls_tui.poll.fence import OWNER_FILE
 from nvls_tui.poll.probe import LOCK_DIR
-from nvls_tui.runbook.changes import OWNER_TMP, GiveBackLock, ReleaseLock, TakeLock, WriteOwner, read_owner
+from nvls_tui.runbook.changes import (
+    OWNER_TMP,
+    GiveBackLock,
+    ReleaseLock,
+    TakeLock,
+    WriteOwner,
+    lock_age_reads,
+    read_owner,
+)
 from nvls_tui.runbook.context import LockLost, NodeContext, Refused
 from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.textsafe import clean_deep, one_line
 
 # The heartbeat's age on the node's clock: the owner file's mtime, then the node's time (seconds).
-AGE_ARGVS = (("stat", "-c", "%Y", "--", OWNER_FILE), ("date", "+%s"))
+AGE_READS = lock_age_reads()
+AGE_ARGVS = tuple(read.argv for read in AGE_READS)
 # A file dated less than this into the node's future is a rounding of the two reads, not a clock step.
 FUTURE_SLACK = 5.0
 # The step name the heartbeat's commands carry: views and progress lines leave them out (the audit keeps them).
@@ -285,10 +294,11 @@ class NodeLock:
 
     async def read_age(self) -> float | None:
         """The heartbeat's age on the node's clock (None: unreadable)."""
-        stat_argv, date_argv = AGE_ARGVS
+        stat_read, date_read = AGE_READS
         try:
-            stat = await self.ctx.run(stat_argv, privileged=True, abortable=False, fenced=False)
-            date = await self.ctx.run(date_argv, abortable=False, fenced=False, bookkeeping=True)
+            stat = await self.ctx.run(stat_read.argv, privileged=True, abortable=False, fenced=False,
+                                      bookkeeping=stat_read.bookkeeping)
+            date = await self.ctx.run(date_read.argv, abortable=False, fenced=False, bookkeeping=date_read.bookkeeping)
         except BackendError:
             return None
         return parse_age(stat, date)
