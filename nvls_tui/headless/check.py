@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -13,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
-from nvls_tui.backends.base import Activity, Backend, InvalidArgument
+from nvls_tui.backends.base import Activity, Backend, InvalidArgument, join_argv
 from nvls_tui.headless.metrics_out import MetricsOut, MetricsSetupError, metrics_out
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.jsonout import node_json
@@ -55,7 +54,7 @@ class Waiting(Protocol):
 
 def _command_text(argv: tuple[str, ...], limit: int) -> str:
     """A command as the node runs it, cleaned (node-derived text is data) and cut to ``limit``."""
-    return one_line(shlex.join(argv), limit)
+    return one_line(join_argv(argv), limit)
 
 
 def _waiting_on(activity: Activity | None) -> str:

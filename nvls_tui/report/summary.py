@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 
-from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE
 from nvls_tui.report.clock import epoch_utc, record_utc
 from nvls_tui.report.cluster import cluster_done, cluster_left
 from nvls_tui.report.findings import findings_sentence
@@ -20,6 +19,7 @@ from nvls_tui.report.text import (
     prose,
 )
 from nvls_tui.report.timeline import fabric_wait
+from nvls_tui.runbook.changes import ReleaseLock, TakeLock, record_remove, record_write
 from nvls_tui.runbook.events import FabricProgress, ManualChanged, ProcessSignalled, StepFinished
 from nvls_tui.runbook.log_entries import ChangeByHand
 from nvls_tui.runbook.observed import NOTHING_OBSERVED
@@ -182,17 +182,25 @@ def _abort_bullet(log: NodeLog) -> str | None:
     return f"- Aborted: {prose(log.clock.annotate(message)).rstrip('.')}.{then}"
 
 
+# The commands that put the record and the lock on the node and take them off: the changes' own (rendered
+# once, in runbook/changes.py), matched whole, never by their words.
+_RECORD_WRITTEN = record_write().argvs()[-1]  # its rename: the record is there once it succeeded
+_RECORD_REMOVED = record_remove().argv()
+_LOCK_MADE = TakeLock(again=True).argv()
+_LOCK_REMOVED = ReleaseLock().argvs()[-1]
+
+
 def _left_on_node(log: NodeLog) -> tuple[bool, bool]:
     """(repair record still on the node, lock still held), as far as the log's commands show."""
     record = lock = False
-    for argv in log.ok_commands():
-        if argv[:1] == ["mv"] and argv[-1:] == [RECORD_FILE]:
+    for argv in map(tuple, log.ok_commands()):
+        if argv == _RECORD_WRITTEN:
             record = True
-        elif argv[:1] == ["rm"] and argv[-1:] == [RECORD_FILE]:
+        elif argv == _RECORD_REMOVED:
             record = False
-        elif argv == ["mkdir", LOCK_DIR]:
+        elif argv == _LOCK_MADE:
             lock = True
-        elif argv == ["rmdir", LOCK_DIR]:
+        elif argv == _LOCK_REMOVED:
             lock = False
     return record, lock
 
@@ -235,7 +243,7 @@ def _verdict_words(log: NodeLog) -> list[str]:
     if after is None:
         if before is None:
             return []
-        if ["mkdir", LOCK_DIR] not in log.ok_commands():  # no lock, no change: the before still stands
+        if list(_LOCK_MADE) not in log.ok_commands():  # no lock, no change: the before still stands
             return [f"nothing was changed, so the node is as it was ({prose(before.verdict)})"]
         return ["no read of the node after the run"]
     lines = kernel_lines(after)
@@ -299,7 +307,7 @@ def _record_left(log: NodeLog) -> list[str]:
     if lock:
         return [f"the node keeps the repair's lock: {command} clears it{note}"]
     if _aborted(log):
-        took = any(a == ["mkdir", LOCK_DIR] for a in log.ok_commands())
+        took = list(_LOCK_MADE) in log.ok_commands()
         cleaned = (f"the restore removed the repair record and the lock (nothing for {command} to do)" if took else
                    "nothing was changed")
         return [f"{cleaned}; run the repair again"]

@@ -3,7 +3,6 @@ folded into one line each; every failure, signal, note and step result kept."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,7 @@ from nvls_tui.report.text import (
     prose,
     table_cell,
 )
-from nvls_tui.runbook.bookkeeping import is_bookkeeping
+from nvls_tui.runbook.bookkeeping import legacy_bookkeeping
 from nvls_tui.runbook.describe import describe
 from nvls_tui.runbook.events import (
     CommandFinished,
@@ -62,10 +61,10 @@ def _shown(argv: Sequence[str]) -> str:
     args = [str(a) for a in argv]
     devices = [a for a in args if a.startswith("/dev/nvidia")]
     if len(devices) <= 3:
-        return code_span(shlex.join(args))
+        return code_span(command_line(args))
     first = args.index(devices[0])
     rest = [a for a in args[first:] if not a.startswith("/dev/nvidia")]
-    text = " ".join(p for p in (shlex.join(args[:first]), "/dev/nvidia*", shlex.join(rest)) if p)
+    text = " ".join(p for p in (command_line(args[:first]), "/dev/nvidia*", command_line(rest)) if p)
     return f"{code_span(text)} ({count(len(devices), 'device')})"
 
 
@@ -143,6 +142,14 @@ def _segments(records: list[LogEntry]) -> list[list[tuple[int, LogEntry]]]:
 _Command = tuple[int, str | None, CommandFinished]
 
 
+def _bookkeeping(started: CommandStarted | None, argv: tuple[str, ...]) -> bool:
+    """Whether a command was one of the repair's own lock, record or clock commands: its record's mark; a log
+    written before the mark (or a result whose start is not in the log) is judged as those versions judged it."""
+    if started is not None and started.bookkeeping is not None:
+        return started.bookkeeping
+    return legacy_bookkeeping(argv)
+
+
 def _fold_commands(segment: list[tuple[int, LogEntry]], polling: bool) -> list[_Line]:
     """The segment's commands: bookkeeping as one line, identical commands as one line with a count,
     the fabric polls left to the fabric line; a failure is never folded into a success."""
@@ -157,11 +164,10 @@ def _fold_commands(segment: list[tuple[int, LogEntry]], polling: bool) -> list[_
         if not isinstance(event, CommandFinished):
             continue
         key, argv = event.argv, event.argv
-        if pending.get(key):
-            pending[key].pop(0)
+        opened = pending[key].pop(0)[2] if pending.get(key) else None
         if not _succeeded(event):
             groups.setdefault((key, "failed", event.exit_status, event.error), []).append((i, r.time, event))
-        elif is_bookkeeping(command_line(argv)):
+        elif _bookkeeping(opened, argv):
             bookkeeping.append((i, r.time, event))
         elif not (polling and _is_poll(argv)):
             groups.setdefault((key, "ok"), []).append((i, r.time, event))

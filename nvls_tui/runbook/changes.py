@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from nvls_tui.backends.base import join_argv
-from nvls_tui.poll.probe import RECORD_FILE, SMOKE_FILE, STATE_DIR
+from nvls_tui.poll.fence import OWNER_FILE
+from nvls_tui.poll.probe import LOCK_DIR, RECORD_FILE, SMOKE_FILE, STATE_DIR
 from nvls_tui.runbook.steps import SMOKE_ENV, persistence_argv, reset_argv, smoke_argv, unit_argv
 
 NODE, SCHEDULER, CLUSTER = "node", "scheduler", "cluster"
@@ -34,6 +35,9 @@ class Command:
     argv: Argv
     env: tuple[tuple[str, str], ...] = ()
     stdin: str | None = None
+    # Behind the lock's fence while the run holds the lock (only some of the lock's own commands are not:
+    # see :class:`TakeLock`, :class:`WriteOwner`, :class:`ReleaseLock`, :class:`GiveBackLock`).
+    fenced: bool = True
 
 
 class Change:
@@ -43,6 +47,9 @@ class Change:
     where: ClassVar[str] = NODE
     # Needs root on the node (``sudo -n`` where the backend was asked to use it).
     privileged: ClassVar[bool] = True
+    # The repair's own bookkeeping on the node (its lock and record): the plan screen and the report's
+    # timeline fold these into one line instead of listing them.
+    bookkeeping: ClassVar[bool] = False
 
     def commands(self) -> tuple[Command, ...]:
         """The command lines that make the change, in order."""
@@ -190,6 +197,8 @@ class WriteFile(Change):
     content: str = field(default="", compare=False)
     reason: str = ""
 
+    bookkeeping: ClassVar[bool] = True
+
     def commands(self) -> tuple[Command, ...]:
         return (Command(("mkdir", "-p", STATE_DIR)), Command(("tee", f"{self.path}.tmp"), stdin=self.content),
                 Command(("mv", "-f", f"{self.path}.tmp", self.path)))
@@ -208,6 +217,8 @@ class RemoveFile(Change):
     """``rm -f PATH`` (the record, once everything is back)."""
 
     path: str
+
+    bookkeeping: ClassVar[bool] = True
 
     def commands(self) -> tuple[Command, ...]:
         return (Command(("rm", "-f", self.path)),)
@@ -305,6 +316,10 @@ class Read:
 
     argv: Argv
     reason: str = ""
+    # One of the repair's own reads (its clock, the journal's cursor at T0, its record and lock read back).
+    bookkeeping: bool = False
+    # What the plan says after it (``#``): how often it is read, say; empty for nothing.
+    note: str = ""
 
     @property
     def display(self) -> str:
@@ -312,7 +327,90 @@ class Read:
 
     @property
     def lines(self) -> tuple[str, ...]:
-        return (self.display,)
+        return (f"{self.display}   # {self.note}" if self.note else self.display,)
+
+
+# ---- the node's repair lock (runbook/lock.py takes, beats and releases it through the door) ---------------
+
+OWNER_TMP = f"{OWNER_FILE}.tmp"
+
+
+class LockChange(Change):
+    """A change to the node's repair lock (``/var/lib/nvls-tui/lock``): the repair's own bookkeeping. Which of
+    its commands the lock's fence guards is each command's ``fenced``: taking the lock cannot be fenced by it."""
+
+    __slots__ = ()
+    bookkeeping: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True)
+class TakeLock(LockChange):
+    """``mkdir -p`` the state directory, then ``mkdir`` the lock (atomic: of two runs only one makes it).
+    ``again``: a take-over of a stale lock, which makes the lock directory only (it may be there already)."""
+
+    again: bool = False
+
+    def commands(self) -> tuple[Command, ...]:
+        make_lock = Command(("mkdir", LOCK_DIR), fenced=False)
+        return (make_lock,) if self.again else (Command(("mkdir", "-p", STATE_DIR), fenced=False), make_lock)
+
+    @property
+    def why(self) -> str:
+        return "the node's repair lock: one run at a time"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOwner(LockChange):
+    """The lock's owner file written (``content`` on stdin to a temporary file) and renamed over. The rename is
+    fenced: a heartbeat never replaces an owner file that names another run (taking the lock, no fence is held
+    yet, so it goes out plainly)."""
+
+    content: str = field(default="", compare=False)
+
+    def commands(self) -> tuple[Command, ...]:
+        return (Command(("tee", OWNER_TMP), stdin=self.content, fenced=False),
+                Command(("mv", "-f", OWNER_TMP, OWNER_FILE)))
+
+    @property
+    def why(self) -> str:
+        return "names this run the lock's owner (and, rewritten every interval, its heartbeat)"
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseLock(LockChange):
+    """The owner file removed while it still names this run (fenced), then the lock directory (not fenced: the
+    owner file that proves the run's hold is gone by then)."""
+
+    def commands(self) -> tuple[Command, ...]:
+        return (Command(("rm", "-f", OWNER_FILE, OWNER_TMP)), Command(("rmdir", LOCK_DIR), fenced=False))
+
+    @property
+    def why(self) -> str:
+        return "the repair is over: the lock goes"
+
+
+@dataclass(frozen=True, slots=True)
+class GiveBackLock(LockChange):
+    """A lock just made that this run could not name itself the owner of, given back at once (an empty lock no
+    one owns would look like an older nvls-tui's). Unfenced: this run holds no fence yet."""
+
+    def commands(self) -> tuple[Command, ...]:
+        return (Command(("rm", "-f", OWNER_TMP), fenced=False), Command(("rmdir", LOCK_DIR), fenced=False))
+
+    @property
+    def why(self) -> str:
+        return "this run could not name itself the lock's owner: the lock is given back"
+
+
+def lock_age_reads() -> tuple[Read, Read]:
+    """The heartbeat's age on the node's clock: the owner file's modification time, then the node's time (seconds;
+    the clock's read is bookkeeping, as every ``date`` of the repair's is)."""
+    return Read(("stat", "-c", "%Y", "--", OWNER_FILE)), Read(("date", "+%s"), bookkeeping=True)
+
+
+def read_owner() -> Read:
+    """The lock's owner file read back (the release reads it first: only this run's lock is removed)."""
+    return Read(("cat", OWNER_FILE), bookkeeping=True)
 
 
 def start_fabric_manager(unit: str) -> tuple[UnitChange, UnitChange]:
@@ -335,7 +433,8 @@ def record_remove() -> RemoveFile:
     return RemoveFile(RECORD_FILE)
 
 
-__all__ = ["CLUSTER", "NODE", "SCHEDULER", "CancelJob", "Change", "Command", "DrainNode", "Read", "RemoveFile",
-           "ResetGpus", "ResumeNode", "RunSmoke",
-           "SetPersistence", "SignalHolder", "UnitChange", "WriteFile", "record_remove", "record_write",
-           "smoke_write", "start_fabric_manager"]
+__all__ = ["CLUSTER", "NODE", "OWNER_TMP", "SCHEDULER", "CancelJob", "Change", "Command", "DrainNode", "GiveBackLock",
+           "LockChange", "Read", "ReleaseLock", "RemoveFile", "ResetGpus", "ResumeNode", "RunSmoke",
+           "SetPersistence", "SignalHolder", "TakeLock", "UnitChange", "WriteFile", "WriteOwner", "lock_age_reads",
+           "read_owner",
+           "record_remove", "record_write", "smoke_write", "start_fabric_manager"]

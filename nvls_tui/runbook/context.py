@@ -194,6 +194,7 @@ class NodeContext:
         stdin: str | None = None,
         abortable: bool = True,
         fenced: bool = True,
+        bookkeeping: bool = False,
     ) -> CommandResult:
         """Run one command on the node, announcing it and its result.
 
@@ -206,6 +207,8 @@ class NodeContext:
             abortable: False for the restore, which must run even after an abort.
             fenced: behind the lock's fence while a lock is held (only the lock's own commands, which
                 take it, judge it or read it, go out unfenced).
+            bookkeeping: one of the repair's own lock, record or clock commands (its audit record says so: the
+                report's timeline folds them by this mark, never by the command's words).
 
         Raises:
             Aborted: the operator asked to stop before this command.
@@ -217,7 +220,8 @@ class NodeContext:
         argv = tuple(argv)
         fence = self.fenced_by() if fenced else None
         self.record_command(argv, env)
-        self.emit(CommandStarted(host=self.host, step=self.step, argv=argv, env=dict(env or {}), fence=fence or ""))
+        self.emit(CommandStarted(host=self.host, step=self.step, argv=argv, env=dict(env or {}), fence=fence or "",
+                                 bookkeeping=bookkeeping))
         await self.audit_first(argv, abortable=abortable)
         clock = self.options.clock
         started = clock()

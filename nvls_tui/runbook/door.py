@@ -16,7 +16,7 @@ from typing import overload
 
 from nvls_tui.backends.base import Fenced, ProcessChanged, ProcessGone, ProcessIdentity
 from nvls_tui.model import CommandResult
-from nvls_tui.runbook.changes import NODE, Change, Command, SignalHolder, WriteFile
+from nvls_tui.runbook.changes import NODE, Change, Command, SignalHolder, WriteFile, WriteOwner
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.events import CommandFinished, CommandStarted, ProcessSignalled
 
@@ -78,7 +78,7 @@ async def perform(ctx: NodeContext, change: Change, *, timeout: float | None = N
     if abortable:
         ctx.check_abort()
     ctx.performed.append(change)
-    if isinstance(change, WriteFile):
+    if isinstance(change, WriteFile | WriteOwner):
         return await _write(ctx, change, timeout=timeout, abortable=abortable)
     result: CommandResult | None = None
     for command in change.commands():
@@ -95,7 +95,7 @@ async def announce(ctx: NodeContext, change: Change) -> str | None:
     ctx.performed.append(change)
     ctx.record_command(command.argv, dict(command.env))
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=command.argv, env=dict(command.env),
-                            fence=fence or ""))
+                            fence=fence or "", bookkeeping=change.bookkeeping))
     await ctx.audit_first(command.argv)
     return fence
 
@@ -103,14 +103,17 @@ async def announce(ctx: NodeContext, change: Change) -> str | None:
 async def _send(ctx: NodeContext, change: Change, command: Command, *, timeout: float | None,
                 abortable: bool) -> CommandResult:
     return await ctx.run(command.argv, timeout=timeout, privileged=change.privileged, env=dict(command.env) or None,
-                         stdin=command.stdin, abortable=abortable)
+                         stdin=command.stdin, abortable=abortable, fenced=command.fenced,
+                         bookkeeping=change.bookkeeping)
 
 
-async def _write(ctx: NodeContext, change: WriteFile, *, timeout: float | None, abortable: bool) -> CommandResult:
-    """mkdir (its answer is not judged: the tee says whether the directory is there), tee, then mv if the tee
-    wrote; the result of the last one sent."""
-    make_dir, tee, move = change.commands()
-    await _send(ctx, change, make_dir, timeout=timeout, abortable=abortable)
+async def _write(ctx: NodeContext, change: WriteFile | WriteOwner, *, timeout: float | None,
+                 abortable: bool) -> CommandResult:
+    """mkdir where the file has one (its answer is not judged: the tee says whether the directory is there), tee,
+    then mv if the tee wrote; the result of the last one sent."""
+    *make_dir, tee, move = change.commands()
+    for command in make_dir:
+        await _send(ctx, change, command, timeout=timeout, abortable=abortable)
     written = await _send(ctx, change, tee, timeout=timeout, abortable=abortable)
     return await _send(ctx, change, move, timeout=timeout, abortable=abortable) if written.ok else written
 
@@ -122,7 +125,7 @@ async def _elsewhere(ctx: NodeContext, change: Change, via: Via) -> CommandResul
     argv = command.argv
     await ctx.check_fence()
     ctx.performed.append(change)
-    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv))
+    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, bookkeeping=change.bookkeeping))
     await ctx.audit_first(argv, abortable=False)
     began = ctx.options.clock()
     status, output = await via(argv)

@@ -123,12 +123,15 @@ class CommandStarted(RunbookEvent):
 
     ``fence``: the run id whose lock fenced it on the node ("" when it went out unfenced: no lock held,
     or one of the lock's own commands); ``argv`` is the command itself, without the fence's words.
+    ``bookkeeping``: one of the repair's own lock, record or clock commands (the runbook says so where it sends
+    it: a change's or a read's mark); None in records written before nvls-tui wrote the mark.
     """
 
     kind: ClassVar[str] = "command-started"
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     fence: str = ""
+    bookkeeping: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -175,7 +175,7 @@ async def kernel_cursor(ctx: NodeContext) -> str | None:
     None when journalctl printed no cursor in its own form (no kernel entry this boot, an unreadable
     journal): verify-fabric then falls back to the node's clock, and says so.
     """
-    result = await ctx.run(KERNEL_CURSOR_ARGV, privileged=True)
+    result = await ctx.run(KERNEL_CURSOR_ARGV, privileged=True, bookkeeping=True)
     cursor = last_cursor(result.stdout) if result.ok else None
     return cursor if cursor is not None and CURSOR.fullmatch(cursor) else None
 
@@ -252,7 +252,7 @@ def ring_faults_since(ring: str, t0: str, clock: str, uptime: float | None) -> l
 async def _ring_read(ctx: NodeContext, t0: str) -> tuple[list[KernelEvent] | None, str]:
     """The ring buffer's fabric events since T0, or None and why they could not be read."""
     boot = await ctx.run(BOOT_ARGV)
-    clock = await ctx.run(DATE_ARGV)
+    clock = await ctx.run(DATE_ARGV, bookkeeping=True)
     ring = await ctx.run(RING_ARGV, privileged=True)
     why = missing_evidence("ring", ring)
     if why is not None:

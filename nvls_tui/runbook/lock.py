@@ -49,14 +49,24 @@ from typing import Any
 
 from nvls_tui.backends.base import BackendError, CommandResult
 from nvls_tui.poll.fence import OWNER_FILE
-from nvls_tui.poll.probe import LOCK_DIR, STATE_DIR
+from nvls_tui.poll.probe import LOCK_DIR
+from nvls_tui.runbook.changes import (
+    OWNER_TMP,
+    GiveBackLock,
+    ReleaseLock,
+    TakeLock,
+    WriteOwner,
+    lock_age_reads,
+    read_owner,
+)
 from nvls_tui.runbook.context import LockLost, NodeContext, Refused
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.textsafe import clean_deep, one_line
 
-OWNER_TMP = f"{OWNER_FILE}.tmp"
 # The heartbeat's age on the node's clock: the owner file's mtime, then the node's time (seconds).
-AGE_ARGVS = (("stat", "-c", "%Y", "--", OWNER_FILE), ("date", "+%s"))
+AGE_READS = lock_age_reads()
+AGE_ARGVS = tuple(read.argv for read in AGE_READS)
 # A file dated less than this into the node's future is a rounding of the two reads, not a clock step.
 FUTURE_SLACK = 5.0
 # The step name the heartbeat's commands carry: views and progress lines leave them out (the audit keeps them).
@@ -230,16 +240,6 @@ def _missing(result: CommandResult) -> bool:
     return not result.ok and "No such file or directory" in (result.stderr or result.stdout)
 
 
-def take_argvs() -> tuple[tuple[str, ...], ...]:
-    """``mkdir -p`` the state directory, ``mkdir`` the lock, then the owner written and renamed."""
-    return (("mkdir", "-p", STATE_DIR), ("mkdir", LOCK_DIR), ("tee", OWNER_TMP), ("mv", "-f", OWNER_TMP, OWNER_FILE))
-
-
-def release_argvs() -> tuple[tuple[str, ...], ...]:
-    """Read the owner, then remove its files and the lock (only when the owner is still this run)."""
-    return (("cat", OWNER_FILE), ("rm", "-f", OWNER_FILE, OWNER_TMP), ("rmdir", LOCK_DIR))
-
-
 class NodeLock:
     """One run's hold on one node's lock.
 
@@ -284,7 +284,8 @@ class NodeLock:
             Refused: it cannot be read.
             BackendError: the node cannot be reached.
         """
-        found = await (ctx or self.ctx).run(("cat", OWNER_FILE), privileged=True, abortable=False, fenced=False)
+        found = await (ctx or self.ctx).run(read_owner().argv, privileged=True, abortable=False, fenced=False,
+                                            bookkeeping=True)
         if _missing(found):
             return None
         if not found.ok:
@@ -293,10 +294,11 @@ class NodeLock:
 
     async def read_age(self) -> float | None:
         """The heartbeat's age on the node's clock (None: unreadable)."""
-        stat_argv, date_argv = AGE_ARGVS
+        stat_read, date_read = AGE_READS
         try:
-            stat = await self.ctx.run(stat_argv, privileged=True, abortable=False, fenced=False)
-            date = await self.ctx.run(date_argv, abortable=False, fenced=False)
+            stat = await self.ctx.run(stat_read.argv, privileged=True, abortable=False, fenced=False,
+                                      bookkeeping=stat_read.bookkeeping)
+            date = await self.ctx.run(date_read.argv, abortable=False, fenced=False, bookkeeping=date_read.bookkeeping)
         except BackendError:
             return None
         return parse_age(stat, date)
@@ -340,9 +342,7 @@ class NodeLock:
             LockHeld: another run holds it (the message names the owner and whether it is live).
             Refused: the lock could not be taken or this run could not be named its owner.
         """
-        make_dir, make_lock, _, _ = take_argvs()
-        await self.ctx.run(make_dir, privileged=True, fenced=False)
-        made = await self.ctx.run(make_lock, privileged=True, fenced=False)
+        made = await perform(self.ctx, TakeLock())
         if not made.ok:
             if "File exists" not in made.output:
                 raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
@@ -351,8 +351,7 @@ class NodeLock:
         mine = me(self.run_id, self.operator)
         if not await self._write(mine, self.ctx):
             # An empty lock no one owns would look like an older nvls-tui's: give it back at once.
-            await self.ctx.run(("rm", "-f", OWNER_TMP), privileged=True, abortable=False, fenced=False)
-            await self.ctx.run(("rmdir", LOCK_DIR), privileged=True, abortable=False, fenced=False)
+            await perform(self.ctx, GiveBackLock(), abortable=False)
             raise Refused(f"this run could not name itself the owner of {LOCK_DIR}, so nothing was changed")
         self._hold(mine)
 
@@ -378,7 +377,7 @@ class NodeLock:
         again = await self.held_by(owner) if held.status == STALE else held
         if owner != held.owner or again.status != held.status:
             raise self.refuse(again if owner == held.owner else await self.held_by(owner))
-        made = await self.ctx.run(("mkdir", LOCK_DIR), privileged=True, abortable=False, fenced=False)
+        made = await perform(self.ctx, TakeLock(again=True), abortable=False)
         if not made.ok and "File exists" not in made.output:  # made.ok: released meanwhile, now ours plainly
             raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
         mine = me(self.run_id, self.operator)
@@ -417,12 +416,11 @@ class NodeLock:
         _HELD.add((self.ctx.host, self.run_id))
         self._beating = asyncio.ensure_future(self._beat_forever())
 
-    async def _write(self, owner: LockOwner, ctx: NodeContext, *, fenced: bool = False) -> bool:
-        """Write the owner file (``fenced``: its rename only while the file still names this run)."""
-        _, _, tee, move = take_argvs()
-        written = await ctx.run(tee, privileged=True, stdin=owner.to_json(), abortable=False, fenced=False)
-        moved = await ctx.run(move, privileged=True, abortable=False, fenced=fenced) if written.ok else written
-        return moved.ok
+    @staticmethod
+    async def _write(owner: LockOwner, ctx: NodeContext) -> bool:
+        """Write the owner file through the door; its rename goes out behind the fence where ``ctx`` holds one
+        (the heartbeat's), so only while the file still names this run."""
+        return (await perform(ctx, WriteOwner(owner.to_json()), abortable=False)).ok
 
     # ---- the heartbeat -------------------------------------------------------------------------------
     def _heartbeat_context(self) -> NodeContext:
@@ -453,7 +451,7 @@ class NodeLock:
                     f"the lock of {self.ctx.host} is gone")
         self.owner = replace(self.owner, heartbeat=_utc(), beat=self.owner.beat + 1)
         try:
-            await self._write(self.owner, ctx, fenced=True)
+            await self._write(self.owner, ctx)
         except LockLost:
             _, owner = await self.read_owner(ctx)
             return (f"the lock of {self.ctx.host} now belongs to {owner.words()}" if owner is not None else
@@ -503,10 +501,10 @@ class NodeLock:
         await self.stop_beating()
         if self.owner is None:
             return None
-        read, remove, rmdir = release_argvs()
         for attempt in range(max(attempts, 1)):
             try:
-                found = await self.ctx.run(read, privileged=True, abortable=False, fenced=False)
+                found = await self.ctx.run(read_owner().argv, privileged=True, abortable=False, fenced=False,
+                                           bookkeeping=True)
                 if _missing(found):
                     self.ctx.note(f"the lock of {self.ctx.host} was already gone: nothing to release")
                     self._let_go()
@@ -518,13 +516,12 @@ class NodeLock:
                     self._let_go()
                     return None
                 try:
-                    await self.ctx.run(remove, privileged=True, abortable=False)
+                    gone = await perform(self.ctx, ReleaseLock(), abortable=False)
                 except LockLost:
                     self.ctx.note(f"the lock of {self.ctx.host} was taken over as it was being released: left to "
                                   "its new owner", "warning")
                     self._let_go()
                     return None
-                gone = await self.ctx.run(rmdir, privileged=True, abortable=False, fenced=False)
                 if gone.ok or _missing(gone):
                     self._let_go()
                     return None
@@ -547,5 +544,4 @@ class NodeLock:
 
 
 __all__ = ["AGE_ARGVS", "HEARTBEAT_STEP", "LIVE", "OWNER_FILE", "STALE", "UNJUDGED", "LockHeld", "LockOwner",
-           "NodeLock", "bastion_id", "gone_from_here", "judge", "me", "parse_age", "release_argvs", "take_argvs",
-           "whoami"]
+           "NodeLock", "OWNER_TMP", "bastion_id", "gone_from_here", "judge", "me", "parse_age", "whoami"]

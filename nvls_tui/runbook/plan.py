@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nvls_tui.backends.base import BackendError, join_argv
+from nvls_tui.backends.base import BackendError
 from nvls_tui.diagnosis import fm_container
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import NodeState
@@ -19,8 +19,12 @@ from nvls_tui.runbook import preflight
 from nvls_tui.runbook.changes import (
     Change,
     Read,
+    ReleaseLock,
     ResetGpus,
     RunSmoke,
+    TakeLock,
+    WriteOwner,
+    read_owner,
     record_remove,
     record_write,
     smoke_write,
@@ -37,7 +41,6 @@ from nvls_tui.runbook.events import (
     StepFinished,
 )
 from nvls_tui.runbook.ledger import ManualChange, put_back
-from nvls_tui.runbook.lock import release_argvs, take_argvs
 from nvls_tui.runbook.outcome import PLANNED, REFUSED, STEP_PLANNED, NodeOutcome
 from nvls_tui.runbook.quiesce import WATCH_PS, quiesce_actions
 from nvls_tui.runbook.restore import restore_actions, startable
@@ -61,10 +64,6 @@ from nvls_tui.runbook.summary import summarize
 CURSOR = "<CURSOR>"
 # The message of each step of a refused plan (its status stays ``skipped``; it lists no command).
 NOT_RUN = "not run: the repair is refused at preflight"
-
-
-def _join(argv: tuple[str, ...], env: dict[str, str] | None = None) -> str:
-    return join_argv(list(argv), env)
 
 
 def prior_units(state: NodeState, restore_also: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -97,6 +96,10 @@ def reset_side_effects(state: NodeState) -> list[str]:
     return notes
 
 
+# How a run takes its lock (preflight's first changes; the Slurm drain follows them).
+LOCK_TAKEN: tuple[Change, ...] = (TakeLock(), WriteOwner())
+
+
 # One entry of a plan's step: a change the run makes (through the door), a read it shows, or a line the plan
 # says as it is (the lock's commands, the scheduler's and the cluster's, a note after ``#``).
 Entry = Change | Read | str
@@ -118,8 +121,10 @@ def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
     (:func:`~nvls_tui.runbook.quiesce.quiesce_actions`).
     """
     n = len(state.gpus) or 8
-    smoke: list[Entry] = [RunSmoke(n), *(Read(a) for a in SMOKE_CLOCK_ARGVS), smoke_write()]
-    pre: list[Entry] = [*(_join(a) for a in take_argvs()), Read(DATE_ARGV), Read(KERNEL_CURSOR_ARGV)]
+    # The clock's reads are the repair's own bookkeeping (the boot's read is not: it says whether the node rebooted).
+    smoke: list[Entry] = [RunSmoke(n), *(Read(a, bookkeeping=a[0] == "date") for a in SMOKE_CLOCK_ARGVS),
+                          smoke_write()]
+    pre: list[Entry] = [*LOCK_TAKEN, Read(DATE_ARGV, bookkeeping=True), Read(KERNEL_CURSOR_ARGV, bookkeeping=True)]
     if preflight.fabric_looks_healthy(state):
         pre += smoke  # the transient re-check; a pass ends the run here with nothing reset
     kube = kube_lines or {}
@@ -135,14 +140,14 @@ def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
     restore: list[Entry] = list(restore_actions(prior, prior_pm, stopped, {}, tuple(restore_also or ())))
     # The record and the lock go only while they are still this run's: each is read first.
     restore += kube.get("restore", [])
-    restore += [Read(("cat", RECORD_FILE)), record_remove(), *(_join(a) for a in release_argvs())]
+    restore += [Read(("cat", RECORD_FILE), bookkeeping=True), record_remove(), read_owner(), ReleaseLock()]
     # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is
     # known only when the step runs, so the dry run shows the listing and says what fuser is given.
     fuser_lines: list[Entry] = [Read(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"]
-    fm_wait = [_join(("systemctl", "is-active", FM_UNIT)),
-               _join(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"))]
-    fm_step: list[Entry] = [*fuser_lines, *start_fabric_manager(FM_UNIT),
-                            *(f"{c}   # repeated until active and every GPU Completed/Success" for c in fm_wait)]
+    until = "repeated until active and every GPU Completed/Success"
+    fm_wait = [Read(("systemctl", "is-active", FM_UNIT), note=until),
+               Read(("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"), note=until)]
+    fm_step: list[Entry] = [*fuser_lines, *start_fabric_manager(FM_UNIT), *fm_wait]
     # What the reset does besides: said in its step before the operator confirms (and lifted into the summary).
     reset_step: list[Entry] = [ResetGpus(), *(f"{SIDE_EFFECT}{note}" for note in reset_side_effects(state))]
     if fm_container.in_container(state) and "reset" in kube:
@@ -184,6 +189,17 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     entries = plan_entries(state, smoke_threshold=smoke_threshold, thresholds=thresholds,
                            restore_also=restore_also, kube_lines=kube_lines)
     return {step: [line for entry in listed for line in _line(entry)] for step, listed in entries.items()}
+
+
+def fill_steps(outcome: NodeOutcome, entries: Mapping[str, Sequence[Entry]]) -> NodeOutcome:
+    """Put a plan's entries into its outcome's steps, every step planned: the values (``entries``, which its
+    readers read) and their lines (``commands``, the JSON's and the screen's words, rendered here once)."""
+    for name, listed in entries.items():
+        step = outcome.step(name)
+        step.status = STEP_PLANNED
+        step.entries = list(listed)
+        step.commands = [line for entry in listed for line in _line(entry)]
+    return outcome
 
 
 async def _kube_plan(ctx: NodeContext, state: NodeState,
@@ -281,14 +297,14 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
             from nvls_tui.runbook import scheduling
 
             bastion = scheduling.plan_entries(scheduler_node, run_id, ctx.options.keep_drained)
-            entries["preflight"] = [*bastion[:2], *entries["preflight"]]
+            # The run drains right after it takes the lock (the node's lock proven before the bastion's command).
+            taken = len(LOCK_TAKEN)
+            entries["preflight"] = [*entries["preflight"][:taken], *bastion[:2], *entries["preflight"][taken:]]
             entries["restore"] = [*entries["restore"], *bastion[2:]]
-        commands = {step: [line for entry in listed for line in _line(entry)] for step, listed in entries.items()}
         await _record(ctx, entries)
+        fill_steps(outcome, entries)
         for name in STEPS:
             step = outcome.step(name)
-            step.status = STEP_PLANNED
-            step.commands = commands[name]
             ctx.emit(StepFinished(host=ctx.host, step=name, status=STEP_PLANNED, commands=tuple(step.commands)))
         outcome.result = PLANNED
         outcome.message = "dry run: nothing was changed"
@@ -299,4 +315,4 @@ async def plan_node(ctx: NodeContext, run_id: str, *, manual: Sequence[ManualCha
     return outcome
 
 
-__all__ = ["Entry", "plan_commands", "plan_entries", "plan_node", "prior_units"]
+__all__ = ["LOCK_TAKEN", "Entry", "fill_steps", "plan_commands", "plan_entries", "plan_node", "prior_units"]

@@ -94,7 +94,7 @@ def _cluster_back(ctx: NodeContext, record: RepairRecord, kube: Kubectl | None,
 async def _restore_under_lock(ctx: NodeContext, lock: NodeLock, outcome: NodeOutcome,
                               kube: Kubectl | None = None) -> None:
     """Read the record and put back what it names (the lock is held)."""
-    found = await ctx.run(("cat", RECORD_FILE), privileged=True, abortable=False)
+    found = await ctx.run(("cat", RECORD_FILE), privileged=True, abortable=False, bookkeeping=True)
     unreadable = missing_evidence("record", found)
     if unreadable is not None:  # fail closed: "no record" must be a fact, not a failed cat
         raise ValueError(f"{unreadable.detail}; restore the units by hand or fix that first")

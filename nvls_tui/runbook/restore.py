@@ -143,7 +143,8 @@ async def _retrying(ctx: NodeContext, what: tuple[str, ...] | Change) -> Command
         try:
             if isinstance(what, Change):
                 return await perform(ctx, what, abortable=False)
-            return await ctx.run(what, privileged=True, abortable=False)
+            # A read of the record is the repair's own bookkeeping (the restore reads nothing else this way).
+            return await ctx.run(what, privileged=True, abortable=False, bookkeeping=True)
         except BackendError as exc:
             words = " ".join(what.argvs()[0] if isinstance(what, Change) else what)
             ctx.note(f"`{words}` did not get through ({exc}); attempt {attempt + 1} of "

@@ -86,7 +86,7 @@ def smoke_json(smoke: SmokeResult) -> str:
 
 async def node_time(ctx: NodeContext) -> str | None:
     """The node's clock, ``YYYY-MM-DD HH:MM:SS`` (what ``journalctl --since`` takes)."""
-    result = await ctx.run(DATE_ARGV)
+    result = await ctx.run(DATE_ARGV, bookkeeping=True)
     text = result.stdout.strip()
     return text if result.ok and len(text) >= 19 else None
 
@@ -96,7 +96,7 @@ async def smoke_clock(ctx: NodeContext) -> tuple[str | None, str | None, float |
     id and the seconds since that boot; each None where the node did not answer (the record then dates
     nothing: ``check`` counts every kernel line, fail closed)."""
     date_argv, boot_argv = SMOKE_CLOCK_ARGVS
-    clock = await ctx.run(date_argv)
+    clock = await ctx.run(date_argv, bookkeeping=True)
     at = clock.stdout.strip() if clock.ok else ""
     boot_id, uptime = parse_boot(await ctx.run(boot_argv))
     return (at if len(at) == 25 else None), boot_id, uptime

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nvls_tui.runbook.changes import RunSmoke
 from nvls_tui.runbook.events import (
     CommandFinished,
     FabricProgress,
@@ -162,7 +163,7 @@ class WaitReminders:
 def rechecks_first(outcome: NodeOutcome) -> bool:
     """True when the plan smoke-tests the node before anything else (its fabric looks healthy)."""
     preflight = next((s for s in outcome.steps if s.name == "preflight"), None)
-    return preflight is not None and any("all_reduce_perf" in c for c in preflight.commands)
+    return preflight is not None and any(isinstance(e, RunSmoke) for e in preflight.entries)
 
 
 def node_worst_case(options: RepairOptions, recheck: bool = False) -> float:

@@ -13,10 +13,10 @@ Bounded: ``journalctl -n`` bounds the lines on the node, the transport bounds th
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nvls_tui.backends.base import join_argv
 from nvls_tui.model import CommandResult
 from nvls_tui.model.node import KernelCoverage
 from nvls_tui.poll.probe import FM_UNIT_NAME
@@ -55,7 +55,7 @@ class LogRead:
 
 def command_words(argv: Sequence[str]) -> str:
     """The command as the operator would type it (``journalctl -k -b ...``)."""
-    return shlex.join(argv)
+    return join_argv(argv)
 
 
 def bounded_lines(text: str, limit: int = LINES) -> tuple[tuple[str, ...], int]:

@@ -7,10 +7,12 @@ from collections.abc import Mapping, Sequence
 
 from nvls_tui.kube.words import kubectl_line_args
 from nvls_tui.parsers.restarters import APT_TIMERS
+from nvls_tui.runbook.changes import Change, ResetGpus, RunSmoke, SetPersistence, SignalHolder, UnitChange
 from nvls_tui.runbook.hold_apt import held_sentence
 from nvls_tui.runbook.kube_repair import PAUSED
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.plan import SIDE_EFFECT
+from nvls_tui.runbook.steps import FM_UNIT, KUBELET, PERSISTENCED
 from nvls_tui.views.deadlines import rechecks_first
 from nvls_tui.words import count
 
@@ -78,11 +80,19 @@ def cluster_words(outcome: NodeOutcome) -> tuple[list[str], str | None]:
     return lines, driver
 
 
+def _planned(outcome: NodeOutcome) -> list[Change]:
+    """Every change of the plan, in order (its steps' entries: values, not their lines)."""
+    return [e for step in outcome.steps for e in step.entries if isinstance(e, Change)]
+
+
 def what_it_does(outcome: NodeOutcome) -> list[str]:
-    """The plan in the operator's terms, what matters first: what goes down, what is reset, what comes back."""
-    commands = [c.partition("  # ")[0].strip() for step in outcome.steps for c in step.commands if not c.startswith("#")]
-    stops = [c.split()[2] for c in commands if c.startswith("systemctl stop ")]
-    starts = [c.split()[2] for c in commands if c.startswith("systemctl start ") and "fabricmanager" not in c]
+    """The plan in the operator's terms, what matters first: what goes down, what is reset, what comes back.
+
+    Read from the plan's changes (each step's ``entries``), never from its command lines."""
+    changes = _planned(outcome)
+    units = [c for c in changes if isinstance(c, UnitChange)]
+    stops = list(dict.fromkeys(c.unit for c in units if c.verb == "stop"))
+    starts = list(dict.fromkeys(c.unit for c in units if c.verb == "start" and c.unit != FM_UNIT))
     lines = []
     if rechecks_first(outcome):  # a healthy-looking node: the rest runs only when the re-check fails
         lines += ["looks healthy: runs the NVLS smoke test first; if it passes, the node is skipped (nothing reset)",
@@ -90,20 +100,20 @@ def what_it_does(outcome: NodeOutcome) -> list[str]:
     cluster, driver = cluster_words(outcome)
     lines += cluster
     if stops:
-        lines.append("stops " + ", ".join(dict.fromkeys(stops)))
+        lines.append("stops " + ", ".join(stops))
     if held := tuple(t for t in APT_TIMERS if t in stops):  # FM_RESTARTER: apt held for the repair
         lines.append(held_sentence(held))
-    if "kubelet.service" in stops:
+    if KUBELET in stops:
         lines.append("kubelet down: the GPU Operator pods on the node stay down until the restore starts it again")
-    if any(c.startswith("kill ") for c in commands) or any(s.name == "quiesce" for s in outcome.steps):
+    if any(isinstance(c, SignalHolder) for c in changes) or any(s.name == "quiesce" for s in outcome.steps):
         lines.append("SIGTERMs the remaining management processes on the GPUs (PIDs re-checked first; never SIGKILL)")
-    if "nvidia-smi -pm 0" in commands:
+    if any(isinstance(c, SetPersistence) and not c.enabled for c in changes):
         lines.append("turns persistence mode off for the reset (nvidia-smi -pm 0; it blocks the reset) and the "
                      "restore turns it back on where it was on (nvidia-smi -pm 1)")
-    if "nvidia-persistenced.service" in stops:
+    if PERSISTENCED in stops:
         lines.append("stops the persistence daemon (nvidia-persistenced holds every GPU open); the restore starts it "
                      "again")
-    if any(c.startswith("nvidia-smi -r") for c in commands):
+    if any(isinstance(c, ResetGpus) for c in changes):
         basis = outcome.basis or {}
         gpus, switches = basis.get("gpus"), basis.get("nvswitches")
         lines.append(f"resets {'all ' + count(gpus, 'GPU') if gpus else 'every GPU'} and "
@@ -111,12 +121,12 @@ def what_it_does(outcome: NodeOutcome) -> list[str]:
     if driver:
         lines.append(driver)
     # What the reset commits besides (a pending MIG mode change): the reset step's own notes.
-    lines += [c[2:] for step in outcome.steps if step.name == "reset" for c in step.commands
-              if c.startswith(SIDE_EFFECT)]
-    if any("fabricmanager" in c and ("start" in c or "restart" in c) for c in commands):
+    lines += [e[2:] for step in outcome.steps if step.name == "reset" for e in step.entries
+              if isinstance(e, str) and e.startswith(SIDE_EFFECT)]
+    if any(c.verb == "start" and c.unit == FM_UNIT for c in units):
         lines.append("starts Fabric Manager and waits for every GPU to register")
-    if any(c.split()[:1] == ["all_reduce_perf"] or " all_reduce_perf " in f" {c} " for c in commands):
+    if any(isinstance(c, RunSmoke) for c in changes):
         lines.append("runs the NVLS smoke test (all_reduce_perf with NVLS forced)")
     if starts:
-        lines.append("then starts again: " + ", ".join(dict.fromkeys(starts)))
+        lines.append("then starts again: " + ", ".join(starts))
     return lines

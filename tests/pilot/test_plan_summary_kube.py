@@ -14,7 +14,9 @@ from nvls_tui.console.screens.plan import PlanScreen
 from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.kube.fleet import KubeFleet
+from nvls_tui.runbook.changes import ResetGpus
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.plan import fill_steps
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.kubectl import SimKubectl
 from nvls_tui.views.plan_summary import what_it_does
@@ -68,6 +70,5 @@ async def test_fm_in_the_driver_pod_the_summary_names_the_pod_restart_as_the_res
 
 
 def test_a_node_in_no_cluster_says_nothing_of_kubernetes():
-    outcome = NodeOutcome("n1", dry_run=True, result="planned")
-    outcome.step("reset").commands = ["nvidia-smi -r"]
+    outcome = fill_steps(NodeOutcome("n1", dry_run=True, result="planned"), {"reset": [ResetGpus()]})
     assert not any("Kubernetes" in line or "pod" in line or "cordon" in line for line in what_it_does(outcome))

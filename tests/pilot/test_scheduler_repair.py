@@ -10,6 +10,7 @@ from dataclasses import replace
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.model.scheduler import Job, SchedulerState
 from nvls_tui.runbook import Runbook
+from nvls_tui.runbook.changes import DrainNode, TakeLock, WriteOwner
 from nvls_tui.runbook.events import CommandStarted, RunbookEvent
 from nvls_tui.runbook.scheduling import JobDecision, drain_argv, resume_argv, run_reason
 from nvls_tui.sim.fleet import load_fleet
@@ -151,7 +152,12 @@ async def test_the_dry_run_shows_the_drain_and_the_resume():
     options = replace(repair_options([backend]), dry_run=True)
     outcome = await Runbook(backend, options, run_id="run1", scheduler=hook).run()
     preflight, restore = outcome.step("preflight").commands, outcome.step("restore").commands
-    assert preflight[0].startswith("scontrol update NodeName=gpu05 State=DRAIN 'Reason=nvls-tui run1: NVLS repair'")
+    # The drain is listed where the run makes it: right after the lock is taken (the bastion's command goes out
+    # with the node's lock proven on the node first).
+    assert outcome.step("preflight").entries[:3] == [TakeLock(), WriteOwner(), DrainNode("gpu05", run_reason("run1"))]
+    drain = next(i for i, c in enumerate(preflight) if c.startswith("scontrol "))
+    assert drain == len(TakeLock().argvs()) + len(WriteOwner().argvs())
+    assert preflight[drain].startswith("scontrol update NodeName=gpu05 State=DRAIN 'Reason=nvls-tui run1: NVLS repair'")
     assert restore[-1].startswith("scontrol update NodeName=gpu05 State=RESUME")
     assert hook.commands == []  # a dry run changes nothing, the scheduler included
 

@@ -16,7 +16,9 @@ from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
 from nvls_tui.console.screens.plan import plan_text
 from nvls_tui.headless.repair import duration_lines
+from nvls_tui.runbook.changes import ResetGpus, RunSmoke
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.plan import Entry, fill_steps
 from nvls_tui.runbook.steps import STEPS, RepairOptions
 from nvls_tui.sim.fleet import load_fleet
 
@@ -62,13 +64,11 @@ def test_the_json_marks_every_step_not_run(target, host, why, tmp_path, capsys):
 
 
 def _planned(host: str, recheck: bool) -> NodeOutcome:
-    outcome = NodeOutcome(host, dry_run=True, result="planned")
-    for name in STEPS:
-        outcome.step(name).status = "planned"
-        outcome.step(name).commands = ["nvidia-smi -r"] if name == "reset" else []
+    entries: dict[str, list[Entry]] = {name: [] for name in STEPS}
+    entries["reset"] = [ResetGpus()]
     if recheck:
-        outcome.step("preflight").commands = ["NCCL_ALGO=NVLS all_reduce_perf -b 8M -e 128M -f 2 -g 8"]
-    return outcome
+        entries["preflight"] = [RunSmoke(8)]
+    return fill_steps(NodeOutcome(host, dry_run=True, result="planned"), entries)
 
 
 def _refused(host: str) -> NodeOutcome:

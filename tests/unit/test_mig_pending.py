@@ -16,8 +16,10 @@ from nvls_tui.cli import main
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import FabricInfo, GpuState, NodeState, Platform
 from nvls_tui.parsers.nvidia_smi_csv import gpus_from_query, parse_query_csv
+from nvls_tui.runbook.changes import ResetGpus, SetPersistence, UnitChange
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.runbook.plan import plan_commands, reset_side_effects
+from nvls_tui.runbook.plan import fill_steps, plan_entries, reset_side_effects
+from nvls_tui.runbook.steps import PERSISTENCED
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.plan_summary import what_it_does
 from tests.unit.test_sim_incident import quiesce
@@ -87,11 +89,9 @@ def test_the_plan_says_the_reset_commits_it_before_the_operator_confirms(tmp_pat
 
 def test_the_plan_summary_lifts_the_side_effect_and_names_persistence():
     state = NodeState("n1", platform=Platform.HGX_H100, gpus=(gpu(3, "Disabled", "Enabled"),))
-    commands = plan_commands(state)
-    outcome = NodeOutcome("n1", dry_run=True, result="planned")
-    for name, lines in commands.items():
-        outcome.step(name).commands = lines
-    outcome.step("quiesce").commands = ["systemctl stop nvidia-persistenced.service", "nvidia-smi -pm 0"]
+    entries = plan_entries(state)
+    entries["quiesce"] = [UnitChange("stop", PERSISTENCED), SetPersistence(False)]
+    outcome = fill_steps(NodeOutcome("n1", dry_run=True, result="planned"), entries)
     lines = what_it_does(outcome)
     assert "the reset will commit GPU 3's pending MIG mode change (Disabled -> Enabled)" in lines
     assert any(line.startswith("turns persistence mode off for the reset (nvidia-smi -pm 0") for line in lines)
@@ -99,8 +99,7 @@ def test_the_plan_summary_lifts_the_side_effect_and_names_persistence():
 
 
 def test_a_plan_without_persistence_says_nothing_of_it():
-    outcome = NodeOutcome("n1", dry_run=True, result="planned")
-    outcome.step("reset").commands = ["nvidia-smi -r"]
+    outcome = fill_steps(NodeOutcome("n1", dry_run=True, result="planned"), {"reset": [ResetGpus()]})
     assert not any("persistence" in line for line in what_it_does(outcome))
 
 

@@ -20,12 +20,16 @@ from nvls_tui.runbook.changes import (
     SCHEDULER,
     Change,
     DrainNode,
+    LockChange,
+    ReleaseLock,
     RemoveFile,
     ResetGpus,
     ResumeNode,
     SetPersistence,
+    TakeLock,
     UnitChange,
     WriteFile,
+    WriteOwner,
 )
 from nvls_tui.runbook.steps import FM_UNIT, SNAPSHOT_SERVICE
 from nvls_tui.sim.fleet import load_fleet
@@ -108,9 +112,15 @@ async def test_a_restore_after_a_run_that_died_makes_exactly_the_undo_of_what_th
     undone = [c.undo() for c in changed if isinstance(c, UnitChange | SetPersistence | WriteFile)]
     # The snapshot timer's oneshot is started by its timer, not by the restore (runbook/restore.py).
     undone = [c for c in undone if c != UnitChange("start", SNAPSHOT_SERVICE)]
-    assert sorted(map(compared_one, restored.changes)) == sorted(map(compared_one, undone))
-    assert restored.changes[-1] == RemoveFile(RECORD_FILE)
-    assert [c.unit for c in restored.changes if isinstance(c, UnitChange)][0] == FM_UNIT
+    # The restore's own lock goes through the door too: its take finds the dead run's lock (mkdir refused), which
+    # it takes over (--force) first; released last. Between them, exactly the undo.
+    taking = [TakeLock(), TakeLock(again=True), WriteOwner()]
+    assert restored.changes[:3] == taking and restored.changes[-1] == ReleaseLock()
+    undoing = restored.changes[3:-1]
+    assert not any(isinstance(c, LockChange) for c in undoing)
+    assert sorted(map(compared_one, undoing)) == sorted(map(compared_one, undone))
+    assert undoing[-1] == RemoveFile(RECORD_FILE)
+    assert [c.unit for c in undoing if isinstance(c, UnitChange)][0] == FM_UNIT
 
 
 def compared_one(change: Change) -> tuple[str, tuple[tuple[str, ...], ...]]:

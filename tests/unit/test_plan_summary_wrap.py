@@ -10,7 +10,7 @@ from rich.console import Console
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.console.screens.plan import plan_text
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.runbook.plan import plan_commands
+from nvls_tui.runbook.plan import fill_steps, plan_entries
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.plan_summary import what_it_does
@@ -19,11 +19,7 @@ from nvls_tui.views.plan_summary import what_it_does
 def _outcome() -> NodeOutcome:
     (backend,) = sim_backends(load_fleet("sim:seed-incident/gpu05", speed=0))
     state = asyncio.run(backend.snapshot())
-    outcome = NodeOutcome("gpu05", dry_run=True, result="planned")
-    for name, lines in plan_commands(state).items():
-        outcome.step(name).status = "planned"
-        outcome.step(name).commands = lines
-    return outcome
+    return fill_steps(NodeOutcome("gpu05", dry_run=True, result="planned"), plan_entries(state))
 
 
 def test_a_wrapped_bullet_continues_under_its_words():

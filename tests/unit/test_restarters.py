@@ -33,7 +33,7 @@ from nvls_tui.poll.probe import APT_PERIODIC_ARGV, NEEDRESTART_ARGV, SECTIONS
 from nvls_tui.runbook import RepairOptions, Runbook
 from nvls_tui.runbook.changes import UnitChange
 from nvls_tui.runbook.outcome import NodeOutcome
-from nvls_tui.runbook.plan import plan_commands
+from nvls_tui.runbook.plan import fill_steps, plan_commands, plan_entries
 from nvls_tui.runbook.restore import restore_actions, startable
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.sim.commands import execute
@@ -327,9 +327,8 @@ def test_the_plan_holds_apts_timers_first_and_starts_them_again_last():
 
 
 def test_the_plan_summary_says_the_timers_are_held():
-    outcome = NodeOutcome("gpu-nr01", dry_run=True, result="planned")
-    for name, lines in plan_commands(poll("sim:fm-restarters")).items():
-        outcome.step(name).commands = lines
+    outcome = fill_steps(NodeOutcome("gpu-nr01", dry_run=True, result="planned"),
+                         plan_entries(poll("sim:fm-restarters")))
     assert ("apt-daily.timer and apt-daily-upgrade.timer stopped for the repair, started after: no unattended "
             "upgrade, nor the needrestart it runs, restarts Fabric Manager meanwhile; an `apt` run by hand still runs "
             "needrestart: run none until the repair ends") in what_it_does(outcome)

@@ -9,8 +9,10 @@ import json
 
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.cli import main
+from nvls_tui.runbook.changes import ResetGpus, RunSmoke
 from nvls_tui.runbook.events import RunFinished, RunStarted, StepFinished
 from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.plan import LOCK_TAKEN, fill_steps
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.plan_summary import what_it_does
 from nvls_tui.views.runbook import NodeRun
@@ -88,8 +90,7 @@ def test_the_typed_confirmation_does_not_say_it_resets_a_node_it_will_only_smoke
 
 def test_the_plan_summary_of_a_healthy_looking_node_leads_with_the_smoke_test_and_the_skip():
     outcome = NodeOutcome("gpu07", dry_run=True, result="planned")
-    outcome.step("preflight").commands = ["mkdir -p /var/lib/nvls-tui", "all_reduce_perf -b 8M -e 128M"]
-    outcome.step("reset").commands = ["nvidia-smi -r"]
+    fill_steps(outcome, {"preflight": [*LOCK_TAKEN, RunSmoke(8)], "reset": [ResetGpus()]})
     lines = what_it_does(outcome)
     assert lines[0] == "looks healthy: runs the NVLS smoke test first; if it passes, the node is skipped (nothing reset)"
     assert lines[1].startswith("only if the test fails twice:")

@@ -35,9 +35,8 @@ from nvls_tui.console.widgets import palette
 from nvls_tui.console.widgets.banner import ModeBanner
 from nvls_tui.console.widgets.ordered_input import OrderedInput
 from nvls_tui.console.widgets.step_list import duration_text, spinner
-from nvls_tui.runbook.bookkeeping import is_bookkeeping
 from nvls_tui.runbook.multi import STRATEGIES
-from nvls_tui.runbook.outcome import NodeOutcome
+from nvls_tui.runbook.outcome import NodeOutcome, StepOutcome
 from nvls_tui.runbook.steps import RepairOptions
 from nvls_tui.views.deadlines import deadlines_line, duration_line, rechecks_first
 from nvls_tui.views.plan_summary import evictions, evictions_sentence, recheck_sentence, what_it_does
@@ -56,6 +55,18 @@ def how_long(outcome: NodeOutcome, options: RepairOptions) -> list[Text]:
     head.append(duration_line(options, "parallel", [recheck]))
     deadlines = deadlines_line(options, [outcome.host] if recheck else [])
     return [head, Text(f"  deadlines: {deadlines}", style=palette.STYLE["muted"])]
+
+
+def _lines(step: StepOutcome) -> list[tuple[str, bool]]:
+    """``(line, bookkeeping)`` for each line of a planned step: whether it is the repair's own lock, record or
+    clock is its change's or read's field (``bookkeeping``), never read back from the line's words."""
+    out = []
+    for entry in step.entries:
+        if isinstance(entry, str):
+            out.append((entry, False))
+        else:
+            out += [(line, entry.bookkeeping) for line in entry.lines]
+    return out
 
 
 def plan_text(outcome: NodeOutcome, options: RepairOptions | None = None) -> Group:
@@ -97,11 +108,11 @@ def plan_text(outcome: NodeOutcome, options: RepairOptions | None = None) -> Gro
         if not step.commands:
             grid.add_row("", Text("(nothing to do)", style=muted))
         folded = 0
-        for command in step.commands:
+        for command, bookkeeping in _lines(step):
             if command.startswith("#"):
                 grid.add_row("", Text(command, style=muted))
                 continue
-            if is_bookkeeping(command):
+            if bookkeeping:
                 folded += 1
                 continue
             n += 1
