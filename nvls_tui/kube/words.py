@@ -1,8 +1,10 @@
 """A kubectl call read back into its words: the inverse of :meth:`~nvls_tui.kube.client.Kubectl.argv`.
 
-The plan's summary (views/plan_summary.py) reads the dry run's kubectl lines and the incident report
-(report/cluster.py) the audited kubectl argvs; both want the verb and its arguments without the global
-flags the runbook puts before the verb (``--kubeconfig F --context C --request-timeout=Ns``).
+The incident report (report/cluster.py) reads the audited kubectl argvs of a repair's log, which holds argvs,
+not the typed changes that made them (the plan's summary and the confirmation read those instead:
+runbook/kube_summary.py); it wants the verb and its arguments without the global flags the runbook puts
+before the verb (``--kubeconfig F --context C --request-timeout=Ns``). kubectl's own errors name a call by
+:func:`shown`.
 """
 
 from __future__ import annotations
@@ -38,14 +40,4 @@ def shown(argv: Sequence[str]) -> str:
     return shlex.join(["kubectl", *_after_globals(argv)]) if argv else "kubectl"
 
 
-def kubectl_line_args(line: str) -> list[str] | None:
-    """:func:`kubectl_args` of a plan's command line (its ``  # why`` comment dropped, split as the shell
-    would); None for a line that is not a kubectl call or cannot be split (an unbalanced quote)."""
-    try:
-        argv = shlex.split(line.partition("  # ")[0])
-    except ValueError:
-        return None
-    return kubectl_args(argv)
-
-
-__all__ = ["VALUED", "kubectl_args", "kubectl_line_args", "shown"]
+__all__ = ["VALUED", "kubectl_args", "shown"]

@@ -1,7 +1,7 @@
-"""One parser of a kubectl call's words, shared by the plan's summary and the incident report (X3 item 3).
+"""One parser of a kubectl call's words, the incident report's (X3 item 3; issue 36: the plan's summary reads
+the typed changes instead, runbook/kube_summary.py, and parses no kubectl line).
 
-views/plan_summary.kubectl_words repeated report/cluster.kubectl_args; both now read kube/words.py, the
-inverse of :meth:`~nvls_tui.kube.client.Kubectl.argv`.
+report/cluster.kubectl_args is kube/words.py's, the inverse of :meth:`~nvls_tui.kube.client.Kubectl.argv`.
 """
 
 from __future__ import annotations
@@ -24,15 +24,8 @@ def test_the_words_after_the_global_flags_as_kubectl_argv_builds_them():
     assert words.kubectl_args([]) is None
 
 
-def test_a_plan_line_is_split_as_the_shell_would_and_its_comment_dropped():
-    line = "kubectl --kubeconfig '/etc/k 8s/config' --request-timeout=14s cordon gpu06  # no new pod lands"
-    assert words.kubectl_line_args(line) == ["cordon", "gpu06"]
-    assert words.kubectl_line_args("kubectl label node 'gpu06") is None  # an unbalanced quote: not a call
-    assert words.kubectl_line_args("# gpu06 is cordoned already") is None
-    assert words.kubectl_line_args("systemctl stop kubelet.service") is None
-
-
-def test_the_report_and_the_summary_use_the_one_parser():
+def test_the_report_uses_the_one_parser_and_the_summary_none():
     assert cluster.kubectl_args is words.kubectl_args
-    assert not hasattr(plan_summary, "kubectl_words") and not hasattr(plan_summary, "KUBECTL_GLOBALS")
+    assert not hasattr(words, "kubectl_line_args")
+    assert not {"kubectl_words", "KUBECTL_GLOBALS", "kubectl_line_args", "kubectl_args"} & set(vars(plan_summary))
     assert not hasattr(cluster, "_VALUED")
