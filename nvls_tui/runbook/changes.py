@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from nvls_tui.backends.base import join_argv
+from nvls_tui.kube.client import global_flags_end
 from nvls_tui.poll.probe import RECORD_FILE, SMOKE_FILE, STATE_DIR
 from nvls_tui.runbook.steps import SMOKE_ENV, persistence_argv, reset_argv, smoke_argv, unit_argv
 
@@ -561,8 +564,45 @@ class DeleteDriverPod(InCluster):
         return "FM runs in the driver pod: its restart reloads the driver (GPUs and NVSwitches)"
 
 
+def read_cluster_change(argv: Sequence[str]) -> InCluster | None:
+    """The cluster change an audited kubectl argv made (the inverse of :meth:`InCluster.commands`, for the
+    report, whose audit log holds argvs); None for a read, a wait, or a command that is not kubectl.
+
+    What the argv does not say is left at its default: a label's value before (``before`` None), an eviction's
+    body file as the argv names it.
+    """
+    if not argv or os.path.basename(argv[0]) != "kubectl":
+        return None
+    at = global_flags_end(argv)
+    kubectl, words = tuple(argv[:at]), list(argv[at:])
+    match words:
+        case ["cordon", node, *_]:
+            return Cordon(node, kubectl)
+        case ["uncordon", node, *_]:
+            return Uncordon(node, kubectl)
+        case ["label", "node", node, *rest] if rest:
+            rv = next((w.split("=", 1)[1] for w in rest if w.startswith("--resource-version=")), None)
+            key, is_set, value = rest[-1].partition("=")
+            return SetOperandLabel(node, key if is_set else key.rstrip("-"), value if is_set else None, None,
+                                   kubectl, resource_version=rv, conditioned=rv is not None)
+        case ["annotate", "node", node, said, *_] if said.startswith((f"{STOPPED_AT}=", f"{STOPPED_AT}-")):
+            _, is_set, step = said.partition("=")
+            return Annotate(node, step if is_set else None, kubectl)
+        case ["create", "--raw", path, *rest]:
+            bits = path.split("/")  # /api/v1/namespaces/NS/pods/P/eviction
+            if len(bits) == 8 and bits[7] == "eviction":
+                body = rest[rest.index("-f") + 1] if "-f" in rest[:-1] else None
+                return EvictPod(bits[4], bits[6], kubectl, body_file=body)
+        case ["delete", "pod", *rest] if "-n" in rest[:-1]:
+            at_n = rest.index("-n")
+            names = [w for w in rest[at_n + 2:] if not w.startswith("-")]
+            if names:
+                return DeleteDriverPod(rest[at_n + 1], names[0], kubectl)
+    return None
+
+
 __all__ = ["CLUSTER", "EVICTION_FILE", "NODE", "PAUSED", "READ_AT_RUN_TIME", "SCHEDULER", "STOPPED_AT", "Annotate",
            "CancelJob", "Change", "Command", "Cordon", "DeleteDriverPod", "DrainNode", "EvictPod", "InCluster",
-           "Read", "RemoveFile", "ResetGpus", "ResumeNode", "RunSmoke", "SetOperandLabel",
+           "Read", "read_cluster_change", "RemoveFile", "ResetGpus", "ResumeNode", "RunSmoke", "SetOperandLabel",
            "SetPersistence", "SignalHolder", "UnitChange", "Uncordon", "WriteFile", "eviction_body",
            "record_remove", "record_write", "smoke_write", "start_fabric_manager"]
