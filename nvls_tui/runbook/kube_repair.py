@@ -691,8 +691,8 @@ def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float
         cordon = [f"# {node} is cordoned already: it is left so" + (" until a repair passes" if hold.inherited else "")]
     else:
         cordon = [Cordon(node, kubectl)]
-    read = line(read_node_args(node), f"before each label write: its resourceVersion is the write's "
-                                      f"{READ_AT_RUN_TIME}")
+    read = line(read_node_args(node), "before each label write: the write is conditioned on the resourceVersion "
+                                      f"this read finds ({READ_AT_RUN_TIME})")
     quiesce: list[InCluster | str] = [
         entry for key, before in hold.labels.items()
         for entry in (read, SetOperandLabel(node, key, PAUSED, before, kubectl))]
