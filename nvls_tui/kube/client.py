@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from nvls_tui import node_map
-from nvls_tui.kube.words import shown
 from nvls_tui.model.kube import KubeEvent, KubeNode, KubePod
 from nvls_tui.parsers.kube import parse_events, parse_nodes, parse_pods
 from nvls_tui.textsafe import one_line
@@ -53,6 +53,26 @@ class KubeError(Exception):
     def __init__(self, message: str, reason: str = FAILED) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+# kubectl's global flags that take the next word as their value (``--kubeconfig=F`` is one word).
+VALUED = frozenset({"--kubeconfig", "--context"})
+
+
+def global_flags_end(argv: Sequence[str]) -> int:
+    """Where a kubectl argv's own words begin: after the binary and the global flags :meth:`Kubectl.argv` puts
+    before the verb (``--kubeconfig F --context C --request-timeout=Ns``). After the verb every word is the
+    call's own, flags included."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("--"):
+        i += 2 if argv[i] in VALUED else 1
+    return min(i, len(argv))
+
+
+def shown(argv: Sequence[str]) -> str:
+    """A kubectl call as an operator types it, whatever binary ran it: ``kubectl label node gpu06 K=V`` (the
+    global flags, paths of the kubeconfig and the binary, left out: what the call did is in the words after)."""
+    return shlex.join(["kubectl", *argv[global_flags_end(argv):]]) if argv else "kubectl"
 
 
 async def run_kubectl(argv: Sequence[str], timeout: float, max_output: int) -> tuple[int, str, str]:
@@ -262,5 +282,6 @@ def default_kubeconfig(environ: Mapping[str, str] | None = None) -> str | None:
     return home if os.path.isfile(home) else None
 
 
-__all__ = ["CONCURRENCY", "KubeError", "Kubectl", "MAX_OUTPUT", "Runner", "TIMEOUT", "default_kubeconfig", "read_node_map",
+__all__ = ["CONCURRENCY", "KubeError", "Kubectl", "MAX_OUTPUT", "Runner", "TIMEOUT", "VALUED", "default_kubeconfig",
+           "global_flags_end", "read_node_map", "shown",
            "run_kubectl", "short_name"]

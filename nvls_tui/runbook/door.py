@@ -119,7 +119,7 @@ async def _write(ctx: NodeContext, change: WriteFile | WriteOwner, *, timeout: f
 
 
 async def _elsewhere(ctx: NodeContext, change: Change, via: Via) -> CommandResult:
-    """A change made off the node (the scheduler's): the node's lock proven on the node right before, announced
+    """A change made off the node (the scheduler's, the cluster's): the node's lock proven on the node right before, announced
     and on disk first, whatever an abort says (putting a drain back must not be refused)."""
     (command,) = change.commands()
     argv = command.argv
@@ -128,7 +128,12 @@ async def _elsewhere(ctx: NodeContext, change: Change, via: Via) -> CommandResul
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, bookkeeping=change.bookkeeping))
     await ctx.audit_first(argv, abortable=False)
     began = ctx.options.clock()
-    status, output = await via(argv)
+    try:
+        status, output = await via(argv)
+    except Exception as exc:  # sent, and no answer (a kubectl that hung): said, then the caller decides
+        ctx.emit(CommandFinished(host=ctx.host, step=ctx.step, argv=argv, exit_status=None, error=str(exc),
+                                 duration=ctx.options.clock() - began))
+        raise
     ctx.emit(CommandFinished(host=ctx.host, step=ctx.step, argv=argv, exit_status=status, output=output,
                              duration=ctx.options.clock() - began))
     return CommandResult(argv, status, output)

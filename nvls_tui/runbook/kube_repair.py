@@ -13,8 +13,11 @@ every pod). As the GPU Operator's own MIG and driver managers do:
   uncordons only a node this repair cordoned, and only after a passing smoke test; after a failed or
   interrupted repair the node stays cordoned with the annotation ``nvls-tui/repair-stopped-at=STEP``.
 
-Every kubectl call is an audited command of the step it belongs to (announced, on disk before it goes out,
-recorded in the step's commands), and what this module will change is in the on-node record before the
+Every change to the cluster is a typed change (:mod:`nvls_tui.runbook.changes`: :class:`Cordon`,
+:class:`SetOperandLabel`, :class:`EvictPod`, :class:`DeleteDriverPod`, :class:`Annotate`, :class:`Uncordon`)
+that goes out through the one door (``door.perform``: announced, on disk before it goes out, fenced by the
+lock); the dry run's plan (:func:`plan_lines`) lists the same values. Reads and waits are audited calls of the
+step they belong to (:func:`call`). What this module will change is in the on-node record before the
 first change, so ``repair --restore`` after a crash puts the labels back and keeps the cordon. The cluster
 is reached through a :class:`~nvls_tui.kube.client.Kubectl` (the real kubectl, or the simulator's).
 """
@@ -35,7 +38,22 @@ from nvls_tui.model import NodeState
 from nvls_tui.model.kube import OPERAND_LABEL_PREFIX, KubeNode, KubePod
 from nvls_tui.parsers.kube import parse_nodes, parse_pods
 from nvls_tui.runbook import kube_identity
+from nvls_tui.runbook.changes import (
+    EVICTION_FILE,
+    PAUSED,
+    READ_AT_RUN_TIME,
+    STOPPED_AT,
+    Annotate,
+    Cordon,
+    DeleteDriverPod,
+    EvictPod,
+    InCluster,
+    SetOperandLabel,
+    Uncordon,
+    eviction_body,
+)
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.event_records import record_problem
 from nvls_tui.runbook.events import CommandFinished, CommandStarted, StepStarted
 from nvls_tui.runbook.log_entries import read_entry
@@ -43,15 +61,10 @@ from nvls_tui.runbook.steps import STEPS as STEP_NAMES
 from nvls_tui.textsafe import one_line
 from nvls_tui.words import count
 
-#: The value a paused operand label gets (the GPU Operator's own managers use paused-for-mig-change and
-#: paused-for-driver-upgrade the same way).
-PAUSED = "paused-for-nvls-repair"
 #: The operands whose pods open the GPUs. The driver and the container toolkit are never paused: pausing the
 #: driver's label unloads the driver.
 PAUSE_OPERANDS = ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "mig-manager",
                   "node-status-exporter", "operator-validator")
-#: The annotation a cordon kept after a failed or interrupted repair carries: the step it stopped at.
-STOPPED_AT = "nvls-tui/repair-stopped-at"
 #: The step named after a crash, where the run could not say how far it got.
 INTERRUPTED = "interrupted"
 #: Seconds between two evictions a disruption budget refused.
@@ -64,8 +77,6 @@ WAIT_SLACK = 15.0
 CONFLICT = "(Conflict)"
 #: Times one label write that met a conflict is read and decided again before the repair gives up on it.
 CONFLICT_TRIES = 5
-#: What the dry run writes for the resourceVersion a label write carries (known only when the read before it ran).
-RV = "RV"
 
 
 def operand_of(daemonset: str) -> str:
@@ -110,47 +121,9 @@ def read_pods_args(node: str) -> tuple[str, ...]:
     return ("get", "pods", "--all-namespaces", "--field-selector", f"spec.nodeName={node}", "-o", "json")
 
 
-def cordon_args(node: str) -> tuple[str, ...]:
-    """``kubectl cordon NODE``."""
-    return ("cordon", node)
-
-
-def uncordon_args(node: str) -> tuple[str, ...]:
-    """``kubectl uncordon NODE``."""
-    return ("uncordon", node)
-
-
-def label_args(node: str, key: str, value: str | None, resource_version: str | None = None) -> tuple[str, ...]:
-    """Set a label (``--overwrite KEY=VALUE``) or remove it (``KEY-``, where it was unset before), conditioned on
-    the node's ``resource_version`` as read (``--resource-version``: the API refuses the write with 409 Conflict
-    where anyone wrote the node since). The label stays the last word (the report and the plan read it there)."""
-    rv = (f"--resource-version={resource_version}",) if resource_version else ()
-    if value is None:
-        return ("label", "node", node, *rv, f"{key}-")
-    return ("label", "node", node, "--overwrite", *rv, f"{key}={value}")
-
-
-def annotate_args(node: str, step: str | None) -> tuple[str, ...]:
-    """Name the step a repair stopped at on the node (``--overwrite``), or remove that annotation (None)."""
-    if step is None:
-        return ("annotate", "node", node, f"{STOPPED_AT}-")
-    return ("annotate", "node", node, f"{STOPPED_AT}={step}", "--overwrite")
-
-
 def wait_delete_args(namespace: str, pods: Sequence[str], timeout: float) -> tuple[str, ...]:
     """``kubectl wait --for=delete pod/A pod/B -n NS --timeout=Ns`` (exit 0 once every one is gone)."""
     return ("wait", "--for=delete", *(f"pod/{p}" for p in pods), "-n", namespace, f"--timeout={max(1, int(timeout))}s")
-
-
-def eviction_body(namespace: str, pod: str) -> str:
-    """The Eviction the API is sent for one pod (policy/v1)."""
-    return json.dumps({"apiVersion": "policy/v1", "kind": "Eviction",
-                       "metadata": {"name": pod, "namespace": namespace}}, sort_keys=True)
-
-
-def evict_args(namespace: str, pod: str, body_file: str) -> tuple[str, ...]:
-    """``kubectl create --raw .../pods/P/eviction -f FILE``: the Eviction subresource (PDBs are honoured)."""
-    return ("create", "--raw", f"/api/v1/namespaces/{namespace}/pods/{pod}/eviction", "-f", body_file)
 
 
 def uncordon_words(node: str) -> str:
@@ -177,6 +150,7 @@ class KubeHold:
         pods: the node's pods as preflight read them.
         kept: the operand labels left alone (``false`` or another value someone set), as read.
         identity: how the Node was proven to be this machine (words; the plan shows them).
+        annotated: the node carries :data:`STOPPED_AT` (a passing repair that uncordons it removes it).
     """
 
     node: str
@@ -189,6 +163,7 @@ class KubeHold:
     pods: tuple[KubePod, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)
     identity: str = ""
+    annotated: bool = False
 
     def to_record(self) -> dict[str, Any]:
         """The part the on-node record keeps (``kube`` in repair.json)."""
@@ -238,7 +213,32 @@ async def call(ctx: NodeContext, kube: Kubectl, args: Sequence[str], *, timeout:
     return status, out, err
 
 
-def _said(status: int, out: str, err: str) -> str:
+async def make(ctx: NodeContext, kube: Kubectl, change: InCluster, *, abortable: bool = True) -> tuple[int, str]:
+    """Make one change to the cluster through the door (``door.perform``: the node's lock proven, announced, on
+    disk before it goes out, its answer after); (exit status, what kubectl printed).
+
+    Raises:
+        Aborted: the operator asked to stop (abortable changes), or the audit log cannot take it.
+        KubeError: kubectl could not be run or did not answer in time (after the event).
+    """
+    if abortable:
+        ctx.check_abort()
+
+    async def via(argv: Sequence[str]) -> tuple[int, str]:
+        ctx.record_command(tuple(argv))
+        status, out, err = await kube.run_status(*argv[len(change.kubectl):])
+        return status, (out + err)[:65536]
+
+    result = await perform(ctx, change, via=via)
+    return result.exit_status, result.stdout
+
+
+def prefix(kube: Kubectl) -> tuple[str, ...]:
+    """The argv that reaches the cluster (kubectl and its global flags): every cluster change starts with it."""
+    return tuple(kube.argv())
+
+
+def _said(status: int, out: str, err: str = "") -> str:
     """kubectl's last line (what it says failed), or the exit status."""
     lines = [line for line in (err or out).splitlines() if line.strip()]
     return one_line(lines[-1], 200) if lines else f"exit status {status}"
@@ -299,11 +299,11 @@ async def conditional_label(ctx: NodeContext, kube: Kubectl, name: str, key: str
         current = node.label(key)
         if not still(current):
             return LEFT, current
-        status, out, err = await call(ctx, kube, label_args(name, key, value, node.resource_version),
-                                      abortable=abortable)
+        change = SetOperandLabel(name, key, value, current, prefix(kube), resource_version=node.resource_version)
+        status, printed = await make(ctx, kube, change, abortable=abortable)
         if status == 0:
             return WRITTEN, None
-        said = _said(status, out, err)
+        said = _said(status, printed)
         if CONFLICT not in said:
             return "failed", said
         node = None  # written by someone since the read: read again, decide again
@@ -355,7 +355,7 @@ async def survey(ctx: NodeContext, kube: Kubectl, node: str) -> KubeHold | None:
     kept = {k: v for k, v in found.operand_labels.items()
             if k not in labels and k.removeprefix(OPERAND_LABEL_PREFIX) in PAUSE_OPERANDS}
     return KubeHold(node=node, cordoned_before=found.cordoned, labels=labels,
-                    inherited=bool(found.cordoned and ours), pods=pods, kept=kept, identity=proven)
+                    inherited=bool(found.cordoned and ours), pods=pods, kept=kept, identity=proven, annotated=ours)
 
 
 async def cordon(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
@@ -370,14 +370,14 @@ async def cordon(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> None:
                  + ("a passing repair uncordons it" if hold.inherited else "it stays cordoned after the repair"))
         return
     try:
-        status, out, err = await call(ctx, kube, cordon_args(hold.node))
+        status, printed = await make(ctx, kube, Cordon(hold.node, prefix(kube)))
     except KubeError as exc:
         # Sent, and no answer: it may have gone through. The restore reads the node and keeps (annotated) a
         # cordon it finds, or leaves a node it finds uncordoned.
         hold.cordoned = True
         raise StepFailed(f"the cordon of {hold.node} is unknown: {exc}") from None
     if status != 0:
-        raise Refused(f"Kubernetes did not cordon {hold.node}: {_said(status, out, err)}")
+        raise Refused(f"Kubernetes did not cordon {hold.node}: {_said(status, printed)}")
     hold.cordoned = True
 
 
@@ -461,10 +461,10 @@ async def _evict(ctx: NodeContext, kube: Kubectl, hold: KubeHold, pod: KubePod, 
     told = False
     while True:
         try:
-            status, out, err = await call(ctx, kube, evict_args(pod.namespace, pod.name, body))
+            status, printed = await make(ctx, kube, EvictPod(pod.namespace, pod.name, prefix(kube), body_file=body))
         except KubeError as exc:
             raise StepFailed(f"the eviction of {pod.namespace}/{pod.name} could not be sent: {exc}") from None
-        said = _said(status, out, err)
+        said = _said(status, printed)
         if status == 0 or "(NotFound)" in said:
             hold.evicted.append(f"{pod.namespace}/{pod.name}")
             return
@@ -493,11 +493,6 @@ def driver_pod(hold: KubeHold, state: NodeState) -> KubePod | None:
     return next((p for p in hold.pods if p.uid == place.pod_uid and p.owner_kind == "DaemonSet"), None)
 
 
-def delete_pod_args(namespace: str, pod: str) -> tuple[str, ...]:
-    """``kubectl delete pod -n NS P --wait=false`` (graceful: the driver container unloads the driver)."""
-    return ("delete", "pod", "-n", namespace, pod, "--wait=false")
-
-
 async def restart_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, pod: KubePod) -> str:
     """Restart Fabric Manager the only way it restarts where it runs in the driver pod: delete that pod (its
     DaemonSet makes a new one, which loads the driver again, resetting the GPUs and NVSwitches, and starts FM),
@@ -507,11 +502,11 @@ async def restart_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, po
         StepFailed: the pod was not deleted, or no new driver pod ran in time.
     """
     try:
-        status, out, err = await call(ctx, kube, delete_pod_args(pod.namespace, pod.name))
+        status, printed = await make(ctx, kube, DeleteDriverPod(pod.namespace, pod.name, prefix(kube)))
     except KubeError as exc:
         raise StepFailed(f"the driver pod {pod.namespace}/{pod.name} may not have been deleted: {exc}") from None
     if status != 0:
-        raise StepFailed(f"Kubernetes did not delete the driver pod {pod.namespace}/{pod.name}: {_said(status, out, err)}")
+        raise StepFailed(f"Kubernetes did not delete the driver pod {pod.namespace}/{pod.name}: {_said(status, printed)}")
     await _wait_deleted(ctx, kube, [pod], ctx.options.operand_timeout, "the driver")
     deadline = ctx.options.clock() + ctx.options.operand_timeout
     while True:
@@ -552,17 +547,19 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
     done: list[str] = []
     failed: list[str] = []
 
-    async def put(args: Sequence[str], what: str) -> bool:
-        """One call of the restore; what it could not do is said and the rest still goes (a kubectl that hangs
+    async def put(change: InCluster, what: str) -> bool:
+        """One change of the restore; what it could not do is said and the rest still goes (a kubectl that hangs
         on one call must not keep the other labels paused)."""
         try:
-            status, out, err = await call(ctx, kube, args, abortable=False)
+            status, printed = await make(ctx, kube, change, abortable=False)
         except KubeError as exc:
             failed.append(f"{what} ({exc})")
             return False
         if status != 0:
-            failed.append(f"{what} ({_said(status, out, err)})")
+            failed.append(f"{what} ({_said(status, printed)})")
         return status == 0
+
+    kubectl = prefix(kube)
 
     try:
         now = await read_node(ctx, kube, hold.node, abortable=False)
@@ -579,7 +576,7 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
             continue
         words = f"{key}={before if before is not None else '(unset)'}"
         if current is None:  # the node could not be read: put back blindly, unconditioned
-            if await put(label_args(hold.node, key, before), f"label {key}"):
+            if await put(SetOperandLabel(hold.node, key, before, PAUSED, kubectl, conditioned=False), f"label {key}"):
                 done.append(words)
             continue
         result: str | None
@@ -601,14 +598,14 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
     if not ours or not cordoned_now:
         return done, failed
     if passed and not failed:
-        if not await put(uncordon_args(hold.node), f"the cordon of {hold.node}"):
+        if not await put(Uncordon(hold.node, kubectl), f"the cordon of {hold.node}"):
             return done, failed
         done.append(f"{hold.node} uncordoned")
         if now is None or STOPPED_AT in dict(now.annotations):
-            await put(annotate_args(hold.node, None), f"the annotation {STOPPED_AT}")
+            await put(Annotate(hold.node, None, kubectl), f"the annotation {STOPPED_AT}")
         return done, failed
     step = stopped_at or INTERRUPTED
-    await put(annotate_args(hold.node, step), f"the annotation {STOPPED_AT}={step}")
+    await put(Annotate(hold.node, step, kubectl), f"the annotation {STOPPED_AT}={step}")
     done.append(f"{hold.node} stays cordoned in Kubernetes ({STOPPED_AT}={step}): {uncordon_words(hold.node)}")
     return done, failed
 
@@ -672,64 +669,70 @@ def step_in_log(path: str | None, host: str) -> str | None:
 # ---- the dry run -----------------------------------------------------------------------------------------
 
 def plan_lines(kube: Kubectl, hold: KubeHold, state: NodeState, wait_pods: float,
-               operand_timeout: float) -> dict[str, list[str]]:
-    """The kubectl lines a repair of ``state`` makes, in order: ``preflight`` (the reads), ``cordon`` (after the
-    record is written), ``quiesce`` (before the node's own clients) and ``restore`` (after the units)."""
+               operand_timeout: float) -> dict[str, list[InCluster | str]]:
+    """What a repair of ``state`` does in the cluster, step by step, in order: each change as the value the run
+    hands to the door (the dry run hands it to the recording performer), each read and wait as its line.
+    ``preflight`` (the reads), ``cordon`` (after the record is written), ``quiesce`` (before the node's own
+    clients), the driver pod's restart where it is the reset, and ``restore`` (after the units)."""
     def line(args: Sequence[str], note: str = "") -> str:
         text = shlex.join(kube.argv(*args))
         return f"{text}  # {note}" if note else text
 
-    node = hold.node
+    node, kubectl = hold.node, prefix(kube)
     ids = [shlex.join(kube_identity.read_argv(path)) for _, path, _ in kube_identity.IDS]
-    pre = [line(read_node_args(node)),
-           *(f"{c}  # compared with the Node's {name} before any change to the cluster"
-             + (f": at planning, {hold.identity}" if hold.identity and i == len(ids) - 1 else "")
-             for i, (c, (name, _, _)) in enumerate(zip(ids, kube_identity.IDS, strict=True))),
-           line(read_pods_args(node))]
+    pre: list[InCluster | str] = [
+        line(read_node_args(node)),
+        *(f"{c}  # compared with the Node's {name} before any change to the cluster"
+          + (f": at planning, {hold.identity}" if hold.identity and i == len(ids) - 1 else "")
+          for i, (c, (name, _, _)) in enumerate(zip(ids, kube_identity.IDS, strict=True))),
+        line(read_pods_args(node))]
+    cordon: list[InCluster | str]
     if hold.cordoned_before:
         cordon = [f"# {node} is cordoned already: it is left so" + (" until a repair passes" if hold.inherited else "")]
     else:
-        cordon = [line(cordon_args(node), "after the record: no new pod lands while the node is repaired")]
-    read = line(read_node_args(node), f"before each label write: its resourceVersion is the write's {RV}")
-    quiesce = [call for key, before in hold.labels.items()
-               for call in (read, line(label_args(node, key, PAUSED, RV), f"was {before or 'unset'}; where it still "
-                                       "reads so (a 409 Conflict: read and decided again)"))]
+        cordon = [Cordon(node, kubectl)]
+    read = line(read_node_args(node), "before each label write: the write is conditioned on the resourceVersion "
+                                      f"this read finds ({READ_AT_RUN_TIME})")
+    quiesce: list[InCluster | str] = [
+        entry for key, before in hold.labels.items()
+        for entry in (read, SetOperandLabel(node, key, PAUSED, before, kubectl))]
     quiesce += [f"# {key}={value} left as it is (not true: an administrator's)" for key, value in hold.kept.items()]
     pods = operand_pods(hold.pods, list(hold.labels))
     for namespace in dict.fromkeys(p.namespace for p in pods):
         names = [p.name for p in pods if p.namespace == namespace]
         quiesce.append(line(wait_delete_args(namespace, names, operand_timeout), "the operands' pods go"))
     workloads = workload_pods(hold.pods, state)
-    for pod in workloads:
-        quiesce.append(line(evict_args(pod.namespace, pod.name, "EVICTION.json"),
-                            f"{eviction_body(pod.namespace, pod.name)}; a disruption budget's refusal is retried for "
-                            f"{wait_pods:.0f} s, then the repair is refused"))
+    remark = f"a disruption budget's refusal is retried for {wait_pods:.0f} s, then the repair is refused"
+    quiesce += [EvictPod(pod.namespace, pod.name, kubectl, remark=remark) for pod in workloads]
     for namespace in dict.fromkeys(p.namespace for p in workloads):
         names = [p.name for p in workloads if p.namespace == namespace]
         quiesce.append(line(wait_delete_args(namespace, names, operand_timeout), "the evicted pods go"))
-    lines = {"preflight": pre, "cordon": cordon, "quiesce": quiesce}
+    lines: dict[str, list[InCluster | str]] = {"preflight": pre, "cordon": cordon, "quiesce": quiesce}
     driver = driver_pod(hold, state)
     if driver is not None:
         lines["verify-no-holders"] = [f"# the driver pod {driver.name}'s own processes (Fabric Manager) are left: "
                                       f"its restart is the reset"]
-        lines["reset"] = [line(delete_pod_args(driver.namespace, driver.name),
-                               "FM runs in the driver pod: its restart reloads the driver (GPUs and NVSwitches)"),
+        lines["reset"] = [DeleteDriverPod(driver.namespace, driver.name, kubectl),
                           line(wait_delete_args(driver.namespace, [driver.name], operand_timeout)),
                           line(read_pods_args(node), "repeated until a new driver pod runs")]
         lines["fabric-manager"] = ["# no host unit: the new driver pod starts Fabric Manager"]
-    restore = [line(read_node_args(node))]
+    restore: list[InCluster | str] = [line(read_node_args(node))]
     for i, (key, before) in enumerate(hold.labels.items()):
         restore += [read] if i else []
-        restore.append(line(label_args(node, key, before, RV), "where it still reads paused"))
+        restore.append(SetOperandLabel(node, key, before, PAUSED, kubectl))
     if not hold.cordoned_before or hold.inherited:
-        restore.append(line(uncordon_args(node), "only after a passing smoke test"))
-        restore.append(line(annotate_args(node, "STEP"), "instead, after a failed or interrupted repair: "
-                                                         "the node stays cordoned"))
+        restore.append(Uncordon(node, kubectl))
+        if hold.annotated:
+            restore.append(Annotate(node, None, kubectl))
+        stays = Annotate(node, "STEP", kubectl)
+        restore.append(f"# instead, after a failed or interrupted repair: {stays.lines[0]}  (the node stays cordoned)")
     return lines | {"restore": restore}
 
 
-__all__ = ["CONFLICT", "CONFLICT_TRIES", "EVICT_RETRY", "LEFT", "RV", "WRITTEN", "conditional_label", "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "annotate_args", "call",
-           "cordon", "cordon_args", "delete_pod_args", "left_in_cluster", "driver_pod", "restart_driver_pod", "evict_args", "evict_workloads", "eviction_body", "label_args", "operand_of",
+__all__ = ["CONFLICT", "CONFLICT_TRIES", "EVICTION_FILE", "EVICT_RETRY", "LEFT", "WRITTEN", "conditional_label",
+           "INTERRUPTED", "PAUSED", "PAUSE_OPERANDS", "STOPPED_AT", "KubeHold", "call", "make", "prefix",
+           "cordon", "left_in_cluster", "driver_pod", "restart_driver_pod", "evict_workloads", "eviction_body",
+           "operand_of",
            "operand_pods", "pause_operands", "pause_plan", "plan_lines", "read_node", "read_node_args", "read_pods",
-           "read_pods_args", "settle", "step_in_log", "survey", "uncordon_args", "uncordon_words", "wait_delete_args",
+           "read_pods_args", "settle", "step_in_log", "survey", "uncordon_words", "wait_delete_args",
            "workload_pods"]

@@ -100,8 +100,8 @@ def reset_side_effects(state: NodeState) -> list[str]:
 LOCK_TAKEN: tuple[Change, ...] = (TakeLock(), WriteOwner())
 
 
-# One entry of a plan's step: a change the run makes (through the door), a read it shows, or a line the plan
-# says as it is (the lock's commands, the scheduler's and the cluster's, a note after ``#``).
+# One entry of a plan's step: a change the run makes (through the door: the cluster's and the lock's too), a read
+# it shows, or a line the plan says as it is (the cluster's reads and waits, a note after ``#``).
 Entry = Change | Read | str
 
 
@@ -112,7 +112,7 @@ def _line(entry: Entry) -> list[str]:
 def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
                  thresholds: dict[str, float] | None = None,
                  restore_also: Mapping[str, str] | None = None,
-                 kube_lines: Mapping[str, list[str]] | None = None,
+                 kube_lines: Mapping[str, Sequence[Entry]] | None = None,
                  listing: str | None = None) -> dict[str, list[Entry]]:
     """``{step: [entry, ...]}`` for a repair of ``state``, every step of contract.md in order.
 
@@ -179,12 +179,13 @@ def plan_entries(state: NodeState, *, smoke_threshold: float | None = None,
 def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
                   thresholds: dict[str, float] | None = None,
                   restore_also: Mapping[str, str] | None = None,
-                  kube_lines: Mapping[str, list[str]] | None = None) -> dict[str, list[str]]:
+                  kube_lines: Mapping[str, Sequence[Entry]] | None = None) -> dict[str, list[str]]:
     """``{step: [command line, ...]}`` for a repair of ``state``, every step of contract.md in order.
 
     ``restore_also`` names units the operator stopped by hand (``{unit: state before}``): the
-    restore starts them again too. ``kube_lines`` (:func:`~nvls_tui.runbook.kube_repair.plan_lines`): the
-    node is repaired through the Kubernetes API, and kubelet is not stopped.
+    restore starts them again too. ``kube_lines`` (:func:`~nvls_tui.runbook.kube_repair.plan_lines`: the
+    cluster's changes as values, its reads as lines): the node is repaired through the Kubernetes API, and
+    kubelet is not stopped.
     """
     entries = plan_entries(state, smoke_threshold=smoke_threshold, thresholds=thresholds,
                            restore_also=restore_also, kube_lines=kube_lines)
@@ -203,8 +204,9 @@ def fill_steps(outcome: NodeOutcome, entries: Mapping[str, Sequence[Entry]]) -> 
 
 
 async def _kube_plan(ctx: NodeContext, state: NodeState,
-                     kube: Kubectl) -> tuple[str | None, dict[str, list[str]] | None]:
-    """(why a repair would be refused, the kubectl lines of each step) from a read of the cluster now.
+                     kube: Kubectl) -> tuple[str | None, Mapping[str, Sequence[Entry]] | None]:
+    """(why a repair would be refused, the cluster's changes and kubectl lines of each step) from a read of the
+    cluster now.
 
     The reads are the repair's own (audited like any command); a node the cluster lacks is refused while kubelet
     runs (kube_absent: unless ``stop_kubelet``), else repaired as without a cluster (no lines); a cluster that

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nvls_tui.kube.words import kubectl_line_args
 from nvls_tui.parsers.restarters import APT_TIMERS
 from nvls_tui.runbook.changes import Change, ResetGpus, RunSmoke, SetPersistence, SignalHolder, UnitChange
 from nvls_tui.runbook.hold_apt import held_sentence
-from nvls_tui.runbook.kube_repair import PAUSED
+from nvls_tui.runbook.kube_summary import cluster_words
+from nvls_tui.runbook.kube_summary import evictions as evictions  # the confirmation's, here with its sentence
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.plan import SIDE_EFFECT
 from nvls_tui.runbook.steps import FM_UNIT, KUBELET, PERSISTENCED
@@ -23,18 +23,6 @@ def recheck_sentence(host: str) -> str:
             "it is reset only if the test fails twice")
 
 
-def evictions(outcome: NodeOutcome) -> list[str]:
-    """``namespace/pod`` of each workload pod the planned repair evicts (its dry run's Eviction calls), in order."""
-    out = []
-    for step in outcome.steps:
-        for words in filter(None, map(kubectl_line_args, step.commands)):
-            # create --raw /api/v1/namespaces/NS/pods/P/eviction
-            path = words[2].split("/") if words[:2] == ["create", "--raw"] and len(words) > 2 else []
-            if len(path) == 8 and path[7] == "eviction":
-                out.append(f"{path[4]}/{path[6]}")
-    return out
-
-
 def evictions_sentence(evicted: Mapping[str, Sequence[str]]) -> str | None:
     """What the typed confirmation says of the evictions: ``evicts 2 workload pods: ns/pod (gpu06), ...``, each
     named (the operator confirms them with the names); None where the repair evicts none."""
@@ -42,42 +30,6 @@ def evictions_sentence(evicted: Mapping[str, Sequence[str]]) -> str | None:
     if not named:
         return None
     return f"evicts {count(len(named), 'workload pod')}: {', '.join(named)}"
-
-
-def cluster_words(outcome: NodeOutcome) -> tuple[list[str], str | None]:
-    """What the repair does in the node's Kubernetes cluster, from its dry run's kubectl lines: the lines that come
-    before the node's own stops (cordon, operands paused, workloads evicted) and the driver pod's restart, which
-    is the reset where Fabric Manager runs in that pod (None where it does not). Nothing for a node in no cluster."""
-    raw = [c for step in outcome.steps for c in step.commands]
-    calls = [w for w in map(kubectl_line_args, raw) if w]
-    lines = []
-    for note in raw:  # the dry run's own note where the node was cordoned before the repair
-        if note.startswith("# ") and " is cordoned already: it is left so" in note:
-            node = note[2:].split()[0]
-            lines.append(f"{node} is cordoned already (by an earlier nvls-tui repair): a passing repair uncordons it"
-                         if note.endswith("until a repair passes")
-                         else f"{node} is cordoned already: the repair leaves it cordoned")
-    for words in calls:
-        if words[:1] == ["cordon"] and len(words) > 1:
-            lines.append(f"cordons {words[1]} in Kubernetes (no new pod lands on it); uncordons it only after a "
-                         "passing smoke test")
-    paused = [w for w in calls if w[:1] == ["label"] and any(a.endswith(f"={PAUSED}") for a in w)]
-    if paused:
-        lines.append(f"pauses {count(len(paused), 'GPU Operator operand')} on it (their nvidia.com/gpu.deploy.* "
-                     "labels); the restore puts them back")
-    evicted = evictions(outcome)
-    if evicted:
-        shown = ", ".join(evicted[:3]) + (f" +{len(evicted) - 3} more" if len(evicted) > 3 else "")
-        lines.append(f"evicts {count(len(evicted), 'workload pod')}: {shown}")
-    driver = None
-    for words in calls:  # delete pod -n NS P --wait=false
-        if words[:2] == ["delete", "pod"] and "-n" in words:
-            at = words.index("-n")
-            rest = [w for w in words[at + 2:] if not w.startswith("-")]
-            if at + 1 < len(words) and rest:
-                driver = (f"restarts the GPU Operator's driver pod {words[at + 1]}/{rest[0]} (Fabric Manager runs in "
-                          "it): the driver reloads, which resets every GPU and NVSwitch")
-    return lines, driver
 
 
 def _planned(outcome: NodeOutcome) -> list[Change]:

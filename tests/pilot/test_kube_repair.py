@@ -21,6 +21,7 @@ import pytest
 
 from nvls_tui.kube.client import Kubectl
 from nvls_tui.runbook import RepairOptions
+from nvls_tui.runbook.changes import READ_AT_RUN_TIME
 from nvls_tui.runbook.kube_repair import PAUSED as PAUSED_VALUE
 from nvls_tui.runbook.kube_repair import STOPPED_AT, pause_plan, workload_pods
 from nvls_tui.sim.fleet import load_fleet
@@ -91,8 +92,8 @@ def test_every_kubectl_call_is_in_the_audit_log_and_the_dry_run_lists_them_in_or
     def normal(line: str) -> str:
         words = shlex.split(line)
         words = [w if not w.endswith(".json") or w.startswith("/api") else "EVICTION.json" for w in words]
-        # The dry run cannot know the resourceVersion each label write is conditioned on: it writes RV.
-        words = [re.sub(r"^--resource-version=\d+$", "--resource-version=RV", w) for w in words]
+        # The dry run cannot know the resourceVersion each label write is conditioned on: it says so.
+        words = [re.sub(r"^--resource-version=\d+$", f"--resource-version={READ_AT_RUN_TIME}", w) for w in words]
         return " ".join(w for w in words if not w.startswith("--request-timeout="))
 
     # The restore reads the node before putting anything back; the plan's alternative (the annotation kept

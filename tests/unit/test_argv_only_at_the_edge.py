@@ -55,10 +55,7 @@ EDGE: dict[str, str] = {
 
 # Today's offenders, each being removed by the kube-actions helper (owner of kube/ and runbook/kube_*.py):
 KNOWN: dict[str, str] = {
-    "kube/words.py": "kubectl lines rendered and split for the plan and the report",
     "runbook/kube_repair.py": "plan_lines renders the cluster's kubectl lines as text",
-    "report/cluster.py": "reads the cluster's changes back out of kubectl argvs",
-    "views/plan_summary.py": "cluster_words/evictions read kube_repair.plan_lines' kubectl lines",
 }
 
 

@@ -40,9 +40,10 @@ class Killed(Runbook):
         return cancelled
 
 
-def crash(r, tmp_path, at: tuple[str, str]) -> str:
+def crash(r, tmp_path, at: tuple[str, str], performed: list | None = None) -> str:
     """Run the repair until ``at`` (``("step", NAME)`` as it starts, or ``("kubectl", VERB)`` as the first such
-    call goes out) and kill it there. Returns the audit log's path."""
+    call goes out) and kill it there. Returns the audit log's path; ``performed`` gets the changes the run
+    handed to the door."""
     path = tmp_path / "killed.jsonl"
     books: list[Runbook] = []
 
@@ -59,6 +60,8 @@ def crash(r, tmp_path, at: tuple[str, str]) -> str:
             book = Killed(r.backend, FAST, on_event=sink, audit_log=str(path), kube=r.kubectl)
             books.append(book)
             await book.run()
+            if performed is not None:
+                performed.extend(book.context.performed)
 
     asyncio.run(go())
     return str(path)

@@ -40,8 +40,9 @@ FAST = RepairOptions(poll_interval=0.01, term_grace=0.5, holder_timeout=3.0, fm_
 
 
 def compared(changes: list[Change]) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
-    """What a plan and a run are compared by: each change's type and its command lines."""
-    return [(type(c).__name__, c.argvs()) for c in changes]
+    """What a plan and a run are compared by: each change's type and its command lines, as the plan can know
+    them (``Change.planned``: a label write's resourceVersion and an eviction's body file are the run's)."""
+    return [(type(c).__name__, c.planned().argvs()) for c in changes]
 
 
 class IdleSlurm:
