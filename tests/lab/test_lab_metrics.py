@@ -84,4 +84,5 @@ def test_a_lab_node_before_and_after_a_repair_as_prometheus_sees_it(lab, tmp_pat
     finally:
         for proc in reversed(procs):
             _stop(proc)
+        kill_fm(nodes["gpu05"])  # the shared lab as this test found it: gpu05's FM dead, as the seed incident has it
 

@@ -17,6 +17,7 @@ import pytest
 
 from nvls_tui.lab.machine import node_run
 from tests.lab.test_lab import is_active, poll
+from tests.lab.test_lab_golden import kill_fm
 
 pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
 
@@ -51,6 +52,9 @@ def audit(folder: Path) -> list[dict]:
 def test_a_second_bastion_never_tears_down_a_live_lab_repair_and_forces_only_a_stale_lock(lab, tmp_path):
     folder, nodes = lab
     node = nodes["gpu05"]
+    # The node broken as the seed incident has it (FM killed): the tests before this one in the shared lab may
+    # have repaired it, and a healthy node's repair would never reach verify-no-holders.
+    kill_fm(node)
     # A training job holding GPU 3, as a user runs one: the repair never signals it, so it waits.
     node_run(node, "systemd-run", f"--unit={JOB}", "--uid=nobody", "python3", "-c",
              "import time; f = open('/dev/nvidia3', 'rb'); time.sleep(900)")

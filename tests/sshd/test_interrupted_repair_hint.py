@@ -21,6 +21,7 @@ from nvls_tui.diagnosis.story import node_story
 from nvls_tui.model import NodeState
 from nvls_tui.report.clock import NodeClock
 from nvls_tui.report.findings import findings_sentence
+from nvls_tui.runbook.observed import ObservedNode
 from tests.sshd.test_faults_ssh import RUNNING_BEFORE, audit_records, cli, finish, states_over_ssh, wait_for_record
 from tests.sshd.test_two_bastions import add_workload
 from tests.sshd_rig import find_sshd
@@ -45,7 +46,8 @@ def test_the_finding_and_the_story_name_the_plain_restore_and_the_forced_one():
 
 
 def test_the_report_names_the_commands_too():
-    summary = {"reachable": True, "verdict": "broken", "findings": ["INTERRUPTED_REPAIR"]}
+    # the report reads a node-observed record through its typed reading (runbook/observed.py)
+    summary = ObservedNode.read({"reachable": True, "verdict": "broken", "findings": ["INTERRUPTED_REPAIR"]})
     words = findings_sentence(summary, NodeClock(), past=False, kernel=None, host="gpu05")
     assert "`nvls-tui repair --restore gpu05`" in words and "`nvls-tui repair --restore --force gpu05`" in words
 
