@@ -166,11 +166,16 @@ def _limits(a: AutopilotSettings) -> Limits:
 
 
 def _poller(settings: Settings, after: AfterPoll) -> Callable[[], Polled]:
-    """A round of ``check``: every target polled (fresh connections), carried, folded, diagnosed."""
-    from nvls_tui.headless.check import _round
+    """A round of ``check`` (:func:`~nvls_tui.headless.check.poll_round`): every target polled (fresh
+    connections), carried, folded with the cluster's views (Slurm's too, where a cluster is configured),
+    diagnosed."""
+    from nvls_tui.headless.check import poll_round
+    from nvls_tui.targets import scheduler_from_settings
+
+    slurm = scheduler_from_settings(settings)
 
     def poll() -> Polled:
-        results, _ = _round(settings, None, after)
+        results, _ = poll_round(settings, slurm, after)
         return results
 
     return poll
@@ -179,13 +184,13 @@ def _poller(settings: Settings, after: AfterPoll) -> Callable[[], Polled]:
 def _repairer(settings: Settings, audit_dir: str) -> Repairer:
     """``repair --yes`` of the chosen hosts: the same Session, door and audit log; success only where the
     outcome is repaired (or left alone) with a passing smoke test."""
-    from nvls_tui.headless.repair import _options
+    from nvls_tui.headless.repair import run_options
     from nvls_tui.runbook.session import Session
     from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 
     def repair(hosts: Sequence[str]) -> dict[str, bool]:
         backends = [b for b in resolve_backends(settings) if b.host in hosts]
-        options = _options(settings, backends)
+        options = run_options(settings, backends)
         slurm = scheduler_from_settings(settings)
         schedulers = {b.host: slurm.hook(b.host) for b in backends if not b.simulated} if slurm else {}
         fleet = kube_from_settings(settings, backends)

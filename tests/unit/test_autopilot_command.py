@@ -191,3 +191,19 @@ def test_settings_take_the_limits_given_and_never_the_config_files_targets(tmp_p
     settings = build_settings(args)
     assert settings.targets == ()
     assert settings.autopilot is not None and settings.autopilot.limits == {"budget": 4, "cooldown_s": 0.0}
+
+
+def test_the_autopilot_polls_and_repairs_through_public_functions_it_shares_with_check_and_repair():
+    """Issue 40 item 5: a round of the autopilot is check's round, through a public function both use (a
+    private name imported from another module is a seam that breaks silently when its owner changes it)."""
+    import ast
+    import inspect
+
+    from nvls_tui.headless import autopilot as command
+    from nvls_tui.headless import check
+
+    private = [f"{node.module}.{alias.name}" for node in ast.walk(ast.parse(inspect.getsource(command)))
+               if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("nvls_tui")
+               for alias in node.names if alias.name.startswith("_")]
+    assert private == []
+    assert callable(check.poll_round) and "poll_round" in inspect.getsource(command)
