@@ -164,6 +164,11 @@ def _add_autopilot_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--budget-days", type=_positive, default=None, metavar="D", help="the budget's days (default 7)")
     g.add_argument("--cooldown", type=_not_negative, default=None, metavar="SECONDS",
                    help="after a repair, seconds before the node is judged again (default 900)")
+    g.add_argument("--fm-starts", type=_positive_int, default=None, metavar="N",
+                   help="FM flapping: a node whose Fabric Manager started more than N times in --fm-window (its "
+                        "own start times, not systemd's NRestarts) is left to a person (default 3)")
+    g.add_argument("--fm-window", type=_positive, default=None, metavar="SECONDS",
+                   help="the window FM's starts are counted in (default 3600)")
 
 
 def _add_reach_options(p: argparse.ArgumentParser, config: Config | None = None) -> None:

@@ -37,6 +37,7 @@ from nvls_tui.backends.base import InvalidArgument
 from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.after_poll import AfterPoll
+from nvls_tui.poll.fm_starts import fm_starts_in
 from nvls_tui.settings import AutopilotSettings, Settings
 
 PAUSE_FILE = "pause"
@@ -106,9 +107,10 @@ class Pilot:
         """One round; the decisions taken."""
         self.number += 1
         polled = self.poll()
-        judged: list[Judged] = [self.policy.judge(s.host, s.reachable, d) for s, d in polled]
-        now = self.clock()
         ap = self.autopilot
+        window = ap.limits.fm_window_s
+        judged: list[Judged] = [self.policy.judge(s.host, s.reachable, d, fm_starts_in(s, window)) for s, d in polled]
+        now = self.clock()
         decided = ap.decide(judged, now, paused=self.paused())
         decisions = list(decided.decisions)
         if self.mode != "auto":  # observe and ask: what it would do, recorded; nothing changes
@@ -116,6 +118,9 @@ class Pilot:
             decisions = [dataclasses.replace(d, action=word) if d.action == "repair" else d for d in decisions]
         for d in decisions:
             self.record(d.to_json())
+        for host in decided.flapping_now:  # FM flapping: a person finds what restarts it (once, as it starts)
+            self.record({"node": host, "action": "escalate", "reason": "fm-flapping", "message": "for a person: "
+                         "something restarts Fabric Manager; the autopilot leaves this node alone while it flaps"})
         if self.mode == "auto":
             self._drain_escalated([d for d in decisions if d.action == "escalate"])
         if decided.tripped_now:
@@ -160,7 +165,7 @@ class Pilot:
 
 
 def _limits(a: AutopilotSettings) -> Limits:
-    given: dict[str, Any] = {k: (int(v) if k in ("breaker_nodes", "max_parallel", "budget") else float(v))
+    given: dict[str, Any] = {k: (int(v) if k in ("breaker_nodes", "max_parallel", "budget", "fm_starts") else float(v))
                              for k, v in a.limits.items()}
     return Limits(**given)
 

@@ -8,21 +8,10 @@ that came and went between two polls of ``check --watch`` still counts once its 
 
 from __future__ import annotations
 
-from nvls_tui.diagnosis.story import node_time
 from nvls_tui.model import NodeState
+from nvls_tui.poll.fm_starts import fm_start
 
 HOUR_S = 3600.0
-FM_UNIT = "nvidia-fabricmanager"
-
-
-def fm_start(state: NodeState) -> float | None:
-    """When the node's active host FM unit started (its clock, epoch seconds); None where unknown or not active."""
-    if not state.was_read("units"):
-        return None
-    unit = state.service(FM_UNIT)
-    if unit is None or unit.active != "active":
-        return None
-    return node_time(unit.since)
 
 
 class FmStarts:

@@ -23,7 +23,7 @@ def err(code: str, action: str | None = None) -> Finding:
 
 def fleet(n: int, bad: dict[str, Judgement] | None = None) -> list[Judged]:
     bad = bad or {}
-    return [Judged(f"gpu{i:02d}", bad.get(f"gpu{i:02d}", H)) for i in range(1, n + 1)]
+    return [Judged(f"gpu{i:02d}", bad.get(f"gpu{i:02d}", H), fm_starts=0) for i in range(1, n + 1)]
 
 
 def pilot(**limits) -> Autopilot:
@@ -217,10 +217,10 @@ def test_limits_refuse_nonsense_with_one_sentence():
 
 def test_debounce_counts_a_finding_that_held_not_one_that_came_as_another_went():
     ap = pilot()
-    ap.decide([Judged("gpu01", R, ("FM_NOT_RUNNING",))], 0)
-    r = ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC",))], 10)
+    ap.decide([Judged("gpu01", R, ("FM_NOT_RUNNING",), fm_starts=0)], 0)
+    r = ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC",), fm_starts=0)], 10)
     assert r.chosen == [] and r.decisions[0].reason == "debounce"
-    assert ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC", "XID/RESET_GPU"))], 20).chosen == ["gpu01"]
+    assert ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC", "XID/RESET_GPU"), fm_starts=0)], 20).chosen == ["gpu01"]
 
 
 def test_a_repair_a_killed_process_never_ended_is_failed_on_restart_and_frees_its_slot():
