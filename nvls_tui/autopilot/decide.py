@@ -16,8 +16,10 @@ The limits, in the order they are weighed for a node the policy calls repairable
   repair that would pass the bound trips the breaker instead, and it stays tripped until an operator
   closes it. The breaker only stops *new* repairs: a repair already started runs to its end, restore,
   resume and uncordon included;
-- **canary**: until one repair has passed its smoke test (and again after any failed), one repair at a time;
-- **max parallel**: at most ``max_parallel`` repairs at once.
+- **max parallel**: at most ``max_parallel`` repairs at once: a round's chosen nodes are its *wave*;
+- **canary**: until one repair has passed its smoke test (and again after any failed), the wave's first node
+  runs alone and the rest start only once it passed (:meth:`Autopilot.batches`); while such a canary runs,
+  nothing else starts. The pause is read again before each batch of a wave starts (the command's Pilot).
 
 Pure: every call takes ``now`` (wall-clock seconds: they are compared with times saved before a restart).
 """
@@ -155,8 +157,8 @@ class Autopilot:
         bound = self.limits.breaker_bound(len(judged))
         running = self.running()
         started = len(self.in_window(now))
-        slots = self.limits.max_parallel if self.state.canary_passed else 1
-        slots -= len(running)
+        # A canary still running (no repair passed yet): nothing else starts until it passed.
+        slots = self.limits.max_parallel - len(running) if self.state.canary_passed or not running else 0
         for j in judged:
             streak = self.debounce(j)
             if j.judgement is Judgement.HEALTHY:
@@ -208,8 +210,8 @@ class Autopilot:
                                               f"{self.state.breaker.reason}", j.why))
                 continue
             if slots <= 0:
-                limit = "max-parallel" if self.state.canary_passed else "canary"
-                words = (f"{self.limits.max_parallel} repairs at once already" if self.state.canary_passed
+                limit = "max-parallel" if self.state.canary_passed or not running else "canary"
+                words = (f"{self.limits.max_parallel} repairs at once already" if limit == "max-parallel"
                          else "a canary repair must pass its smoke test before the next starts")
                 out.decisions.append(Decision(j.host, "skip", limit, words, j.why))
                 continue
@@ -235,6 +237,15 @@ class Autopilot:
                         f"FM flapping: Fabric Manager started {j.fm_starts} times in {self.limits.fm_window_s:g} s "
                         f"(more than {self.limits.fm_starts}): something restarts it; a reset will not fix it, "
                         "a person finds what does", j.why)
+
+    def batches(self, chosen: Sequence[str]) -> list[list[str]]:
+        """A wave's batches, in order: until a repair has passed its smoke test, the first node alone (the
+        canary), then the rest; once one has, the whole wave at once (``decide`` keeps it to max parallel)."""
+        if not chosen:
+            return []
+        if self.state.canary_passed:
+            return [list(chosen)]
+        return [list(chosen[:1]), list(chosen[1:])] if len(chosen) > 1 else [list(chosen)]
 
     def started(self, host: str, now: float) -> None:
         """A chosen repair began: it counts in the window and the budget from now."""

@@ -103,6 +103,50 @@ class Pilot:
             self.record({"node": d.host, "action": "drained" if said is None else "drain-failed",
                          "reason": "budget", "message": "left drained with the reason" if said is None else said})
 
+    def _wave(self, chosen: list[str]) -> None:
+        """Repair a round's chosen nodes, batch by batch (:meth:`Autopilot.batches`: the canary alone, then the
+        rest), reading the pause before each batch starts: a pause written while the canary runs stops the rest
+        of the wave. A batch after a canary that failed does not start either."""
+        ap = self.autopilot
+        for number, batch in enumerate(ap.batches(chosen)):
+            if number and not ap.state.canary_passed:
+                self._not_started(batch, "canary", "the canary's repair did not pass its smoke test: the rest of "
+                                                   "its wave does not start")
+            elif self.paused():
+                self._not_started(batch, "paused", "paused before this repair started: no new repair starts")
+            else:
+                self._repair_batch(batch)
+            self.flush()
+
+    def _not_started(self, hosts: list[str], reason: str, message: str) -> None:
+        for host in hosts:
+            self.record({"node": host, "action": "skip", "reason": reason, "message": message})
+
+    def _repair_batch(self, batch: list[str]) -> None:
+        """One batch of repairs at once; each counts against its node's budget from its start (saved first)."""
+        ap = self.autopilot
+        began = self.clock()
+        for host in batch:
+            ap.started(host, began)
+        self.save()  # started repairs count against the budget even if this process dies
+        try:
+            results = self.repair(batch)
+        except Exception as exc:  # noqa: BLE001 - fail closed: a repair that raised did not pass a smoke test
+            from nvls_tui.textsafe import one_line
+
+            results = {}
+            for host in batch:
+                self.record({"node": host, "action": "repair-error", "reason": type(exc).__name__,
+                             "message": one_line(str(exc), 300)})
+        ended = self.clock()
+        for host in batch:
+            ok = results.get(host, False)
+            ap.finished(host, ok, ended)
+            self.record({"node": host, "action": "repaired" if ok else "repair-failed",
+                         "reason": "smoke-test", "message": "the NVLS smoke test passed" if ok else
+                         "the repair did not end with a passing NVLS smoke test"})
+        self.save()
+
     def round(self) -> list[Decision]:
         """One round; the decisions taken."""
         self.number += 1
@@ -127,33 +171,8 @@ class Pilot:
             self.record({"node": None, "action": "breaker-tripped", "reason": "breaker",
                          "message": ap.state.breaker.reason})
         self.save()
-        chosen = [d.host for d in decisions if d.action == "repair"]
-        if chosen and self.paused():  # the pause came while this round was decided: the wave does not start
-            for host in chosen:
-                self.record({"node": host, "action": "skip", "reason": "paused", "message": "paused before the "
-                             "wave started: no new repair starts"})
-            chosen = []
-        for host in chosen:
-            ap.started(host, now)
         self.flush()  # audit first: the decisions are on disk before any repair starts
-        if chosen:
-            self.save()  # started repairs count against the budget even if this process dies
-            try:
-                results = self.repair(chosen)
-            except Exception as exc:  # noqa: BLE001 - fail closed: a repair that raised did not pass a smoke test
-                from nvls_tui.textsafe import one_line
-
-                results = {}
-                for host in chosen:
-                    self.record({"node": host, "action": "repair-error", "reason": type(exc).__name__,
-                                 "message": one_line(str(exc), 300)})
-            ended = self.clock()
-            for host in chosen:
-                ok = results.get(host, False)
-                ap.finished(host, ok, ended)
-                self.record({"node": host, "action": "repaired" if ok else "repair-failed",
-                             "reason": "smoke-test", "message": "the NVLS smoke test passed" if ok else
-                             "the repair did not end with a passing NVLS smoke test"})
+        self._wave([d.host for d in decisions if d.action == "repair"])
         ap.prune(self.clock())
         self.save()
         breaker = ap.state.breaker

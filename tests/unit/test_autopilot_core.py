@@ -153,13 +153,17 @@ def test_canary_first_repair_alone_until_its_smoke_test_passes_and_again_after_a
     bad = {f"gpu0{i}": R for i in range(1, 6)}
     ap.decide(fleet(8, bad), 0)
     r = ap.decide(fleet(8, bad), 1)
-    assert r.chosen == ["gpu01"] and {d.reason for d in r.decisions if d.action == "skip"} == {"canary"}
+    # The wave is max-parallel's; no repair has passed yet, so its first node runs alone, the rest after it.
+    assert r.chosen == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert ap.batches(r.chosen) == [["gpu01"], ["gpu02", "gpu03", "gpu04"]]
     ap.started("gpu01", 1)
-    assert ap.decide(fleet(8, bad), 2).chosen == []  # the canary still runs
+    r = ap.decide(fleet(8, bad), 2)
+    assert r.chosen == [] and {d.reason for d in r.decisions if d.action == "skip"} == {"canary"}  # it still runs
     ap.finished("gpu01", True, 3)
+    assert ap.batches(["gpu02", "gpu03"]) == [["gpu02", "gpu03"]]  # a canary passed: the wave at once
     assert len(ap.decide(fleet(8, bad), 4).chosen) == 4
     ap.finished("gpu02", False, 5)
-    assert not ap.state.canary_passed
+    assert not ap.state.canary_passed and ap.batches(["gpu02", "gpu03"]) == [["gpu02"], ["gpu03"]]
 
 
 # --- budget and cooldown ----------------------------------------------------------------------------
