@@ -45,8 +45,8 @@ PAUSE_FILE = "pause"
 Polled = list[tuple[NodeState, Diagnosis]]
 #: Repairs a list of hosts; returns each host's success (True only where its smoke test passed).
 Repairer = Callable[[Sequence[str]], dict[str, bool]]
-#: Drains one host with a reason for a person (its budget spent); returns what happened, in words, or None
-#: where there is no scheduler to drain it in.
+#: Takes one host out of service with a reason for a person (its budget spent): returns None where it was
+#: done, else what was not, in words (the command's: :func:`_drainer`).
 Drainer = Callable[[str, str], str | None]
 
 
@@ -94,14 +94,16 @@ class Pilot:
         for d in escalated:
             if self.drain is None:
                 self.record({"node": d.host, "action": "not-drained", "reason": "no-scheduler",
-                             "message": "no scheduler configured to drain it in: a person takes it out of service"})
+                             "message": "neither a Slurm nor a Kubernetes cluster is configured to take it out of "
+                             "service in: a person does"})
                 continue
             reason = f"nvls-tui autopilot: {d.message}"
             self.record({"node": d.host, "action": "drain", "reason": "budget", "message": reason})
-            self.flush()  # audit first
+            self.flush()  # audit first (each change of the drain is on its own log, under the node's lock)
             said = self.drain(d.host, reason)
             self.record({"node": d.host, "action": "drained" if said is None else "drain-failed",
-                         "reason": "budget", "message": "left drained with the reason" if said is None else said})
+                         "reason": "budget", "message": "left out of service with the reason (drained in Slurm, "
+                         "cordoned and annotated in Kubernetes, where it is in them)" if said is None else said})
 
     def _wave(self, chosen: list[str]) -> None:
         """Repair a round's chosen nodes, batch by batch (:meth:`Autopilot.batches`: the canary alone, then the
@@ -259,21 +261,42 @@ def _keep_simulated_fleets(settings: Settings) -> Settings:
     return dataclasses.replace(settings, connect=connect)
 
 
-def _drainer(settings: Settings) -> Drainer | None:
-    """``scontrol update NodeName=N State=DRAIN Reason=...`` through the Slurm cluster's configuration (the
-    runbook's DrainNode change's argv); None without a Slurm cluster. Returns None on success, else what
-    scontrol said."""
-    from nvls_tui.runbook.changes import DrainNode
-    from nvls_tui.targets import scheduler_from_settings
+def _drainer(settings: Settings, audit_dir: str) -> Drainer | None:
+    """Takes a node whose budget is spent out of service for a person (:func:`nvls_tui.autopilot.take_out.escalate`):
+    Slurm's drain and, on a Kubernetes cluster, the cordon and nvls-tui's annotation with the reason, each a typed
+    change through the runbook's door under the node's lock, in its own audit log (``escalate-RUN.jsonl``). None
+    where the targets are in neither a Slurm nor a Kubernetes cluster. Returns None where all was done, else what
+    was not (in words)."""
+    from nvls_tui.autopilot.take_out import escalate
+    from nvls_tui.headless.repair import run_options
+    from nvls_tui.runbook.engine import new_run_id
+    from nvls_tui.runbook.lock import whoami
+    from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 
     slurm = scheduler_from_settings(settings)
-    if slurm is None:
+    if slurm is None and kube_from_settings(settings, resolve_backends(settings)) is None:
         return None
 
     def drain(host: str, reason: str) -> str | None:
-        hook = slurm.hook(host)
-        status, said = asyncio.run(hook.command(DrainNode(hook.node, reason).argv()))
-        return None if status == 0 else f"scontrol exited {status}: {said.strip()[:200]}"
+        backend = next((b for b in resolve_backends(settings) if b.host == host), None)
+        if backend is None:
+            return f"{host} is not one of the targets now"
+        hook = slurm.hook(host) if slurm is not None and not backend.simulated else None
+        fleet = kube_from_settings(settings, [backend])
+        kube = fleet.for_host(host) if fleet is not None else None
+        if hook is None and kube is None:
+            return "neither Slurm nor Kubernetes knows this node: a person takes it out of service"
+
+        async def run() -> tuple[list[str], list[str], str]:
+            try:
+                return await escalate(backend, run_options(settings, [backend]), audit_dir=settings.audit_dir or audit_dir,
+                                      run_id=new_run_id(), operator=f"nvls-tui autopilot ({whoami()})", reason=reason,
+                                      scheduler=hook, kube=kube)
+            finally:
+                await backend.close()
+
+        _, failed, _ = asyncio.run(run())
+        return "; ".join(failed) if failed else None
 
     return drain
 
@@ -345,7 +368,7 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
     with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
-                      repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings))
+                      repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir))
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
         if a.mode == "auto":
