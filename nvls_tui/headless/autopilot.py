@@ -24,6 +24,7 @@ import signal
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from nvls_tui.autopilot.decide import Autopilot, Decision, Limits
 from nvls_tui.autopilot.policy import Judged, Policy, PolicyError, load_policy
 from nvls_tui.autopilot.state import StateError, StateStore
 from nvls_tui.backends.base import InvalidArgument
+from nvls_tui.metrics.autopilot import AutopilotRound
 from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.after_poll import AfterPoll
@@ -56,11 +58,14 @@ class Pilot:
 
     def __init__(self, autopilot: Autopilot, policy: Policy, store: StateStore, audit: AuditLog, *, mode: str,
                  poll: Callable[[], Polled], repair: Repairer, clock: Callable[[], float] = time.time,
-                 emit: Callable[[dict[str, Any]], None] | None = None, drain: Drainer | None = None) -> None:
+                 emit: Callable[[dict[str, Any]], None] | None = None, drain: Drainer | None = None,
+                 publish: Callable[[AutopilotRound], None] | None = None) -> None:
         self.autopilot, self.policy, self.store, self.audit = autopilot, policy, store, audit
         self.mode, self.poll, self.repair, self.clock = mode, poll, repair, clock
         self.emit = emit
         self.drain = drain
+        self.publish = publish  # the metrics (--metrics-textfile / --metrics-listen): after every round
+        self.decided: Counter[tuple[str, str]] = Counter()  # (action, reason) of every record on the log
         self.number = 0
         self._pending: list[dict[str, Any]] = []
         self.pause_path = store.directory / PAUSE_FILE
@@ -76,6 +81,8 @@ class Pilot:
         if not pending:
             return
         self.audit.append([self.audit.encode(r) for r in pending])
+        self.decided.update((str(r["action"]), str(r["reason"])) for r in pending
+                            if r["action"] not in ("round", "started", "stopped"))
         if self.emit is not None:
             for record in pending:
                 self.emit(record)
@@ -182,7 +189,17 @@ class Pilot:
                      "breaker-closed", "message": breaker.reason or "closed", "paused": self.paused(),
                      "nodes": len(polled), "running": ap.running(), "canary_passed": ap.state.canary_passed})
         self.flush()
+        if self.publish is not None:
+            self.publish(self.metrics([s.host for s, _ in polled]))
         return decisions
+
+    def metrics(self, hosts: Sequence[str]) -> AutopilotRound:
+        """The autopilot as its metrics show it after a round of ``hosts``."""
+        ap, now = self.autopilot, self.clock()
+        return AutopilotRound(decided=dict(self.decided), tripped=ap.state.breaker.tripped,
+                              in_window=len(ap.in_window(now)), bound=ap.limits.breaker_bound(len(hosts)),
+                              budget_left={h: ap.limits.budget - ap.budget_used(h, now) for h in hosts},
+                              paused=self.paused(), escalated=frozenset(ap.state.escalated), ended=time.time())
 
 
 def _limits(a: AutopilotSettings) -> Limits:
@@ -301,6 +318,43 @@ def _drainer(settings: Settings, audit_dir: str) -> Drainer | None:
     return drain
 
 
+class _MetricsOut:
+    """``--metrics-textfile`` and ``--metrics-listen``: the autopilot's families after every round (the same
+    textfile and endpoint machinery as ``check``'s, ``headless/metrics_out.py``)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from nvls_tui.headless.metrics_out import check_textfile, parse_listen, serve
+        from nvls_tui.metrics.autopilot import LatestDecisions
+        from nvls_tui.metrics.build import registry_of
+
+        self.textfile = check_textfile(settings.metrics_textfile) if settings.metrics_textfile else None
+        self.latest = LatestDecisions()
+        self.registry = registry_of(self.latest)
+        self._server: Any = None
+        if settings.metrics_listen:
+            self._server, _ = serve(*parse_listen(settings.metrics_listen), self.registry, "autopilot")
+
+    def publish(self, r: AutopilotRound) -> None:
+        from prometheus_client import write_to_textfile
+
+        from nvls_tui.headless.metrics_out import MetricsSetupError
+
+        self.latest.update(r)
+        if self.textfile is not None:
+            try:
+                write_to_textfile(str(self.textfile), self.registry)
+            except OSError as exc:
+                raise MetricsSetupError(f"--metrics-textfile {self.textfile}: could not be written "
+                                        f"({exc.strerror or exc})") from None
+
+    def close(self) -> None:
+        from nvls_tui.headless.metrics_out import stop
+
+        if self._server is not None:
+            stop(self._server)
+            self._server = None
+
+
 def _say(text: str) -> None:
     print(f"nvls-tui autopilot: {text}", file=sys.stderr, flush=True)
 
@@ -351,24 +405,36 @@ def run(settings: Settings) -> int:
     def pause_now() -> None:  # SIGUSR1: the pause file, so the pause outlives this process and is undone by rm
         pause_path.touch(mode=0o600)
 
+    from nvls_tui.headless.metrics_out import MetricsSetupError
+
+    try:  # a folder that cannot be written or an address in use: refused before any poll
+        out = _MetricsOut(settings) if settings.metrics_textfile or settings.metrics_listen else None
+    except MetricsSetupError as exc:
+        _say(str(exc))
+        return 2
     stop: list[str] = []  # SIGTERM (systemctl stop): end after the round in progress, its repairs finished
     before = signal.signal(signal.SIGUSR1, lambda *_: pause_now())
     before_term = signal.signal(signal.SIGTERM, lambda *_: stop.append("SIGTERM"))
     try:
-        return _rounds(settings, a, autopilot, policy, store, audit_dir, run_id, limits, stop)
+        return _rounds(settings, a, autopilot, policy, store, audit_dir, run_id, limits, stop,
+                       out.publish if out is not None else None)
     finally:
         signal.signal(signal.SIGUSR1, before)
         signal.signal(signal.SIGTERM, before_term)
+        if out is not None:
+            out.close()
 
 
 def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, policy: Policy, store: StateStore,
-            audit_dir: str, run_id: str, limits: Limits, stop: list[str]) -> int:
+            audit_dir: str, run_id: str, limits: Limits, stop: list[str],
+            publish: Callable[[AutopilotRound], None] | None = None) -> int:
     """Round after round until ``--rounds`` (or a signal) ends them."""
     state = autopilot.state
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
     with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
-                      repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir))
+                      repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir),
+                      publish=publish)
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
         if a.mode == "auto":
