@@ -566,7 +566,7 @@ def fm_flapping(name: str, now: float) -> Node:
     node = seed_out_of_sync(name, now - 3 * FM_FLAP_EVERY)
     node.fm_flap_every = FM_FLAP_EVERY
     fm = node.units["nvidia-fabricmanager.service"]
-    for at in (now - 2 * FM_FLAP_EVERY - 1, now - FM_FLAP_EVERY - 1, now - 1):
+    for at in (now - 2 * FM_FLAP_EVERY - 2, now - FM_FLAP_EVERY - 2, now - 2):  # each Started 1.5 s on: all past
         systemd.restart_by_hand(node, fm.name, at)
     node.last_advance = now
     return node

@@ -132,3 +132,22 @@ def test_the_simulator_flaps_fm_and_the_autopilot_leaves_the_node_to_a_person(tm
     assert reasons[0] == "debounce" and reasons[-1] == "fm-flapping", reasons
     assert [r["reason"] for r in records if r["action"] == "escalate"] == ["fm-flapping"]
     assert fleet.node(host).units[FM].restarts == 0  # systemd's counter never saw it
+
+
+def test_fm_s_journal_gives_every_start_of_the_lines_read_not_only_the_last():
+    """systemd 252's words (a forking unit: Starting, then Started once FM configured); FM's own lines that
+    say starting are not systemd's and count for nothing."""
+    from nvls_tui.model import CommandResult
+    from nvls_tui.poll.fm_journal import read_fm_journal
+    from nvls_tui.poll.probe import FM_LOG_ARGV
+
+    unit = "nvidia-fabricmanager.service - NVIDIA fabric manager service"
+    text = (f"2026-12-02T08:00:00+0000 gpu05 systemd[1]: Starting {unit}...\n"
+            f"2026-12-02T08:00:02+0000 gpu05 systemd[1]: Started {unit}.\n"
+            "2026-12-02T08:30:00+0000 gpu05 nv-fabricmanager[10]: Started fabric manager\n"
+            f"2026-12-02T09:00:00+0000 gpu05 systemd[1]: Stopping {unit}...\n"
+            f"2026-12-02T09:00:01+0000 gpu05 systemd[1]: Starting {unit}...\n"
+            f"2026-12-02T09:00:03+0000 gpu05 systemd[1]: Started {unit}.\n")
+    journal, why = read_fm_journal(CommandResult(FM_LOG_ARGV, 0, text))
+    assert why is None and journal is not None
+    assert journal.starts == (1_796_198_402.0, 1_796_202_003.0)
