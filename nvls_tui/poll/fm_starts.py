@@ -42,7 +42,7 @@ def fm_start(state: NodeState) -> float | None:
     return node_time(unit.since)
 
 
-def _read_now(state: NodeState) -> tuple[float, ...]:
+def read_now(state: NodeState) -> tuple[float, ...]:
     """The start times this poll of ``state`` read (the unit's, the journal's)."""
     found = [t for t in (fm_start(state),) if t is not None]
     if state.fm_journal is not None and state.was_read("fm_log"):
@@ -63,7 +63,7 @@ def carry_fm_starts(previous: NodeState | None, current: NodeState) -> NodeState
     """``current`` with FM's start times seen at the last poll of the node (``previous``) and at this one,
     each once, those older than :data:`KEEP_S` before the node's clock forgotten."""
     seen = _distinct([*(previous.fm_starts if previous is not None else ()), *current.fm_starts,
-                      *_read_now(current)])
+                      *read_now(current)])
     if current.node_clock is not None:
         seen = [t for t in seen if t >= current.node_clock - KEEP_S]
     return current.replace(fm_starts=tuple(seen[-KEEP_AT_MOST:]))
@@ -81,8 +81,8 @@ def fm_starts_in(state: NodeState, window_s: float) -> int | None:
     unit = state.service(FM_UNIT)
     if unit is None or unit.load == "not-found" or (unit.active == "active" and fm_start(state) is None):
         return None
-    seen = _distinct([*state.fm_starts, *_read_now(state)])
+    seen = _distinct([*state.fm_starts, *read_now(state)])
     return sum(1 for t in seen if state.node_clock - window_s <= t <= state.node_clock + SKEW_S)
 
 
-__all__ = ["FM_UNIT", "carry_fm_starts", "fm_start", "fm_starts_in"]
+__all__ = ["FM_UNIT", "carry_fm_starts", "fm_start", "fm_starts_in", "read_now"]

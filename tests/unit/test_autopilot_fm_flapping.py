@@ -151,3 +151,15 @@ def test_fm_s_journal_gives_every_start_of_the_lines_read_not_only_the_last():
     journal, why = read_fm_journal(CommandResult(FM_LOG_ARGV, 0, text))
     assert why is None and journal is not None
     assert journal.starts == (1_796_198_402.0, 1_796_202_003.0)
+
+
+def test_one_check_counts_fms_starts_from_its_journal_in_the_metric_too(tmp_path, monkeypatch, capsys):
+    """``nvls_fm_starts_last_hour`` counts the same starts: one ``check`` of sim:fm-flapping sees the three
+    restarts of the last hour in FM's journal, not only the unit's last start."""
+    from nvls_tui.cli import main
+
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
+    prom = tmp_path / "nvls.prom"
+    main(["check", "sim:fm-flapping", "--metrics-textfile", str(prom)])
+    capsys.readouterr()
+    assert 'nvls_fm_starts_last_hour{hostname="gpu-flap01"} 3.0' in prom.read_text()
