@@ -555,6 +555,23 @@ def fm_log_errors(name: str, now: float) -> Node:
     return node
 
 
+FM_FLAP_EVERY = 600.0
+
+
+def fm_flapping(name: str, now: float) -> Node:
+    """gpu06's out-of-sync fault on a node where something restarts FM by hand every ten minutes (stop, start:
+    systemd's NRestarts stays 0), three times in the last half hour so far and on as the clock moves."""
+    from nvls_tui.sim import systemd
+
+    node = seed_out_of_sync(name, now - 3 * FM_FLAP_EVERY)
+    node.fm_flap_every = FM_FLAP_EVERY
+    fm = node.units["nvidia-fabricmanager.service"]
+    for at in (now - 2 * FM_FLAP_EVERY - 2, now - FM_FLAP_EVERY - 2, now - 2):  # each Started 1.5 s on: all past
+        systemd.restart_by_hand(node, fm.name, at)
+    node.last_advance = now
+    return node
+
+
 def fm_restarters(name: str, now: float) -> Node:
     """gpu06's out-of-sync fault on a node where FM is restarted behind the operator: needrestart restarts
     nvidia-* units on its own, unattended-upgrades and apt's timers run, FM's NRestarts is 3."""
@@ -722,6 +739,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("fm-restarters", "out of sync on a node that restarts FM behind the operator: needrestart set to "
              "restart nvidia-* units on its own, unattended-upgrades with apt's timers running, FM restarted 3 "
              "times by systemd (NRestarts=3)", ("gpu-nr01",), fm_restarters),
+    Scenario("fm-flapping", "out of sync on a node where something restarts FM by hand every ten minutes: its "
+             "start times move while systemd's NRestarts stays 0 (the autopilot counts the starts)",
+             ("gpu-flap01",), fm_flapping),
     Scenario("fm-log-errors", "FM configured the fabric, then logged nccl#1043's multicast team ERROR lines in its "
              "journal; the GPUs still say Completed/Success (the simulated smoke test still passes)",
              ("gpu-fmlog01",), fm_log_errors),
