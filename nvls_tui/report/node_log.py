@@ -21,7 +21,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
 )
 from nvls_tui.runbook.happened import NodeHappened
-from nvls_tui.runbook.log_entries import ChangeByHand, LogEntry, listed_changes
+from nvls_tui.runbook.log_entries import ChangeByHand, LogEntry, listed_changes, paired
 from nvls_tui.runbook.observed import ObservedNode
 
 E = TypeVar("E", bound=RunbookEvent)
@@ -137,4 +137,5 @@ def node_logs(records: list[LogEntry]) -> list[NodeLog]:
     for r in records:
         if r.host:
             hosts.setdefault(r.host, []).append(r)
-    return [NodeLog(host, mine, measure_clock(mine, day)) for host, mine in hosts.items()]
+    logs = [(host, paired(mine)) for host, mine in hosts.items()]  # each command's result with its start's marks
+    return [NodeLog(host, mine, measure_clock(mine, day)) for host, mine in logs]

@@ -24,7 +24,7 @@ from nvls_tui.poll.probe import DEVICE_LIST_ARGV, PS_FORMAT, cgroup_argv, ps_arg
 from nvls_tui.runbook.changes import Change, Read, SetPersistence, SignalHolder, UnitChange
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
 from nvls_tui.runbook.door import SIGNALLED, perform
-from nvls_tui.runbook.events import HoldersRemaining
+from nvls_tui.runbook.events import HOLDERS, HoldersRemaining
 from nvls_tui.runbook.hold_apt import HELD_NOTE, held_sentence, timers_to_hold
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
@@ -177,7 +177,7 @@ async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]
         StepFailed: the device files could not be listed, or fuser is missing, was denied, timed out,
             or could not read some process's files.
     """
-    result = await ctx.run(present_fuser_argv(state, await present_devices(ctx)), privileged=True)
+    result = await ctx.run(present_fuser_argv(state, await present_devices(ctx)), privileged=True, purpose=HOLDERS)
     why = missing_evidence("holders", result)
     if why is not None:
         raise StepFailed(f"cannot prove that no process holds a GPU device: {why.detail}")
