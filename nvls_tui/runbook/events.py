@@ -187,7 +187,8 @@ class HoldersRemaining(RunbookEvent):
 
     While it waits, ``elapsed`` is how long it has waited so far and ``limit`` its deadline (seconds of
     the runbook's clock; ``limit`` is None outside a bounded wait). An empty ``holders`` after a wait
-    says they are all gone.
+    says they are all gone. It is worded from these fields (``runbook/describe.holders_sentence``); ``message`` is
+    the sentence records written before that carry (read back, never said).
     """
 
     kind: ClassVar[str] = "holders-remaining"
