@@ -24,7 +24,9 @@ from typing import Any
 
 from nvls_tui.runbook import events as ev
 from nvls_tui.runbook.bookkeeping import legacy_bookkeeping, legacy_purpose
+from nvls_tui.runbook.changes import Change
 from nvls_tui.runbook.event_records import EVENT_KINDS, from_record
+from nvls_tui.runbook.logged_changes import change_made
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,8 @@ class LogEntry:
         bookkeeping: for a command's start or result, one of the repair's own lock, record or clock commands.
         sent: for a command's result, when its start was logged (None: the log holds no start for it).
         unanswered: for a command's start, the log holds no result for it.
+        change: for a command's start or result, the change it made, read back from its argv
+            (:func:`nvls_tui.runbook.logged_changes.change_made`; None for a read and what a report does not tell).
 
     A result's marks and ``sent``, and a start's ``unanswered``, are its pair's: :func:`paired` sets them.
     """
@@ -73,6 +77,7 @@ class LogEntry:
     bookkeeping: bool = False
     sent: str | None = None
     unanswered: bool = False
+    change: Change | None = None
 
     @property
     def kind(self) -> str | None:
@@ -113,7 +118,8 @@ def read_entry(record: Mapping[str, Any]) -> LogEntry:
     entry = LogEntry(event=event, time=_text(record.get("time")), operator=_text(record.get("operator")),
                      has_operator="operator" in record, dry_run=record.get("dry_run") is True)
     if isinstance(event, ev.CommandStarted | ev.CommandFinished):
-        return replace(entry, **_marks(event if isinstance(event, ev.CommandStarted) else None, event.argv))
+        return replace(entry, change=change_made(event.argv),
+                       **_marks(event if isinstance(event, ev.CommandStarted) else None, event.argv))
     return entry
 
 
