@@ -28,6 +28,7 @@ from nvls_tui.backends.base import join_argv
 from nvls_tui.model import Holder, SmokeResult
 from nvls_tui.runbook.events import (
     CommandFinished,
+    FabricProgress,
     HoldersRemaining,
     Note,
     ProcessSignalled,
@@ -41,6 +42,7 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.smoke_words import nccl_lines, reasons
+from nvls_tui.runbook.steps import clock_text
 from nvls_tui.textsafe import markdown_text, one_line
 from nvls_tui.words import count, gbps, verb
 
@@ -246,6 +248,21 @@ def _holders(e: HoldersRemaining, _: Annotate) -> Said:
                 markdown=as_markdown(sentence, _as_is))
 
 
+def fabric_progress_sentence(e: FabricProgress) -> Sentence:
+    """One poll of Fabric Manager's registration, as the pane's updating line says it: ``Fabric Manager active;
+    In Progress/N/A ×8 (0:12 of 5:00)`` (the unit's state and the GPUs' as the node answered: data)."""
+    states = ", ".join(f"{k} ×{v}" for k, v in e.states.items())
+    waited = (words(f" ({clock_text(e.elapsed)} of {clock_text(e.limit)})"),) if e.limit is not None else ()
+    return (words("Fabric Manager "), data(e.unit), words("; "), data(states) if states else words("no GPU answered"),
+            *waited)
+
+
+def _fabric_progress(e: FabricProgress, _: Annotate) -> Said:
+    # The pane's one updating line for the wait; the progress lines print the wait's reminder every 15 s and the
+    # report folds the polls into one line (report/timeline.fabric_wait).
+    return Said(pane=(pane("note", *fabric_progress_sentence(e)),))
+
+
 def _smoke_row(e: SmokeRow, _: Annotate) -> Said:
     return Said(plain=f"  {e.size:>12} B  {e.busbw} GB/s" if e.size is not None else None)
 
@@ -310,6 +327,7 @@ _DESCRIBERS: dict[type[RunbookEvent], Callable[[RunbookEvent, Annotate], Said]] 
     CommandFinished: _command_finished,  # type: ignore[dict-item]
     ProcessSignalled: _signalled,  # type: ignore[dict-item]
     HoldersRemaining: _holders,  # type: ignore[dict-item]
+    FabricProgress: _fabric_progress,  # type: ignore[dict-item]
     SmokeRow: _smoke_row,  # type: ignore[dict-item]
     SmokeFinished: _smoke_finished,  # type: ignore[dict-item]
     Restored: _restored,  # type: ignore[dict-item]
@@ -329,5 +347,5 @@ def describe(event: RunbookEvent, annotate: Annotate = _as_is) -> Said:
 
 
 __all__ = ["NAMED_HOLDERS", "NOTE_TONES", "Annotate", "PaneText", "Part", "Said", "Sentence", "aborted_message",
-           "as_markdown", "as_plain", "as_text", "data", "describe", "holder_list", "holders_sentence", "restored_parts", "restored_sentence", "run_sentence", "smoke_lines", "smoke_sentence",
+           "as_markdown", "as_plain", "as_text", "data", "describe", "fabric_progress_sentence", "holder_list", "holders_sentence", "restored_parts", "restored_sentence", "run_sentence", "smoke_lines", "smoke_sentence",
            "step_sentence", "words"]

@@ -40,7 +40,7 @@ from nvls_tui.runbook.happened import (
     bookkeeping,
 )
 from nvls_tui.runbook.steps import RepairOptions
-from nvls_tui.views.deadlines import Wait, ends_wait, wait_line, wait_of
+from nvls_tui.views.deadlines import Wait, ends_wait, wait_of
 
 # Output lines of one finished command shown in the pane; the whole output is in the audit log.
 COMMAND_OUTPUT_LINES = 24
@@ -179,16 +179,14 @@ class NodeRun(NodeHappened):
             elif not (held is not None and self._same_answer(event)):
                 lines += ([held] if held is not None else []) + self._finished_lines(event)
             self.command, self.command_started = "", None
-        elif isinstance(event, FabricProgress):
-            states = ", ".join(f"{k} ×{v}" for k, v in event.states.items()) or "no GPU answered"
-            waited = f" ({wait_line('', event.elapsed, event.limit)})" if event.limit is not None else ""
-            lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}{waited}", "note", FABRIC_LINE))
+        elif isinstance(event, FabricProgress):  # describe's line, as the wait's one updating line
+            lines += [PaneLine(said.text.plain, said.tone, FABRIC_LINE, styled=said.text) for said in describe(event).pane]
         elif isinstance(event, RunFinished):
             lines += self._flush_deferred()
             self.finished, self.command = now, ""
         # What the event says (runbook/describe: worded once for the pane, the progress lines and the report);
         # a command's own lines are the column's, above.
-        if not isinstance(event, CommandStarted | CommandFinished | OutputLine):
+        if not isinstance(event, CommandStarted | CommandFinished | OutputLine | FabricProgress):
             lines += [PaneLine(said.text.plain, said.tone, styled=said.text) for said in describe(event).pane]
         return lines
 

@@ -160,7 +160,8 @@ UNSAID: dict[type[ev.RunbookEvent], str] = {
     ev.OutputLine: "what a command printed: the pane folds it, the audit log keeps it",
     ev.SmokeRow: "an all_reduce_perf row: the progress line lists it, the smoke test's result sums the rows up",
     ev.NodeObserved: "a read of the node: the report's tables and findings, no sentence",
-    ev.FabricProgress: "a registration poll: the wait's line says how it stands (views/deadlines)",
+    ev.FabricProgress: "a registration poll: the pane's one updating line only (describe.fabric_progress_sentence); "
+                       "the progress lines print the wait's reminder, the report folds the polls into one line",
     ev.WaitStarted: "a wait's start: the wait's line says how it stands (views/deadlines)",
     ev.ManualChanged: "the console's change by hand: the report words it with who made it (report/node_log)",
     ev.ManualChanges: "the changes by hand before a repair: the report lists them (report/node_log)",
@@ -202,3 +203,17 @@ def test_the_restore_steps_message_says_what_its_restored_event_says():
                         persistence_gpus=tuple(report.persistence_gpus))
     assert restored_message(report) == describe(event).markdown == (
         "restored nvidia-dcgm.service, kubelet.service; persistence mode back on for 3 GPUs")
+
+
+def test_a_registration_poll_is_the_panes_updating_line_as_describe_words_it(tmp_path):
+    # Before, views/runbook built this line itself from the node's answers, markup and all.
+    event = ev.FabricProgress(host="gpu05", step="fabric-manager", at=AT, unit="[red]active[/red]",
+                              states={"In Progress/N/A": 6, "Completed/Success": 2}, elapsed=12.0, limit=300.0)
+    progress, pane, rows = said_everywhere(event, tmp_path)
+    assert pane == ["Fabric Manager [red]active[/red]; In Progress/N/A ×6, Completed/Success ×2 (0:12 of 5:00)"]
+    assert progress is None  # the wait's reminder line says it, every 15 s
+    (row,) = rows  # the report's one line for the registration, its polls folded
+    assert row.startswith("Fabric Manager had not registered every GPU after 0.0 s: 6× In Progress, 2× Completed")
+    column = NodeRun("gpu05")
+    (line,) = column.apply(event, now=0.0)[1]
+    assert line.key == "fabric" and line.styled is not None and line.styled.plain == pane[0]
