@@ -457,7 +457,7 @@ def test_kubectl_1_20s_words_for_a_pod_already_gone_count_as_deleted():
     resources found' (docs/kubernetes.md; 1.32: exit 0): the wait is over, not failed. Any other failure stays one."""
     from nvls_tui.model.kube import KubePod
     from nvls_tui.runbook.context import NodeContext, StepFailed
-    from nvls_tui.runbook.kube_repair import _wait_deleted
+    from nvls_tui.runbook.kube_waits import wait_deleted
     from nvls_tui.runbook.outcome import NodeOutcome
 
     said: list[tuple[int, str, str]] = []
@@ -472,10 +472,10 @@ def test_kubectl_1_20s_words_for_a_pod_already_gone_count_as_deleted():
     ctx = NodeContext(Host(), FAST, None, NodeOutcome(host="gpu06"))  # type: ignore[arg-type]
     pod = KubePod("gpu-operator", "nvidia-dcgm-exporter-abcde", "u1")
     said.append((1, "", "error: no matching resources found\n"))
-    asyncio.run(_wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
+    asyncio.run(wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
     said.append((1, "", "error: timed out waiting for the condition on pods/nvidia-dcgm-exporter-abcde\n"))
     with pytest.raises(StepFailed, match="were not deleted within 5 s"):
-        asyncio.run(_wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
+        asyncio.run(wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
 
 
 def test_a_kubectl_call_cancelled_mid_wait_is_ended_not_left_running(tmp_path):

@@ -1,6 +1,6 @@
 """Issue 36's acceptance: no module outside the edge renders an argv or parses one.
 
-A change's command lines are rendered once, in ``runbook/changes.py`` (and by the transports that send them);
+A change's command lines are rendered once, in ``runbook/changes/`` (and by the transports that send them);
 the plan, the confirmation, the console's columns, the progress lines and the report read the changes' fields
 or an audit record's typed fields. This walks every module of nvls_tui and fails on:
 
@@ -9,9 +9,9 @@ or an audit record's typed fields. This walks every module of nvls_tui and fails
   ``legacy_bookkeeping``);
 * a command line's words compared as text: ``x.startswith("systemctl stop ")``, ``"nvidia-smi -pm 0" in x``.
 
-Only the modules of :data:`EDGE` may, each for the reason given; :data:`KNOWN` lists today's offenders that the
-``kube-actions`` helper is removing (Kubernetes' commands are still lines there), and the test fails once one
-of them is clean, so that the list only shrinks.
+Only the modules of :data:`EDGE` may, each for the reason given; :data:`KNOWN` lists offenders being
+cleaned (none today: the last, ``runbook/kube_repair.py``'s plan lines, are values now), and the test fails once
+one of them is clean, so that the list only shrinks.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ PROGRAMS = frozenset({"all_reduce_perf", "cat", "date", "fuser", "journalctl", "
 PARSERS = frozenset({"kubectl_args", "kubectl_line_args", "legacy_bookkeeping"})
 
 EDGE: dict[str, str] = {
-    "runbook/changes.py": "each change's argv, rendered once",
+    "runbook/changes/*": "each change's argv (and each read's and wait's a plan shows), rendered once",
     "backends/*": "the transports that send an argv (backends.base.join_argv is the one renderer the others call)",
     "backends/*/*": "the transports that send an argv",
     "poll/probe*.py": "the probe's own script and its sections' commands",
@@ -53,10 +53,9 @@ EDGE: dict[str, str] = {
     "report/timeline.py": "calls legacy_bookkeeping for a record without the mark only",
 }
 
-# Today's offenders, each being removed by the kube-actions helper (owner of kube/ and runbook/kube_*.py):
-KNOWN: dict[str, str] = {
-    "runbook/kube_repair.py": "plan_lines renders the cluster's kubectl lines as text",
-}
+# Today's offenders (none left: the cluster's reads, waits and remarks in a plan are values of runbook/changes
+# since kube_repair.plan_lines went). A module added here must be one being cleaned, and leaves once it is.
+KNOWN: dict[str, str] = {}
 
 
 def offences(source: str) -> list[str]:
