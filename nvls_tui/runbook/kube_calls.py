@@ -40,7 +40,6 @@ def wait_delete_args(namespace: str, pods: Sequence[str], timeout: float) -> tup
     return ("wait", "--for=delete", *(f"pod/{p}" for p in pods), "-n", namespace, f"--timeout={max(1, int(timeout))}s")
 
 
-
 # ---- the audited call ----------------------------------------------------------------------------------------
 
 async def call(ctx: NodeContext, kube: Kubectl, args: Sequence[str], *, timeout: float | None = None,
@@ -177,6 +176,6 @@ def reads_paused(value: str | None) -> bool:
     return value == PAUSED
 
 
-
-__all__ = ["CONFLICT", "CONFLICT_TRIES", "LEFT", "WRITTEN", "call", "conditional_label", "make", "pausable", "prefix",
-           "read_node", "read_node_args", "read_pods", "read_pods_args", "reads_paused", "kubectl_said", "wait_delete_args"]
+__all__ = ["CONFLICT", "CONFLICT_TRIES", "LEFT", "WRITTEN", "call", "conditional_label", "kubectl_said", "make",
+           "pausable", "prefix", "read_node", "read_node_args", "read_pods", "read_pods_args", "reads_paused",
+           "wait_delete_args"]

@@ -97,7 +97,6 @@ class KubeHold:
                    labels=labels, inherited=data.get("inherited") is True)
 
 
-
 def driver_pod(hold: KubeHold, state: NodeState) -> KubePod | None:
     """The GPU Operator's driver pod that runs Fabric Manager on the node: the pod whose uid FM's cgroup names,
     owned by a DaemonSet (None where FM runs elsewhere or the cluster does not list that pod)."""
@@ -105,7 +104,6 @@ def driver_pod(hold: KubeHold, state: NodeState) -> KubePod | None:
     if place is None or not place.in_container or not place.pod_uid:
         return None
     return next((p for p in hold.pods if p.uid == place.pod_uid and p.owner_kind == "DaemonSet"), None)
-
 
 
 __all__ = ["KubeHold", "PAUSE_OPERANDS", "driver_pod", "operand_of", "operand_pods", "pause_plan", "workload_pods"]

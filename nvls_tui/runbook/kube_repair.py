@@ -165,7 +165,6 @@ async def pause_operands(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> Non
     await wait_deleted(ctx, kube, pods, ctx.options.operand_timeout, "the GPU Operator's")
 
 
-
 async def evict_workloads(ctx: NodeContext, kube: Kubectl, hold: KubeHold, state: NodeState) -> None:
     """Evict every workload pod holding a GPU through the Eviction API, then wait for it to be gone.
 
@@ -195,7 +194,6 @@ async def evict_workloads(ctx: NodeContext, kube: Kubectl, hold: KubeHold, state
     await wait_deleted(ctx, kube, pods, ctx.options.operand_timeout, "the evicted")
 
 
-
 # ---- Fabric Manager in the driver pod ---------------------------------------------------------------------
 
 async def restart_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, pod: KubePod) -> str:
@@ -211,7 +209,8 @@ async def restart_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, po
     except KubeError as exc:
         raise StepFailed(f"the driver pod {pod.namespace}/{pod.name} may not have been deleted: {exc}") from None
     if status != 0:
-        raise StepFailed(f"Kubernetes did not delete the driver pod {pod.namespace}/{pod.name}: {kubectl_said(status, printed)}")
+        raise StepFailed(f"Kubernetes did not delete the driver pod {pod.namespace}/{pod.name}: "
+                         f"{kubectl_said(status, printed)}")
     await wait_deleted(ctx, kube, [pod], ctx.options.operand_timeout, "the driver")
     new = await wait_new_driver_pod(ctx, kube, hold, pod)
     return (f"the driver pod {pod.name} was deleted and {new.name} runs in its place (the driver loaded "

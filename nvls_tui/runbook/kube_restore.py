@@ -37,7 +37,6 @@ def uncordon_words(node: str) -> str:
             f"(or run the repair again: a passing one uncordons it)")
 
 
-
 async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: bool, stopped_at: str | None,
                  blind: bool = False) -> tuple[list[str], list[str]]:
     """Put the paused labels back, then lift this repair's cordon after a pass, or keep it with the step named.
@@ -92,7 +91,8 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
         result: str | None
         said: str | None
         try:
-            result, said = await conditional_label(ctx, kube, hold.node, key, before, reads_paused, fresh, abortable=False)
+            result, said = await conditional_label(ctx, kube, hold.node, key, before, reads_paused, fresh,
+                                                   abortable=False)
         except KubeError as exc:
             failed.append(f"label {key} ({exc})")
             result = said = None

@@ -1,10 +1,10 @@
 """Every change a repair, a single action or a restore makes on a node, as a value; and what a plan shows besides.
 
 A change knows where it runs (:data:`NODE`, :data:`SCHEDULER` for Slurm's scontrol and scancel on the
-bastion, :data:`CLUSTER` for kubectl's writes to the Kubernetes API), the command lines that make it (:meth:`Change.argvs`,
-rendered in this package and nowhere else), why it is made (:attr:`Change.why`), how it reads in a plan
-(:attr:`Change.display`, one line per command) and the change that puts it back (:meth:`Change.undo`, None
-where nothing can: a signalled process, a reset).
+bastion, :data:`CLUSTER` for kubectl's writes to the Kubernetes API), the command lines that make it
+(:meth:`Change.argvs`, rendered in this package and nowhere else), why it is made (:attr:`Change.why`), how it
+reads in a plan (:attr:`Change.display`, one line per command) and the change that puts it back
+(:meth:`Change.undo`, None where nothing can: a signalled process, a reset).
 
 Step functions build these from the node's state and hand each one to the one door,
 :func:`nvls_tui.runbook.door.perform`, which announces it, puts it on disk in the audit log and sends it

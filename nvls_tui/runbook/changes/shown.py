@@ -41,7 +41,6 @@ class Read:
         return (noted(self.display, self.note),)
 
 
-
 def _seconds(value: float) -> str:
     return f"{value:.0f} s"
 
