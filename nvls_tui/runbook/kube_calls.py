@@ -54,7 +54,7 @@ async def call(ctx: NodeContext, kube: Kubectl, args: Sequence[str], *, timeout:
         ctx.check_abort()
     # The cluster is changed from the bastion, not the node: the lock is proven on the node right before.
     await ctx.check_fence()
-    runner = kube if timeout is None else dataclasses.replace(kube, timeout=timeout)
+    runner = timed(kube, timeout)
     argv = tuple(runner.argv(*args))
     ctx.record_command(argv)
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv))
@@ -89,6 +89,12 @@ async def make(ctx: NodeContext, kube: Kubectl, change: InCluster, *, abortable:
 
     result = await perform(ctx, change, via=via)
     return result.exit_status, result.stdout
+
+
+def timed(kube: Kubectl, timeout: float | None) -> Kubectl:
+    """The kubectl one call runs with: ``kube``, or with its own ``timeout`` (a wait's: its request must outlast
+    the wait's own ``--timeout``); its argv is what the call sends and what the plan shows."""
+    return kube if timeout is None else dataclasses.replace(kube, timeout=timeout)
 
 
 def prefix(kube: Kubectl) -> tuple[str, ...]:
@@ -178,4 +184,4 @@ def reads_paused(value: str | None) -> bool:
 
 __all__ = ["CONFLICT", "CONFLICT_TRIES", "LEFT", "WRITTEN", "call", "conditional_label", "kubectl_said", "make",
            "pausable", "prefix", "read_node", "read_node_args", "read_pods", "read_pods_args", "reads_paused",
-           "wait_delete_args"]
+           "timed", "wait_delete_args"]

@@ -71,18 +71,18 @@ def cluster_entries(kube: Kubectl, hold: KubeHold, state: NodeState, *, wait_pod
     quiesce: list[PlanEntry] = [entry for key, before in hold.labels.items()
                                 for entry in (label_read, SetOperandLabel(node, key, PAUSED, before, kubectl))]
     quiesce += [LabelKept(node, key, value) for key, value in hold.kept.items()]
-    quiesce += deletion_waits(kubectl, operand_pods(hold.pods, list(hold.labels)), operand_timeout, OPERANDS_GONE)
+    quiesce += deletion_waits(kube, operand_pods(hold.pods, list(hold.labels)), operand_timeout, OPERANDS_GONE)
     workloads = workload_pods(hold.pods, state)
     for pod in workloads:
         quiesce += [EvictPod(pod.namespace, pod.name, kubectl), budget_wait(wait_pods)]
-    quiesce += deletion_waits(kubectl, workloads, operand_timeout, EVICTED_GONE)
+    quiesce += deletion_waits(kube, workloads, operand_timeout, EVICTED_GONE)
     entries: dict[str, list[PlanEntry]] = {"preflight": pre, "cordon": cordon, "quiesce": quiesce}
     driver = driver_pod(hold, state)
     if driver is not None:
         entries["verify-no-holders"] = [Aside(f"the driver pod {driver.name}'s own processes (Fabric Manager) are "
                                               f"left: its restart is the reset")]
         entries["reset"] = [DeleteDriverPod(driver.namespace, driver.name, kubectl),
-                            *deletion_waits(kubectl, [driver], operand_timeout, DRIVER_GONE),
+                            *deletion_waits(kube, [driver], operand_timeout, DRIVER_GONE),
                             new_driver_pod_wait(kubectl, node, operand_timeout)]
         entries["fabric-manager"] = [Aside("no host unit: the new driver pod starts Fabric Manager")]
     restore: list[PlanEntry] = [node_read]

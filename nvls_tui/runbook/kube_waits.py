@@ -12,7 +12,16 @@ from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model.kube import KubePod
 from nvls_tui.runbook.changes import Argv, EvictPod, Read, Wait
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
-from nvls_tui.runbook.kube_calls import call, kubectl_said, make, prefix, read_pods, read_pods_args, wait_delete_args
+from nvls_tui.runbook.kube_calls import (
+    call,
+    kubectl_said,
+    make,
+    prefix,
+    read_pods,
+    read_pods_args,
+    timed,
+    wait_delete_args,
+)
 from nvls_tui.runbook.kube_hold import KubeHold
 
 #: Seconds between two evictions a disruption budget refused.
@@ -30,6 +39,11 @@ NEW_DRIVER_POD = "a new driver pod runs"
 BUDGET_LETS = "no disruption budget refuses it (429)"
 
 
+def wait_timeout(limit: float) -> float:
+    """The request timeout of a ``kubectl wait`` bounded by ``limit``: its own ``--timeout`` and :data:`WAIT_SLACK`."""
+    return limit + WAIT_SLACK
+
+
 def by_namespace(pods: Sequence[KubePod]) -> dict[str, list[str]]:
     """``{namespace: [pod name, ...]}`` in the pods' order: one ``kubectl wait`` per namespace."""
     out: dict[str, list[str]] = {}
@@ -40,9 +54,11 @@ def by_namespace(pods: Sequence[KubePod]) -> dict[str, list[str]]:
 
 # ---- as the plan shows them ----------------------------------------------------------------------------------
 
-def deletion_waits(kubectl: Argv, pods: Sequence[KubePod], limit: float, until: str) -> list[Wait]:
-    """The waits for ``pods`` to be deleted: one blocking ``kubectl wait --for=delete`` per namespace."""
-    return [Wait(until, Read((*kubectl, *wait_delete_args(namespace, names, limit))), limit=limit)
+def deletion_waits(kube: Kubectl, pods: Sequence[KubePod], limit: float, until: str) -> list[Wait]:
+    """The waits for ``pods`` to be deleted: one blocking ``kubectl wait --for=delete`` per namespace, with the
+    request timeout the run sends it with (:func:`wait_timeout`)."""
+    waiting = timed(kube, wait_timeout(limit))
+    return [Wait(until, Read(tuple(waiting.argv(*wait_delete_args(namespace, names, limit)))), limit=limit)
             for namespace, names in by_namespace(pods).items()]
 
 
@@ -70,7 +86,7 @@ async def wait_deleted(ctx: NodeContext, kube: Kubectl, pods: Sequence[KubePod],
     for namespace, names in by_namespace(pods).items():
         args = wait_delete_args(namespace, names, limit)
         try:
-            status, out, err = await call(ctx, kube, args, timeout=limit + WAIT_SLACK)
+            status, out, err = await call(ctx, kube, args, timeout=wait_timeout(limit))
         except KubeError as exc:
             raise StepFailed(f"waiting for {whose} pods to be deleted failed: {exc}") from None
         if status != 0 and NO_MATCH in err:
@@ -138,4 +154,4 @@ async def wait_new_driver_pod(ctx: NodeContext, kube: Kubectl, hold: KubeHold, p
 
 __all__ = ["BUDGET_LETS", "DRIVER_GONE", "EVICTED_GONE", "EVICT_RETRY", "NEW_DRIVER_POD", "NO_MATCH", "OPERANDS_GONE",
            "WAIT_SLACK", "budget_wait", "by_namespace", "deletion_waits", "evict", "new_driver_pod_wait",
-           "wait_deleted", "wait_new_driver_pod"]
+           "wait_deleted", "wait_new_driver_pod", "wait_timeout"]

@@ -30,6 +30,7 @@ from nvls_tui.runbook.changes import (
 from nvls_tui.runbook.kube_hold import KubeHold
 from nvls_tui.runbook.kube_plan import cluster_entries
 from nvls_tui.runbook.kube_summary import cluster_words
+from nvls_tui.runbook.kube_waits import WAIT_SLACK
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.runbook.plan import fill_steps
 
@@ -97,8 +98,8 @@ def test_every_entry_of_the_clusters_part_is_a_value_with_its_fields():
 def test_the_words_of_the_waits_and_remarks_are_rendered_by_the_values():
     entries = cluster_entries(KUBE, hold(), state(), wait_pods=0, operand_timeout=300)
     lines = [line for e in entries["quiesce"] for line in e.lines]
-    k = " ".join(KUBECTL)
-    assert (f"{k} wait --for=delete pod/nvidia-device-plugin-daemonset-x1 -n gpu-operator --timeout=300s"
+    k, waiting = " ".join(KUBECTL), " ".join(Kubectl(timeout=300 + WAIT_SLACK).argv())
+    assert (f"{waiting} wait --for=delete pod/nvidia-device-plugin-daemonset-x1 -n gpu-operator --timeout=300s"
             "  # until the operands' pods are gone") in lines
     assert f"# {MIG}=false left as it is (not true: an administrator's)" in lines
     # --wait-pods 0: a budget's refusal is not waited on.
@@ -119,3 +120,19 @@ def test_a_node_cordoned_before_is_a_kept_cordon_the_summary_reads_by_its_fields
         outcome = fill_steps(NodeOutcome(host="gpu06"), entries)
         lines, driver = cluster_words(outcome)
         assert lines[0] == said and driver is None
+
+
+def test_a_wait_shows_the_request_timeout_the_run_sends_it_with():
+    """The run gives kubectl's ``wait`` its own ``--timeout`` and WAIT_SLACK on top as the request's timeout (the
+    default request timeout would end a 300 s wait after 14 s): the plan showed the default one, so the line the
+    operator approved was not the one sent."""
+    entries = cluster_entries(KUBE, hold(), state(driver=True), wait_pods=0, operand_timeout=300)
+    waiting = tuple(Kubectl(timeout=300 + WAIT_SLACK).argv())
+    waits = [e for step in entries.values() for e in step if isinstance(e, Wait) and e.read is not None
+             and "wait" in e.read.argv]
+    assert len(waits) == 3  # the operands', the evicted pod's, the driver pod's
+    for wait in waits:
+        assert wait.read is not None and wait.read.argv[:len(waiting)] == waiting, wait.read
+    # The reads go with the cluster's own request timeout.
+    assert entries["preflight"][0].argv[:len(KUBECTL)] == KUBECTL
+
