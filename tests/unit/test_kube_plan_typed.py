@@ -136,3 +136,20 @@ def test_a_wait_shows_the_request_timeout_the_run_sends_it_with():
     # The reads go with the cluster's own request timeout.
     assert entries["preflight"][0].argv[:len(KUBECTL)] == KUBECTL
 
+
+
+def test_each_kind_of_wait_and_remark_says_its_fields_once():
+    pods = Read(("kubectl", "get", "pods"))
+    blocking = Wait("the pods are gone", Read(("kubectl", "wait", "--for=delete", "pod/p", "--timeout=9s")), limit=9)
+    repeated = Wait("a new pod runs", pods, limit=300, repeated=True)
+    retried = Wait("no budget refuses it", limit=30, repeated=True, every=5, then="the repair is refused")
+    assert blocking.lines == ("kubectl wait --for=delete pod/p --timeout=9s  # until the pods are gone",)
+    assert repeated.lines == ("kubectl get pods  # repeated until a new pod runs, for up to 300 s",)
+    assert retried.lines == ("# retried every 5 s until no budget refuses it, for up to 30 s; else the repair is "
+                             "refused",)
+    assert Wait("x", limit=0, repeated=True, then="refused at once").lines == ("# not retried: refused at once",)
+    assert not any(w.bookkeeping for w in (blocking, repeated, retried))
+    # The change's command only: its own note is the plan's for a change made, not for one made instead.
+    assert Instead(Cordon("gpu06", ("kubectl",)), "if asked").lines == ("# instead, if asked: kubectl cordon gpu06",)
+    assert CordonKept("gpu06", inherited=True).lines == ("# gpu06 is cordoned already: it is left so until a repair "
+                                                         "passes",)

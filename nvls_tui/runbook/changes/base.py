@@ -78,9 +78,13 @@ class Change:
     @property
     def lines(self) -> tuple[str, ...]:
         """One plan line per command: ``systemctl stop apt-daily.timer  # held for the repair ...``."""
-        out = [join_argv(command.argv, dict(command.env)) for command in self.commands()]
+        out = list(self.command_lines())
         out[0] = noted(out[0], self.note)
         return tuple(out)
+
+    def command_lines(self) -> tuple[str, ...]:
+        """Each command line as a shell reads it, without the plan's note."""
+        return tuple(join_argv(command.argv, dict(command.env)) for command in self.commands())
 
     def undo(self) -> Change | None:
         """The change that puts this one back (None: nothing can, or nothing needs to)."""

@@ -127,7 +127,7 @@ class Instead(Remark):
 
     @property
     def text(self) -> str:
-        said = f"instead, {self.when}: {self.change.lines[0]}"
+        said = f"instead, {self.when}: {self.change.command_lines()[0]}"
         return f"{said}  ({self.result})" if self.result else said
 
 
