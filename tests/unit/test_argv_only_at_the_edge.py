@@ -1,6 +1,6 @@
 """Issue 36's acceptance: no module outside the edge renders an argv or parses one.
 
-A change's command lines are rendered once, in ``runbook/changes.py`` (and by the transports that send them);
+A change's command lines are rendered once, in ``runbook/changes/`` (and by the transports that send them);
 the plan, the confirmation, the console's columns, the progress lines and the report read the changes' fields
 or an audit record's typed fields. This walks every module of nvls_tui and fails on:
 
@@ -9,9 +9,8 @@ or an audit record's typed fields. This walks every module of nvls_tui and fails
   ``legacy_bookkeeping``);
 * a command line's words compared as text: ``x.startswith("systemctl stop ")``, ``"nvidia-smi -pm 0" in x``.
 
-Only the modules of :data:`EDGE` may, each for the reason given; :data:`KNOWN` lists today's offenders that the
-``kube-actions`` helper is removing (Kubernetes' commands are still lines there), and the test fails once one
-of them is clean, so that the list only shrinks.
+Only the modules of :data:`EDGE` may, each for the reason given; no offender is left (the last,
+``runbook/kube_repair.py``'s plan lines, are values now).
 
 The report is held closer (:func:`argv_reads`): it reads what a logged command was from the record's typed marks
 (``LogEntry.purpose``, ``LogEntry.bookkeeping``, read back by ``runbook/log_entries.py``), and hands a logged argv
@@ -24,8 +23,6 @@ import ast
 from fnmatch import fnmatch
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[2] / "nvls_tui"
 
 # The programs a repair, a probe or a read sends: a string literal that starts with one and a space is a command line.
@@ -35,7 +32,7 @@ PARSERS = frozenset({"kubectl_args", "kubectl_line_args", "legacy_bookkeeping", 
                      "read_cluster_change"})
 
 EDGE: dict[str, str] = {
-    "runbook/changes.py": "each change's argv, rendered once",
+    "runbook/changes/*": "each change's argv (and each read's and wait's a plan shows), rendered once",
     "backends/*": "the transports that send an argv (backends.base.join_argv is the one renderer the others call)",
     "backends/*/*": "the transports that send an argv",
     "poll/probe*.py": "the probe's own script and its sections' commands",
@@ -60,10 +57,6 @@ EDGE: dict[str, str] = {
     "runbook/logged_changes.py": "reads a logged argv back into the change it made (an audit log keeps argvs)",
 }
 
-# Today's offenders, each being removed by the kube-actions helper (owner of kube/ and runbook/kube_*.py):
-KNOWN: dict[str, str] = {
-    "runbook/kube_repair.py": "plan_lines renders the cluster's kubectl lines as text",
-}
 
 
 def offences(source: str) -> list[str]:
@@ -130,25 +123,14 @@ def test_the_check_sees_a_rendered_and_a_parsed_command_line():
 
 
 def test_no_module_outside_the_edge_renders_or_parses_a_command_line():
-    _none_outside(_modules(), {**EDGE, **KNOWN}, "nvls_tui/",
+    _none_outside(_modules(), EDGE, "nvls_tui/",
                   "a command line rendered or parsed outside the edge (use the changes' fields)")
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN))
-def test_each_known_offender_still_offends_else_it_leaves_the_list(name):
-    _still_offends(PACKAGE / name, offences, "KNOWN")
 
 
 def _none_outside(found_by_module: dict[str, list[str]], allowed: dict[str, str], prefix: str, why: str) -> None:
     """No module but those ``allowed`` (names or patterns) offends."""
     outside = {name: found for name, found in found_by_module.items() if found and not _listed(name, allowed)}
     assert not outside, why + ":\n" + "\n".join(f"{prefix}{name}:{f}" for name, found in outside.items() for f in found)
-
-
-def _still_offends(path: Path, check, listed_in: str) -> None:
-    """A listed offender is there and still offends (else it leaves the list: the list only shrinks)."""
-    assert path.exists(), f"{path.name} is gone: remove it from {listed_in}"
-    assert check(path.read_text(encoding="utf-8")), f"{path.name} is clean now: remove it from {listed_in}"
 
 
 # ---- the report reads a logged command's marks, never its argv ---------------------------------------------
