@@ -37,6 +37,7 @@ from nvls_tui.backends.base import InvalidArgument
 from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.after_poll import AfterPoll
+from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.settings import AutopilotSettings, Settings
 
 PAUSE_FILE = "pause"
@@ -201,10 +202,15 @@ def _repairer(settings: Settings, audit_dir: str) -> Repairer:
                 await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
 
         outcomes = asyncio.run(run())
-        return {o.host: o.result in ("repaired", "skipped") and o.smoke is not None and o.smoke.passed
-                for o in outcomes}
+        return {o.host: smoke_passed(o) for o in outcomes}
 
     return repair
+
+
+def smoke_passed(outcome: NodeOutcome) -> bool:
+    """A repair the autopilot counts as a success: repaired (or left alone) with a passing NVLS smoke test; the
+    console's ask mode judges the repairs it approved by the same rule."""
+    return outcome.result in ("repaired", "skipped") and outcome.smoke is not None and outcome.smoke.passed
 
 
 def _keep_simulated_fleets(settings: Settings) -> Settings:
@@ -351,4 +357,4 @@ def _print_line(record: dict[str, Any]) -> None:
           flush=True)
 
 
-__all__ = ["PAUSE_FILE", "Pilot", "run"]
+__all__ = ["PAUSE_FILE", "Pilot", "run", "smoke_passed"]
