@@ -148,12 +148,13 @@ def _add_autopilot_options(p: argparse.ArgumentParser) -> None:
     _add_autopilot_limits(p)
 
 
-def _add_autopilot_limits(p: argparse.ArgumentParser) -> None:
+def _add_autopilot_limits(p: argparse.ArgumentParser, *, console: bool = False) -> None:
     """The autopilot's state directory, policy and limits: ``autopilot``'s and the console's ``--autopilot ask``."""
+    pause = ("stops new approvals until it is removed" if console else
+             "(SIGUSR1 writes it) stops new repairs until it is removed")
     p.add_argument("--state-dir", metavar="DIR",
                    help="the state file (breaker, budgets), the pause file and the audit logs (default: the "
-                        "state directory's autopilot/); a file DIR/pause (SIGUSR1 writes it) stops new repairs "
-                        "until it is removed")
+                        f"state directory's autopilot/); a file DIR/pause {pause}")
     p.add_argument("--policy", metavar="FILE", help="a policy TOML file: which finding codes and NVIDIA buckets "
                                                     "are safe to repair unattended")
     g = p.add_argument_group("limits (docs/autopilot.md: each default and why)")
@@ -288,7 +289,7 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                               "show what it proposes (a mark on the node's row, the pane under the grid) and run "
                               "nothing without approval: a on a proposed node opens its plan, the typed names run "
                               "the repair, counted in the autopilot's state (docs/autopilot.md)")
-    _add_autopilot_limits(console)
+    _add_autopilot_limits(console, console=True)
 
     check = sub.add_parser("check", help="poll every target once and diagnose it",
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -53,7 +53,7 @@ class ModeBanner(Static):
            "touches real hardware")
 
     # The autopilot's ask mode (--autopilot ask), on the fleet screen where its proposals are shown.
-    ASK = "AUTOPILOT ASK — it proposes repairs; nothing runs without your approval (a)"
+    ASK = "AUTOPILOT ASK — nothing runs without your approval"
 
     def __init__(self, *, simulated: bool, read_only: bool, ask: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
