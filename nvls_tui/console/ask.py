@@ -221,7 +221,7 @@ class AskMode:
         started = len(ap.in_window(now))
         cooling = ap.cooling(host, now)
         words = [f"budget {ap.budget_used(host, now)} of {limits.budget} repairs in {limits.budget_days:g} days",
-                 f"breaker {'TRIPPED' if self.tripped else 'closed'}: {started} of {bound} repairs in "
+                 f"breaker {'TRIPPED' if self.tripped else 'closed'}: {started} of {bound} repairs started in "
                  f"{limits.window_s:g} s",
                  "canary: passed" if ap.state.canary_passed else "canary: the first repair runs alone and must "
                  "pass its smoke test",

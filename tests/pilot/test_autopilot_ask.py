@@ -38,6 +38,15 @@ def ask_app(tmp_path: Path, fleet, *, read_only: bool = False, **limits) -> Nvls
                    read_only=read_only, ask=ask)
 
 
+def with_gpu_lost(host: str):
+    """The seed incident with an Xid 79 on ``host`` (the GPU fell off the bus: GPU_LOST, NVIDIA's RESTART_BM):
+    never unattended, whatever else the node has."""
+    fleet = load_fleet("sim:seed-incident", speed=0)
+    fleet.node(host).log_kernel(fleet.clock.now() - 60, "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, "
+                                "GPU has fallen off the bus.")
+    return fleet
+
+
 def records(tmp_path: Path) -> list[dict]:
     """Every record of the autopilot's audit logs."""
     out = []
@@ -105,7 +114,7 @@ async def test_a_proposal_appears_after_the_debounce_marked_on_its_row_and_label
         preview = plain(app.screen.query_one("#preview"))
         assert "autopilot proposes a repair" in preview and NOTHING_RUNS in preview
         assert "why safe: FM_NOT_RUNNING, FABRIC_MANAGER_NOT_PRESENT" in preview
-        assert "budget 0 of 3 repairs in 7 days" in preview and "breaker closed: 0 of 4 repairs" in preview
+        assert "budget 0 of 3 repairs in 7 days" in preview and "breaker closed: 0 of 4 repairs started" in preview
         assert "canary: the first repair runs alone" in preview
         await on_row(app, pilot, "gpu06")
         assert "autopilot holds its repair: canary" in plain(app.screen.query_one("#preview"))
@@ -164,11 +173,7 @@ async def test_closing_the_plan_declines_and_nothing_runs(tmp_path):
 
 
 async def test_a_node_with_a_hardware_xid_is_never_proposed(tmp_path):
-    fleet = load_fleet("sim:seed-incident", speed=0)
-    # Xid 79, the GPU fell off the bus: GPU_LOST, NVIDIA's RESTART_BM. Never unattended, whatever else it has.
-    fleet.node("gpu06").log_kernel(fleet.clock.now() - 60, "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, "
-                                   "GPU has fallen off the bus.")
-    app = ask_app(tmp_path, fleet, budget=5)
+    app = ask_app(tmp_path, with_gpu_lost("gpu06"), budget=5)
     async with app.run_test(size=SIZE) as pilot:
         await first_round(app, pilot)
         for _ in range(3):
@@ -218,3 +223,27 @@ async def test_read_only_shows_the_proposal_and_refuses_the_approval_in_one_line
         (said,) = [t for t in toasts(app) if "Read-only mode" in t]
         assert "\n" not in said
     assert not any(r.get("action") == "approved" for r in records(tmp_path))
+
+
+async def test_the_proposals_list_names_each_node_and_its_limit_and_enter_goes_to_it(tmp_path):
+    from textual.widgets import OptionList
+
+    from nvls_tui.console.screens.pickers import ProposalsPicker
+
+    app = ask_app(tmp_path, with_gpu_lost("gpu07"), breaker_percent=50.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await first_round(app, pilot)
+        await next_round(app, pilot)
+        await on_row(app, pilot, "gpu01")
+        await pilot.press("P")
+        await wait_until(pilot, lambda: isinstance(app.screen, ProposalsPicker), "the proposals list")
+        title = plain(app.screen.query_one("#picker-title"))
+        assert "Autopilot proposals" in title and NOTHING_RUNS in title and "BREAKER" not in title
+        options = app.screen.query_one(OptionList)
+        lines = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert lines[0].startswith("⚑ gpu05") and "proposed" in lines[0] and "budget 0 of 3" in lines[0]
+        assert lines[1].split()[:3] == ["gpu06", "held:", "canary"]
+        assert lines[2].split()[:4] == ["gpu07", "for", "a", "person"] and "GPU_LOST" in lines[2]
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ProposalsPicker), "back on the fleet")
+        assert app.screen.query_one(FleetGrid).current_host == "gpu06"

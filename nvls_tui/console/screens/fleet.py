@@ -433,7 +433,7 @@ class FleetScreen(OnConsole, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Read-only mode hides what changes nodes; ``r`` stays: it shows the dry-run plan there. ``a`` is there
         only in the autopilot's ask mode (read-only keeps it, to refuse it in one line)."""
-        if action == "approve":
+        if action in ("approve", "proposals"):
             return self.services.ask is not None
         if action in destructive_actions("fleet") and self.services.settings.read_only and action != "repair":
             return False
@@ -530,6 +530,24 @@ class FleetScreen(OnConsole, Screen[None]):
         screen = AskPlanScreen(host, self.services, reply_to=self)
         self.app.push_screen(screen)
         self.services.actions.hold_for_plan(screen)  # the names typed with `a` belong to the plan
+
+    def action_proposals(self) -> None:
+        """Ask mode: the list of the autopilot's proposals; the node picked gets the cursor."""
+        from nvls_tui.console.screens.pickers import ProposalsPicker
+
+        ask = self.services.ask
+        if ask is None:
+            return
+
+        def go(host: str | None) -> None:
+            grid = self.query_one(FleetGrid)
+            if host is not None and host in grid.visible_hosts:
+                grid.move_cursor(row=grid.visible_hosts.index(host))
+            elif host is not None:
+                self.notify(f"{host} is not shown (the filter): Esc clears it.", severity="warning", timeout=5)
+
+        key = current_key("fleet.approve", self.app.keymap)  # type: ignore[attr-defined]
+        self.app.push_screen(ProposalsPicker(proposals_title(ask, key), proposals_rows(ask)), go)
 
     @on(PlanApproved)
     def _plan_approved(self) -> None:
@@ -661,3 +679,43 @@ def ask_text(ask: AskMode, host: str, key: str) -> Text:
     text.append("  limits: ", style="bold")
     text.append(" · ".join(ask.limits_words(host)) + "\n", style=palette.STYLE["muted"])
     return text
+
+
+def proposals_title(ask: AskMode, key: str) -> Text:
+    """The proposals list's first lines: what it is, the breaker, a pause, and that nothing runs unapproved."""
+    from rich.text import Text
+
+    from nvls_tui.console.ask import NOTHING_RUNS
+
+    text = Text("Autopilot proposals", style="bold")
+    text.append(f" — {NOTHING_RUNS}: Enter goes to the node, {key} there opens its plan\n", style="bold")
+    breaker = ask.autopilot.state.breaker
+    if breaker.tripped:
+        text.append(f"BREAKER TRIPPED ({breaker.reason}): nothing new is proposed until an operator closes it "
+                    "(docs/autopilot.md)\n", style=palette.bold("bad"))
+    if ask.pilot.paused():
+        text.append(f"PAUSED ({ask.pilot.pause_path}): nothing new is proposed\n", style=palette.bold("warn"))
+    text.append(f"round {ask.pilot.number} · policy {ask.policy.source}", style=palette.STYLE["muted"])
+    return text
+
+
+def proposals_rows(ask: AskMode) -> list[tuple[str, Text]]:
+    """One line per node the last round proposed, held by a limit, or left to a person; proposed first."""
+    from rich.text import Text
+
+    rows: list[tuple[str, Text]] = []
+    order = sorted(ask.proposals.values(), key=lambda p: not p.proposed)
+    for p in order:
+        line = Text()
+        if p.proposed:
+            line.append(f"⚑ {p.host:<12} proposed      ", style=palette.bold("note"))
+        else:
+            line.append(f"  {p.host:<12} held: {p.limit:<8}", style=palette.STYLE["warn"])
+        line.append(f"{', '.join(p.findings)}  ")
+        line.append(" · ".join(ask.limits_words(p.host)) if p.proposed else p.message, style=palette.STYLE["muted"])
+        rows.append((p.host, line))
+    for host, why in ask.unsafe.items():
+        line = Text(f"  {host:<12} for a person   ", style=palette.STYLE["bad"])
+        line.append(f"{', '.join(why)}: not safe to repair unattended", style=palette.STYLE["muted"])
+        rows.append((host, line))
+    return rows
