@@ -353,7 +353,9 @@ class NvlsApp(KeyHolding):
         self.ask.polled(hosts)
         fleet, diagnoses = self.fleet, self.store.diagnoses
         try:
-            judged = self.ask.maybe_round([(s, diagnoses.get(s.host)) for s in fleet.nodes], time.monotonic())
+            busy = {h for run in self.session.running for h in run.hosts}  # r's repairs: their polls are held
+            judged = self.ask.maybe_round([(s, diagnoses.get(s.host)) for s in fleet.nodes], time.monotonic(),
+                                          busy=busy)
         except OSError as exc:  # AuditWriteError, a state file that cannot be written
             self.ask.proposals = {}
             self.notify(f"Autopilot round not recorded: {exc}. Nothing is proposed.", severity="error", timeout=15)

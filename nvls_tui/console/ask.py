@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,11 +117,13 @@ class AskMode:
         """These nodes answered (or failed) a poll since the last round."""
         self.fresh.update(hosts)
 
-    def maybe_round(self, nodes: Sequence[tuple[NodeState, Diagnosis | None]], now: float) -> bool:
+    def maybe_round(self, nodes: Sequence[tuple[NodeState, Diagnosis | None]], now: float, *,
+                    busy: Collection[str] = ()) -> bool:
         """Judge a round of ``nodes`` (every node watched, its latest state and diagnosis) when one is due.
 
         Args:
             now: ``time.monotonic()`` (rounds are at least ``every`` seconds apart).
+            busy: nodes under a repair the operator started with ``r`` (their polls are held too): unknown.
 
         Returns:
             True when a round was judged (the proposals are new).
@@ -130,7 +132,7 @@ class AskMode:
             return False  # a node never read yet: the first round waits for the whole fleet
         if self.last_round is not None and now - self.last_round < self.every:
             return False
-        running = set(self.autopilot.running())
+        running = set(self.autopilot.running()) | set(busy)
         for state, diagnosis in nodes:
             if state.host in self.fresh or state.host in running or diagnosis is None:
                 continue

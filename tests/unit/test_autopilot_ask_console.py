@@ -133,3 +133,17 @@ def test_a_repair_an_earlier_process_left_running_counts_as_failed_at_start(tmp_
     StateStore(tmp_path / "state").save(State(repairs=[Repair("gpu02", 10.0)]))
     ask(tmp_path)
     assert [(r.host, r.ok) for r in StateStore(tmp_path / "state").load().repairs] == [("gpu02", False)]
+
+
+def test_a_node_under_the_operators_own_repair_neither_blocks_the_rounds_nor_counts(tmp_path):
+    mode = ask(tmp_path, breaker_percent=100.0)
+    mode.polled(["gpu01", "gpu02", "gpu03"])
+    assert mode.maybe_round(nodes({"gpu02"}), 0.0)
+    # r runs on gpu02: its polls are held; the others' polls still make rounds, and gpu02's streak stays at 1.
+    for t in (1.0, 2.0):
+        mode.polled(["gpu01", "gpu03"])
+        assert mode.maybe_round(nodes({"gpu02"}), t, busy={"gpu02"})
+        assert "gpu02" not in mode.proposals
+    mode.polled(["gpu01", "gpu02", "gpu03"])
+    assert mode.maybe_round(nodes({"gpu02"}), 3.0)
+    assert mode.proposed == ["gpu02"]  # its second poll, its second round
