@@ -84,6 +84,7 @@ class AskMode:
         self.proposals: dict[str, Proposal] = {}
         self.unsafe: dict[str, tuple[str, ...]] = {}  # nodes the policy leaves to a person, and why
         self.approved: set[str] = set()  # approved here, their repair not ended yet
+        self.closed = False  # the console is going: nothing more is recorded (an open plan's close is no decline)
         self.pilot.record({"node": None, "action": "started", "reason": "console", "message": f"console ask mode: "
                            f"limits {autopilot.limits}; policy {policy.source}; breaker "
                            f"{'tripped' if autopilot.state.breaker.tripped else 'closed'}; {NOTHING_RUNS}"})
@@ -128,7 +129,7 @@ class AskMode:
         Returns:
             True when a round was judged (the proposals are new).
         """
-        if not self.fresh or any(d is None for _, d in nodes):
+        if self.closed or not self.fresh or any(d is None for _, d in nodes):
             return False  # a node never read yet: the first round waits for the whole fleet
         if self.last_round is not None and now - self.last_round < self.every:
             return False
@@ -192,13 +193,18 @@ class AskMode:
 
     def declined(self, host: str) -> None:
         """The operator closed the plan of a proposed repair without approving it."""
+        if self.closed:
+            return
         self.pilot.record({"node": host, "action": "declined", "reason": "operator", "by": self.audit.operator,
                            "message": f"declined in the console by {self.audit.operator}: nothing ran"})
         self.pilot.flush()
 
     def ended(self, results: Mapping[str, bool], *, error: str | None = None) -> None:
         """The console's repair of approved nodes ended: ``results`` True only where its smoke test passed
-        (a repair that did not start, ``error``, is a failure: never a pass)."""
+        (a repair that did not start, ``error``, is a failure: never a pass). After :meth:`close` nothing is
+        recorded: the state keeps the repair unended, and the next start counts it failed (``interrupted``)."""
+        if self.closed:
+            return
         for host, ok in results.items():
             if host not in self.approved:
                 continue  # the operator's own `r`: not the autopilot's
@@ -235,6 +241,7 @@ class AskMode:
 
     def close(self) -> None:
         """Close the audit log (the console is going)."""
+        self.closed = True
         self.audit.close()
 
 

@@ -147,3 +147,17 @@ def test_a_node_under_the_operators_own_repair_neither_blocks_the_rounds_nor_cou
     mode.polled(["gpu01", "gpu02", "gpu03"])
     assert mode.maybe_round(nodes({"gpu02"}), 3.0)
     assert mode.proposed == ["gpu02"]  # its second poll, its second round
+
+
+def test_after_the_console_closed_nothing_is_recorded_and_an_unended_repair_stays_unended(tmp_path):
+    mode = ask(tmp_path, breaker_percent=100.0)
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu02"}), t)
+    assert mode.approve("gpu02") is None
+    mode.close()
+    mode.declined("gpu02")  # a plan screen unmounted after the app: no decline, no write to a closed log
+    mode.ended({"gpu02": True})
+    mode.polled(["gpu01", "gpu02", "gpu03"])
+    assert not mode.maybe_round(nodes(set()), 2.0)
+    assert [(r.host, r.ok) for r in StateStore(tmp_path / "state").load().repairs] == [("gpu02", None)]
