@@ -30,6 +30,16 @@ def nodes(broken: set[str], hosts=("gpu01", "gpu02", "gpu03")) -> list[tuple[Nod
     return [(NodeState(h, reachable=True), FM_DEAD if h in broken else HEALTHY) for h in hosts]
 
 
+def proposing_gpu02(tmp_path) -> AskMode:
+    """Two rounds of gpu02 broken (a breaker of 100 %, so nothing trips): gpu02 is proposed."""
+    mode = ask(tmp_path, breaker_percent=100.0)
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu02"}), t)
+    assert mode.proposed == ["gpu02"]
+    return mode
+
+
 def test_the_console_takes_ask_mode_its_state_dir_policy_and_limits(tmp_path):
     args = build_parser().parse_args(["console", "sim:seed-incident", "--autopilot", "ask", "--state-dir",
                                       str(tmp_path), "--policy", "p.toml", "--budget", "2", "--cooldown", "0"])
@@ -89,10 +99,7 @@ def test_a_round_waits_for_every_node_read_once(tmp_path):
 
 
 def test_an_approval_is_audited_first_and_counted_then_its_result(tmp_path):
-    mode = ask(tmp_path, breaker_percent=100.0)
-    for t in (0.0, 1.0):
-        mode.polled(["gpu01", "gpu02", "gpu03"])
-        mode.maybe_round(nodes({"gpu02"}), t)
+    mode = proposing_gpu02(tmp_path)
     assert mode.approve("gpu01") is not None  # not proposed: nothing starts
     assert mode.approve("gpu02") is None
     assert [(r.host, r.ok) for r in StateStore(tmp_path / "state").load().repairs] == [("gpu02", None)]
@@ -110,20 +117,14 @@ def test_an_approval_is_audited_first_and_counted_then_its_result(tmp_path):
 
 
 def test_a_repair_that_did_not_start_is_a_failure_never_a_pass(tmp_path):
-    mode = ask(tmp_path, breaker_percent=100.0)
-    for t in (0.0, 1.0):
-        mode.polled(["gpu01", "gpu02", "gpu03"])
-        mode.maybe_round(nodes({"gpu02"}), t)
+    mode = proposing_gpu02(tmp_path)
     assert mode.approve("gpu02") is None
     mode.ended({"gpu02": False}, error="gpu02 is busy")
     assert [(r.host, r.ok) for r in StateStore(tmp_path / "state").load().repairs] == [("gpu02", False)]
 
 
 def test_a_pause_refuses_the_approval(tmp_path):
-    mode = ask(tmp_path, breaker_percent=100.0)
-    for t in (0.0, 1.0):
-        mode.polled(["gpu01", "gpu02", "gpu03"])
-        mode.maybe_round(nodes({"gpu02"}), t)
+    mode = proposing_gpu02(tmp_path)
     mode.pilot.pause_path.touch()
     assert "paused" in (mode.approve("gpu02") or "")
     assert StateStore(tmp_path / "state").load().repairs == []
@@ -150,10 +151,7 @@ def test_a_node_under_the_operators_own_repair_neither_blocks_the_rounds_nor_cou
 
 
 def test_after_the_console_closed_nothing_is_recorded_and_an_unended_repair_stays_unended(tmp_path):
-    mode = ask(tmp_path, breaker_percent=100.0)
-    for t in (0.0, 1.0):
-        mode.polled(["gpu01", "gpu02", "gpu03"])
-        mode.maybe_round(nodes({"gpu02"}), t)
+    mode = proposing_gpu02(tmp_path)
     assert mode.approve("gpu02") is None
     mode.close()
     mode.declined("gpu02")  # a plan screen unmounted after the app: no decline, no write to a closed log
