@@ -239,6 +239,23 @@ class AskMode:
             words.insert(0, "PAUSED")
         return words
 
+    def binds_next(self, host: str) -> list[str]:
+        """The limits approving ``host``'s proposal brings to bear: the breaker's bound reached, the budget's last
+        repair, the canary holding the others, the cooldown after it."""
+        ap, limits, now = self.autopilot, self.autopilot.limits, self.clock()
+        bound = limits.breaker_bound(len(self.hosts))
+        words = []
+        if len(ap.in_window(now)) + 1 >= bound:
+            words.append(f"breaker: this repair reaches its bound ({bound} in {limits.window_s:g} s); the next "
+                         "would trip it")
+        if (used := ap.budget_used(host, now)) + 1 >= limits.budget:
+            words.append(f"budget: its last repair of {limits.budget} in {limits.budget_days:g} days; the next "
+                         "makes it a hardware ticket" if used + 1 == limits.budget else "budget: spent")
+        if not ap.state.canary_passed:
+            words.append("canary: the others wait until this one passes its smoke test")
+        words.append(f"cooldown: not judged again for {limits.cooldown_s:g} s after it")
+        return words
+
     def close(self) -> None:
         """Close the audit log (the console is going)."""
         self.closed = True

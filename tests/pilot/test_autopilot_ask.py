@@ -116,6 +116,9 @@ async def test_a_proposal_appears_after_the_debounce_marked_on_its_row_and_label
         assert "why safe: FM_NOT_RUNNING, FABRIC_MANAGER_NOT_PRESENT" in preview
         assert "budget 0 of 3 repairs in 7 days" in preview and "breaker closed: 0 of 4 repairs started" in preview
         assert "canary: the first repair runs alone" in preview
+        # Which limit approving it brings to bear: the canary holds gpu06 until gpu05's smoke test passes.
+        assert "approving it binds: canary: the others wait until this one passes its smoke test" in preview
+        assert "breaker: this repair reaches" not in preview  # 0 + 1 of a bound of 4
         await on_row(app, pilot, "gpu06")
         assert "autopilot holds its repair: canary" in plain(app.screen.query_one("#preview"))
     proposed = [r for r in records(tmp_path) if r.get("action") == "propose"]
@@ -241,7 +244,7 @@ async def test_the_proposals_list_names_each_node_and_its_limit_and_enter_goes_t
         assert "Autopilot proposals" in title and NOTHING_RUNS in title and "BREAKER" not in title
         options = app.screen.query_one(OptionList)
         lines = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        assert lines[0].startswith("⚑ gpu05") and "proposed" in lines[0] and "budget 0 of 3" in lines[0]
+        assert lines[0].startswith("⚑ gpu05") and "proposed" in lines[0] and "canary: the others wait" in lines[0]
         assert lines[1].split()[:3] == ["gpu06", "held:", "canary"]
         assert lines[2].split()[:4] == ["gpu07", "for", "a", "person"] and "GPU_LOST" in lines[2]
         await pilot.press("down", "enter")

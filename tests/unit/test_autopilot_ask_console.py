@@ -159,3 +159,14 @@ def test_after_the_console_closed_nothing_is_recorded_and_an_unended_repair_stay
     mode.polled(["gpu01", "gpu02", "gpu03"])
     assert not mode.maybe_round(nodes(set()), 2.0)
     assert [(r.host, r.ok) for r in StateStore(tmp_path / "state").load().repairs] == [("gpu02", None)]
+
+
+def test_the_limits_approving_a_proposal_brings_to_bear_are_named(tmp_path):
+    mode = ask(tmp_path, budget=1, breaker_nodes=1, cooldown_s=0.0)
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu02"}), t)
+    words = mode.binds_next("gpu02")
+    assert words[0].startswith("breaker: this repair reaches its bound (1 in 3600 s)")
+    assert words[1].startswith("budget: its last repair of 1 in 7 days")
+    assert words[2].startswith("canary:") and words[3] == "cooldown: not judged again for 0 s after it"

@@ -678,6 +678,9 @@ def ask_text(ask: AskMode, host: str, key: str) -> Text:
                 f"{ask.policy.source})\n")
     text.append("  limits: ", style="bold")
     text.append(" · ".join(ask.limits_words(host)) + "\n", style=palette.STYLE["muted"])
+    if proposal is not None and proposal.proposed:
+        text.append("  approving it binds: ", style="bold")
+        text.append(" · ".join(ask.binds_next(host)) + "\n", style=palette.STYLE["warn"])
     return text
 
 
@@ -712,7 +715,7 @@ def proposals_rows(ask: AskMode) -> list[tuple[str, Text]]:
         else:
             line.append(f"  {p.host:<12} held: {p.limit:<8}", style=palette.STYLE["warn"])
         line.append(f"{', '.join(p.findings)}  ")
-        line.append(" · ".join(ask.limits_words(p.host)) if p.proposed else p.message, style=palette.STYLE["muted"])
+        line.append(" · ".join(ask.binds_next(p.host)) if p.proposed else p.message, style=palette.STYLE["muted"])
         rows.append((p.host, line))
     for host, why in ask.unsafe.items():
         line = Text(f"  {host:<12} for a person   ", style=palette.STYLE["bad"])
