@@ -351,11 +351,13 @@ class NvlsApp(KeyHolding):
         if self.ask is None:
             return
         self.ask.polled(hosts)
+        now = time.monotonic()
+        if not self.ask.due(now):
+            return  # most batches (30 a second at 1,024 nodes): nothing gathered
         fleet, diagnoses = self.fleet, self.store.diagnoses
         try:
             busy = {h for run in self.session.running for h in run.hosts}  # r's repairs: their polls are held
-            judged = self.ask.maybe_round([(s, diagnoses.get(s.host)) for s in fleet.nodes], time.monotonic(),
-                                          busy=busy)
+            judged = self.ask.maybe_round([(s, diagnoses.get(s.host)) for s in fleet.nodes], now, busy=busy)
         except OSError as exc:  # AuditWriteError, a state file that cannot be written
             self.ask.proposals = {}
             self.notify(f"Autopilot round not recorded: {exc}. Nothing is proposed.", severity="error", timeout=15)

@@ -118,6 +118,11 @@ class AskMode:
         """These nodes answered (or failed) a poll since the last round."""
         self.fresh.update(hosts)
 
+    def due(self, now: float) -> bool:
+        """A round may be judged now (some node was polled, the last round is ``every`` seconds old): the cheap
+        test the console makes on every batch of polls before it gathers the fleet for :meth:`maybe_round`."""
+        return not self.closed and bool(self.fresh) and (self.last_round is None or now - self.last_round >= self.every)
+
     def maybe_round(self, nodes: Sequence[tuple[NodeState, Diagnosis | None]], now: float, *,
                     busy: Collection[str] = ()) -> bool:
         """Judge a round of ``nodes`` (every node watched, its latest state and diagnosis) when one is due.
@@ -129,10 +134,8 @@ class AskMode:
         Returns:
             True when a round was judged (the proposals are new).
         """
-        if self.closed or not self.fresh or any(d is None for _, d in nodes):
+        if not self.due(now) or any(d is None for _, d in nodes):
             return False  # a node never read yet: the first round waits for the whole fleet
-        if self.last_round is not None and now - self.last_round < self.every:
-            return False
         running = set(self.autopilot.running()) | set(busy)
         for state, diagnosis in nodes:
             if state.host in self.fresh or state.host in running or diagnosis is None:
