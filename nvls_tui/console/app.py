@@ -358,7 +358,7 @@ class NvlsApp(KeyHolding):
         try:
             busy = {h for run in self.session.running for h in run.hosts}  # r's repairs: their polls are held
             judged = self.ask.maybe_round([(s, diagnoses.get(s.host)) for s in fleet.nodes], now, busy=busy)
-        except OSError as exc:  # AuditWriteError, a state file that cannot be written
+        except (OSError, ValueError) as exc:  # AuditWriteError, a state file that cannot be written or read
             self.ask.proposals = {}
             self.notify(f"Autopilot round not recorded: {exc}. Nothing is proposed.", severity="error", timeout=15)
             return
@@ -467,7 +467,7 @@ class NvlsApp(KeyHolding):
             passed = {o.host: smoke_passed(o) for o in message.outcomes}
             try:
                 self.ask.ended({h: passed.get(h, False) for h in message.hosts}, error=message.error)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 self.notify(f"Autopilot: the repair's result was not recorded: {exc}", severity="error", timeout=15)
         for host in message.hosts:
             self.poll_now(host)

@@ -136,6 +136,7 @@ class AskMode:
         """
         if not self.due(now) or any(d is None for _, d in nodes):
             return False  # a node never read yet: the first round waits for the whole fleet
+        self._sync()
         running = set(self.autopilot.running()) | set(busy)
         for state, diagnosis in nodes:
             if state.host in self.fresh or state.host in running or diagnosis is None:
@@ -155,6 +156,20 @@ class AskMode:
         self.store.save(self.autopilot.state)
         self._keep(decisions)
         return True
+
+    def _sync(self) -> None:
+        """Read the state file again where it changed on disk since this console last wrote or read it (an
+        operator's ``nvls-tui autopilot --close-breaker``): the next save must not write the old state back.
+
+        Raises:
+            StateError: the file can no longer be read (the round or the approval stops there: fail closed).
+        """
+        disk = self.store.load()
+        if disk != self.autopilot.state:
+            self.autopilot.state = disk
+            self.pilot.record({"node": None, "action": "state-read", "reason": "changed-on-disk", "message":
+                               f"{self.store.path} changed since this console wrote it (--close-breaker, another "
+                               f"autopilot): read again; breaker {'tripped' if disk.breaker.tripped else 'closed'}"})
 
     def _keep(self, decisions: Sequence[Decision]) -> None:
         self.proposals = {d.host: Proposal(d.host, d.action == "propose", "" if d.action == "propose" else d.reason,
@@ -180,6 +195,7 @@ class AskMode:
         if proposal is None or not proposal.proposed:
             held = f" ({proposal.limit}: {proposal.message})" if proposal is not None else ""
             return f"{host} is not proposed now{held}: nothing was started."
+        self._sync()
         if self.pilot.paused():  # a pause stops new repairs at once, between rounds too
             return f"The autopilot is paused ({self.pilot.pause_path} exists): {host} was not started."
         # A breaker that tripped later in the round that proposed this node does not hold it: auto would have
@@ -208,6 +224,7 @@ class AskMode:
         recorded: the state keeps the repair unended, and the next start counts it failed (``interrupted``)."""
         if self.closed:
             return
+        self._sync()
         for host, ok in results.items():
             if host not in self.approved:
                 continue  # the operator's own `r`: not the autopilot's

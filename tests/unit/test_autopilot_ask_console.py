@@ -170,3 +170,22 @@ def test_the_limits_approving_a_proposal_brings_to_bear_are_named(tmp_path):
     assert words[0].startswith("breaker: this repair reaches its bound (1 in 3600 s)")
     assert words[1].startswith("budget: its last repair of 1 in 7 days")
     assert words[2].startswith("canary:") and words[3] == "cooldown: not judged again for 0 s after it"
+
+
+def test_an_operators_close_breaker_while_the_console_runs_is_read_not_written_over(tmp_path, capsys):
+    mode = ask(tmp_path)  # 3 nodes: a bound of 1; gpu01 and gpu02 broken in one round trip it
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert mode.tripped and mode.proposed == ["gpu01"]
+    assert StateStore(tmp_path / "state").load().breaker.tripped
+    assert main(["autopilot", "--close-breaker", "--state-dir", str(tmp_path / "state")]) == 0
+    mode.polled(["gpu01", "gpu02", "gpu03"])
+    assert mode.maybe_round(nodes({"gpu01", "gpu02"}), 2.0)
+    # Read again before the round: closed, so gpu01 is proposed again (gpu02 trips it again, as auto's would).
+    assert mode.proposed == ["gpu01"]
+    state = StateStore(tmp_path / "state").load()
+    assert state.breaker.closed_at is not None  # the operator's closing is in the file, not written over
+    said = [(r.get("action"), r.get("reason")) for f in (tmp_path / "audit").glob("autopilot-*.jsonl")
+            for r in map(json.loads, f.read_text().splitlines())]
+    assert ("state-read", "changed-on-disk") in said

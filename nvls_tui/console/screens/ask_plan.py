@@ -52,7 +52,7 @@ class AskPlanScreen(PlanScreen):
         ask = self.services.ask
         try:
             refusal = ask.approve(self.host) if ask is not None else "The autopilot's ask mode is off."
-        except OSError as exc:  # the audit log or the state file: nothing starts that is not recorded
+        except (OSError, ValueError) as exc:  # the audit log or the state file: nothing starts unrecorded
             refusal = f"The approval could not be recorded ({exc}): {self.host} was not started."
         self.decided = True
         if refusal is not None:
