@@ -152,6 +152,7 @@ class NvlsApp(KeyHolding):
         super().__init__(driver_class=ConsoleDriver)  # safe on a terminal that hung up (console_signals)
         self.poller = poller
         self.ask = ask
+        self._ask_failed = ""  # the last reason an autopilot round failed (said once)
         self.slurm = slurm
         self.kube = kube
         self.backends = {b.host: b for b in backends}
@@ -360,9 +361,14 @@ class NvlsApp(KeyHolding):
             judged = self.ask.maybe_round([(s, diagnoses.get(s.host)) for s in fleet.nodes], now, busy=busy)
         except (OSError, ValueError) as exc:  # AuditWriteError, a state file that cannot be written or read
             self.ask.proposals = {}
-            self.notify(f"Autopilot round not recorded: {exc}. Nothing is proposed.", severity="error", timeout=15)
+            if str(exc) != self._ask_failed:  # said once, not every poll interval while it lasts
+                self._ask_failed = str(exc)
+                self.notify(f"Autopilot round not recorded: {exc}. Nothing is proposed.", severity="error",
+                            timeout=15)
+            self.fleet = fleet  # the marks and the pane drop the proposals
             return
         if judged:
+            self._ask_failed = ""
             self.fleet = fleet  # the screens redraw: the marks and the pane follow the new proposals
 
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:

@@ -136,7 +136,11 @@ class AskMode:
         """
         if not self.due(now) or any(d is None for _, d in nodes):
             return False  # a node never read yet: the first round waits for the whole fleet
-        self._sync()
+        try:
+            self._sync()
+        except ValueError:
+            self.last_round = now  # tried again a poll interval later, not on every batch of polls
+            raise
         running = set(self.autopilot.running()) | set(busy)
         for state, diagnosis in nodes:
             if state.host in self.fresh or state.host in running or diagnosis is None:

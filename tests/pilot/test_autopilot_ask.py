@@ -250,3 +250,28 @@ async def test_the_proposals_list_names_each_node_and_its_limit_and_enter_goes_t
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, ProposalsPicker), "back on the fleet")
         assert app.screen.query_one(FleetGrid).current_host == "gpu06"
+
+
+async def test_a_state_file_that_cannot_be_read_mid_run_drops_the_proposals_and_says_so_once(tmp_path):
+    app = ask_app(tmp_path, load_fleet("sim:seed-incident", speed=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await first_round(app, pilot)
+        await next_round(app, pilot)
+        assert app.ask.proposed == ["gpu05"]
+        (tmp_path / "state" / "autopilot-state.json").write_text("{")  # a broken disk, a bad hand edit
+        failed = "Autopilot round not recorded"
+        for _ in range(3):  # three polls of the whole fleet, each a round that fails
+            before = {h: app.fleet.get(h) for h in app.fleet.hosts}
+            app.poll_now()
+            await wait_until(pilot, lambda seen=before: all(app.fleet.get(h) is not s for h, s in seen.items()),
+                             "every node polled again")
+            await pilot.pause()
+        assert app.ask.proposals == {}  # fail closed: nothing to approve
+        app.screen.refresh_grid()
+        await pilot.pause()
+        assert str(app.screen.query_one(FleetGrid).get_cell("gpu05", "host")) == "gpu05"
+        assert len([t for t in toasts(app) if failed in t]) == 1
+        await on_row(app, pilot, "gpu05")
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, AskPlanScreen)
