@@ -527,7 +527,8 @@ class FleetScreen(OnConsole, Screen[None]):
             others = f"; proposed: {' '.join(ask.proposed)}" if ask.proposed else ""
             self.notify(f"The autopilot proposes no repair of {host}{held}{others}.", severity="warning", timeout=8)
             return
-        screen = AskPlanScreen(host, self.services, reply_to=self)
+        # No reply_to: the approval goes to the app alone, so the nodes picked with space for r stay picked.
+        screen = AskPlanScreen(host, self.services)
         self.app.push_screen(screen)
         self.services.actions.hold_for_plan(screen)  # the names typed with `a` belong to the plan
 
