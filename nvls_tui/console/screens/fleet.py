@@ -677,11 +677,11 @@ def ask_text(ask: AskMode, host: str, key: str) -> Text:
     text.append("  why safe: ", style="bold")
     text.append(f"{', '.join(proposal.findings if proposal else ())} (the policy's safe codes and NVIDIA buckets, "
                 f"{ask.policy.source})\n")
-    text.append("  limits: ", style="bold")
-    text.append(" · ".join(ask.limits_words(host)) + "\n", style=palette.STYLE["muted"])
-    if proposal is not None and proposal.proposed:
+    if proposal is not None and proposal.proposed:  # first: on a short pane, which limit binds is what counts
         text.append("  approving it binds: ", style="bold")
         text.append(" · ".join(ask.binds_next(host)) + "\n", style=palette.STYLE["warn"])
+    text.append("  limits: ", style="bold")
+    text.append(" · ".join(ask.limits_words(host)) + "\n", style=palette.STYLE["muted"])
     return text
 
 
