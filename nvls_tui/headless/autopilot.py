@@ -40,6 +40,7 @@ from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.after_poll import AfterPoll
 from nvls_tui.poll.fm_starts import fm_starts_in
+from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.settings import AutopilotSettings, Settings
 
 PAUSE_FILE = "pause"
@@ -166,9 +167,16 @@ class Pilot:
         now = self.clock()
         decided = ap.decide(judged, now, paused=self.paused())
         decisions = list(decided.decisions)
-        if self.mode != "auto":  # observe and ask: what it would do, recorded; nothing changes
-            word = "would-repair" if self.mode == "observe" else "propose"
-            decisions = [dataclasses.replace(d, action=word) if d.action == "repair" else d for d in decisions]
+        if self.mode == "observe":  # what it would do, recorded; nothing changes
+            decisions = [dataclasses.replace(d, action="would-repair") if d.action == "repair" else d
+                         for d in decisions]
+        elif self.mode == "ask":  # proposed to a person one batch at a time: the canary alone until one passed
+            batches = ap.batches([d.host for d in decisions if d.action == "repair"])
+            first = set(batches[0]) if batches else set()
+            decisions = [d if d.action != "repair" else dataclasses.replace(d, action="propose") if d.host in first
+                         else dataclasses.replace(d, action="skip", reason="canary", message="a canary repair must "
+                                                  "pass its smoke test before the next is proposed")
+                         for d in decisions]
         for d in decisions:
             self.record(d.to_json())
         for host in decided.flapping_now:  # FM flapping: a person finds what restarts it (once, as it starts)
@@ -249,10 +257,15 @@ def _repairer(settings: Settings, audit_dir: str) -> Repairer:
                 await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
 
         outcomes = asyncio.run(run())
-        return {o.host: o.result in ("repaired", "skipped") and o.smoke is not None and o.smoke.passed
-                for o in outcomes}
+        return {o.host: smoke_passed(o) for o in outcomes}
 
     return repair
+
+
+def smoke_passed(outcome: NodeOutcome) -> bool:
+    """A repair the autopilot counts as a success: repaired (or left alone) with a passing NVLS smoke test; the
+    console's ask mode judges the repairs it approved by the same rule."""
+    return outcome.result in ("repaired", "skipped") and outcome.smoke is not None and outcome.smoke.passed
 
 
 def _keep_simulated_fleets(settings: Settings) -> Settings:
@@ -469,4 +482,4 @@ def _print_line(record: dict[str, Any]) -> None:
           flush=True)
 
 
-__all__ = ["PAUSE_FILE", "Pilot", "run"]
+__all__ = ["PAUSE_FILE", "Pilot", "run", "smoke_passed"]
