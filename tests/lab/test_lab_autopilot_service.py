@@ -99,15 +99,26 @@ class Service:
     def records(self) -> list[dict]:
         return [r for run in self.runs() for r in run]
 
-    def repair_log(self, host: str) -> list[dict]:
-        """The records of the (last) repair of ``host`` the service ran (``repair-RUN.jsonl``)."""
-        logs = []
+    def repair_records(self, host: str) -> list[dict]:
+        """The records of the (last) repair of ``host`` the service ran (``repair-RUN.jsonl``), none yet: empty;
+        a line being written is left out."""
+        last: list[dict] = []
         for log in sorted(self.host_path(self.state_dir + "/audit").glob("repair-*.jsonl")):
-            records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            records = []
+            for line in log.read_text().splitlines():
+                try:
+                    records.append(json.loads(line))
+                except ValueError:
+                    continue
             if any(r.get("node") == host for r in records):
-                logs.append(records)
-        assert logs, f"no repair log of {host}"
-        return logs[-1]
+                last = records
+        return last
+
+    def repair_log(self, host: str) -> list[dict]:
+        """The records of the (last) repair of ``host`` the service ran, which must be there."""
+        log = self.repair_records(host)
+        assert log, f"no repair log of {host}"
+        return log
 
     def saved_state(self) -> dict:
         return json.loads(self.host_path(self.state_dir + "/autopilot-state.json").read_text())
@@ -280,3 +291,50 @@ def test_sigusr1_pauses_the_wave_between_nodes_and_removing_the_pause_file_resum
     done = wait_for(service, f"{second}'s repair to end", lambda r: r.get("node") == second
                     and r.get("action") in ("repaired", "repair-failed", "repair-error"))
     assert done["action"] == "repaired", done
+
+
+GATE = "/var/lib/nvls-lab-scontrol-gate"
+"""Where the test opens the gate: the bastion's own root (its /run and /tmp are tmpfs the host path does not reach)."""
+SLOW_SCONTROL = f"""#!/bin/sh
+# nvls-tui lab test: a slow controller. A resume waits until the test opens the gate, then the real scontrol.
+case "$*" in *State=RESUME*) while [ ! -e {GATE} ]; do sleep 0.1; done;; esac
+exec /usr/bin/scontrol "$@"
+"""
+
+
+def test_systemctl_stop_during_a_repair_lets_its_resume_finish(aplab, service):
+    """``systemctl stop`` while the repair's Slurm resume is running: the autopilot ends after its round, and the
+    resume (a child process of the service) is not ended by the stop's SIGTERM; the node is back in Slurm."""
+    _folder, machines = aplab
+    kill_fm(machines["gpu05"])
+    wrapper = service.host_path("/usr/local/bin/scontrol")
+    wrapper.write_text(SLOW_SCONTROL)
+    wrapper.chmod(0o755)
+    gate = service.host_path(GATE)
+    try:
+        service.configure(("gpu05",))
+        service.systemctl("start", UNIT)
+
+        def resume_started() -> bool:
+            return any(r.get("event") == "command-started" and "State=RESUME" in (r.get("argv") or [])
+                       for r in service.repair_records("gpu05"))
+
+        wait_for(service, "gpu05's repair to reach its resume", lambda _r: resume_started())
+        service.systemctl("stop", "--no-block", UNIT)
+        until_sync(lambda: service.show("ActiveState") != "active", scaled(30), "the stop to begin")
+        gate.touch()  # the controller answers only now, after the stop's SIGTERM
+        until_sync(lambda: service.show("ActiveState") in ("inactive", "failed"), scaled(REPAIR_TIMEOUT),
+                   "the autopilot to end")
+        log = service.repair_records("gpu05")
+        (resumed,) = [r for r in log if r.get("event") == "command-finished" and "State=RESUME" in (r.get("argv") or [])]
+        assert resumed["exit_status"] == 0, json.dumps(resumed)
+        assert log[-1]["event"] == "run-finished" and log[-1]["result"] == "repaired", log[-1]
+        assert [r["action"] for r in service.records()][-2:] == ["round", "stopped"]
+        assert any(action(r, "gpu05", "repaired") for r in service.records())
+        assert service.show("ActiveState") == "inactive" and service.show("Result") == "success"
+        shown = slurm_node(service.bastion, "gpu05")
+        assert "State=IDLE" in shown and "DRAIN" not in shown, shown
+    finally:
+        gate.touch()
+        wrapper.unlink()
+        gate.unlink(missing_ok=True)
