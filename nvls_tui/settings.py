@@ -417,7 +417,7 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
 #: The autopilot's limit options (their argparse dest) -> the name of ``autopilot.decide.Limits``'s field.
 AUTOPILOT_LIMITS = {"breaker_nodes": "breaker_nodes", "breaker_percent": "breaker_percent", "window": "window_s",
                     "max_parallel": "max_parallel", "budget": "budget", "budget_days": "budget_days",
-                    "cooldown": "cooldown_s"}
+                    "cooldown": "cooldown_s", "fm_starts": "fm_starts", "fm_window": "fm_window_s"}
 
 
 def _autopilot_settings(given: Mapping[str, Any]) -> AutopilotSettings:

@@ -57,7 +57,7 @@ from nvls_tui.runbook.outcome import (
 )
 from nvls_tui.runbook.plan import prior_units
 from nvls_tui.runbook.record import RepairRecord
-from nvls_tui.runbook.restore import RestoreReport, restore, restored_words
+from nvls_tui.runbook.restore import RestoreReport, restore, restored_message
 from nvls_tui.runbook.scheduling import DrainHold, SchedulerHook
 from nvls_tui.runbook.smoke_words import failure_words
 from nvls_tui.runbook.steps import (
@@ -504,7 +504,7 @@ class Runbook:
                                    manual=self._manual_units, before_record=self._settle_kube)
             if not report.ok:
                 raise StepFailed("could not put back: " + ", ".join(report.failed))
-            return f"restored {restored_words(report.units, report.persistence_gpus, 'nothing (nothing had been stopped)')}"
+            return restored_message(report)
 
         try:
             await self._step("restore", body)

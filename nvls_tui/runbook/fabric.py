@@ -26,7 +26,7 @@ from nvls_tui.runbook.changes import ResetGpus
 from nvls_tui.runbook.changes import start_fabric_manager as start_fm
 from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.door import perform
-from nvls_tui.runbook.events import FabricProgress, WaitStarted
+from nvls_tui.runbook.events import CLOCK, FABRIC_POLL, FABRIC_START, FabricProgress, WaitStarted
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
     DATE_ARGV,
@@ -101,7 +101,7 @@ def _fabric_counts(gpus: tuple[GpuState, ...]) -> dict[str, int]:
 
 async def read_fabric(ctx: NodeContext) -> tuple[GpuState, ...]:
     """Every GPU's fabric registration, read now; none when nvidia-smi could not answer (never "done")."""
-    result = await ctx.run(FABRIC_QUERY)
+    result = await ctx.run(FABRIC_QUERY, purpose=FABRIC_POLL)
     if missing_evidence("gpus", result) is not None:
         return ()
     return gpus_from_query(parse_query_csv(result.output).value)
@@ -118,7 +118,7 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
     # reset-failed clears a stale `failed` state that would otherwise block the start; harmless if none.
     clear, start = start_fm(FM_UNIT)
     await perform(ctx, clear)
-    started = await perform(ctx, start, timeout=max(opts.command_timeout, 60.0))
+    started = await perform(ctx, start, timeout=max(opts.command_timeout, 60.0), purpose=FABRIC_START)
     if not started.ok:
         raise StepFailed(f"Fabric Manager did not start: {_first_line(started.output, 'no message')}")
     return await wait_registered(ctx, gpus_expected)
@@ -138,7 +138,8 @@ async def wait_registered(ctx: NodeContext, gpus_expected: int, *, unit: bool = 
     began = opts.clock()
     deadline = began + opts.fm_timeout
     while True:
-        active = ((await ctx.run(("systemctl", "is-active", FM_UNIT))).stdout.strip() or "unknown") if unit \
+        active = ((await ctx.run(("systemctl", "is-active", FM_UNIT), purpose=FABRIC_POLL)).stdout.strip()
+                  or "unknown") if unit \
             else "active"
         gpus = await read_fabric(ctx)
         ctx.emit(FabricProgress(host=ctx.host, step=ctx.step, unit=active, states=_fabric_counts(gpus),
@@ -252,7 +253,7 @@ def ring_faults_since(ring: str, t0: str, clock: str, uptime: float | None) -> l
 async def _ring_read(ctx: NodeContext, t0: str) -> tuple[list[KernelEvent] | None, str]:
     """The ring buffer's fabric events since T0, or None and why they could not be read."""
     boot = await ctx.run(BOOT_ARGV)
-    clock = await ctx.run(DATE_ARGV, bookkeeping=True)
+    clock = await ctx.run(DATE_ARGV, bookkeeping=True, purpose=CLOCK)
     ring = await ctx.run(RING_ARGV, privileged=True)
     why = missing_evidence("ring", ring)
     if why is not None:

@@ -21,6 +21,7 @@ from nvls_tui.runbook.changes import RunSmoke, smoke_write
 from nvls_tui.runbook.context import NodeContext, StepFailed, bounded
 from nvls_tui.runbook.door import announce, perform
 from nvls_tui.runbook.events import (
+    CLOCK,
     CommandFinished,
     OutputLine,
     SmokeFinished,
@@ -86,7 +87,7 @@ def smoke_json(smoke: SmokeResult) -> str:
 
 async def node_time(ctx: NodeContext) -> str | None:
     """The node's clock, ``YYYY-MM-DD HH:MM:SS`` (what ``journalctl --since`` takes)."""
-    result = await ctx.run(DATE_ARGV, bookkeeping=True)
+    result = await ctx.run(DATE_ARGV, bookkeeping=True, purpose=CLOCK)
     text = result.stdout.strip()
     return text if result.ok and len(text) >= 19 else None
 

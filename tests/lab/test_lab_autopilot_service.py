@@ -38,6 +38,9 @@ USER = "root"
 accounting (slurmctld takes ``scontrol update`` only from root and SlurmUser there: "slurm_update error: Invalid
 user id", seen on this bastion), and a Python installed under the host's ``/root`` (a pyenv) is not the
 bastion's to run as another user. docs/autopilot.md says what a site does instead."""
+FM_STARTS = 100
+"""``--fm-starts``: this file starts FM by hand on the same nodes, test after test, to kill it (and each repair
+starts it): FM flapping is a limit of its own (tests/unit), not what these tests are about."""
 REPAIR_TIMEOUT = 240.0
 """One lab repair (about 30 s on a quiet machine) and the rounds around it, before :func:`scaled`."""
 
@@ -69,7 +72,7 @@ class Service:
         lab_bastion.configure_autopilot(self.bastion, [
             "--hosts-file", HOSTS_FILE, "--ssh-config", lab_bastion.SSH_CONFIG, "--mode", "auto",
             "--state-dir", self.state_dir, "--every", "2", "--timeout", f"{scaled(LAB_COMMAND_TIMEOUT):.0f}",
-            "--cooldown", "0", *limits], user=USER)
+            "--cooldown", "0", "--fm-starts", str(FM_STARTS), *limits], user=USER)
 
     def systemctl(self, *argv: str, check: bool = True) -> str:
         return node_run(self.bastion, "systemctl", *argv, timeout=scaled(REPAIR_TIMEOUT), check=check).stdout.strip()
