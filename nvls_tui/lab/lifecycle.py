@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nvls_tui.lab import acts
+from nvls_tui.lab import bastion as bastion_
 from nvls_tui.lab import cluster as kube_
 from nvls_tui.lab import slurm as slurm_
 from nvls_tui.lab.hardware import new_hardware
@@ -83,10 +84,9 @@ def _hardware(node: LabNode, scenario: str) -> list[str]:
     return devices
 
 
-def _write_layer(node: LabNode, lab_key: str, scenario: str, slurm: SlurmImage | None = None) -> list[str]:
-    """Write the node's upper layer for ``scenario``; returns its device files."""
+def _own_homes(node: LabNode) -> Path:
+    """The machine's upper layer with homes of its own (:data:`OWN_DIRS`); returns the layer."""
     upper = Path(node.folder, "upper")
-    devices = _hardware(node, scenario)
     for own, mode in OWN_DIRS.items():
         # Opaque: the overlay shows none of the host's folder below it (its ~/.bashrc, its pyenv, ...).
         folder = upper / own.lstrip("/")
@@ -97,41 +97,77 @@ def _write_layer(node: LabNode, lab_key: str, scenario: str, slurm: SlurmImage |
             raise LabError(f"{node.name}: cannot give it a {own} of its own: {node.folder} is on a file system "
                            f"without trusted extended attributes ({exc.strerror}); give a --dir elsewhere") from exc
         os.chmod(folder, mode)
-    for path, (text, mode) in node_files(node.name, node.address, sys.executable, lab_key, devices, slurm).items():
+    return upper
+
+
+def _write_files(upper: Path, files: dict[str, tuple[str, int]], links: dict[str, str]) -> None:
+    for path, (text, mode) in files.items():
         target = upper / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
         os.chmod(target, mode)
-    for link, dest in enabled_links(slurm).items():
+    for link, dest in links.items():
         target = upper / link.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_symlink():
             target.symlink_to(dest)
-    os.chmod(upper / "root" / ".ssh", 0o700)
+
+
+def _host_key(upper: Path, name: str) -> None:
     host_key = upper / "etc" / "ssh" / "ssh_host_ed25519_key"
     host_key.unlink(missing_ok=True)
     host_key.with_suffix(".pub").unlink(missing_ok=True)
-    _keygen(host_key, f"root@{node.name}")
+    _keygen(host_key, f"root@{name}")
+
+
+def _write_layer(node: LabNode, lab_key: str, scenario: str, slurm: SlurmImage | None = None) -> list[str]:
+    """Write the node's upper layer for ``scenario``; returns its device files."""
+    devices = _hardware(node, scenario)
+    upper = _own_homes(node)
+    _write_files(upper, node_files(node.name, node.address, sys.executable, lab_key, devices, slurm),
+                 enabled_links(slurm))
+    os.chmod(upper / "root" / ".ssh", 0o700)
+    _host_key(upper, node.name)
     return devices
 
 
-def _client_files(folder: Path, nodes: list[LabNode]) -> None:
-    known, config = [], []
+def _write_bastion(folder: Path, bastion: LabNode, nodes: list[LabNode], lab_key: str, slurm: bool) -> None:
+    """Write the bastion's upper layer (:mod:`nvls_tui.lab.bastion`): nvls-tui, its unit, the nodes' SSH."""
+    upper = _own_homes(bastion)
+    bastion.hw.mkdir(parents=True, exist_ok=True)  # boot() binds every machine's; the bastion's stays empty
+    files = bastion_.files(bastion, nodes, sys.executable, lab_key, (folder / "id_ed25519").read_text(),
+                           _known_hosts(nodes), bastion_.unit_source().read_text())
+    _write_files(upper, {**files, **(bastion_.slurm_files(folder) if slurm else {})}, {})
+    os.chmod(upper / "root" / ".ssh", 0o700)
+    _host_key(upper, bastion.name)
+
+
+def _known_hosts(nodes: list[LabNode]) -> str:
+    """The machines' host keys, as ``known_hosts`` lines (each its own, written with its layer)."""
+    known = []
     for node in nodes:
         pub = Path(node.folder, "upper/etc/ssh/ssh_host_ed25519_key.pub").read_text().split()
         known.append(f"[{node.address}]:{SSH_PORT} {pub[0]} {pub[1]}")
+    return "\n".join(known) + "\n"
+
+
+def _client_files(folder: Path, nodes: list[LabNode]) -> None:
+    config = []
+    for node in nodes:
         config.append(f"Host {node.name}\n  HostName {node.address}\n  Port {SSH_PORT}\n  User root\n"
                       f"  IdentityFile {folder / 'id_ed25519'}\n  IdentitiesOnly yes\n"
                       f"  UserKnownHostsFile {folder / 'known_hosts'}\n  StrictHostKeyChecking yes\n")
-    (folder / "known_hosts").write_text("\n".join(known) + "\n")
+    (folder / "known_hosts").write_text(_known_hosts(nodes))
     (folder / "ssh_config").write_text("\n".join(config))
 
 
 def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: int = DEFAULT_SUBNET,
-       slurm: bool = False) -> list[LabNode]:
+       slurm: bool = False, bastion: bool = False) -> list[LabNode]:
     """Boot ``names`` as lab nodes acting ``scenario``; returns the nodes (``DIR/ssh_config`` reaches them).
 
     With ``slurm``, also a Slurm cluster over them (``SLURM_CONF=DIR/slurm.conf``), every node idle.
+    With ``bastion``, also the lab's bastion (:mod:`nvls_tui.lab.bastion`), booted last and returned last: a
+    machine of its own with nvls-tui's autopilot unit installed, never a Slurm or Kubernetes node.
 
     Raises:
         LabError: the lab cannot run here, or a node did not come up (what was made is undone).
@@ -150,6 +186,8 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         # The lab writes (and `lab down` removes) id_ed25519, known_hosts, ssh_config: never in a folder
         # that holds something else (`--dir ~/.ssh` would cost the operator their own key).
         raise LabError(f"{folder} is not empty and is not a lab folder: give an empty or new --dir")
+    if bastion and bastion_.NAME in names:
+        raise LabError(f"{bastion_.NAME} is the lab's bastion's name: give the nodes other names")
     nodes = [LabNode(name, address_of(i, subnet), str(folder / "nodes" / name)) for i, name in enumerate(names)]
     if slurm:
         slurm_.check_ready(folder, nodes, subnet)
@@ -195,6 +233,17 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         if cluster is not None:
             say("slurm: waiting for every node to be idle")
             slurm_.wait_idle(folder, names)
+        if bastion:
+            say(f"{bastion_.NAME}: booting it ({bastion_.UNIT} installed; the nodes in {bastion_.SSH_CONFIG})")
+            machine = LabNode(bastion_.NAME, bastion_.address(subnet), str(folder / "nodes" / bastion_.NAME))
+            _write_bastion(folder, machine, list(nodes), lab_key, slurm)
+            nodes.append(machine)  # recorded with the nodes: `lab down` stops it as it stops them
+            mount_overlay(machine)
+            record()
+            boot(machine, bastion_.slurm_binds(folder) if slurm else ())
+            record()
+            wait_booted(machine)
+            _client_files(folder, nodes)  # ssh -F DIR/ssh_config bastion
     except BaseException:
         record()
         down(folder, say=lambda _t: None)
@@ -254,3 +303,17 @@ def down(folder: Path, say: Say = print) -> None:
         else:
             path.unlink(missing_ok=True)
     say(f"lab down: {len(nodes)} node(s) stopped" if nodes else f"lab down: no lab in {folder}")
+
+
+def down_abandoned(root: Path, prefix: str) -> list[Path]:
+    """Bring down every lab folder ``prefix*`` of a pytest run under ``root`` whose owner is gone (a test run
+    that was killed could not tear its lab down; a running run's lab is left alone). Returns those it took down."""
+    from nvls_tui.lab.machine import owner_alive
+
+    taken = []
+    for stale in [*root.glob(f"pytest-of-*/pytest-*/{prefix}*/lab.json"),
+                  *root.glob(f"pytest-of-*/pytest-*/*/{prefix}*/lab.json")]:
+        if not owner_alive(stale.parent):
+            down(stale.parent, say=lambda _t: None)
+            taken.append(stale.parent)
+    return taken
