@@ -23,7 +23,6 @@ from nvls_tui.poll.kernel_tail import (
     kernel_argv,
 )
 from nvls_tui.poll.probe import (
-    CGROUP_FORMAT,
     CONFIG_SECTIONS,
     CONFIG_STAMP,
     CONFIG_STAMP_ARGV,
@@ -61,12 +60,27 @@ _PID_LIST = (
     "$holders",
     "NVLS_HOLDERS",
 )
-# Their parents (init and the PIDs themselves left out), joined the same way: ps alone, the rest builtins.
+# Their parents (init and the PIDs themselves left out), joined the same way, and then every one's cgroup:
+# read with the shell's own `read` from /proc/PID/stat (the PPID after the name, whose parentheses may
+# hold anything: cut at the last ") ") and /proc/PID/cgroup, no process for them (they were two `ps` of
+# ~4 ms each on an H100). A PID whose file cannot be read (it exited, or /proc hides it) gives no parent
+# and no cgroup line: unknown, as ps leaves a PID it cannot see. ``${NVLS_TUI_PROC:-/proc}``: a shell
+# serving a simulated node reads the simulator's process files there (nvls_tui/sim/proc_files.py).
 _PARENT_LIST = (
-    'ppids=; pp=; [ -n "$pids" ] && { pp=$(ps -o ppid= -q "$pids" 2>/dev/null) || pp=$(ps -o ppid= -p "$pids" 2>/dev/null); }',
-    "for w in $pp; do",
-    "  case $w in ''|*[!0-9]*|0|1) ;; *) case ,$pids,$ppids, in *,$w,*) ;; *) ppids=$ppids${ppids:+,}$w;; esac;; esac",
-    "done; set +f",
+    'pr=${NVLS_TUI_PROC:-/proc}; ppids=; IFS=,; for p in $pids; do unset IFS',
+    '  s=; read -r s 2>/dev/null < "$pr/$p/stat"; set -- ${s##*) }',
+    "  case $2 in ''|*[!0-9]*|0|1) ;; *) case ,$pids,$ppids, in *,$2,*) ;; *) ppids=$ppids${ppids:+,}$2;; esac;; esac",
+    "done; unset IFS; set +f",
+)
+# procps's `cgroup` column: the entries whose path is not the root, joined by commas; `-` when none is
+# (parsers.ps.cgroup_column). A file that gave no line could not be read (the kernel's always has one: a
+# folder, a read error and EOF look alike to `read`): no line for it, never "-". Exit 1 where no PID's
+# file could be read, as ps exits where it finds none.
+_CGROUP_LIST = (
+    'rc=0; [ -n "$all" ] && rc=1; IFS=,; for p in $all; do unset IFS; cg=; n=',
+    "  while IFS= read -r c; do n=1; case $c in *:/|'') ;; *) cg=$cg${cg:+,}$c;; esac; done 2>/dev/null < \"$pr/$p/cgroup\"",
+    "  [ -n \"$n\" ] && { printf '%s %s\\n' \"$p\" \"${cg:--}\"; rc=0; }",
+    "done; unset IFS",
 )
 # The kernel log, filtered and bounded on the node in one awk that runs journalctl itself (a pipeline
 # would cost a subshell more, to keep journalctl's exit status): journal lines that match the pattern
@@ -265,18 +279,20 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         # nvidia-smi` loop holds nothing itself but keeps spawning holders. A table cut on the node
         # names no PID: the sections read by them are left out (not run), as the bastion leaves them.
         lines += [f'if [ "$hrc" != {OVER_CAP_WORD} ]; then', *_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
-        for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
-            if name in wanted:
-                # Printed as ps prints them, not held in the shell (a `capped` read cost three processes
-                # more each): the bastion's reader bounds them as every other section. -q's refusal
-                # (an older procps) is not printed, only -p's answer after it; one that timed out is not
-                # asked again (the same ps would hang again).
-                quick, pick = (f'{bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
-                retry_on = "0|124" if bound else "0"
-                lines += [f'echo "$m begin {name}"',
-                          f'if [ -n "$pids" ]; then {quick} 2>/dev/null; rc=$?; '
-                          f'case $rc in {retry_on}) ;; *) {pick} 2>&1; rc=$?;; esac; else rc=0; fi',
-                          f'echo "$m end {name} $rc"']
+        if "processes" in wanted:
+            # Printed as ps prints them, not held in the shell (a `capped` read cost three processes
+            # more): the bastion's reader bounds them as every other section. -q's refusal (an older
+            # procps) is not printed, only -p's answer after it; one that timed out is not asked again
+            # (the same ps would hang again). ps, not /proc: its start time and command line are the
+            # identity a signal is checked against (backends/ssh/backend.signal_script reads them so).
+            quick, pick = (f'{bound}ps -ww -o {PS_FORMAT} {flag} "$all"' for flag in (QUICK, PICK))
+            retry_on = "0|124" if bound else "0"
+            lines += ['echo "$m begin processes"',
+                      f'if [ -n "$pids" ]; then {quick} 2>/dev/null; rc=$?; '
+                      f'case $rc in {retry_on}) ;; *) {pick} 2>&1; rc=$?;; esac; else rc=0; fi',
+                      'echo "$m end processes $rc"']
+        if "cgroups" in wanted:
+            lines += ['echo "$m begin cgroups"', *_CGROUP_LIST, 'echo "$m end cgroups $rc"']
         if "jobs" in wanted:
             sudo_prefix = bound + ("sudo -n " if sudo else "")
             lines += ['echo "$m begin jobs"',

@@ -205,16 +205,20 @@ async def test_over_ssh_a_later_poll_answers_the_unchanged_configuration_from_th
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_holders_identities_and_cgroups_cost_one_ps_each_and_are_read_as_before(tmp_path, shell):
+def test_the_holders_parents_identities_and_cgroups_cost_one_ps_and_read_as_ps_reads_them(tmp_path, shell):
     from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
+    from nvls_tui.poll.probe import CGROUP_FORMAT
     from tests.unit.test_probe_holders import fake_fuser, row
 
-    holder = subprocess.Popen(["sleep", "300"])
+    # A holder whose name holds ") " and a number (its stat line's PPID must still be found after it).
+    odd = tmp_path / "a) 9 b"
+    odd.symlink_to(next(f"{d}/sleep" for d in ("/usr/bin", "/bin") if os.access(f"{d}/sleep", os.X_OK)))
+    holder = subprocess.Popen([str(odd), "300"])
     try:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         fake_fuser(bin_dir, "                     USER        PID ACCESS COMMAND\n"
-                            + row("/dev/nvidia0", "root", holder.pid, "F...m", "sleep"))
+                            + row("/dev/nvidia0", "root", holder.pid, "F...m", "a) 9 b"))
         log = bin_dir / "log"
         for tool in ("ps", "head"):
             (bin_dir / tool).write_text(f'#!/bin/sh\necho {tool} >> "{log}"\nPATH=/usr/bin:/bin; exec {tool} "$@"\n')
@@ -222,15 +226,41 @@ def test_the_holders_identities_and_cgroups_cost_one_ps_each_and_are_read_as_bef
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C"}
         out = subprocess.run([shell, "-c", probe_script(only=("holders", "processes", "cgroups"))], env=env,
                              capture_output=True, text=True, timeout=60).stdout
+        both = f"{holder.pid},{os.getpid()}"
+        by_ps = subprocess.run(["ps", "-ww", "-o", CGROUP_FORMAT, "-p", both], capture_output=True, text=True).stdout
     finally:
         holder.kill()
         holder.wait()
     sections = split_probe_output(out)
-    # ps for the parents, the identities and the cgroups; head only for the fuser table's cap.
-    assert sorted(log.read_text().split()) == ["head", "ps", "ps", "ps"]
+    # One ps, for the identities; head only for the fuser table's cap. The parent and the cgroups are read
+    # from /proc by the shell's builtins (two `ps` of ~4 ms each before, on an H100).
+    assert sorted(log.read_text().split()) == ["head", "ps"]
     (status, text), (cg_status, cg_text) = sections["processes"], sections["cgroups"]
-    assert status == 0 and holder.pid in {e.pid for e in parse_ps(text).value}
-    assert cg_status == 0 and holder.pid in parse_ps_cgroups(cg_text).value
+    entries = {e.pid: e for e in parse_ps(text).value}
+    assert status == 0 and set(entries) == {holder.pid, os.getpid()}  # the holder and its parent (this test)
+    assert entries[holder.pid].ppid == os.getpid()
+    # What ps's cgroup column says of both, to the entry.
+    assert cg_status == 0 and parse_ps_cgroups(cg_text).value == parse_ps_cgroups(by_ps).value
+    assert {int(line.split()[0]) for line in cg_text.splitlines()} == {holder.pid, os.getpid()}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_holder_whose_proc_files_cannot_be_read_has_no_parent_and_no_cgroup_never_a_made_up_one(tmp_path, shell):
+    from tests.unit.test_probe_holders import fake_fuser, row
+
+    proc = tmp_path / "proc"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "stat").write_text("4242 (x) S 77 4242 4242 0 -1\n")
+    (proc / "4242" / "cgroup").mkdir()  # a cgroup file that cannot be read (here: a folder)
+    (proc / "77").mkdir()  # the parent's files are gone (it exited)
+    fake_fuser(tmp_path, "                     USER        PID ACCESS COMMAND\n"
+               + row("/dev/nvidia0", "root", 4242, "F...m", "x") + row("", "root", 5151, "F...m", "y"))
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C", "NVLS_TUI_PROC": str(proc)}
+    out = subprocess.run([shell, "-c", probe_script(only=("holders", "cgroups")) + 'echo "@@all $all"\n'], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.stderr == ""
+    assert "@@all 4242,5151,77" in out.stdout  # 5151 has no stat: no parent; 77 read from 4242's
+    assert split_probe_output(out.stdout)["cgroups"] == (1, "")  # none could be read: ps's "found none"
 
 
 @pytest.mark.parametrize("shell", SHELLS)
