@@ -268,6 +268,30 @@ def new_nonce() -> str:
     return secrets.token_hex(8)
 
 
+# Where systemd knows no Fabric Manager unit (``systemctl show``: ``LoadState=not-found``, the node's units
+# section read whole), FM's unit journal is not read: no unit logs under that name, the diagnosis does not
+# read it there (diagnosis.fabric_manager.fm_log_needed), and journalctl costs the node ~5 ms of CPU each
+# poll (most of it journalctl's own start). The section then says so in this line, and reads as not run.
+FM_LOG_NOT_RUN_LINE = f"-- nvls-tui not run: systemd has no {FM_UNIT_NAME} (LoadState=not-found)"
+
+
+def fm_unit_absent(units: CommandResult | None) -> bool:
+    """Whether a units section (answered whole, status 0) says systemd has no Fabric Manager unit: the
+    block of ``Id=FM_UNIT_NAME`` holds ``LoadState=not-found``. What the script decides with builtins."""
+    if units is None or units.exit_status != 0 or units.truncated:
+        return False
+    for block in units.output.split("\n\n"):
+        lines = block.splitlines()
+        if f"Id={FM_UNIT_NAME}" in lines:
+            return "LoadState=not-found" in lines
+    return False
+
+
+def fm_log_not_run() -> CommandResult:
+    """The fm_log section where :func:`fm_unit_absent`: not run, saying why (what the script prints)."""
+    return CommandResult(section_argv("fm_log"), 0, FM_LOG_NOT_RUN_LINE + "\n")
+
+
 def journal_hung_in(result: CommandResult | None) -> str | None:
     """The section where journalctl hung, when ``result`` is a journal section the poll did not run for
     that reason (:data:`JOURNAL_HUNG_LINE`); else None."""
@@ -317,6 +341,7 @@ __all__ = [
     "DERIVED_SECTIONS",
     "DEVICE_LIST_ARGV",
     "FM_LOG_ARGV",
+    "FM_LOG_NOT_RUN_LINE",
     "FM_LOG_BYTES",
     "FM_LOG_LINES",
     "JOURNAL_HUNG_EXIT",
@@ -336,6 +361,8 @@ __all__ = [
     "SMOKE_FILE",
     "STATE_DIR",
     "cgroup_argv",
+    "fm_log_not_run",
+    "fm_unit_absent",
     "journal_hung",
     "journal_hung_in",
     "journal_not_run",

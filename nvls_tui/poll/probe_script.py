@@ -30,6 +30,8 @@ from nvls_tui.poll.probe import (
     DERIVED_SECTIONS,
     FILE_SECTIONS,
     FILE_STATUS_WORD,
+    FM_LOG_NOT_RUN_LINE,
+    FM_UNIT_NAME,
     JOURNAL_HUNG_EXIT,
     JOURNAL_HUNG_LINE,
     JOURNAL_SECTIONS,
@@ -265,6 +267,21 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                              f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
+        elif section.name == "units" and "fm_log" in wanted:
+            # Held in the shell (one process as before: dash execs the lone command of a `$(...)`) to see
+            # whether systemd knows FM's unit (fm_unit_absent): a fixed property list of fixed units, so
+            # its answer is bounded, unlike nvidia-smi's or fuser's (those are `capped`).
+            fm, nf = f"Id={FM_UNIT_NAME}", "LoadState=not-found"
+            lines += [begin, f"u=$({cmd}); rc=$?; [ -z \"$u\" ] || printf '%s\\n' \"$u\"", end,
+                      f'nofm=; case "${{nl}}$u${{nl}}" in *"${{nl}}{fm}${{nl}}"*) a=${{u%%"{fm}"*}}; a=${{a##*"${{nl}}${{nl}}"}}; '
+                      f'z=${{u#*"{fm}"}}; z=${{z%%"${{nl}}${{nl}}"*}}',
+                      f'  case "${{nl}}$a$z${{nl}}" in *"${{nl}}{nf}${{nl}}"*) [ "$rc" = 0 ] && nofm=1;; esac;; esac; u=']
+        elif section.name == "fm_log":
+            # Not read where systemd has no FM unit (FM_LOG_NOT_RUN_LINE), nor once a journalctl of this
+            # poll timed out.
+            lines += [begin, f'if [ -n "$nofm" ]; then echo {shlex.quote(FM_LOG_NOT_RUN_LINE)}; rc=0; '
+                             f'elif [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '
+                             f"case $rc in {TIMED_OUT_STATUS}) jh={section.name};; esac; fi", end]
         elif section.name in JOURNAL_SECTIONS:
             # Not asked once a journalctl of this poll timed out; one that times out here stops the next.
             lines += [begin, f'if [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '

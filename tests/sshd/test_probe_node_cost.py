@@ -314,3 +314,65 @@ def test_the_kernel_awk_runs_journalctl_and_dmesg_without_a_shell_between(tmp_pa
     assert "journalctl's parent: " in sections["kernel"][1] and "dmesg's parent: " in sections["ring"][1]
     parents = [line.rsplit(" ", 1)[1] for line in out.splitlines() if "'s parent: " in line]
     assert len(parents) == 2 and all(p.endswith("awk") for p in parents), parents
+
+
+# ---- FM's unit journal where systemd has no FM unit ------------------------------------------------------
+FM_ABSENT = ("Id=nvidia-fabricmanager.service\nLoadState=not-found\nActiveState=inactive\n\n"
+             "Id=kubelet.service\nLoadState=loaded\nActiveState=active\n")
+FM_LOADED = ("Id=nvidia-fabricmanager.service\nLoadState=loaded\nActiveState=failed\n\n"
+             "Id=kubelet.service\nLoadState=not-found\nActiveState=inactive\n")
+# LoadState before Id in FM's block (the order is systemd's, not the -p list's): still FM's own block.
+FM_ABSENT_REORDERED = "ActiveState=inactive\nLoadState=not-found\nId=nvidia-fabricmanager.service\n"
+NO_SYSTEMD = "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(("units", "status", "read"), [
+    (FM_ABSENT, 0, False), (FM_ABSENT_REORDERED, 0, False),
+    (FM_LOADED, 0, True),  # another unit's not-found is not FM's
+    (NO_SYSTEMD, 1, True),  # systemctl could not say: read as before (fail closed)
+    (FM_ABSENT, 3, True),  # an answer with a failing status is not believed
+])
+def test_fm_s_journal_is_read_unless_systemd_says_it_has_no_fm_unit(tmp_path, shell, units, status, read):
+    from nvls_tui.poll.fm_journal import read_fm_journal
+    from nvls_tui.poll.probe import FM_LOG_NOT_RUN_LINE, fm_unit_absent
+
+    log = tmp_path / "log"
+    (tmp_path / "units.out").write_text(units)
+    (tmp_path / "systemctl").write_text(f"#!/bin/sh\ncat {tmp_path / 'units.out'}\nexit {status}\n")
+    (tmp_path / "journalctl").write_text(f'#!/bin/sh\necho journalctl >> "{log}"\necho "-- No entries --"\n')
+    for tool in ("systemctl", "journalctl"):
+        (tmp_path / tool).chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    out = subprocess.run([shell, "-c", probe_script(only=("units", "fm_log"))], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stderr == ""
+    sections = split_probe_output(out.stdout)
+    assert sections["units"] == (status, units)  # the section is systemctl's answer, to the byte
+    units_result = CommandResult(section_argv("units"), status, units)
+    assert fm_unit_absent(units_result) is (not read)  # the other backends decide as the script does
+    if read:
+        assert log.read_text().split() == ["journalctl"] and sections["fm_log"] == (0, "-- No entries --\n")
+    else:
+        assert not log.exists() and sections["fm_log"] == (0, FM_LOG_NOT_RUN_LINE + "\n")
+        journal, why = read_fm_journal(CommandResult(section_argv("fm_log"), 0, sections["fm_log"][1]))
+        assert journal is None and why is not None and why.reason == "not run"  # unknown, never "no FM errors"
+
+
+async def test_a_node_without_a_host_fm_unit_reads_no_fm_journal_on_either_path_and_says_nothing_of_it(tmp_path):
+    from nvls_tui.backends.simulated import SimulatedBackend
+    from nvls_tui.diagnosis import diagnose
+    from nvls_tui.poll.probe import fm_log_not_run
+    from nvls_tui.sim.fleet import load_fleet as load
+
+    fleet = load("sim:fm-in-container/gpu-ctr01", speed=0)
+    sections = await SimulatedBackend(fleet, "gpu-ctr01").read_sections()
+    assert sections["fm_log"] == fm_log_not_run()
+    root = write_shims(tmp_path / "n", "fm-in-container", "gpu-ctr01", speed=0)
+    env = {"PATH": f"{root}/bin:/usr/bin:/bin", "LC_ALL": "C", "NVLS_TUI_PROC": f"{root}/proc"}
+    out = subprocess.run(["/bin/sh", "-c", probe_script(only=("units", "fm_log"))], env=env, capture_output=True,
+                         text=True, timeout=120).stdout
+    assert split_probe_output(out)["fm_log"] == (0, fm_log_not_run().output)
+    state = assemble_node_state("gpu-ctr01", sections, simulated=True)
+    assert state.missing_section("fm_log") is not None  # not read: unknown, and the diagnosis needs none of it
+    assert not [f for f in diagnose(state).findings if "Fabric Manager's journal" in f.message]
