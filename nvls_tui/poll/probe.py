@@ -80,9 +80,10 @@ QUERY_FIELDS = (
 _NEWER_FIELDS = ("fabric.health.", "gpu_recovery_action")
 
 NVSWITCH_PCI_ID = "10de:22a3"
-# Every NVIDIA PCI function with its class and ids (-nn): the NVSwitches (10de:22a3) and the GPUs (class
+# Every NVIDIA PCI function with its class and ids (-n): the NVSwitches (10de:22a3) and the GPUs (class
 # 03xx), so a GPU on the bus that nvidia-smi does not list is seen (GPU_LOST). By id, not by name: an old
-# pci.ids names an NVSwitch "Device 22a3".
+# pci.ids names an NVSwitch "Device 22a3". Numbers only (-n, not -nn, since issue 37): no name is read,
+# and -n makes lspci look none up (pci.ids or udev's hwdb), on every poll.
 NVIDIA_PCI_VENDOR = "10de:"
 MARK = "@@nvls-tui"
 # A wedged journald (issue 25): once a journalctl of a poll timed out, the poll's later journalctl sections
@@ -156,7 +157,7 @@ SECTIONS: tuple[Section, ...] = (
                "ExecMainCode,ExecMainStatus",
          *UNITS),
     ),
-    Section("nvswitches", ("lspci", "-D", "-nn", "-d", NVIDIA_PCI_VENDOR)),
+    Section("nvswitches", ("lspci", "-D", "-n", "-d", NVIDIA_PCI_VENDOR)),
     # The glob is expanded by the remote shell (or by the local and simulated backends).
     Section("holders", ("fuser", "-v", "/dev/nvidia*"), privileged=True),
     # The whole boot's; a poll of a node read before starts at its cursor (kernel_tail.KernelTail).

@@ -61,3 +61,4 @@ def test_the_files_follow_the_node_a_process_gone_from_it_is_gone_from_proc(tmp_
         del node.procs[gone]
     assert not (Path(root) / PROC_DIR / str(gone)).exists()
     assert sorted(int(e.name) for e in (Path(root) / PROC_DIR).iterdir()) == sorted(store.load()[0].procs)
+
