@@ -7,7 +7,6 @@ import pytest
 from nvls_tui.sim.fleet import load_fleet
 
 
-
 @pytest.mark.parametrize("scenario", ["seed-incident", "gpu-missing", "gpu-fell-off"])
 def test_lspci_is_asked_for_numbers_only_and_the_node_reads_the_same_as_with_names(scenario):
     """-n, not -nn: the poll reads NVSwitches by id and GPUs by class, never by name, and -n looks up no names
