@@ -48,8 +48,10 @@ from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import (
     JOURNAL_SECTIONS,
     SECTIONS,
+    fm_log_no_journal,
     fm_log_not_run,
     fm_unit_absent,
+    journal_absent,
     journal_hung,
     journal_not_run,
 )
@@ -401,6 +403,9 @@ class LocalBackend(Backend):
                 continue
             if section.name == "fm_log" and fm_unit_absent(sections.get("units")):
                 sections[section.name] = fm_log_not_run()  # as the remote script: systemd has no FM unit
+                continue
+            if section.name == "fm_log" and journal_absent(sections):
+                sections[section.name] = fm_log_no_journal()  # as the remote script: no journal at all
                 continue
             asked = self.kernel_tail.cursor
             argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv

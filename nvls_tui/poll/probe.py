@@ -92,6 +92,13 @@ MARK = "@@nvls-tui"
 JOURNAL_TOOL = "journalctl"
 JOURNAL_HUNG_LINE = "-- nvls-tui not run: journalctl did not answer in the {} section"
 JOURNAL_HUNG_EXIT = 4
+# A node with no journal at all (no journald, a container): the kernel section's journalctl says so
+# (JOURNAL_NONE_LINE, exit 1) and its awk exits JOURNAL_NONE_EXIT; FM's journalctl would read the same
+# no-journal and cost the node another journalctl (~5 ms, its own start), so it is not run: fm_log then
+# prints JOURNAL_NONE_NOT_RUN, which names journalctl's words and reads as they did (FAILED, evidence.py).
+JOURNAL_NONE_LINE = "No journal files were found."
+JOURNAL_NONE_EXIT = 5
+JOURNAL_NONE_NOT_RUN = f"-- nvls-tui not run: the kernel section's journalctl said: {JOURNAL_NONE_LINE}"
 _JOURNAL_HUNG = re.compile(r"^-- nvls-tui not run: journalctl did not answer in the (\w+) section$", re.M)
 # The sections held in shell variables (the gpus fallback, the holders table the PID list is read from)
 # are cut on the node: an nvidia-smi that printed without end grew the poll's
@@ -288,6 +295,18 @@ def fm_unit_absent(units: CommandResult | None) -> bool:
     return False
 
 
+def journal_absent(sections: Mapping[str, CommandResult]) -> bool:
+    """Whether the kernel section's journalctl found no journal at all (:data:`JOURNAL_NONE_LINE`): FM's
+    journal is then not asked (:func:`fm_log_no_journal`), as the script does."""
+    kernel = sections.get("kernel")
+    return kernel is not None and JOURNAL_NONE_LINE in kernel.output.splitlines()
+
+
+def fm_log_no_journal() -> CommandResult:
+    """The fm_log section where :func:`journal_absent`: not run, in journalctl's own words (what the script prints)."""
+    return CommandResult(section_argv("fm_log"), 0, JOURNAL_NONE_NOT_RUN + "\n")
+
+
 def fm_log_not_run() -> CommandResult:
     """The fm_log section where :func:`fm_unit_absent`: not run, saying why (what the script prints)."""
     return CommandResult(section_argv("fm_log"), 0, FM_LOG_NOT_RUN_LINE + "\n")
@@ -346,6 +365,9 @@ __all__ = [
     "FM_LOG_BYTES",
     "FM_LOG_LINES",
     "JOURNAL_HUNG_EXIT",
+    "JOURNAL_NONE_EXIT",
+    "JOURNAL_NONE_LINE",
+    "JOURNAL_NONE_NOT_RUN",
     "JOURNAL_HUNG_LINE",
     "JOURNAL_SECTIONS",
     "JOURNAL_TOOL",
@@ -362,7 +384,9 @@ __all__ = [
     "SMOKE_FILE",
     "STATE_DIR",
     "cgroup_argv",
+    "fm_log_no_journal",
     "fm_log_not_run",
+    "journal_absent",
     "fm_unit_absent",
     "journal_hung",
     "journal_hung_in",

@@ -34,6 +34,9 @@ from nvls_tui.poll.probe import (
     FM_UNIT_NAME,
     JOURNAL_HUNG_EXIT,
     JOURNAL_HUNG_LINE,
+    JOURNAL_NONE_EXIT,
+    JOURNAL_NONE_LINE,
+    JOURNAL_NONE_NOT_RUN,
     JOURNAL_SECTIONS,
     MARK,
     NEWLINE_ADDED,
@@ -108,7 +111,8 @@ _KERNEL_AWK = (
     " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
     " code = st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED)
-    + " : 0);" + "{RING}" + " exit code}"
+    + " : 0); for (i = 0; i < e; i++) if (st != 0 && msg[i] == \"" + JOURNAL_NONE_LINE + "\") none = 1;"
+    + "{RING}" + " exit (none ? " + str(JOURNAL_NONE_EXIT) + " : code)}"
 )
 # Where the script reads the ring too (only then is _RING_FN in the program: awk refuses a call to a
 # function it does not define, even one never made).
@@ -198,7 +202,7 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
     wanted = set(SECTION_NAMES if only is None else only)
     # What a capped section prints is its text and a newline: that must fit the bastion's reader.
     limit = max(int(cap) - 1, 0)
-    lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", *_CAPPED]
+    lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", "jn=", *_CAPPED]
     skipped = "printf '%s\\n' \"" + JOURNAL_HUNG_LINE.format("$jh") + f"\"; rc={TIMED_OUT_STATUS}"
     bound, no_retry = "", OVER_CAP_WORD
     done: set[str] = set()
@@ -255,7 +259,8 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             # awk runs its command through `sh -c`, which dash forks once more for it: `exec` spares that.
             lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=exec ' + cmd)} {ring}"
                              f"{shlex.quote(program)}; rk=$?",
-                      f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
+                      f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; "
+                      f"{JOURNAL_NONE_EXIT}) jn=1; rk={RING_NEEDED};; esac"]
         elif section.name == "ring" and "kernel" in wanted:
             # Read by the kernel section's awk where it was needed; said to be skipped otherwise.
             lines.append(f'[ "$rk" = {RING_NEEDED} ] || {{ {begin}; echo {shlex.quote(RING_SKIPPED)}; '
@@ -277,9 +282,11 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                       f'z=${{u#*"{fm}"}}; z=${{z%%"${{nl}}${{nl}}"*}}',
                       f'  case "${{nl}}$a$z${{nl}}" in *"${{nl}}{nf}${{nl}}"*) [ "$rc" = 0 ] && nofm=1;; esac;; esac; u=']
         elif section.name == "fm_log":
-            # Not read where systemd has no FM unit (FM_LOG_NOT_RUN_LINE), nor once a journalctl of this
+            # Not read where systemd has no FM unit (FM_LOG_NOT_RUN_LINE), where the kernel section's
+            # journalctl found no journal at all (JOURNAL_NONE_NOT_RUN), nor once a journalctl of this
             # poll timed out.
             lines += [begin, f'if [ -n "$nofm" ]; then echo {shlex.quote(FM_LOG_NOT_RUN_LINE)}; rc=0; '
+                             f'elif [ -n "$jn" ]; then echo {shlex.quote(JOURNAL_NONE_NOT_RUN)}; rc=0; '
                              f'elif [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '
                              f"case $rc in {TIMED_OUT_STATUS}) jh={section.name};; esac; fi", end]
         elif section.name in JOURNAL_SECTIONS:

@@ -376,3 +376,38 @@ async def test_a_node_without_a_host_fm_unit_reads_no_fm_journal_on_either_path_
     state = assemble_node_state("gpu-ctr01", sections, simulated=True)
     assert state.missing_section("fm_log") is not None  # not read: unknown, and the diagnosis needs none of it
     assert not [f for f in diagnose(state).findings if "Fabric Manager's journal" in f.message]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(("kernel_says", "status", "asked"), [
+    ("No journal files were found.\n", 1, False),  # no journal at all: FM's journalctl would say the same
+    ("No journal files were opened due to insufficient permissions.\n", 1, True),  # FM's may differ: asked
+    ("-- No entries --\n", 0, True),
+])
+def test_fm_s_journalctl_is_not_run_where_the_kernel_s_found_no_journal_at_all(tmp_path, shell, kernel_says,
+                                                                              status, asked):
+    from nvls_tui.poll.evidence import FAILED, missing_evidence
+    from nvls_tui.poll.probe import JOURNAL_NONE_NOT_RUN, journal_absent
+
+    log = tmp_path / "log"
+    (tmp_path / "journal.out").write_text(kernel_says)
+    (tmp_path / "journalctl").write_text(f'#!/bin/sh\necho "$1" >> "{log}"\ncat {tmp_path / "journal.out"}\n'
+                                         f"exit {status}\n")
+    (tmp_path / "dmesg").write_text("#!/bin/sh\necho '[    0.000000] Linux version 6.8.0'\n")
+    for tool in ("journalctl", "dmesg"):
+        (tmp_path / tool).chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    out = subprocess.run([shell, "-c", probe_script(only=("kernel", "ring", "fm_log"))], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.stderr == ""
+    sections = split_probe_output(out.stdout)
+    assert log.read_text().split() == (["-k", "-u"] if asked else ["-k"])  # -u: FM's unit journal
+    assert sections["ring"][0] == 0 and "ring first 0.000000 1" in sections["ring"][1]  # the ring is read as before
+    read = {n: CommandResult(section_argv(n), s, t) for n, (s, t) in sections.items()}
+    assert journal_absent(read) is (not asked)  # the other backends decide as the script does
+    if not asked:
+        assert sections["fm_log"] == (0, JOURNAL_NONE_NOT_RUN + "\n")
+        # Read as journalctl's own words were: no journal on the node (unknown), never "no FM errors".
+        why = missing_evidence("fm_log", read["fm_log"])
+        assert why is not None and why.reason == FAILED and "no journal" in why.detail
+
