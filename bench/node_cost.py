@@ -46,7 +46,11 @@ Every variant runs ``--runs`` times (default 5), interleaved; the tables give me
     python bench/node_cost.py --local            # add --sudo where fuser/journalctl need it
 
 Usage: ``python -m bench.node_cost [--kinds static,lab,local] [--local] [--runs 5] [--sudo]
-[--isolate auto|yes|no] [--lab-scenario healthy] [--out bench/results] [--strict]``.
+[--isolate auto|yes|no] [--lab-scenario healthy] [--holder] [--out bench/results] [--strict]``.
+``--holder`` (with ``--local``, on a GPU node): a CUDA process holds GPU 0 for the whole measurement (a
+context made through the driver's ``libcuda.so.1`` by ctypes: no torch, no CUDA toolkit), so the poll's
+holder reads (the PID list, the parents, identities and cgroups) are measured as a node with a workload
+runs them; the target is then 12 tasks.
 Exit status 1 when a run failed (or, with ``--strict``, when a target is not met).
 """
 
@@ -725,6 +729,46 @@ def lab_node(say: Callable[[str], None], scenario: str = LAB_SCENARIO) -> Iterat
                 say(f"lab: WARNING something is still mounted under {folder}: left in place")
 
 
+# ----- a CUDA process holding the GPU (--holder) -------------------------------------------------------
+# A CUDA context on GPU 0 through the driver API alone (the driver ships libcuda.so.1): the process then holds
+# /dev/nvidia0, /dev/nvidiactl and /dev/nvidia-uvm open, as a training job does. It says "held" once the
+# context exists and keeps it until its stdin closes.
+CUDA_HOLDER = (
+    "import ctypes, sys\n"
+    "cuda = ctypes.CDLL('libcuda.so.1')\n"
+    "ctx, dev = ctypes.c_void_p(), ctypes.c_int()\n"
+    "for step, rc in (('cuInit', cuda.cuInit(0)), ('cuDeviceGet', cuda.cuDeviceGet(ctypes.byref(dev), 0)),\n"
+    "                 ('cuCtxCreate', cuda.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev))):\n"
+    "    if rc != 0:\n"
+    "        sys.exit(f'{step} failed: CUDA error {rc}')\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+@contextmanager
+def cuda_holder(say: Callable[[str], None]) -> Iterator[int]:
+    """A process holding GPU 0 through a CUDA context for the duration (its PID); ended at the end."""
+    proc = subprocess.Popen([sys.executable, "-c", CUDA_HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if line.strip() != "held":
+            proc.wait(timeout=30)
+            raise RuntimeError(f"the CUDA holder did not start: {(proc.stderr.read() if proc.stderr else '').strip()}")
+        say(f"holder: PID {proc.pid} holds GPU 0 (a CUDA context through libcuda.so.1)")
+        yield proc.pid
+    finally:
+        if proc.stdin is not None and not proc.stdin.closed:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 # ----- main ---------------------------------------------------------------------------------------
 def measure_kind(target: Target, args: argparse.Namespace, say: Callable[[str], None]) -> Measured:
     """Isolate where possible, then measure every variant."""
@@ -753,6 +797,8 @@ def main(argv: list[str] | None = None) -> int:
                    "FM killed and a user's watch -n 1 nvidia-smi running)")
     p.add_argument("--out", type=Path, default=None, help="also write the raw numbers as JSON into this directory")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is not met")
+    p.add_argument("--holder", action="store_true", help="with --local on a GPU node: a CUDA process holds GPU 0 "
+                   "while the poll is measured (libcuda.so.1 by ctypes)")
     args = p.parse_args(argv)
     kinds = ["local"] if args.local else [k.strip() for k in args.kinds.split(",") if k.strip()]
     if args.runs < 1 or not set(kinds) <= {"static", "lab", "local"}:
@@ -768,7 +814,13 @@ def main(argv: list[str] | None = None) -> int:
     for kind in kinds:
         say(f"node cost: {kind}")
         try:
-            if kind == "local":
+            if kind == "local" and args.holder:
+                with cuda_holder(say) as pid:
+                    target = local_target()
+                    target.notes.append(f"a CUDA process (PID {pid}, a context on GPU 0 through libcuda.so.1) "
+                                        "holds the GPU for the whole measurement")
+                    done.append(measure_kind(target, args, say))
+            elif kind == "local":
                 done.append(measure_kind(local_target(), args, say))
             elif kind == "static":
                 with static_node(say) as target:

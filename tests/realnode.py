@@ -190,6 +190,7 @@ class RealNode:
 
     def _populate(self, name: str, node_dir: Path) -> None:
         write_shims(node_dir, "healthy", "hgx01", static=True)
+        shutil.rmtree(node_dir / "proc")  # the real processes' /proc answers (no NVLS_TUI_PROC for this node)
         for tool in ("ps", "fuser", "find", "kill", "pgrep", "pkill", "hostname", "sudo"):
             (node_dir / "bin" / tool).unlink(missing_ok=True)  # the real ones
         for tool in self.variants[name]:

@@ -1,8 +1,8 @@
 """A real OpenSSH sshd on 127.0.0.1 serving simulated nodes, started as a child of the test run.
 
 Each simulated node gets a port of its own (one sshd per 16 ports: OpenSSH's MAX_LISTEN_SOCKS). A ``Match LocalPort`` block per port puts that
-node's shim directory first on PATH (``SetEnv``), so any command run over SSH on port N behaves as
-node N. Keys, known_hosts and the config live in a temporary directory; nothing outside it is
+node's shim directory first on PATH (``SetEnv``; ``NVLS_TUI_PROC`` names its simulated /proc files where
+the shims keep them), so any command run over SSH on port N behaves as node N. Keys, known_hosts and the config live in a temporary directory; nothing outside it is
 touched except ``/run/sshd`` (the privilege-separation directory sshd insists on when run as root).
 Only loopback, ever.
 
@@ -216,7 +216,7 @@ class SshdRig:
             lines += [
                 f"Match LocalPort {n.port}",
                 f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} {shell} NVLS_TUI_SIMULATED=1 "
-                f"NVLS_TUI_SIM_NODE={n.name}",
+                f"NVLS_TUI_SIM_NODE={n.name}" + (f" NVLS_TUI_PROC={n.dir / 'proc'}" if (n.dir / "proc").is_dir() else ""),
             ]
         path = self.root / f"sshd_config.{index}"
         path.write_text("\n".join(lines) + "\n")

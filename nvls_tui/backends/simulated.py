@@ -40,6 +40,10 @@ from nvls_tui.poll.probe import (
     QUICK,
     SECTIONS,
     cgroup_argv,
+    fm_log_no_journal,
+    fm_log_not_run,
+    fm_unit_absent,
+    journal_absent,
     journal_hung,
     journal_not_run,
     parents_from,
@@ -240,6 +244,12 @@ class SimulatedBackend(Backend):
         for section in SECTIONS:
             if section.name in JOURNAL_SECTIONS and (hung := journal_hung(sections)) is not None:
                 sections[section.name] = journal_not_run(section.name, hung)  # as the script: not asked again
+                continue
+            if section.name == "fm_log" and fm_unit_absent(sections.get("units")):
+                sections[section.name] = fm_log_not_run()  # as the script: no FM unit, no journal to read
+                continue
+            if section.name == "fm_log" and journal_absent(sections):
+                sections[section.name] = fm_log_no_journal()  # as the script: the node has no journal at all
                 continue
             asked = self.kernel_tail.cursor
             argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv

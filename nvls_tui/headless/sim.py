@@ -52,5 +52,6 @@ def _shims(sim: SimCommand) -> int:
         print(f"nvls-tui: {exc}", file=sys.stderr)
         return 2
     mode = "static (pre-rendered, read-only)" if sim.static else "live"
-    print(f"wrote {root}/bin: sim:{sim.scenario}/{sim.node}, {mode}; put {root}/bin first on PATH")
+    print(f"wrote {root}/bin: sim:{sim.scenario}/{sim.node}, {mode}; put {root}/bin first on PATH and set "
+          f"NVLS_TUI_PROC={root}/proc")
     return 0

@@ -25,8 +25,8 @@ from nvls_tui.parsers.fabricmanager_log import (
     unread_fm_lines,
     version_mismatch,
 )
-from nvls_tui.poll.evidence import OVER_CAP, PURPOSE, TIMED_OUT, missing_evidence
-from nvls_tui.poll.probe import FM_LOG_BYTES, journal_hung_in
+from nvls_tui.poll.evidence import NOT_RUN, OVER_CAP, PURPOSE, TIMED_OUT, missing_evidence
+from nvls_tui.poll.probe import FM_LOG_BYTES, FM_LOG_NOT_RUN_LINE, FM_UNIT_NAME, journal_hung_in
 
 # systemd's lines about a start of the unit (journalctl -u lists the unit's own lines and PID 1's about it):
 # "2026-12-02T09:00:00+0000 gpu05 systemd[1]: Starting nvidia-fabricmanager.service - NVIDIA fabric manager
@@ -82,6 +82,10 @@ def read_fm_journal(result: CommandResult | None, *, root: bool | None = True) -
         root: whether it ran as root (journalctl shows a user outside ``systemd-journal`` no system unit's lines).
     """
     result = over_bound(result)
+    if result is not None and result.exit_status == 0 and result.output.strip() == FM_LOG_NOT_RUN_LINE:
+        # The node's systemd has no FM unit (probe.fm_unit_absent): nothing was read, and nothing is needed.
+        return None, MissingEvidence("fm_log", NOT_RUN, f"{PURPOSE['fm_log']} was not read: systemd on the node has "
+                                                        f"no {FM_UNIT_NAME}")
     if (hung := journal_hung_in(result)) is not None:
         return None, MissingEvidence("fm_log", TIMED_OUT, f"{PURPOSE['fm_log']} could not be read: journalctl did "
                                                           f"not answer in the {hung} section, so it was not asked again")

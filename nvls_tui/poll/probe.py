@@ -80,9 +80,10 @@ QUERY_FIELDS = (
 _NEWER_FIELDS = ("fabric.health.", "gpu_recovery_action")
 
 NVSWITCH_PCI_ID = "10de:22a3"
-# Every NVIDIA PCI function with its class and ids (-nn): the NVSwitches (10de:22a3) and the GPUs (class
+# Every NVIDIA PCI function with its class and ids (-n): the NVSwitches (10de:22a3) and the GPUs (class
 # 03xx), so a GPU on the bus that nvidia-smi does not list is seen (GPU_LOST). By id, not by name: an old
-# pci.ids names an NVSwitch "Device 22a3".
+# pci.ids names an NVSwitch "Device 22a3". Numbers only (-n, not -nn, since issue 37): no name is read,
+# and -n makes lspci look none up (pci.ids or udev's hwdb), on every poll.
 NVIDIA_PCI_VENDOR = "10de:"
 MARK = "@@nvls-tui"
 # A wedged journald (issue 25): once a journalctl of a poll timed out, the poll's later journalctl sections
@@ -91,6 +92,13 @@ MARK = "@@nvls-tui"
 JOURNAL_TOOL = "journalctl"
 JOURNAL_HUNG_LINE = "-- nvls-tui not run: journalctl did not answer in the {} section"
 JOURNAL_HUNG_EXIT = 4
+# A node with no journal at all (no journald, a container): the kernel section's journalctl says so
+# (JOURNAL_NONE_LINE, exit 1) and its awk exits JOURNAL_NONE_EXIT; FM's journalctl would read the same
+# no-journal and cost the node another journalctl (~5 ms, its own start), so it is not run: fm_log then
+# prints JOURNAL_NONE_NOT_RUN, which names journalctl's words and reads as they did (FAILED, evidence.py).
+JOURNAL_NONE_LINE = "No journal files were found."
+JOURNAL_NONE_EXIT = 5
+JOURNAL_NONE_NOT_RUN = f"-- nvls-tui not run: the kernel section's journalctl said: {JOURNAL_NONE_LINE}"
 _JOURNAL_HUNG = re.compile(r"^-- nvls-tui not run: journalctl did not answer in the (\w+) section$", re.M)
 # The sections held in shell variables (the gpus fallback, the holders table the PID list is read from)
 # are cut on the node: an nvidia-smi that printed without end grew the poll's
@@ -156,7 +164,7 @@ SECTIONS: tuple[Section, ...] = (
                "ExecMainCode,ExecMainStatus",
          *UNITS),
     ),
-    Section("nvswitches", ("lspci", "-D", "-nn", "-d", NVIDIA_PCI_VENDOR)),
+    Section("nvswitches", ("lspci", "-D", "-n", "-d", NVIDIA_PCI_VENDOR)),
     # The glob is expanded by the remote shell (or by the local and simulated backends).
     Section("holders", ("fuser", "-v", "/dev/nvidia*"), privileged=True),
     # The whole boot's; a poll of a node read before starts at its cursor (kernel_tail.KernelTail).
@@ -268,6 +276,42 @@ def new_nonce() -> str:
     return secrets.token_hex(8)
 
 
+# Where systemd knows no Fabric Manager unit (``systemctl show``: ``LoadState=not-found``, the node's units
+# section read whole), FM's unit journal is not read: no unit logs under that name, the diagnosis does not
+# read it there (diagnosis.fabric_manager.fm_log_needed), and journalctl costs the node ~5 ms of CPU each
+# poll (most of it journalctl's own start). The section then says so in this line, and reads as not run.
+FM_LOG_NOT_RUN_LINE = f"-- nvls-tui not run: systemd has no {FM_UNIT_NAME} (LoadState=not-found)"
+
+
+def fm_unit_absent(units: CommandResult | None) -> bool:
+    """Whether a units section (answered whole, status 0) says systemd has no Fabric Manager unit: the
+    block of ``Id=FM_UNIT_NAME`` holds ``LoadState=not-found``. What the script decides with builtins."""
+    if units is None or units.exit_status != 0 or units.truncated:
+        return False
+    for block in units.output.split("\n\n"):
+        lines = block.splitlines()
+        if f"Id={FM_UNIT_NAME}" in lines:
+            return "LoadState=not-found" in lines
+    return False
+
+
+def journal_absent(sections: Mapping[str, CommandResult]) -> bool:
+    """Whether the kernel section's journalctl found no journal at all (:data:`JOURNAL_NONE_LINE`): FM's
+    journal is then not asked (:func:`fm_log_no_journal`), as the script does."""
+    kernel = sections.get("kernel")
+    return kernel is not None and JOURNAL_NONE_LINE in kernel.output.splitlines()
+
+
+def fm_log_no_journal() -> CommandResult:
+    """The fm_log section where :func:`journal_absent`: not run, in journalctl's own words (what the script prints)."""
+    return CommandResult(section_argv("fm_log"), 0, JOURNAL_NONE_NOT_RUN + "\n")
+
+
+def fm_log_not_run() -> CommandResult:
+    """The fm_log section where :func:`fm_unit_absent`: not run, saying why (what the script prints)."""
+    return CommandResult(section_argv("fm_log"), 0, FM_LOG_NOT_RUN_LINE + "\n")
+
+
 def journal_hung_in(result: CommandResult | None) -> str | None:
     """The section where journalctl hung, when ``result`` is a journal section the poll did not run for
     that reason (:data:`JOURNAL_HUNG_LINE`); else None."""
@@ -317,9 +361,13 @@ __all__ = [
     "DERIVED_SECTIONS",
     "DEVICE_LIST_ARGV",
     "FM_LOG_ARGV",
+    "FM_LOG_NOT_RUN_LINE",
     "FM_LOG_BYTES",
     "FM_LOG_LINES",
     "JOURNAL_HUNG_EXIT",
+    "JOURNAL_NONE_EXIT",
+    "JOURNAL_NONE_LINE",
+    "JOURNAL_NONE_NOT_RUN",
     "JOURNAL_HUNG_LINE",
     "JOURNAL_SECTIONS",
     "JOURNAL_TOOL",
@@ -336,6 +384,10 @@ __all__ = [
     "SMOKE_FILE",
     "STATE_DIR",
     "cgroup_argv",
+    "fm_log_no_journal",
+    "fm_log_not_run",
+    "journal_absent",
+    "fm_unit_absent",
     "journal_hung",
     "journal_hung_in",
     "journal_not_run",

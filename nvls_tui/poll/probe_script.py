@@ -23,7 +23,6 @@ from nvls_tui.poll.kernel_tail import (
     kernel_argv,
 )
 from nvls_tui.poll.probe import (
-    CGROUP_FORMAT,
     CONFIG_SECTIONS,
     CONFIG_STAMP,
     CONFIG_STAMP_ARGV,
@@ -31,8 +30,13 @@ from nvls_tui.poll.probe import (
     DERIVED_SECTIONS,
     FILE_SECTIONS,
     FILE_STATUS_WORD,
+    FM_LOG_NOT_RUN_LINE,
+    FM_UNIT_NAME,
     JOURNAL_HUNG_EXIT,
     JOURNAL_HUNG_LINE,
+    JOURNAL_NONE_EXIT,
+    JOURNAL_NONE_LINE,
+    JOURNAL_NONE_NOT_RUN,
     JOURNAL_SECTIONS,
     MARK,
     NEWLINE_ADDED,
@@ -61,12 +65,27 @@ _PID_LIST = (
     "$holders",
     "NVLS_HOLDERS",
 )
-# Their parents (init and the PIDs themselves left out), joined the same way: ps alone, the rest builtins.
+# Their parents (init and the PIDs themselves left out), joined the same way, and then every one's cgroup:
+# read with the shell's own `read` from /proc/PID/stat (the PPID after the name, whose parentheses may
+# hold anything: cut at the last ") ") and /proc/PID/cgroup, no process for them (they were two `ps` of
+# ~4 ms each on an H100). A PID whose file cannot be read (it exited, or /proc hides it) gives no parent
+# and no cgroup line: unknown, as ps leaves a PID it cannot see. ``${NVLS_TUI_PROC:-/proc}``: a shell
+# serving a simulated node reads the simulator's process files there (nvls_tui/sim/proc_files.py).
 _PARENT_LIST = (
-    'ppids=; pp=; [ -n "$pids" ] && { pp=$(ps -o ppid= -q "$pids" 2>/dev/null) || pp=$(ps -o ppid= -p "$pids" 2>/dev/null); }',
-    "for w in $pp; do",
-    "  case $w in ''|*[!0-9]*|0|1) ;; *) case ,$pids,$ppids, in *,$w,*) ;; *) ppids=$ppids${ppids:+,}$w;; esac;; esac",
-    "done; set +f",
+    'pr=${NVLS_TUI_PROC:-/proc}; ppids=; IFS=,; for p in $pids; do unset IFS',
+    '  s=; read -r s 2>/dev/null < "$pr/$p/stat"; set -- ${s##*) }',
+    "  case $2 in ''|*[!0-9]*|0|1) ;; *) case ,$pids,$ppids, in *,$2,*) ;; *) ppids=$ppids${ppids:+,}$2;; esac;; esac",
+    "done; unset IFS; set +f",
+)
+# procps's `cgroup` column: the entries whose path is not the root, joined by commas; `-` when none is
+# (parsers.ps.cgroup_column). A file that gave no line could not be read (the kernel's always has one: a
+# folder, a read error and EOF look alike to `read`): no line for it, never "-". Exit 1 where no PID's
+# file could be read, as ps exits where it finds none.
+_CGROUP_LIST = (
+    'rc=0; [ -n "$all" ] && rc=1; IFS=,; for p in $all; do unset IFS; cg=; n=',
+    "  while IFS= read -r c; do n=1; case $c in *:/|'') ;; *) cg=$cg${cg:+,}$c;; esac; done 2>/dev/null < \"$pr/$p/cgroup\"",
+    "  [ -n \"$n\" ] && { printf '%s %s\\n' \"$p\" \"${cg:--}\"; rc=0; }",
+    "done; unset IFS",
 )
 # The kernel log, filtered and bounded on the node in one awk that runs journalctl itself (a pipeline
 # would cost a subshell more, to keep journalctl's exit status): journal lines that match the pattern
@@ -92,7 +111,8 @@ _KERNEL_AWK = (
     " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
     " code = st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED)
-    + " : 0);" + "{RING}" + " exit code}"
+    + " : 0); for (i = 0; i < e; i++) if (st != 0 && msg[i] == \"" + JOURNAL_NONE_LINE + "\") none = 1;"
+    + "{RING}" + " exit (none ? " + str(JOURNAL_NONE_EXIT) + " : code)}"
 )
 # Where the script reads the ring too (only then is _RING_FN in the program: awk refuses a call to a
 # function it does not define, even one never made).
@@ -182,7 +202,7 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
     wanted = set(SECTION_NAMES if only is None else only)
     # What a capped section prints is its text and a newline: that must fit the bastion's reader.
     limit = max(int(cap) - 1, 0)
-    lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", *_CAPPED]
+    lines = ["export LC_ALL=C", f"m={mark}", f"jh={journal_hung or ''}", "jn=", *_CAPPED]
     skipped = "printf '%s\\n' \"" + JOURNAL_HUNG_LINE.format("$jh") + f"\"; rc={TIMED_OUT_STATUS}"
     bound, no_retry = "", OVER_CAP_WORD
     done: set[str] = set()
@@ -239,7 +259,8 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
             # awk runs its command through `sh -c`, which dash forks once more for it: `exec` spares that.
             lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=exec ' + cmd)} {ring}"
                              f"{shlex.quote(program)}; rk=$?",
-                      f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; esac"]
+                      f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; "
+                      f"{JOURNAL_NONE_EXIT}) jn=1; rk={RING_NEEDED};; esac"]
         elif section.name == "ring" and "kernel" in wanted:
             # Read by the kernel section's awk where it was needed; said to be skipped otherwise.
             lines.append(f'[ "$rk" = {RING_NEEDED} ] || {{ {begin}; echo {shlex.quote(RING_SKIPPED)}; '
@@ -251,6 +272,23 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                              f'else echo {shlex.quote(RING_SKIPPED)}; echo "$m end ring 0"; fi']
         elif section.name == "identity":
             lines += [begin, *_IDENTITY, end]
+        elif section.name == "units" and "fm_log" in wanted:
+            # Held in the shell (one process as before: dash execs the lone command of a `$(...)`) to see
+            # whether systemd knows FM's unit (fm_unit_absent): a fixed property list of fixed units, so
+            # its answer is bounded, unlike nvidia-smi's or fuser's (those are `capped`).
+            fm, nf = f"Id={FM_UNIT_NAME}", "LoadState=not-found"
+            lines += [begin, f"u=$({cmd}); rc=$?; [ -z \"$u\" ] || printf '%s\\n' \"$u\"", end,
+                      f'nofm=; case "${{nl}}$u${{nl}}" in *"${{nl}}{fm}${{nl}}"*) a=${{u%%"{fm}"*}}; a=${{a##*"${{nl}}${{nl}}"}}; '
+                      f'z=${{u#*"{fm}"}}; z=${{z%%"${{nl}}${{nl}}"*}}',
+                      f'  case "${{nl}}$a$z${{nl}}" in *"${{nl}}{nf}${{nl}}"*) [ "$rc" = 0 ] && nofm=1;; esac;; esac; u=']
+        elif section.name == "fm_log":
+            # Not read where systemd has no FM unit (FM_LOG_NOT_RUN_LINE), where the kernel section's
+            # journalctl found no journal at all (JOURNAL_NONE_NOT_RUN), nor once a journalctl of this
+            # poll timed out.
+            lines += [begin, f'if [ -n "$nofm" ]; then echo {shlex.quote(FM_LOG_NOT_RUN_LINE)}; rc=0; '
+                             f'elif [ -n "$jn" ]; then echo {shlex.quote(JOURNAL_NONE_NOT_RUN)}; rc=0; '
+                             f'elif [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '
+                             f"case $rc in {TIMED_OUT_STATUS}) jh={section.name};; esac; fi", end]
         elif section.name in JOURNAL_SECTIONS:
             # Not asked once a journalctl of this poll timed out; one that times out here stops the next.
             lines += [begin, f'if [ -n "$jh" ]; then {skipped}; else {cmd}; rc=$?; '
@@ -265,18 +303,20 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
         # nvidia-smi` loop holds nothing itself but keeps spawning holders. A table cut on the node
         # names no PID: the sections read by them are left out (not run), as the bastion leaves them.
         lines += [f'if [ "$hrc" != {OVER_CAP_WORD} ]; then', *_PID_LIST, *_PARENT_LIST, 'all=$pids${ppids:+,$ppids}']
-        for name, fmt in (("processes", PS_FORMAT), ("cgroups", CGROUP_FORMAT)):
-            if name in wanted:
-                # Printed as ps prints them, not held in the shell (a `capped` read cost three processes
-                # more each): the bastion's reader bounds them as every other section. -q's refusal
-                # (an older procps) is not printed, only -p's answer after it; one that timed out is not
-                # asked again (the same ps would hang again).
-                quick, pick = (f'{bound}ps -ww -o {fmt} {flag} "$all"' for flag in (QUICK, PICK))
-                retry_on = "0|124" if bound else "0"
-                lines += [f'echo "$m begin {name}"',
-                          f'if [ -n "$pids" ]; then {quick} 2>/dev/null; rc=$?; '
-                          f'case $rc in {retry_on}) ;; *) {pick} 2>&1; rc=$?;; esac; else rc=0; fi',
-                          f'echo "$m end {name} $rc"']
+        if "processes" in wanted:
+            # Printed as ps prints them, not held in the shell (a `capped` read cost three processes
+            # more): the bastion's reader bounds them as every other section. -q's refusal (an older
+            # procps) is not printed, only -p's answer after it; one that timed out is not asked again
+            # (the same ps would hang again). ps, not /proc: its start time and command line are the
+            # identity a signal is checked against (backends/ssh/backend.signal_script reads them so).
+            quick, pick = (f'{bound}ps -ww -o {PS_FORMAT} {flag} "$all"' for flag in (QUICK, PICK))
+            retry_on = "0|124" if bound else "0"
+            lines += ['echo "$m begin processes"',
+                      f'if [ -n "$pids" ]; then {quick} 2>/dev/null; rc=$?; '
+                      f'case $rc in {retry_on}) ;; *) {pick} 2>&1; rc=$?;; esac; else rc=0; fi',
+                      'echo "$m end processes $rc"']
+        if "cgroups" in wanted:
+            lines += ['echo "$m begin cgroups"', *_CGROUP_LIST, 'echo "$m end cgroups $rc"']
         if "jobs" in wanted:
             sudo_prefix = bound + ("sudo -n " if sudo else "")
             lines += ['echo "$m begin jobs"',

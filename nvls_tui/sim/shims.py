@@ -11,6 +11,9 @@ A real sshd can then serve simulated nodes: put ``DIR/bin`` first on PATH (or co
   to DIR/var/lib/nvls-tui and the real tool runs.
 - ``sudo`` strips its options and runs the simulated tool (never a real privileged command).
 - ``static=True``: read-only outputs pre-rendered once and printed by /bin/sh ``cat`` (no Python).
+- ``DIR/proc``: the node's ``/proc/PID/stat`` and ``cgroup`` files (``sim/proc_files.py``): the poll
+  reads the holders' parents and cgroups with shell builtins, from ``$NVLS_TUI_PROC`` where it is set, so
+  a shell that serves the node must have ``NVLS_TUI_PROC=DIR/proc`` in its environment.
 - ``DIR/devices``: the node's ``/dev/nvidia*`` files, one a line (``Node.device_files()``). The shims
   never read the machine's own ``/dev``; a shell that serves the node must not either: the poll's
   ``fuser -v /dev/nvidia*`` is expanded by that shell, so it must see a ``/dev`` holding these files
@@ -42,6 +45,7 @@ from nvls_tui.poll.probe import (
 from nvls_tui.sim.commands import Output, execute
 from nvls_tui.sim.files import SIM_FILES
 from nvls_tui.sim.fleet import load_fleet
+from nvls_tui.sim.proc_files import PROC_DIR, write_proc
 from nvls_tui.sim.procps import USAGE as PS_USAGE
 from nvls_tui.sim.store import NodeStore
 
@@ -182,6 +186,8 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
     (root / "var" / "lib" / "nvls-tui").mkdir(parents=True, exist_ok=True)
     # The probe reads this marker through the remapped `cat`: nodes behind sshd are labelled simulated.
     (root / "var" / "lib" / "nvls-tui" / "SIMULATED").write_text("simulated by nvls-tui\n")
+    # The node's /proc/PID files the poll's builtins read (NVLS_TUI_PROC=DIR/proc): kept by every save.
+    (root / PROC_DIR).mkdir(exist_ok=True)
     NodeStore(root).save(state, fleet.clock)
     (root / DEVICES_FILE).write_text("".join(f"{path}\n" for path in state.device_files()))
     for command in FILE_COMMANDS:
@@ -259,3 +265,5 @@ def _write_static(root: Path, fleet, name: str) -> None:
                   "case \"$*\" in\n" + "".join(cases) +
                   f"  *) echo \"{command}: the static simulator has no output for: $*\" >&2; exit 2;;\nesac\n")
         _write(root / "bin" / command, script)
+    # The process files as of the pre-rendered answers (rendering them ran the node's clock to ``now``).
+    write_proc(root / PROC_DIR, node)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nvls_tui.sim.clock import SimClock
+from nvls_tui.sim.proc_files import PROC_DIR, write_proc
 from nvls_tui.sim.state import Node
 
 
@@ -31,6 +32,8 @@ class NodeStore:
         tmp = self.path.with_name(f".state.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"clock": clock.to_dict(), "node": node.to_dict()}))
         os.replace(tmp, self.path)
+        if (self.dir / PROC_DIR).is_dir():  # a shim node: its process files follow its state (sim/proc_files.py)
+            write_proc(self.dir / PROC_DIR, node)
 
     def load(self) -> tuple[Node, SimClock]:
         """Read the state (without locking: for inspection in tests)."""

@@ -205,16 +205,20 @@ async def test_over_ssh_a_later_poll_answers_the_unchanged_configuration_from_th
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_holders_identities_and_cgroups_cost_one_ps_each_and_are_read_as_before(tmp_path, shell):
+def test_the_holders_parents_identities_and_cgroups_cost_one_ps_and_read_as_ps_reads_them(tmp_path, shell):
     from nvls_tui.parsers.ps import parse_ps, parse_ps_cgroups
+    from nvls_tui.poll.probe import CGROUP_FORMAT
     from tests.unit.test_probe_holders import fake_fuser, row
 
-    holder = subprocess.Popen(["sleep", "300"])
+    # A holder whose name holds ") " and a number (its stat line's PPID must still be found after it).
+    odd = tmp_path / "a) 9 b"
+    odd.symlink_to(next(f"{d}/sleep" for d in ("/usr/bin", "/bin") if os.access(f"{d}/sleep", os.X_OK)))
+    holder = subprocess.Popen([str(odd), "300"])
     try:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         fake_fuser(bin_dir, "                     USER        PID ACCESS COMMAND\n"
-                            + row("/dev/nvidia0", "root", holder.pid, "F...m", "sleep"))
+                            + row("/dev/nvidia0", "root", holder.pid, "F...m", "a) 9 b"))
         log = bin_dir / "log"
         for tool in ("ps", "head"):
             (bin_dir / tool).write_text(f'#!/bin/sh\necho {tool} >> "{log}"\nPATH=/usr/bin:/bin; exec {tool} "$@"\n')
@@ -222,15 +226,41 @@ def test_the_holders_identities_and_cgroups_cost_one_ps_each_and_are_read_as_bef
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C"}
         out = subprocess.run([shell, "-c", probe_script(only=("holders", "processes", "cgroups"))], env=env,
                              capture_output=True, text=True, timeout=60).stdout
+        both = f"{holder.pid},{os.getpid()}"
+        by_ps = subprocess.run(["ps", "-ww", "-o", CGROUP_FORMAT, "-p", both], capture_output=True, text=True).stdout
     finally:
         holder.kill()
         holder.wait()
     sections = split_probe_output(out)
-    # ps for the parents, the identities and the cgroups; head only for the fuser table's cap.
-    assert sorted(log.read_text().split()) == ["head", "ps", "ps", "ps"]
+    # One ps, for the identities; head only for the fuser table's cap. The parent and the cgroups are read
+    # from /proc by the shell's builtins (two `ps` of ~4 ms each before, on an H100).
+    assert sorted(log.read_text().split()) == ["head", "ps"]
     (status, text), (cg_status, cg_text) = sections["processes"], sections["cgroups"]
-    assert status == 0 and holder.pid in {e.pid for e in parse_ps(text).value}
-    assert cg_status == 0 and holder.pid in parse_ps_cgroups(cg_text).value
+    entries = {e.pid: e for e in parse_ps(text).value}
+    assert status == 0 and set(entries) == {holder.pid, os.getpid()}  # the holder and its parent (this test)
+    assert entries[holder.pid].ppid == os.getpid()
+    # What ps's cgroup column says of both, to the entry.
+    assert cg_status == 0 and parse_ps_cgroups(cg_text).value == parse_ps_cgroups(by_ps).value
+    assert {int(line.split()[0]) for line in cg_text.splitlines()} == {holder.pid, os.getpid()}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_holder_whose_proc_files_cannot_be_read_has_no_parent_and_no_cgroup_never_a_made_up_one(tmp_path, shell):
+    from tests.unit.test_probe_holders import fake_fuser, row
+
+    proc = tmp_path / "proc"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "stat").write_text("4242 (x) S 77 4242 4242 0 -1\n")
+    (proc / "4242" / "cgroup").mkdir()  # a cgroup file that cannot be read (here: a folder)
+    (proc / "77").mkdir()  # the parent's files are gone (it exited)
+    fake_fuser(tmp_path, "                     USER        PID ACCESS COMMAND\n"
+               + row("/dev/nvidia0", "root", 4242, "F...m", "x") + row("", "root", 5151, "F...m", "y"))
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C", "NVLS_TUI_PROC": str(proc)}
+    out = subprocess.run([shell, "-c", probe_script(only=("holders", "cgroups")) + 'echo "@@all $all"\n'], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.stderr == ""
+    assert "@@all 4242,5151,77" in out.stdout  # 5151 has no stat: no parent; 77 read from 4242's
+    assert split_probe_output(out.stdout)["cgroups"] == (1, "")  # none could be read: ps's "found none"
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -284,3 +314,100 @@ def test_the_kernel_awk_runs_journalctl_and_dmesg_without_a_shell_between(tmp_pa
     assert "journalctl's parent: " in sections["kernel"][1] and "dmesg's parent: " in sections["ring"][1]
     parents = [line.rsplit(" ", 1)[1] for line in out.splitlines() if "'s parent: " in line]
     assert len(parents) == 2 and all(p.endswith("awk") for p in parents), parents
+
+
+# ---- FM's unit journal where systemd has no FM unit ------------------------------------------------------
+FM_ABSENT = ("Id=nvidia-fabricmanager.service\nLoadState=not-found\nActiveState=inactive\n\n"
+             "Id=kubelet.service\nLoadState=loaded\nActiveState=active\n")
+FM_LOADED = ("Id=nvidia-fabricmanager.service\nLoadState=loaded\nActiveState=failed\n\n"
+             "Id=kubelet.service\nLoadState=not-found\nActiveState=inactive\n")
+# LoadState before Id in FM's block (the order is systemd's, not the -p list's): still FM's own block.
+FM_ABSENT_REORDERED = "ActiveState=inactive\nLoadState=not-found\nId=nvidia-fabricmanager.service\n"
+NO_SYSTEMD = "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(("units", "status", "read"), [
+    (FM_ABSENT, 0, False), (FM_ABSENT_REORDERED, 0, False),
+    (FM_LOADED, 0, True),  # another unit's not-found is not FM's
+    (NO_SYSTEMD, 1, True),  # systemctl could not say: read as before (fail closed)
+    (FM_ABSENT, 3, True),  # an answer with a failing status is not believed
+])
+def test_fm_s_journal_is_read_unless_systemd_says_it_has_no_fm_unit(tmp_path, shell, units, status, read):
+    from nvls_tui.poll.fm_journal import read_fm_journal
+    from nvls_tui.poll.probe import FM_LOG_NOT_RUN_LINE, fm_unit_absent
+
+    log = tmp_path / "log"
+    (tmp_path / "units.out").write_text(units)
+    (tmp_path / "systemctl").write_text(f"#!/bin/sh\ncat {tmp_path / 'units.out'}\nexit {status}\n")
+    (tmp_path / "journalctl").write_text(f'#!/bin/sh\necho journalctl >> "{log}"\necho "-- No entries --"\n')
+    for tool in ("systemctl", "journalctl"):
+        (tmp_path / tool).chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    out = subprocess.run([shell, "-c", probe_script(only=("units", "fm_log"))], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stderr == ""
+    sections = split_probe_output(out.stdout)
+    assert sections["units"] == (status, units)  # the section is systemctl's answer, to the byte
+    units_result = CommandResult(section_argv("units"), status, units)
+    assert fm_unit_absent(units_result) is (not read)  # the other backends decide as the script does
+    if read:
+        assert log.read_text().split() == ["journalctl"] and sections["fm_log"] == (0, "-- No entries --\n")
+    else:
+        assert not log.exists() and sections["fm_log"] == (0, FM_LOG_NOT_RUN_LINE + "\n")
+        journal, why = read_fm_journal(CommandResult(section_argv("fm_log"), 0, sections["fm_log"][1]))
+        assert journal is None and why is not None and why.reason == "not run"  # unknown, never "no FM errors"
+
+
+async def test_a_node_without_a_host_fm_unit_reads_no_fm_journal_on_either_path_and_says_nothing_of_it(tmp_path):
+    from nvls_tui.backends.simulated import SimulatedBackend
+    from nvls_tui.diagnosis import diagnose
+    from nvls_tui.poll.probe import fm_log_not_run
+    from nvls_tui.sim.fleet import load_fleet as load
+
+    fleet = load("sim:fm-in-container/gpu-ctr01", speed=0)
+    sections = await SimulatedBackend(fleet, "gpu-ctr01").read_sections()
+    assert sections["fm_log"] == fm_log_not_run()
+    root = write_shims(tmp_path / "n", "fm-in-container", "gpu-ctr01", speed=0)
+    env = {"PATH": f"{root}/bin:/usr/bin:/bin", "LC_ALL": "C", "NVLS_TUI_PROC": f"{root}/proc"}
+    out = subprocess.run(["/bin/sh", "-c", probe_script(only=("units", "fm_log"))], env=env, capture_output=True,
+                         text=True, timeout=120).stdout
+    assert split_probe_output(out)["fm_log"] == (0, fm_log_not_run().output)
+    state = assemble_node_state("gpu-ctr01", sections, simulated=True)
+    assert state.missing_section("fm_log") is not None  # not read: unknown, and the diagnosis needs none of it
+    assert not [f for f in diagnose(state).findings if "Fabric Manager's journal" in f.message]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(("kernel_says", "status", "asked"), [
+    ("No journal files were found.\n", 1, False),  # no journal at all: FM's journalctl would say the same
+    ("No journal files were opened due to insufficient permissions.\n", 1, True),  # FM's may differ: asked
+    ("-- No entries --\n", 0, True),
+])
+def test_fm_s_journalctl_is_not_run_where_the_kernel_s_found_no_journal_at_all(tmp_path, shell, kernel_says,
+                                                                              status, asked):
+    from nvls_tui.poll.evidence import FAILED, missing_evidence
+    from nvls_tui.poll.probe import JOURNAL_NONE_NOT_RUN, journal_absent
+
+    log = tmp_path / "log"
+    (tmp_path / "journal.out").write_text(kernel_says)
+    (tmp_path / "journalctl").write_text(f'#!/bin/sh\necho "$1" >> "{log}"\ncat {tmp_path / "journal.out"}\n'
+                                         f"exit {status}\n")
+    (tmp_path / "dmesg").write_text("#!/bin/sh\necho '[    0.000000] Linux version 6.8.0'\n")
+    for tool in ("journalctl", "dmesg"):
+        (tmp_path / tool).chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    out = subprocess.run([shell, "-c", probe_script(only=("kernel", "ring", "fm_log"))], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.stderr == ""
+    sections = split_probe_output(out.stdout)
+    assert log.read_text().split() == (["-k", "-u"] if asked else ["-k"])  # -u: FM's unit journal
+    assert sections["ring"][0] == 0 and "ring first 0.000000 1" in sections["ring"][1]  # the ring is read as before
+    read = {n: CommandResult(section_argv(n), s, t) for n, (s, t) in sections.items()}
+    assert journal_absent(read) is (not asked)  # the other backends decide as the script does
+    if not asked:
+        assert sections["fm_log"] == (0, JOURNAL_NONE_NOT_RUN + "\n")
+        # Read as journalctl's own words were: no journal on the node (unknown), never "no FM errors".
+        why = missing_evidence("fm_log", read["fm_log"])
+        assert why is not None and why.reason == FAILED and "no journal" in why.detail
+

@@ -51,8 +51,9 @@ def test_the_real_iommu_listing_of_an_h200_board_tells_its_gpus_from_its_nvswitc
 def test_the_simulated_node_lists_eight_gpus_on_the_bus_and_seven_in_nvidia_smi():
     fleet = load_fleet("sim:gpu-missing", speed=0)
     lspci = fleet.sh("gpu-lost01", *section_argv("nvswitches")).stdout
-    assert lspci.count("3D controller [0302]") == 8 and lspci.count("[10de:22a3]") == 4
-    assert "0000:d8:00.0 3D controller" in lspci
+    # The poll asks for numbers only (lspci -D -n): the class 0302 is a 3D controller, 10de:22a3 an NVSwitch.
+    assert lspci.count(" 0302: 10de:") == 8 and lspci.count(" 0680: 10de:22a3 ") == 4
+    assert "0000:d8:00.0 0302: " in lspci
     smi = fleet.sh("gpu-lost01", "nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader").stdout
     assert smi.splitlines() == [f"{i}, 00000000:{b}:00.0" for i, b in enumerate(("0F", "34", "48", "5A", "87", "AE", "C2"))]
 
