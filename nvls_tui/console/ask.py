@@ -78,7 +78,7 @@ class AskMode:
         self.clock = clock
         self._polled: Polled = []
         self.pilot = Pilot(autopilot, policy, store, audit, mode="ask", poll=lambda: self._polled,
-                           repair=_never, clock=clock)
+                           repair=_never, clock=clock, follow_disk=False)
         self.fresh: set[str] = set()  # nodes polled since the last round
         self.last_round: float | None = None  # time.monotonic() of the last round
         self.proposals: dict[str, Proposal] = {}

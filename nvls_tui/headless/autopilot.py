@@ -60,8 +60,11 @@ class Pilot:
     def __init__(self, autopilot: Autopilot, policy: Policy, store: StateStore, audit: AuditLog, *, mode: str,
                  poll: Callable[[], Polled], repair: Repairer, clock: Callable[[], float] = time.time,
                  emit: Callable[[dict[str, Any]], None] | None = None, drain: Drainer | None = None,
-                 publish: Callable[[AutopilotRound], None] | None = None) -> None:
+                 publish: Callable[[AutopilotRound], None] | None = None, follow_disk: bool = True) -> None:
+        """``follow_disk``: take an operator's closing of the breaker from the state file before each round
+        (:meth:`take_breaker`); the console's ask mode reads the whole file itself (console/ask.py)."""
         self.autopilot, self.policy, self.store, self.audit = autopilot, policy, store, audit
+        self.follow_disk = follow_disk
         self.mode, self.poll, self.repair, self.clock = mode, poll, repair, clock
         self.emit = emit
         self.drain = drain
@@ -70,6 +73,9 @@ class Pilot:
         self.number = 0
         self._pending: list[dict[str, Any]] = []
         self.pause_path = store.directory / PAUSE_FILE
+        # The breaker as the state file last had it (read at the start, or written since): an operator's
+        # --close-breaker from another shell changes the file, and the next round takes it (take_breaker).
+        self._disk_breaker = dataclasses.replace(autopilot.state.breaker)
 
     def record(self, record: dict[str, Any]) -> None:
         """One decision record, held until :meth:`flush` (a round's records are one group commit)."""
@@ -92,6 +98,25 @@ class Pilot:
         """Save the state; observe and ask change nothing, their breaker and budgets included (in memory only)."""
         if self.mode == "auto":
             self.store.save(self.autopilot.state)
+            self._disk_breaker = dataclasses.replace(self.autopilot.state.breaker)
+
+    def take_breaker(self) -> None:
+        """Take the breaker from the state file where it changed there since this autopilot read or wrote it: an
+        operator closed it (``--close-breaker``) while this one runs. Without this the running autopilot kept the
+        breaker it started with, and its next save wrote a tripped breaker back over the closing. Only the
+        breaker is taken: the repairs and budgets are this process's own record.
+
+        Raises:
+            StateError: the file cannot be read now (the round stops there: fail closed).
+        """
+        disk = self.store.load().breaker
+        if disk == self._disk_breaker:
+            return
+        self._disk_breaker = dataclasses.replace(disk)
+        self.autopilot.state.breaker = dataclasses.replace(disk)
+        self.record({"node": None, "action": "state-read", "reason": "changed-on-disk", "message":
+                     f"{self.store.path} changed under this autopilot (--close-breaker from another shell): its "
+                     f"breaker read again: {'tripped' if disk.tripped else 'closed'}"})
 
     def paused(self) -> bool:
         return self.pause_path.exists()
@@ -161,6 +186,8 @@ class Pilot:
         """One round; the decisions taken."""
         self.number += 1
         polled = self.poll()
+        if self.follow_disk:
+            self.take_breaker()
         ap = self.autopilot
         window = ap.limits.fm_window_s
         judged: list[Judged] = [self.policy.judge(s.host, s.reachable, d, fm_starts_in(s, window)) for s, d in polled]
