@@ -16,6 +16,7 @@ later, restarted FM and ran the smoke test with no lock.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -36,6 +37,7 @@ pytestmark = [pytest.mark.ssh,
                                  reason="libfaketime is not installed (scripts/system-deps.sh)")]
 
 AHEAD = skewed_bastion("+6m") or {}
+WATCHED_BEAT = 1.0  # the forced restore's heartbeat interval, seconds (the product's is 30)
 
 
 def record_times(directory: Path) -> list[dt.datetime]:
@@ -111,7 +113,7 @@ def test_a_bastion_six_minutes_ahead_never_takes_a_live_lock_and_a_taken_over_ru
 
 
 def test_a_lock_dated_in_the_nodes_future_is_refused_as_unjudgeable_and_force_takes_it_only_after_watching(
-        rigs, tmp_path):
+        rigs, tmp_path, monkeypatch, capsys):
     # Item 6: the node's clock stepped back an hour after another bastion's run wrote its owner file (that run is
     # gone: no heartbeat comes). Before: the refusal said the run was alive ("last heartbeat 0 s ago") and
     # --force could never take the lock over.
@@ -135,11 +137,23 @@ def test_a_lock_dated_in_the_nodes_future_is_refused_as_unjudgeable_and_force_ta
     assert "--force" in refused["message"] and "0 s ago" not in refused["message"]
     assert refused["lock_owner"]["status"] == "cannot be judged"
 
+    # The forced restore runs in this process, its heartbeat interval cut to WATCHED_BEAT: the watch it holds
+    # (two intervals and a command timeout, no heartbeat seen, then the takeover) is the same, over the same sshd,
+    # and lasts 7 s instead of the default 30 s interval's 65 s of waiting on nothing.
+    import nvls_tui.headless.repair as headless_repair
+    from nvls_tui.cli import main
+
+    options = headless_repair.repair_options
+    monkeypatch.setattr(headless_repair, "repair_options", lambda *args, **kwargs: dataclasses.replace(
+        options(*args, **kwargs), heartbeat_interval=WATCHED_BEAT))
     forced_dir = tmp_path / "forced"
-    code, out, err = finish(cli(rig, "repair", "--restore", target, "--force", "--timeout", "5", "--json",
-                                "--audit-dir", str(forced_dir)), timeout=240)
+    code = main(["repair", "--restore", target, "--force", "--timeout", "5", "--json", "--audit-dir", str(forced_dir),
+                 *rig.cli_args()])
+    out, err = capsys.readouterr()
     taken = only_node(out)
     assert (code, taken["result"]) == (0, "restored"), (taken["message"], err)
+    watched = 2 * WATCHED_BEAT + 5
+    assert any(r.get("event") == "note" and f"for {watched:g} s" in r["message"] for r in audit_records(forced_dir))
     notes = [r["message"] for r in audit_records(forced_dir) if r.get("event") == "note"]
     assert any("watching its owner file" in m for m in notes), notes
     assert any("took over the unjudgeable lock" in m and "run-gone" in m and "no heartbeat" in m for m in notes)
