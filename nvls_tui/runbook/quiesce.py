@@ -256,17 +256,19 @@ async def terminate(ctx: NodeContext, state: NodeState, holders: list[Holder]) -
     return after
 
 
-async def quiesce(ctx: NodeContext, state: NodeState, *, stop_kubelet: bool = True) -> tuple[Holder, ...]:
+async def quiesce(ctx: NodeContext, state: NodeState, *, stop_kubelet: bool = True,
+                  actions: Sequence[Action] | None = None) -> tuple[Holder, ...]:
     """Stop every client of the GPUs; return the holders left (the verify step deals with them).
 
-    ``stop_kubelet`` False: the Kubernetes path (see :func:`quiesce_actions`).
+    ``stop_kubelet`` False: the Kubernetes path (see :func:`quiesce_actions`). ``actions``: the step's as the run's
+    program names them (runbook/program.py); by default :func:`quiesce_actions`'s.
 
     Raises:
         StepFailed: a unit would not stop or persistence mode could not be turned off.
     """
     if held := timers_to_hold(state):
         ctx.note(held_sentence(held))
-    for action in quiesce_actions(state, stop_kubelet=stop_kubelet):
+    for action in quiesce_actions(state, stop_kubelet=stop_kubelet) if actions is None else actions:
         if isinstance(action, Read):
             # The watch loops, in their place (before DCGM: a loop's nvidia-smi is a client like any), read now.
             parents = await watch_parents(ctx, await read_holders(ctx, state))
