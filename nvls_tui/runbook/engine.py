@@ -60,6 +60,7 @@ from nvls_tui.runbook.outcome import (
 )
 from nvls_tui.runbook.program import Known, prior_units
 from nvls_tui.runbook.record import RepairRecord
+from nvls_tui.runbook.restore import ORDER as RESTORE_ORDER
 from nvls_tui.runbook.restore import RestoreReport, restore, restored_words
 from nvls_tui.runbook.scheduling import DrainHold, SchedulerHook
 from nvls_tui.runbook.smoke_words import failure_words
@@ -178,6 +179,7 @@ class Runbook:
         self._prior_units: dict[str, str] = {}
         self._prior_pm: dict[int, str] = {}
         self._prior_known = False
+        self._state: NodeState | None = None  # as preflight read it: the program of the later steps is built from it
         self._t0: str | None = None
         self._cursor: str | None = None
         self._interrupted: str | None = None
@@ -396,7 +398,7 @@ class Runbook:
 
     async def _preflight(self) -> NodeState:
         ctx = self.context
-        state = await ctx.read_node()
+        state = self._state = await ctx.read_node()
         ctx.emit(NodeObserved(host=self.host, step=ctx.step, label="before", summary=summarize(state)))
         if self.manual:
             ctx.emit(ManualChanges(host=self.host, step=ctx.step, changes=tuple(c.to_dict() for c in self.manual),
@@ -604,7 +606,8 @@ class Runbook:
             report = await restore(ctx, self._prior_units if self._record_written else {},
                                    self._prior_pm if self._record_written else {},
                                    record_of=self.run_id if self._record_written else None, lock=lock,
-                                   manual=self._manual_units, before_record=self._settle_kube)
+                                   manual=self._manual_units, before_record=self._settle_kube,
+                                   order=self._restore_order())
             if not report.ok:
                 raise StepFailed("could not put back: " + ", ".join(report.failed))
             return f"restored {restored_words(report.units, report.persistence_gpus, 'nothing (nothing had been stopped)')}"
@@ -625,6 +628,14 @@ class Runbook:
             if self.lock is not None:
                 await self.lock.stop_beating()  # whatever happened above: the run is over
         await self._observe_after()
+
+    def _restore_order(self) -> tuple[str, ...]:
+        """The restore's decision points in the order of the run's program (runbook/program.py): what differs is
+        put back, the cluster's, the record, the lock (the scheduler's drain follows the step)."""
+        if self._state is None:
+            return RESTORE_ORDER
+        return tuple(e.point for e in self._program(self._state, "restore")
+                     if isinstance(e, program.Decide) and e.point in RESTORE_ORDER)
 
     async def _settle_kube(self) -> list[str]:
         """The cluster back (after the units, before the record goes): the labels this run paused, and the

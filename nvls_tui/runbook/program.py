@@ -37,7 +37,7 @@ from nvls_tui.runbook.changes import (
 )
 from nvls_tui.runbook.lock import RELEASING, TAKING
 from nvls_tui.runbook.quiesce import quiesce_actions
-from nvls_tui.runbook.restore import restore_actions, startable
+from nvls_tui.runbook.restore import CLUSTER_BACK, LOCK_GONE, PUT_BACK, RECORD_GONE, restore_actions, startable
 from nvls_tui.runbook.scheduling import drain_change, jobs_words, resume_change
 from nvls_tui.runbook.steps import (
     DATE_ARGV,
@@ -81,8 +81,10 @@ FM_REGISTERED = "fm-registered"
 KERNEL_SINCE_T0 = "kernel-since-t0"
 #: smoke-test: the verdict (completed, nothing out of bounds, NVLS used, the bandwidth reached).
 SMOKE_PASS = "smoke-pass"
-#: restore: the cluster back (labels, the cordon lifted after a pass or kept, naming the step).
-CLUSTER_RESTORE = "cluster-restore"
+#: restore: the units and settings that differ now from before, put back (the node read again first); the
+#: cluster's (labels, the cordon lifted after a pass or kept, naming the step); the record, then the lock, each
+#: read first (only the run's own goes): runbook/restore.py's points (PUT_BACK, CLUSTER_BACK, RECORD_GONE,
+#: LOCK_GONE), in its order.
 #: restore: the scheduler's drain back the way it was (resumed after a pass; kept, re-reasoned, after a failure).
 RESUME = "resume"
 
@@ -310,13 +312,14 @@ def restore(state: NodeState, known: Known) -> list[Entry]:
     stopped[FM_UNIT] = "active"  # the fabric-manager step started it
     if known.kube is not None and KUBELET in stopped:
         stopped[KUBELET] = prior[KUBELET]  # not stopped on this path: nothing to start
-    entries: list[Entry] = list(restore_actions(prior, persistence_modes(state), stopped, {},
-                                                tuple(known.restore_also)))
+    put_back = restore_actions(prior, persistence_modes(state), stopped, {}, tuple(known.restore_also))
+    entries: list[Entry] = [Decide(PUT_BACK, tuple(put_back))]
     if known.kube is not None:
-        entries.append(Decide(CLUSTER_RESTORE, known.cluster("restore")))
-    entries += [RECORD_READ, record_remove(), *RELEASING]
-    if known.scheduler_node is not None and not known.keep_drained:
-        entries.append(Decide(RESUME, (resume_change(known.scheduler_node),)))
+        entries.append(Decide(CLUSTER_BACK, known.cluster("restore")))
+    entries += [Decide(RECORD_GONE, (RECORD_READ, record_remove())), Decide(LOCK_GONE, RELEASING)]
+    if known.scheduler_node is not None:
+        # Resumed after a pass (not with --keep-drained); kept, with the failed step as its reason, after a failure.
+        entries.append(Decide(RESUME, () if known.keep_drained else (resume_change(known.scheduler_node),)))
     return entries
 
 
@@ -331,6 +334,6 @@ def program(state: NodeState, known: Known) -> dict[str, list[Entry]]:
     return {name: build(state, known) for name, build in BUILDERS.items()}
 
 
-__all__ = ["BUILDERS", "CLOCK_READ", "CURSOR", "CURSOR_READ", "Decide", "Entry", "Known", "Plain", "RECORD_READ",
+__all__ = ["BUILDERS", "CLUSTER_BACK", "LOCK_GONE", "PUT_BACK", "RECORD_GONE", "CLOCK_READ", "CURSOR", "CURSOR_READ", "Decide", "Entry", "Known", "Plain", "RECORD_READ",
            "SIDE_EFFECT", "SMOKE_CLOCK_READS", "flat", "lines_of", "prior_units", "program", "reset_side_effects",
            "smoke_entries"]
