@@ -36,7 +36,7 @@ from nvls_tui.runbook.changes import (
     start_fabric_manager,
 )
 from nvls_tui.runbook.lock import RELEASING, TAKING
-from nvls_tui.runbook.quiesce import quiesce_actions
+from nvls_tui.runbook.quiesce import MAX_RESPAWN_ROUNDS, quiesce_actions
 from nvls_tui.runbook.restore import CLUSTER_BACK, LOCK_GONE, PUT_BACK, RECORD_GONE, restore_actions, startable
 from nvls_tui.runbook.scheduling import drain_change, jobs_words, resume_change
 from nvls_tui.runbook.steps import (
@@ -226,7 +226,9 @@ def no_holders() -> Decide:
     """fuser on the device files the node lists, repeated while any process holds one."""
     # fuser names only the files the listing finds (quiesce.present_fuser_argv): which of them a node has is known
     # only when the step runs, so the plan shows the listing and says what fuser is given.
-    return Decide(NO_HOLDERS, (Read(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"))
+    return Decide(NO_HOLDERS, (Read(DEVICE_LIST_ARGV), "fuser -v FILE...   # each file the find lists, none other"),
+                  f"# while a process holds one: management processes are stopped again ({MAX_RESPAWN_ROUNDS} times "
+                  "at most), any other is waited for until the holders' deadline, then the repair stops")
 
 
 # ---- the steps ---------------------------------------------------------------------------------------------------

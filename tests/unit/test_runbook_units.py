@@ -204,7 +204,10 @@ class TestPlan:
         assert tuple(plan) == STEPS
         assert plan["reset"] == ["nvidia-smi -r"]
         assert plan_commands(incident_node())["reset"][0] == "nvidia-smi -r"
-        assert plan["fabric-manager"][2:4] == ["systemctl reset-failed nvidia-fabricmanager.service",
+        # FM starts after nothing is proven to hold a device again (the listing, fuser, and the decision's words).
+        assert plan["fabric-manager"][:3] == plan["verify-no-holders"][:3]
+        assert plan["fabric-manager"][2].startswith("# while a process holds one")
+        assert plan["fabric-manager"][3:5] == ["systemctl reset-failed nvidia-fabricmanager.service",
                                               "systemctl start nvidia-fabricmanager.service"]
         assert plan["smoke-test"][0] == ("NCCL_NVLS_ENABLE=1 NCCL_ALGO=NVLS NCCL_DEBUG=INFO "
                                          "all_reduce_perf -b 8M -e 128M -f 2 -g 8")
