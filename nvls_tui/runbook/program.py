@@ -88,6 +88,9 @@ SMOKE_PASS = "smoke-pass"
 #: restore: the scheduler's drain back the way it was (resumed after a pass; kept, re-reasoned, after a failure).
 RESUME = "resume"
 
+# What the plan says of preflight's smoke test of a healthy-looking node (engine.Runbook._recheck decides).
+RECHECK_WORDS = ("# a pass ends the repair here, nothing reset; a failure is tested once more after a pause, then the "
+                 "repair goes on")
 # The kernel journal's cursor preflight reads at T0 (known only when the repair runs).
 CURSOR = "<CURSOR>"
 # The reset step's notes of what the reset commits besides (views.plan_summary lifts them into the summary).
@@ -245,7 +248,7 @@ def preflight(state: NodeState, known: Known) -> list[Entry]:
         entries.append(Decide(CLUSTER_SURVEY, known.cluster("preflight")))
     entries += [CLOCK_READ, CURSOR_READ]
     if known.recheck and checks.fabric_looks_healthy(state):
-        entries.append(Decide(RECHECK, smoke_entries(state)))  # a pass ends the run here with nothing reset
+        entries.append(Decide(RECHECK, smoke_entries(state), RECHECK_WORDS))
     entries.append(record_write())
     if known.kube is not None:
         entries.append(Decide(CORDON, known.cluster("cordon")))

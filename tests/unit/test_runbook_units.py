@@ -28,6 +28,7 @@ from nvls_tui.runbook.preflight import (
     record_refusal,
     refusal,
 )
+from nvls_tui.runbook.program import RECHECK_WORDS
 from nvls_tui.runbook.quiesce import quiesce_actions
 from nvls_tui.runbook.restore import restore_actions
 from nvls_tui.runbook.smoke import judge
@@ -239,3 +240,7 @@ class TestPlan:
         fm_up = tuple(ServiceState(s.name, "active", load="loaded") for s in incident_node().services)
         pre = plan_commands(incident_node(services=fm_up, kernel_events=()))["preflight"]
         assert any("all_reduce_perf" in c for c in pre)
+        # The decision it makes is said after the test (runbook/program.py RECHECK), before the record is written.
+        said = pre.index(RECHECK_WORDS)
+        assert said < pre.index("tee /var/lib/nvls-tui/repair.json.tmp")
+        assert "all_reduce_perf" in " ".join(pre[:said])
