@@ -179,3 +179,14 @@ def test_the_scheduler_drain_follows_the_lock_in_the_program_itself():
     assert [e.point for e in pre[:3] if isinstance(e, program.Decide)] == [program.LOCK, program.DRAIN, program.JOBS]
     assert pre[0].entries == TAKING and pre[1].entries == (drain_change("gpu05", "run1"),)
 
+
+
+async def test_without_the_recheck_a_healthy_looking_node_is_planned_and_repaired_without_the_first_smoke_test():
+    """``recheck_transient`` off: the run goes straight to the repair, and so does its plan (the plan had listed the
+    healthy node's first smoke test whatever the option said)."""
+    planned, performed, result = await plan_then_run("sim:seed-incident", "gpu01",
+                                                     options=dataclasses.replace(FAST, recheck_transient=False))
+    assert result.startswith("repaired"), result
+    assert compared(planned) == compared(performed)
+    assert [c for c in planned if isinstance(c, RunSmoke)] == [RunSmoke(8)]  # the smoke-test step's only
+    assert planned.index(ResetGpus()) < planned.index(RunSmoke(8))
