@@ -4,6 +4,10 @@
 the run straight to ``restore``, which also runs on abort, on cancellation and on any exception, so
 the node always ends with its units and settings as they were. The engine knows nothing of screens:
 it talks to a :class:`~nvls_tui.backends.base.Backend` and reports through events.
+
+What each step does is the run's program (:mod:`nvls_tui.runbook.program`), the same one the dry run lists: a
+step walks its entries, each change through the door, each read run, and at each decision point (``Decide``) it
+does what the point names from what it reads then.
 """
 
 from __future__ import annotations
