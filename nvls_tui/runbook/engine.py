@@ -385,16 +385,26 @@ class Runbook:
 
     async def _quiesce(self, state: NodeState) -> object:
         """On Kubernetes the operands leave through their labels and the workloads through evictions first;
-        kubelet keeps running. Then the node's own clients, as without a cluster: the program's changes."""
-        actions: list[Change | Read] = []
+        kubelet keeps running. Then the node's own clients, as without a cluster: the program's changes, the watch
+        loops and the holders left read and SIGTERMed where the program names them."""
+        ctx = self.context
+        quiesce.note_held(ctx, state)
+        holders: tuple = ()
         for entry in self._program(state, "quiesce"):
-            if isinstance(entry, program.Decide) and entry.point == program.CLUSTER_QUIESCE:
-                if self._kube is not None and self.kube is not None:
-                    await kube_repair.pause_operands(self.context, self.kube, self._kube)
-                    await kube_repair.evict_workloads(self.context, self.kube, self._kube, state)
-            elif isinstance(entry, Change | Read):
-                actions.append(entry)
-        return await quiesce.quiesce(self.context, state, stop_kubelet=self._kube is None, actions=actions)
+            match entry:
+                case program.Decide(point=program.CLUSTER_QUIESCE):
+                    if self._kube is not None and self.kube is not None:
+                        await kube_repair.pause_operands(ctx, self.kube, self._kube)
+                        await kube_repair.evict_workloads(ctx, self.kube, self._kube, state)
+                case program.Decide(point=program.WATCH_LOOPS):
+                    await quiesce.stop_watch_loops(ctx, state)
+                case program.Decide(point=program.HOLDERS_LEFT):
+                    holders = await quiesce.stop_holders_left(ctx, state)
+                case Change():
+                    await quiesce.stop(ctx, entry)
+                case _:
+                    await self._entry(state, entry)
+        return holders
 
     def _spare(self) -> frozenset[str]:
         """The driver pod's processes (FM) stay on the devices where its restart is the reset."""

@@ -36,7 +36,7 @@ from nvls_tui.runbook.changes import (
     start_fabric_manager,
 )
 from nvls_tui.runbook.lock import RELEASING, TAKING
-from nvls_tui.runbook.quiesce import MAX_RESPAWN_ROUNDS, quiesce_actions
+from nvls_tui.runbook.quiesce import MAX_RESPAWN_ROUNDS, quiesce_plan
 from nvls_tui.runbook.restore import CLUSTER_BACK, LOCK_GONE, PUT_BACK, RECORD_GONE, restore_actions, startable
 from nvls_tui.runbook.scheduling import drain_change, jobs_words, resume_change
 from nvls_tui.runbook.steps import (
@@ -69,6 +69,11 @@ RECHECK = "recheck"
 CORDON = "cordon"
 #: quiesce: the operands paused through their labels and the workloads evicted, before the node's own clients.
 CLUSTER_QUIESCE = "cluster-quiesce"
+#: quiesce: every watch loop, read now (``ps -e``) and SIGTERMed (the plan: the loops the listing shows).
+WATCH_LOOPS = "watch-loops"
+#: quiesce: the management processes still holding a device after the units, re-read and SIGTERMed (the plan: those
+#: the state shows); any left go to verify-no-holders.
+HOLDERS_LEFT = "holders-left"
 #: verify-no-holders (and again before FM starts): fuser on the device files the listing finds, repeated while any
 #: process holds one.
 NO_HOLDERS = "no-holders"
@@ -258,7 +263,9 @@ def preflight(state: NodeState, known: Known) -> list[Entry]:
 def quiesce(state: NodeState, known: Known) -> list[Entry]:
     """The cluster's operands and workloads first (kubelet then keeps running), then the node's own clients."""
     cluster: list[Entry] = [Decide(CLUSTER_QUIESCE, known.cluster("quiesce"))] if known.kube is not None else []
-    return [*cluster, *quiesce_actions(state, stop_kubelet=known.kube is None, listing=known.listing)]
+    parts = quiesce_plan(state, stop_kubelet=known.kube is None, listing=known.listing)
+    return [*cluster, *parts.first, Decide(WATCH_LOOPS, parts.watch_loops), *parts.then,
+            Decide(HOLDERS_LEFT, parts.holders_left)]
 
 
 def verify_no_holders(state: NodeState, known: Known) -> list[Entry]:
