@@ -86,10 +86,11 @@ FM_REGISTERED = "fm-registered"
 KERNEL_SINCE_T0 = "kernel-since-t0"
 #: smoke-test: the verdict (completed, nothing out of bounds, NVLS used, the bandwidth reached).
 SMOKE_PASS = "smoke-pass"
-#: restore: the units and settings that differ now from before, put back (the node read again first); the
-#: cluster's (labels, the cordon lifted after a pass or kept, naming the step); the record, then the lock, each
-#: read first (only the run's own goes): runbook/restore.py's points (PUT_BACK, CLUSTER_BACK, RECORD_GONE,
-#: LOCK_GONE), in its order.
+# restore: the units and settings that differ now from before, put back (the node read again first); the
+# cluster's (labels, the cordon lifted after a pass or kept, naming the step); the record, then the lock, each
+# read first (only the run's own goes): runbook/restore.py's points (PUT_BACK, CLUSTER_BACK, RECORD_GONE,
+# LOCK_GONE, imported above), in its order.
+
 #: restore: the scheduler's drain back the way it was (resumed after a pass; kept, re-reasoned, after a failure).
 RESUME = "resume"
 
