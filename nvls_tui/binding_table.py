@@ -88,6 +88,14 @@ SPECS: tuple[BindingSpec, ...] = (
     BindingSpec("fleet.repair", "r", "repair", "Repair", "Dry-run the repair of the selected nodes, then type "
                 "their names to run it.", "fleet",
                 destructive=True, palette="fleet: Repair selected nodes", priority=True),
+    BindingSpec("fleet.approve", "a", "approve", "Approve", "Autopilot ask mode (--autopilot ask): open the plan of "
+                "the repair the autopilot proposes for the node under the cursor (marked ⚑); typing its name runs "
+                "it, counted in the autopilot's budget and breaker. Nothing runs without this.", "fleet",
+                destructive=True, palette="autopilot: Approve the proposed repair under the cursor"),
+    BindingSpec("fleet.proposals", "P", "proposals", "Proposals", "Autopilot ask mode: every node the autopilot "
+                "proposes, holds by a limit (which) or leaves to a person, one line each, with the breaker; Enter "
+                "goes to the node (a approves there).", "fleet", show=False,
+                palette="autopilot: Show the proposals"),
     BindingSpec("fleet.yank", "y", "yank", "Yank", "Copy the host under the cursor to the clipboard (OSC 52); "
                 "a toast says what was copied.", "fleet", show=False),
     BindingSpec("fleet.ssh", "S", "ssh", "ssh", "Suspend the console and ssh to the node under the cursor with "

@@ -132,24 +132,44 @@ def _add_repair_how_options(p: argparse.ArgumentParser, config: Config | None = 
                         "refusing; better: map the target to its node (--kube-node-map)" + now("stop_kubelet"))
 
 
+def _add_metrics_options(p: argparse.ArgumentParser, what: str, listen_when: str) -> None:
+    """``--metrics-textfile`` and ``--metrics-listen`` (``check``'s and the autopilot's): ``what`` they export."""
+    p.add_argument("--metrics-textfile", metavar="FILE",
+                   help=f"write {what} to FILE after every round, for node_exporter's textfile collector (a name "
+                        "ending in .prom in its --collector.textfile.directory; written to a temporary file, then "
+                        "renamed)")
+    p.add_argument("--metrics-listen", metavar="[ADDR:]PORT", type=_listen_address,
+                   help=f"{listen_when}serve {what} on http://ADDR:PORT/metrics while it runs (a bare PORT listens "
+                        "on 127.0.0.1 only; 0 takes a free port, named on stderr)")
+
+
 def _add_autopilot_options(p: argparse.ArgumentParser) -> None:
     """``autopilot``'s mode and limits; a limit left out takes the default docs/autopilot.md explains."""
     p.add_argument("--mode", choices=("observe", "ask", "auto"), default="observe",
                    help="observe: decide and record what it would do, change nothing (default); ask: propose "
-                        "(approval in the console is not built yet: changes nothing); auto: repair")
+                        "and change nothing (the console's --autopilot ask shows the proposals, one key approves); "
+                        "auto: repair")
     p.add_argument("--every", type=_positive, default=None, metavar="SECONDS",
                    help="seconds between two polling rounds (default 60)")
     p.add_argument("--rounds", type=_positive_int, default=None, metavar="N",
                    help="stop after N polling rounds (default: run until stopped)")
     p.add_argument("--json", action="store_true", help="print one decision record per line (JSON)")
-    p.add_argument("--state-dir", metavar="DIR",
-                   help="the state file (breaker, budgets), the pause file and the audit logs (default: the "
-                        "state directory's autopilot/); a file DIR/pause (SIGUSR1 writes it) stops new repairs "
-                        "until it is removed")
-    p.add_argument("--policy", metavar="FILE", help="a policy TOML file: which finding codes and NVIDIA buckets "
-                                                    "are safe to repair unattended")
     p.add_argument("--close-breaker", action="store_true",
                    help="close a tripped breaker (audited) and exit; what to check first: docs/autopilot.md")
+    _add_metrics_options(p, "the autopilot's metrics (its decisions by action and reason, the breaker, budgets left, "
+                            "the pause: docs/metrics.md)", "")
+    _add_autopilot_limits(p)
+
+
+def _add_autopilot_limits(p: argparse.ArgumentParser, *, console: bool = False) -> None:
+    """The autopilot's state directory, policy and limits: ``autopilot``'s and the console's ``--autopilot ask``."""
+    pause = ("stops new approvals until it is removed" if console else
+             "(SIGUSR1 writes it) stops new repairs until it is removed")
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="the state file (breaker, budgets), the pause file and the audit logs (default: the "
+                        f"state directory's autopilot/); a file DIR/pause {pause}")
+    p.add_argument("--policy", metavar="FILE", help="a policy TOML file: which finding codes and NVIDIA buckets "
+                                                    "are safe to repair unattended")
     g = p.add_argument_group("limits (docs/autopilot.md: each default and why)")
     g.add_argument("--breaker-nodes", type=_positive_int, default=None, metavar="N",
                    help="the breaker trips past N repairs in the window (default 5)")
@@ -164,6 +184,11 @@ def _add_autopilot_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--budget-days", type=_positive, default=None, metavar="D", help="the budget's days (default 7)")
     g.add_argument("--cooldown", type=_not_negative, default=None, metavar="SECONDS",
                    help="after a repair, seconds before the node is judged again (default 900)")
+    g.add_argument("--fm-starts", type=_positive_int, default=None, metavar="N",
+                   help="FM flapping: a node whose Fabric Manager started more than N times in --fm-window (its "
+                        "own start times, not systemd's NRestarts) is left to a person (default 3)")
+    g.add_argument("--fm-window", type=_positive, default=None, metavar="SECONDS",
+                   help="the window FM's starts are counted in (default 3600)")
 
 
 def _add_reach_options(p: argparse.ArgumentParser, config: Config | None = None) -> None:
@@ -277,6 +302,12 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                               "console runs (a bare PORT listens on 127.0.0.1 only)")
 
     _add_repair_how_options(console, config)
+    console.add_argument("--autopilot", choices=("ask",), default=None, dest="autopilot_mode",
+                         help="ask: judge every round of the console's poll with the autopilot's policy and limits, "
+                              "show what it proposes (a mark on the node's row, the pane under the grid) and run "
+                              "nothing without approval: a on a proposed node opens its plan, the typed names run "
+                              "the repair, counted in the autopilot's state (docs/autopilot.md)")
+    _add_autopilot_limits(console, console=True)
 
     check = sub.add_parser("check", help="poll every target once and diagnose it",
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -293,13 +324,7 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
                        help=f"poll again every SECONDS (default {WATCH_DEFAULT_S:g}) until Ctrl-C: on a terminal "
                             "the table is redrawn in place, piped each round follows the last under a header "
                             "line (--json: one document per line); exit status of the last round")
-    check.add_argument("--metrics-textfile", metavar="FILE",
-                       help="write the metrics (docs/metrics.md) to FILE after every round, for node_exporter's "
-                            "textfile collector (a name ending in .prom in its --collector.textfile.directory; "
-                            "written to a temporary file, then renamed)")
-    check.add_argument("--metrics-listen", metavar="[ADDR:]PORT", type=_listen_address,
-                       help="with --watch: serve the metrics on http://ADDR:PORT/metrics while it runs (a bare PORT "
-                            "listens on 127.0.0.1 only; 0 takes a free port, named on stderr)")
+    _add_metrics_options(check, "the metrics (docs/metrics.md)", "with --watch: ")
 
     analyze = sub.add_parser("analyze", help="recognise and parse captured command outputs")
     analyze.add_argument("files", nargs="+", metavar="FILE", help="files to read ('-' = stdin)")

@@ -166,8 +166,8 @@ class AutopilotSettings:
     """``nvls-tui autopilot``'s own options (docs/autopilot.md gives each default and why).
 
     Attributes:
-        mode: ``observe`` (decide and record, change nothing), ``ask`` (propose; the console's approval is not
-            built yet, so headless it changes nothing either) or ``auto`` (repair).
+        mode: ``observe`` (decide and record, change nothing), ``ask`` (propose: headless it changes nothing; the
+            console's ``--autopilot ask`` shows the proposals and one key approves) or ``auto`` (repair).
         every: seconds between two rounds.
         rounds: stop after this many rounds (None: until stopped).
         state_dir: where the state file, the pause file and the default audit logs live (None: the state
@@ -410,20 +410,21 @@ def settings_from(args: argparse.Namespace, config: Config | None = None,
         lab=LabCommand(action=given["lab_command"], dir=given.get("dir"), scenario=given.get("scenario") or "seed-incident",
                        nodes=given.get("nodes") or "gpu[05-06]", slurm=bool(given.get("slurm")))
         if command == "lab" else None,
-        autopilot=_autopilot_settings(given) if command == "autopilot" else None,
+        autopilot=_autopilot_settings(given) if command == "autopilot" or (command == "console" and any(
+            given.get(k) is not None for k in ("autopilot_mode", "state_dir", "policy", *AUTOPILOT_LIMITS))) else None,
     )
 
 
 #: The autopilot's limit options (their argparse dest) -> the name of ``autopilot.decide.Limits``'s field.
 AUTOPILOT_LIMITS = {"breaker_nodes": "breaker_nodes", "breaker_percent": "breaker_percent", "window": "window_s",
                     "max_parallel": "max_parallel", "budget": "budget", "budget_days": "budget_days",
-                    "cooldown": "cooldown_s"}
+                    "cooldown": "cooldown_s", "fm_starts": "fm_starts", "fm_window": "fm_window_s"}
 
 
 def _autopilot_settings(given: Mapping[str, Any]) -> AutopilotSettings:
     """``autopilot``'s options; a limit not given keeps its default (``Limits``')."""
     return AutopilotSettings(
-        mode=str(given.get("mode") or "observe"), every=float(given.get("every") or 60.0), rounds=given.get("rounds"),
+        mode=str(given.get("autopilot_mode") or given.get("mode") or "observe"), every=float(given.get("every") or 60.0), rounds=given.get("rounds"),
         state_dir=given.get("state_dir"), policy=given.get("policy"), close_breaker=bool(given.get("close_breaker")),
         limits={field_name: given[dest] for dest, field_name in AUTOPILOT_LIMITS.items() if given.get(dest) is not None},
     )

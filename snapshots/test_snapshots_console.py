@@ -107,3 +107,25 @@ def test_the_fleet_256_scrolled(snap_compare, size):
 
 def test_the_fleet_at_100x30(snap_compare):
     assert snap_compare(sim_app(), terminal_size=(100, 30), run_before=polled)
+
+
+async def ask_two_rounds(pilot) -> None:
+    """Ask mode: the first poll's round, then a second poll's: gpu05 proposed (the debounce held), gpu06 held."""
+    app = pilot.app
+    await polled(pilot)
+    await wait_until(pilot, lambda: app.ask.pilot.number == 1, "the first round")
+    app.poll_now()
+    await wait_until(pilot, lambda: app.ask.pilot.number == 2, "the second round")
+    app.screen.refresh_grid()
+    await pilot.pause()
+
+
+@SIZES
+def test_ask_mode_proposes_gpu05(snap_compare, size, tmp_path):
+    from nvls_tui.console.ask import AskMode
+    from nvls_tui.settings import AutopilotSettings
+
+    hosts = [f"gpu0{i}" for i in range(1, 9)]
+    ask = AskMode.open(AutopilotSettings(mode="ask", state_dir=str(tmp_path), limits={"breaker_percent": 50.0}),
+                       hosts, audit_dir=str(tmp_path / "audit"), every=0)
+    assert snap_compare(sim_app(ask=ask), terminal_size=size, run_before=ask_two_rounds)

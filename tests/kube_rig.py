@@ -27,11 +27,12 @@ from nvls_tui.lab.kube_standin.controller import Timing
 from nvls_tui.lab.kube_standin.harness import running
 from nvls_tui.runbook import RepairOptions
 from nvls_tui.runbook.session import Session
+from nvls_tui.sim.base_nodes import VLLM_ARGV
 from nvls_tui.sim.fabric import fm_started, reset_gpus
+from nvls_tui.sim.faults import DRIVER_POD_ROLE
 from nvls_tui.sim.files import identity
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import exit_process, fm_went_away, spawn_pod
-from nvls_tui.sim.scenarios import DRIVER_POD_ROLE, VLLM_ARGV
 from nvls_tui.sim.state import FM_ARGV, Node, PodSpec, digest
 from nvls_tui.sim.systemd import FM_DEVICES
 

@@ -2,7 +2,8 @@
 
 No test sleeps for a fixed time hoping something happened; each waits for the thing itself and
 fails naming it. The deadlines are long because CI is two shared cores (the suite must pass with
-``-n 4`` there): they bound a hang, they do not measure speed (benchmarks do that).
+``-n 4`` there): they bound a hang, they do not measure speed (benchmarks do that). Each is stretched by
+the busiest load per core seen while it waits (:class:`Deadline`), as the lab's are.
 """
 
 from __future__ import annotations
@@ -33,11 +34,36 @@ def scaled(seconds: float) -> float:
     return seconds * max(factor, 1.0) * max(busy, 1.0)
 
 
+def _stretch() -> float:
+    """What :func:`scaled` multiplies by now: the operator's factor times the load per core (at least 1)."""
+    return scaled(1.0)
+
+
+class Deadline:
+    """A wait's bound on a hang: ``timeout`` seconds on an idle machine, stretched by the busiest load per core
+    seen while waiting (and ``$NVLS_TEST_TIMEOUT_SCALE``), so a machine that gets busy mid-wait gives the
+    slowed work its time, and one that calms down does not take back what it gave."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.start = time.monotonic()
+        self.stretch = _stretch()
+
+    def passed(self) -> bool:
+        self.stretch = max(self.stretch, _stretch())
+        return time.monotonic() - self.start > self.timeout * self.stretch
+
+    def words(self) -> str:
+        """How long it waited, for the failure's message."""
+        waited = time.monotonic() - self.start
+        return f"{self.timeout:g}s" if self.stretch <= 1.0 else f"{waited:.0f}s ({self.timeout:g}s stretched by load)"
+
+
 async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Let a Textual app run (``pilot.pause``) until ``condition()`` holds; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        assert not deadline.passed(), f"timed out after {deadline.words()} waiting for {what}"
         await pilot.pause(0.02)
 
 
@@ -49,7 +75,7 @@ async def first_poll(app, timeout: float = 10.0) -> None:
     """
     from nvls_tui.console.screens.fleet import FleetScreen
 
-    await app.wait_for_first_poll(timeout)
+    await app.wait_for_first_poll(scaled(timeout))
     for screen in app.screen_stack:
         if isinstance(screen, FleetScreen):
             screen.refresh_grid()
@@ -100,23 +126,23 @@ async def palette_settled(pilot, typed: str, command: str, timeout: float = DEFA
 
 async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
     """Wait (outside an app) until ``predicate()`` holds; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout:g}s waiting until {what}")
+        if deadline.passed():
+            raise AssertionError(f"gave up after {deadline.words()} waiting until {what}")
         await asyncio.sleep(0.05)
 
 
 def until_sync(predicate: Callable[[], object], timeout: float, what: str, every: float = 0.1) -> object:
     """:func:`until` for a test that drives other processes (no event loop): block until ``predicate()``
     returns something true, and return it; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout:g}s waiting until {what}")
+        if deadline.passed():
+            raise AssertionError(f"gave up after {deadline.words()} waiting until {what}")
         time.sleep(every)
     return value
 
 
-__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "first_poll", "open_node_screen", "palette_settled", "scaled", "until",
+__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "Deadline", "first_poll", "open_node_screen", "palette_settled", "scaled", "until",
            "until_sync", "wait_until"]

@@ -3,6 +3,10 @@
 The limits, in the order they are weighed for a node the policy calls repairable:
 
 - **escalated**: its budget was spent; a person acts (a hardware ticket), the node stays drained;
+- **FM flapping**: Fabric Manager started more than ``fm_starts`` times in ``fm_window_s`` seconds (counted by
+  its own start times, ``poll/fm_starts.py``): something restarts it, and a reset will not fix that; the
+  node is left to a person (escalated once, when it starts binding). Start times that could not be read are
+  unknown (``fm-starts-unknown``), never "not flapping";
 - **cooldown**: a node repaired less than ``cooldown_s`` ago is not judged again yet;
 - **debounce**: a finding must hold ``debounce_rounds`` rounds in a row; an unknown round neither adds to
   the count nor clears it (unknown is neither recovery nor failure); a healthy or unsafe round clears it;
@@ -12,8 +16,10 @@ The limits, in the order they are weighed for a node the policy calls repairable
   repair that would pass the bound trips the breaker instead, and it stays tripped until an operator
   closes it. The breaker only stops *new* repairs: a repair already started runs to its end, restore,
   resume and uncordon included;
-- **canary**: until one repair has passed its smoke test (and again after any failed), one repair at a time;
-- **max parallel**: at most ``max_parallel`` repairs at once.
+- **max parallel**: at most ``max_parallel`` repairs at once: a round's chosen nodes are its *wave*;
+- **canary**: until one repair has passed its smoke test (and again after any failed), the wave's first node
+  runs alone and the rest start only once it passed (:meth:`Autopilot.batches`); while such a canary runs,
+  nothing else starts. The pause is read again before each batch of a wave starts (the command's Pilot).
 
 Pure: every call takes ``now`` (wall-clock seconds: they are compared with times saved before a restart).
 """
@@ -42,14 +48,16 @@ class Limits:
     budget_days: float = 7.0
     cooldown_s: float = 900.0
     debounce_rounds: int = 2
+    fm_starts: int = 3
+    fm_window_s: float = 3600.0
 
     def __post_init__(self) -> None:
-        for name in ("breaker_nodes", "max_parallel", "budget", "debounce_rounds"):
+        for name in ("breaker_nodes", "max_parallel", "budget", "debounce_rounds", "fm_starts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if not 0 < self.breaker_percent <= 100:
             raise ValueError("--breaker-percent must be more than 0 and at most 100")
-        for name, flag in (("window_s", "--window"), ("budget_days", "--budget-days")):
+        for name, flag in (("window_s", "--window"), ("budget_days", "--budget-days"), ("fm_window_s", "--fm-window")):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{flag} must be more than 0")
         if self.cooldown_s < 0:
@@ -82,6 +90,7 @@ class Round:
 
     decisions: list[Decision] = field(default_factory=list)
     tripped_now: bool = False
+    flapping_now: list[str] = field(default_factory=list)  # FM flapping binds on these from this round: escalate
 
     @property
     def chosen(self) -> list[str]:
@@ -96,6 +105,7 @@ class Autopilot:
         self.limits = limits
         self.state = state
         self.streak: dict[str, tuple[int, frozenset[str]]] = {}  # host -> rounds in a row, the codes held
+        self.flapping: set[str] = set()  # nodes FM flapping held back last round (escalated once, not each round)
 
     # --- the limits, each on its own -------------------------------------------------------------
     def in_window(self, now: float) -> list[Repair]:
@@ -147,10 +157,12 @@ class Autopilot:
         bound = self.limits.breaker_bound(len(judged))
         running = self.running()
         started = len(self.in_window(now))
-        slots = self.limits.max_parallel if self.state.canary_passed else 1
-        slots -= len(running)
+        # A canary still running (no repair passed yet): nothing else starts until it passed.
+        slots = self.limits.max_parallel - len(running) if self.state.canary_passed or not running else 0
         for j in judged:
             streak = self.debounce(j)
+            if j.judgement is Judgement.HEALTHY:
+                self.flapping.discard(j.host)  # should it flap again, a person hears of it again
             if j.host in running or j.judgement is Judgement.HEALTHY:
                 continue
             if j.host in self.state.escalated:
@@ -163,6 +175,9 @@ class Autopilot:
             if j.judgement is Judgement.UNSAFE:
                 out.decisions.append(Decision(j.host, "skip", "unsafe", "not safe to repair unattended: "
                                               "for a person", j.why))
+                continue
+            if (flapping := self._flapping(j, out)) is not None:
+                out.decisions.append(flapping)
                 continue
             if (left := self.cooling(j.host, now)) is not None:
                 out.decisions.append(Decision(j.host, "skip", "cooldown", f"repaired recently: {left:.0f} s of "
@@ -195,8 +210,8 @@ class Autopilot:
                                               f"{self.state.breaker.reason}", j.why))
                 continue
             if slots <= 0:
-                limit = "max-parallel" if self.state.canary_passed else "canary"
-                words = (f"{self.limits.max_parallel} repairs at once already" if self.state.canary_passed
+                limit = "max-parallel" if self.state.canary_passed or not running else "canary"
+                words = (f"{self.limits.max_parallel} repairs at once already" if limit == "max-parallel"
                          else "a canary repair must pass its smoke test before the next starts")
                 out.decisions.append(Decision(j.host, "skip", limit, words, j.why))
                 continue
@@ -204,6 +219,33 @@ class Autopilot:
             started += 1
             out.decisions.append(Decision(j.host, "repair", "policy", "safe to repair unattended", j.why))
         return out
+
+    def _flapping(self, j: Judged, out: Round) -> Decision | None:
+        """The FM-flapping limit on a repairable node: a skip where FM started too often or its starts are
+        unknown; None where it does not bind. A node it starts holding back is in ``out.flapping_now``."""
+        if j.fm_starts is None:
+            self.flapping.discard(j.host)
+            return Decision(j.host, "skip", "fm-starts-unknown", "Fabric Manager's start times could not be read: "
+                            "whether it flaps is unknown", j.why)
+        if j.fm_starts <= self.limits.fm_starts:
+            self.flapping.discard(j.host)
+            return None
+        if j.host not in self.flapping:
+            self.flapping.add(j.host)
+            out.flapping_now.append(j.host)
+        return Decision(j.host, "skip", "fm-flapping",
+                        f"FM flapping: Fabric Manager started {j.fm_starts} times in {self.limits.fm_window_s:g} s "
+                        f"(more than {self.limits.fm_starts}): something restarts it; a reset will not fix it, "
+                        "a person finds what does", j.why)
+
+    def batches(self, chosen: Sequence[str]) -> list[list[str]]:
+        """A wave's batches, in order: until a repair has passed its smoke test, the first node alone (the
+        canary), then the rest; once one has, the whole wave at once (``decide`` keeps it to max parallel)."""
+        if not chosen:
+            return []
+        if self.state.canary_passed:
+            return [list(chosen)]
+        return [list(chosen[:1]), list(chosen[1:])] if len(chosen) > 1 else [list(chosen)]
 
     def started(self, host: str, now: float) -> None:
         """A chosen repair began: it counts in the window and the budget from now."""

@@ -11,6 +11,7 @@ and :data:`NEVER_BUCKETS`.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -56,11 +57,14 @@ class Judgement(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Judged:
-    """One node's judgement and why (the codes that made it, ``CODE`` or ``CODE/BUCKET``)."""
+    """One node's judgement and why (the codes that made it, ``CODE`` or ``CODE/BUCKET``), and Fabric Manager's
+    starts in the flapping limit's window (``poll/fm_starts.fm_starts_in``; None: they could not be read, so
+    whether FM flaps is unknown: such a node is never repaired unattended)."""
 
     host: str
     judgement: Judgement
     why: tuple[str, ...] = ()
+    fm_starts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +84,13 @@ class Policy:
         if bad := sorted(self.safe_buckets - set(BUCKETS)):
             raise PolicyError(f"policy {self.source}: {', '.join(bad)} is not a bucket of NVIDIA's catalogues")
 
-    def judge(self, host: str, reachable: bool, diagnosis: Diagnosis) -> Judged:
-        """The judgement of one node's round (its reachability and diagnosis)."""
+    def judge(self, host: str, reachable: bool, diagnosis: Diagnosis, fm_starts: int | None = None) -> Judged:
+        """The judgement of one node's round (its reachability and diagnosis; FM's starts in the window, which
+        the limits weigh, carried along)."""
+        judged = self._judge(host, reachable, diagnosis)
+        return judged if fm_starts is None else dataclasses.replace(judged, fm_starts=fm_starts)
+
+    def _judge(self, host: str, reachable: bool, diagnosis: Diagnosis) -> Judged:
         errors = [f for f in diagnosis.findings if f.severity is Severity.ERROR]
         unknown = [f.code for f in diagnosis.findings if f.code in UNKNOWN_CODES and f.severity is Severity.ERROR]
         if not reachable or unknown:

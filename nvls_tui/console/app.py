@@ -22,6 +22,7 @@ from textual.worker import Worker
 
 import nvls_tui
 from nvls_tui.backends.base import Backend
+from nvls_tui.console.ask import AskMode
 from nvls_tui.console.bindings import bindings_for
 from nvls_tui.console.commands import ConsoleCommands
 from nvls_tui.console.fleet_store import FleetStore
@@ -106,6 +107,8 @@ class NvlsApp(KeyHolding):
             (``from_settings`` makes one); None polls them here, one worker per node (tests).
         repair: how a repair runs (``RepairSettings.tunables``: the command line's and the config file's), for
             every repair and single action of this console.
+        ask: the autopilot's ask mode (``--autopilot ask``): each round of the console's poll judged by the
+            autopilot's policy and limits, its proposals shown, one key approves (console/ask.py); None: off.
 
     Attributes:
         session: every node-changing action goes through it (audited, polls paused, the ledger).
@@ -144,9 +147,12 @@ class NvlsApp(KeyHolding):
         notify: bool = True,
         poller: PollerClient | None = None,
         repair: Mapping[str, Any] | None = None,
+        ask: AskMode | None = None,
     ) -> None:
         super().__init__(driver_class=ConsoleDriver)  # safe on a terminal that hung up (console_signals)
         self.poller = poller
+        self.ask = ask
+        self._ask_failed = ""  # the last reason an autopilot round failed (said once)
         self.slurm = slurm
         self.kube = kube
         self.backends = {b.host: b for b in backends}
@@ -178,7 +184,7 @@ class NvlsApp(KeyHolding):
             live=self, session=self.session, backend_for=self.backend_for, clock=clock,
             settings=ConsoleSettings(read_only=read_only, simulated=self.simulated, periodic=self.periodic,
                                      timeout=timeout, repair=dict(repair or {})),
-            actions=self)
+            actions=self, ask=ask)
         # A long repair's end rings the bell and raises a desktop notification (nvls_tui/console/notify.py).
         self.notifier = Notifier(notify, self._write_terminal, time.monotonic)
         self._signals: SignalExit | None = None  # SIGINT, SIGTERM, SIGHUP: abort, restore, exit (console_signals)
@@ -194,6 +200,10 @@ class NvlsApp(KeyHolding):
         from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 
         backends = resolve_backends(settings)
+        ask = None
+        if settings.autopilot is not None:  # --autopilot ask: a policy, limit or state it cannot use stops here
+            ask = AskMode.open(settings.autopilot, [b.host for b in backends], audit_dir=settings.audit_dir,
+                               every=settings.poll_interval)
         poller = None
         if poll_process and settings.connect is None and not any(
                 getattr(getattr(getattr(b, "fleet", None), "scenario", None), "kubernetes", False) for b in backends):
@@ -204,7 +214,7 @@ class NvlsApp(KeyHolding):
         return cls(backends, read_only=settings.read_only, poll_interval=settings.poll_interval,
                    timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,
                    slurm=scheduler_from_settings(settings), kube=kube_from_settings(settings, backends),
-                   notify=settings.notify, poller=poller, repair=settings.repair.tunables())
+                   notify=settings.notify, poller=poller, repair=settings.repair.tunables(), ask=ask)
 
     def _write_terminal(self, text: str) -> None:
         """Write raw text (a bell, an OSC sequence) to the terminal, past the screen's rendering."""
@@ -254,6 +264,8 @@ class NvlsApp(KeyHolding):
         if self.poller is not None:
             await self.poller.close()
         await self.session.close()
+        if self.ask is not None:
+            self.ask.close()
         release_garbage_collector()
 
     def polls_paused(self, host: str):
@@ -325,12 +337,39 @@ class NvlsApp(KeyHolding):
         """Fold one batch of the poller process's polls into the fleet (one change of ``fleet``)."""
         if self.store.fold_polls(results):
             settle_garbage_collector()  # most nodes in: do not wait for a hung node (it may take a timeout)
+        self._ask_round([r.state.host for r in results])
 
     def on_node_polled(self, message: NodePolled) -> None:
         """Fold one poll into the fleet (screens redraw from the ``fleet`` watcher)."""
         self.store.fold(message.state, message.diagnosis)
         if self.store.note_polled(message.state.host):
             settle_garbage_collector()
+        self._ask_round([message.state.host])
+
+    def _ask_round(self, hosts: Sequence[str]) -> None:
+        """Ask mode: these nodes were polled; judge a round when one is due (console/ask.py says when). A
+        round that cannot be recorded or saved is said, and proposes nothing (fail closed)."""
+        if self.ask is None:
+            return
+        self.ask.polled(hosts)
+        now = time.monotonic()
+        if not self.ask.due(now):
+            return  # most batches (30 a second at 1,024 nodes): nothing gathered
+        fleet, diagnoses = self.fleet, self.store.diagnoses
+        try:
+            busy = {h for run in self.session.running for h in run.hosts}  # r's repairs: their polls are held
+            judged = self.ask.maybe_round([(s, diagnoses.get(s.host)) for s in fleet.nodes], now, busy=busy)
+        except (OSError, ValueError) as exc:  # AuditWriteError, a state file that cannot be written or read
+            self.ask.proposals = {}
+            if str(exc) != self._ask_failed:  # said once, not every poll interval while it lasts
+                self._ask_failed = str(exc)
+                self.notify(f"Autopilot round not recorded: {exc}. Nothing is proposed.", severity="error",
+                            timeout=15)
+            self.fleet = fleet  # the marks and the pane drop the proposals
+            return
+        if judged:
+            self._ask_failed = ""
+            self.fleet = fleet  # the screens redraw: the marks and the pane follow the new proposals
 
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
         """Return once every node has been polled at least once (a screenshot script; tests use
@@ -428,6 +467,14 @@ class NvlsApp(KeyHolding):
 
     @on(RepairFinished)
     def _repair_finished(self, message: RepairFinished) -> None:
+        if self.ask is not None and self.ask.approved & set(message.hosts):
+            from nvls_tui.headless.autopilot import smoke_passed
+
+            passed = {o.host: smoke_passed(o) for o in message.outcomes}
+            try:
+                self.ask.ended({h: passed.get(h, False) for h in message.hosts}, error=message.error)
+            except (OSError, ValueError) as exc:
+                self.notify(f"Autopilot: the repair's result was not recorded: {exc}", severity="error", timeout=15)
         for host in message.hosts:
             self.poll_now(host)
         if message.error is not None:

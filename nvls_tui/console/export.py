@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from nvls_tui.console.widgets.fleet_grid import host_of
 from nvls_tui.localfiles import private_dir, write_private
 from nvls_tui.textsafe import one_line
 
@@ -62,7 +63,7 @@ def grid_view(grid, *, simulated: bool = False,
         cells = [one_line(_plain(uncut[k] if uncut is not None and k in uncut else cell))
                  for k, cell in zip(keys, shown, strict=False)]
         if cells:
-            cells[0] = cells[0].removeprefix("● ")
+            cells[0] = host_of(cells[0])  # the grid's marks (picked, proposed) are not part of the host
         rows.append(tuple(cells))
     return GridView(columns, tuple(rows), simulated)
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from nvls_tui.backends.base import Backend
+    from nvls_tui.console.ask import AskMode
     from nvls_tui.kube.client import Kubectl
     from nvls_tui.model import Fleet, Verdict
     from nvls_tui.model.node import Diagnosis
@@ -117,6 +118,7 @@ class ConsoleServices:
         clock: time source for poll ages.
         settings: read-only, simulated, periodic polls, the per-command timeout.
         actions: the console-wide moves (actions in workers, polls, other screens).
+        ask: the autopilot's ask mode (its proposals, the approval), or None where it is off.
     """
 
     live: LiveFleet
@@ -125,6 +127,7 @@ class ConsoleServices:
     clock: Callable[[], float]
     settings: ConsoleSettings
     actions: ConsoleActions
+    ask: AskMode | None = None
 
 
 def services_of(app: object) -> ConsoleServices:

@@ -24,6 +24,7 @@ import signal
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,12 @@ from nvls_tui.autopilot.decide import Autopilot, Decision, Limits
 from nvls_tui.autopilot.policy import Judged, Policy, PolicyError, load_policy
 from nvls_tui.autopilot.state import StateError, StateStore
 from nvls_tui.backends.base import InvalidArgument
+from nvls_tui.metrics.autopilot import AutopilotRound
 from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.after_poll import AfterPoll
+from nvls_tui.poll.fm_starts import fm_starts_in
+from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.settings import AutopilotSettings, Settings
 
 PAUSE_FILE = "pause"
@@ -44,8 +48,8 @@ PAUSE_FILE = "pause"
 Polled = list[tuple[NodeState, Diagnosis]]
 #: Repairs a list of hosts; returns each host's success (True only where its smoke test passed).
 Repairer = Callable[[Sequence[str]], dict[str, bool]]
-#: Drains one host with a reason for a person (its budget spent); returns what happened, in words, or None
-#: where there is no scheduler to drain it in.
+#: Takes one host out of service with a reason for a person (its budget spent): returns None where it was
+#: done, else what was not, in words (the command's: :func:`_drainer`).
 Drainer = Callable[[str, str], str | None]
 
 
@@ -55,11 +59,14 @@ class Pilot:
 
     def __init__(self, autopilot: Autopilot, policy: Policy, store: StateStore, audit: AuditLog, *, mode: str,
                  poll: Callable[[], Polled], repair: Repairer, clock: Callable[[], float] = time.time,
-                 emit: Callable[[dict[str, Any]], None] | None = None, drain: Drainer | None = None) -> None:
+                 emit: Callable[[dict[str, Any]], None] | None = None, drain: Drainer | None = None,
+                 publish: Callable[[AutopilotRound], None] | None = None) -> None:
         self.autopilot, self.policy, self.store, self.audit = autopilot, policy, store, audit
         self.mode, self.poll, self.repair, self.clock = mode, poll, repair, clock
         self.emit = emit
         self.drain = drain
+        self.publish = publish  # the metrics (--metrics-textfile / --metrics-listen): after every round
+        self.decided: Counter[tuple[str, str]] = Counter()  # (action, reason) of every record on the log
         self.number = 0
         self._pending: list[dict[str, Any]] = []
         self.pause_path = store.directory / PAUSE_FILE
@@ -75,6 +82,8 @@ class Pilot:
         if not pending:
             return
         self.audit.append([self.audit.encode(r) for r in pending])
+        self.decided.update((str(r["action"]), str(r["reason"])) for r in pending
+                            if r["action"] not in ("round", "started", "stopped"))
         if self.emit is not None:
             for record in pending:
                 self.emit(record)
@@ -93,62 +102,94 @@ class Pilot:
         for d in escalated:
             if self.drain is None:
                 self.record({"node": d.host, "action": "not-drained", "reason": "no-scheduler",
-                             "message": "no scheduler configured to drain it in: a person takes it out of service"})
+                             "message": "neither a Slurm nor a Kubernetes cluster is configured to take it out of "
+                             "service in: a person does"})
                 continue
             reason = f"nvls-tui autopilot: {d.message}"
             self.record({"node": d.host, "action": "drain", "reason": "budget", "message": reason})
-            self.flush()  # audit first
+            self.flush()  # audit first (each change of the drain is on its own log, under the node's lock)
             said = self.drain(d.host, reason)
             self.record({"node": d.host, "action": "drained" if said is None else "drain-failed",
-                         "reason": "budget", "message": "left drained with the reason" if said is None else said})
+                         "reason": "budget", "message": "left out of service with the reason (drained in Slurm, "
+                         "cordoned and annotated in Kubernetes, where it is in them)" if said is None else said})
+
+    def _wave(self, chosen: list[str]) -> None:
+        """Repair a round's chosen nodes, batch by batch (:meth:`Autopilot.batches`: the canary alone, then the
+        rest), reading the pause before each batch starts: a pause written while the canary runs stops the rest
+        of the wave. A batch after a canary that failed does not start either."""
+        ap = self.autopilot
+        for number, batch in enumerate(ap.batches(chosen)):
+            if number and not ap.state.canary_passed:
+                self._not_started(batch, "canary", "the canary's repair did not pass its smoke test: the rest of "
+                                                   "its wave does not start")
+            elif self.paused():
+                self._not_started(batch, "paused", "paused before this repair started: no new repair starts")
+            else:
+                self._repair_batch(batch)
+            self.flush()
+
+    def _not_started(self, hosts: list[str], reason: str, message: str) -> None:
+        for host in hosts:
+            self.record({"node": host, "action": "skip", "reason": reason, "message": message})
+
+    def _repair_batch(self, batch: list[str]) -> None:
+        """One batch of repairs at once; each counts against its node's budget from its start (saved first)."""
+        ap = self.autopilot
+        began = self.clock()
+        for host in batch:
+            ap.started(host, began)
+        self.save()  # started repairs count against the budget even if this process dies
+        try:
+            results = self.repair(batch)
+        except Exception as exc:  # noqa: BLE001 - fail closed: a repair that raised did not pass a smoke test
+            from nvls_tui.textsafe import one_line
+
+            results = {}
+            for host in batch:
+                self.record({"node": host, "action": "repair-error", "reason": type(exc).__name__,
+                             "message": one_line(str(exc), 300)})
+        ended = self.clock()
+        for host in batch:
+            ok = results.get(host, False)
+            ap.finished(host, ok, ended)
+            self.record({"node": host, "action": "repaired" if ok else "repair-failed",
+                         "reason": "smoke-test", "message": "the NVLS smoke test passed" if ok else
+                         "the repair did not end with a passing NVLS smoke test"})
+        self.save()
 
     def round(self) -> list[Decision]:
         """One round; the decisions taken."""
         self.number += 1
         polled = self.poll()
-        judged: list[Judged] = [self.policy.judge(s.host, s.reachable, d) for s, d in polled]
-        now = self.clock()
         ap = self.autopilot
+        window = ap.limits.fm_window_s
+        judged: list[Judged] = [self.policy.judge(s.host, s.reachable, d, fm_starts_in(s, window)) for s, d in polled]
+        now = self.clock()
         decided = ap.decide(judged, now, paused=self.paused())
         decisions = list(decided.decisions)
-        if self.mode != "auto":  # observe and ask: what it would do, recorded; nothing changes
-            word = "would-repair" if self.mode == "observe" else "propose"
-            decisions = [dataclasses.replace(d, action=word) if d.action == "repair" else d for d in decisions]
+        if self.mode == "observe":  # what it would do, recorded; nothing changes
+            decisions = [dataclasses.replace(d, action="would-repair") if d.action == "repair" else d
+                         for d in decisions]
+        elif self.mode == "ask":  # proposed to a person one batch at a time: the canary alone until one passed
+            batches = ap.batches([d.host for d in decisions if d.action == "repair"])
+            first = set(batches[0]) if batches else set()
+            decisions = [d if d.action != "repair" else dataclasses.replace(d, action="propose") if d.host in first
+                         else dataclasses.replace(d, action="skip", reason="canary", message="a canary repair must "
+                                                  "pass its smoke test before the next is proposed")
+                         for d in decisions]
         for d in decisions:
             self.record(d.to_json())
+        for host in decided.flapping_now:  # FM flapping: a person finds what restarts it (once, as it starts)
+            self.record({"node": host, "action": "escalate", "reason": "fm-flapping", "message": "for a person: "
+                         "something restarts Fabric Manager; the autopilot leaves this node alone while it flaps"})
         if self.mode == "auto":
             self._drain_escalated([d for d in decisions if d.action == "escalate"])
         if decided.tripped_now:
             self.record({"node": None, "action": "breaker-tripped", "reason": "breaker",
                          "message": ap.state.breaker.reason})
         self.save()
-        chosen = [d.host for d in decisions if d.action == "repair"]
-        if chosen and self.paused():  # the pause came while this round was decided: the wave does not start
-            for host in chosen:
-                self.record({"node": host, "action": "skip", "reason": "paused", "message": "paused before the "
-                             "wave started: no new repair starts"})
-            chosen = []
-        for host in chosen:
-            ap.started(host, now)
         self.flush()  # audit first: the decisions are on disk before any repair starts
-        if chosen:
-            self.save()  # started repairs count against the budget even if this process dies
-            try:
-                results = self.repair(chosen)
-            except Exception as exc:  # noqa: BLE001 - fail closed: a repair that raised did not pass a smoke test
-                from nvls_tui.textsafe import one_line
-
-                results = {}
-                for host in chosen:
-                    self.record({"node": host, "action": "repair-error", "reason": type(exc).__name__,
-                                 "message": one_line(str(exc), 300)})
-            ended = self.clock()
-            for host in chosen:
-                ok = results.get(host, False)
-                ap.finished(host, ok, ended)
-                self.record({"node": host, "action": "repaired" if ok else "repair-failed",
-                             "reason": "smoke-test", "message": "the NVLS smoke test passed" if ok else
-                             "the repair did not end with a passing NVLS smoke test"})
+        self._wave([d.host for d in decisions if d.action == "repair"])
         ap.prune(self.clock())
         self.save()
         breaker = ap.state.breaker
@@ -156,21 +197,36 @@ class Pilot:
                      "breaker-closed", "message": breaker.reason or "closed", "paused": self.paused(),
                      "nodes": len(polled), "running": ap.running(), "canary_passed": ap.state.canary_passed})
         self.flush()
+        if self.publish is not None:
+            self.publish(self.metrics([s.host for s, _ in polled]))
         return decisions
+
+    def metrics(self, hosts: Sequence[str]) -> AutopilotRound:
+        """The autopilot as its metrics show it after a round of ``hosts``."""
+        ap, now = self.autopilot, self.clock()
+        return AutopilotRound(decided=dict(self.decided), tripped=ap.state.breaker.tripped,
+                              in_window=len(ap.in_window(now)), bound=ap.limits.breaker_bound(len(hosts)),
+                              budget_left={h: ap.limits.budget - ap.budget_used(h, now) for h in hosts},
+                              paused=self.paused(), escalated=frozenset(ap.state.escalated), ended=time.time())
 
 
 def _limits(a: AutopilotSettings) -> Limits:
-    given: dict[str, Any] = {k: (int(v) if k in ("breaker_nodes", "max_parallel", "budget") else float(v))
+    given: dict[str, Any] = {k: (int(v) if k in ("breaker_nodes", "max_parallel", "budget", "fm_starts") else float(v))
                              for k, v in a.limits.items()}
     return Limits(**given)
 
 
 def _poller(settings: Settings, after: AfterPoll) -> Callable[[], Polled]:
-    """A round of ``check``: every target polled (fresh connections), carried, folded, diagnosed."""
-    from nvls_tui.headless.check import _round
+    """A round of ``check`` (:func:`~nvls_tui.headless.check.poll_round`): every target polled (fresh
+    connections), carried, folded with the cluster's views (Slurm's too, where a cluster is configured),
+    diagnosed."""
+    from nvls_tui.headless.check import poll_round
+    from nvls_tui.targets import scheduler_from_settings
+
+    slurm = scheduler_from_settings(settings)
 
     def poll() -> Polled:
-        results, _ = _round(settings, None, after)
+        results, _ = poll_round(settings, slurm, after)
         return results
 
     return poll
@@ -179,13 +235,13 @@ def _poller(settings: Settings, after: AfterPoll) -> Callable[[], Polled]:
 def _repairer(settings: Settings, audit_dir: str) -> Repairer:
     """``repair --yes`` of the chosen hosts: the same Session, door and audit log; success only where the
     outcome is repaired (or left alone) with a passing smoke test."""
-    from nvls_tui.headless.repair import _options
+    from nvls_tui.headless.repair import run_options
     from nvls_tui.runbook.session import Session
     from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 
     def repair(hosts: Sequence[str]) -> dict[str, bool]:
         backends = [b for b in resolve_backends(settings) if b.host in hosts]
-        options = _options(settings, backends)
+        options = run_options(settings, backends)
         slurm = scheduler_from_settings(settings)
         schedulers = {b.host: slurm.hook(b.host) for b in backends if not b.simulated} if slurm else {}
         fleet = kube_from_settings(settings, backends)
@@ -201,10 +257,15 @@ def _repairer(settings: Settings, audit_dir: str) -> Repairer:
                 await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
 
         outcomes = asyncio.run(run())
-        return {o.host: o.result in ("repaired", "skipped") and o.smoke is not None and o.smoke.passed
-                for o in outcomes}
+        return {o.host: smoke_passed(o) for o in outcomes}
 
     return repair
+
+
+def smoke_passed(outcome: NodeOutcome) -> bool:
+    """A repair the autopilot counts as a success: repaired (or left alone) with a passing NVLS smoke test; the
+    console's ask mode judges the repairs it approved by the same rule."""
+    return outcome.result in ("repaired", "skipped") and outcome.smoke is not None and outcome.smoke.passed
 
 
 def _keep_simulated_fleets(settings: Settings) -> Settings:
@@ -230,23 +291,81 @@ def _keep_simulated_fleets(settings: Settings) -> Settings:
     return dataclasses.replace(settings, connect=connect)
 
 
-def _drainer(settings: Settings) -> Drainer | None:
-    """``scontrol update NodeName=N State=DRAIN Reason=...`` through the Slurm cluster's configuration (the
-    runbook's DrainNode change's argv); None without a Slurm cluster. Returns None on success, else what
-    scontrol said."""
-    from nvls_tui.runbook.changes import DrainNode
-    from nvls_tui.targets import scheduler_from_settings
+def _drainer(settings: Settings, audit_dir: str) -> Drainer | None:
+    """Takes a node whose budget is spent out of service for a person (:func:`nvls_tui.autopilot.take_out.escalate`):
+    Slurm's drain and, on a Kubernetes cluster, the cordon and nvls-tui's annotation with the reason, each a typed
+    change through the runbook's door under the node's lock, in its own audit log (``escalate-RUN.jsonl``). None
+    where the targets are in neither a Slurm nor a Kubernetes cluster. Returns None where all was done, else what
+    was not (in words)."""
+    from nvls_tui.autopilot.take_out import escalate
+    from nvls_tui.headless.repair import run_options
+    from nvls_tui.runbook.engine import new_run_id
+    from nvls_tui.runbook.lock import whoami
+    from nvls_tui.targets import kube_from_settings, resolve_backends, scheduler_from_settings
 
     slurm = scheduler_from_settings(settings)
-    if slurm is None:
+    if slurm is None and kube_from_settings(settings, resolve_backends(settings)) is None:
         return None
 
     def drain(host: str, reason: str) -> str | None:
-        hook = slurm.hook(host)
-        status, said = asyncio.run(hook.command(DrainNode(hook.node, reason).argv()))
-        return None if status == 0 else f"scontrol exited {status}: {said.strip()[:200]}"
+        backend = next((b for b in resolve_backends(settings) if b.host == host), None)
+        if backend is None:
+            return f"{host} is not one of the targets now"
+        hook = slurm.hook(host) if slurm is not None and not backend.simulated else None
+        fleet = kube_from_settings(settings, [backend])
+        kube = fleet.for_host(host) if fleet is not None else None
+        if hook is None and kube is None:
+            return "neither Slurm nor Kubernetes knows this node: a person takes it out of service"
+
+        async def run() -> tuple[list[str], list[str], str]:
+            try:
+                return await escalate(backend, run_options(settings, [backend]), audit_dir=settings.audit_dir or audit_dir,
+                                      run_id=new_run_id(), operator=f"nvls-tui autopilot ({whoami()})", reason=reason,
+                                      scheduler=hook, kube=kube)
+            finally:
+                await backend.close()
+
+        _, failed, _ = asyncio.run(run())
+        return "; ".join(failed) if failed else None
 
     return drain
+
+
+class _MetricsOut:
+    """``--metrics-textfile`` and ``--metrics-listen``: the autopilot's families after every round (the same
+    textfile and endpoint machinery as ``check``'s, ``headless/metrics_out.py``)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from nvls_tui.headless.metrics_out import check_textfile, parse_listen, serve
+        from nvls_tui.metrics.autopilot import LatestDecisions
+        from nvls_tui.metrics.build import registry_of
+
+        self.textfile = check_textfile(settings.metrics_textfile) if settings.metrics_textfile else None
+        self.latest = LatestDecisions()
+        self.registry = registry_of(self.latest)
+        self._server: Any = None
+        if settings.metrics_listen:
+            self._server, _ = serve(*parse_listen(settings.metrics_listen), self.registry, "autopilot")
+
+    def publish(self, r: AutopilotRound) -> None:
+        from prometheus_client import write_to_textfile
+
+        from nvls_tui.headless.metrics_out import MetricsSetupError
+
+        self.latest.update(r)
+        if self.textfile is not None:
+            try:
+                write_to_textfile(str(self.textfile), self.registry)
+            except OSError as exc:
+                raise MetricsSetupError(f"--metrics-textfile {self.textfile}: could not be written "
+                                        f"({exc.strerror or exc})") from None
+
+    def close(self) -> None:
+        from nvls_tui.headless.metrics_out import stop
+
+        if self._server is not None:
+            stop(self._server)
+            self._server = None
 
 
 def _say(text: str) -> None:
@@ -299,24 +418,36 @@ def run(settings: Settings) -> int:
     def pause_now() -> None:  # SIGUSR1: the pause file, so the pause outlives this process and is undone by rm
         pause_path.touch(mode=0o600)
 
+    from nvls_tui.headless.metrics_out import MetricsSetupError
+
+    try:  # a folder that cannot be written or an address in use: refused before any poll
+        out = _MetricsOut(settings) if settings.metrics_textfile or settings.metrics_listen else None
+    except MetricsSetupError as exc:
+        _say(str(exc))
+        return 2
     stop: list[str] = []  # SIGTERM (systemctl stop): end after the round in progress, its repairs finished
     before = signal.signal(signal.SIGUSR1, lambda *_: pause_now())
     before_term = signal.signal(signal.SIGTERM, lambda *_: stop.append("SIGTERM"))
     try:
-        return _rounds(settings, a, autopilot, policy, store, audit_dir, run_id, limits, stop)
+        return _rounds(settings, a, autopilot, policy, store, audit_dir, run_id, limits, stop,
+                       out.publish if out is not None else None)
     finally:
         signal.signal(signal.SIGUSR1, before)
         signal.signal(signal.SIGTERM, before_term)
+        if out is not None:
+            out.close()
 
 
 def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, policy: Policy, store: StateStore,
-            audit_dir: str, run_id: str, limits: Limits, stop: list[str]) -> int:
+            audit_dir: str, run_id: str, limits: Limits, stop: list[str],
+            publish: Callable[[AutopilotRound], None] | None = None) -> int:
     """Round after round until ``--rounds`` (or a signal) ends them."""
     state = autopilot.state
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
     with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
-                      repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings))
+                      repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir),
+                      publish=publish)
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
         if a.mode == "auto":
@@ -351,4 +482,4 @@ def _print_line(record: dict[str, Any]) -> None:
           flush=True)
 
 
-__all__ = ["PAUSE_FILE", "Pilot", "run"]
+__all__ = ["PAUSE_FILE", "Pilot", "run", "smoke_passed"]

@@ -390,9 +390,10 @@ def _poll(settings: Settings, slurm, deadline: float, after: AfterPoll) -> list[
                                      command_timeout=settings.timeout))
 
 
-def _round(settings: Settings, slurm, after: AfterPoll) -> tuple[list[tuple[NodeState, Diagnosis]], float]:
+def poll_round(settings: Settings, slurm, after: AfterPoll) -> tuple[list[tuple[NodeState, Diagnosis]], float]:
     """One poll of every target as ``after`` shows it (carried from its last round, with the cluster's
-    views, diagnosed), and how long it took."""
+    views, diagnosed), and how long it took: a round of ``check``, of ``check --watch`` polled here, and of
+    the autopilot (``headless/autopilot.py``), the one function all three use."""
     # A poll is several commands; give it a few command timeouts before calling the node unreachable.
     deadline = poll_deadline(settings.timeout)
     started = time.monotonic()
@@ -451,7 +452,7 @@ def run(settings: Settings) -> int:
     out = metrics_out(settings)  # a folder that cannot be written or an address in use: refused before any poll
     try:
         if settings.watch is None:
-            results, elapsed = _round(settings, slurm, AfterPoll())
+            results, elapsed = poll_round(settings, slurm, AfterPoll())
             if out is not None:
                 out.publish(results, elapsed)
             _print_round(settings, results, elapsed, read)
@@ -538,7 +539,7 @@ class _Watch:
         after = AfterPoll()
         while True:
             began = time.monotonic()
-            self.show(*_round(self.settings, slurm, after))
+            self.show(*poll_round(self.settings, slurm, after))
             time.sleep(max(0.0, self.every - (time.monotonic() - began)))
 
     async def rounds_polled(self, slurm) -> None:

@@ -9,6 +9,10 @@ def run(settings: Settings) -> int:
     """Start the Textual console on the given targets (the demo fleet when none)."""
     import sys
 
+    if settings.autopilot is not None and settings.autopilot.mode != "ask":
+        print("nvls-tui: --state-dir, --policy and the limits are the autopilot's: give --autopilot ask with them",
+              file=sys.stderr)
+        return 2
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         print("nvls-tui: the console needs a terminal (stdin or stdout is not one): `nvls-tui check` prints "
               "text, `--json` for scripts", file=sys.stderr)

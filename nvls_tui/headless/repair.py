@@ -128,8 +128,8 @@ class ProgressPrinter:
         return describe(event).plain
 
 
-def _options(settings: Settings, backends: list[Backend]) -> RepairOptions:
-    """The run's tunables; a simulated fleet's run waits and times itself on the fleet's clock, as the
+def run_options(settings: Settings, backends: list[Backend]) -> RepairOptions:
+    """The run's tunables (``repair`` and the autopilot's repairs); a simulated fleet's run waits and times itself on the fleet's clock, as the
     console's does (``repair_options``)."""
     return repair_options(backends, settings.timeout, dry_run=settings.repair.dry_run, **settings.repair.tunables())
 
@@ -341,7 +341,7 @@ def run(settings: Settings) -> int:
     if plan_file and (repair.dry_run or repair.restore):
         print("nvls-tui: --plan approves a repair; it goes with neither --dry-run nor --restore", file=sys.stderr)
         return 2
-    options = _options(settings, backends)
+    options = run_options(settings, backends)
     stream = sys.stderr if settings.json else sys.stdout
 
     def audit_failed(message: str) -> None:

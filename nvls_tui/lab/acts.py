@@ -127,7 +127,8 @@ DRIVER_ROOT = "/run/nvidia/driver"
 def _fm_in_driver_pod(node: LabNode) -> None:
     """No host FM unit and no host nv-fabricmanager; FM runs in the driver pod's cgroup, on idle GPUs."""
     from nvls_tui.lab.image import FM_CFG
-    from nvls_tui.sim.scenarios import DRIVER_POD_ROLE, pod_uid
+    from nvls_tui.sim.base_nodes import pod_uid
+    from nvls_tui.sim.faults import DRIVER_POD_ROLE
     from nvls_tui.sim.state import digest
 
     path = node_run(node, "systemctl", "show", "-p", "FragmentPath", "--value", FM).stdout.strip()

@@ -25,8 +25,8 @@ from pathlib import Path
 from nvls_tui.lab.hardware import FM_PID_FILE, hardware, hw_dir
 from nvls_tui.lab.tools import gpu_files, holding
 from nvls_tui.sim import fabric
+from nvls_tui.sim.base_nodes import PODS, pod_uid
 from nvls_tui.sim.processes import fm_went_away
-from nvls_tui.sim.scenarios import PODS, pod_uid
 from nvls_tui.sim.state import digest
 
 FM_CONFIGURED = ("Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink "

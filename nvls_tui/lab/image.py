@@ -19,7 +19,7 @@ from nvls_tui.lab.kernel_log import RING_FILE
 from nvls_tui.lab.kernel_log import TOOL as KERNEL_LOG_TOOL
 from nvls_tui.lab.tools import script
 from nvls_tui.poll.probe import SIMULATED_MARKER
-from nvls_tui.sim.scenarios import UNIT_DESCRIPTIONS
+from nvls_tui.sim.base_nodes import UNIT_DESCRIPTIONS
 from nvls_tui.sim.state import digest
 
 TARGET = "nvls-lab.target"

@@ -49,8 +49,9 @@ from nvls_tui.lab.machine import (
     wait_booted,
 )
 from nvls_tui.localfiles import make_private_dirs
+from nvls_tui.sim.base_nodes import base_node
 from nvls_tui.sim.clock import SimClock
-from nvls_tui.sim.scenarios import base_node, without_h200_shared_files
+from nvls_tui.sim.faults import without_h200_shared_files
 
 Say = Callable[[str], None]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from nvls_tui.lab.machine import LabError, LabNode, node_run, run
 from nvls_tui.parsers.restarters import APT_TIMERS
-from nvls_tui.sim.scenarios import AUTO_UPGRADES, NEEDRESTART_AUTO
+from nvls_tui.sim.faults import AUTO_UPGRADES, NEEDRESTART_AUTO
 
 PACKAGES = ("needrestart", "unattended-upgrades")
 FM = "nvidia-fabricmanager.service"

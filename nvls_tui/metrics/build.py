@@ -52,11 +52,11 @@ def _family(spec: n.MetricSpec, extra: tuple[str, ...] = ()) -> Metric:
     return GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
 
 
-class _Families:
-    """The families of one round, filled node by node."""
+class Families:
+    """The families of one round, filled node by node (those of ``specs``: check's by default)."""
 
-    def __init__(self) -> None:
-        self.by_spec: dict[str, Metric] = {s.name: _family(s) for s in n.METRICS}
+    def __init__(self, specs: Sequence[n.MetricSpec] = n.FLEET_METRICS) -> None:
+        self.by_spec: dict[str, Metric] = {s.name: _family(s) for s in specs}
 
     def add(self, spec: n.MetricSpec, values: Sequence[str], value: float) -> None:
         family = self.by_spec[spec.name]
@@ -74,7 +74,7 @@ class _Families:
 
 def families(round_: Round) -> list[Metric]:
     """Every metric family of ``round_`` (families with no sample left out)."""
-    out = _Families()
+    out = Families()
     out.info(n.BUILD_INFO, {"version": __version__})
     if round_.duration is not None:
         out.add(n.ROUND_DURATION, (), round_.duration)
@@ -85,7 +85,7 @@ def families(round_: Round) -> list[Metric]:
     return out.families()
 
 
-def _node(out: _Families, state: NodeState, diag: Diagnosis, round_: Round) -> None:
+def _node(out: Families, state: NodeState, diag: Diagnosis, round_: Round) -> None:
     host = lab.hostname(state.host)
     for verdict in Verdict:
         out.add(n.VERDICT, (host, str(verdict)), 1.0 if diag.verdict is verdict else 0.0)
@@ -124,7 +124,7 @@ def _node(out: _Families, state: NodeState, diag: Diagnosis, round_: Round) -> N
             out.add(n.SMOKE_TIME, (host,), at)
 
 
-def _gpus(out: _Families, host: str, state: NodeState) -> None:
+def _gpus(out: Families, host: str, state: NodeState) -> None:
     if state.was_read("gpus"):
         for gpu in state.gpus:
             if not gpu.fabric.supported:
@@ -138,7 +138,7 @@ def _gpus(out: _Families, host: str, state: NodeState) -> None:
             out.add(n.NVSWITCH, (host, str(number)), 1.0)
 
 
-def _fm(out: _Families, host: str, state: NodeState, starts: FmStarts | None) -> None:
+def _fm(out: Families, host: str, state: NodeState, starts: FmStarts | None) -> None:
     """FM's unit on a node that needs a host FM (an HGX board, or NVSwitches shown); not where FM runs in
     the GPU Operator's driver pod (no host unit to be active)."""
     if not state.was_read("units"):
@@ -158,7 +158,7 @@ def _fm(out: _Families, host: str, state: NodeState, starts: FmStarts | None) ->
         out.add(n.FM_STARTS, (host,), count)
 
 
-def _kernel(out: _Families, host: str, state: NodeState) -> None:
+def _kernel(out: Families, host: str, state: NodeState) -> None:
     if not state.was_read("kernel"):
         return
     out_of_sync = 0
@@ -173,7 +173,7 @@ def _kernel(out: _Families, host: str, state: NodeState) -> None:
         out.add(n.NVLINK_XID, (host, xid), count)
 
 
-def _repairs(out: _Families, host: str, tally: RepairTally | None) -> None:
+def _repairs(out: Families, host: str, tally: RepairTally | None) -> None:
     if tally is None:
         return
     for result, count in sorted(tally.counts.items()):
@@ -185,18 +185,26 @@ def _repairs(out: _Families, host: str, tally: RepairTally | None) -> None:
             out.add(n.REPAIR_LAST_TIME, (host,), tally.last_at)
 
 
-class LatestRound(Collector):
-    """A collector that yields the last round's families: the textfile and ``/metrics`` read the same."""
+class Latest(Collector):
+    """A collector that yields the families it was last given: the textfile and ``/metrics`` read the same."""
 
     def __init__(self) -> None:
         self._families: list[Metric] = []
 
-    def update(self, round_: Round) -> None:
-        """Replace what is exposed by ``round_``'s families (built here, swapped in one assignment)."""
-        self._families = families(round_)
+    def replace(self, built: list[Metric]) -> None:
+        """Expose ``built`` from now on (built before, swapped in one assignment)."""
+        self._families = built
 
     def collect(self) -> Iterable[Metric]:
         return list(self._families)
+
+
+class LatestRound(Latest):
+    """The last round's families (``check``'s)."""
+
+    def update(self, round_: Round) -> None:
+        """Replace what is exposed by ``round_``'s families."""
+        self.replace(families(round_))
 
 
 class LiveRound(Collector):
@@ -223,4 +231,4 @@ def registry_for(round_: Round) -> CollectorRegistry:
     return registry_of(latest)
 
 
-__all__ = ["LatestRound", "LiveRound", "Round", "families", "registry_for", "registry_of"]
+__all__ = ["Families", "Latest", "LatestRound", "LiveRound", "Round", "families", "registry_for", "registry_of"]

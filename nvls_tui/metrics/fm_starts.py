@@ -2,27 +2,17 @@
 
 systemd's ``NRestarts`` counts only the restarts its policy made, and ``systemctl reset-failed`` sets it
 back to 0: a flapping FM that someone reset-failed looks calm by it. Each poll of an active FM gives its
-start time (``ActiveEnterTimestamp``); this keeps the distinct start times seen per node, so a start
-that came and went between two polls of ``check --watch`` still counts once its successor is seen.
+start time (``ActiveEnterTimestamp``), and FM's unit journal the ones before it (systemd's ``Started``
+lines, ``poll/fm_starts.py``); this keeps the distinct start times seen per node, so a start that came and
+went between two polls still counts.
 """
 
 from __future__ import annotations
 
-from nvls_tui.diagnosis.story import node_time
 from nvls_tui.model import NodeState
+from nvls_tui.poll.fm_starts import SAME_START_S, fm_start, read_now
 
 HOUR_S = 3600.0
-FM_UNIT = "nvidia-fabricmanager"
-
-
-def fm_start(state: NodeState) -> float | None:
-    """When the node's active host FM unit started (its clock, epoch seconds); None where unknown or not active."""
-    if not state.was_read("units"):
-        return None
-    unit = state.service(FM_UNIT)
-    if unit is None or unit.active != "active":
-        return None
-    return node_time(unit.since)
 
 
 class FmStarts:
@@ -42,9 +32,9 @@ class FmStarts:
         if not state.was_read("units"):
             return None
         starts = self._seen.setdefault(state.host, set())
-        start = fm_start(state)
-        if start is not None:
-            starts.add(start)
+        # The unit's start, those of FM's journal (the starts between two polls) and those carried so far.
+        starts.update(t for t in (*read_now(state), *state.fm_starts) if not any(abs(t - s) < SAME_START_S
+                                                                              for s in starts))
         starts -= {t for t in starts if t < now - HOUR_S}
         return sum(1 for t in starts if t <= now + 60)  # a minute's skew between two reads of one clock
 

@@ -67,10 +67,16 @@ def nvlink_xid(number: int | None) -> str | None:
     return str(number) if entry is not None and "NVLINK" in entry.mnemonic.upper() else None
 
 
+def decision_word(text: object) -> str:
+    """An autopilot record's action or reason as a label: its own words (``skip``, ``max-parallel``,
+    ``SIGTERM``, an exception's name) kept where they are one short word, else ``other``."""
+    return text if isinstance(text, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,40}", text) else OTHER
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def version(text: str | None) -> str:
     """A version for an ``_info`` label: cleaned, one line, cut; empty where unknown."""
     return one_line(text, VERSION_CHARS) if text else ""
 
 
-__all__ = ["OTHER", "fabric_state", "fabric_status", "hostname", "nvlink_xid", "repair_result", "section", "version"]
+__all__ = ["OTHER", "decision_word", "fabric_state", "fabric_status", "hostname", "nvlink_xid", "repair_result", "section", "version"]

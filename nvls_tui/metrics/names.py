@@ -89,10 +89,37 @@ REPAIR_LAST_TIME = _spec("nvls_repair_last_timestamp_seconds", GAUGE, HOST,
 REPAIR_LEFT_OUT = _spec("nvls_repair_left_out_of_service", GAUGE, HOST,
                         "1 when the node's last repair run left it cordoned or drained, else 0.")
 
-METRICS: tuple[MetricSpec, ...] = (
+# The autopilot's (``autopilot --metrics-textfile`` / ``--metrics-listen``): its own families only, so that its
+# textfile and check's sit side by side in node_exporter's folder without a series in both.
+# name, kind, labels, meaning: one row each.
+AUTOPILOT_METRICS: tuple[MetricSpec, ...] = tuple(_spec(*row) for row in (
+    ("nvls_autopilot_decisions", COUNTER, ("action", "reason"),
+     "The autopilot's decision records since it started, by action (skip, repair, escalate, repaired, ...) and "
+     "reason (the limit that bound, ...), each on its audit log first."),
+    ("nvls_autopilot_breaker_tripped", GAUGE, (),
+     "1 while the autopilot's circuit breaker is tripped (only an operator closes it), else 0."),
+    ("nvls_autopilot_breaker_repairs_in_window", GAUGE, (),
+     "Repairs the autopilot started in the breaker's sliding window (since it was last closed)."),
+    ("nvls_autopilot_breaker_bound", GAUGE, (),
+     "Repairs the breaker allows in its window: the lower of --breaker-nodes and --breaker-percent of the nodes "
+     "watched, never below 1."),
+    ("nvls_autopilot_budget_left", GAUGE, HOST,
+     "Repairs left in the node's budget (--budget in --budget-days); 0: the next need escalates it."),
+    ("nvls_autopilot_escalated", GAUGE, HOST,
+     "1 for each node the autopilot escalated to a person (its budget spent): it stays out of service."),
+    ("nvls_autopilot_paused", GAUGE, (), "1 while the autopilot's pause file is there (no new repair), else 0."),
+    ("nvls_autopilot_round_end_timestamp_seconds", GAUGE, (),
+     "When the autopilot's last round ended (seconds since the epoch, the bastion's clock)."),
+))
+(AP_DECISIONS, AP_BREAKER_TRIPPED, AP_BREAKER_REPAIRS, AP_BREAKER_BOUND, AP_BUDGET_LEFT, AP_ESCALATED, AP_PAUSED,
+ AP_ROUND_END) = AUTOPILOT_METRICS
+
+#: check's (and the console's) families; every metric nvls-tui exports is in :data:`METRICS`.
+FLEET_METRICS: tuple[MetricSpec, ...] = (
     BUILD_INFO, ROUND_DURATION, ROUND_END, NODES, NODE_INFO, VERDICT, POLL_SUCCESS, FINDINGS, MISSING,
     FABRIC_STATE, NVSWITCH, FM_ACTIVE, FM_STARTS, FM_START_TIME, OUT_OF_SYNC, NVLINK_XID, HOLDERS,
     SMOKE_BUSBW, SMOKE_PASSED, SMOKE_TIME, REPAIRS, REPAIR_LAST, REPAIR_LAST_TIME, REPAIR_LEFT_OUT,
 )
+METRICS: tuple[MetricSpec, ...] = FLEET_METRICS + AUTOPILOT_METRICS
 
-__all__ = ["COUNTER", "GAUGE", "INFO", "METRICS", "MetricSpec"]
+__all__ = ["AUTOPILOT_METRICS", "COUNTER", "FLEET_METRICS", "GAUGE", "INFO", "METRICS", "MetricSpec"]

@@ -218,6 +218,8 @@ class FmJournal:
         lines: how many log lines were read since that start.
         unread: the lines since that start from NVIDIA's stack that say something went wrong and that no FM rule
             reads (systemd's words that FM was killed, ...): ``UNREAD_EVIDENCE`` quotes them.
+        starts: when systemd said the unit started (its ``Started`` lines), in every line read of this boot,
+            the last start's and the ones before it (epoch seconds, the node's clock): FM's own start times.
     """
 
     problems: tuple[FmLogLine, ...] = ()
@@ -225,6 +227,7 @@ class FmJournal:
     mismatch: tuple[str, str] | None = None
     lines: int = 0
     unread: tuple[str, ...] = ()
+    starts: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +359,9 @@ class NodeState:
         restarters: needrestart and unattended-upgrades on the node (None when neither could be read).
         fm_restarts_before: the FM unit's ``NRestarts`` at the last poll (the console's poller carries it:
             a count climbing between polls is FM flapping now); None at a first poll.
+        fm_starts: Fabric Manager's distinct start times seen so far (epoch seconds, the node's clock): its unit's
+            ``ActiveEnterTimestamp`` and its journal's ``Started`` lines, carried from poll to poll
+            (``poll/fm_starts.py``), so a counter that starts again (reset-failed, a reboot) hides no flap.
         fm_journal: what Fabric Manager's unit journal said since the unit's last start (FM_LOG_ERROR, FM's
             own version-mismatch words); None where the ``fm_log`` section was not read.
         k8s: what the Kubernetes cluster says of the node (ready, cordoned, the GPU Operator's labels, its
@@ -394,6 +400,7 @@ class NodeState:
     pci_gpus: tuple[str, ...] | None = None
     restarters: Restarters | None = None
     fm_restarts_before: int | None = None
+    fm_starts: tuple[float, ...] = ()
     fm_journal: FmJournal | None = None
     k8s: KubeNode | None = None
 

@@ -5,7 +5,7 @@ each used to be done in the console's way in one place and in ``check``'s way in
 
 - **carries across rounds**: how long the fabric has been ``In Progress`` (a wait that never ends is a
   finding only once it has lasted) and FM's ``NRestarts`` of the last round (a count that climbs between
-  two rounds is FM flapping *now*). Carried only from the last read that saw the node: a round that
+  two rounds is FM flapping *now*), and FM's start times seen so far (``poll/fm_starts.py``). Carried only from the last read that saw the node: a round that
   could not read it carries nothing forward;
 - **the cluster's views**: the scheduler's (Slurm's node state and jobs) and the Kubernetes cluster's
   (the Node, the pods that hold devices), each read on its own cadence and folded into every poll of
@@ -23,6 +23,7 @@ from nvls_tui.diagnosis import carry_fabric_since, diagnose_guarded
 from nvls_tui.diagnosis.restarters import carry_fm_restarts
 from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
+from nvls_tui.poll.fm_starts import carry_fm_starts
 
 Diagnose = Callable[[NodeState], Diagnosis]
 # A cluster's view folded into polls: the states, each with what the view knows of it (others unchanged).
@@ -31,10 +32,11 @@ Fold = Callable[[Sequence[NodeState]], list[NodeState]]
 
 def carry_across(previous: NodeState | None, current: NodeState, elapsed: float) -> NodeState:
     """``current`` with what the last good read of the same node (``previous``, ``elapsed`` seconds ago)
-    tells about it: the fabric's time ``In Progress`` and FM's restart count of then."""
+    tells about it: the fabric's time ``In Progress``, FM's restart count of then, and FM's start times seen
+    so far (``poll/fm_starts.py``: flapping counted by FM's own starts, which no counter reset hides)."""
     if current.fabric_since is None:  # a reading that dates the wait itself keeps its own
         current = carry_fabric_since(previous, current, max(0.0, elapsed))
-    return carry_fm_restarts(previous, current)
+    return carry_fm_starts(previous, carry_fm_restarts(previous, current))
 
 
 class AfterPoll:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from nvls_tui.diagnosis.story import node_time
 from nvls_tui.model import CommandResult, MissingEvidence
 from nvls_tui.model.node import FmJournal, FmLogLine
 from nvls_tui.parsers.fabricmanager_log import (
@@ -56,6 +57,14 @@ def since_last_start(text: str) -> str:
     return "" if end < 0 else text[end + 1:]
 
 
+def start_times(text: str) -> tuple[float, ...]:
+    """When systemd said the unit started (its ``Started`` lines, PID 1's only), in every line of ``text``:
+    FM's start times (epoch seconds, the node's clock), the ones before the last start included. A line whose
+    time does not read is left out."""
+    found = (node_time(m.group(0).split(None, 1)[0]) for m in _UNIT_START.finditer(text) if m.group(1) == "Started")
+    return tuple(t for t in found if t is not None)
+
+
 def over_bound(result: CommandResult | None) -> CommandResult | None:
     """``result`` marked over the cap, its text dropped, where that text passes :data:`FM_LOG_BYTES`, so every
     transport bounds the section the same way (the node bounds it in lines only)."""
@@ -86,7 +95,7 @@ def read_fm_journal(result: CommandResult | None, *, root: bool | None = True) -
     events = parse_fm_log(text).value
     return FmJournal(problems=tuple(FmLogLine(e.level, e.message, e.timestamp) for e in fm_log_errors(events)),
                      configured=configured(events), mismatch=version_mismatch(events), lines=len(events),
-                     unread=unread_fm_lines(text)), None
+                     unread=unread_fm_lines(text), starts=start_times(result.output)), None
 
 
-__all__ = ["over_bound", "read_fm_journal", "since_last_start"]
+__all__ = ["over_bound", "read_fm_journal", "since_last_start", "start_times"]

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvls_tui.report.text import as_number, prose
-from nvls_tui.runbook.events import CommandFinished, CommandStarted, NodeObserved
+from nvls_tui.runbook.events import CLOCK, CommandFinished, NodeObserved
 from nvls_tui.runbook.log_entries import LogEntry
 from nvls_tui.runbook.observed import ObservedNode
-from nvls_tui.runbook.steps import DATE_ARGV
 from nvls_tui.words import count
 
 # A node time as `date` and journalctl print it (the zone, if any, is the node's: ignored, like the
@@ -169,9 +168,14 @@ def _whole_second(moment: dt.datetime) -> dt.datetime:
 
 
 def measure_clock(records: list[LogEntry], day: dt.date | None = None) -> NodeClock:
-    """The node's clock offset from its ``date`` answers (preflight's first), or an unmeasured clock."""
+    """The node's clock offset from its ``date`` answers (preflight's first), or an unmeasured clock.
+
+    ``records``: one node's entries, each command's result paired with its start
+    (:func:`nvls_tui.runbook.log_entries.paired`): the clock's read is its record's mark, and when it was sent its
+    start's time.
+    """
     answers = [(i, r.event, r.time) for i, r in enumerate(records) if isinstance(r.event, CommandFinished)
-               and r.event.argv == DATE_ARGV and r.event.exit_status == 0]
+               and r.purpose == CLOCK and r.event.exit_status == 0]
     preflight = [a for a in answers if a[1].step == "preflight"]
     simulated = any(isinstance(r.event, NodeObserved) and ObservedNode.read(r.event.summary).simulated for r in records)
     if not (preflight or answers):
@@ -180,23 +184,13 @@ def measure_clock(records: list[LogEntry], day: dt.date | None = None) -> NodeCl
     node, ended = _node_time(answer.output), utc_moment(time)
     if node is None or ended is None:
         return NodeClock(day=day, simulated=simulated)
-    began = _sent_at(records, index) or ended - dt.timedelta(seconds=answer.duration or 0.0)
+    began = utc_moment(records[index].sent) or ended - dt.timedelta(seconds=answer.duration or 0.0)
     # `date` printed whole seconds: the node's clock was in [node, node + 1) at some moment of [began, ended].
     middle = began + (ended - began) / 2
     offset = (node.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=0.5) - middle).total_seconds()
     error = 0.5 + (ended - began).total_seconds() / 2
     step = answer.step
     return NodeClock(offset, error, step or "an unnamed step", node if step == "preflight" else None, day, simulated)
-
-
-def _sent_at(records: list[LogEntry], finished: int) -> dt.datetime | None:
-    """When the command that finished at ``records[finished]`` was sent (its ``command-started``)."""
-    done = records[finished].event
-    for r in reversed(records[:finished]):
-        if isinstance(r.event, CommandStarted) and isinstance(done, CommandFinished) \
-                and r.event.argv == done.argv and r.event.step == done.step:
-            return utc_moment(r.time)
-    return None
 
 
 def epoch_utc(at: Any, day: dt.date | None) -> str | None:

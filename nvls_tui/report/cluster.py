@@ -1,10 +1,10 @@
 """What a repair changed in the Kubernetes cluster, told from the kubectl calls its audit log holds.
 
 Each change a repair makes to the cluster is a typed change through the door (runbook/changes.py,
-runbook/kube_repair.py), audited as its argv. The report reads the ones that exited 0 back into those
-values (``changes.read_cluster_change``, beside their rendering): the cordon, the operand labels paused and put
-back, the evictions, the cordon lifted, or kept with the annotation that names the step the repair stopped at
-(with how to lift it).
+runbook/kube_repair.py), audited as its argv. The log's reader puts each command's change on its entry (read back
+once at the edge: ``runbook/logged_changes``), and the report reads the ones that exited 0: the cordon, the
+operand labels paused and put back, the evictions, the cordon lifted, or kept with the annotation that names the
+step the repair stopped at (with how to lift it).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from nvls_tui.runbook.changes import (
     InCluster,
     SetOperandLabel,
     Uncordon,
-    read_cluster_change,
 )
 from nvls_tui.runbook.events import Note
 from nvls_tui.words import count
@@ -27,7 +26,7 @@ from nvls_tui.words import count
 
 def _changes(log: NodeLog) -> list[InCluster]:
     """The cluster changes the log shows made (exit 0), in order."""
-    return [c for a in log.ok_commands() if (c := read_cluster_change(a)) is not None]
+    return [c for c in log.changes_made() if isinstance(c, InCluster)]
 
 
 def cluster_done(log: NodeLog) -> list[str]:

@@ -9,6 +9,7 @@ from typing import TypeVar
 from nvls_tui.model import SmokeResult
 from nvls_tui.report.clock import NodeClock, measure_clock, utc_moment
 from nvls_tui.report.text import code_span, prose
+from nvls_tui.runbook.changes import Change, UnitChange
 from nvls_tui.runbook.events import (
     CommandFinished,
     ManualChanged,
@@ -21,7 +22,7 @@ from nvls_tui.runbook.events import (
     StepFinished,
 )
 from nvls_tui.runbook.happened import NodeHappened
-from nvls_tui.runbook.log_entries import ChangeByHand, LogEntry, listed_changes
+from nvls_tui.runbook.log_entries import ChangeByHand, LogEntry, listed_changes, paired
 from nvls_tui.runbook.observed import ObservedNode
 
 E = TypeVar("E", bound=RunbookEvent)
@@ -72,10 +73,11 @@ class NodeLog:
         """How step ``name`` last ended (its last ``step-finished``)."""
         return next((e for e in reversed(self.events(StepFinished)) if e.step == name), None)
 
-    def ok_commands(self, step: str | None = None) -> list[list[str]]:
-        """The argv of every command that exited 0 (in ``step``, when given)."""
-        return [list(e.argv) for e in self.events(CommandFinished)
-                if e.exit_status == 0 and (step is None or e.step == step)]
+    def changes_made(self, step: str | None = None) -> list[Change]:
+        """The change of every command that exited 0 (in ``step``, when given), in order: each read back once by
+        runbook/log_entries (``LogEntry.change``), never from the command's words here."""
+        return [r.change for r in self.records if isinstance(r.event, CommandFinished) and r.event.exit_status == 0
+                and r.change is not None and (step is None or r.step == step)]
 
     def smokes(self) -> list[SmokeResult]:
         """Every smoke test's judged result, in order."""
@@ -83,7 +85,7 @@ class NodeLog:
 
     def stopped_units(self) -> list[str]:
         """The units quiesce stopped, in order."""
-        return [a[2] for a in self.ok_commands("quiesce") if a[:2] == ["systemctl", "stop"] and len(a) > 2]
+        return [c.unit for c in self.changes_made("quiesce") if isinstance(c, UnitChange) and c.verb == "stop"]
 
     def by_hand(self) -> list[LogEntry]:
         """The console's own actions in this log: ``manual-change`` records and signals sent by hand."""
@@ -137,4 +139,5 @@ def node_logs(records: list[LogEntry]) -> list[NodeLog]:
     for r in records:
         if r.host:
             hosts.setdefault(r.host, []).append(r)
-    return [NodeLog(host, mine, measure_clock(mine, day)) for host, mine in hosts.items()]
+    logs = [(host, paired(mine)) for host, mine in hosts.items()]  # each command's result with its start's marks
+    return [NodeLog(host, mine, measure_clock(mine, day)) for host, mine in logs]

@@ -17,6 +17,7 @@ from nvls_tui.report.clock import duration_words, record_utc, utc_moment
 from nvls_tui.report.cluster import cluster_left
 from nvls_tui.report.node_log import NodeLog
 from nvls_tui.report.text import code_span, prose
+from nvls_tui.runbook.changes import DrainNode, EvictPod
 from nvls_tui.runbook.events import ProcessSignalled, RunStarted, SmokeFinished
 from nvls_tui.runbook.observed import NOTHING_OBSERVED
 from nvls_tui.runbook.steps import FM_UNIT
@@ -91,16 +92,11 @@ def _impact(log: NodeLog) -> list[str]:
     if signalled:
         kinds = sorted({str(e.holder_kind or "process") for e in signalled})
         parts.append(f"{count(len(signalled), 'process')} stopped with SIGTERM ({prose(', '.join(kinds))})")
-    evicted = []
-    for argv in log.ok_commands():
-        path = next((a for a in argv if a.endswith("/eviction")), None)
-        if path and "/namespaces/" in path and "/pods/" in path:
-            namespace = path.split("/namespaces/", 1)[1].split("/", 1)[0]
-            pod = path.split("/pods/", 1)[1].split("/", 1)[0]
-            evicted.append(f"{namespace}/{pod}")
+    changes = log.changes_made()  # read back from the log once (runbook/log_entries)
+    evicted = [f"{c.namespace}/{c.pod}" for c in changes if isinstance(c, EvictPod)]
     if evicted:
         parts.append(f"{count(len(evicted), 'workload pod')} evicted ({', '.join(code_span(p) for p in evicted)})")
-    if any(a[:2] == ["scontrol", "update"] and any(w.lower() == "state=drain" for w in a) for a in log.ok_commands()):
+    if any(isinstance(c, DrainNode) for c in changes):
         parts.append("drained in Slurm for the repair (its jobs ended or were waited for first)")
     return parts
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 
+from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.report.clock import epoch_utc, record_utc
 from nvls_tui.report.cluster import cluster_done, cluster_left
 from nvls_tui.report.findings import findings_sentence
@@ -19,7 +20,7 @@ from nvls_tui.report.text import (
     prose,
 )
 from nvls_tui.report.timeline import fabric_wait
-from nvls_tui.runbook.changes import ReleaseLock, TakeLock, record_remove, record_write
+from nvls_tui.runbook.changes import ReleaseLock, RemoveFile, SetPersistence, TakeLock, UnitChange, WriteFile
 from nvls_tui.runbook.events import FabricProgress, ManualChanged, ProcessSignalled, StepFinished
 from nvls_tui.runbook.log_entries import ChangeByHand
 from nvls_tui.runbook.observed import NOTHING_OBSERVED
@@ -60,7 +61,8 @@ def _stopped_by_hand(log: NodeLog) -> list[str]:
 
 def _fm_started(log: NodeLog) -> bool:
     """The repair's fabric-manager step started Fabric Manager (its stop in quiesce is then told with it)."""
-    return ["systemctl", "start", FM_UNIT] in log.ok_commands("fabric-manager")
+    return any(isinstance(c, UnitChange) and c.verb == "start" and c.unit == FM_UNIT
+               for c in log.changes_made("fabric-manager"))
 
 
 def _units_done(log: NodeLog) -> list[str]:
@@ -136,7 +138,7 @@ def _smoke_done(log: NodeLog) -> list[str]:
 
 
 def _persistence_done(log: NodeLog) -> list[str]:
-    if not any(a[:3] == ["nvidia-smi", "-pm", "0"] for a in log.ok_commands("quiesce")):
+    if not any(isinstance(c, SetPersistence) and not c.enabled for c in log.changes_made("quiesce")):
         return []
     gpus = log.happened.restored_gpus
     back = f", back on for {count(len(gpus), 'GPU')} by the restore" if gpus else ""
@@ -182,26 +184,19 @@ def _abort_bullet(log: NodeLog) -> str | None:
     return f"- Aborted: {prose(log.clock.annotate(message)).rstrip('.')}.{then}"
 
 
-# The commands that put the record and the lock on the node and take them off: the changes' own (rendered
-# once, in runbook/changes.py), matched whole, never by their words.
-_RECORD_WRITTEN = record_write().argvs()[-1]  # its rename: the record is there once it succeeded
-_RECORD_REMOVED = record_remove().argv()
-_LOCK_MADE = TakeLock(again=True).argv()
-_LOCK_REMOVED = ReleaseLock().argvs()[-1]
+def _lock_made(log: NodeLog) -> bool:
+    """The run made the node's lock (its directory)."""
+    return any(isinstance(c, TakeLock) for c in log.changes_made())
 
 
 def _left_on_node(log: NodeLog) -> tuple[bool, bool]:
     """(repair record still on the node, lock still held), as far as the log's commands show."""
     record = lock = False
-    for argv in map(tuple, log.ok_commands()):
-        if argv == _RECORD_WRITTEN:
-            record = True
-        elif argv == _RECORD_REMOVED:
-            record = False
-        elif argv == _LOCK_MADE:
-            lock = True
-        elif argv == _LOCK_REMOVED:
-            lock = False
+    for change in log.changes_made():  # the changes read back from the log (runbook/log_entries), in order
+        if isinstance(change, WriteFile | RemoveFile) and change.path == RECORD_FILE:
+            record = isinstance(change, WriteFile)  # written once its rename succeeded
+        elif isinstance(change, TakeLock | ReleaseLock):
+            lock = isinstance(change, TakeLock)
     return record, lock
 
 
@@ -243,7 +238,7 @@ def _verdict_words(log: NodeLog) -> list[str]:
     if after is None:
         if before is None:
             return []
-        if list(_LOCK_MADE) not in log.ok_commands():  # no lock, no change: the before still stands
+        if not _lock_made(log):  # no lock, no change: the before still stands
             return [f"nothing was changed, so the node is as it was ({prose(before.verdict)})"]
         return ["no read of the node after the run"]
     lines = kernel_lines(after)
@@ -307,7 +302,7 @@ def _record_left(log: NodeLog) -> list[str]:
     if lock:
         return [f"the node keeps the repair's lock: {command} clears it{note}"]
     if _aborted(log):
-        took = list(_LOCK_MADE) in log.ok_commands()
+        took = _lock_made(log)
         cleaned = (f"the restore removed the repair record and the lock (nothing for {command} to do)" if took else
                    "nothing was changed")
         return [f"{cleaned}; run the repair again"]

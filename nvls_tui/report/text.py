@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nvls_tui.textsafe import markdown_code, markdown_text
-from nvls_tui.words import gbps
+from nvls_tui.words import count, gbps
 
 
 def prose(value: Any) -> str:
@@ -64,3 +64,16 @@ def command_line(argv: Any) -> str:
     if not isinstance(argv, list | tuple) or not argv:
         return ""
     return shlex.join([str(a) for a in argv])
+
+
+def shown_command(argv: Any) -> str:
+    """A logged command as the report's timeline shows it (Markdown): a long /dev/nvidia* list becomes its glob
+    and a count (``fuser -v /dev/nvidia*`` (12 devices))."""
+    args = [str(a) for a in argv] if isinstance(argv, list | tuple) else []
+    devices = [a for a in args if a.startswith("/dev/nvidia")]
+    if len(devices) <= 3:
+        return code_span(command_line(args))
+    first = args.index(devices[0])
+    rest = [a for a in args[first:] if not a.startswith("/dev/nvidia")]
+    text = " ".join(p for p in (command_line(args[:first]), "/dev/nvidia*", command_line(rest)) if p)
+    return f"{code_span(text)} ({count(len(devices), 'device')})"

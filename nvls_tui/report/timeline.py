@@ -3,21 +3,23 @@ folded into one line each; every failure, signal, note and step result kept."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nvls_tui.report.clock import NodeClock, epoch_utc, time_of_day, utc_moment
 from nvls_tui.report.node_log import BY_HAND_MODES, NodeLog, change_words, operator_of
 from nvls_tui.report.text import (
-    code_span,
     command_line,
     prose,
+    shown_command,
     table_cell,
 )
-from nvls_tui.runbook.bookkeeping import legacy_bookkeeping
 from nvls_tui.runbook.describe import describe
 from nvls_tui.runbook.events import (
+    FABRIC_POLL,
+    FABRIC_START,
+    HOLDERS,
     CommandFinished,
     CommandStarted,
     FabricProgress,
@@ -28,11 +30,11 @@ from nvls_tui.runbook.events import (
     RunStarted,
 )
 from nvls_tui.runbook.log_entries import ChangeByHand, LogEntry, listed_changes
-from nvls_tui.runbook.steps import FM_UNIT
 from nvls_tui.words import count
 
-# Non-zero exits that are the answer the runbook waits for: fuser's 1 is "nobody holds a device".
-EXPECTED_EXITS = {"fuser": frozenset({1})}
+# Non-zero exits that are the answer the runbook waits for: the holders' read's 1 (fuser's) is "nobody holds a
+# device".
+EXPECTED_EXITS = {HOLDERS: frozenset({1})}
 
 
 @dataclass
@@ -50,29 +52,10 @@ def _exit_words(e: CommandFinished) -> str:
     return f"exit {prose(status)}" if status is not None else f"did not finish ({prose(e.error or 'no status')})"
 
 
-def _succeeded(e: CommandFinished) -> bool:
-    """Exit 0, or the non-zero answer a command gives when all is as the runbook wants (fuser's 1)."""
-    argv, status = e.argv, e.exit_status
-    return status == 0 or (bool(argv) and status in EXPECTED_EXITS.get(str(argv[0]), ()))
-
-
-def _shown(argv: Sequence[str]) -> str:
-    """A command as the timeline shows it (Markdown): a long /dev/nvidia* list becomes its glob and a count."""
-    args = [str(a) for a in argv]
-    devices = [a for a in args if a.startswith("/dev/nvidia")]
-    if len(devices) <= 3:
-        return code_span(command_line(args))
-    first = args.index(devices[0])
-    rest = [a for a in args[first:] if not a.startswith("/dev/nvidia")]
-    text = " ".join(p for p in (command_line(args[:first]), "/dev/nvidia*", command_line(rest)) if p)
-    return f"{code_span(text)} ({count(len(devices), 'device')})"
-
-
-def _is_poll(argv: Sequence[str]) -> bool:
-    """One of Fabric Manager's registration polls (``systemctl is-active``, ``nvidia-smi --query-gpu``)."""
-    args = [str(a) for a in argv]
-    return args[:2] == ["systemctl", "is-active"] or (args[:1] == ["nvidia-smi"] and
-                                                       any(a.startswith("--query-gpu") for a in args))
+def _succeeded(r: LogEntry, e: CommandFinished) -> bool:
+    """Exit 0, or the non-zero answer a command gives when all is as the runbook wants (the holders' read's 1)."""
+    status = e.exit_status
+    return status == 0 or status in EXPECTED_EXITS.get(r.purpose, ())
 
 
 def _poll_states(states: Mapping[str, int]) -> str:
@@ -118,7 +101,7 @@ def fabric_wait(polls: list[LogEntry], segment: list[LogEntry]) -> FabricWait | 
         return None
     last = progress[-1].states
     starts = [r for r in segment if isinstance(r.event, CommandFinished) and r.event.exit_status == 0
-              and r.event.argv == ("systemctl", "start", FM_UNIT)]
+              and r.purpose == FABRIC_START]
     began = utc_moment((starts or polls)[0].time)
     ended = utc_moment(polls[-1].time)
     seconds = (ended - began).total_seconds() if began and ended else 0.0
@@ -142,42 +125,34 @@ def _segments(records: list[LogEntry]) -> list[list[tuple[int, LogEntry]]]:
 _Command = tuple[int, str | None, CommandFinished]
 
 
-def _bookkeeping(started: CommandStarted | None, argv: tuple[str, ...]) -> bool:
-    """Whether a command was one of the repair's own lock, record or clock commands: its record's mark; a log
-    written before the mark (or a result whose start is not in the log) is judged as those versions judged it."""
-    if started is not None and started.bookkeeping is not None:
-        return started.bookkeeping
-    return legacy_bookkeeping(argv)
-
-
 def _fold_commands(segment: list[tuple[int, LogEntry]], polling: bool) -> list[_Line]:
     """The segment's commands: bookkeeping as one line, identical commands as one line with a count,
-    the fabric polls left to the fabric line; a failure is never folded into a success."""
+    the fabric polls left to the fabric line; a failure is never folded into a success. What each command was
+    is its record's mark (read back by runbook/log_entries), never its words."""
     bookkeeping: list[_Command] = []
     groups: dict[tuple, list[_Command]] = {}
-    pending: dict[tuple, list[tuple[int, LogEntry, CommandStarted]]] = {}
+    unanswered: list[tuple[int, LogEntry, CommandStarted]] = []
     for i, r in segment:
         event = r.event
         if isinstance(event, CommandStarted):
-            pending.setdefault(event.argv, []).append((i, r, event))
+            if r.unanswered:
+                unanswered.append((i, r, event))
             continue
         if not isinstance(event, CommandFinished):
             continue
-        key, argv = event.argv, event.argv
-        opened = pending[key].pop(0)[2] if pending.get(key) else None
-        if not _succeeded(event):
+        key = command_line(event.argv)  # identical commands: the same line
+        if not _succeeded(r, event):
             groups.setdefault((key, "failed", event.exit_status, event.error), []).append((i, r.time, event))
-        elif _bookkeeping(opened, argv):
+        elif r.bookkeeping:
             bookkeeping.append((i, r.time, event))
-        elif not (polling and _is_poll(argv)):
+        elif not (polling and r.purpose == FABRIC_POLL):
             groups.setdefault((key, "ok"), []).append((i, r.time, event))
     lines = [_group_line(runs, failed=key[1] == "failed") for key, runs in groups.items()]
     if bookkeeping:
         i, time, e = bookkeeping[0]
         lines.append(_Line(i, time, e.step, f"bookkeeping: {count(len(bookkeeping), 'command')}, all exit 0"))
-    for started in pending.values():
-        lines += [_Line(i, r.time, s.step, f"{_shown(s.argv)} sent; the log holds no result for it")
-                  for i, r, s in started]
+    lines += [_Line(i, r.time, s.step, f"{shown_command(s.argv)} sent; the log holds no result for it")
+              for i, r, s in unanswered]
     return lines
 
 
@@ -185,7 +160,7 @@ def _group_line(runs: list[_Command], *, failed: bool) -> _Line:
     """One line for the same command run ``len(runs)`` times, at the first of them."""
     i, time, first = runs[0]
     last = runs[-1][2]
-    shown = _shown(first.argv)
+    shown = shown_command(first.argv)
     if len(runs) == 1:
         text = f"{shown} → {_exit_words(first)}"
     elif failed:

@@ -195,6 +195,7 @@ class NodeContext:
         abortable: bool = True,
         fenced: bool = True,
         bookkeeping: bool = False,
+        purpose: str = "",
     ) -> CommandResult:
         """Run one command on the node, announcing it and its result.
 
@@ -209,6 +210,8 @@ class NodeContext:
                 take it, judge it or read it, go out unfenced).
             bookkeeping: one of the repair's own lock, record or clock commands (its audit record says so: the
                 report's timeline folds them by this mark, never by the command's words).
+            purpose: what the command is for where the audit log's reader needs it (``events.PURPOSES``: a
+                registration poll, the clock, the holders' read, Fabric Manager's start); "" for none.
 
         Raises:
             Aborted: the operator asked to stop before this command.
@@ -221,7 +224,7 @@ class NodeContext:
         fence = self.fenced_by() if fenced else None
         self.record_command(argv, env)
         self.emit(CommandStarted(host=self.host, step=self.step, argv=argv, env=dict(env or {}), fence=fence or "",
-                                 bookkeeping=bookkeeping))
+                                 bookkeeping=bookkeeping, purpose=purpose))
         await self.audit_first(argv, abortable=abortable)
         clock = self.options.clock
         started = clock()

@@ -19,15 +19,16 @@ pane's to fold (:class:`nvls_tui.views.runbook.NodeRun`); the report folds repea
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
 
 from nvls_tui.backends.base import join_argv
-from nvls_tui.model import SmokeResult
+from nvls_tui.model import Holder, SmokeResult
 from nvls_tui.runbook.events import (
     CommandFinished,
+    FabricProgress,
     HoldersRemaining,
     Note,
     ProcessSignalled,
@@ -41,6 +42,7 @@ from nvls_tui.runbook.events import (
     StepStarted,
 )
 from nvls_tui.runbook.smoke_words import nccl_lines, reasons
+from nvls_tui.runbook.steps import clock_text
 from nvls_tui.textsafe import markdown_text, one_line
 from nvls_tui.words import count, gbps, verb
 
@@ -171,23 +173,25 @@ def _step_started(e: StepStarted, _: Annotate) -> Said:
                 markdown="step started")
 
 
-def step_sentence(e: StepFinished, status: str | None = None) -> Sentence:
+def step_sentence(e: StepFinished) -> Sentence:
     """A step's end as the report says it (``**failed** in 2.5 s: why``; the report has the step in a column
-    of its own, the pane and the progress line put it first). ``status``: the word said for the status (the
-    pane says an operator's abort is no failure)."""
+    of its own, the pane and the progress line put it first). A step the operator aborted is said ``aborted``
+    in every place, never ``failed`` (issue 28 item 6), though its record's status is ``failed``."""
+    status = "aborted" if e.status == "failed" and aborted_message(e.message) else e.status
     said = (words(": "), data(e.message, annotated=True)) if e.message else ()
-    return (data(status or e.status, strong=True), words(f" in {e.duration:.1f} s"), *said)
+    # A dry run's step took no time: it is planned, no more.
+    took = () if e.status == "planned" else (words(f" in {e.duration:.1f} s"),)
+    return (data(status, strong=True), *took, *said)
 
 
 def _step_finished(e: StepFinished, annotate: Annotate) -> Said:
     sentence = step_sentence(e)
-    if e.status == "planned":  # a dry run's step: its commands, the plan's own listing
-        plain = f"{e.step} (planned)" + "".join(f"\n  $ {c}" for c in e.commands)
-    else:
-        plain = f"{e.step} {as_plain(sentence)}"
+    plain = f"{e.step} {as_plain(sentence)}"
+    if e.status == "planned":  # a dry run's step: then its commands, the plan's own listing
+        plain += "".join(f"\n  $ {c}" for c in e.commands)
     step = (data(e.step), words(" "))
     if e.status == "failed" and aborted_message(e.message):  # asked for: no failure (issue 28 item 6)
-        lines: tuple[PaneText, ...] = (pane("warn", words("■ "), *step, *step_sentence(e, "aborted")),)
+        lines: tuple[PaneText, ...] = (pane("warn", words("■ "), *step, *sentence),)
     elif e.status == "failed":
         lines = (pane("err", words("✖ "), *step, *sentence),)
     elif e.message and e.status == "ok":
@@ -207,18 +211,56 @@ def _signalled(e: ProcessSignalled, _: Annotate) -> Said:
     # scrolls sideways).
     sentence = (data(e.signal), words(" pid "), data(e.pid), words(" ("), data(e.holder_kind), words(": "),
                 data(e.command), words(")"))
-    return Said(plain=f"  {as_plain(sentence)} -> {e.outcome}",
-                pane=(pane("note", *sentence, words(" → "), data(e.outcome)),),
-                markdown=as_markdown((*sentence, words(" → "), data(e.outcome)), _as_is))
+    said = (*sentence, words(" → "), data(e.outcome))
+    return Said(plain=f"  {as_plain(said)}", pane=(pane("note", *said),), markdown=as_markdown(said, _as_is))
+
+
+# How many holders a sentence names before it says how many more there are.
+NAMED_HOLDERS = 8
+
+
+def holder_list(holders: Sequence[Holder]) -> Sentence:
+    """The holders as a sentence names them: ``4242 (python3, alice), 924303 (nv-hostengine, root) and 3 more``
+    (each by its PID, its program and its user; the first :data:`NAMED_HOLDERS`)."""
+    parts: list[Part] = []
+    for i, h in enumerate(holders[:NAMED_HOLDERS]):
+        program = h.command.split()[0] if h.command.strip() else "?"
+        parts += [words(", ") if i else words(""), data(h.pid), words(" ("), data(program), words(", "), data(h.user),
+                  words(")")]
+    if len(holders) > NAMED_HOLDERS:
+        parts.append(words(f" and {len(holders) - NAMED_HOLDERS} more"))
+    return tuple(parts)
+
+
+def holders_sentence(e: HoldersRemaining) -> Sentence:
+    """Who still holds the devices, in one sentence for the three places (a wait's last report: none is left):
+    ``1 process still holds /dev/nvidia*: 4242 (python3, alice) (waiting for the operator)``."""
+    n = len(e.holders)
+    if not n:
+        return (words("every process that held /dev/nvidia* is gone"),)
+    waiting = (words(" (waiting for the operator)"),) if e.waiting else ()
+    return (words(f"{count(n, 'process')} still {verb(n, 'holds')} /dev/nvidia*: "), *holder_list(e.holders), *waiting)
 
 
 def _holders(e: HoldersRemaining, _: Annotate) -> Said:
-    n = len(e.holders)
-    remain = f"{count(n, 'holder')} {verb(n, 'remains')}"
-    # The runbook's own sentence where it wrote one (it names the processes), else how many remain.
-    said = data(e.message) if e.message else words(remain)
-    return Said(plain=f"  {said.text}", pane=(pane("warn" if n else "note", said),),
-                markdown=remain + (" (waiting for the operator)" if e.waiting else ""))
+    sentence = holders_sentence(e)
+    return Said(plain=f"  {as_plain(sentence)}", pane=(pane("warn" if e.holders else "note", *sentence),),
+                markdown=as_markdown(sentence, _as_is))
+
+
+def fabric_progress_sentence(e: FabricProgress) -> Sentence:
+    """One poll of Fabric Manager's registration, as the pane's updating line says it: ``Fabric Manager active;
+    In Progress/N/A ×8 (0:12 of 5:00)`` (the unit's state and the GPUs' as the node answered: data)."""
+    states = ", ".join(f"{k} ×{v}" for k, v in e.states.items())
+    waited = (words(f" ({clock_text(e.elapsed)} of {clock_text(e.limit)})"),) if e.limit is not None else ()
+    return (words("Fabric Manager "), data(e.unit), words("; "), data(states) if states else words("no GPU answered"),
+            *waited)
+
+
+def _fabric_progress(e: FabricProgress, _: Annotate) -> Said:
+    # The pane's one updating line for the wait; the progress lines print the wait's reminder every 15 s and the
+    # report folds the polls into one line (report/timeline.fabric_wait).
+    return Said(pane=(pane("note", *fabric_progress_sentence(e)),))
 
 
 def _smoke_row(e: SmokeRow, _: Annotate) -> Said:
@@ -236,11 +278,15 @@ def _smoke_finished(e: SmokeFinished, _: Annotate) -> Said:
 
 def restored_sentence(e: Restored) -> Sentence:
     """A restore as the report says it: ``restored nvidia-dcgm.service; persistence mode back on for 8 GPUs;
-    could not restore kubelet.service``."""
-    pm = (words(f"; persistence mode back on for {count(len(e.persistence_gpus), 'GPU')}"),) \
-        if e.persistence_gpus else ()
-    failed = (words("; could not restore "), data(", ".join(e.failed))) if e.failed else ()
-    return (words("restored "), data(", ".join(e.units) or "no unit"), *pm, *failed)
+    could not restore kubelet.service`` (the restore step's own message says it too: :func:`restored_parts`)."""
+    return restored_parts(e.units, e.persistence_gpus, e.failed)
+
+
+def restored_parts(units: Sequence[str], persistence_gpus: Sequence[int] = (), failed: Sequence[str] = ()) -> Sentence:
+    """What a restore put back (and could not), as :func:`restored_sentence` says it."""
+    pm = (words(f"; persistence mode back on for {count(len(persistence_gpus), 'GPU')}"),) if persistence_gpus else ()
+    not_back = (words("; could not restore "), data(", ".join(failed))) if failed else ()
+    return (words("restored "), data(", ".join(units) or "no unit"), *pm, *not_back)
 
 
 def _restored(e: Restored, _: Annotate) -> Said:
@@ -255,7 +301,8 @@ NOTE_TONES = {"error": "err", "warning": "warn"}
 
 
 def _note(e: Note, annotate: Annotate) -> Said:
-    return Said(plain=f"  [{e.level}] {e.message}", pane=(pane(NOTE_TONES.get(e.level, "note"), data(e.message)),),
+    # The level, then the sentence: the pane says the level by its tone.
+    return Said(plain=f"  {e.level}: {e.message}", pane=(pane(NOTE_TONES.get(e.level, "note"), data(e.message)),),
                 markdown=f"_{md(e.level)}_: {md(annotate(e.message))}")
 
 
@@ -280,6 +327,7 @@ _DESCRIBERS: dict[type[RunbookEvent], Callable[[RunbookEvent, Annotate], Said]] 
     CommandFinished: _command_finished,  # type: ignore[dict-item]
     ProcessSignalled: _signalled,  # type: ignore[dict-item]
     HoldersRemaining: _holders,  # type: ignore[dict-item]
+    FabricProgress: _fabric_progress,  # type: ignore[dict-item]
     SmokeRow: _smoke_row,  # type: ignore[dict-item]
     SmokeFinished: _smoke_finished,  # type: ignore[dict-item]
     Restored: _restored,  # type: ignore[dict-item]
@@ -298,6 +346,6 @@ def describe(event: RunbookEvent, annotate: Annotate = _as_is) -> Said:
     return describer(event, annotate) if describer is not None else Said()
 
 
-__all__ = ["NOTE_TONES", "Annotate", "PaneText", "Part", "Said", "Sentence", "aborted_message", "as_markdown", "as_plain",
-           "as_text", "data", "describe", "restored_sentence", "run_sentence", "smoke_lines", "smoke_sentence",
+__all__ = ["NAMED_HOLDERS", "NOTE_TONES", "Annotate", "PaneText", "Part", "Said", "Sentence", "aborted_message",
+           "as_markdown", "as_plain", "as_text", "data", "describe", "fabric_progress_sentence", "holder_list", "holders_sentence", "restored_parts", "restored_sentence", "run_sentence", "smoke_lines", "smoke_sentence",
            "step_sentence", "words"]

@@ -41,11 +41,12 @@ async def perform(ctx: NodeContext, change: SignalHolder, *, timeout: float | No
 
 @overload
 async def perform(ctx: NodeContext, change: Change, *, timeout: float | None = ..., abortable: bool = ...,
-                  kind: str = ..., user: str = ..., via: Via | None = ...) -> CommandResult: ...
+                  kind: str = ..., user: str = ..., via: Via | None = ..., purpose: str = ...) -> CommandResult: ...
 
 
 async def perform(ctx: NodeContext, change: Change, *, timeout: float | None = None, abortable: bool = True,
-                  kind: str = "", user: str = "", via: Via | None = None) -> CommandResult | tuple[str, str]:
+                  kind: str = "", user: str = "", via: Via | None = None,
+                  purpose: str = "") -> CommandResult | tuple[str, str]:
     """Make ``change`` on the node: announced, audited first, fenced by the lock.
 
     Args:
@@ -53,6 +54,8 @@ async def perform(ctx: NodeContext, change: Change, *, timeout: float | None = N
         abortable: False for the restore, which must run even after an abort (and when the log fails).
         kind, user: a signalled holder's kind and user (the words and the audit record name them).
         via: how a change made elsewhere than on the node goes out (required for a scheduler's change).
+        purpose: what the change's command is for where the audit log's reader needs it (``events.PURPOSES``:
+            Fabric Manager's start); "" for none.
 
     Returns:
         For a signal, ``(outcome, detail)``: ``signalled``, ``gone`` (it had exited) or ``changed`` (the PID
@@ -82,7 +85,7 @@ async def perform(ctx: NodeContext, change: Change, *, timeout: float | None = N
         return await _write(ctx, change, timeout=timeout, abortable=abortable)
     result: CommandResult | None = None
     for command in change.commands():
-        result = await _send(ctx, change, command, timeout=timeout, abortable=abortable)
+        result = await _send(ctx, change, command, timeout=timeout, abortable=abortable, purpose=purpose)
     assert result is not None  # every change has a command
     return result
 
@@ -95,16 +98,16 @@ async def announce(ctx: NodeContext, change: Change) -> str | None:
     ctx.performed.append(change)
     ctx.record_command(command.argv, dict(command.env))
     ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=command.argv, env=dict(command.env),
-                            fence=fence or "", bookkeeping=change.bookkeeping))
+                            fence=fence or "", bookkeeping=change.bookkeeping, purpose=""))
     await ctx.audit_first(command.argv)
     return fence
 
 
 async def _send(ctx: NodeContext, change: Change, command: Command, *, timeout: float | None,
-                abortable: bool) -> CommandResult:
+                abortable: bool, purpose: str = "") -> CommandResult:
     return await ctx.run(command.argv, timeout=timeout, privileged=change.privileged, env=dict(command.env) or None,
                          stdin=command.stdin, abortable=abortable, fenced=command.fenced,
-                         bookkeeping=change.bookkeeping)
+                         bookkeeping=change.bookkeeping, purpose=purpose)
 
 
 async def _write(ctx: NodeContext, change: WriteFile | WriteOwner, *, timeout: float | None,
@@ -125,7 +128,7 @@ async def _elsewhere(ctx: NodeContext, change: Change, via: Via) -> CommandResul
     argv = command.argv
     await ctx.check_fence()
     ctx.performed.append(change)
-    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, bookkeeping=change.bookkeeping))
+    ctx.emit(CommandStarted(host=ctx.host, step=ctx.step, argv=argv, bookkeeping=change.bookkeeping, purpose=""))
     await ctx.audit_first(argv, abortable=False)
     began = ctx.options.clock()
     try:

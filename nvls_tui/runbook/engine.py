@@ -65,7 +65,7 @@ from nvls_tui.runbook.outcome import (
 from nvls_tui.runbook.program import Known, prior_units
 from nvls_tui.runbook.record import RepairRecord
 from nvls_tui.runbook.restore import ORDER as RESTORE_ORDER
-from nvls_tui.runbook.restore import RestoreReport, restore, restored_words
+from nvls_tui.runbook.restore import RestoreReport, restore, restored_message
 from nvls_tui.runbook.scheduling import DrainHold, SchedulerHook
 from nvls_tui.runbook.smoke_words import failure_words
 from nvls_tui.runbook.steps import (
@@ -349,6 +349,8 @@ class Runbook:
         if isinstance(entry, Read):
             await ctx.run(entry.argv, bookkeeping=entry.bookkeeping)
             return None
+        if not isinstance(entry, Change):
+            return None  # a wait or a remark the plan shows: the cluster's module makes its own (kube_repair.py)
         result = await perform(ctx, entry)
         if not result.ok:
             raise StepFailed(f"`{entry.display}` failed (exit status {result.exit_status})")
@@ -624,7 +626,7 @@ class Runbook:
                                    order=self._restore_order())
             if not report.ok:
                 raise StepFailed("could not put back: " + ", ".join(report.failed))
-            return f"restored {restored_words(report.units, report.persistence_gpus, 'nothing (nothing had been stopped)')}"
+            return restored_message(report)
 
         try:
             await self._step("restore", body)

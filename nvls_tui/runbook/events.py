@@ -117,6 +117,20 @@ class StepFinished(RunbookEvent):
     commands: tuple[str, ...] = ()  # the plan's command lines (dry runs only)
 
 
+# What a command is for, where a reader of the log needs to know it (``CommandStarted.purpose``): the report
+# times Fabric Manager's registration from its start and folds its polls into one line, measures the node's clock
+# by its ``date``, and takes the holders' read's exit 1 ("nobody holds a device") as the answer it waits for.
+FABRIC_POLL = "fabric-poll"
+"""One of Fabric Manager's registration polls (the unit's state, the GPUs' fabric state)."""
+CLOCK = "clock"
+"""The node's clock read (``date``, to the second), which the report measures the node's offset by."""
+HOLDERS = "holders"
+"""The read of who holds /dev/nvidia* (``fuser``): its exit 1 says nobody does, the answer the runbook waits for."""
+FABRIC_START = "fabric-start"
+"""Fabric Manager's start: its registration is timed from it."""
+PURPOSES = frozenset({FABRIC_POLL, CLOCK, HOLDERS, FABRIC_START})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandStarted(RunbookEvent):
     """A command was sent to the node (``env`` holds the extra variables, already redacted).
@@ -125,6 +139,9 @@ class CommandStarted(RunbookEvent):
     or one of the lock's own commands); ``argv`` is the command itself, without the fence's words.
     ``bookkeeping``: one of the repair's own lock, record or clock commands (the runbook says so where it sends
     it: a change's or a read's mark); None in records written before nvls-tui wrote the mark.
+    ``purpose``: what the command is for where a reader of the log needs to know it (one of :data:`PURPOSES`:
+    a registration poll, the node's clock, the holders' read, Fabric Manager's start), said where the command is
+    sent; "" for any other command; None in records written before nvls-tui wrote the mark.
     """
 
     kind: ClassVar[str] = "command-started"
@@ -132,6 +149,7 @@ class CommandStarted(RunbookEvent):
     env: dict[str, str] = field(default_factory=dict)
     fence: str = ""
     bookkeeping: bool | None = None
+    purpose: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,7 +187,8 @@ class HoldersRemaining(RunbookEvent):
 
     While it waits, ``elapsed`` is how long it has waited so far and ``limit`` its deadline (seconds of
     the runbook's clock; ``limit`` is None outside a bounded wait). An empty ``holders`` after a wait
-    says they are all gone.
+    says they are all gone. It is worded from these fields (``runbook/describe.holders_sentence``); ``message`` is
+    the sentence records written before that carry (read back, never said).
     """
 
     kind: ClassVar[str] = "holders-remaining"
@@ -326,6 +345,11 @@ def fan_out(*sinks: EventSink | None) -> EventSink:
 
 
 __all__ = [
+    "CLOCK",
+    "FABRIC_POLL",
+    "FABRIC_START",
+    "HOLDERS",
+    "PURPOSES",
     "CommandFinished",
     "CommandStarted",
     "EventSink",

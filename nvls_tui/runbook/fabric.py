@@ -27,7 +27,7 @@ from nvls_tui.runbook.changes import Read, ResetGpus, UnitChange
 from nvls_tui.runbook.changes import start_fabric_manager as start_fm
 from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.door import perform
-from nvls_tui.runbook.events import FabricProgress, WaitStarted
+from nvls_tui.runbook.events import CLOCK, FABRIC_POLL, FABRIC_START, FabricProgress, WaitStarted
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
     DATE_ARGV,
@@ -102,7 +102,7 @@ def _fabric_counts(gpus: tuple[GpuState, ...]) -> dict[str, int]:
 
 async def read_fabric(ctx: NodeContext, argv: tuple[str, ...] = FABRIC_QUERY) -> tuple[GpuState, ...]:
     """Every GPU's fabric registration, read now; none when nvidia-smi could not answer (never "done")."""
-    result = await ctx.run(argv)
+    result = await ctx.run(argv, purpose=FABRIC_POLL)
     if missing_evidence("gpus", result) is not None:
         return ()
     return gpus_from_query(parse_query_csv(result.output).value)
@@ -131,7 +131,7 @@ async def start_unit(ctx: NodeContext, change: UnitChange) -> None:
     if change.verb != "start":
         await perform(ctx, change)
         return
-    started = await perform(ctx, change, timeout=max(ctx.options.command_timeout, 60.0))
+    started = await perform(ctx, change, timeout=max(ctx.options.command_timeout, 60.0), purpose=FABRIC_START)
     if not started.ok:
         raise StepFailed(f"Fabric Manager did not start: {_first_line(started.output, 'no message')}")
 
@@ -159,7 +159,8 @@ async def wait_registered(ctx: NodeContext, gpus_expected: int, *, unit: bool = 
     began = opts.clock()
     deadline = began + opts.fm_timeout
     while True:
-        active = ((await ctx.run(unit_argv)).stdout.strip() or "unknown") if unit_argv is not None else "active"
+        active = ((await ctx.run(unit_argv, purpose=FABRIC_POLL)).stdout.strip() or "unknown") \
+            if unit_argv is not None else "active"
         gpus = await read_fabric(ctx, fabric_argv)
         ctx.emit(FabricProgress(host=ctx.host, step=ctx.step, unit=active, states=_fabric_counts(gpus),
                                 elapsed=opts.clock() - began, limit=opts.fm_timeout))
@@ -277,7 +278,7 @@ def ring_faults_since(ring: str, t0: str, clock: str, uptime: float | None) -> l
 async def _ring_read(ctx: NodeContext, t0: str) -> tuple[list[KernelEvent] | None, str]:
     """The ring buffer's fabric events since T0, or None and why they could not be read."""
     boot = await ctx.run(BOOT_ARGV)
-    clock = await ctx.run(DATE_ARGV, bookkeeping=True)
+    clock = await ctx.run(DATE_ARGV, bookkeeping=True, purpose=CLOCK)
     ring = await ctx.run(RING_ARGV, privileged=True)
     why = missing_evidence("ring", ring)
     if why is not None:

@@ -2,18 +2,15 @@
 
 The dry run hands the door each change the run would make (``NodeOutcome.changes``), the cluster's included
 (:mod:`nvls_tui.runbook.changes`: :class:`Cordon`, :class:`SetOperandLabel`, :class:`EvictPod`,
-:class:`DeleteDriverPod`); the plan's summary and the typed confirmation read those values, never the kubectl
-lines the plan shows.
+:class:`DeleteDriverPod`), and each step keeps its entries, a cordon left as it was included (:class:`CordonKept`);
+the plan's summary and the typed confirmation read those values, never the lines the plan shows.
 """
 
 from __future__ import annotations
 
-from nvls_tui.runbook.changes import Cordon, DeleteDriverPod, EvictPod, SetOperandLabel
+from nvls_tui.runbook.changes import Cordon, CordonKept, DeleteDriverPod, EvictPod, SetOperandLabel
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.words import count
-
-# The dry run's own note where the node was cordoned before the repair (runbook/kube_repair.plan_lines).
-_CORDONED_ALREADY = " is cordoned already: it is left so"
 
 
 def evictions(outcome: NodeOutcome) -> list[str]:
@@ -25,13 +22,9 @@ def cluster_words(outcome: NodeOutcome) -> tuple[list[str], str | None]:
     """What the repair does in the node's Kubernetes cluster: the lines that come before the node's own stops
     (cordon, operands paused, workloads evicted) and the driver pod's restart, which is the reset where Fabric
     Manager runs in that pod (None where it does not). Nothing for a node in no cluster."""
-    lines = []
-    for note in (c for step in outcome.steps for c in step.commands):
-        if note.startswith("# ") and _CORDONED_ALREADY in note:
-            node = note[2:].split()[0]
-            lines.append(f"{node} is cordoned already (by an earlier nvls-tui repair): a passing repair uncordons it"
-                         if note.endswith("until a repair passes")
-                         else f"{node} is cordoned already: the repair leaves it cordoned")
+    lines = [f"{kept.node} is cordoned already (by an earlier nvls-tui repair): a passing repair uncordons it"
+             if kept.inherited else f"{kept.node} is cordoned already: the repair leaves it cordoned"
+             for step in outcome.steps for kept in step.entries if isinstance(kept, CordonKept)]
     changes = outcome.changes
     lines += [f"cordons {c.node} in Kubernetes (no new pod lands on it); uncordons it only after a passing smoke test"
               for c in changes if isinstance(c, Cordon)]

@@ -7,18 +7,26 @@ operator and its dry-run flag (the log adds them to every record) ride beside it
 reader never goes back to the raw JSON. A change made by hand reads into a :class:`ChangeByHand`, whichever
 record tells it (a ``manual-change``, an item of ``manual-changes``, a signal sent from the console).
 
+A command's records carry what the command was (:attr:`LogEntry.purpose`, :attr:`LogEntry.bookkeeping`): its
+start's marks, written where it was sent, and the result takes its start's (:func:`paired`). A log written before
+a mark is judged here as those versions judged it, by the command's words (:mod:`nvls_tui.runbook.bookkeeping`),
+so no reader of an entry ever looks at an argv's words to know what a command was.
+
 Every reader here takes a record :func:`event_records.record_problem` passed: each field is of its kind, so
 these only choose between a value and its absence (the report shows an absent field as it always has).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nvls_tui.runbook import events as ev
+from nvls_tui.runbook.bookkeeping import legacy_bookkeeping, legacy_purpose
+from nvls_tui.runbook.changes import Change
 from nvls_tui.runbook.event_records import EVENT_KINDS, from_record
+from nvls_tui.runbook.logged_changes import change_made
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +57,15 @@ class LogEntry:
         operator: who ran it (None when the record names no one).
         has_operator: the record has an ``operator`` field at all (a log's header says "?" where it has none).
         dry_run: the log was a dry run's.
+        purpose: for a command's start or result, what the command was for (one of ``events.PURPOSES``; "" for
+            any other command and every other record).
+        bookkeeping: for a command's start or result, one of the repair's own lock, record or clock commands.
+        sent: for a command's result, when its start was logged (None: the log holds no start for it).
+        unanswered: for a command's start, the log holds no result for it.
+        change: for a command's start or result, the change it made, read back from its argv
+            (:func:`nvls_tui.runbook.logged_changes.change_made`; None for a read and what a report does not tell).
+
+    A result's marks and ``sent``, and a start's ``unanswered``, are its pair's: :func:`paired` sets them.
     """
 
     event: ev.RunbookEvent | OtherRecord
@@ -56,6 +73,11 @@ class LogEntry:
     operator: str | None = None
     has_operator: bool = False
     dry_run: bool = False
+    purpose: str = ""
+    bookkeeping: bool = False
+    sent: str | None = None
+    unanswered: bool = False
+    change: Change | None = None
 
     @property
     def kind(self) -> str | None:
@@ -93,8 +115,52 @@ def read_entry(record: Mapping[str, Any]) -> LogEntry:
     else:
         event = OtherRecord(kind=kind if isinstance(kind, str) else None, host=_text(record.get("node")),
                             step=_text(record.get("step")) or "", run_id=_text(record.get("run_id")))
-    return LogEntry(event=event, time=_text(record.get("time")), operator=_text(record.get("operator")),
-                    has_operator="operator" in record, dry_run=record.get("dry_run") is True)
+    entry = LogEntry(event=event, time=_text(record.get("time")), operator=_text(record.get("operator")),
+                     has_operator="operator" in record, dry_run=record.get("dry_run") is True)
+    if isinstance(event, ev.CommandStarted | ev.CommandFinished):
+        return replace(entry, change=change_made(event.argv),
+                       **_marks(event if isinstance(event, ev.CommandStarted) else None, event.argv))
+    return entry
+
+
+def _marks(started: ev.CommandStarted | None, argv: tuple[str, ...]) -> dict[str, Any]:
+    """A command's marks: its start's where the start wrote them, else (a log written before the marks, a result
+    whose start is not in the log) as the versions that wrote it judged the command by its words."""
+    bookkeeping = started.bookkeeping if started is not None and started.bookkeeping is not None else None
+    purpose = started.purpose if started is not None and started.purpose is not None else None
+    return {"bookkeeping": legacy_bookkeeping(argv) if bookkeeping is None else bookkeeping,
+            "purpose": legacy_purpose(argv) if purpose is None else purpose}
+
+
+def paired(entries: Sequence[LogEntry]) -> list[LogEntry]:
+    """One node's entries, each command's result paired with its start: the result takes the start's marks and
+    when it was sent; a start with no result is marked :attr:`LogEntry.unanswered`.
+
+    A result pairs with the oldest unanswered start of the same command line in the same stretch of the log (a
+    stretch ends where the step changes or a run starts), as the report's timeline always folded them.
+    """
+    out = list(entries)
+    pending: dict[tuple[str, ...], list[int]] = {}
+    for i, entry in enumerate(out):
+        event = entry.event
+        if i and (isinstance(event, ev.RunStarted) or entry.step != out[i - 1].step):
+            _unanswered(out, pending)
+        if isinstance(event, ev.CommandStarted):
+            pending.setdefault(event.argv, []).append(i)
+        elif isinstance(event, ev.CommandFinished) and pending.get(event.argv):
+            start = out[pending[event.argv].pop(0)]
+            assert isinstance(start.event, ev.CommandStarted)
+            out[i] = replace(entry, sent=start.time, **_marks(start.event, event.argv))
+    _unanswered(out, pending)
+    return out
+
+
+def _unanswered(out: list[LogEntry], pending: dict[tuple[str, ...], list[int]]) -> None:
+    """The starts still waiting for a result marked unanswered (their stretch of the log ended), and forgotten."""
+    for starts in pending.values():
+        for i in starts:
+            out[i] = replace(out[i], unanswered=True)
+    pending.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,4 +215,4 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-__all__ = ["ChangeByHand", "LogEntry", "OtherRecord", "listed_changes", "read_entry"]
+__all__ = ["ChangeByHand", "LogEntry", "OtherRecord", "listed_changes", "paired", "read_entry"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvls_tui.model import SmokeResult
-from nvls_tui.runbook.changes import Change, Read
+from nvls_tui.runbook.changes import Change, PlanEntry
 
 REPAIRED = "repaired"
 FAILED = "failed"
@@ -38,7 +38,7 @@ class StepOutcome:
     message: str = ""
     # A plan's step as values (:data:`nvls_tui.runbook.plan.Entry`: a change, a read, or a note): what the plan
     # summary, the confirmation and the plan screen read (never ``commands``' words). Not in the JSON.
-    entries: list[Change | Read | str] = field(default_factory=list)
+    entries: list[PlanEntry | str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The contract's step object (plus duration and message)."""

@@ -77,8 +77,8 @@ def plan_commands(state: NodeState, *, smoke_threshold: float | None = None,
     """``{step: [command line, ...]}`` for a repair of ``state``, every step of contract.md in order.
 
     ``restore_also`` names units the operator stopped by hand (``{unit: state before}``): the
-    restore starts them again too. ``kube_lines`` (:func:`~nvls_tui.runbook.kube_repair.plan_lines`: the
-    cluster's changes as values, its reads as lines): the node is repaired through the Kubernetes API, and
+    restore starts them again too. ``kube_lines`` (:func:`~nvls_tui.runbook.kube_plan.cluster_entries`: the
+    cluster's changes, reads, waits and remarks as values): the node is repaired through the Kubernetes API, and
     kubelet is not stopped.
     """
     entries = plan_entries(state, smoke_threshold=smoke_threshold, thresholds=thresholds,
@@ -99,8 +99,8 @@ def fill_steps(outcome: NodeOutcome, entries: Mapping[str, Sequence[Entry]]) -> 
 
 async def _kube_plan(ctx: NodeContext, state: NodeState,
                      kube: Kubectl) -> tuple[str | None, Mapping[str, Sequence[Entry]] | None]:
-    """(why a repair would be refused, the cluster's changes and kubectl lines of each step) from a read of the
-    cluster now.
+    """(why a repair would be refused, the cluster's entries of each step: changes, reads, waits, remarks) from a
+    read of the cluster now.
 
     The reads are the repair's own (audited like any command); a node the cluster lacks is refused while kubelet
     runs (kube_absent: unless ``stop_kubelet``), else repaired as without a cluster (no lines); a cluster that
@@ -122,7 +122,8 @@ async def _kube_plan(ctx: NodeContext, state: NodeState,
         return absent(ctx, kube, state, stop_kubelet=ctx.options.stop_kubelet), None
     if fm_container.in_container(state) and kube_repair.driver_pod(hold, state) is None:
         return f"{fm_container.refusal(state)}; the cluster lists no such pod on {hold.node}", None
-    return None, kube_repair.plan_lines(kube, hold, state, ctx.options.wait_pods, ctx.options.operand_timeout)
+    return None, kube_repair.cluster_entries(kube, hold, state, wait_pods=ctx.options.wait_pods,
+                                             operand_timeout=ctx.options.operand_timeout)
 
 
 async def _watch_listing(ctx: NodeContext) -> str | None:

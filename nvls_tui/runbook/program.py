@@ -13,7 +13,7 @@ One list per step, built here and nowhere else, read by both paths:
 An entry is a :class:`~nvls_tui.runbook.changes.Change`, a :class:`~nvls_tui.runbook.changes.Read`, a
 :class:`Decide` (a decision point, with the changes and reads it may make as the plan shows them) or a line the plan
 says as it is (a note after ``#``). The cluster's entries are the Kubernetes side's
-(:func:`~nvls_tui.runbook.kube_repair.plan_lines`): they enter through ``Known.kube``, each step's under its name.
+(:func:`~nvls_tui.runbook.kube_plan.cluster_entries`): they enter through ``Known.kube``, each step's under its name.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from nvls_tui.model import NodeState
 from nvls_tui.poll.probe import DEVICE_LIST_ARGV, QUERY_FIELDS, RECORD_FILE
 from nvls_tui.runbook import preflight as checks
 from nvls_tui.runbook.changes import (
-    Change,
+    PlanEntry,
     Read,
     ResetGpus,
     RunSmoke,
@@ -102,8 +102,9 @@ CURSOR = "<CURSOR>"
 # The reset step's notes of what the reset commits besides (views.plan_summary lifts them into the summary).
 SIDE_EFFECT = "# the reset "
 
-# A plain entry of a step (or of a decision point): a change, a read, or a line the plan says as it is.
-Plain = Change | Read | str
+# A plain entry of a step (or of a decision point): a change, a read, a wait, a remark (changes.PlanEntry: the
+# cluster's give all four), or a line the plan says as it is.
+Plain = PlanEntry | str
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,9 @@ from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.probe import DEVICE_LIST_ARGV, PS_FORMAT, cgroup_argv, ps_argv
 from nvls_tui.runbook.changes import Change, Read, SetPersistence, SignalHolder, UnitChange
 from nvls_tui.runbook.context import Aborted, NodeContext, StepFailed
+from nvls_tui.runbook.describe import as_plain, holder_list
 from nvls_tui.runbook.door import SIGNALLED, perform
-from nvls_tui.runbook.events import HoldersRemaining
+from nvls_tui.runbook.events import HOLDERS, HoldersRemaining
 from nvls_tui.runbook.hold_apt import HELD_NOTE, held_sentence, timers_to_hold
 from nvls_tui.runbook.steps import (
     AFTER_FAILURE,
@@ -206,7 +207,7 @@ async def read_holders(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]
         StepFailed: the device files could not be listed, or fuser is missing, was denied, timed out,
             or could not read some process's files.
     """
-    result = await ctx.run(present_fuser_argv(state, await present_devices(ctx)), privileged=True)
+    result = await ctx.run(present_fuser_argv(state, await present_devices(ctx)), privileged=True, purpose=HOLDERS)
     why = missing_evidence("holders", result)
     if why is not None:
         raise StepFailed(f"cannot prove that no process holds a GPU device: {why.detail}")
@@ -319,15 +320,13 @@ async def stop_holders_left(ctx: NodeContext, state: NodeState) -> tuple[Holder,
     if left:
         holders = await terminate(ctx, state, left)
     if holders:
-        ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=holders,
-                                  message=f"{count(len(holders), 'process')} still {verb(len(holders), 'holds')} "
-                                          "/dev/nvidia* after quiesce"))
+        ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=holders))
     return holders
 
 
 def _describe(holders: tuple[Holder, ...] | list[Holder]) -> str:
-    return ", ".join(f"{h.pid} ({h.command.split()[0] if h.command else '?'}, {h.user})" for h in holders[:8]) + (
-        f" and {len(holders) - 8} more" if len(holders) > 8 else "")
+    """The holders named as every sentence about them names them (runbook/describe.holder_list)."""
+    return as_plain(holder_list(holders))
 
 
 def _owners(holders: tuple[Holder, ...]) -> list[str]:
@@ -381,8 +380,7 @@ async def verify_no_holders(ctx: NodeContext, state: NodeState, *, spare: frozen
         if not holders:
             if waited:
                 ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=(), elapsed=opts.clock() - began,
-                                          limit=opts.holder_timeout,
-                                          message="every process that held /dev/nvidia* is gone"))
+                                          limit=opts.holder_timeout))
             return
         again = stoppable(holders)
         if again and rounds < MAX_RESPAWN_ROUNDS:
@@ -395,10 +393,7 @@ async def verify_no_holders(ctx: NodeContext, state: NodeState, *, spare: frozen
             continue
         waiting = opts.clock() < deadline
         waited = True
-        n = len(holders)
         ctx.emit(HoldersRemaining(host=ctx.host, step=ctx.step, holders=holders, waiting=waiting,
-                                  message=f"{count(n, 'process')} still {verb(n, 'holds')} /dev/nvidia*: "
-                                          f"{_describe(holders)}",
                                   elapsed=opts.clock() - began, limit=opts.holder_timeout))
         if not waiting:
             raise StepFailed(holders_deadline_message(opts.holder_timeout, holders, opts.sigkill))

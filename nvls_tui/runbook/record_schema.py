@@ -154,7 +154,7 @@ CHANGE = fields({"what": TEXT, "at": EPOCH, "unit": MAYBE_TEXT, "before": MAYBE_
 # two events use means the same there, but for those in _BY_EVENT.
 RECORD: dict[str, Check] = {
     "schema": WHOLE, "time": TIME, "operator": MAYBE_TEXT, "dry_run": FLAG, "node": MAYBE_TEXT, "step": MAYBE_TEXT,
-    "event": TEXT, "argv": optional(TEXTS), "env": map_of(TEXT), "fence": TEXT, "bookkeeping": optional(FLAG), "kind": TEXT, "run_id": TEXT, "mode": TEXT,
+    "event": TEXT, "argv": optional(TEXTS), "env": map_of(TEXT), "fence": TEXT, "bookkeeping": optional(FLAG), "purpose": MAYBE_TEXT, "kind": TEXT, "run_id": TEXT, "mode": TEXT,
     "exit_status": optional(WHOLE), "output": TEXT, "error": MAYBE_TEXT, "duration": NUMBER, "line": TEXT,
     "status": TEXT, "message": TEXT, "commands": TEXTS, "label": TEXT, "summary": SUMMARY,
     "holders": list_of(HOLDER), "waiting": FLAG, "elapsed": NUMBER, "limit": optional(NUMBER),

@@ -29,6 +29,7 @@ from nvls_tui.parsers.restarters import APT_TIMERS
 from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.runbook.changes import Change, SetPersistence, UnitChange, record_remove
 from nvls_tui.runbook.context import NodeContext
+from nvls_tui.runbook.describe import as_plain, restored_parts
 from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.events import Restored
 from nvls_tui.runbook.lock import NodeLock
@@ -90,6 +91,12 @@ def restored_words(units: Collection[str], gpus: Collection[int] = (), nothing: 
     if gpus:
         parts.append(persistence_words(gpus))
     return "; ".join(parts) or nothing
+
+
+def restored_message(report: RestoreReport) -> str:
+    """The restore step's own message where everything came back: the words its ``restored`` event says
+    (:func:`nvls_tui.runbook.describe.restored_parts`), so the step's line and the event's never differ."""
+    return as_plain(restored_parts(report.units, report.persistence_gpus))
 
 
 def startable(unit: str, manual: Collection[str] = ()) -> bool:
@@ -274,5 +281,6 @@ async def _put_back(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: 
             report.failed.append(change.unit)
 
 
-__all__ = ["CLUSTER_BACK", "LOCK_GONE", "ORDER", "PUT_BACK", "RECORD_GONE", "NOT_STOPPED_BY_A_REPAIR", "NOT_STOPPED_BY_HAND", "RestoreReport", "not_restorable", "persistence_words", "restore",
-           "restore_actions", "restored_words", "startable"]
+__all__ = ["CLUSTER_BACK", "LOCK_GONE", "NOT_STOPPED_BY_A_REPAIR", "NOT_STOPPED_BY_HAND", "ORDER", "PUT_BACK", "RECORD_GONE",
+           "RestoreReport", "not_restorable", "persistence_words", "restore", "restore_actions", "restored_message",
+           "restored_words", "startable"]

@@ -22,6 +22,7 @@ from nvls_tui.runbook.changes import Read, RunSmoke, WriteFile
 from nvls_tui.runbook.context import NodeContext, StepFailed, bounded
 from nvls_tui.runbook.door import announce, perform
 from nvls_tui.runbook.events import (
+    CLOCK,
     CommandFinished,
     OutputLine,
     SmokeFinished,
@@ -89,7 +90,7 @@ async def node_time(ctx: NodeContext, read: Read | None = None) -> str | None:
     """The node's clock, ``YYYY-MM-DD HH:MM:SS`` (what ``journalctl --since`` takes); ``read``: the program's
     (runbook/program.py ``CLOCK_READ``), by default :data:`DATE_ARGV` as the repair's bookkeeping."""
     read = read or Read(DATE_ARGV, bookkeeping=True)
-    result = await ctx.run(read.argv, bookkeeping=read.bookkeeping)
+    result = await ctx.run(read.argv, bookkeeping=read.bookkeeping, purpose=CLOCK)
     text = result.stdout.strip()
     return text if result.ok and len(text) >= 19 else None
 

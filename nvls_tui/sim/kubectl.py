@@ -43,7 +43,7 @@ GRACE = 40.0
 OPERANDS = ("driver", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter", "gpu-feature-discovery",
             "mig-manager", "node-status-exporter", "operator-validator")
 OPERATOR_NAMESPACE = "gpu-operator"
-# The role of the GPU Operator's driver pod (nvls_tui/sim/scenarios.py's DRIVER_POD_ROLE): FM runs in it.
+# The role of the GPU Operator's driver pod (nvls_tui/sim/faults.py's DRIVER_POD_ROLE): FM runs in it.
 DRIVER_ROLE = "nvidia-driver"
 # kubectl's global flags that take a value (the product passes these before the verb). ``-n NS`` is kept:
 # the verbs that take it (wait) read it.

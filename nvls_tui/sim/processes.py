@@ -57,6 +57,10 @@ def advance(node: Node, now: float) -> None:
     _advance_timer(node, now)
     _advance_pods(node, now)
     _advance_registration(node, now)
+    if node.fm_flap_every > 0:
+        from nvls_tui.sim.systemd import advance_fm_flaps  # systemd builds on this module
+
+        advance_fm_flaps(node, now)
     node.last_advance = now
 
 

@@ -238,6 +238,9 @@ class Node:
     wedged: bool = False
     silent: bool = False
     transient_802: int = 0
+    # Something restarts Fabric Manager by hand every this many seconds (a configuration tool, a cron job): a
+    # stop and a start, so systemd's NRestarts stays 0 while its start time moves (0: nothing does).
+    fm_flap_every: float = 0.0
     fm_mismatch: bool = False
     snapshot_last_run: float = 0.0
     watch_cycle: int = -1

@@ -145,6 +145,22 @@ def stop(node: Node, name: str, now: float) -> tuple[int, str]:
     return 0, ""
 
 
+def restart_by_hand(node: Node, name: str, now: float) -> None:
+    """``systemctl restart NAME`` as a person or a tool runs it: a stop and a start, no ``Restart=`` restart (so
+    ``NRestarts`` stays as it was: a start by hand sets it to 0)."""
+    stop(node, name, now)
+    start(node, name, now)
+
+
+def advance_fm_flaps(node: Node, now: float) -> None:
+    """The restarts of FM that ``node.fm_flap_every`` schedules, up to ``now`` (sim:fm-flapping)."""
+    fm = node.units.get("nvidia-fabricmanager.service")
+    if node.fm_flap_every <= 0 or fm is None or fm.active != "active" or fm.active_enter is None:
+        return
+    while fm.active_enter is not None and fm.active_enter + node.fm_flap_every <= now:
+        restart_by_hand(node, fm.name, fm.active_enter + node.fm_flap_every)
+
+
 def reset_failed(node: Node, name: str) -> tuple[int, str]:
     """``systemctl reset-failed NAME``: a failed unit becomes inactive and may start again."""
     unit = node.unit(name)

@@ -18,6 +18,7 @@ from rich.text import Text
 from nvls_tui.backends.base import Backend, join_argv
 from nvls_tui.runbook.describe import aborted_message, describe, smoke_lines
 from nvls_tui.runbook.events import (
+    FABRIC_POLL,
     CommandFinished,
     CommandStarted,
     FabricProgress,
@@ -40,7 +41,7 @@ from nvls_tui.runbook.happened import (
     bookkeeping,
 )
 from nvls_tui.runbook.steps import RepairOptions
-from nvls_tui.views.deadlines import Wait, ends_wait, wait_line, wait_of
+from nvls_tui.views.deadlines import Wait, ends_wait, wait_of
 
 # Output lines of one finished command shown in the pane; the whole output is in the audit log.
 COMMAND_OUTPUT_LINES = 24
@@ -91,13 +92,11 @@ def middle_cut(text: str, width: int) -> str:
 REGISTRATION_STEP = "fabric-manager"
 
 
-def registration_poll(step: str, argv: tuple[str, ...]) -> bool:
+def registration_poll(event: CommandStarted) -> bool:
     """True for the commands Fabric Manager's registration wait sends every few seconds (FM's unit state, the
-    GPUs' fabric query): their answers are summed up by the wait's one updating line while it runs."""
-    if step != REGISTRATION_STEP:
-        return False
-    return argv[:2] == ("systemctl", "is-active") or (
-        argv[:1] == ("nvidia-smi",) and len(argv) > 1 and argv[1].startswith("--query-gpu="))
+    GPUs' fabric query): their answers are summed up by the wait's one updating line while it runs. The runbook
+    marks them where it sends them (``CommandStarted.purpose``), never known here by their words."""
+    return event.step == REGISTRATION_STEP and event.purpose == FABRIC_POLL
 
 
 @dataclass
@@ -120,6 +119,7 @@ class NodeRun(NodeHappened):
     last_status: dict[tuple[str, ...], int | None] = field(default_factory=dict)
     # A registration wait's poll command, held until its answer shows whether it is news.
     held: PaneLine | None = None
+    held_poll: bool = False  # the held command is one of the registration's polls
     # The registration wait's last answer to each of its polls (the command and what it printed): the wait is
     # one updating line while it runs, and these are printed once, when its step ends (issue 38 item 7).
     deferred: dict[tuple[str, ...], list[PaneLine]] = field(default_factory=dict)
@@ -164,8 +164,8 @@ class NodeRun(NodeHappened):
         elif isinstance(event, CommandStarted):
             self.command, self.command_started, self.streamed = short_command(event.argv, event.env), now, False
             line = PaneLine(f"$ {self.command}", "cmd")
-            if self._polling(event.argv) or registration_poll(event.step, event.argv):
-                self.held = line  # shown only if its answer is news
+            if self._polling(event.argv) or registration_poll(event):
+                self.held, self.held_poll = line, registration_poll(event)  # shown only if its answer is news
             else:
                 lines.append(line)
         elif isinstance(event, OutputLine):
@@ -173,22 +173,20 @@ class NodeRun(NodeHappened):
             lines.append(PaneLine(event.line, "out"))
         elif isinstance(event, CommandFinished):
             held, self.held = self.held, None
-            if held is not None and registration_poll(event.step, event.argv) and event.exit_status == 0:
+            if held is not None and self.held_poll and event.exit_status == 0:
                 self._finished_lines(event)  # remembered; the wait's line says where it stands
                 self.deferred[event.argv] = [held, *self._output_lines(event.output)]
             elif not (held is not None and self._same_answer(event)):
                 lines += ([held] if held is not None else []) + self._finished_lines(event)
             self.command, self.command_started = "", None
-        elif isinstance(event, FabricProgress):
-            states = ", ".join(f"{k} ×{v}" for k, v in event.states.items()) or "no GPU answered"
-            waited = f" ({wait_line('', event.elapsed, event.limit)})" if event.limit is not None else ""
-            lines.append(PaneLine(f"Fabric Manager {event.unit}; {states}{waited}", "note", FABRIC_LINE))
+        elif isinstance(event, FabricProgress):  # describe's line, as the wait's one updating line
+            lines += [PaneLine(said.text.plain, said.tone, FABRIC_LINE, styled=said.text) for said in describe(event).pane]
         elif isinstance(event, RunFinished):
             lines += self._flush_deferred()
             self.finished, self.command = now, ""
         # What the event says (runbook/describe: worded once for the pane, the progress lines and the report);
         # a command's own lines are the column's, above.
-        if not isinstance(event, CommandStarted | CommandFinished | OutputLine):
+        if not isinstance(event, CommandStarted | CommandFinished | OutputLine | FabricProgress):
             lines += [PaneLine(said.text.plain, said.tone, styled=said.text) for said in describe(event).pane]
         return lines
 

@@ -181,13 +181,24 @@ def test_a_forking_units_started_line_does_not_move_the_cut_but_a_simple_units_d
 # -- the simulator's journalctl against the real one -------------------------------------------------------------
 
 @pytest.mark.parametrize("target", ["sim:fm-log-errors/gpu-fmlog01", "sim:version-mismatch/gpu-ver01",
-                                    "sim:fm-restarters/gpu-nr01", "sim:healthy/hgx01"])
+                                    "sim:fm-restarters/gpu-nr01", "sim:healthy/hgx01", "sim:fm-flapping/gpu-flap01"])
 def test_the_simulators_fm_journal_prints_what_the_real_journalctl_prints(target, tmp_path):
     _, node, now = _sim(target)
     real = real_journalctl(real_journal(tmp_path, node, now), FM_LOG_ARGV, node.tz)
     sim = sim_journalctl(target)
     assert (sim.exit_status, sim.stdout) == (real.exit_status, real.stdout)
     assert real.exit_status == 0 and f" {node.name} " in real.stdout
+
+
+def test_fms_start_times_read_from_the_real_journalctl_are_every_start_of_the_flapping_scenario(tmp_path):
+    """Issue 40: the autopilot counts FM's starts by systemd's Started lines; read from what the real journalctl
+    prints of sim:fm-flapping's journal: its start at boot and its three restarts by hand."""
+    _, node, now = _sim("sim:fm-flapping/gpu-flap01")
+    real = real_journalctl(real_journal(tmp_path, node, now), FM_LOG_ARGV, node.tz)
+    journal, why = read_fm_journal(real)
+    assert why is None and journal is not None
+    fm = node.units[FM]
+    assert len(journal.starts) == 4 and abs(journal.starts[-1] - (fm.active_enter + 1.5)) < 1.0
 
 
 def test_the_version_mismatch_scenario_logs_fms_real_words():

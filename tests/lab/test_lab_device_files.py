@@ -18,7 +18,7 @@ import pytest
 
 from nvls_tui.lab import lifecycle
 from nvls_tui.lab.machine import missing_requirements, node_run, owner_alive
-from nvls_tui.sim.scenarios import H200_ABSENT_DEVICES
+from nvls_tui.sim.faults import H200_ABSENT_DEVICES
 from tests.conftest import TEST_SUBNET
 from tests.lab.test_lab import check_json, cli  # the lab's own helpers: the real command line
 

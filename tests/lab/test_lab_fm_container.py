@@ -20,9 +20,10 @@ import pytest
 from nvls_tui.lab import lifecycle
 from nvls_tui.lab.machine import missing_requirements, node_run, owner_alive
 from nvls_tui.poll.probe import SECTIONS
+from nvls_tui.sim.base_nodes import pod_uid
+from nvls_tui.sim.faults import DRIVER_POD_ROLE
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.render_system import systemctl
-from nvls_tui.sim.scenarios import DRIVER_POD_ROLE, pod_uid
 from tests.conftest import TEST_SUBNET
 from tests.lab.test_lab import check_json, cli  # the lab's own helpers: the real command line
 

@@ -25,6 +25,7 @@ from nvls_tui.console.widgets.step_list import StepList, step_lines
 from nvls_tui.headless.repair import ProgressPrinter
 from nvls_tui.model import Holder, HolderKind
 from nvls_tui.runbook import RepairOptions, Runbook
+from nvls_tui.runbook.describe import describe
 from nvls_tui.runbook.events import (
     CommandFinished,
     CommandStarted,
@@ -187,14 +188,15 @@ def test_the_headless_progress_prints_the_wait_line_while_a_reset_runs_and_a_hol
     for t in (0.0, 2.0, 4.0):
         now[0] = t
         printer(HoldersRemaining(host="gpu05", step="verify-no-holders", holders=(WORKLOAD,), waiting=True,
-                                 elapsed=t, limit=120.0, message="1 process still holds /dev/nvidia*: 4242"))
+                                 elapsed=t, limit=120.0))
     printer(StepStarted(host="gpu05", step="reset"))
     printer(WaitStarted(host="gpu05", step="reset", wait="reset", state=RESET_STATE, limit=180.0, command=True))
     for t in (5.0, 10.0, 19.0, 21.0, 34.0):  # the ticks of a reset that takes a while: no event meanwhile
         now[0] = t
         printer.remind()
     lines = out.getvalue().splitlines()
-    assert lines.count("gpu05          1 process still holds /dev/nvidia*: 4242") == 1
+    assert lines.count("gpu05          1 process still holds /dev/nvidia*: 4242 (python3, alice) (waiting for the "
+                       "operator)") == 1
     assert [ln for ln in lines if "of 3:00" in ln] == [
         "gpu05          waiting: resetting every GPU and NVSwitch, 0:15 of 3:00",
         "gpu05          waiting: resetting every GPU and NVSwitch, 0:30 of 3:00"]
@@ -236,7 +238,8 @@ async def test_a_workload_holder_that_never_goes_fails_verify_no_holders_naming_
     waits = [e for e in events if isinstance(e, HoldersRemaining) and e.waiting]
     assert waits and {e.limit for e in waits} == {120.0} and waits[-1].elapsed > waits[0].elapsed
     after_quiesce = next(e for e in events if isinstance(e, HoldersRemaining) and e.step == "quiesce")
-    assert after_quiesce.message == "1 process still holds /dev/nvidia* after quiesce"  # was "1 processes still hold"
+    # Worded from its fields, as every place says it (was "1 processes still hold"):
+    assert describe(after_quiesce).plain == f"  1 process still holds /dev/nvidia*: {app.pid} (python3, alice)"
 
 
 class HungReset(SimulatedBackend):

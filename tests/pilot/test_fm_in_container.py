@@ -18,9 +18,10 @@ from nvls_tui.model.node import FM_CONTAINER, FM_HOST, FM_NOWHERE, FM_UNKNOWN, F
 from nvls_tui.poll.assemble import fm_place
 from nvls_tui.runbook import preflight
 from nvls_tui.runbook.plan import plan_commands
+from nvls_tui.sim.base_nodes import pod_uid
+from nvls_tui.sim.faults import DRIVER_POD_ROLE
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.render_system import systemctl
-from nvls_tui.sim.scenarios import DRIVER_POD_ROLE, pod_uid
 from tests.test_console_fakes import fixed_clock
 from tests.waiting import open_node_screen
 

@@ -19,7 +19,14 @@ from nvls_tui.cli import main
 from nvls_tui.console.app import NvlsApp
 from nvls_tui.console.widgets.output_pane import OutputPane
 from nvls_tui.headless.repair import ProgressPrinter
-from nvls_tui.runbook.events import CommandFinished, CommandStarted, FabricProgress, StepFinished, StepStarted
+from nvls_tui.runbook.events import (
+    FABRIC_POLL,
+    CommandFinished,
+    CommandStarted,
+    FabricProgress,
+    StepFinished,
+    StepStarted,
+)
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.runbook import NodeRun, PaneLine
 from tests.pilot.test_console_repair import SIZE, start_repair
@@ -33,10 +40,10 @@ IN_PROGRESS = "index, fabric.state\n" + "".join(f"{i}, In Progress\n" for i in r
 
 
 def poll(elapsed: float, answer: str = IN_PROGRESS) -> list:
-    """One poll of the registration wait, as the runbook reports it."""
-    return [CommandStarted(host=HOST, step="fabric-manager", argv=ACTIVE),
+    """One poll of the registration wait, as the runbook reports it (its commands marked as its polls)."""
+    return [CommandStarted(host=HOST, step="fabric-manager", argv=ACTIVE, purpose=FABRIC_POLL),
             CommandFinished(host=HOST, step="fabric-manager", argv=ACTIVE, exit_status=0, output="active\n"),
-            CommandStarted(host=HOST, step="fabric-manager", argv=QUERY),
+            CommandStarted(host=HOST, step="fabric-manager", argv=QUERY, purpose=FABRIC_POLL),
             CommandFinished(host=HOST, step="fabric-manager", argv=QUERY, exit_status=0, output=answer),
             FabricProgress(host=HOST, step="fabric-manager", unit="active", states={"In Progress/N/A": 8},
                            elapsed=elapsed, limit=300.0)]
@@ -80,7 +87,7 @@ def test_a_changed_answer_waits_for_the_steps_end_and_is_printed_once_there():
 def test_a_poll_that_failed_is_printed_at_once():
     run = NodeRun(HOST)
     pane_lines(run, [StepStarted(host=HOST, step="fabric-manager")], 0.0)
-    failed = [CommandStarted(host=HOST, step="fabric-manager", argv=QUERY),
+    failed = [CommandStarted(host=HOST, step="fabric-manager", argv=QUERY, purpose=FABRIC_POLL),
               CommandFinished(host=HOST, step="fabric-manager", argv=QUERY, exit_status=9,
                               output="Unable to determine the device handle for GPU0000:0F:00.0: Unknown Error\n")]
     texts = [line.text for line in pane_lines(run, failed, 1.0)]

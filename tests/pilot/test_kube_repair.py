@@ -94,7 +94,8 @@ def test_every_kubectl_call_is_in_the_audit_log_and_the_dry_run_lists_them_in_or
         words = [w if not w.endswith(".json") or w.startswith("/api") else "EVICTION.json" for w in words]
         # The dry run cannot know the resourceVersion each label write is conditioned on: it says so.
         words = [re.sub(r"^--resource-version=\d+$", f"--resource-version={READ_AT_RUN_TIME}", w) for w in words]
-        return " ".join(w for w in words if not w.startswith("--request-timeout="))
+        # The request timeout stays: a wait's is its own (its --timeout and the slack), in the plan as in the run.
+        return " ".join(words)
 
     # The restore reads the node before putting anything back; the plan's alternative (the annotation kept
     # after a failure) is not run after a pass.
@@ -457,7 +458,7 @@ def test_kubectl_1_20s_words_for_a_pod_already_gone_count_as_deleted():
     resources found' (docs/kubernetes.md; 1.32: exit 0): the wait is over, not failed. Any other failure stays one."""
     from nvls_tui.model.kube import KubePod
     from nvls_tui.runbook.context import NodeContext, StepFailed
-    from nvls_tui.runbook.kube_repair import _wait_deleted
+    from nvls_tui.runbook.kube_waits import wait_deleted
     from nvls_tui.runbook.outcome import NodeOutcome
 
     said: list[tuple[int, str, str]] = []
@@ -472,10 +473,10 @@ def test_kubectl_1_20s_words_for_a_pod_already_gone_count_as_deleted():
     ctx = NodeContext(Host(), FAST, None, NodeOutcome(host="gpu06"))  # type: ignore[arg-type]
     pod = KubePod("gpu-operator", "nvidia-dcgm-exporter-abcde", "u1")
     said.append((1, "", "error: no matching resources found\n"))
-    asyncio.run(_wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
+    asyncio.run(wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
     said.append((1, "", "error: timed out waiting for the condition on pods/nvidia-dcgm-exporter-abcde\n"))
     with pytest.raises(StepFailed, match="were not deleted within 5 s"):
-        asyncio.run(_wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
+        asyncio.run(wait_deleted(ctx, kube, [pod], 5.0, "the GPU Operator's"))
 
 
 def test_a_kubectl_call_cancelled_mid_wait_is_ended_not_left_running(tmp_path):

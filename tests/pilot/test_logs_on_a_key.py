@@ -18,8 +18,8 @@ from nvls_tui.console.app import NvlsApp
 from nvls_tui.console.screens.logs import REPORT_BYTES, LogsScreen
 from nvls_tui.model import CommandResult
 from nvls_tui.model.node import KernelCoverage
+from nvls_tui.sim.faults import HOSTILE_TEXT
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.sim.scenarios import HOSTILE_TEXT
 from nvls_tui.views.node_logs import (
     FM_ARGV,
     KERNEL_ARGV,

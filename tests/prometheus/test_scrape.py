@@ -9,6 +9,7 @@ Run under ``flock /tmp/nvls-heavy.lock`` with the suite's other heavy tiers.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -95,6 +96,13 @@ def stack(tmp_path_factory):
               "step": None, "event": "run-finished", "result": "failed",
               "message": "smoke failed; gpu05 stays drained in Slurm (nvls-tui: repair failed at smoke-test)"}
     (audit / "repair-test.jsonl").write_text(json.dumps(record) + "\n")
+    # The autopilot's textfile beside check's (issue 40): two rounds over the seed incident with a bound of one
+    # repair trip its breaker (gpu05 repaired, gpu06 past the bound), on the simulator's frozen clock.
+    subprocess.run([sys.executable, "-m", "nvls_tui.cli", "autopilot", "sim:seed-incident", "--mode", "auto",
+                    "--rounds", "2", "--every", "0.01", "--breaker-nodes", "1", "--state-dir", str(root / "autopilot"),
+                    "--metrics-textfile", str(textfiles / "nvls-autopilot.prom")],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env={**os.environ, "NVLS_TUI_SIM_SPEED": "0"}, timeout=scaled(120))
     procs: list[subprocess.Popen] = []
     try:
         watch = subprocess.Popen([sys.executable, "-m", "nvls_tui.cli", "check", *FLEET, "--watch", "2", "--timeout", "2",
@@ -163,6 +171,21 @@ def test_the_textfile_through_node_exporter_and_the_endpoint_say_the_same(stack)
     assert stack.values('node_textfile_scrape_error{job="node"}') == {"node": 0.0}
     # a registry of its own: the endpoint carries no process or Python metrics
     assert stack.query('{job="nvls",__name__=~"process_.*|python_.*"}') == []
+
+
+def test_the_autopilots_textfile_beside_checks_and_its_breaker_alert(stack):
+    """node_exporter reads both textfiles without a duplicate series (node_textfile_scrape_error stays 0, as the
+    test above asserts), and the tripped breaker pages."""
+    assert stack.values('nvls_autopilot_breaker_tripped{job="node"}') == {"node": 1.0}
+    assert stack.values('nvls_autopilot_decisions_total{job="node",action="skip",reason="breaker"}') == {"node": 1.0}
+    assert stack.values('nvls_autopilot_budget_left{job="node"}')["gpu05"] == 2.0
+    assert stack.values('node_textfile_scrape_error{job="node"}') == {"node": 0.0}
+
+    def firing():
+        doc = json.loads(_get(f"{stack.base}/api/v1/alerts"))
+        return {a["labels"]["alertname"] for a in doc["data"]["alerts"] if a["state"] == "firing"}
+
+    until_sync(lambda: "NvlsAutopilotBreakerTripped" in firing(), scaled(60), "the breaker's alert fires")
 
 
 def test_each_dashboard_panel_shows_this_fleet(stack):

@@ -23,7 +23,7 @@ def err(code: str, action: str | None = None) -> Finding:
 
 def fleet(n: int, bad: dict[str, Judgement] | None = None) -> list[Judged]:
     bad = bad or {}
-    return [Judged(f"gpu{i:02d}", bad.get(f"gpu{i:02d}", H)) for i in range(1, n + 1)]
+    return [Judged(f"gpu{i:02d}", bad.get(f"gpu{i:02d}", H), fm_starts=0) for i in range(1, n + 1)]
 
 
 def pilot(**limits) -> Autopilot:
@@ -153,13 +153,17 @@ def test_canary_first_repair_alone_until_its_smoke_test_passes_and_again_after_a
     bad = {f"gpu0{i}": R for i in range(1, 6)}
     ap.decide(fleet(8, bad), 0)
     r = ap.decide(fleet(8, bad), 1)
-    assert r.chosen == ["gpu01"] and {d.reason for d in r.decisions if d.action == "skip"} == {"canary"}
+    # The wave is max-parallel's; no repair has passed yet, so its first node runs alone, the rest after it.
+    assert r.chosen == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert ap.batches(r.chosen) == [["gpu01"], ["gpu02", "gpu03", "gpu04"]]
     ap.started("gpu01", 1)
-    assert ap.decide(fleet(8, bad), 2).chosen == []  # the canary still runs
+    r = ap.decide(fleet(8, bad), 2)
+    assert r.chosen == [] and {d.reason for d in r.decisions if d.action == "skip"} == {"canary"}  # it still runs
     ap.finished("gpu01", True, 3)
+    assert ap.batches(["gpu02", "gpu03"]) == [["gpu02", "gpu03"]]  # a canary passed: the wave at once
     assert len(ap.decide(fleet(8, bad), 4).chosen) == 4
     ap.finished("gpu02", False, 5)
-    assert not ap.state.canary_passed
+    assert not ap.state.canary_passed and ap.batches(["gpu02", "gpu03"]) == [["gpu02"], ["gpu03"]]
 
 
 # --- budget and cooldown ----------------------------------------------------------------------------
@@ -217,10 +221,10 @@ def test_limits_refuse_nonsense_with_one_sentence():
 
 def test_debounce_counts_a_finding_that_held_not_one_that_came_as_another_went():
     ap = pilot()
-    ap.decide([Judged("gpu01", R, ("FM_NOT_RUNNING",))], 0)
-    r = ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC",))], 10)
+    ap.decide([Judged("gpu01", R, ("FM_NOT_RUNNING",), fm_starts=0)], 0)
+    r = ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC",), fm_starts=0)], 10)
     assert r.chosen == [] and r.decisions[0].reason == "debounce"
-    assert ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC", "XID/RESET_GPU"))], 20).chosen == ["gpu01"]
+    assert ap.decide([Judged("gpu01", R, ("FABRIC_OUT_OF_SYNC", "XID/RESET_GPU"), fm_starts=0)], 20).chosen == ["gpu01"]
 
 
 def test_a_repair_a_killed_process_never_ended_is_failed_on_restart_and_frees_its_slot():

@@ -16,12 +16,17 @@ from nvls_tui.sim.fleet import load_fleet
 from tests.unit.test_plan_is_the_run import FAST, SPEED
 
 
-async def test_a_run_marks_each_command_it_sends_and_only_its_own_lock_record_and_clock():
+async def repaired_gpu06() -> list[CommandStarted]:
+    """The commands a repair of the seed incident's gpu06 sends (on the simulator), as their starts say them."""
     events: list[RunbookEvent] = []
     (backend,) = [b for b in sim_backends(load_fleet("sim:seed-incident", speed=SPEED)) if b.host == "gpu06"]
     outcome = await Runbook(backend, FAST, run_id="r1", on_event=events.append).run()
     assert outcome.result == "repaired", outcome.message
-    started = [e for e in events if isinstance(e, CommandStarted)]
+    return [e for e in events if isinstance(e, CommandStarted)]
+
+
+async def test_a_run_marks_each_command_it_sends_and_only_its_own_lock_record_and_clock():
+    started = await repaired_gpu06()
     assert started and all(isinstance(e.bookkeeping, bool) for e in started)
     marked = {e.argv for e in started if e.bookkeeping}
     assert {("mkdir", LOCK_DIR), ("mv", "-f", f"{OWNER_FILE}.tmp", OWNER_FILE), ("rmdir", LOCK_DIR),

@@ -37,10 +37,11 @@ def test_every_binding_id_is_unique_and_names_an_existing_action_method():
 
 
 def test_only_node_changing_actions_are_destructive():
+    # approve (ask mode): approving the autopilot's proposal runs the repair, as r's typed names do.
     assert destructive_actions() == frozenset({"sigterm", "stop_unit", "start_unit", "repair", "reset_gpus",
                                                "restart_fm", "smoke_test", "sigterm_holders",
-                                               "restore_repair"})
-    assert destructive_actions("fleet") == frozenset({"repair"})
+                                               "restore_repair", "approve"})
+    assert destructive_actions("fleet") == frozenset({"repair", "approve"})
     assert destructive_actions("runbook") == frozenset({"sigterm_holders"})
 
 

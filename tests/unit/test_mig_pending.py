@@ -80,7 +80,7 @@ def test_the_plan_says_the_reset_commits_it_before_the_operator_confirms(tmp_pat
     assert main(["repair", "sim:mig-pending", "--dry-run", "--audit-dir", str(tmp_path)], connect=on(fleet)) == 0
     out = capsys.readouterr().out
     sentence = "the reset will commit GPU 3's pending MIG mode change (Disabled -> Enabled)"
-    reset_part = out[out.index("reset (planned)"):out.index("fabric-manager (planned)")]
+    reset_part = out[out.index("reset planned"):out.index("fabric-manager planned")]
     assert f"# {sentence}" in reset_part
     # The dry run changed nothing on the node: the change still waits for a reset.
     assert fleet.sh("gpu-mig01", "nvidia-smi", "--query-gpu=mig.mode.current,mig.mode.pending",

@@ -111,7 +111,8 @@ async def test_an_aborted_run_says_where_it_stopped_and_what_the_restore_put_bac
     assert ("the restore removed the repair record and the lock (nothing for `nvls-tui repair --restore gpu06` "
             "to do); run the repair again.") in gpu06
     timeline = section(text, "### Timeline")
-    assert "| fabric-manager | **failed** in 0.0 s: aborted by the operator |" in timeline
+    # An operator's abort is said "aborted" in the report too, as in the pane and the progress line (issue 28 item 6).
+    assert "| fabric-manager | **aborted** in 0.0 s: aborted by the operator |" in timeline
 
 
 async def manual_then_repair(tmp_path, monkeypatch, *, put_back: bool) -> tuple[str, str]:

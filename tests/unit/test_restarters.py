@@ -37,8 +37,9 @@ from nvls_tui.runbook.plan import fill_steps, plan_commands, plan_entries
 from nvls_tui.runbook.restore import restore_actions, startable
 from nvls_tui.runbook.steps import unit_states
 from nvls_tui.sim.commands import execute
+from nvls_tui.sim.faults import AUTO_UPGRADES, NEEDRESTART_AUTO
 from nvls_tui.sim.fleet import load_fleet
-from nvls_tui.sim.scenarios import AUTO_UPGRADES, NEEDRESTART_AUTO, SCENARIOS
+from nvls_tui.sim.scenarios import SCENARIOS
 from nvls_tui.views.plan_summary import what_it_does
 
 DEBIAN_CONF = (Path(__file__).parents[1] / "fixtures" / "restarters" / "needrestart.conf").read_text()

@@ -49,4 +49,5 @@ async def test_the_restore_step_names_persistence_mode_after_a_repair_that_turne
     (backend,) = sim_backends(fleet)
     outcome = await Runbook(backend, FAST).run()
     assert outcome.step("quiesce").status == "ok", outcome.message
-    assert "persistence mode on 8 GPUs" in outcome.step("restore").message, outcome.step("restore").message
+    # The step's message says what its `restored` event says (runbook/describe.restored_parts).
+    assert "persistence mode back on for 8 GPUs" in outcome.step("restore").message, outcome.step("restore").message

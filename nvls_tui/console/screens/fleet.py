@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from nvls_tui.console.bindings import bindings_for, destructive_actions, help_first, relabel
+from nvls_tui.console.bindings import bindings_for, current_key, destructive_actions, help_first, relabel
 from nvls_tui.console.commands import Command, ScreenCommands, scope_commands
 from nvls_tui.console.messages import PlanApproved
 from nvls_tui.console.screens.typed import OnConsole
@@ -32,6 +32,9 @@ from nvls_tui.views.fleet_top import AnswerTimes, hosts_within, late_words
 from nvls_tui.views.last_repair import RepairMemory
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
+    from nvls_tui.console.ask import AskMode
     from nvls_tui.console.services import ConsoleServices, LiveFleet
 
 EXPORT_TITLE = "fleet: Export the fleet view (CSV and JSON)"
@@ -100,6 +103,7 @@ class FleetScreen(OnConsole, Screen[None]):
         self._last_draw = 0.0
         self._draw_pending = False
         self.repair_memory = RepairMemory()  # the last failed or aborted repair of each node, while news
+        self.proposal_marks: set[str] = set()  # hosts whose host cell carries the autopilot's ⚑ (ask mode)
         if services.settings.read_only:  # r shows the dry-run plan there, and nothing can start
             relabel(self._bindings, "repair", "Dry run")
 
@@ -107,7 +111,7 @@ class FleetScreen(OnConsole, Screen[None]):
         """Summary, banner, filter (hidden until ``/``), the grid, the footer."""
         yield FleetSummary(id="summary")
         yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
-                         id="banner")
+                         ask=self.services.ask is not None, id="banner")
         box = OrderedInput(placeholder="filter: host, verdict or finding code (Enter keeps it, Esc clears)",
                            id="filter")
         box.display = False  # hidden (and so never focused) from the start, not from on_mount on
@@ -202,11 +206,16 @@ class FleetScreen(OnConsole, Screen[None]):
         grid.mark_sorted(self.grid_order.column, self.grid_order.arrow())
         grid.border_title = versions_line(fleet, grid.show_versions)
         mark_selected(grid, self.selected, self.services.live, self.services.clock)
+        ask = self.services.ask
+        self.proposal_marks = mark_proposed(grid, ask.proposed if ask is not None else [], self.selected,
+                                            self.proposal_marks, self.services.live, self.services.clock)
         verdicts = [self.services.live.verdict(h) for h in fleet.hosts]
         labels = dict(self.sortable_columns())
         extra = self.grid_order.words(labels.get(self.grid_order.column))
         if self.filter_text:
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
+        if ask is not None:
+            extra += ask_words(ask, current_key("fleet.approve", self.app.keymap))  # type: ignore[attr-defined]
         # Late only past the node's own interval (calm nodes are polled less often on purpose: views/fleet_top).
         self.answer_times.note(fleet)
         late = late_words(self.answer_times.late(fleet, self.services.clock()))
@@ -281,6 +290,9 @@ class FleetScreen(OnConsole, Screen[None]):
         preview.border_subtitle = "Enter: GPUs, units, holders"
         text = header_text(state, diagnosis, age)
         text.append("\n")
+        if self.services.ask is not None:
+            text.append_text(ask_text(self.services.ask, host, current_key("fleet.approve",
+                                                                          self.app.keymap)))  # type: ignore[attr-defined]
         text.append_text(cells.findings_text(diagnosis.findings if diagnosis else None, limit=8))
         if state.holders:
             kinds = Counter(h.kind.value for h in state.holders)
@@ -419,7 +431,10 @@ class FleetScreen(OnConsole, Screen[None]):
 
     # ---- repair (console part 2) ----------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Read-only mode hides what changes nodes; ``r`` stays: it shows the dry-run plan there."""
+        """Read-only mode hides what changes nodes; ``r`` stays: it shows the dry-run plan there. ``a`` is there
+        only in the autopilot's ask mode (read-only keeps it, to refuse it in one line)."""
+        if action in ("approve", "proposals"):
+            return self.services.ask is not None
         if action in destructive_actions("fleet") and self.services.settings.read_only and action != "repair":
             return False
         return True
@@ -492,6 +507,49 @@ class FleetScreen(OnConsole, Screen[None]):
             return
         self.services.actions.plan_repair(hosts, reply_to=self)
 
+    def action_approve(self) -> None:
+        """Ask mode: open the plan of the repair the autopilot proposes for the node under the cursor; typing
+        its name approves it (recorded, counted in the autopilot's state) and the repair runs as ``r``'s."""
+        from nvls_tui.console.messages import ActionFailed
+        from nvls_tui.console.screens.ask_plan import AskPlanScreen
+
+        ask = self.services.ask
+        host = self.query_one(FleetGrid).current_host
+        if ask is None or host is None:
+            return
+        if self.services.settings.read_only:
+            self.tell(ActionFailed(f"approve the repair of {host}", "Read-only mode: the autopilot's proposals are "
+                                   "shown, none can be approved.", [host], refused=True))
+            return
+        proposal = ask.proposals.get(host)
+        if proposal is None or not proposal.proposed:
+            held = f" (held: {proposal.limit}, {proposal.message})" if proposal is not None else ""
+            others = f"; proposed: {' '.join(ask.proposed)}" if ask.proposed else ""
+            self.notify(f"The autopilot proposes no repair of {host}{held}{others}.", severity="warning", timeout=8)
+            return
+        # No reply_to: the approval goes to the app alone, so the nodes picked with space for r stay picked.
+        screen = AskPlanScreen(host, self.services)
+        self.app.push_screen(screen)
+        self.services.actions.hold_for_plan(screen)  # the names typed with `a` belong to the plan
+
+    def action_proposals(self) -> None:
+        """Ask mode: the list of the autopilot's proposals; the node picked gets the cursor."""
+        from nvls_tui.console.screens.pickers import ProposalsPicker
+
+        ask = self.services.ask
+        if ask is None:
+            return
+
+        def go(host: str | None) -> None:
+            grid = self.query_one(FleetGrid)
+            if host is not None and host in grid.visible_hosts:
+                grid.move_cursor(row=grid.visible_hosts.index(host))
+            elif host is not None:
+                self.notify(f"{host} is not shown (the filter): Esc clears it.", severity="warning", timeout=5)
+
+        key = current_key("fleet.approve", self.app.keymap)  # type: ignore[attr-defined]
+        self.app.push_screen(ProposalsPicker(proposals_title(ask, key), proposals_rows(ask)), go)
+
     @on(PlanApproved)
     def _plan_approved(self) -> None:
         # The repair takes the selection: the next one starts empty (the message goes on to the app).
@@ -559,3 +617,109 @@ def mark_selected(grid: FleetGrid, selected: list[str], live: LiveFleet, clock: 
             state = live.fleet.get(host)
             if state is not None:
                 grid.update_cell(host, "host", grid.row_cells(state, live.diagnoses.get(host), clock())["host"])
+
+
+def mark_proposed(grid: FleetGrid, proposed: list[str], selected: list[str], marked: set[str], live: LiveFleet,
+                  clock: Callable[[], float]) -> set[str]:
+    """Mark the nodes whose repair the autopilot proposes (ask mode) in the host column, ``⚑ host``; a node also
+    picked for a repair keeps the pick's mark. Returns the hosts marked now (``marked``: those marked before)."""
+    from rich.text import Text
+
+    if not proposed and not marked:
+        return marked
+    want = {h for h in proposed if h not in selected} & set(grid.visible_hosts)
+    style = palette.bold("note")
+    for host in want:  # the cell itself is read: a row the grid wrote afresh (forget_row) lost its mark
+        cell = grid.get_cell(host, "host")
+        if not (isinstance(cell, Text) and cell.style == style and cell.plain.startswith("⚑")):
+            grid.update_cell(host, "host", Text(f"⚑ {host}", style=style))
+    for host in marked - want:
+        state = live.fleet.get(host)
+        if host not in selected and state is not None and host in grid.visible_hosts:
+            grid.update_cell(host, "host", grid.row_cells(state, live.diagnoses.get(host), clock())["host"])
+    return want
+
+
+def ask_words(ask: AskMode, key: str) -> str:
+    """The top line's words on the autopilot (ask mode): what it proposes, and a tripped breaker or a pause."""
+    parts = [f"⚑ {' '.join(ask.proposed)} proposed ({key} approves)" if ask.proposed else "nothing proposed"]
+    if ask.tripped:
+        parts.append("BREAKER TRIPPED: nothing new is proposed")
+    if ask.pilot.paused():
+        parts.append("PAUSED: nothing new is proposed")
+    return " · autopilot ask: " + ", ".join(parts)
+
+
+def ask_text(ask: AskMode, host: str, key: str) -> Text:
+    """The preview's lines on what the autopilot makes of ``host``: proposed (why it is safe, the limits as they
+    stand), held by a limit (which), or left to a person; always that nothing runs without approval."""
+    from rich.text import Text
+
+    from nvls_tui.console.ask import NOTHING_RUNS
+
+    text = Text()
+    proposal = ask.proposals.get(host)
+    if host in ask.approved:
+        text.append("autopilot: the repair you approved runs\n", style=palette.bold("accent"))
+    elif proposal is not None and proposal.proposed:
+        text.append("⚑ autopilot proposes a repair", style=palette.bold("note"))
+        text.append(f" — {NOTHING_RUNS}: {key} opens the plan, the typed name runs it\n", style="bold")
+    elif proposal is not None:
+        text.append(f"autopilot holds its repair: {proposal.limit}", style=palette.bold("warn"))
+        text.append(f" ({proposal.message}); {NOTHING_RUNS}\n", style=palette.STYLE["muted"])
+    elif host in ask.unsafe:
+        text.append("autopilot: not proposed, for a person", style=palette.bold("warn"))
+        text.append(f" ({', '.join(ask.unsafe[host])}: not safe to repair unattended)\n",
+                    style=palette.STYLE["muted"])
+        return text
+    else:
+        return text
+    text.append("  why safe: ", style="bold")
+    text.append(f"{', '.join(proposal.findings if proposal else ())} (the policy's safe codes and NVIDIA buckets, "
+                f"{ask.policy.source})\n")
+    if proposal is not None and proposal.proposed:  # first: on a short pane, which limit binds is what counts
+        text.append("  approving it binds: ", style="bold")
+        text.append(" · ".join(ask.binds_next(host)) + "\n", style=palette.STYLE["warn"])
+    text.append("  limits: ", style="bold")
+    text.append(" · ".join(ask.limits_words(host)) + "\n", style=palette.STYLE["muted"])
+    return text
+
+
+def proposals_title(ask: AskMode, key: str) -> Text:
+    """The proposals list's first lines: what it is, the breaker, a pause, and that nothing runs unapproved."""
+    from rich.text import Text
+
+    from nvls_tui.console.ask import NOTHING_RUNS
+
+    text = Text("Autopilot proposals", style="bold")
+    text.append(f" — {NOTHING_RUNS}: Enter goes to the node, {key} there opens its plan\n", style="bold")
+    breaker = ask.autopilot.state.breaker
+    if breaker.tripped:
+        text.append(f"BREAKER TRIPPED ({breaker.reason}): nothing new is proposed until an operator closes it "
+                    "(docs/autopilot.md)\n", style=palette.bold("bad"))
+    if ask.pilot.paused():
+        text.append(f"PAUSED ({ask.pilot.pause_path}): nothing new is proposed\n", style=palette.bold("warn"))
+    text.append(f"round {ask.pilot.number} · policy {ask.policy.source}", style=palette.STYLE["muted"])
+    return text
+
+
+def proposals_rows(ask: AskMode) -> list[tuple[str, Text]]:
+    """One line per node the last round proposed, held by a limit, or left to a person; proposed first."""
+    from rich.text import Text
+
+    rows: list[tuple[str, Text]] = []
+    order = sorted(ask.proposals.values(), key=lambda p: not p.proposed)
+    for p in order:
+        line = Text()
+        if p.proposed:
+            line.append(f"⚑ {p.host:<12} proposed      ", style=palette.bold("note"))
+        else:
+            line.append(f"  {p.host:<12} held: {p.limit:<8}", style=palette.STYLE["warn"])
+        line.append(f"{', '.join(p.findings)}  ")
+        line.append(" · ".join(ask.binds_next(p.host)) if p.proposed else p.message, style=palette.STYLE["muted"])
+        rows.append((p.host, line))
+    for host, why in ask.unsafe.items():
+        line = Text(f"  {host:<12} for a person   ", style=palette.STYLE["bad"])
+        line.append(f"{', '.join(why)}: not safe to repair unattended", style=palette.STYLE["muted"])
+        rows.append((host, line))
+    return rows

@@ -58,6 +58,46 @@ class SortPicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class ProposalsPicker(ModalScreen[str | None]):
+    """The autopilot's proposals (ask mode, ``P``): each node the last round proposed, held by a limit, or left to a
+    person, one line each; Enter goes to the node on the fleet (where ``a`` approves). Nothing is approved here.
+
+    Args:
+        title: the first line (the breaker, a pause, that nothing runs without approval).
+        rows: ``(host, line)`` for each node, proposed first.
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close; the cursor stays where it was.")]
+
+    def __init__(self, title: Text, rows: Sequence[tuple[str, Text]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.rows = list(rows)
+
+    def compose(self) -> ComposeResult:
+        """The title and one line per node (or a line saying there is none)."""
+        with Vertical(id="picker-box"):
+            yield Static(self.title_text, id="picker-title")
+            if self.rows:
+                yield OptionList(*[Option(line, id=host) for host, line in self.rows], id="picker-list")
+            else:
+                yield Static("No node is proposed or held: every node is healthy, unknown, or was not judged yet.")
+
+    def on_mount(self) -> None:
+        """The list has the keys."""
+        for options in self.query(OptionList):
+            options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a node: go to it on the fleet."""
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        """Esc: back to the fleet as it was."""
+        self.dismiss(None)
+
+
 class MarkedSelectionList(SelectionList[str]):
     """A SelectionList whose box is marked only when its option is on (``▐X▌``) and empty when off (``▐ ▌``):
     Textual draws ``▐X▌`` for both and tells them apart by colour alone, which a monochrome terminal or

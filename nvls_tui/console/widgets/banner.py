@@ -52,11 +52,15 @@ class ModeBanner(Static):
     LAB = ("LAB FLEET — simulated GPUs and NVSwitches on real systemd, sshd and processes; nothing here "
            "touches real hardware")
 
-    def __init__(self, *, simulated: bool, read_only: bool, **kwargs) -> None:
+    # The autopilot's ask mode (--autopilot ask), on the fleet screen where its proposals are shown.
+    ASK = "AUTOPILOT ASK — nothing runs without your approval"
+
+    def __init__(self, *, simulated: bool, read_only: bool, ask: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         self.simulated = simulated
         self.lab = False
         self.read_only = read_only
+        self.ask = ask
 
     def on_mount(self) -> None:
         """Say which mode applies now, and follow the fleet: its polls may find simulated nodes."""
@@ -78,6 +82,8 @@ class ModeBanner(Static):
             parts.append(self.LAB if self.lab else self.SIM)
         if self.read_only:
             parts.append("READ-ONLY — every action that changes a node is hidden and refused")
+        if self.ask:
+            parts.append(self.ASK)
         self.set_class(self.simulated, "-simulated")
         self.set_class(self.read_only, "-read-only")
         self.display = bool(parts)

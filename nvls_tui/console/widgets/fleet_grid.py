@@ -45,10 +45,16 @@ def _sig(t: Text) -> tuple[str, str, tuple]:
     return t.plain, str(t.style), tuple(t.spans)
 
 
+#: The marks a host cell may start with: picked for a repair (``● ``), proposed by the autopilot (``⚑ ``, ask mode).
+HOST_MARKS = ("● ", "⚑ ")
+
+
 def host_of(cell: object) -> str:
-    """The host a host cell names (a selected node's cell starts with the mark ``● ``)."""
+    """The host a host cell names, without its mark (:data:`HOST_MARKS`)."""
     plain = cell.plain if isinstance(cell, Text) else str(cell)
-    return plain.removeprefix("● ")
+    for mark in HOST_MARKS:
+        plain = plain.removeprefix(mark)
+    return plain
 
 
 def note_for(state: NodeState, diagnosis: Diagnosis | None, width: int | None = None,
