@@ -4,6 +4,10 @@
 the run straight to ``restore``, which also runs on abort, on cancellation and on any exception, so
 the node always ends with its units and settings as they were. The engine knows nothing of screens:
 it talks to a :class:`~nvls_tui.backends.base.Backend` and reports through events.
+
+What each step does is the run's program (:mod:`nvls_tui.runbook.program`), the same one the dry run lists: a
+step walks its entries, each change through the door, each read run, and at each decision point (``Decide``) it
+does what the point names from what it reads then.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ from nvls_tui.diagnosis import fm_container
 from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model import NodeState
 from nvls_tui.model.kube import KubePod
-from nvls_tui.runbook import fabric, kube_absent, kube_repair, preflight, quiesce, scheduling, smoke
+from nvls_tui.poll.probe import RECORD_FILE
+from nvls_tui.runbook import fabric, kube_absent, kube_repair, preflight, program, quiesce, scheduling, smoke
+from nvls_tui.runbook.changes import Change, DrainNode, Read, ResetGpus, UnitChange, WriteFile
 from nvls_tui.runbook.context import Aborted, NodeContext, Refused, StepFailed
+from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.drift import drift
 from nvls_tui.runbook.events import (
     EventSink,
@@ -55,12 +62,14 @@ from nvls_tui.runbook.outcome import (
     NodeOutcome,
     StepOutcome,
 )
-from nvls_tui.runbook.plan import prior_units
+from nvls_tui.runbook.program import Known, prior_units
 from nvls_tui.runbook.record import RepairRecord
+from nvls_tui.runbook.restore import ORDER as RESTORE_ORDER
 from nvls_tui.runbook.restore import RestoreReport, restore, restored_message
 from nvls_tui.runbook.scheduling import DrainHold, SchedulerHook
 from nvls_tui.runbook.smoke_words import failure_words
 from nvls_tui.runbook.steps import (
+    FM_UNIT,
     STEPS,
     Operator,
     RepairOptions,
@@ -73,6 +82,8 @@ from nvls_tui.words import count
 
 # How many signalled processes an abort's message names (the audit log names every one).
 SHOWN_PROCESSES = 3
+# Preflight's decision points that come before the record's check (under the lock, and the scheduler's drain).
+_BEFORE_RECORD_CHECK = frozenset({program.LOCK, program.DRAIN, program.JOBS})
 
 
 def stopped_words(signalled: Sequence[ProcessSignalled]) -> str:
@@ -171,6 +182,8 @@ class Runbook:
         self._record_written = False
         self._prior_units: dict[str, str] = {}
         self._prior_pm: dict[int, str] = {}
+        self._prior_known = False
+        self._state: NodeState | None = None  # as preflight read it: the program of the later steps is built from it
         self._t0: str | None = None
         self._cursor: str | None = None
         self._interrupted: str | None = None
@@ -276,23 +289,93 @@ class Runbook:
         return self.outcome
 
     async def _steps(self) -> None:
-        """preflight .. smoke-test; each raises to stop the run."""
+        """preflight .. smoke-test, each walking its entries of the run's program; each raises to stop the run."""
         state = await self._step("preflight", self._preflight)
         if self.outcome.no_repair_needed:
             return
         await self._step("quiesce", lambda: self._quiesce(state))
-        await self._step("verify-no-holders", lambda: quiesce.verify_no_holders(self.context, state,
-                                                                                  spare=self._spare()))
-        await self._step("reset", self._reset)
-        await self._step("fabric-manager", lambda: self._fabric_manager(state))
-        await self._step("verify-fabric", lambda: fabric.verify_fabric(self.context, self._t0 or "", self._cursor))
-        result = await self._step("smoke-test", lambda: smoke.smoke_test(self.context, state))
+        await self._step("verify-no-holders", lambda: self._walk(state, "verify-no-holders"))
+        await self._step("reset", lambda: self._walk(state, "reset"))
+        await self._step("fabric-manager", lambda: self._walk(state, "fabric-manager"))
+        await self._step("verify-fabric", lambda: self._walk(state, "verify-fabric"))
+        result = await self._step("smoke-test", lambda: smoke.smoke_test(self.context, state,
+                                                                          self._program(state, "smoke-test")))
         self.outcome.smoke = result
         if not result.passed:
             raise StepFailed(f"the NVLS smoke test failed after the repair: {failure_words(result.errors)}")
         self.outcome.result = REPAIRED
         self.outcome.message = (f"NVLS works again: average bus bandwidth {result.avg_busbw:.1f} GB/s "
                                 f"(threshold {result.threshold:.0f})")
+
+    def _known(self, *, preflight: bool = False) -> Known:
+        """What the program of this run's steps depends on besides the node's state (runbook/program.py).
+
+        ``preflight``: before the cluster is read (a configured cluster is read; whether the node is repaired through
+        it is known after); then the cluster's path is the one the read found. The cluster's own entries are made by
+        its module (runbook/kube_repair.py) at the program's decision points.
+        """
+        on_cluster = self.kube is not None if preflight else self._kube is not None
+        return Known(smoke_threshold=self.options.smoke_threshold, thresholds=dict(self.options.thresholds),
+                     restore_also=put_back(self.manual) if self.put_back_manual else {},
+                     kube={} if on_cluster else None, driver_pod=self._driver_pod is not None,
+                     scheduler_node=self.scheduler.node if self.scheduler is not None else None, run_id=self.run_id,
+                     keep_drained=self.options.keep_drained, recheck=self.options.recheck_transient,
+                     cursor=self._cursor or program.CURSOR)
+
+    def _program(self, state: NodeState, step: str) -> list[program.Entry]:
+        """The entries of ``step`` for this run, from the one program the dry run shows."""
+        return program.BUILDERS[step](state, self._known(preflight=step == "preflight"))
+
+    async def _walk(self, state: NodeState, step: str) -> str | None:
+        """Make ``step``'s entries in order: each change through the door, each read run, each decision point the
+        step's own; the step's words are the last answer that said something (None: nothing to say)."""
+        said = None
+        for entry in self._program(state, step):
+            said = await self._entry(state, entry) or said
+        return said
+
+    async def _entry(self, state: NodeState, entry: program.Entry) -> str | None:
+        """One entry of a step after preflight (see :meth:`_walk`)."""
+        ctx = self.context
+        if isinstance(entry, str):
+            return None  # a line the plan says (a note)
+        if isinstance(entry, program.Decide):
+            return await self._decide(state, entry)
+        if isinstance(entry, ResetGpus):
+            return await fabric.reset(ctx, entry)
+        if isinstance(entry, UnitChange) and entry.unit == FM_UNIT and entry.verb in ("reset-failed", "start"):
+            await fabric.start_unit(ctx, entry)
+            return None
+        if isinstance(entry, Read):
+            await ctx.run(entry.argv, bookkeeping=entry.bookkeeping)
+            return None
+        if not isinstance(entry, Change):
+            return None  # a wait or a remark the plan shows: the cluster's module makes its own (kube_repair.py)
+        result = await perform(ctx, entry)
+        if not result.ok:
+            raise StepFailed(f"`{entry.display}` failed (exit status {result.exit_status})")
+        return None
+
+    async def _decide(self, state: NodeState, decide: program.Decide) -> str | None:
+        """A decision point of a step after preflight: what the step does there, from what it reads then."""
+        ctx = self.context
+        match decide.point:
+            case program.NO_HOLDERS:
+                # The driver pod's processes (FM) stay on the devices where its restart is the reset (no FM start
+                # follows then). Before FM starts it is proven again: a holder may have come back since the reset.
+                await quiesce.verify_no_holders(ctx, state, spare=self._spare())
+                return None
+            case program.DRIVER_POD if self._driver_pod is not None and self._kube is not None \
+                    and self.kube is not None:
+                return await kube_repair.restart_driver_pod(ctx, self.kube, self._kube, self._driver_pod)
+            case program.FM_REGISTERED:
+                reads = [e for e in decide.entries if isinstance(e, Read)]
+                return await fabric.wait_registered(ctx, len(state.gpus), unit=len(reads) > 1, reads=reads)
+            case program.KERNEL_SINCE_T0:
+                reads = [e for e in decide.entries if isinstance(e, Read)]
+                return await fabric.verify_fabric(ctx, self._t0 or "", self._cursor,
+                                                  reads if self._cursor is not None else ())
+        raise StepFailed(f"the run does not know the decision point {decide.point!r} of {ctx.step}")
 
     async def _step(self, name: str, body: Callable[[], Awaitable]):
         """Run one step through :meth:`NodeContext.run_step`, its outcome kept in the node's."""
@@ -304,33 +387,34 @@ class Runbook:
 
     async def _quiesce(self, state: NodeState) -> object:
         """On Kubernetes the operands leave through their labels and the workloads through evictions first;
-        kubelet keeps running. Then the node's own clients, as without a cluster."""
-        if self._kube is not None and self.kube is not None:
-            await kube_repair.pause_operands(self.context, self.kube, self._kube)
-            await kube_repair.evict_workloads(self.context, self.kube, self._kube, state)
-        return await quiesce.quiesce(self.context, state, stop_kubelet=self._kube is None)
+        kubelet keeps running. Then the node's own clients, as without a cluster: the program's changes, the watch
+        loops and the holders left read and SIGTERMed where the program names them."""
+        ctx = self.context
+        quiesce.note_held(ctx, state)
+        holders: tuple = ()
+        for entry in self._program(state, "quiesce"):
+            match entry:
+                case program.Decide(point=program.CLUSTER_QUIESCE):
+                    if self._kube is not None and self.kube is not None:
+                        await kube_repair.pause_operands(ctx, self.kube, self._kube)
+                        await kube_repair.evict_workloads(ctx, self.kube, self._kube, state)
+                case program.Decide(point=program.WATCH_LOOPS):
+                    await quiesce.stop_watch_loops(ctx, state)
+                case program.Decide(point=program.HOLDERS_LEFT):
+                    holders = await quiesce.stop_holders_left(ctx, state)
+                case Change():
+                    await quiesce.stop(ctx, entry)
+                case _:
+                    await self._entry(state, entry)
+        return holders
 
     def _spare(self) -> frozenset[str]:
         """The driver pod's processes (FM) stay on the devices where its restart is the reset."""
         return frozenset({f"pod{self._driver_pod.uid}"}) if self._driver_pod is not None else frozenset()
 
-    async def _reset(self) -> str:
-        if self._driver_pod is not None and self._kube is not None and self.kube is not None:
-            return await kube_repair.restart_driver_pod(self.context, self.kube, self._kube, self._driver_pod)
-        return await fabric.reset(self.context)
-
-    async def _fabric_manager(self, state: NodeState) -> str:
-        if self._driver_pod is not None:
-            # The new driver pod started FM; no host unit to start: wait for the GPUs' registration.
-            return await fabric.wait_registered(self.context, len(state.gpus), unit=False)
-        # FM must never start while anything holds a device (NVLS stays broken): re-prove it first,
-        # since a holder may have come back between the reset and now.
-        await quiesce.verify_no_holders(self.context, state)
-        return await fabric.start_fabric_manager(self.context, len(state.gpus))
-
     async def _preflight(self) -> NodeState:
         ctx = self.context
-        state = await ctx.read_node()
+        state = self._state = await ctx.read_node()
         ctx.emit(NodeObserved(host=self.host, step=ctx.step, label="before", summary=summarize(state)))
         if self.manual:
             ctx.emit(ManualChanges(host=self.host, step=ctx.step, changes=tuple(c.to_dict() for c in self.manual),
@@ -343,37 +427,86 @@ class Runbook:
                 self.outcome.drift = changes
                 raise Refused("the node changed since the plan was approved: " + "; ".join(changes)
                               + " (plan again)")
-        self.lock = NodeLock(ctx, self.run_id, self.operator_name, on_lost=self._lock_lost)
-        await self.lock.take()  # refused, naming the owner, when another run holds it
-        self._locked = True  # from here on the restore step runs, and releases the lock at the end
-        if self.scheduler is not None:
-            # Drained first, so no new job lands while the running ones end; the restore puts it back.
-            self._drain = await scheduling.drain(ctx, self.scheduler, self.run_id)
-            if self._drain is not None:
-                await scheduling.wait_for_jobs(ctx, self.scheduler, self.options.wait_jobs)
-        # Checked under the lock: a second run sees the lock first; a record without a lock is a run
-        # whose cleanup half-failed, and only `repair --restore` may deal with it.
-        reason = preflight.record_refusal(state)
-        if reason:
-            raise Refused(reason)
-        if self.kube is not None:
-            # Read before anything changes: what the record says the restore puts back.
-            name = self.kube.node_name(self.host)
-            self._kube = await kube_repair.survey(ctx, self.kube, name)
-            if self._kube is None:
-                why = kube_absent.absent(ctx, self.kube, state, stop_kubelet=self.options.stop_kubelet)
-                if why is not None:
-                    raise Refused(why)
-            if fm_container.in_container(state):
-                self._driver_pod = kube_repair.driver_pod(self._kube, state) if self._kube is not None else None
-                if self._driver_pod is None:
-                    raise Refused(f"{fm_container.refusal(state)}; the cluster lists no such pod on {name}")
-        self._t0 = await smoke.node_time(ctx)
-        if not self._t0:
-            raise StepFailed("the node's clock could not be read (needed to check the kernel log since the repair)")
-        # verify-fabric reads the kernel journal after this cursor: the journal's order, which a clock step
-        # does not change (--since T0 compares the clock's dates). None: it falls back to T0, and says so.
-        self._cursor = await fabric.kernel_cursor(ctx)
+        checked = False
+        for entry in self._program(state, "preflight"):
+            if not checked and not (isinstance(entry, program.Decide) and entry.point in _BEFORE_RECORD_CHECK):
+                # Checked under the lock (and the drain): a second run sees the lock first; a record without a
+                # lock is a run whose cleanup half-failed, and only `repair --restore` may deal with it.
+                checked = True
+                reason = preflight.record_refusal(state)
+                if reason:
+                    raise Refused(reason)
+            if await self._preflight_entry(state, entry):
+                return state  # healthy: the smoke test passed, nothing is reset
+        return state
+
+    async def _preflight_entry(self, state: NodeState, entry: program.Entry) -> bool:
+        """One entry of preflight's program; True when the run ends here (no repair needed)."""
+        ctx = self.context
+        match entry:
+            case program.Decide(point=program.LOCK):
+                self.lock = NodeLock(ctx, self.run_id, self.operator_name, on_lost=self._lock_lost)
+                await self.lock.take()  # refused, naming the owner, when another run holds it
+                self._locked = True  # from here on the restore step runs, and releases the lock at the end
+            case program.Decide(point=program.DRAIN) if self.scheduler is not None:
+                # Drained first, so no new job lands while the running ones end; the restore puts it back.
+                drain = next((c for c in entry.entries if isinstance(c, DrainNode)), None)
+                self._drain = await scheduling.drain(ctx, self.scheduler, self.run_id, drain)
+            case program.Decide(point=program.JOBS) if self.scheduler is not None:
+                if self._drain is not None:
+                    await scheduling.wait_for_jobs(ctx, self.scheduler, self.options.wait_jobs)
+            case program.Decide(point=program.CLUSTER_SURVEY):
+                await self._survey(state)
+            case program.CLOCK_READ:
+                self._t0 = await smoke.node_time(ctx, entry)
+                if not self._t0:
+                    raise StepFailed("the node's clock could not be read (needed to check the kernel log since the "
+                                     "repair)")
+            case program.CURSOR_READ:
+                # verify-fabric reads the kernel journal after this cursor: the journal's order, which a clock step
+                # does not change (--since T0 compares the clock's dates). None: it falls back to T0, and says so.
+                self._cursor = await fabric.kernel_cursor(ctx, entry)
+                self._remember_prior(state)
+            case program.Decide(point=program.RECHECK):
+                return await self._recheck(state, entry.entries)
+            case WriteFile(path=path) if path == RECORD_FILE:
+                self._remember_prior(state)
+                record = RepairRecord(run_id=self.run_id, host=self.host, operator=self.operator_name,
+                                      started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), t0=self._t0,
+                                      units=self._prior_units, persistence=self._prior_pm, tool_pid=os.getpid(),
+                                      audit_log=self.outcome.audit_log, manual=self._manual_units,
+                                      kube=self._kube.to_record() if self._kube is not None else None)
+                self._record_written = True  # set first: a half-written record must still be cleaned up
+                await preflight.write_record(ctx, record, entry)
+            case program.Decide(point=program.CORDON):
+                if self._kube is not None and self.kube is not None:
+                    await kube_repair.cordon(ctx, self.kube, self._kube)  # the record names it first
+            case _:
+                await self._entry(state, entry)
+        return False
+
+    async def _survey(self, state: NodeState) -> None:
+        """The cluster read before anything changes (what the record says the restore puts back); a node it lacks
+        is repaired without it only where kubelet may be stopped, and FM in a driver pod needs that pod listed."""
+        if self.kube is None:
+            return
+        name = self.kube.node_name(self.host)
+        self._kube = await kube_repair.survey(self.context, self.kube, name)
+        if self._kube is None:
+            why = kube_absent.absent(self.context, self.kube, state, stop_kubelet=self.options.stop_kubelet)
+            if why is not None:
+                raise Refused(why)
+        if fm_container.in_container(state):
+            self._driver_pod = kube_repair.driver_pod(self._kube, state) if self._kube is not None else None
+            if self._driver_pod is None:
+                raise Refused(f"{fm_container.refusal(state)}; the cluster lists no such pod on {name}")
+
+    def _remember_prior(self, state: NodeState) -> None:
+        """What the restore puts back (once): the units and persistence modes as read, units stopped by hand."""
+        if self._prior_known:
+            return
+        self._prior_known = True
+        ctx = self.context
         self._prior_units = prior_units(state, put_back(self.manual) if self.put_back_manual else None)
         # Named in the record, so that `repair --restore` may start them too (it starts no other unit a
         # repair does not stop).
@@ -381,25 +514,13 @@ class Runbook:
         for unit in sorted(set(self._prior_units.items()) - set(unit_states(state).items())):
             ctx.note(f"{unit[0]} was stopped by hand in this console; the restore starts it again")
         self._prior_pm = persistence_modes(state)
-        if self.options.recheck_transient and preflight.fabric_looks_healthy(state):
-            if await self._recheck(state):
-                return state
-        record = RepairRecord(run_id=self.run_id, host=self.host, operator=self.operator_name,
-                              started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), t0=self._t0,
-                              units=self._prior_units, persistence=self._prior_pm, tool_pid=os.getpid(),
-                              audit_log=self.outcome.audit_log, manual=self._manual_units,
-                              kube=self._kube.to_record() if self._kube is not None else None)
-        self._record_written = True  # set first: a half-written record must still be cleaned up
-        await preflight.write_record(ctx, record)
-        if self._kube is not None and self.kube is not None:
-            await kube_repair.cordon(ctx, self.kube, self._kube)  # the record names it first
-        return state
 
-    async def _recheck(self, state: NodeState) -> bool:
+    async def _recheck(self, state: NodeState, entries: Sequence[object]) -> bool:
         """Smoke-test a node whose fabric looks healthy, and once more after a pause if that fails.
 
         A CUDA 802 during a short FM stall clears by itself; resetting a node for it would take every
-        workload down for nothing. True when a test passed (the run then ends: no repair needed).
+        workload down for nothing. True when a test passed (the run then ends: no repair needed). ``entries``:
+        the smoke test as the program names it (each attempt makes them).
         """
         ctx = self.context
         ctx.note("the fabric looks healthy: running the NVLS smoke test before anything destructive")
@@ -408,7 +529,7 @@ class Runbook:
                 ctx.note("the smoke test failed on a healthy-looking fabric (a transient failure?): "
                          "re-running it once", "warning")
                 await self.options.sleep(self.options.transient_pause)
-            result = await smoke.smoke_test(ctx, state)
+            result = await smoke.smoke_test(ctx, state, entries)
             self.outcome.smoke = result
             if result.passed:
                 self.outcome.no_repair_needed = True
@@ -501,7 +622,8 @@ class Runbook:
             report = await restore(ctx, self._prior_units if self._record_written else {},
                                    self._prior_pm if self._record_written else {},
                                    record_of=self.run_id if self._record_written else None, lock=lock,
-                                   manual=self._manual_units, before_record=self._settle_kube)
+                                   manual=self._manual_units, before_record=self._settle_kube,
+                                   order=self._restore_order())
             if not report.ok:
                 raise StepFailed("could not put back: " + ", ".join(report.failed))
             return restored_message(report)
@@ -522,6 +644,14 @@ class Runbook:
             if self.lock is not None:
                 await self.lock.stop_beating()  # whatever happened above: the run is over
         await self._observe_after()
+
+    def _restore_order(self) -> tuple[str, ...]:
+        """The restore's decision points in the order of the run's program (runbook/program.py): what differs is
+        put back, the cluster's, the record, the lock (the scheduler's drain follows the step)."""
+        if self._state is None:
+            return RESTORE_ORDER
+        return tuple(e.point for e in self._program(self._state, "restore")
+                     if isinstance(e, program.Decide) and e.point in RESTORE_ORDER)
 
     async def _settle_kube(self) -> list[str]:
         """The cluster back (after the units, before the record goes): the labels this run paused, and the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Sequence
 
 from nvls_tui.backends.base import CommandTimeout
 from nvls_tui.model import GpuState, KernelEvent
@@ -22,7 +23,7 @@ from nvls_tui.poll.assemble import parse_boot
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.kernel_tail import CURSOR, filter_ring, last_cursor
 from nvls_tui.poll.probe import BOOT_ARGV, QUERY_FIELDS
-from nvls_tui.runbook.changes import ResetGpus
+from nvls_tui.runbook.changes import Read, ResetGpus, UnitChange
 from nvls_tui.runbook.changes import start_fabric_manager as start_fm
 from nvls_tui.runbook.context import NodeContext, StepFailed
 from nvls_tui.runbook.door import perform
@@ -71,7 +72,7 @@ def _first_line(text: str, default: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), default)
 
 
-async def reset(ctx: NodeContext) -> str:
+async def reset(ctx: NodeContext, change: ResetGpus | None = None) -> str:
     """``nvidia-smi -r`` on every GPU and NVSwitch. Returns nvidia-smi's note.
 
     Raises:
@@ -81,7 +82,7 @@ async def reset(ctx: NodeContext) -> str:
     limit = ctx.options.reset_timeout
     ctx.emit(WaitStarted(host=ctx.host, step=ctx.step, wait="reset", state=RESET_STATE, limit=limit, command=True))
     try:
-        result = await perform(ctx, ResetGpus(), timeout=limit)
+        result = await perform(ctx, change or ResetGpus(), timeout=limit)
     except CommandTimeout:
         raise StepFailed(reset_deadline_message(limit)) from None
     parsed = parse_reset(result.output, result.exit_status).value
@@ -99,9 +100,9 @@ def _fabric_counts(gpus: tuple[GpuState, ...]) -> dict[str, int]:
     return dict(Counter(f"{g.fabric.state}/{g.fabric.status}" for g in gpus))
 
 
-async def read_fabric(ctx: NodeContext) -> tuple[GpuState, ...]:
+async def read_fabric(ctx: NodeContext, argv: tuple[str, ...] = FABRIC_QUERY) -> tuple[GpuState, ...]:
     """Every GPU's fabric registration, read now; none when nvidia-smi could not answer (never "done")."""
-    result = await ctx.run(FABRIC_QUERY, purpose=FABRIC_POLL)
+    result = await ctx.run(argv, purpose=FABRIC_POLL)
     if missing_evidence("gpus", result) is not None:
         return ()
     return gpus_from_query(parse_query_csv(result.output).value)
@@ -114,34 +115,53 @@ async def start_fabric_manager(ctx: NodeContext, gpus_expected: int) -> str:
         StepFailed: FM did not start or stopped, a GPU registered with an error status (``escalate``),
             or registration did not finish in time.
     """
-    opts = ctx.options
     # reset-failed clears a stale `failed` state that would otherwise block the start; harmless if none.
-    clear, start = start_fm(FM_UNIT)
-    await perform(ctx, clear)
-    started = await perform(ctx, start, timeout=max(opts.command_timeout, 60.0), purpose=FABRIC_START)
-    if not started.ok:
-        raise StepFailed(f"Fabric Manager did not start: {_first_line(started.output, 'no message')}")
+    for change in start_fm(FM_UNIT):
+        await start_unit(ctx, change)
     return await wait_registered(ctx, gpus_expected)
 
 
-async def wait_registered(ctx: NodeContext, gpus_expected: int, *, unit: bool = True) -> str:
+async def start_unit(ctx: NodeContext, change: UnitChange) -> None:
+    """One change of FM's start: ``reset-failed`` (its answer not judged: there may be no failed state to clear),
+    then ``start`` (given a minute at least: FM's start waits for the NVSwitches).
+
+    Raises:
+        StepFailed: FM did not start.
+    """
+    if change.verb != "start":
+        await perform(ctx, change)
+        return
+    started = await perform(ctx, change, timeout=max(ctx.options.command_timeout, 60.0), purpose=FABRIC_START)
+    if not started.ok:
+        raise StepFailed(f"Fabric Manager did not start: {_first_line(started.output, 'no message')}")
+
+
+async def wait_registered(ctx: NodeContext, gpus_expected: int, *, unit: bool = True,
+                          reads: Sequence[Read] = ()) -> str:
     """Wait until FM is active and every GPU is Completed/Success (bounded by ``fm_timeout``).
 
     ``unit`` False: Fabric Manager runs in the GPU Operator's driver pod (no host unit to ask): only the
-    GPUs' registration is read, and the words say where FM runs.
+    GPUs' registration is read, and the words say where FM runs. ``reads``: the program's (runbook/program.py
+    ``FM_REGISTERED``): the unit's read where there is one, then the GPUs' (it decides ``unit``).
 
     Raises:
         StepFailed: FM stopped, a GPU registered with an error status (``escalate``), or registration did
             not finish in time.
     """
+    if reads:
+        *unit_reads, fabric = reads
+        unit_argv: tuple[str, ...] | None = unit_reads[0].argv if unit_reads else None
+        fabric_argv = fabric.argv
+    else:
+        unit_argv, fabric_argv = ("systemctl", "is-active", FM_UNIT) if unit else None, FABRIC_QUERY
+    unit = unit_argv is not None
     opts = ctx.options
     began = opts.clock()
     deadline = began + opts.fm_timeout
     while True:
-        active = ((await ctx.run(("systemctl", "is-active", FM_UNIT), purpose=FABRIC_POLL)).stdout.strip()
-                  or "unknown") if unit \
-            else "active"
-        gpus = await read_fabric(ctx)
+        active = ((await ctx.run(unit_argv, purpose=FABRIC_POLL)).stdout.strip() or "unknown") \
+            if unit_argv is not None else "active"
+        gpus = await read_fabric(ctx, fabric_argv)
         ctx.emit(FabricProgress(host=ctx.host, step=ctx.step, unit=active, states=_fabric_counts(gpus),
                                 elapsed=opts.clock() - began, limit=opts.fm_timeout))
         if active in ("failed", "inactive"):
@@ -170,13 +190,15 @@ def fabric_faults(events: tuple[KernelEvent, ...]) -> list[KernelEvent]:
     return list(events)
 
 
-async def kernel_cursor(ctx: NodeContext) -> str | None:
-    """Where the node's kernel journal stands now (T0): the cursor of its last entry, or None.
+async def kernel_cursor(ctx: NodeContext, read: Read | None = None) -> str | None:
+    """Where the node's kernel journal stands now (T0): the cursor of its last entry, or None (``read``: the
+    program's, runbook/program.py ``CURSOR_READ``; by default :data:`KERNEL_CURSOR_ARGV`).
 
     None when journalctl printed no cursor in its own form (no kernel entry this boot, an unreadable
     journal): verify-fabric then falls back to the node's clock, and says so.
     """
-    result = await ctx.run(KERNEL_CURSOR_ARGV, privileged=True, bookkeeping=True)
+    read = read or Read(KERNEL_CURSOR_ARGV, bookkeeping=True)
+    result = await ctx.run(read.argv, privileged=True, bookkeeping=read.bookkeeping)
     cursor = last_cursor(result.stdout) if result.ok else None
     return cursor if cursor is not None and CURSOR.fullmatch(cursor) else None
 
@@ -185,7 +207,8 @@ def _seek_refused(text: str) -> str | None:
     return next((line.strip() for line in text.splitlines() if line.startswith(SEEK_REFUSED)), None)
 
 
-async def _kernel_read(ctx: NodeContext, t0: str, cursor: str | None) -> tuple[tuple[str, ...], str]:
+async def _kernel_read(ctx: NodeContext, t0: str, cursor: str | None,
+                       reads: Sequence[Read] = ()) -> tuple[tuple[str, ...], str]:
     """The journalctl that lists the kernel lines logged since the repair began, and how it reads them.
 
     The journal's own order first: a line logged before T0 while the clock ran ahead is not "new", and
@@ -199,13 +222,15 @@ async def _kernel_read(ctx: NodeContext, t0: str, cursor: str | None) -> tuple[t
     since = f"since {t0} by the node's clock"
     if cursor is None:
         return kernel_since_argv(t0), f"{since} (no journal cursor was read at the start; a clock step could hide a line)"
-    check = await ctx.run(kernel_cursor_check_argv(cursor), privileged=True)
+    check_argv, after_argv = ((reads[0].argv, reads[1].argv) if len(reads) == 2 else
+                              (kernel_cursor_check_argv(cursor), kernel_after_argv(cursor)))
+    check = await ctx.run(check_argv, privileged=True)
     refused = _seek_refused(check.output)
     if refused is not None:
         raise StepFailed(f"cannot verify that the kernel logged no new fabric error: journalctl answered "
                          f"'{refused}' to the cursor it gave at {t0}")
     if check.ok and last_cursor(check.stdout) == cursor:
-        return kernel_after_argv(cursor), f"after the journal cursor read at {t0}"
+        return after_argv, f"after the journal cursor read at {t0}"
     why = missing_evidence("kernel", check) if check.exit_status != 1 or check.output.strip() else None
     if why is not None:
         raise StepFailed(f"cannot verify that the kernel logged no new fabric error: {why.detail}")
@@ -265,18 +290,19 @@ async def _ring_read(ctx: NodeContext, t0: str) -> tuple[list[KernelEvent] | Non
     return fresh, ""
 
 
-async def verify_fabric(ctx: NodeContext, t0: str, cursor: str | None = None) -> str:
+async def verify_fabric(ctx: NodeContext, t0: str, cursor: str | None = None, reads: Sequence[Read] = ()) -> str:
     """No new fabric, Xid or SXid line in the kernel journal after ``cursor`` (read at T0), else since T0.
 
     Where the journal does not reach back to T0 (no cursor was read then, or its entry was rotated or
     vacuumed away meanwhile) or cannot be read, the kernel ring buffer is read as well, its lines dated on
     the node's clock by its boot: a fresh line the journal lost is still seen. Only a journal that holds
-    T0's entry is read alone.
+    T0's entry is read alone. ``reads``: the program's (runbook/program.py ``KERNEL_SINCE_T0``): the seek to
+    ``cursor``, then the read after it.
 
     Raises:
         StepFailed: naming the first new line, or neither the journal nor the ring buffer could be read.
     """
-    argv, how = await _kernel_read(ctx, t0, cursor)
+    argv, how = await _kernel_read(ctx, t0, cursor, reads)
     result = await ctx.run(argv, privileged=True)
     why = missing_evidence("kernel", result)
     faults = fabric_faults(parse_kernel_log(result.output).value) if why is None else []
@@ -300,4 +326,4 @@ def _same_line(ring: KernelEvent, journal: KernelEvent) -> bool:
 
 
 __all__ = ["wait_registered", "FABRIC_QUERY", "RESET_STATE", "fabric_counts", "fabric_faults", "read_fabric", "registration_deadline_message",
-           "kernel_cursor", "reset", "reset_deadline_message", "start_fabric_manager", "verify_fabric"]
+           "kernel_cursor", "reset", "reset_deadline_message", "start_fabric_manager", "start_unit", "verify_fabric"]

@@ -53,6 +53,7 @@ from nvls_tui.poll.probe import LOCK_DIR
 from nvls_tui.runbook.changes import (
     OWNER_TMP,
     GiveBackLock,
+    Read,
     ReleaseLock,
     TakeLock,
     WriteOwner,
@@ -63,6 +64,11 @@ from nvls_tui.runbook.context import LockLost, NodeContext, Refused
 from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.outcome import NodeOutcome
 from nvls_tui.textsafe import clean_deep, one_line
+
+# How a run takes the lock and lets it go, as values: the run's program lists them (runbook/program.py), and
+# :meth:`NodeLock.take` and :meth:`NodeLock.release` make them (the owner file's content filled in by the run).
+TAKING: tuple[TakeLock, WriteOwner] = (TakeLock(), WriteOwner())
+RELEASING: tuple[Read, ReleaseLock] = (read_owner(), ReleaseLock())
 
 # The heartbeat's age on the node's clock: the owner file's mtime, then the node's time (seconds).
 AGE_READS = lock_age_reads()
@@ -342,7 +348,7 @@ class NodeLock:
             LockHeld: another run holds it (the message names the owner and whether it is live).
             Refused: the lock could not be taken or this run could not be named its owner.
         """
-        made = await perform(self.ctx, TakeLock())
+        made = await perform(self.ctx, TAKING[0])
         if not made.ok:
             if "File exists" not in made.output:
                 raise Refused(f"the lock {LOCK_DIR} could not be taken: {one_line(made.output.strip())[:200]}")
@@ -420,7 +426,7 @@ class NodeLock:
     async def _write(owner: LockOwner, ctx: NodeContext) -> bool:
         """Write the owner file through the door; its rename goes out behind the fence where ``ctx`` holds one
         (the heartbeat's), so only while the file still names this run."""
-        return (await perform(ctx, WriteOwner(owner.to_json()), abortable=False)).ok
+        return (await perform(ctx, replace(TAKING[1], content=owner.to_json()), abortable=False)).ok
 
     # ---- the heartbeat -------------------------------------------------------------------------------
     def _heartbeat_context(self) -> NodeContext:
@@ -503,7 +509,7 @@ class NodeLock:
             return None
         for attempt in range(max(attempts, 1)):
             try:
-                found = await self.ctx.run(read_owner().argv, privileged=True, abortable=False, fenced=False,
+                found = await self.ctx.run(RELEASING[0].argv, privileged=True, abortable=False, fenced=False,
                                            bookkeeping=True)
                 if _missing(found):
                     self.ctx.note(f"the lock of {self.ctx.host} was already gone: nothing to release")
@@ -516,7 +522,7 @@ class NodeLock:
                     self._let_go()
                     return None
                 try:
-                    gone = await perform(self.ctx, ReleaseLock(), abortable=False)
+                    gone = await perform(self.ctx, RELEASING[1], abortable=False)
                 except LockLost:
                     self.ctx.note(f"the lock of {self.ctx.host} was taken over as it was being released: left to "
                                   "its new owner", "warning")
@@ -544,4 +550,4 @@ class NodeLock:
 
 
 __all__ = ["AGE_ARGVS", "HEARTBEAT_STEP", "LIVE", "OWNER_FILE", "STALE", "UNJUDGED", "LockHeld", "LockOwner",
-           "NodeLock", "OWNER_TMP", "bastion_id", "gone_from_here", "judge", "me", "parse_age", "whoami"]
+           "NodeLock", "OWNER_TMP", "RELEASING", "TAKING", "bastion_id", "gone_from_here", "judge", "me", "parse_age", "whoami"]

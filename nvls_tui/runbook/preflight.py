@@ -8,12 +8,14 @@ changes a thing. The per-node lock it takes is ``runbook/lock.py``'s.
 
 from __future__ import annotations
 
+import dataclasses
+
 from nvls_tui.diagnosis import GUARDED_SECTIONS, current_kernel_events, fm_container, gpu_lost_findings
 from nvls_tui.diagnosis.node import host_side
 from nvls_tui.diagnosis.restore_hint import restore_hint
 from nvls_tui.diagnosis.xids import resets_fix, ticket_xids
 from nvls_tui.model import NodeState
-from nvls_tui.runbook.changes import record_write
+from nvls_tui.runbook.changes import WriteFile, record_write
 from nvls_tui.runbook.context import NodeContext, Refused, StepFailed
 from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.hold_apt import apt_run_refusal
@@ -165,13 +167,14 @@ async def check(ctx: NodeContext, state: NodeState, *, fm_pod: bool = False) -> 
         raise StepFailed(reason, escalate=True)
 
 
-async def write_record(ctx: NodeContext, record: RepairRecord) -> None:
-    """Write the crash-safe record atomically (tee to a temporary file, then rename).
+async def write_record(ctx: NodeContext, record: RepairRecord, change: WriteFile | None = None) -> None:
+    """Write the crash-safe record atomically (tee to a temporary file, then rename); ``change``: the write the
+    run's program names (runbook/program.py), ``record`` its content.
 
     Raises:
         StepFailed: the record could not be written (then nothing is changed).
     """
-    moved = await perform(ctx, record_write(record.to_json()))
+    moved = await perform(ctx, dataclasses.replace(change or record_write(), content=record.to_json()))
     if not moved.ok:
         raise StepFailed("the crash-safe record could not be written to the node, so nothing was changed")
 

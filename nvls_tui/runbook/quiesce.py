@@ -5,6 +5,10 @@ or it spawns a new nvidia-smi), DCGM, persistence mode, kubelet (or it recreates
 pods), Fabric Manager; then SIGTERM to the management processes still holding a device, each one
 re-verified (start time and command line) just before the signal. Workloads (CUDA applications and
 unknown processes) are never signalled unless the operator selects them.
+
+What quiesce does to a state is :func:`quiesce_plan`'s; the run walks it from its program (runbook/program.py:
+the changes through :func:`stop`, the watch loops and the holders left at their decision points), and the dry run
+lists the same.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import dataclasses
 import re
 import signal
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from nvls_tui.model import Holder, HolderKind, NodeState
 from nvls_tui.parsers.fuser import parse_fuser_streams
@@ -84,8 +89,26 @@ def watch_plan(holders: tuple[Holder, ...], loops: Sequence[Holder] | None = Non
     return parents
 
 
-def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True, listing: str | None = None) -> list[Action]:
-    """Everything quiesce would do to ``state``, in the order :func:`quiesce` does it (the dry-run plan lists it).
+@dataclass(frozen=True)
+class QuiescePlan:
+    """What quiesce does to a state, in its four parts (in order): the units stopped before the watch loops
+    (apt's timers, the snapshot timer and its service); the watch loops (the listing of every process, a SIGTERM to
+    each loop found); the clients stopped after them (DCGM, persistence mode, kubelet, FM); the management
+    processes still holding a device, SIGTERMed (the run re-reads them there: these are the ones the state shows).
+    """
+
+    first: tuple[Change, ...]
+    watch_loops: tuple[Action, ...]
+    then: tuple[Change, ...]
+    holders_left: tuple[SignalHolder, ...]
+
+    def actions(self) -> list[Action]:
+        """Every part's, in order."""
+        return [*self.first, *self.watch_loops, *self.then, *self.holders_left]
+
+
+def quiesce_plan(state: NodeState, *, stop_kubelet: bool = True, listing: str | None = None) -> QuiescePlan:
+    """Everything quiesce would do to ``state``, by part (:class:`QuiescePlan`), in the order it does it.
 
     ``stop_kubelet`` False: the repair goes through the Kubernetes API instead (runbook/kube_repair.py), and
     kubelet keeps running (the node stays Ready; the paused operands' pods are deleted by their DaemonSets, the
@@ -94,39 +117,45 @@ def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True, listing: str
     """
     units = unit_states(state)
     # apt's timers first: an unattended upgrade (and the needrestart it runs) would restart FM mid-repair.
-    actions: list[Action] = [UnitChange("stop", timer, HELD_NOTE) for timer in timers_to_hold(state)]
+    first: list[Change] = [UnitChange("stop", timer, HELD_NOTE) for timer in timers_to_hold(state)]
     timer_up = is_running(units.get(SNAPSHOT_TIMER))
     if timer_up:
-        actions.append(UnitChange("stop", SNAPSHOT_TIMER))
+        first.append(UnitChange("stop", SNAPSHOT_TIMER))
     if SNAPSHOT_SERVICE in units and (timer_up or is_running(units.get(SNAPSHOT_SERVICE))):
-        actions.append(UnitChange("stop", SNAPSHOT_SERVICE))
+        first.append(UnitChange("stop", SNAPSHOT_SERVICE))
     holders = state.holders
     loops: list[Holder] | None = None
     if listing is not None:
         loops = watch_loops_in(listing, holders)
         alive = {e.pid: e.ppid for e in parse_ps(listing).value}
         holders = tuple(dataclasses.replace(h, ppid=alive[h.pid]) for h in holders if h.pid in alive)
-    actions += watch_plan(holders, loops)
+    watch = watch_plan(holders, loops)
+    then: list[Change] = []
     for unit in (DCGM, PERSISTENCED):
         if is_running(units.get(unit)):
-            actions.append(UnitChange("stop", unit))
+            then.append(UnitChange("stop", unit))
     if any(mode == "Enabled" for mode in persistence_modes(state).values()):
-        actions.append(SetPersistence(False))
+        then.append(SetPersistence(False))
     for unit in (KUBELET, FM_UNIT):
         if unit == KUBELET and not stop_kubelet:
             continue
         if is_running(units.get(unit)):
-            actions.append(UnitChange("stop", unit))
-    done = {a.pid for a in actions if isinstance(a, SignalHolder)}
+            then.append(UnitChange("stop", unit))
+    done = {a.pid for a in watch if isinstance(a, SignalHolder)}
     # A unit's own processes go with `systemctl stop` (nv-hostengine with nvidia-dcgm): no signal planned; a
     # loop's nvidia-smi goes with its loop.
-    stopped = {a.unit for a in actions if isinstance(a, UnitChange) and a.verb == "stop"}
+    stopped = {a.unit for a in [*first, *then] if isinstance(a, UnitChange) and a.verb == "stop"}
     # On Kubernetes (kubelet kept) a pod's processes leave with their pod before quiesce: the operands' through
     # their paused labels, the workloads' through evictions (runbook/kube_repair.py): no signal is planned.
-    actions += [_signal(h.pid, f"{h.kind} holder") for h in stoppable(holders)
-                if h.pid not in done and h.unit not in stopped
-                and not (h.kind is HolderKind.NVIDIA_SMI and h.ppid in done) and not (h.pod and not stop_kubelet)]
-    return actions
+    left = [_signal(h.pid, f"{h.kind} holder") for h in stoppable(holders)
+            if h.pid not in done and h.unit not in stopped
+            and not (h.kind is HolderKind.NVIDIA_SMI and h.ppid in done) and not (h.pod and not stop_kubelet)]
+    return QuiescePlan(tuple(first), tuple(watch), tuple(then), tuple(left))
+
+
+def quiesce_actions(state: NodeState, *, stop_kubelet: bool = True, listing: str | None = None) -> list[Action]:
+    """Everything quiesce would do to ``state``, in the order it does it (:func:`quiesce_plan`'s parts in one)."""
+    return quiesce_plan(state, stop_kubelet=stop_kubelet, listing=listing).actions()
 
 
 def stoppable(holders: tuple[Holder, ...] | list[Holder]) -> list[Holder]:
@@ -257,29 +286,35 @@ async def terminate(ctx: NodeContext, state: NodeState, holders: list[Holder]) -
     return after
 
 
-async def quiesce(ctx: NodeContext, state: NodeState, *, stop_kubelet: bool = True) -> tuple[Holder, ...]:
-    """Stop every client of the GPUs; return the holders left (the verify step deals with them).
-
-    ``stop_kubelet`` False: the Kubernetes path (see :func:`quiesce_actions`).
-
-    Raises:
-        StepFailed: a unit would not stop or persistence mode could not be turned off.
-    """
+def note_held(ctx: NodeContext, state: NodeState) -> None:
+    """Say which of apt's timers are held for the repair (quiesce's first words)."""
     if held := timers_to_hold(state):
         ctx.note(held_sentence(held))
-    for action in quiesce_actions(state, stop_kubelet=stop_kubelet):
-        if isinstance(action, Read):
-            # The watch loops, in their place (before DCGM: a loop's nvidia-smi is a client like any), read now.
-            parents = await watch_parents(ctx, await read_holders(ctx, state))
-            if parents:
-                await terminate(ctx, state, parents)
-            continue
-        if isinstance(action, SignalHolder):
-            continue  # signals go out below, to processes re-read now, with a shared grace time
-        result = await perform(ctx, action)
-        if not result.ok:
-            first = next((ln for ln in result.output.splitlines() if ln.strip()), f"exit status {result.exit_status}")
-            raise StepFailed(f"`{' '.join(action.argv())}` failed: {first.strip()}")
+
+
+async def stop_watch_loops(ctx: NodeContext, state: NodeState) -> None:
+    """The watch loops, in their place (before DCGM: a loop's nvidia-smi is a client like any), read now and
+    SIGTERMed (each identity re-checked)."""
+    parents = await watch_parents(ctx, await read_holders(ctx, state))
+    if parents:
+        await terminate(ctx, state, parents)
+
+
+async def stop(ctx: NodeContext, change: Change) -> None:
+    """One of quiesce's changes (a unit stopped, persistence mode off) through the door.
+
+    Raises:
+        StepFailed: the node refused it.
+    """
+    result = await perform(ctx, change)
+    if not result.ok:
+        first = next((ln for ln in result.output.splitlines() if ln.strip()), f"exit status {result.exit_status}")
+        raise StepFailed(f"`{change.display}` failed: {first.strip()}")
+
+
+async def stop_holders_left(ctx: NodeContext, state: NodeState) -> tuple[Holder, ...]:
+    """The management processes still holding a device, re-read now and SIGTERMed with a shared grace time;
+    returns the holders left (the verify step deals with them)."""
     holders = await read_holders(ctx, state)
     left = stoppable(holders)
     if left:
@@ -386,6 +421,7 @@ async def _ask_operator(ctx: NodeContext, state: NodeState, holders: tuple[Holde
         await ctx.pause()
 
 
-__all__ = ["DEVICE_LIST_ARGV", "Action", "holders_deadline_message", "listed_devices", "present_devices",
-           "present_fuser_argv", "quiesce", "quiesce_actions", "read_holders", "send", "stoppable",
+__all__ = ["DEVICE_LIST_ARGV", "Action", "QuiescePlan", "note_held", "quiesce_plan", "stop", "stop_holders_left",
+           "stop_watch_loops", "holders_deadline_message", "listed_devices", "present_devices",
+           "present_fuser_argv", "quiesce_actions", "read_holders", "send", "stoppable",
            "terminate", "verify_no_holders", "watch_loops_in"]

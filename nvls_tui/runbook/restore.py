@@ -15,7 +15,7 @@ written into it, in ``units`` or ``manual``, is reported, never started.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nvls_tui.backends.base import (
@@ -191,9 +191,18 @@ async def _remove_record(ctx: NodeContext, run_id: str) -> str | None:
     return None if removed is not None and removed.ok else "the on-node record"
 
 
+# The restore's decision points, in the order it takes them (the run's program, runbook/program.py, names them
+# with the changes each makes on a node like the one planned): the units and settings that differ now from before
+# (the node read again first), the cluster's (labels, cordon), the record (read first: only the run's own goes, and
+# only once everything is back), the lock (read first: only the run's own goes).
+PUT_BACK, CLUSTER_BACK, RECORD_GONE, LOCK_GONE = "put-back", "cluster-back", "record-gone", "lock-gone"
+ORDER = (PUT_BACK, CLUSTER_BACK, RECORD_GONE, LOCK_GONE)
+
+
 async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Mapping[int, str], *,
                   record_of: str | None, lock: NodeLock | None, manual: Collection[str] = (),
-                  before_record: Callable[[], Awaitable[list[str]]] | None = None) -> RestoreReport:
+                  before_record: Callable[[], Awaitable[list[str]]] | None = None,
+                  order: Sequence[str] = ORDER) -> RestoreReport:
     """Start what ran before and turn persistence mode back on; then drop the record and the lock.
 
     Args:
@@ -204,8 +213,32 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
         manual: units the record names as stopped by hand (started again too).
         before_record: what else goes back once the units are back and before the record is removed (the
             cluster's labels and cordon: runbook/kube_repair.py); it returns what it could not put back.
+        order: the decision points of :data:`ORDER`, as the run's program takes them.
     """
     report = RestoreReport()
+    for point in order:
+        if point == PUT_BACK:
+            await _put_back(ctx, prior_units, prior_pm, manual, report)
+        elif point == CLUSTER_BACK and before_record is not None:
+            report.failed.extend(await before_record())
+        elif point == RECORD_GONE and report.ok and record_of is not None:
+            left = await _remove_record(ctx, record_of)
+            report.record_removed = left is None
+            if left:
+                report.failed.append(left)
+        elif point == LOCK_GONE and lock is not None:
+            left = await lock.release(ctx.options.restore_attempts)
+            if left:
+                report.failed.append(left)
+    ctx.emit(Restored(host=ctx.host, step=ctx.step, units=tuple(report.units),
+                      persistence_gpus=tuple(report.persistence_gpus), failed=tuple(report.failed)))
+    return report
+
+
+async def _put_back(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Mapping[int, str],
+                    manual: Collection[str], report: RestoreReport) -> None:
+    """The units and persistence modes that differ now from before, put back (:func:`restore_actions` of a fresh
+    read; blindly, every one, where the node cannot be read)."""
     state, unread = await _current(ctx)
     current_units = unit_states(state) if state else None
     current_pm = persistence_modes(state) if state else None
@@ -246,21 +279,8 @@ async def restore(ctx: NodeContext, prior_units: Mapping[str, str], prior_pm: Ma
             report.units.append(change.unit)
         else:
             report.failed.append(change.unit)
-    if before_record is not None:
-        report.failed.extend(await before_record())
-    if report.ok and record_of is not None:
-        left = await _remove_record(ctx, record_of)
-        report.record_removed = left is None
-        if left:
-            report.failed.append(left)
-    if lock is not None:
-        left = await lock.release(ctx.options.restore_attempts)
-        if left:
-            report.failed.append(left)
-    ctx.emit(Restored(host=ctx.host, step=ctx.step, units=tuple(report.units),
-                      persistence_gpus=tuple(report.persistence_gpus), failed=tuple(report.failed)))
-    return report
 
 
-__all__ = ["NOT_STOPPED_BY_A_REPAIR", "NOT_STOPPED_BY_HAND", "RestoreReport", "not_restorable", "persistence_words", "restore",
-           "restore_actions", "restored_message", "restored_words", "startable"]
+__all__ = ["CLUSTER_BACK", "LOCK_GONE", "NOT_STOPPED_BY_A_REPAIR", "NOT_STOPPED_BY_HAND", "ORDER", "PUT_BACK", "RECORD_GONE",
+           "RestoreReport", "not_restorable", "persistence_words", "restore", "restore_actions", "restored_message",
+           "restored_words", "startable"]

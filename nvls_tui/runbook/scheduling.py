@@ -72,15 +72,19 @@ def resume_argv(node: str) -> tuple[str, ...]:
     return ResumeNode(node).argv()
 
 
-def plan_entries(node: str, run_id: str, keep_drained: bool) -> list[DrainNode | ResumeNode | str]:
-    """What a dry run shows of the scheduler: the drain and the job check (preflight's first), the resume after a
-    repair (the restore's last)."""
-    entries: list[DrainNode | ResumeNode | str] = [
-        DrainNode(node, run_reason(run_id), remark="on the bastion: no new job lands"),
-        f"squeue -w {node}  # on the bastion: running jobs end first (--wait-jobs), or the repair is refused"]
-    if not keep_drained:
-        entries.append(ResumeNode(node, remark="on the bastion, after a passing smoke test"))
-    return entries
+def drain_change(node: str, run_id: str) -> DrainNode:
+    """The run's drain of ``node`` (the program's, runbook/program.py, and :func:`drain`'s)."""
+    return DrainNode(node, run_reason(run_id), remark="on the bastion: no new job lands")
+
+
+def resume_change(node: str) -> ResumeNode:
+    """The resume of ``node`` after a passing repair (the program's and :func:`settle`'s)."""
+    return ResumeNode(node, remark="on the bastion, after a passing smoke test")
+
+
+def jobs_words(node: str) -> str:
+    """What a plan says of the wait for the drained node's jobs (:func:`wait_for_jobs`)."""
+    return f"squeue -w {node}  # on the bastion: running jobs end first (--wait-jobs), or the repair is refused"
 
 
 async def _command(ctx: NodeContext, hook: SchedulerHook, change: Change) -> tuple[int, str]:
@@ -104,8 +108,11 @@ async def read(ctx: NodeContext, hook: SchedulerHook) -> SchedulerState | None:
     return state
 
 
-async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold | None:
+async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str,
+                change: DrainNode | None = None) -> DrainHold | None:
     """Drain the node (unless the scheduler already holds it back); what it was before.
+
+    ``change``: the drain the run's program names (runbook/program.py); by default :func:`drain_change`'s.
 
     None when the scheduler has no such node (nothing to drain, nothing to put back).
     """
@@ -123,7 +130,7 @@ async def drain(ctx: NodeContext, hook: SchedulerHook, run_id: str) -> DrainHold
         why = f" ({state.reason})" if state.reason else ""
         ctx.note(f"Slurm already has {hook.node} {state.state}{why}: the drain is left as it is after the run")
         return DrainHold(hook.node, False, state.state, state.reason)
-    status, output = await _command(ctx, hook, DrainNode(hook.node, run_reason(run_id)))
+    status, output = await _command(ctx, hook, change or drain_change(hook.node, run_id))
     if status != 0:
         raise Refused(f"Slurm did not drain {hook.node}: {output.strip() or f'exit status {status}'}")
     return DrainHold(hook.node, True, state.state, state.reason)
@@ -223,11 +230,11 @@ async def settle(ctx: NodeContext, hook: SchedulerHook, hold: DrainHold | None, 
         return f"{hook.node} stays drained in Slurm ({reason}): {resume} once it is repaired"
     if result in ("repaired", "skipped") and keep_drained:
         return f"{hook.node} stays drained in Slurm (--keep-drained): {resume} puts it back in service"
-    status, output = await _command(ctx, hook, ResumeNode(hook.node))
+    status, output = await _command(ctx, hook, resume_change(hook.node))
     if status != 0:
         raise StepFailed(f"Slurm did not resume {hook.node}; it stays drained: {output.strip() or status}")
     return f"{hook.node} resumed in Slurm"
 
 
-__all__ = ["DrainHold", "JobDecision", "SchedulerHook", "drain", "drain_argv", "plan_entries", "read", "resume_argv",
-           "run_reason", "settle", "wait_for_jobs"]
+__all__ = ["DrainHold", "JobDecision", "SchedulerHook", "drain", "drain_argv", "drain_change", "jobs_words", "read", "resume_argv",
+           "resume_change", "run_reason", "settle", "wait_for_jobs"]

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Sequence
 from contextlib import aclosing
 
 from nvls_tui.model import NodeState, SmokeResult
 from nvls_tui.parsers.nccl_tests import NcclRun, NcclStreamParser, RowEvent
 from nvls_tui.poll import fence as fences
 from nvls_tui.poll.assemble import parse_boot
-from nvls_tui.runbook.changes import RunSmoke, smoke_write
+from nvls_tui.runbook.changes import Read, RunSmoke, WriteFile
 from nvls_tui.runbook.context import NodeContext, StepFailed, bounded
 from nvls_tui.runbook.door import announce, perform
 from nvls_tui.runbook.events import (
@@ -85,21 +86,26 @@ def smoke_json(smoke: SmokeResult) -> str:
                        "uptime": smoke.uptime}, indent=2) + "\n"
 
 
-async def node_time(ctx: NodeContext) -> str | None:
-    """The node's clock, ``YYYY-MM-DD HH:MM:SS`` (what ``journalctl --since`` takes)."""
-    result = await ctx.run(DATE_ARGV, bookkeeping=True, purpose=CLOCK)
+async def node_time(ctx: NodeContext, read: Read | None = None) -> str | None:
+    """The node's clock, ``YYYY-MM-DD HH:MM:SS`` (what ``journalctl --since`` takes); ``read``: the program's
+    (runbook/program.py ``CLOCK_READ``), by default :data:`DATE_ARGV` as the repair's bookkeeping."""
+    read = read or Read(DATE_ARGV, bookkeeping=True)
+    result = await ctx.run(read.argv, bookkeeping=read.bookkeeping, purpose=CLOCK)
     text = result.stdout.strip()
     return text if result.ok and len(text) >= 19 else None
 
 
-async def smoke_clock(ctx: NodeContext) -> tuple[str | None, str | None, float | None]:
+async def smoke_clock(ctx: NodeContext, reads: Sequence[Read] = ()) -> tuple[str | None, str | None, float | None]:
     """When the smoke test ended, as its record keeps it: the node's clock in UTC with its offset, its boot
     id and the seconds since that boot; each None where the node did not answer (the record then dates
-    nothing: ``check`` counts every kernel line, fail closed)."""
-    date_argv, boot_argv = SMOKE_CLOCK_ARGVS
-    clock = await ctx.run(date_argv, bookkeeping=True)
+    nothing: ``check`` counts every kernel line, fail closed).
+
+    ``reads``: the clock's read and the boot's, as the program names them (default: :data:`SMOKE_CLOCK_ARGVS`).
+    """
+    date_read, boot_read = reads or tuple(Read(argv, bookkeeping=argv[0] == "date") for argv in SMOKE_CLOCK_ARGVS)
+    clock = await ctx.run(date_read.argv, bookkeeping=date_read.bookkeeping)
     at = clock.stdout.strip() if clock.ok else ""
-    boot_id, uptime = parse_boot(await ctx.run(boot_argv))
+    boot_id, uptime = parse_boot(await ctx.run(boot_read.argv, bookkeeping=boot_read.bookkeeping))
     return (at if len(at) == 25 else None), boot_id, uptime
 
 
@@ -151,20 +157,48 @@ async def _stream(ctx: NodeContext, run_change: RunSmoke) -> tuple[NcclRun, int 
     return parser.finish(), status
 
 
-async def smoke_test(ctx: NodeContext, state: NodeState) -> SmokeResult:
+async def smoke_test(ctx: NodeContext, state: NodeState, entries: Sequence[object] | None = None) -> SmokeResult:
     """Run, judge and record the NVLS smoke test on ``state``'s node.
+
+    ``entries``: the smoke test as the run's program names it (runbook/program.py ``smoke_entries``: the sweep,
+    the reads of when it ended, the verdict's file), made in that order; the verdict is judged before its file is
+    written. Default: the program's.
 
     Returns:
         The judged result (also written to the node's last-smoke.json).
     """
+    if entries is None:
+        from nvls_tui.runbook.program import smoke_entries
+
+        entries = smoke_entries(state)
     threshold = threshold_for(state.gpus, ctx.options.thresholds, ctx.options.smoke_threshold)
-    run, status = await _stream(ctx, RunSmoke(len(state.gpus) or 8))
-    at, boot_id, uptime = await smoke_clock(ctx)
+    ran: tuple[NcclRun, int | None] | None = None
+    reads: list[Read] = []
+    smoke: SmokeResult | None = None
+    for entry in entries:
+        if isinstance(entry, RunSmoke):
+            ran = await _stream(ctx, entry)
+        elif isinstance(entry, Read):
+            reads.append(entry)
+        elif isinstance(entry, WriteFile) and ran is not None:
+            smoke = await _judged(ctx, ran, threshold, tuple(reads))
+            written = await perform(ctx, dataclasses.replace(entry, content=smoke_json(smoke)))
+            if not written.ok:
+                ctx.note("the smoke result could not be written to the node; `check` will not see it", "warning")
+    if smoke is None:  # a program without the verdict's file: judged all the same
+        if ran is None:
+            raise StepFailed("the smoke test's program has no sweep to run")
+        smoke = await _judged(ctx, ran, threshold, tuple(reads))
+    return smoke
+
+
+async def _judged(ctx: NodeContext, ran: tuple[NcclRun, int | None], threshold: float,
+                  reads: tuple[Read, ...]) -> SmokeResult:
+    """The sweep judged, dated by the clock's reads (made now, right after it), and said."""
+    run, status = ran
+    at, boot_id, uptime = await smoke_clock(ctx, reads)
     smoke = dataclasses.replace(judge(run, status, threshold, at), boot_id=boot_id, uptime=uptime)
     ctx.emit(SmokeFinished(host=ctx.host, step=ctx.step, smoke=smoke))
-    written = await perform(ctx, smoke_write(smoke_json(smoke)))
-    if not written.ok:
-        ctx.note("the smoke result could not be written to the node; `check` will not see it", "warning")
     return smoke
 
 

@@ -14,7 +14,7 @@ import pytest
 from nvls_tui.backends.base import Unreachable
 from nvls_tui.backends.simulated import SimulatedBackend, sim_backends
 from nvls_tui.model.scheduler import SchedulerState
-from nvls_tui.poll.probe import RECORD_FILE
+from nvls_tui.poll.probe import RECORD_FILE, SMOKE_FILE
 from nvls_tui.runbook import RepairOptions, Runbook, restore_node
 from nvls_tui.runbook.changes import (
     SCHEDULER,
@@ -25,6 +25,7 @@ from nvls_tui.runbook.changes import (
     RemoveFile,
     ResetGpus,
     ResumeNode,
+    RunSmoke,
     SetPersistence,
     TakeLock,
     UnitChange,
@@ -62,12 +63,13 @@ class IdleSlurm:
         return 0, ""
 
 
-async def plan_then_run(spec: str, host: str, **runbook) -> tuple[list[Change], list[Change], str]:
+async def plan_then_run(spec: str, host: str, options: RepairOptions = FAST,
+                        **runbook) -> tuple[list[Change], list[Change], str]:
     fleet = load_fleet(spec, speed=SPEED)
     (backend,) = [b for b in sim_backends(fleet) if b.host == host]
-    plan = Runbook(backend, dataclasses.replace(FAST, dry_run=True), run_id="run1", **runbook)
+    plan = Runbook(backend, dataclasses.replace(options, dry_run=True), run_id="run1", **runbook)
     assert (await plan.run()).result == "planned"
-    run = Runbook(backend, FAST, run_id="run1", **runbook)
+    run = Runbook(backend, options, run_id="run1", **runbook)
     outcome = await run.run()
     assert plan.outcome.changes is plan.context.performed  # the outcome keeps them
     return plan.context.performed, run.context.performed, f"{outcome.result}: {outcome.message}"
@@ -143,3 +145,48 @@ class DiesAtTheReset(SimulatedBackend):
         if self.dead:
             raise Unreachable(f"{self.host}: the process running the repair is gone")
         return await super().snapshot()
+
+
+async def test_a_healthy_looking_node_is_smoke_tested_first_as_planned_and_the_run_ends_there():
+    """preflight's recheck (runbook/program.py RECHECK): the plan lists the smoke test the run makes before anything
+    destructive; its pass ends the run, so the run makes the plan's preflight up to that test, then lets the lock go."""
+    planned, performed, result = await plan_then_run("sim:seed-incident", "gpu01")
+    assert result.startswith("skipped"), result
+    recheck = planned.index(RunSmoke(8))
+    smoke_written = next(i for i, c in enumerate(planned) if isinstance(c, WriteFile) and c.path == SMOKE_FILE)
+    assert recheck < smoke_written < planned.index(WriteFile(RECORD_FILE))
+    assert compared(performed) == compared([*planned[:smoke_written + 1], ReleaseLock()])
+
+
+async def test_a_drain_kept_after_the_repair_is_planned_without_the_resume_as_the_run_keeps_it():
+    slurm = IdleSlurm("gpu05")
+    planned, performed, result = await plan_then_run("sim:seed-incident", "gpu05", scheduler=slurm,
+                                                     options=dataclasses.replace(FAST, keep_drained=True))
+    assert result.startswith("repaired"), result
+    assert compared(planned) == compared(performed)
+    assert [type(c) for c in performed if c.where == SCHEDULER] == [DrainNode]
+    assert slurm.state == "drained"
+
+
+def test_the_scheduler_drain_follows_the_lock_in_the_program_itself():
+    """No splice: the program's preflight names the lock, then the drain and the job wait, from one place."""
+    from nvls_tui.runbook import program
+    from nvls_tui.runbook.lock import TAKING
+    from nvls_tui.runbook.scheduling import drain_change
+    from tests.unit.test_runbook_units import incident_node
+
+    pre = program.preflight(incident_node(), program.Known(scheduler_node="gpu05", run_id="run1"))
+    assert [e.point for e in pre[:3] if isinstance(e, program.Decide)] == [program.LOCK, program.DRAIN, program.JOBS]
+    assert pre[0].entries == TAKING and pre[1].entries == (drain_change("gpu05", "run1"),)
+
+
+
+async def test_without_the_recheck_a_healthy_looking_node_is_planned_and_repaired_without_the_first_smoke_test():
+    """``recheck_transient`` off: the run goes straight to the repair, and so does its plan (the plan had listed the
+    healthy node's first smoke test whatever the option said)."""
+    planned, performed, result = await plan_then_run("sim:seed-incident", "gpu01",
+                                                     options=dataclasses.replace(FAST, recheck_transient=False))
+    assert result.startswith("repaired"), result
+    assert compared(planned) == compared(performed)
+    assert [c for c in planned if isinstance(c, RunSmoke)] == [RunSmoke(8)]  # the smoke-test step's only
+    assert planned.index(ResetGpus()) < planned.index(RunSmoke(8))

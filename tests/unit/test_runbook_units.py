@@ -28,6 +28,7 @@ from nvls_tui.runbook.preflight import (
     record_refusal,
     refusal,
 )
+from nvls_tui.runbook.program import RECHECK_WORDS
 from nvls_tui.runbook.quiesce import quiesce_actions
 from nvls_tui.runbook.restore import restore_actions
 from nvls_tui.runbook.smoke import judge
@@ -204,7 +205,10 @@ class TestPlan:
         assert tuple(plan) == STEPS
         assert plan["reset"] == ["nvidia-smi -r"]
         assert plan_commands(incident_node())["reset"][0] == "nvidia-smi -r"
-        assert plan["fabric-manager"][2:4] == ["systemctl reset-failed nvidia-fabricmanager.service",
+        # FM starts after nothing is proven to hold a device again (the listing, fuser, and the decision's words).
+        assert plan["fabric-manager"][:3] == plan["verify-no-holders"][:3]
+        assert plan["fabric-manager"][2].startswith("# while a process holds one")
+        assert plan["fabric-manager"][3:5] == ["systemctl reset-failed nvidia-fabricmanager.service",
                                               "systemctl start nvidia-fabricmanager.service"]
         assert plan["smoke-test"][0] == ("NCCL_NVLS_ENABLE=1 NCCL_ALGO=NVLS NCCL_DEBUG=INFO "
                                          "all_reduce_perf -b 8M -e 128M -f 2 -g 8")
@@ -236,3 +240,7 @@ class TestPlan:
         fm_up = tuple(ServiceState(s.name, "active", load="loaded") for s in incident_node().services)
         pre = plan_commands(incident_node(services=fm_up, kernel_events=()))["preflight"]
         assert any("all_reduce_perf" in c for c in pre)
+        # The decision it makes is said after the test (runbook/program.py RECHECK), before the record is written.
+        said = pre.index(RECHECK_WORDS)
+        assert said < pre.index("tee /var/lib/nvls-tui/repair.json.tmp")
+        assert "all_reduce_perf" in " ".join(pre[:said])

@@ -126,4 +126,7 @@ def test_a_cursor_the_journal_rejects_fails_verify_fabric_closed():
 def test_the_dry_run_shows_the_cursor_read_at_t0_and_the_read_after_it():
     commands = plan_commands(incident_node())
     assert "journalctl -k -n 0 --show-cursor -q --no-pager" in commands["preflight"]
-    assert commands["verify-fabric"][-1] == "journalctl -k '--after-cursor=<CURSOR>' --no-pager -o short-iso"
+    *reads, fallback = commands["verify-fabric"]
+    assert reads[-1] == "journalctl -k '--after-cursor=<CURSOR>' --no-pager -o short-iso"
+    # The step's decision point (runbook/program.py KERNEL_SINCE_T0) is shown: where it reads by the clock instead.
+    assert fallback.startswith("# where no cursor was read at T0") and "ring buffer" in fallback
