@@ -202,9 +202,12 @@ class Autopilot:
                 continue
             if started >= bound:
                 self.state.breaker.tripped, self.state.breaker.since = True, now
-                self.state.breaker.reason = (f"{started} repairs in {self.limits.window_s:g} s reached the bound "
-                                             f"of {bound} ({self.limits.breaker_nodes} nodes or "
-                                             f"{self.limits.breaker_percent:g} % of {len(judged)})")
+                # Which node would pass the bound, as which repair: ``started`` counts this round's chosen
+                # nodes too (in ask mode proposals, none started yet), so no count of repairs done is claimed.
+                self.state.breaker.reason = (f"{j.host} would be repair {started + 1} in {self.limits.window_s:g} s, "
+                                             f"past the bound of {bound} (the lower of {self.limits.breaker_nodes} "
+                                             f"nodes and {self.limits.breaker_percent:g} % of the {len(judged)} "
+                                             "nodes watched, at least 1)")
                 out.tripped_now = True
                 out.decisions.append(Decision(j.host, "skip", "breaker", f"tripped the breaker: "
                                               f"{self.state.breaker.reason}", j.why))
