@@ -6,6 +6,7 @@ The screens' side (the mark, the pane, the approval key, the repair) is tests/pi
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -195,3 +196,23 @@ def test_an_operators_close_breaker_while_the_console_runs_is_read_not_written_o
     said = [(r.get("action"), r.get("reason")) for f in (tmp_path / "audit").glob("autopilot-*.jsonl")
             for r in map(json.loads, f.read_text().splitlines())]
     assert ("state-read", "changed-on-disk") in said
+
+
+def test_a_read_only_console_judges_but_never_writes_the_state_file(tmp_path):
+    """Found trying `nvls-tui sim:seed-incident --autopilot ask --read-only`: nothing could be approved, yet the
+    round that would have passed the bound wrote a tripped breaker into autopilot-state.json, which stops an
+    autopilot running `--mode auto` on that state directory until an operator closes it. Read-only reads the
+    state (an operator's --close-breaker included) and writes none of it, as headless ask."""
+    store = StateStore(tmp_path / "state")
+    running = Repair("gpu03", time.time() - 10)  # another autopilot's, running now: not "interrupted" here
+    store.save(State(repairs=[running]))
+    mode = AskMode.open(AutopilotSettings(mode="ask", state_dir=str(tmp_path / "state")), ["gpu01", "gpu02", "gpu03"],
+                        audit_dir=str(tmp_path / "audit"), every=0, read_only=True)
+    for t in (0.0, 1.0, 2.0):  # a bound of 1 (3 nodes), gpu03's repair in the window: gpu01 would pass it
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        assert mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert mode.tripped  # shown in this console, which judged the round
+    assert store.load() == State(repairs=[running])  # the file as it was: not tripped, gpu03 unended
+    said = [r.get("action") for f in (tmp_path / "audit").glob("autopilot-*.jsonl")
+            for r in map(json.loads, f.read_text().splitlines())]
+    assert "repair-failed" not in said and "state-read" not in said and said.count("breaker-tripped") == 1
