@@ -192,8 +192,13 @@ class AskMode:
             self.store.save(self.autopilot.state)
 
     def _keep(self, decisions: Sequence[Decision]) -> None:
-        self.proposals = {d.host: Proposal(d.host, d.action == "propose", "" if d.action == "propose" else d.reason,
-                                           d.message, d.why)
+        # A proposal the breaker's trip found already made (in its own round or before) stays: auto would have
+        # started that repair, and the breaker stops only new ones. Held by anything else, or no longer
+        # repairable (healthy, unsafe, unknown), it goes.
+        before = {h: p for h, p in self.proposals.items() if p.proposed}
+        self.proposals = {d.host: before[d.host] if d.host in before and d.action == "skip" and d.reason == "breaker"
+                          else Proposal(d.host, d.action == "propose", "" if d.action == "propose" else d.reason,
+                                        d.message, d.why)
                           for d in decisions if d.action == "propose" or d.reason in LIMITS}
         self.unsafe = {d.host: d.why for d in decisions if d.reason == "unsafe"}
 
@@ -218,8 +223,8 @@ class AskMode:
         self._sync()
         if self.pilot.paused():  # a pause stops new repairs at once, between rounds too
             return f"The autopilot is paused ({self.pilot.pause_path} exists): {host} was not started."
-        # A breaker that tripped later in the round that proposed this node does not hold it: auto would have
-        # started it before the trip. One that tripped in an earlier round left no proposal to approve.
+        # A breaker that tripped in or after the round that proposed this node does not hold it: auto would have
+        # started it before the trip (``_keep``). One that tripped before left no proposal to approve.
         self.pilot.record({"node": host, "action": "approved", "reason": "operator", "by": self.audit.operator,
                            "message": f"approved in the console by {self.audit.operator}: the plan shown runs",
                            "findings": list(proposal.findings)})

@@ -216,3 +216,22 @@ def test_a_read_only_console_judges_but_never_writes_the_state_file(tmp_path):
     said = [r.get("action") for f in (tmp_path / "audit").glob("autopilot-*.jsonl")
             for r in map(json.loads, f.read_text().splitlines())]
     assert "repair-failed" not in said and "state-read" not in said and said.count("breaker-tripped") == 1
+
+
+def test_the_proposal_made_before_a_trip_stays_approvable_after_the_next_round(tmp_path):
+    """Found on sim:seed-incident with the default limits (8 nodes: a bound of 1): round 2 proposed gpu05 and
+    gpu06 tripped the breaker; round 3, one poll interval later, held gpu05 too ("breaker") and the ⚑ went, so
+    the canary auto would have started could be approved only in the seconds between two polls. It stays
+    proposed (as auto's would run) until it is approved or the node is no longer repairable; nothing new is."""
+    mode = ask(tmp_path, cooldown_s=0.0)  # 3 nodes: a bound of 1; gpu01 and gpu02 broken in one round trip it
+    for t in (0.0, 1.0, 2.0, 3.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        assert mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert mode.tripped and mode.proposed == ["gpu01"] and mode.proposals["gpu02"].limit == "breaker"
+    assert mode.approve("gpu01") is None
+    # Healthy again, then broken: a new finding after the trip is held by the breaker like any other.
+    mode.ended({"gpu01": True})
+    for t, broken in ((4.0, set()), (5.0, {"gpu01"}), (6.0, {"gpu01"})):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        assert mode.maybe_round(nodes(broken), t)
+    assert mode.proposed == [] and mode.proposals["gpu01"].limit == "breaker"
