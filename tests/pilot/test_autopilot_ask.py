@@ -165,7 +165,7 @@ async def test_the_key_opens_the_plan_and_the_approval_runs_the_repair_counted_i
             await next_round(app, pilot)
         assert app.ask.tripped and app.ask.proposed == []
         assert app.ask.proposals["gpu06"].limit == "breaker"
-        assert "nothing proposed, BREAKER TRIPPED: nothing new is proposed" in plain(app.screen.query_one(FleetSummary))
+        assert "autopilot ask: BREAKER TRIPPED · nothing proposed" in plain(app.screen.query_one(FleetSummary))
         assert StateStore(tmp_path / "state").load().breaker.tripped  # saved: the headless autopilot sees it
     said = [(r.get("node"), r.get("action")) for r in records(tmp_path)]
     assert said.index(("gpu05", "propose")) < said.index(("gpu05", "approved")) < said.index(("gpu05", "repaired"))

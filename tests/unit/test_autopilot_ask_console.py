@@ -235,3 +235,18 @@ def test_the_proposal_made_before_a_trip_stays_approvable_after_the_next_round(t
         mode.polled(["gpu01", "gpu02", "gpu03"])
         assert mode.maybe_round(nodes(broken), t)
     assert mode.proposed == [] and mode.proposals["gpu01"].limit == "breaker"
+
+
+def test_the_top_line_names_a_tripped_breaker_and_a_pause_before_the_proposals(tmp_path):
+    """Found at 160 columns: the top line read '... autopilot ask: nothing proposed, BREAKER TRIPPED: nothing'
+    (then '... ⚑ gpu05 proposed (a approves), BREAKER'), cut at the terminal's edge: the alarm came last. It comes
+    first now, short, so a cut line loses the proposal's key hint, never the breaker or the pause."""
+    from nvls_tui.console.screens.fleet import ask_words
+
+    mode = ask(tmp_path)  # 3 nodes: a bound of 1; gpu01 and gpu02 broken in one round trip it
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert ask_words(mode, "a") == " · autopilot ask: BREAKER TRIPPED · ⚑ gpu01 proposed (a approves)"
+    mode.pilot.pause_path.touch()
+    assert ask_words(mode, "a") == " · autopilot ask: BREAKER TRIPPED · PAUSED · ⚑ gpu01 proposed (a approves)"

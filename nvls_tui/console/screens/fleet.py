@@ -641,13 +641,15 @@ def mark_proposed(grid: FleetGrid, proposed: list[str], selected: list[str], mar
 
 
 def ask_words(ask: AskMode, key: str) -> str:
-    """The top line's words on the autopilot (ask mode): what it proposes, and a tripped breaker or a pause."""
-    parts = [f"⚑ {' '.join(ask.proposed)} proposed ({key} approves)" if ask.proposed else "nothing proposed"]
+    """The top line's words on the autopilot (ask mode): a tripped breaker or a pause first (a line cut at the
+    terminal's edge must keep them), then what it proposes."""
+    parts = []
     if ask.tripped:
-        parts.append("BREAKER TRIPPED: nothing new is proposed")
+        parts.append("BREAKER TRIPPED")
     if ask.pilot.paused():
-        parts.append("PAUSED: nothing new is proposed")
-    return " · autopilot ask: " + ", ".join(parts)
+        parts.append("PAUSED")
+    parts.append(f"⚑ {' '.join(ask.proposed)} proposed ({key} approves)" if ask.proposed else "nothing proposed")
+    return " · autopilot ask: " + " · ".join(parts)
 
 
 def ask_text(ask: AskMode, host: str, key: str) -> Text:
