@@ -400,7 +400,7 @@ def run(settings: Settings) -> int:
             audit.write({"event": "autopilot", "node": None, "action": "breaker-closed", "reason": "operator",
                          "message": f"closed by the operator (was: {was or 'not tripped'})"})
             store.save(state)
-        _say(f"breaker closed (was: {was or 'not tripped'})")
+        _say(f"breaker closed (was: {was or 'not tripped'}); audit log: {audit.path}")
         return 0
     if settings.read_only and a.mode == "auto":
         _say("--read-only forbids --mode auto (observe or ask decide without changing a node)")
@@ -445,6 +445,7 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
     state = autopilot.state
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
     with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
+        _say(f"audit log: {audit.path}")  # stderr: --json's stdout stays one record per line
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
                       repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir),
                       publish=publish)

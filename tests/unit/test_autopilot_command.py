@@ -208,3 +208,16 @@ def test_the_autopilot_polls_and_repairs_through_public_functions_it_shares_with
                for alias in node.names if alias.name.startswith("_")]
     assert private == []
     assert callable(check.poll_round) and "poll_round" in inspect.getsource(command)
+
+
+def test_the_command_names_its_audit_log_on_stderr(capsys, tmp_path):
+    """Found on a first run: `autopilot sim:seed-incident --mode auto --state-dir DIR` printed its decisions and
+    never said where their audit log was (docs/autopilot.md's "When the breaker trips" starts from it); `repair`
+    names its own. The path goes to stderr, once, so --json's stdout stays one record per line; --close-breaker,
+    which writes a record too, names its log as well."""
+    rc, lines, err = _run(capsys, tmp_path, "--mode", "observe", "--rounds", "1")
+    (log,) = (tmp_path / "audit").glob("autopilot-*.jsonl")
+    assert rc == 0 and lines and err.count(f"audit log: {log}") == 1
+    assert main(["autopilot", "--close-breaker", "--state-dir", str(tmp_path)]) == 0
+    (closing,) = set((tmp_path / "audit").glob("autopilot-*.jsonl")) - {log}
+    assert f"audit log: {closing}" in capsys.readouterr().err
