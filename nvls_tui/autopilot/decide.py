@@ -63,6 +63,13 @@ class Limits:
         if self.cooldown_s < 0:
             raise ValueError("--cooldown must be 0 or more")
 
+    def words(self) -> str:
+        """Every limit in the words of its option (the start record's, for an operator reading the audit log)."""
+        return (f"breaker: past the lower of {self.breaker_nodes} nodes and {self.breaker_percent:g} % of the nodes "
+                f"watched in {self.window_s:g} s; at most {self.max_parallel} at once; budget {self.budget} repairs "
+                f"in {self.budget_days:g} days; cooldown {self.cooldown_s:g} s; debounce {self.debounce_rounds} "
+                f"rounds; FM flapping: more than {self.fm_starts} starts in {self.fm_window_s:g} s")
+
     def breaker_bound(self, fleet: int) -> int:
         """Repairs allowed in a window: the lower of the count and the percentage of the fleet watched, never
         below 1 (a fleet of 4 at 5 % still allows 1)."""

@@ -93,7 +93,7 @@ class AskMode:
         self.approved: set[str] = set()  # approved here, their repair not ended yet
         self.closed = False  # the console is going: nothing more is recorded (an open plan's close is no decline)
         self.pilot.record({"node": None, "action": "started", "reason": "console", "message": f"console ask mode: "
-                           f"limits {autopilot.limits}; policy {policy.source}; breaker "
+                           f"limits {autopilot.limits.words()}; policy {policy.source}; breaker "
                            f"{'tripped' if autopilot.state.breaker.tripped else 'closed'}; {NOTHING_RUNS}"
                            + ("; read-only: the state file is read, never written" if read_only else "")})
         # A repair left unended is another autopilot's to count failed: a read-only console may be beside it.

@@ -449,7 +449,7 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
                       repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir),
                       publish=publish)
-        pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
+        pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits.words()}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
         if a.mode == "auto":
             for host in autopilot.interrupted(time.time()):

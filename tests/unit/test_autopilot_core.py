@@ -244,3 +244,12 @@ def test_the_trip_reason_names_the_node_and_the_repair_it_would_be_not_a_count_t
     assert r.chosen == ["gpu05"] and r.tripped_now
     assert ap.state.breaker.reason == ("gpu06 would be repair 2 in 3600 s, past the bound of 1 (the lower of "
                                        "5 nodes and 5 % of the 8 nodes watched, at least 1)")
+
+
+def test_the_limits_are_worded_for_an_operator_not_as_a_python_repr():
+    """Found reading the first line of `nvls-tui autopilot ... --mode auto`: 'started (start) limits
+    Limits(breaker_nodes=5, breaker_percent=5.0, window_s=3600.0, ...)' (the same in the console's audit log):
+    field names and floats, not the options an operator sets. Each limit reads as its option's words."""
+    assert Limits().words() == ("breaker: past the lower of 5 nodes and 5 % of the nodes watched in 3600 s; "
+                                "at most 2 at once; budget 3 repairs in 7 days; cooldown 900 s; debounce 2 rounds; "
+                                "FM flapping: more than 3 starts in 3600 s")
