@@ -288,3 +288,23 @@ async def test_a_state_file_that_cannot_be_read_mid_run_drops_the_proposals_and_
         await pilot.press("a")
         await pilot.pause()
         assert not isinstance(app.screen, AskPlanScreen)
+
+
+async def test_at_80_columns_the_banner_names_a_tripped_breaker_and_a_pause(tmp_path):
+    """Found at 80x24: the top line's counts take the whole width, so '· autopilot ask: ... BREAKER TRIPPED' never
+    showed; the banner, which wraps, said only 'AUTOPILOT ASK — nothing runs without your approval'. It names
+    the breaker and the pause while they hold, and goes back when the operator closes and removes them."""
+    StateStore(tmp_path / "state").save(State(breaker=Breaker(True, time.time() - 60, "gpu06 would be repair 2")))
+    # A bound of 4 (50 %): once closed, the two broken nodes do not trip it again.
+    app = ask_app(tmp_path, load_fleet("sim:seed-incident", speed=0), breaker_percent=50.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await first_round(app, pilot)
+        app.ask.pilot.pause_path.touch()
+        await next_round(app, pilot)
+        banner = app.screen.query_one(ModeBanner)
+        assert "AUTOPILOT ASK — BREAKER TRIPPED · PAUSED — nothing runs without your approval" in plain(banner)
+        app.ask.pilot.pause_path.unlink()
+        app.ask.autopilot.close_breaker(time.time())
+        StateStore(tmp_path / "state").save(app.ask.autopilot.state)
+        await next_round(app, pilot)
+        assert "AUTOPILOT ASK — nothing runs without your approval" in plain(banner)
