@@ -290,7 +290,10 @@ class AskMode:
         ap, limits, now = self.autopilot, self.autopilot.limits, self.clock()
         bound = limits.breaker_bound(len(self.hosts))
         words = []
-        if len(ap.in_window(now)) + 1 >= bound:
+        if self.tripped:  # a proposal kept from before the trip (``_keep``): the bound is behind us, not ahead
+            words.append("breaker: tripped already (this proposal came before the trip, as auto's repair would have "
+                         "started); nothing new is proposed until it is closed")
+        elif len(ap.in_window(now)) + 1 >= bound:
             words.append(f"breaker: this repair reaches its bound ({bound} in {limits.window_s:g} s); the next "
                          "would trip it")
         if (used := ap.budget_used(host, now)) + 1 >= limits.budget:

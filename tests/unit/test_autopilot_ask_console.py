@@ -250,3 +250,15 @@ def test_the_top_line_names_a_tripped_breaker_and_a_pause_before_the_proposals(t
     assert ask_words(mode, "a") == " · autopilot ask: BREAKER TRIPPED · ⚑ gpu01 proposed (a approves)"
     mode.pilot.pause_path.touch()
     assert ask_words(mode, "a") == " · autopilot ask: BREAKER TRIPPED · PAUSED · ⚑ gpu01 proposed (a approves)"
+
+
+def test_what_approving_binds_does_not_foretell_a_trip_that_already_happened(tmp_path):
+    """Found on the seed incident: gpu05's kept proposal read 'approving it binds: breaker: this repair reaches
+    its bound (1 in 3600 s); the next would trip it' beside 'breaker TRIPPED' (gpu06 had tripped it)."""
+    mode = ask(tmp_path)  # 3 nodes: a bound of 1; gpu01 and gpu02 broken in one round trip it
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert mode.tripped and mode.proposed == ["gpu01"]
+    assert mode.binds_next("gpu01")[0] == ("breaker: tripped already (this proposal came before the trip, as auto's "
+                                           "repair would have started); nothing new is proposed until it is closed")
