@@ -478,8 +478,8 @@ def _print_line(record: dict[str, Any]) -> None:
 
     if record.get("action") == "round" and not record.get("running") and record.get("reason") == "breaker-closed":
         return  # a quiet round says nothing in text; --json and the audit log keep it
-    node = record.get("node") or "-"
-    print(one_line(f"round {record['round']} {node}: {record['action']} ({record['reason']}) {record['message']}"),
+    node = f" {record['node']}" if record.get("node") else ""  # a record of the whole fleet names no node
+    print(one_line(f"round {record['round']}{node}: {record['action']} ({record['reason']}) {record['message']}"),
           flush=True)
 
 
