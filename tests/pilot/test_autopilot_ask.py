@@ -308,3 +308,16 @@ async def test_at_80_columns_the_banner_names_a_tripped_breaker_and_a_pause(tmp_
         StateStore(tmp_path / "state").save(app.ask.autopilot.state)
         await next_round(app, pilot)
         assert "AUTOPILOT ASK — nothing runs without your approval" in plain(banner)
+
+
+async def test_a_decline_says_what_it_did_and_that_the_proposal_comes_back(tmp_path):
+    """Found declining gpu06 (Esc on its plan): the plan closed, the ⚑ stayed and nothing said the decline was
+    taken; the next round proposed it again. One line says both."""
+    app = ask_app(tmp_path, load_fleet("sim:seed-incident", speed=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await plan_of_proposal(app, pilot, "gpu05")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: any("Declined" in t for t in toasts(app)), "the decline's toast")
+        (said,) = [t for t in toasts(app) if "Declined" in t]
+        assert said == ("Declined: gpu05's repair did not run (recorded in the autopilot's audit log); while the "
+                        "node stays repairable, the next round proposes it again.")
