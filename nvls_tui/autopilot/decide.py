@@ -63,6 +63,13 @@ class Limits:
         if self.cooldown_s < 0:
             raise ValueError("--cooldown must be 0 or more")
 
+    def words(self) -> str:
+        """Every limit in the words of its option (the start record's, for an operator reading the audit log)."""
+        return (f"breaker: past the lower of {self.breaker_nodes} nodes and {self.breaker_percent:g} % of the nodes "
+                f"watched in {self.window_s:g} s; at most {self.max_parallel} at once; budget {self.budget} repairs "
+                f"in {self.budget_days:g} days; cooldown {self.cooldown_s:g} s; debounce {self.debounce_rounds} "
+                f"rounds; FM flapping: more than {self.fm_starts} starts in {self.fm_window_s:g} s")
+
     def breaker_bound(self, fleet: int) -> int:
         """Repairs allowed in a window: the lower of the count and the percentage of the fleet watched, never
         below 1 (a fleet of 4 at 5 % still allows 1)."""
@@ -202,9 +209,12 @@ class Autopilot:
                 continue
             if started >= bound:
                 self.state.breaker.tripped, self.state.breaker.since = True, now
-                self.state.breaker.reason = (f"{started} repairs in {self.limits.window_s:g} s reached the bound "
-                                             f"of {bound} ({self.limits.breaker_nodes} nodes or "
-                                             f"{self.limits.breaker_percent:g} % of {len(judged)})")
+                # Which node would pass the bound, as which repair: ``started`` counts this round's chosen
+                # nodes too (in ask mode proposals, none started yet), so no count of repairs done is claimed.
+                self.state.breaker.reason = (f"{j.host} would be repair {started + 1} in {self.limits.window_s:g} s, "
+                                             f"past the bound of {bound} (the lower of {self.limits.breaker_nodes} "
+                                             f"nodes and {self.limits.breaker_percent:g} % of the {len(judged)} "
+                                             "nodes watched, at least 1)")
                 out.tripped_now = True
                 out.decisions.append(Decision(j.host, "skip", "breaker", f"tripped the breaker: "
                                               f"{self.state.breaker.reason}", j.why))

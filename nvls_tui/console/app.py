@@ -203,7 +203,7 @@ class NvlsApp(KeyHolding):
         ask = None
         if settings.autopilot is not None:  # --autopilot ask: a policy, limit or state it cannot use stops here
             ask = AskMode.open(settings.autopilot, [b.host for b in backends], audit_dir=settings.audit_dir,
-                               every=settings.poll_interval)
+                               every=settings.poll_interval, read_only=settings.read_only)
         poller = None
         if poll_process and settings.connect is None and not any(
                 getattr(getattr(getattr(b, "fleet", None), "scenario", None), "kubernetes", False) for b in backends):

@@ -68,11 +68,18 @@ class AskMode:
         hosts: every node the console watches (the breaker's percentage is of these).
         every: seconds between two rounds at least (the poll interval; 0: as polls come).
         clock: wall-clock seconds (the state's times are compared across restarts).
+        read_only: the console's ``--read-only``: rounds are judged and shown, nothing can be approved, and the
+            state file is read (an operator's ``--close-breaker``) but never written, as headless ask: a trip
+            judged here must not stop an autopilot that runs ``--mode auto`` on the same state directory.
     """
 
     def __init__(self, autopilot: Autopilot, policy: Policy, store: StateStore, audit: AuditLog,
-                 hosts: Sequence[str], *, every: float = 0.0, clock: Callable[[], float] = time.time) -> None:
+                 hosts: Sequence[str], *, every: float = 0.0, clock: Callable[[], float] = time.time,
+                 read_only: bool = False) -> None:
         self.autopilot, self.policy, self.store, self.audit = autopilot, policy, store, audit
+        self.read_only = read_only
+        # Read-only: the state as last read from the file (this console's own judging changes only its copy).
+        self._disk = store.load() if read_only else None
         self.hosts = list(hosts)
         self.every = every
         self.clock = clock
@@ -86,17 +93,19 @@ class AskMode:
         self.approved: set[str] = set()  # approved here, their repair not ended yet
         self.closed = False  # the console is going: nothing more is recorded (an open plan's close is no decline)
         self.pilot.record({"node": None, "action": "started", "reason": "console", "message": f"console ask mode: "
-                           f"limits {autopilot.limits}; policy {policy.source}; breaker "
-                           f"{'tripped' if autopilot.state.breaker.tripped else 'closed'}; {NOTHING_RUNS}"})
-        for host in autopilot.interrupted(clock()):
+                           f"limits {autopilot.limits.words()}; policy {policy.source}; breaker "
+                           f"{'tripped' if autopilot.state.breaker.tripped else 'closed'}; {NOTHING_RUNS}"
+                           + ("; read-only: the state file is read, never written" if read_only else "")})
+        # A repair left unended is another autopilot's to count failed: a read-only console may be beside it.
+        for host in () if read_only else autopilot.interrupted(clock()):
             self.pilot.record({"node": host, "action": "repair-failed", "reason": "interrupted", "message":
                                "an earlier autopilot stopped during this repair: counted as failed"})
         self.pilot.flush()
-        self.store.save(autopilot.state)
+        self._save()
 
     @classmethod
     def open(cls, settings: AutopilotSettings, hosts: Sequence[str], *, audit_dir: str | None,
-             every: float) -> AskMode:
+             every: float, read_only: bool = False) -> AskMode:
         """Ask mode from the console's ``--autopilot ask`` options: the limits, the policy file, the state file
         of ``--state-dir`` and a new audit log (``audit_dir``, else the state directory's ``audit/``).
 
@@ -111,7 +120,7 @@ class AskMode:
         state = store.load()
         run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         audit = AuditLog.create(audit_dir or str(state_dir / "audit"), run_id, kind="autopilot")
-        return cls(Autopilot(limits, state), policy, store, audit, hosts, every=every)
+        return cls(Autopilot(limits, state), policy, store, audit, hosts, every=every, read_only=read_only)
 
     # ---- rounds ----------------------------------------------------------------------------------------
     def polled(self, hosts: Iterable[str]) -> None:
@@ -157,7 +166,7 @@ class AskMode:
                 self.pilot.record({"node": d.host, "action": "not-drained", "reason": "ask-mode", "message":
                                    "ask mode drains nothing by itself: take the node out of service by hand"})
         self.pilot.flush()
-        self.store.save(self.autopilot.state)
+        self._save()
         self._keep(decisions)
         return True
 
@@ -169,15 +178,27 @@ class AskMode:
             StateError: the file can no longer be read (the round or the approval stops there: fail closed).
         """
         disk = self.store.load()
-        if disk != self.autopilot.state:
+        if disk != (self._disk if self.read_only else self.autopilot.state):
+            if self.read_only:
+                self._disk = self.store.load()  # its own copy: the judging below changes ``disk``
             self.autopilot.state = disk
             self.pilot.record({"node": None, "action": "state-read", "reason": "changed-on-disk", "message":
                                f"{self.store.path} changed since this console wrote it (--close-breaker, another "
                                f"autopilot): read again; breaker {'tripped' if disk.breaker.tripped else 'closed'}"})
 
+    def _save(self) -> None:
+        """The state to its file, after every change; never from a read-only console."""
+        if not self.read_only:
+            self.store.save(self.autopilot.state)
+
     def _keep(self, decisions: Sequence[Decision]) -> None:
-        self.proposals = {d.host: Proposal(d.host, d.action == "propose", "" if d.action == "propose" else d.reason,
-                                           d.message, d.why)
+        # A proposal the breaker's trip found already made (in its own round or before) stays: auto would have
+        # started that repair, and the breaker stops only new ones. Held by anything else, or no longer
+        # repairable (healthy, unsafe, unknown), it goes.
+        before = {h: p for h, p in self.proposals.items() if p.proposed}
+        self.proposals = {d.host: before[d.host] if d.host in before and d.action == "skip" and d.reason == "breaker"
+                          else Proposal(d.host, d.action == "propose", "" if d.action == "propose" else d.reason,
+                                        d.message, d.why)
                           for d in decisions if d.action == "propose" or d.reason in LIMITS}
         self.unsafe = {d.host: d.why for d in decisions if d.reason == "unsafe"}
 
@@ -202,8 +223,8 @@ class AskMode:
         self._sync()
         if self.pilot.paused():  # a pause stops new repairs at once, between rounds too
             return f"The autopilot is paused ({self.pilot.pause_path} exists): {host} was not started."
-        # A breaker that tripped later in the round that proposed this node does not hold it: auto would have
-        # started it before the trip. One that tripped in an earlier round left no proposal to approve.
+        # A breaker that tripped in or after the round that proposed this node does not hold it: auto would have
+        # started it before the trip (``_keep``). One that tripped before left no proposal to approve.
         self.pilot.record({"node": host, "action": "approved", "reason": "operator", "by": self.audit.operator,
                            "message": f"approved in the console by {self.audit.operator}: the plan shown runs",
                            "findings": list(proposal.findings)})
@@ -211,7 +232,7 @@ class AskMode:
         self.autopilot.started(host, self.clock())
         self.approved.add(host)
         del self.proposals[host]
-        self.store.save(self.autopilot.state)  # it counts against the budget even if the console dies
+        self._save()  # it counts against the budget even if the console dies
         return None
 
     def declined(self, host: str) -> None:
@@ -243,7 +264,7 @@ class AskMode:
                                "message": "the NVLS smoke test passed" if ok else
                                "the repair did not end with a passing NVLS smoke test"})
         self.pilot.flush()
-        self.store.save(self.autopilot.state)
+        self._save()
 
     # ---- words ------------------------------------------------------------------------------------------
     def limits_words(self, host: str) -> list[str]:
@@ -269,7 +290,10 @@ class AskMode:
         ap, limits, now = self.autopilot, self.autopilot.limits, self.clock()
         bound = limits.breaker_bound(len(self.hosts))
         words = []
-        if len(ap.in_window(now)) + 1 >= bound:
+        if self.tripped:  # a proposal kept from before the trip (``_keep``): the bound is behind us, not ahead
+            words.append("breaker: tripped already (this proposal came before the trip, as auto's repair would have "
+                         "started); nothing new is proposed until it is closed")
+        elif len(ap.in_window(now)) + 1 >= bound:
             words.append(f"breaker: this repair reaches its bound ({bound} in {limits.window_s:g} s); the next "
                          "would trip it")
         if (used := ap.budget_used(host, now)) + 1 >= limits.budget:

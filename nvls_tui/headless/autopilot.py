@@ -427,7 +427,7 @@ def run(settings: Settings) -> int:
             audit.write({"event": "autopilot", "node": None, "action": "breaker-closed", "reason": "operator",
                          "message": f"closed by the operator (was: {was or 'not tripped'})"})
             store.save(state)
-        _say(f"breaker closed (was: {was or 'not tripped'})")
+        _say(f"breaker closed (was: {was or 'not tripped'}); audit log: {audit.path}")
         return 0
     if settings.read_only and a.mode == "auto":
         _say("--read-only forbids --mode auto (observe or ask decide without changing a node)")
@@ -472,10 +472,11 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
     state = autopilot.state
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
     with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
+        _say(f"audit log: {audit.path}")  # stderr: --json's stdout stays one record per line
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
                       repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir),
                       publish=publish)
-        pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits}; policy "
+        pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits.words()}; policy "
                       f"{policy.source}; breaker {'tripped' if state.breaker.tripped else 'closed'}"})
         if a.mode == "auto":
             for host in autopilot.interrupted(time.time()):
@@ -504,8 +505,8 @@ def _print_line(record: dict[str, Any]) -> None:
 
     if record.get("action") == "round" and not record.get("running") and record.get("reason") == "breaker-closed":
         return  # a quiet round says nothing in text; --json and the audit log keep it
-    node = record.get("node") or "-"
-    print(one_line(f"round {record['round']} {node}: {record['action']} ({record['reason']}) {record['message']}"),
+    node = f" {record['node']}" if record.get("node") else ""  # a record of the whole fleet names no node
+    print(one_line(f"round {record['round']}{node}: {record['action']} ({record['reason']}) {record['message']}"),
           flush=True)
 
 

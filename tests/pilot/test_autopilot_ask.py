@@ -165,7 +165,7 @@ async def test_the_key_opens_the_plan_and_the_approval_runs_the_repair_counted_i
             await next_round(app, pilot)
         assert app.ask.tripped and app.ask.proposed == []
         assert app.ask.proposals["gpu06"].limit == "breaker"
-        assert "nothing proposed, BREAKER TRIPPED: nothing new is proposed" in plain(app.screen.query_one(FleetSummary))
+        assert "autopilot ask: BREAKER TRIPPED · nothing proposed" in plain(app.screen.query_one(FleetSummary))
         assert StateStore(tmp_path / "state").load().breaker.tripped  # saved: the headless autopilot sees it
     said = [(r.get("node"), r.get("action")) for r in records(tmp_path)]
     assert said.index(("gpu05", "propose")) < said.index(("gpu05", "approved")) < said.index(("gpu05", "repaired"))
@@ -288,3 +288,36 @@ async def test_a_state_file_that_cannot_be_read_mid_run_drops_the_proposals_and_
         await pilot.press("a")
         await pilot.pause()
         assert not isinstance(app.screen, AskPlanScreen)
+
+
+async def test_at_80_columns_the_banner_names_a_tripped_breaker_and_a_pause(tmp_path):
+    """Found at 80x24: the top line's counts take the whole width, so '· autopilot ask: ... BREAKER TRIPPED' never
+    showed; the banner, which wraps, said only 'AUTOPILOT ASK — nothing runs without your approval'. It names
+    the breaker and the pause while they hold, and goes back when the operator closes and removes them."""
+    StateStore(tmp_path / "state").save(State(breaker=Breaker(True, time.time() - 60, "gpu06 would be repair 2")))
+    # A bound of 4 (50 %): once closed, the two broken nodes do not trip it again.
+    app = ask_app(tmp_path, load_fleet("sim:seed-incident", speed=0), breaker_percent=50.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await first_round(app, pilot)
+        app.ask.pilot.pause_path.touch()
+        await next_round(app, pilot)
+        banner = app.screen.query_one(ModeBanner)
+        assert "AUTOPILOT ASK — BREAKER TRIPPED · PAUSED — nothing runs without your approval" in plain(banner)
+        app.ask.pilot.pause_path.unlink()
+        app.ask.autopilot.close_breaker(time.time())
+        StateStore(tmp_path / "state").save(app.ask.autopilot.state)
+        await next_round(app, pilot)
+        assert "AUTOPILOT ASK — nothing runs without your approval" in plain(banner)
+
+
+async def test_a_decline_says_what_it_did_and_that_the_proposal_comes_back(tmp_path):
+    """Found declining gpu06 (Esc on its plan): the plan closed, the ⚑ stayed and nothing said the decline was
+    taken; the next round proposed it again. One line says both."""
+    app = ask_app(tmp_path, load_fleet("sim:seed-incident", speed=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await plan_of_proposal(app, pilot, "gpu05")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: any("Declined" in t for t in toasts(app)), "the decline's toast")
+        (said,) = [t for t in toasts(app) if "Declined" in t]
+        assert said == ("Declined: gpu05's repair did not run (recorded in the autopilot's audit log); while the "
+                        "node stays repairable, the next round proposes it again.")

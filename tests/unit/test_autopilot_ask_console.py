@@ -6,6 +6,7 @@ The screens' side (the mark, the pane, the approval key, the repair) is tests/pi
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -195,3 +196,69 @@ def test_an_operators_close_breaker_while_the_console_runs_is_read_not_written_o
     said = [(r.get("action"), r.get("reason")) for f in (tmp_path / "audit").glob("autopilot-*.jsonl")
             for r in map(json.loads, f.read_text().splitlines())]
     assert ("state-read", "changed-on-disk") in said
+
+
+def test_a_read_only_console_judges_but_never_writes_the_state_file(tmp_path):
+    """Found trying `nvls-tui sim:seed-incident --autopilot ask --read-only`: nothing could be approved, yet the
+    round that would have passed the bound wrote a tripped breaker into autopilot-state.json, which stops an
+    autopilot running `--mode auto` on that state directory until an operator closes it. Read-only reads the
+    state (an operator's --close-breaker included) and writes none of it, as headless ask."""
+    store = StateStore(tmp_path / "state")
+    running = Repair("gpu03", time.time() - 10)  # another autopilot's, running now: not "interrupted" here
+    store.save(State(repairs=[running]))
+    mode = AskMode.open(AutopilotSettings(mode="ask", state_dir=str(tmp_path / "state")), ["gpu01", "gpu02", "gpu03"],
+                        audit_dir=str(tmp_path / "audit"), every=0, read_only=True)
+    for t in (0.0, 1.0, 2.0):  # a bound of 1 (3 nodes), gpu03's repair in the window: gpu01 would pass it
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        assert mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert mode.tripped  # shown in this console, which judged the round
+    assert store.load() == State(repairs=[running])  # the file as it was: not tripped, gpu03 unended
+    said = [r.get("action") for f in (tmp_path / "audit").glob("autopilot-*.jsonl")
+            for r in map(json.loads, f.read_text().splitlines())]
+    assert "repair-failed" not in said and "state-read" not in said and said.count("breaker-tripped") == 1
+
+
+def test_the_proposal_made_before_a_trip_stays_approvable_after_the_next_round(tmp_path):
+    """Found on sim:seed-incident with the default limits (8 nodes: a bound of 1): round 2 proposed gpu05 and
+    gpu06 tripped the breaker; round 3, one poll interval later, held gpu05 too ("breaker") and the ⚑ went, so
+    the canary auto would have started could be approved only in the seconds between two polls. It stays
+    proposed (as auto's would run) until it is approved or the node is no longer repairable; nothing new is."""
+    mode = ask(tmp_path, cooldown_s=0.0)  # 3 nodes: a bound of 1; gpu01 and gpu02 broken in one round trip it
+    for t in (0.0, 1.0, 2.0, 3.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        assert mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert mode.tripped and mode.proposed == ["gpu01"] and mode.proposals["gpu02"].limit == "breaker"
+    assert mode.approve("gpu01") is None
+    # Healthy again, then broken: a new finding after the trip is held by the breaker like any other.
+    mode.ended({"gpu01": True})
+    for t, broken in ((4.0, set()), (5.0, {"gpu01"}), (6.0, {"gpu01"})):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        assert mode.maybe_round(nodes(broken), t)
+    assert mode.proposed == [] and mode.proposals["gpu01"].limit == "breaker"
+
+
+def test_the_top_line_names_a_tripped_breaker_and_a_pause_before_the_proposals(tmp_path):
+    """Found at 160 columns: the top line read '... autopilot ask: nothing proposed, BREAKER TRIPPED: nothing'
+    (then '... ⚑ gpu05 proposed (a approves), BREAKER'), cut at the terminal's edge: the alarm came last. It comes
+    first now, short, so a cut line loses the proposal's key hint, never the breaker or the pause."""
+    from nvls_tui.console.screens.fleet import ask_words
+
+    mode = ask(tmp_path)  # 3 nodes: a bound of 1; gpu01 and gpu02 broken in one round trip it
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert ask_words(mode, "a") == " · autopilot ask: BREAKER TRIPPED · ⚑ gpu01 proposed (a approves)"
+    mode.pilot.pause_path.touch()
+    assert ask_words(mode, "a") == " · autopilot ask: BREAKER TRIPPED · PAUSED · ⚑ gpu01 proposed (a approves)"
+
+
+def test_what_approving_binds_does_not_foretell_a_trip_that_already_happened(tmp_path):
+    """Found on the seed incident: gpu05's kept proposal read 'approving it binds: breaker: this repair reaches
+    its bound (1 in 3600 s); the next would trip it' beside 'breaker TRIPPED' (gpu06 had tripped it)."""
+    mode = ask(tmp_path)  # 3 nodes: a bound of 1; gpu01 and gpu02 broken in one round trip it
+    for t in (0.0, 1.0):
+        mode.polled(["gpu01", "gpu02", "gpu03"])
+        mode.maybe_round(nodes({"gpu01", "gpu02"}), t)
+    assert mode.tripped and mode.proposed == ["gpu01"]
+    assert mode.binds_next("gpu01")[0] == ("breaker: tripped already (this proposal came before the trip, as auto's "
+                                           "repair would have started); nothing new is proposed until it is closed")

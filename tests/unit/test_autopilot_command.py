@@ -208,3 +208,28 @@ def test_the_autopilot_polls_and_repairs_through_public_functions_it_shares_with
                for alias in node.names if alias.name.startswith("_")]
     assert private == []
     assert callable(check.poll_round) and "poll_round" in inspect.getsource(command)
+
+
+def test_the_command_names_its_audit_log_on_stderr(capsys, tmp_path):
+    """Found on a first run: `autopilot sim:seed-incident --mode auto --state-dir DIR` printed its decisions and
+    never said where their audit log was (docs/autopilot.md's "When the breaker trips" starts from it); `repair`
+    names its own. The path goes to stderr, once, so --json's stdout stays one record per line; --close-breaker,
+    which writes a record too, names its log as well."""
+    rc, lines, err = _run(capsys, tmp_path, "--mode", "observe", "--rounds", "1")
+    (log,) = (tmp_path / "audit").glob("autopilot-*.jsonl")
+    assert rc == 0 and lines and err.count(f"audit log: {log}") == 1
+    assert main(["autopilot", "--close-breaker", "--state-dir", str(tmp_path)]) == 0
+    (closing,) = set((tmp_path / "audit").glob("autopilot-*.jsonl")) - {log}
+    assert f"audit log: {closing}" in capsys.readouterr().err
+
+
+def test_a_fleet_record_in_text_has_no_node_placeholder(capsys, tmp_path):
+    """Found reading `autopilot ... --mode auto` without --json: 'round 2 -: breaker-tripped (breaker) ...', a dash
+    where a node goes. A record of the whole fleet reads 'round 2: breaker-tripped (breaker) ...'."""
+    rc = main(["autopilot", "sim:seed-incident", "--every", "0.01", "--state-dir", str(tmp_path), "--mode", "auto",
+               "--rounds", "2"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0 and out[0].startswith("round 0: started (start) limits breaker:")
+    assert any(line.startswith("round 2: breaker-tripped (breaker) gpu06 would be repair 2") for line in out)
+    assert any(line.startswith("round 2 gpu05: repair (policy)") for line in out)
+    assert not [line for line in out if " -: " in line]

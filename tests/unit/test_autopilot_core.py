@@ -233,3 +233,23 @@ def test_a_repair_a_killed_process_never_ended_is_failed_on_restart_and_frees_it
     again = Autopilot(ap.limits, ap.state)
     assert again.interrupted(100) == ["gpu01"] and again.running() == []
     assert again.state.repairs[0].ok is False and not again.state.canary_passed
+
+
+def test_the_trip_reason_names_the_node_and_the_repair_it_would_be_not_a_count_that_did_not_happen():
+    """Found trying the console's ask mode on sim:seed-incident (8 nodes, bound 1): the trip read "1 repairs in
+    3600 s reached the bound of 1" while the limits line said "0 of 1 repairs started" (gpu05 was proposed, not
+    started) and the bound was reached, not passed. The reason says which node would pass the bound, as what."""
+    ap = pilot(breaker_nodes=5, breaker_percent=5, max_parallel=10)
+    r = _repair_round(ap, fleet(8, {"gpu05": R, "gpu06": R}), 0)
+    assert r.chosen == ["gpu05"] and r.tripped_now
+    assert ap.state.breaker.reason == ("gpu06 would be repair 2 in 3600 s, past the bound of 1 (the lower of "
+                                       "5 nodes and 5 % of the 8 nodes watched, at least 1)")
+
+
+def test_the_limits_are_worded_for_an_operator_not_as_a_python_repr():
+    """Found reading the first line of `nvls-tui autopilot ... --mode auto`: 'started (start) limits
+    Limits(breaker_nodes=5, breaker_percent=5.0, window_s=3600.0, ...)' (the same in the console's audit log):
+    field names and floats, not the options an operator sets. Each limit reads as its option's words."""
+    assert Limits().words() == ("breaker: past the lower of 5 nodes and 5 % of the nodes watched in 3600 s; "
+                                "at most 2 at once; budget 3 repairs in 7 days; cooldown 900 s; debounce 2 rounds; "
+                                "FM flapping: more than 3 starts in 3600 s")

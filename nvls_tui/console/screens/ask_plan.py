@@ -69,6 +69,10 @@ class AskPlanScreen(PlanScreen):
                 ask.declined(self.host)
             except OSError as exc:
                 self.app.notify(f"The decline could not be recorded: {exc}", severity="error", timeout=12)
+            else:
+                if not ask.closed:  # the console going is no decline, and says nothing
+                    self.app.notify(f"Declined: {self.host}'s repair did not run (recorded in the autopilot's audit "
+                                    "log); while the node stays repairable, the next round proposes it again.", markup=False)
 
 
 __all__ = ["AskPlanScreen"]

@@ -216,6 +216,7 @@ class FleetScreen(OnConsole, Screen[None]):
             extra += f" · filter “{self.filter_text}”: {len(order)} of {len(fleet)} shown"
         if ask is not None:
             extra += ask_words(ask, current_key("fleet.approve", self.app.keymap))  # type: ignore[attr-defined]
+            self.query_one(ModeBanner).ask_alarms(" · ".join(ask_alarms(ask)))
         # Late only past the node's own interval (calm nodes are polled less often on purpose: views/fleet_top).
         self.answer_times.note(fleet)
         late = late_words(self.answer_times.late(fleet, self.services.clock()))
@@ -640,14 +641,17 @@ def mark_proposed(grid: FleetGrid, proposed: list[str], selected: list[str], mar
     return want
 
 
+def ask_alarms(ask: AskMode) -> list[str]:
+    """What stops every new proposal now: a tripped breaker, a pause (the top line and the banner name them)."""
+    return [word for word, holds in (("BREAKER TRIPPED", ask.tripped), ("PAUSED", ask.pilot.paused())) if holds]
+
+
 def ask_words(ask: AskMode, key: str) -> str:
-    """The top line's words on the autopilot (ask mode): what it proposes, and a tripped breaker or a pause."""
-    parts = [f"⚑ {' '.join(ask.proposed)} proposed ({key} approves)" if ask.proposed else "nothing proposed"]
-    if ask.tripped:
-        parts.append("BREAKER TRIPPED: nothing new is proposed")
-    if ask.pilot.paused():
-        parts.append("PAUSED: nothing new is proposed")
-    return " · autopilot ask: " + ", ".join(parts)
+    """The top line's words on the autopilot (ask mode): a tripped breaker or a pause first (a line cut at the
+    terminal's edge must keep them), then what it proposes."""
+    parts = ask_alarms(ask)
+    parts.append(f"⚑ {' '.join(ask.proposed)} proposed ({key} approves)" if ask.proposed else "nothing proposed")
+    return " · autopilot ask: " + " · ".join(parts)
 
 
 def ask_text(ask: AskMode, host: str, key: str) -> Text:

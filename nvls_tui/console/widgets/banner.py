@@ -61,6 +61,13 @@ class ModeBanner(Static):
         self.lab = False
         self.read_only = read_only
         self.ask = ask
+        self.ask_alarm = ""  # a tripped breaker, a pause: the banner wraps, the top line is cut at its edge
+
+    def ask_alarms(self, words: str) -> None:
+        """The autopilot's alarms now ("" when none holds): named in the banner after ``AUTOPILOT ASK``."""
+        if words != self.ask_alarm:
+            self.ask_alarm = words
+            self._show()
 
     def on_mount(self) -> None:
         """Say which mode applies now, and follow the fleet: its polls may find simulated nodes."""
@@ -83,7 +90,7 @@ class ModeBanner(Static):
         if self.read_only:
             parts.append("READ-ONLY — every action that changes a node is hidden and refused")
         if self.ask:
-            parts.append(self.ASK)
+            parts.append(self.ASK.replace(" — ", f" — {self.ask_alarm} — ", 1) if self.ask_alarm else self.ASK)
         self.set_class(self.simulated, "-simulated")
         self.set_class(self.read_only, "-read-only")
         self.display = bool(parts)
