@@ -468,7 +468,7 @@ class NvlsApp(KeyHolding):
     @on(RepairFinished)
     def _repair_finished(self, message: RepairFinished) -> None:
         if self.ask is not None and self.ask.approved & set(message.hosts):
-            from nvls_tui.headless.autopilot import smoke_passed
+            from nvls_tui.autopilot.pilot import smoke_passed
 
             passed = {o.host: smoke_passed(o) for o in message.outcomes}
             try:

@@ -25,9 +25,9 @@ from pathlib import Path
 from nvls_tui import paths
 from nvls_tui.audit.log import AuditLog
 from nvls_tui.autopilot.decide import Autopilot, Decision, Limits
+from nvls_tui.autopilot.pilot import Pilot, Polled
 from nvls_tui.autopilot.policy import Judgement, Policy, load_policy
 from nvls_tui.autopilot.state import StateStore
-from nvls_tui.headless.autopilot import Pilot, Polled
 from nvls_tui.model import NodeState, Verdict
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.settings import AutopilotSettings
