@@ -63,6 +63,9 @@ def _private_state_home(tmp_path, monkeypatch):
     config file of the operator's is read (a test that wants one writes it under XDG_CONFIG_HOME)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    # kubectl's discovery cache: one folder per API server it met, and every stand-in listens on a port of its
+    # own (thousands of folders, 100 MB, in ~/.kube/cache after a few runs of the suite).
+    monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "kube-cache"))
 
 
 LAB_COMMAND_TIMEOUT = 60.0
