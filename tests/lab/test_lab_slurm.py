@@ -459,10 +459,11 @@ def test_a_job_process_that_leaves_the_jobs_tree_is_ended_by_scancel_under_cgrou
     assert "nvls-lab-hold" not in json.dumps(outcome)
 
 
-def test_under_tracking_by_parents_the_escaped_holder_outlives_scancel_and_nvls_tui_refuses(slurm_lab):
+def test_under_tracking_by_parents_the_escaped_holder_outlives_scancel_and_the_repair_stops_at_it(slurm_lab):
     """The lab as it ran before (proctrack/linuxproc): the escape a real cluster's cgroups would catch
-    is left to nvls-tui, whose repair must see the holder and refuse."""
+    is left to nvls-tui, whose repair must see the holder and reset nothing."""
     from nvls_tui.lab.machine import load_state
+    from nvls_tui.runbook.steps import RepairOptions
 
     folder = slurm_lab
     nodes = load_state(folder)[1]
@@ -484,17 +485,42 @@ def test_under_tracking_by_parents_the_escaped_holder_outlives_scancel_and_nvls_
         killed = ssh(folder, "gpu05", f"if systemctl is-active -q {fm}; then systemctl kill -s KILL --kill-whom=main {fm}; fi")
         assert killed.returncode == 0, killed.stderr
         poll(lambda: ssh(folder, "gpu05", f"systemctl is-active {fm}").stdout.strip() != "active", 30, "FM dead")
-        refused = nvls(folder, "repair", "--yes", "--json", "--wait-jobs", "0", "gpu05")
-        report = json.loads(refused.stdout)
-        (outcome,) = report["nodes"]
-        assert refused.returncode == 1 and outcome["result"] == "refused", outcome
-        assert "nvls-lab-hold" in outcome["message"] and str(pid) in outcome["message"], outcome["message"]
-        assert "nvidia-smi -r" not in audit_commands(report)
+        # The repair stops what it may, then finds the holder still there at verify-no-holders: it fails
+        # there, resets nothing, and leaves the node drained (waiting 15 s for the holder, not 2 min).
+        outcome = repair_in_process(folder, "gpu05", RepairOptions(holder_timeout=15.0, recheck_transient=False))
+        failed = [st.name for st in outcome.steps if st.status == "failed"]
+        assert outcome.result == "failed" and failed == ["verify-no-holders"], (outcome.result, failed, outcome.message)
+        assert f"1 process still holds /dev/nvidia* after 0:15: {pid} (" in outcome.message, outcome.message
+        assert not any("nvidia-smi -r" in c for st in outcome.steps for c in st.commands)
+        shown = node_line(folder, "gpu05")
+        assert "Reason=nvls-tui: repair failed at verify-no-holders" in shown, shown
     finally:
         if pid:
             ssh(folder, "gpu05", f"kill {pid}")
             poll(lambda: ssh(folder, "gpu05", "pgrep -x nvls-lab-hold").stdout.strip() == "", 60, "the holder ended")
+        slurm(folder, "scontrol", "update", "NodeName=gpu05", "State=RESUME")
         lab_slurm.set_tracking(folder, nodes, lab_slurm.host_tracking())
+
+
+def repair_in_process(folder: Path, node: str, options):
+    """One node's repair as the CLI runs it, with ``options`` the CLI does not offer (shorter waits)."""
+    import asyncio
+
+    from nvls_tui.cli import build_parser, build_settings
+    from nvls_tui.runbook import Runbook
+    from nvls_tui.scheduler.slurm import Slurm
+    from nvls_tui.targets import resolve_backends
+
+    args = build_parser().parse_args(["repair", "--ssh-config", str(folder / "ssh_config"), node])
+    (backend,) = resolve_backends(build_settings(args))
+
+    async def run():
+        try:
+            return await Runbook(backend, options, scheduler=Slurm(str(folder / "slurm.conf")).hook(node)).run()
+        finally:
+            await backend.close()
+
+    return asyncio.run(run())
 
 
 def submit_wrap(folder: Path, name: str, script: str) -> int:
