@@ -5,8 +5,9 @@
   (stdout), records its PID, holds the NVSwitch control files and runs until SIGTERM.
 - ``nv-hostengine``, ``nvidia-persistenced`` and the GPU Operator pods' programs: hold their device
   files until SIGTERM (persistenced also turns persistence mode on while it runs).
-- ``nvls-lab-hold [GPU ...]``: a job's CUDA program (``sbatch --wrap 'exec nvls-lab-hold 0 1'``): holds
-  the given GPUs (else those of ``CUDA_VISIBLE_DEVICES``, else all) read-write and mapped until SIGTERM.
+- ``nvls-lab-hold [--daemonize] [GPU ...]``: a job's CUDA program (``sbatch --wrap 'exec nvls-lab-hold 0 1'``):
+  holds the given GPUs (else those of ``CUDA_VISIBLE_DEVICES``, else all) read-write and mapped until
+  SIGTERM; ``--daemonize`` first leaves the job's process tree (double fork, own session).
 - ``kubelet`` (without API mode): keeps the pods running as real processes, each in its own transient scope in a real
   ``kubepods`` slice, and recreates a pod (new PID, new container id) a few seconds after it dies,
   as kubelet does. Stopping kubelet leaves the pods running, as stopping the real one does.
@@ -116,7 +117,19 @@ def holder(program: str, args: list[str]) -> int:
     return 0
 
 
-HOLD_USAGE = "usage: nvls-lab-hold [GPU ...]  (default: $CUDA_VISIBLE_DEVICES, else every GPU)"
+HOLD_USAGE = ("usage: nvls-lab-hold [--daemonize] [GPU ...]  (default: $CUDA_VISIBLE_DEVICES, else every GPU;\n"
+              "  --daemonize: fork twice and start a session of its own first, leaving its parent's process tree)")
+
+
+def _daemonize() -> None:
+    """Leave the caller's process tree as a daemon does: fork, new session, fork again; the first two
+    processes exit, so the holder's parent is the node's init and it shares no session with the job's
+    script. Slurm's cgroup tracking still counts it as the job's; tracking by parents does not."""
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
 
 
 def job_holder(args: list[str]) -> int:
@@ -128,6 +141,8 @@ def job_holder(args: list[str]) -> int:
     if args[:1] in (["-h"], ["--help"]):
         _say(HOLD_USAGE)
         return 0
+    detach = args[:1] == ["--daemonize"]
+    args = args[1:] if detach else args
     chosen = args or [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
     if not all(g.isdecimal() for g in chosen):
         print(f"nvls-lab-hold: not a GPU index: {' '.join(chosen)}\n{HOLD_USAGE}", file=sys.stderr, flush=True)
@@ -138,6 +153,8 @@ def job_holder(args: list[str]) -> int:
         print(f"nvls-lab-hold: no such GPU: {' '.join(absent) or '/dev/nvidia0'}", file=sys.stderr, flush=True)
         return 1
     files = ["/dev/nvidiactl", "/dev/nvidia-uvm", *gpus]
+    if detach:
+        _daemonize()
     _say(f"nvls-lab-hold: pid {os.getpid()} holds {' '.join(files)} until SIGTERM")
     with holding(files, mapped=True):
         _until_term()

@@ -198,6 +198,8 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
     if taken:
         raise LabError(f"{taken[0]}:{SSH_PORT} is already in use (another lab?): bring it down first")
     cluster = slurm_.SlurmLab(subnet) if slurm else None
+    tracking = slurm_.host_tracking() if slurm else "linuxproc"
+    controllers = slurm_.JOB_CONTROLLERS if tracking == "cgroup" else ()
     kube: dict[str, int] = {}  # the k8s-incident scenario's API server, once started
 
     def record() -> None:
@@ -211,14 +213,14 @@ def up(folder: Path, names: list[str], scenario: str, say: Say = print, subnet: 
         if cluster is not None:
             record()
             gpus = sum(1 for d in devices if d[len("/dev/nvidia"):].isdecimal())
-            slurm_.write_files(folder, nodes, subnet, gpus)
+            slurm_.write_files(folder, nodes, subnet, gpus, tracking)
             say(f"slurm: starting munged and slurmctld ({slurm_.ctld_address(subnet)}:{slurm_.ctld_port(subnet)})")
             slurm_.start_munged(folder, cluster, record)
             slurm_.start_slurmctld(folder, cluster, record)
         for node in nodes:
             mount_overlay(node)
             record()
-            boot(node, slurm_.node_binds(folder, node) if slurm else ())
+            boot(node, slurm_.node_binds(folder, node) if slurm else (), controllers)
             record()
         say("booting " + ", ".join(n.name for n in nodes))
         with ThreadPoolExecutor(max_workers=len(nodes)) as pool:

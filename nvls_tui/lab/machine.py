@@ -88,8 +88,9 @@ def mount_overlay(node: LabNode) -> None:
     run(["mount", "-t", "overlay", "overlay", "-o", options, str(node.root)])
 
 
-def _cgroup_roots() -> list[tuple[Path, str]]:
-    """``(mount point, this process's path in it)`` of the unified and the name=systemd hierarchies."""
+def _cgroup_roots(v1: Sequence[str] = ()) -> list[tuple[Path, str]]:
+    """``(mount point, this process's path in it)`` of the unified and the name=systemd hierarchies, and
+    of the v1 hierarchy of each controller in ``v1`` that the host mounts."""
     mine = {}
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _id, controllers, path = line.split(":", 2)
@@ -97,26 +98,50 @@ def _cgroup_roots() -> list[tuple[Path, str]]:
     roots = []
     for line in Path("/proc/self/mounts").read_text().splitlines():
         fields = line.split()
+        options = fields[3].split(",") if len(fields) > 3 else []
         if fields[2] == "cgroup2" and "" in mine:
             roots.append((Path(fields[1]), mine[""]))
-        elif fields[2] == "cgroup" and "name=systemd" in fields[3].split(",") and "name=systemd" in mine:
+        elif fields[2] == "cgroup" and "name=systemd" in options and "name=systemd" in mine:
             roots.append((Path(fields[1]), mine["name=systemd"]))
+        elif fields[2] == "cgroup":
+            # A hierarchy is named in /proc/self/cgroup by all its controllers ("cpu,cpuacct").
+            key = next((k for k in mine if k and set(k.split(",")) <= set(options)), None)
+            if key is not None and any(c in key.split(",") for c in v1):
+                roots.append((Path(fields[1]), mine[key]))
     return roots
 
 
-def make_cgroups(name: str) -> list[str]:
-    """A cgroup of the node's own in each hierarchy systemd uses.
+def v1_controllers() -> list[str]:
+    """The cgroup v1 controllers this host mounts (each in a hierarchy of its own or shared), from
+    ``/proc/self/cgroup``: empty on a host with the unified hierarchy only."""
+    found = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _id, controllers, _path = line.split(":", 2)
+        found += [c for c in controllers.split(",") if c and not c.startswith("name=")]
+    return found
+
+
+def make_cgroups(name: str, v1: Sequence[str] = ()) -> list[str]:
+    """A cgroup of the node's own in each hierarchy systemd uses, and in the v1 hierarchy of each
+    controller in ``v1`` (``lab up --slurm``: Slurm's cgroup/v1 tracks jobs there, see
+    :mod:`nvls_tui.lab.slurm`).
 
     Without ``--register`` and with ``--keep-unit``, nspawn keeps the container in the cgroup it was
     started from: two nodes started from one process would share it, and each node's systemd would
     remove the other's unit cgroups (seen: status 219/CGROUP on ``systemctl start``). ``name`` holds the
     node's address too: two labs (the suite's and ``--slurm``'s tests', both with a gpu05) started from
-    one cgroup must not share one either, nor remove each other's at ``down``.
+    one cgroup must not share one either, nor remove each other's at ``down``. The container's cgroup
+    namespace is rooted at these cgroups, so a v1 hierarchy the node mounts shows only its own.
     """
     made = []
-    for mount, path in _cgroup_roots():
-        folder = mount / path.lstrip("/") / f"nvls-lab-{name}"
+    for mount, path in _cgroup_roots(v1):
+        parent = mount / path.lstrip("/")
+        folder = parent / f"nvls-lab-{name}"
         folder.mkdir(exist_ok=True)
+        for knob in ("cpuset.cpus", "cpuset.mems"):
+            # A new v1 cpuset has no CPUs and no memory nodes, and takes no process until given some.
+            if (folder / knob).exists() and not (folder / knob).read_text().strip():
+                (folder / knob).write_text((parent / knob).read_text())
         made.append(str(folder))
     return made
 
@@ -132,10 +157,11 @@ def remove_cgroups(paths: list[str]) -> None:
                 pass
 
 
-def boot(node: LabNode, binds: Sequence[str] = ()) -> None:
+def boot(node: LabNode, binds: Sequence[str] = (), v1: Sequence[str] = ()) -> None:
     """Start the container (systemd as PID 1 into the lab's target); record its PIDs.
 
     ``binds``: more ``--bind``/``--bind-ro`` options (``--slurm``'s conf, key and munge folder).
+    ``v1``: cgroup v1 controllers the node gets a hierarchy of its own in (``--slurm``'s job tracking).
     """
     log = open(Path(node.folder, "console.log"), "wb")  # noqa: SIM115 - nspawn owns it until down
     argv = ["systemd-nspawn", "-q", "-D", str(node.root), "-M", node.name, "--register=no", "--keep-unit",
@@ -144,7 +170,7 @@ def boot(node: LabNode, binds: Sequence[str] = ()) -> None:
     # cgroup v2 only, as on the write-up's Ubuntu 22.04 nodes; a hybrid v1 layout inside the container
     # loses unit cgroups ("Failed to attach to cgroup ...: No such file or directory", status 219).
     env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1"}
-    node.cgroups = make_cgroups(f"{node.name}-{node.address}")
+    node.cgroups = make_cgroups(f"{node.name}-{node.address}", v1)
     procs_files = [Path(c, "cgroup.procs") for c in node.cgroups]
 
     def enter_cgroups() -> None:  # in the child, before exec: nspawn starts inside the node's cgroups

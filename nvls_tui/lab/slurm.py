@@ -10,6 +10,9 @@ Where each daemon runs (the containers share the host's network namespace):
 - ``slurmd -N NAME`` in every node, ``slurmd.service``, on its own port (:func:`node_port`): two
   slurmd in one network namespace cannot share one.
 
+Jobs are tracked by cgroups, as on a real cluster (proctrack/cgroup and task/cgroup, in cgroup v1
+hierarchies of each node's own: see the comment above :func:`host_tracking` for why and how).
+
 ``DIR/slurm.conf`` (and ``DIR/gres.conf``, ``DIR/cgroup.conf``) are bound read-only at the same paths
 inside the nodes, so one file configures all of them; ``/etc/slurm/slurm.conf`` in a node links to it,
 as on a real node.
@@ -29,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from nvls_tui.lab.image import GRES_DEVICE, HOLD, SlurmImage
-from nvls_tui.lab.machine import LabError, LabNode, is_process, reap, stop_process
+from nvls_tui.lab.image import CGROUP_MOUNT, GRES_DEVICE, HOLD, SlurmImage
+from nvls_tui.lab.machine import LabError, LabNode, is_process, node_run, reap, stop_process, v1_controllers
 
 CLUSTER = "nvlslab"
 PARTITION = "gpu"
@@ -128,8 +131,9 @@ def node_binds(folder: Path, node: LabNode) -> list[str]:
             f"--bind={Path(node.folder, 'munge')}:{folder / 'munge'}"]
 
 
-def slurm_conf(folder: Path, nodes: list[LabNode], subnet: int, gpus: int) -> str:
-    """``DIR/slurm.conf`` (pure): the lab's cluster, one partition of every node, no accounting."""
+def slurm_conf(folder: Path, nodes: list[LabNode], subnet: int, gpus: int, tracking: str) -> str:
+    """``DIR/slurm.conf`` (pure): the lab's cluster, one partition of every node, no accounting;
+    jobs tracked as ``tracking`` says (:data:`TRACKING_LINES`)."""
     state = folder / "slurm"
     cpus = os.cpu_count() or 1
     lines = [
@@ -150,10 +154,7 @@ def slurm_conf(folder: Path, nodes: list[LabNode], subnet: int, gpus: int) -> st
         # Inside each node (its own /run and its own overlay root); slurmd logs to its journal.
         "SlurmdPidFile=/run/slurmd.pid",
         f"SlurmdSpoolDir={SPOOL}",
-        # Job processes are tracked by their parents (cgroup tracking needs systemd's D-Bus scopes
-        # inside the container); no task confinement.
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
+        *TRACKING_LINES[tracking],
         "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none",
         "JobCompType=jobcomp/none",
@@ -181,11 +182,58 @@ def slurm_conf(folder: Path, nodes: list[LabNode], subnet: int, gpus: int) -> st
     return "\n".join(lines) + "\n"
 
 
-CGROUP_CONF = """# nvls-tui lab: slurmd 22.05 loads a cgroup plugin whatever tracks its jobs. Its cgroup/v2 refuses a
-# kernel that also has v1 hierarchies (the containers' /proc/self/cgroup lists the host's); the v1
-# plugin loads, and is never used: jobs are tracked by proctrack/linuxproc, tasks are not confined.
-CgroupPlugin=cgroup/v1
-"""
+JOB_CONTROLLERS = ("freezer", "cpuset")
+"""The v1 controllers a ``--slurm`` node gets a cgroup of its own in (:func:`nvls_tui.lab.machine.make_cgroups`):
+proctrack/cgroup's freezer and task/cgroup's cpuset (ConstrainCores)."""
+TRACKING = ("cgroup", "linuxproc")
+TRACKING_LINES = {
+    "cgroup": ("ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup"),
+    "linuxproc": ("ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none"),
+}
+"""slurm.conf's job tracking: by cgroup, as a real cluster does (``lab up --slurm`` where the host has
+v1 freezer and cpuset hierarchies), or by parent PIDs (elsewhere, and :func:`set_tracking`'s other way:
+what the lab ran before, under which a process that leaves the job's tree outlives ``scancel``)."""
+
+# Why cgroup/v1, and how (findings on a hybrid host, kernel 6.18, systemd 252, slurm-wlm 22.05.8):
+# - cgroup/v2 refuses the node: the container's own /sys/fs/cgroup is pure v2 (nspawn's unified mode),
+#   but /proc/self/cgroup lists every hierarchy of the kernel, and slurmd says
+#   "fatal: Hybrid mode is not supported. Mounted cgroups are: 9:name=systemd:/ ... 0::/system.slice/
+#   slurmd.service". It would also find no controller to enable: the host's v2 has only hugetlb.
+# - cgroup/v1 with proctrack/cgroup at the default /sys/fs/cgroup: "error: cgroup namespace 'freezer' not
+#   mounted. aborting" (that path is the node's cgroup2 mount, with no freezer folder to mount on).
+# - What works: each node starts in a freezer and a cpuset cgroup of its own on the host (the container's
+#   cgroup namespace is rooted there, so it sees only its own), and slurmd mounts those hierarchies itself
+#   under CGROUP_MOUNT (CgroupAutomount). A job's processes are then in .../slurm_NODE/uid_U/job_J/step_S
+#   whatever their parent: a double fork or setsid does not leave the job, and scancel ends them.
+# On a host with the unified hierarchy only there is no v1 freezer to give the nodes: the lab falls back
+# to linuxproc there (untried: slurmd's cgroup/v2 in a container of such a host).
+
+
+def host_tracking() -> str:
+    """The job tracking this host allows the lab: ``cgroup`` where it mounts v1 freezer and cpuset."""
+    have = v1_controllers()
+    return "cgroup" if all(c in have for c in JOB_CONTROLLERS) else "linuxproc"
+
+
+def cgroup_conf(tracking: str) -> str:
+    """``DIR/cgroup.conf``. slurmd 22.05 loads a cgroup plugin whatever tracks its jobs; v1 (see above)."""
+    if tracking == "cgroup":
+        return ("# nvls-tui lab: jobs are tracked in cgroup v1 hierarchies of each node's own, which slurmd\n"
+                "# mounts here (see nvls_tui/lab/slurm.py). Cores are confined; memory and devices are not\n"
+                "# (the lab's GPUs share one device number, and its nodes share the host's memory).\n"
+                f"CgroupPlugin=cgroup/v1\nCgroupMountpoint={CGROUP_MOUNT}\nCgroupAutomount=yes\n"
+                "ConstrainCores=yes\nConstrainRAMSpace=no\nConstrainDevices=no\n")
+    return ("# nvls-tui lab: jobs are tracked by parent PIDs (proctrack/linuxproc); the v1 plugin loads, unused.\n"
+            "CgroupPlugin=cgroup/v1\n")
+
+
+def tracking_of(folder: Path) -> str | None:
+    """The job tracking ``DIR/slurm.conf`` names (``cgroup`` or ``linuxproc``), or None."""
+    try:
+        text = conf_path(folder).read_text()
+    except OSError:
+        return None
+    return next((t for t, lines in TRACKING_LINES.items() if lines[0] in text.splitlines()), None)
 
 
 def gres_conf(gpus: int) -> str:
@@ -229,7 +277,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def write_files(folder: Path, nodes: list[LabNode], subnet: int, gpus: int) -> None:
+def write_files(folder: Path, nodes: list[LabNode], subnet: int, gpus: int, tracking: str) -> None:
     """The key, the conf files and each daemon's folder (before any daemon starts or node boots)."""
     key = folder / "munge.key"
     key.unlink(missing_ok=True)
@@ -240,9 +288,32 @@ def write_files(folder: Path, nodes: list[LabNode], subnet: int, gpus: int) -> N
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, 0o755)
     (folder / "slurm" / "state").mkdir(parents=True, exist_ok=True)
-    conf_path(folder).write_text(slurm_conf(folder, nodes, subnet, gpus))
+    conf_path(folder).write_text(slurm_conf(folder, nodes, subnet, gpus, tracking))
     (folder / "gres.conf").write_text(gres_conf(gpus))
-    (folder / "cgroup.conf").write_text(CGROUP_CONF)
+    (folder / "cgroup.conf").write_text(cgroup_conf(tracking))
+
+
+def set_tracking(folder: Path, nodes: list[LabNode], tracking: str) -> None:
+    """Switch a running lab's job tracking (no job may run): rewrite slurm.conf and cgroup.conf in place
+    (the nodes bind these very files), have slurmctld re-read them, and restart every slurmd (a
+    ProctrackType change needs a restart); returns once every node is idle again.
+
+    Raises:
+        LabError: ``tracking`` is not one this host allows, or a node did not come back.
+    """
+    if tracking not in TRACKING or (tracking == "cgroup" and host_tracking() != "cgroup"):
+        raise LabError(f"job tracking {tracking!r} is not available here (this host allows {host_tracking()})")
+    text = conf_path(folder).read_text()
+    for old, new in zip(TRACKING_LINES[tracking_of(folder) or "linuxproc"], TRACKING_LINES[tracking], strict=True):
+        text = text.replace(old + "\n", new + "\n")
+    for path, body in ((conf_path(folder), text), (folder / "cgroup.conf", cgroup_conf(tracking))):
+        with open(path, "r+") as out:  # in place: a bind mount follows the inode, not the name
+            out.write(body)
+            out.truncate()
+    client(folder, "scontrol", "reconfigure")
+    for node in nodes:
+        node_run(node, "systemctl", "restart", "slurmd.service", timeout=60)
+    wait_idle(folder, [n.name for n in nodes])
 
 
 @dataclass
@@ -423,5 +494,6 @@ def status(folder: Path, lab: SlurmLab) -> SlurmStatus:
 
 __all__ = ["CLUSTER", "FILES", "HOLD", "PARTITION", "SlurmLab", "SlurmStatus", "cancel_jobs", "check_ready",
            "client", "client_env", "conf_path", "ctld_address", "ctld_port", "missing", "munge_socket",
-           "munged_argv", "node_binds", "node_image", "node_port", "node_states", "slurm_conf", "slurmd_argv",
-           "start_munged", "start_slurmctld", "status", "stop", "wait_idle", "write_files"]
+           "munged_argv", "node_binds", "node_image", "node_port", "node_states", "set_tracking", "slurm_conf",
+           "slurmd_argv", "start_munged", "start_slurmctld", "status", "stop", "tracking_of", "wait_idle",
+           "write_files"]

@@ -409,6 +409,128 @@ def test_a_node_slurm_calls_busy_with_no_job_read_is_refused_by_the_headless_rep
         end_jobs(folder, [job])
 
 
+# ---- a job's process that leaves the job's tree (issue 37 item 6) -------------------------------
+ESCAPE = "/usr/local/bin/nvls-lab-hold --daemonize 3; exec sleep 900"
+"""A job whose python daemonizes (double fork, own session) holding /dev/nvidia3, while the script sleeps."""
+
+
+def escaped_holder(folder: Path, job: int) -> int:
+    """The PID of the job's daemonized holder of /dev/nvidia3 (its parent is the node's init)."""
+    def found() -> int:
+        out = ssh(folder, "gpu05", "for p in $(pgrep -x nvls-lab-hold); do echo $p $(ps -o ppid= -p $p); done").stdout
+        pids = [int(w[0]) for w in (line.split() for line in out.splitlines()) if w[1:] == ["1"]]
+        return pids[0] if len(pids) == 1 else 0
+    pid = poll(found, 90, f"job {job}'s holder, daemonized out of its tree")
+    held = ssh(folder, "gpu05", "fuser /dev/nvidia3 2>/dev/null").stdout.split()  # the PIDs (access on stderr)
+    assert str(pid) in held, (pid, held)
+    return pid
+
+
+def holders_of_gpu3(folder: Path) -> list[tuple[int, str]]:
+    """What nvls-tui's check reads as holding gpu05's GPU 3 (its own read, over real SSH)."""
+    (node,) = json.loads(nvls(folder, "check", "--json", "gpu05").stdout)["nodes"]
+    return sorted((h["pid"], h["command"]) for h in node["holders"] if "nvls-lab-hold" in h["command"])
+
+
+def test_a_job_process_that_leaves_the_jobs_tree_is_ended_by_scancel_under_cgroup_tracking(slurm_lab):
+    folder = slurm_lab
+    if lab_slurm.host_tracking() != "cgroup":
+        pytest.skip("this host has no cgroup v1 freezer to give the lab's nodes: the lab tracks jobs by parents")
+    assert lab_slurm.tracking_of(folder) == "cgroup"
+    assert "ProctrackType=proctrack/cgroup" in (folder / "slurm.conf").read_text()
+    poll(lambda: states(folder).get("gpu05") == "idle", 90, "gpu05 idle")
+    job = submit_wrap(folder, "escape", ESCAPE)
+    pid = escaped_holder(folder, job)
+    # Slurm counts the daemonized holder as the job's (it is in the job's freezer cgroup), and nvls-tui
+    # reads it as the job's holder.
+    listed = ssh(folder, "gpu05", f"scontrol listpids {job}").stdout.split()
+    assert str(pid) in listed, listed
+    assert [p for p, _c in holders_of_gpu3(folder)] == [pid]
+
+    assert slurm(folder, "scancel", str(job)).returncode == 0
+    poll(lambda: job_states(folder, [job]) == {}, 90, f"job {job} ended")
+    poll(lambda: ssh(folder, "gpu05", "pgrep -x nvls-lab-hold").stdout.strip() == "", 60, "the escaped holder ended")
+    assert holders_of_gpu3(folder) == []  # nvls-tui's next read finds no holder left
+    poll(lambda: states(folder).get("gpu05") == "idle", 60, "gpu05 idle again")
+    # ... and so does the repair's own read before its reset: nothing of the job's is left to refuse on.
+    repaired = nvls(folder, "repair", "--yes", "--json", "--wait-jobs", "0", "gpu05")
+    (outcome,) = json.loads(repaired.stdout)["nodes"]
+    assert outcome["result"] == "repaired", outcome
+    assert "nvls-lab-hold" not in json.dumps(outcome)
+
+
+def test_under_tracking_by_parents_the_escaped_holder_outlives_scancel_and_the_repair_stops_at_it(slurm_lab):
+    """The lab as it ran before (proctrack/linuxproc): the escape a real cluster's cgroups would catch
+    is left to nvls-tui, whose repair must see the holder and reset nothing."""
+    from nvls_tui.lab.machine import load_state
+    from nvls_tui.runbook.steps import RepairOptions
+
+    folder = slurm_lab
+    nodes = load_state(folder)[1]
+    poll(lambda: states(folder) == {"gpu05": "idle", "gpu06": "idle"}, 90, "both nodes idle")
+    lab_slurm.set_tracking(folder, nodes, "linuxproc")
+    pid = 0
+    try:
+        assert lab_slurm.tracking_of(folder) == "linuxproc"
+        job = submit_wrap(folder, "escape", ESCAPE)
+        pid = escaped_holder(folder, job)
+        assert str(pid) not in ssh(folder, "gpu05", f"scontrol listpids {job}").stdout.split()
+        assert slurm(folder, "scancel", str(job)).returncode == 0
+        poll(lambda: job_states(folder, [job]) == {}, 90, f"job {job} ended")
+        poll(lambda: states(folder).get("gpu05") == "idle", 60, "gpu05 idle in Slurm")
+        # Slurm says the node is free; the holder is still there, and nvls-tui reads it.
+        assert [p for p, _c in holders_of_gpu3(folder)] == [pid]
+        # gpu05's Fabric Manager dies: the node needs the GPU reset that the holder must stop.
+        fm = "nvidia-fabricmanager.service"
+        killed = ssh(folder, "gpu05", f"if systemctl is-active -q {fm}; then systemctl kill -s KILL --kill-whom=main {fm}; fi")
+        assert killed.returncode == 0, killed.stderr
+        poll(lambda: ssh(folder, "gpu05", f"systemctl is-active {fm}").stdout.strip() != "active", 30, "FM dead")
+        # The repair stops what it may, then finds the holder still there at verify-no-holders: it fails
+        # there, resets nothing, and leaves the node drained (waiting 15 s for the holder, not 2 min).
+        outcome = repair_in_process(folder, "gpu05", RepairOptions(holder_timeout=15.0, recheck_transient=False))
+        failed = [st.name for st in outcome.steps if st.status == "failed"]
+        assert outcome.result == "failed" and failed == ["verify-no-holders"], (outcome.result, failed, outcome.message)
+        assert f"1 process still holds /dev/nvidia* after 0:15: {pid} (" in outcome.message, outcome.message
+        assert not any("nvidia-smi -r" in c for st in outcome.steps for c in st.commands)
+        shown = node_line(folder, "gpu05")
+        assert "Reason=nvls-tui: repair failed at verify-no-holders" in shown, shown
+    finally:
+        if pid:
+            ssh(folder, "gpu05", f"kill {pid}")
+            poll(lambda: ssh(folder, "gpu05", "pgrep -x nvls-lab-hold").stdout.strip() == "", 60, "the holder ended")
+        slurm(folder, "scontrol", "update", "NodeName=gpu05", "State=RESUME")
+        lab_slurm.set_tracking(folder, nodes, lab_slurm.host_tracking())
+
+
+def repair_in_process(folder: Path, node: str, options):
+    """One node's repair as the CLI runs it, with ``options`` the CLI does not offer (shorter waits)."""
+    import asyncio
+
+    from nvls_tui.cli import build_parser, build_settings
+    from nvls_tui.runbook import Runbook
+    from nvls_tui.scheduler.slurm import Slurm
+    from nvls_tui.targets import resolve_backends
+
+    args = build_parser().parse_args(["repair", "--ssh-config", str(folder / "ssh_config"), node])
+    (backend,) = resolve_backends(build_settings(args))
+
+    async def run():
+        try:
+            return await Runbook(backend, options, scheduler=Slurm(str(folder / "slurm.conf")).hook(node)).run()
+        finally:
+            await backend.close()
+
+    return asyncio.run(run())
+
+
+def submit_wrap(folder: Path, name: str, script: str) -> int:
+    """A job of one GPU on gpu05 running ``script``."""
+    done = slurm(folder, "sbatch", "--parsable", "-w", "gpu05", "--gres=gpu:1", "-J", name, "-o", "/dev/null",
+                 "--wrap", script)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip().split(";")[0])
+
+
 def test_lab_down_stops_every_slurm_daemon_and_leaves_nothing(slurm_lab):
     folder = slurm_lab
     state = json.loads((folder / "lab.json").read_text())
