@@ -21,10 +21,10 @@ import random
 
 from nvls_tui.audit.log import AuditLog
 from nvls_tui.autopilot.decide import DAY_S, Autopilot, Limits
+from nvls_tui.autopilot.pilot import Pilot
 from nvls_tui.autopilot.policy import Policy
 from nvls_tui.autopilot.state import State, StateStore
 from nvls_tui.backends.simulated import sim_backends
-from nvls_tui.autopilot.pilot import Pilot
 from nvls_tui.headless.check import poll_all
 from nvls_tui.model import NodeState
 from nvls_tui.poll.after_poll import AfterPoll
