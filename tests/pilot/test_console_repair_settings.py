@@ -16,6 +16,8 @@ from nvls_tui.config import ConfigError, parse_config
 from nvls_tui.console.app import NvlsApp
 from nvls_tui.console.screens.plan import PlanScreen
 from nvls_tui.console.widgets.fleet_grid import FleetGrid
+from nvls_tui.runbook.changes import EvictPod, Wait
+from nvls_tui.runbook.kube_waits import BUDGET_LETS
 from nvls_tui.settings import COMMAND_LINE, settings_from
 from tests.waiting import first_poll, wait_until
 
@@ -28,7 +30,8 @@ def console_settings(argv: list[str], config_text: str = ""):
 
 
 async def planned_eviction(settings) -> tuple[str, float]:
-    """The console's plan of gpu06 on sim:k8s-incident: the eviction's plan line, and the plan's wait_pods."""
+    """The console's plan of gpu06 on sim:k8s-incident: the eviction's budget wait as the plan says it (the
+    entry right after the eviction: a typed Wait since the cluster's plan is values), and the plan's wait_pods."""
     app = NvlsApp.from_settings(settings, poll_process=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await first_poll(app, timeout=30)
@@ -40,9 +43,11 @@ async def planned_eviction(settings) -> tuple[str, float]:
                          "the dry run of gpu06")
         screen = app.screen
         assert isinstance(screen, PlanScreen) and screen.options is not None
-        lines = [c for step in screen.outcomes["gpu06"].steps for c in step.commands]
-        eviction = next(line for line in lines if "/eviction" in line)
-        return eviction, screen.options.wait_pods
+        entries = [e for step in screen.outcomes["gpu06"].steps for e in step.entries]
+        at = next(i for i, e in enumerate(entries) if isinstance(e, EvictPod))
+        wait = entries[at + 1]
+        assert isinstance(wait, Wait) and wait.until == BUDGET_LETS
+        return " ".join(wait.lines), screen.options.wait_pods
 
 
 @pytest.mark.parametrize(("argv", "config_text"), [
@@ -53,7 +58,7 @@ async def planned_eviction(settings) -> tuple[str, float]:
 async def test_a_console_repair_on_kubernetes_waits_for_the_disruption_budget_as_told(argv, config_text):
     eviction, wait_pods = await planned_eviction(console_settings([*argv, "sim:k8s-incident"], config_text))
     assert wait_pods == 45.0
-    assert "retried for 45 s, then the repair is refused" in eviction
+    assert "for up to 45 s; else the repair is refused" in eviction
 
 
 def test_the_repair_table_fills_what_the_command_line_left_and_says_where_each_came_from():
