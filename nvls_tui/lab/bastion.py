@@ -132,16 +132,18 @@ def slurm_binds(folder: Path) -> list[str]:
     return [f"--bind={folder / 'munge'}:{MUNGE_RUN}"]
 
 
-def drop_in(argv: Sequence[str], *, user: str | None = None) -> str:
+def drop_in(argv: Sequence[str], *, user: str | None = None, binds: Sequence[str] = ()) -> str:
     """An operator's drop-in for the unit: its ``ExecStart`` (the autopilot's targets and options) and, where
     given, the ``User=`` it runs as.
 
     ``ExecStart=`` is emptied first, as systemd asks of a drop-in that replaces a simple service's command.
+    ``binds``: folders the service reads that its private ``/tmp`` would hide (:func:`hidden_by_private_tmp`).
     """
     lines = ["# nvls-tui lab: the operator's settings for this bastion (the unit file itself is the project's)",
              "[Service]"]
     if user is not None:
         lines.append(f"User={user}")
+    lines += [f"BindReadOnlyPaths={_systemd_word(b)}" for b in binds]
     lines += ["ExecStart=", "ExecStart=" + " ".join(_systemd_word(w) for w in [NVLS_TUI, "autopilot", *argv])]
     return "\n".join(lines) + "\n"
 
@@ -154,15 +156,33 @@ def _systemd_word(word: str) -> str:
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def hidden_by_private_tmp(paths: Sequence[str]) -> list[str]:
+    """Those of ``paths`` under ``/tmp``: the lab's nvls-tui is the host's tree and venv bound in, and a fresh
+    clone under /tmp (as CI makes one) is hidden from the service by the unit's ``PrivateTmp=yes`` (it exited
+    127: its interpreter not found). The drop-in binds them back in, read-only, as systemd allows beside a
+    private /tmp; the unit's own hardening stays."""
+    out: list[str] = []
+    for path in paths:
+        resolved = str(Path(path).resolve())
+        if (resolved == "/tmp" or resolved.startswith("/tmp/")) and resolved not in out:
+            out.append(resolved)
+    return out
+
+
 def configure_autopilot(bastion: LabNode, argv: Sequence[str], *, user: str | None = None) -> None:
     """Write the operator's drop-in and reload systemd (the unit is not started: ``systemctl start`` is the
     caller's, as an operator's)."""
+    import sys
+
+    import nvls_tui
+
     path = Path(bastion.root, DROP_IN.lstrip("/"))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(drop_in(argv, user=user))
+    project = str(Path(nvls_tui.__file__).resolve().parents[1])
+    path.write_text(drop_in(argv, user=user, binds=hidden_by_private_tmp([project, sys.prefix])))
     node_run(bastion, "systemctl", "daemon-reload")
 
 
 __all__ = ["DROP_IN", "KEY", "KNOWN_HOSTS", "NAME", "NVLS_TUI", "SSH_CONFIG", "STATE_DIR", "UNIT", "address",
-           "configure_autopilot", "drop_in", "files", "slurm_binds", "slurm_files", "ssh_config", "target_unit",
+           "configure_autopilot", "drop_in", "files", "hidden_by_private_tmp", "slurm_binds", "slurm_files", "ssh_config", "target_unit",
            "unit_source"]

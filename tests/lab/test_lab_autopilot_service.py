@@ -193,7 +193,7 @@ def test_the_breaker_trips_at_its_bound_the_repair_before_it_restores_and_resume
     # The bound is 1 repair in the window: the second node, in the same round, trips the breaker instead.
     assert any(action(r, other, "skip", "breaker") and r["round"] == first["round"]
                and "tripped the breaker" in r["message"] for r in service.records())
-    assert tripped["round"] == first["round"] and "reached the bound of 1" in tripped["message"]
+    assert tripped["round"] == first["round"] and "past the bound of 1" in tripped["message"]
 
     # The repair chosen before the trip runs to its end while the breaker is tripped: restore, Slurm resume.
     done = wait_for(service, f"{repaired}'s repair to end", lambda r: r.get("node") == repaired

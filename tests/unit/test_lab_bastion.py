@@ -60,3 +60,12 @@ def test_the_bastions_slurm_configuration_names_the_munge_socket_where_the_servi
     (lab / "slurm.conf").write_text("ClusterName=other\n")
     with pytest.raises(LabError, match="munge socket"):
         bastion.slurm_files(lab)
+
+
+def test_a_project_under_tmp_is_bound_back_in_beside_the_units_private_tmp():
+    """A fresh clone under /tmp (CI's) was hidden from the service by the unit's PrivateTmp=yes: it exited 127."""
+    assert bastion.hidden_by_private_tmp(["/tmp/ci/main", "/tmp/ci/main/.venv", "/work/main", "/tmp"]) == [
+        "/tmp/ci/main", "/tmp/ci/main/.venv", "/tmp"]
+    text = bastion.drop_in(["gpu05"], binds=["/tmp/ci/main"])
+    assert "BindReadOnlyPaths=/tmp/ci/main" in text.splitlines()
+    assert "PrivateTmp" not in text  # the unit's own hardening stays
