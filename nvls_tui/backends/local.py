@@ -46,8 +46,14 @@ from nvls_tui.poll.fm_journal import over_bound
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import (
+    JOURNAL_SECTIONS,
     SECTIONS,
-    not_run,
+    fm_log_no_journal,
+    fm_log_not_run,
+    fm_unit_absent,
+    journal_absent,
+    journal_hung,
+    journal_not_run,
 )
 from nvls_tui.textsafe import clean, clean_line
 
@@ -391,8 +397,15 @@ class LocalBackend(Backend):
         for section in SECTIONS:
             if section.name in ("gpus", "holders"):
                 continue
-            if (skipped := not_run(section.name, sections)) is not None:
-                sections[section.name] = skipped  # as the remote script: not asked (probe.not_run says why)
+            if section.name in JOURNAL_SECTIONS and (hung := journal_hung(sections)) is not None:
+                # A journalctl of this poll timed out: the next would wait out another --timeout (issue 25).
+                sections[section.name] = journal_not_run(section.name, hung)
+                continue
+            if section.name == "fm_log" and fm_unit_absent(sections.get("units")):
+                sections[section.name] = fm_log_not_run()  # as the remote script: systemd has no FM unit
+                continue
+            if section.name == "fm_log" and journal_absent(sections):
+                sections[section.name] = fm_log_no_journal()  # as the remote script: no journal at all
                 continue
             asked = self.kernel_tail.cursor
             argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv

@@ -35,11 +35,17 @@ from nvls_tui.poll.evidence import TIMED_OUT_STATUS
 from nvls_tui.poll.kernel_tail import KernelTail
 from nvls_tui.poll.once import ProbeReading
 from nvls_tui.poll.probe import (
+    JOURNAL_SECTIONS,
     PICK,
     QUICK,
     SECTIONS,
     cgroup_argv,
-    not_run,
+    fm_log_no_journal,
+    fm_log_not_run,
+    fm_unit_absent,
+    journal_absent,
+    journal_hung,
+    journal_not_run,
     parents_from,
     ppid_argv,
     ps_argv,
@@ -236,8 +242,14 @@ class SimulatedBackend(Backend):
         """The probe's sections, read one command at a time as the remote script runs them."""
         sections: dict[str, CommandResult] = {}
         for section in SECTIONS:
-            if (skipped := not_run(section.name, sections)) is not None:
-                sections[section.name] = skipped  # as the remote script: not asked (probe.not_run says why)
+            if section.name in JOURNAL_SECTIONS and (hung := journal_hung(sections)) is not None:
+                sections[section.name] = journal_not_run(section.name, hung)  # as the script: not asked again
+                continue
+            if section.name == "fm_log" and fm_unit_absent(sections.get("units")):
+                sections[section.name] = fm_log_not_run()  # as the script: no FM unit, no journal to read
+                continue
+            if section.name == "fm_log" and journal_absent(sections):
+                sections[section.name] = fm_log_no_journal()  # as the script: the node has no journal at all
                 continue
             asked = self.kernel_tail.cursor
             argv = self.kernel_tail.argv() if section.name == "kernel" else section.argv

@@ -312,20 +312,6 @@ def fm_log_not_run() -> CommandResult:
     return CommandResult(section_argv("fm_log"), 0, FM_LOG_NOT_RUN_LINE + "\n")
 
 
-def not_run(name: str, sections: Mapping[str, CommandResult]) -> CommandResult | None:
-    """What the script answers for section ``name`` without running it, given the sections read before it:
-    a journal section after a journalctl of this poll hung (the next would wait out another timeout), FM's
-    journal where systemd has no FM unit or the node has no journal at all; None where the section runs.
-    The in-process backends (local, simulated) ask this so that they skip what the remote script skips."""
-    if name in JOURNAL_SECTIONS and (hung := journal_hung(sections)) is not None:
-        return journal_not_run(name, hung)
-    if name == "fm_log" and fm_unit_absent(sections.get("units")):
-        return fm_log_not_run()
-    if name == "fm_log" and journal_absent(sections):
-        return fm_log_no_journal()
-    return None
-
-
 def journal_hung_in(result: CommandResult | None) -> str | None:
     """The section where journalctl hung, when ``result`` is a journal section the poll did not run for
     that reason (:data:`JOURNAL_HUNG_LINE`); else None."""
@@ -402,7 +388,6 @@ __all__ = [
     "fm_log_not_run",
     "journal_absent",
     "fm_unit_absent",
-    "not_run",
     "journal_hung",
     "journal_hung_in",
     "journal_not_run",
