@@ -280,20 +280,28 @@ def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
     failed``), each an event of code :data:`UNREAD` with its time stamp. The indented lines of a record whose
     head a rule reads are read with it."""
     out: list[KernelEvent] = []
-    head_read = False
+    head: str | None = None  # the record's first line: classified only when a later line of it needs that
+    head_read: bool | None = False
     for raw in _each_line(text):
         line = raw.strip()
         if not line:
             continue
-        if raw[:1] in (" ", "\t") and _timestamp(line) is None:
-            if head_read:
-                continue  # a later line of a record a rule read
+        continuation = raw[:1] in (" ", "\t") and _timestamp(line) is None
+        if not continuation:
+            head, head_read = line, None
+        # Most lines say nothing wrong: that test first, and the rules (many patterns) only for the rest.
+        if not nvidia_error_line(line):
+            continue
+        if continuation:
+            if head_read is None:
+                head_read = head is not None and classify_kernel_line(head) is not None
+            if head_read or classify_kernel_line(line) is not None:
+                continue  # a later line of a record a rule read, or one a rule reads itself
         else:
             head_read = classify_kernel_line(line) is not None
             if head_read:
                 continue
-        if nvidia_error_line(line) and classify_kernel_line(line) is None:
-            out.append(KernelEvent(code=UNREAD, line=line, timestamp=_timestamp(line)))
+        out.append(KernelEvent(code=UNREAD, line=line, timestamp=_timestamp(line)))
     return tuple(out)
 
 

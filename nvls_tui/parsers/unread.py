@@ -18,11 +18,25 @@ _SOURCE = re.compile(
     r"|nv-fabricmanager|nvidia-fabricmanager|\bNCCL (?:WARN|ERROR)\b|\bNVSHMEM\b|\bnvshmem\w*|\bDCGM\b|\bdcgm\w*"
     # NVLSM, the NVLink subnet manager FM starts on NVLink 5 boards, logs as "nvlsm: ..." (under Talos's wrapper)
     r"|nv-hostengine|\bnvlsm: ")
-# Words that say something went wrong (an Xid or SXid line is a report of one whatever its words).
-_ERROR = re.compile(
-    r"\b(?:errors?|fail(?:ed|ure|s|ing)?|fatal|timed? ?out|timeout|unable|cannot|can't|could not|not responding"
-    r"|corrupt\w*|lost|abort(?:ed|ing)?|uncorrect\w*|unrecover\w*|exception|panic|refused|denied|kill(?:ed|ing)"
-    r"|assert(?:ion)?)\b|\bNV_ERR_[A-Z0-9_]+|\bS?Xid \(", re.IGNORECASE)
+# Words that say something went wrong (an Xid or SXid line is a report of one whatever its words), each with a
+# literal that every match of it contains in lower case (tests/unit/test_unread_anchors.py holds that, word by
+# word): a line holding none of them cannot match, and a few substring tests cost far less than the case-blind
+# pattern on a line that does not match (most lines), which made this the largest part of a fresh poll's
+# bastion CPU (docs/performance.md, 2026-12-07).
+ERROR_WORDS = (
+    ("error", r"errors?"), ("fail", r"fail(?:ed|ure|s|ing)?"), ("fatal", r"fatal"), ("time", r"timed? ?out|timeout"),
+    ("unable", r"unable"), ("cannot", r"cannot"), ("can't", r"can't"), ("could not", r"could not"),
+    ("not responding", r"not responding"), ("corrupt", r"corrupt\w*"), ("lost", r"lost"),
+    ("abort", r"abort(?:ed|ing)?"), ("uncorrect", r"uncorrect\w*"), ("unrecover", r"unrecover\w*"),
+    ("exception", r"exception"), ("panic", r"panic"), ("refused", r"refused"), ("denied", r"denied"),
+    ("kill", r"kill(?:ed|ing)"), ("assert", r"assert(?:ion)?"),
+)
+#: The words after the ``\b(?:...)\b`` group, each with its literal as above.
+ERROR_CODES = (("nv_err_", r"\bNV_ERR_[A-Z0-9_]+"), ("xid (", r"\bS?Xid \("))
+_ERROR = re.compile(r"\b(?:" + "|".join(w for _, w in ERROR_WORDS) + r")\b|" + "|".join(w for _, w in ERROR_CODES),
+                    re.IGNORECASE)
+# One search of the literals, in lower case, costs less than a test of each in turn.
+_ERROR_ANCHORS = re.compile("|".join(re.escape(a) for a, _ in (*ERROR_WORDS, *ERROR_CODES)))
 # An NCCL INFO line may say "error" in passing (a fallback it took): NCCL's own level says it is no error.
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 # The kernel's own notices about a module it loads (an unsigned DKMS build taints the kernel): no fault.
@@ -32,10 +46,19 @@ QUOTED = 3
 LINE_MAX = 200
 
 
+def might_say_wrong(line: str) -> bool:
+    """False only where ``line`` cannot hold one of the words :func:`says_wrong` looks for: an ASCII line without
+    any of their literals (a line with other characters is left to the pattern, whose case-blind matching knows
+    more equivalences than ``str.lower``)."""
+    if not line.isascii():
+        return True
+    return _ERROR_ANCHORS.search(line.lower()) is not None
+
+
 def nvidia_error_line(line: str) -> bool:
     """Whether ``line`` is NVIDIA's stack saying something went wrong (see the module's words)."""
-    return (bool(_SOURCE.search(line)) and bool(_ERROR.search(line)) and not _NCCL_INFO.search(line)
-            and not _KERNEL_NOTICE.search(line))
+    return (might_say_wrong(line) and bool(_ERROR.search(line)) and bool(_SOURCE.search(line))
+            and not _NCCL_INFO.search(line) and not _KERNEL_NOTICE.search(line))
 
 
 def quote(line: str) -> str:
@@ -50,4 +73,5 @@ def says_wrong(line: str) -> bool:
     return bool(_ERROR.search(line))
 
 
-__all__ = ["LINE_MAX", "QUOTED", "nvidia_error_line", "quote", "says_wrong"]
+__all__ = ["ERROR_CODES", "ERROR_WORDS", "LINE_MAX", "QUOTED", "might_say_wrong", "nvidia_error_line", "quote",
+           "says_wrong"]
