@@ -84,6 +84,16 @@ _MAYBE = re.compile(rf"out of sync|not loaded|xid \(|NV_ERR_|fallen off the bus|
 _SCAN = re.compile(rf"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\((?:{_NUMBERS_ANY_CASE})\)|"
                    r"failed with status 0x|[Nn][Vv][Ll]ink|RmInitAdapter failed|rm_init_adapter(?:\(\d+\))? failed|"
                    + _FAILURE_WORDS.pattern)
+# A literal, in lower case, that every match of each of _SCAN's words contains (tests/unit/test_unread_fast_path.py
+# holds it): one search for these in the lower-cased log finds the lines worth the pattern, at a fraction of the
+# pattern's own cost over the whole log (a fresh poll's largest bastion cost, docs/performance.md 2026-12-07).
+_SCAN_ANCHORS = re.compile("|".join(re.escape(a) for a in (
+    "out of sync", "not loaded", "xid (", "nv_err_", "fallen off the bus", "(0x000000", "failed with status 0x",
+    "nvlink", "rminitadapter failed", "rm_init_adapter", "fsp boot cmds failed", "rm cannot boot",
+    "fsp response reported error", "installed in this system is not supported by", "probe with driver nvidia failed",
+    "nvidia probe routine failed", "none of the nvidia devices were initialized", "api mismatch",
+    "heartbeat timed out", "gsp timeout", "waiting for rpc response from gpu", "kflcncoredump",
+    "failed to insert module 'nvidia", "modprobe nvidia")))
 # The opening line of the driver's split "fallen off the bus" message (one printk per line).
 _SPLIT_OPEN = re.compile(r"NVRM: The NVIDIA GPU [0-9A-Fa-f:.]+\s*$")
 _SPLIT_MORE = re.compile(r"^NVRM: (?:\(PCI ID|installed in this system|fallen off the bus)")
@@ -158,11 +168,30 @@ def join_record(lines: list[str]) -> str:
     return " ".join([head, *(r[len("NVRM:"):].strip() if r.startswith("NVRM:") else r for r in rest)])
 
 
+def _scan(text: str) -> Iterator[re.Match[str]]:
+    """The first match of :data:`_SCAN` on each line of ``text`` that has one, in order (what ``_SCAN.finditer``
+    gives, less the later matches of a line, which the caller skips: no word of it spans a line). Only the lines
+    that hold one of :data:`_SCAN_ANCHORS` are searched; a text that is not ASCII is searched whole, as before
+    (lower-casing it could move its characters)."""
+    if not text.isascii():
+        yield from _SCAN.finditer(text)
+        return
+    line_end = -1
+    for anchor in _SCAN_ANCHORS.finditer(text.lower()):
+        if anchor.start() < line_end:
+            continue  # a line already searched
+        start = text.rfind("\n", 0, anchor.start()) + 1
+        line_end = text.find("\n", anchor.start())
+        line_end = len(text) if line_end < 0 else line_end
+        if m := _SCAN.search(text, start, line_end):
+            yield m
+
+
 def _candidate_lines(text: str):
     """The records of ``text`` that contain a word worth classifying, each once, in order, joined into
     one line each (see :func:`join_record`)."""
     done = -1
-    for m in _SCAN.finditer(text):
+    for m in _scan(text):
         if m.start() < done:
             continue  # inside the record just given
         start = text.rfind("\n", 0, m.start()) + 1

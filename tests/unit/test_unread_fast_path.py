@@ -16,6 +16,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nvls_tui.parsers import kernel_log
 from nvls_tui.parsers.kernel_log import (
     UNREAD,
     KernelEvent,
@@ -97,3 +98,37 @@ def test_the_fast_reader_reads_what_the_plain_one_read_on_every_real_log():
     for path in sorted([*(TESTS / "corpus").rglob("*.txt"), *(TESTS / "fixtures").rglob("*.txt")]):
         text = path.read_text(errors="replace")
         assert unread_kernel_lines(text) == _reference(text), path
+
+
+def _reference_candidates(text: str) -> list[str]:
+    """The records the rules are run on, found as before the fast path: the pattern over the whole log."""
+    out, done = [], -1
+    for m in kernel_log._SCAN.finditer(text):
+        if m.start() < done:
+            continue
+        start, end = kernel_log._record_bounds(text, text.rfind("\n", 0, m.start()) + 1)
+        done = end
+        body = text[start:min(end, len(text))].rstrip("\n")
+        out.append(body if "\n" not in body else kernel_log.join_record(body.split("\n")))
+    return out
+
+
+@given(st.from_regex(kernel_log._SCAN))
+@settings(max_examples=500)
+def test_every_match_of_the_scan_holds_one_of_its_literals(text):
+    match = kernel_log._SCAN.search(text)
+    assert match is not None
+    assert kernel_log._SCAN_ANCHORS.search(match.group(0).lower())
+
+
+@given(st.lists(st.tuples(_INDENTS, st.sampled_from(REAL)), min_size=1, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_the_scan_finds_the_records_the_whole_log_pattern_found(rows):
+    text = "\n".join(indent + line for indent, line in rows) + "\n"
+    assert list(kernel_log._candidate_lines(text)) == _reference_candidates(text)
+
+
+def test_the_scan_finds_the_records_the_whole_log_pattern_found_on_every_real_log():
+    for path in sorted([*(TESTS / "corpus").rglob("*.txt"), *(TESTS / "fixtures").rglob("*.txt")]):
+        text = path.read_text(errors="replace")
+        assert list(kernel_log._candidate_lines(text)) == _reference_candidates(text), path
