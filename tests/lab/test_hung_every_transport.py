@@ -12,7 +12,6 @@ the slack scales with the machine's load, ``tests/waiting.scaled``).
 
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -24,7 +23,6 @@ from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.poll.evidence import TIMED_OUT
 from nvls_tui.poll.once import poll_deadline, poll_once
-from tests.conftest import TEST_SUBNET
 from tests.sshd_rig import find_sshd
 from tests.waiting import scaled
 
@@ -32,8 +30,6 @@ TIMEOUT = 5.0
 """``--timeout`` for every transport: a hung command is cut off after it."""
 SLACK = 2.5
 """Seconds a hung poll may take beyond healthy + TIMEOUT (before the load scaling): process start-up."""
-LAB_SUBNET = TEST_SUBNET + 4
-"""127.0.10.x (and Slurm's ports of that subnet): no other test's lab uses them."""
 LAB_NODES = ["gpu07", "gpu08"]
 
 Poll = Callable[[str], Awaitable[NodeState]]
@@ -101,21 +97,9 @@ def srun_lab(tmp_path_factory):
     """Two lab nodes acting ``healthy`` under the lab's real Slurm; the first one's nvidia-smi hangs."""
     import subprocess
 
-    from nvls_tui.lab import lifecycle
-    from nvls_tui.lab import slurm as lab_slurm
-    from nvls_tui.lab.machine import missing_requirements, owner_alive
+    from tests.lab.own_lab import own_lab
 
-    problem = missing_requirements() or lab_slurm.missing()
-    if problem:
-        pytest.skip(f"no Slurm lab here: {problem} (scripts/system-deps.sh installs what it needs)")
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/hunglab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/hunglab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("hunglab")
-    lifecycle.up(folder, LAB_NODES, "healthy", say=lambda _t: None, subnet=LAB_SUBNET, slurm=True)
-    try:
+    with own_lab(tmp_path_factory, "hunglab", LAB_NODES, "healthy", slurm=True) as (folder, _nodes):
         # On the node, as an operator's wedged driver would leave it: nvidia-smi never returns.
         wedge = ("mv /usr/bin/nvidia-smi /usr/bin/nvidia-smi.sim && printf '#!/bin/sh\\nexec sleep 600\\n' "
                  "> /usr/bin/nvidia-smi && chmod 755 /usr/bin/nvidia-smi")
@@ -123,8 +107,6 @@ def srun_lab(tmp_path_factory):
                               text=True, timeout=scaled(60), check=False)
         assert done.returncode == 0, done.stderr
         yield folder
-    finally:
-        lifecycle.down(folder, say=lambda _t: None)
 
 
 def srun_poll(folder: Path) -> Poll:
@@ -147,7 +129,7 @@ def srun_poll(folder: Path) -> Poll:
     "simulated",
     pytest.param("ssh", marks=[pytest.mark.ssh,
                                pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]),
-    pytest.param("srun-lab", marks=[pytest.mark.lab, pytest.mark.xdist_group("lab")]),
+    pytest.param("srun-lab", marks=[pytest.mark.lab, pytest.mark.xdist_group("lab-hung")]),
 ])
 def transport(request, monkeypatch) -> Poll:
     if request.param == "local":
