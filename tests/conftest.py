@@ -36,9 +36,10 @@ def _weight(marks: set[str]) -> int:
     return 2
 
 
-SHARED_LABS = {"lab": "lab"}
-"""``{fixture: xdist group}``: the labs booted once for the tests of several files, each by the one worker that
-runs its group. The other lab tests boot a lab of their file's own, in a group of their own (``lab-<name>``)."""
+SHARED_LABS = {"lab": "lab", "healthy_lab": "lab-healthy"}
+"""``{fixture: xdist group}``: the labs booted once for the tests of several files (tests/lab/conftest.py), each
+by the one worker that runs its group. The other lab tests boot a lab of their file's own, in a group of their
+own (``lab-<name>``)."""
 
 
 def lab_group_problem(marks: set[str], groups: set[str], fixtures: set[str]) -> str | None:
@@ -190,17 +191,3 @@ def rigs(tmp_path):
 TEST_SUBNET = 6
 """The test suite's lab listens on 127.0.6.x: never on an operator's own lab (127.0.5.x). Every other lab of
 the suite has a subnet of its own too (tests/lab/own_lab.py, ``SUBNETS``)."""
-
-
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    """Two lab nodes (gpu05, gpu06) acting the seed incident: ``(folder, {name: LabNode})``.
-
-    Booted once per session by the one worker that runs the xdist group ``lab`` (every test that takes this
-    fixture is in it: :func:`lab_group_problem`; a second worker booting it would meet the first one's
-    addresses) and torn down at the end by the PIDs, mounts and cgroups ``lab.json`` recorded.
-    """
-    from tests.lab.own_lab import own_lab
-
-    with own_lab(tmp_path_factory, "lab", ["gpu05", "gpu06"], "seed-incident") as (folder, nodes):
-        yield folder, {n.name: n for n in nodes}

@@ -1,8 +1,8 @@
 """How a lab test file boots a lab of its own, and where each lab of the suite lives.
 
-The lab tier's files run side by side (one xdist group each, ``lab-<name>``; the session's ``lab`` fixture and
-its users stay in the group ``lab``), so every lab the suite boots must name nothing another lab names while
-both run: its addresses and Slurm's ports come from its subnet (:data:`SUBNETS`, one per lab), its folder from
+The lab tier's files run side by side (one xdist group each, ``lab-<name>``; the shared labs of
+tests/lab/conftest.py have one group each for all their users: ``lab`` and ``lab-healthy``), so every lab the
+suite boots must name nothing another lab names while both run: its addresses and Slurm's ports come from its subnet (:data:`SUBNETS`, one per lab), its folder from
 its prefix (in the worker's own tmp folder), its nodes' machine names and cgroups from their addresses
 (:func:`nvls_tui.lab.machine.machine_name`). tests/unit/test_lab_side_by_side.py holds the table to that.
 """
@@ -17,15 +17,14 @@ from pathlib import Path
 import pytest
 
 SUBNETS = {
-    "lab": 6,  # tests/conftest.py's session lab (gpu05, gpu06: the seed incident)
+    "lab": 6,  # tests/lab/conftest.py's lab (gpu05, gpu06: the seed incident)
     "downlab": 7,  # test_lab.py: lab01, which lab down leaves nothing of
     "slurmlab": 8,
     "h200lab": 9,
-    "hunglab": 10,
+    "healthylab": 10,  # tests/lab/conftest.py's healthy_lab (gpu07, gpu08)
     "ctrlab": 13,
     "nrlab": 15,
     "rotlab": 17,
-    "fmjlab": 19,
     "k8slab": 21,
     "aplab": 25,
 }

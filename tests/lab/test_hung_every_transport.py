@@ -23,6 +23,7 @@ from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.poll.evidence import TIMED_OUT
 from nvls_tui.poll.once import poll_deadline, poll_once
+from tests.lab.conftest import HEALTHY_NODES
 from tests.sshd_rig import find_sshd
 from tests.waiting import scaled
 
@@ -30,7 +31,7 @@ TIMEOUT = 5.0
 """``--timeout`` for every transport: a hung command is cut off after it."""
 SLACK = 2.5
 """Seconds a hung poll may take beyond healthy + TIMEOUT (before the load scaling): process start-up."""
-LAB_NODES = ["gpu07", "gpu08"]
+LAB_NODES = list(HEALTHY_NODES)
 
 Poll = Callable[[str], Awaitable[NodeState]]
 """``poll("hung")`` or ``poll("healthy")``: one poll of that node through the transport under test."""
@@ -93,20 +94,27 @@ def ssh_poll(rigs) -> Poll:
 
 
 @pytest.fixture(scope="module")
-def srun_lab(tmp_path_factory):
-    """Two lab nodes acting ``healthy`` under the lab's real Slurm; the first one's nvidia-smi hangs."""
+def srun_lab(healthy_lab):
+    """The shared healthy lab under the lab's real Slurm (tests/lab/conftest.py); the first node's nvidia-smi
+    hangs while this file runs, and answers again after."""
     import subprocess
 
-    from tests.lab.own_lab import own_lab
+    folder, nodes, slurm = healthy_lab
+    if not slurm:
+        pytest.skip("no Slurm here (scripts/system-deps.sh installs it)")
 
-    with own_lab(tmp_path_factory, "hunglab", LAB_NODES, "healthy", slurm=True) as (folder, _nodes):
-        # On the node, as an operator's wedged driver would leave it: nvidia-smi never returns.
-        wedge = ("mv /usr/bin/nvidia-smi /usr/bin/nvidia-smi.sim && printf '#!/bin/sh\\nexec sleep 600\\n' "
-                 "> /usr/bin/nvidia-smi && chmod 755 /usr/bin/nvidia-smi")
-        done = subprocess.run(["ssh", "-F", str(folder / "ssh_config"), LAB_NODES[0], wedge], capture_output=True,
+    def on_node(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["ssh", "-F", str(folder / "ssh_config"), LAB_NODES[0], command], capture_output=True,
                               text=True, timeout=scaled(60), check=False)
-        assert done.returncode == 0, done.stderr
-        yield folder
+
+    # On the node, as an operator's wedged driver would leave it: nvidia-smi never returns.
+    done = on_node("mv /usr/bin/nvidia-smi /usr/bin/nvidia-smi.sim && printf '#!/bin/sh\\nexec sleep 600\\n' "
+                   "> /usr/bin/nvidia-smi && chmod 755 /usr/bin/nvidia-smi")
+    assert done.returncode == 0, done.stderr
+    yield folder
+    # The lab is shared: the node's own nvidia-smi back, and answering.
+    done = on_node("mv /usr/bin/nvidia-smi.sim /usr/bin/nvidia-smi && nvidia-smi -L")
+    assert done.returncode == 0 and done.stdout.startswith("GPU 0: "), (done.stdout, done.stderr)
 
 
 def srun_poll(folder: Path) -> Poll:
@@ -129,7 +137,7 @@ def srun_poll(folder: Path) -> Poll:
     "simulated",
     pytest.param("ssh", marks=[pytest.mark.ssh,
                                pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]),
-    pytest.param("srun-lab", marks=[pytest.mark.lab, pytest.mark.xdist_group("lab-hung")]),
+    pytest.param("srun-lab", marks=[pytest.mark.lab, pytest.mark.xdist_group("lab-healthy")]),
 ])
 def transport(request, monkeypatch) -> Poll:
     if request.param == "local":
