@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 
 from tests.sshd_rig import SshdRig, find_sshd, node_names
@@ -39,21 +36,53 @@ def _weight(marks: set[str]) -> int:
     return 2
 
 
+SHARED_LABS = {"lab": "lab", "healthy_lab": "lab-healthy"}
+"""``{fixture: xdist group}``: the labs booted once for the tests of several files (tests/lab/conftest.py), each
+by the one worker that runs its group. The other lab tests boot a lab of their file's own, in a group of their
+own (``lab-<name>``)."""
+
+
+def lab_group_problem(marks: set[str], groups: set[str], fixtures: set[str]) -> str | None:
+    """Why a test's xdist group would have two workers boot one lab at once, or None.
+
+    A ``lab`` test names one group, ``lab`` or ``lab-<name>`` (pytest-xdist hands an ungrouped test to any
+    worker, and each worker would boot its module's lab on the same addresses; the lab groups go out first),
+    and a test that takes a shared lab (:data:`SHARED_LABS`, its fixture closure) is in that lab's group.
+    """
+    if "lab" not in marks:
+        return None
+    if len(groups) != 1 or not all(g == "lab" or g.startswith("lab-") for g in groups):
+        return f"a lab test names one xdist group, 'lab' or 'lab-<name>', not {sorted(groups) or 'none'}"
+    for fixture, group in SHARED_LABS.items():
+        if fixture in fixtures and group not in groups:
+            return f"it takes the shared lab {fixture!r}: its xdist group is {group!r}, not {sorted(groups)[0]!r}"
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     """Marks each test with its tiers, then hands out long tests first and short ones last, so that both
     ``pytest -n 2`` workers stay busy to the end.
 
-    ``--dist loadgroup`` hands the lab's group (the largest) to one worker first and every other test out
-    one by one in this order: with the SSH tier's repairs (tens of seconds each) spread through the
+    ``--dist loadgroup`` hands each xdist group to one worker as a whole, the groups with the most tests
+    first (the lab's: ``lab`` and one ``lab-<name>`` per file with a lab of its own, so labs boot side by
+    side; :func:`lab_group_problem` holds every lab test to them), and every other test out one by one in
+    this order: with the SSH tier's repairs (tens of seconds each) spread through the
     alphabet, one worker could run the last of them alone while the other had nothing left. Modules move
     as a whole (a module-scoped fixture is set up once) and keep their order within a weight.
     """
     module_marks: dict[str, set[str]] = {}
+    problems = []
     for item in items:
         marks = _tier_marks(item)
         for name in marks - {m.name for m in item.iter_markers()}:
             item.add_marker(name)
         module_marks.setdefault(item.nodeid.split("::")[0], set()).update(marks)
+        groups = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        problem = lab_group_problem(marks, groups, set(getattr(item, "fixturenames", ())))
+        if problem:
+            problems.append(f"{item.nodeid}: {problem}")
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
     items.sort(key=lambda item: _weight(module_marks[item.nodeid.split("::")[0]]))
 
 
@@ -160,31 +189,5 @@ def rigs(tmp_path):
 
 
 TEST_SUBNET = 6
-"""The test suite's lab listens on 127.0.6.x: never on an operator's own lab (127.0.5.x)."""
-
-
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    """Two lab nodes (gpu05, gpu06) acting the seed incident: ``(folder, {name: LabNode})``.
-
-    Booted once per session (the lab tests share one xdist group, so one worker owns it) and torn
-    down at the end by the PIDs, mounts and cgroups ``lab.json`` recorded.
-    """
-    from nvls_tui.lab import lifecycle
-    from nvls_tui.lab.machine import missing_requirements
-
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    # A test run that was killed (it cannot tear down) leaves its lab on the test addresses: the
-    # lab.json it wrote says exactly what to stop, and whose it was (a running suite's lab is left alone).
-    from nvls_tui.lab.machine import owner_alive
-
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/lab*/lab.json"), *root.glob("pytest-of-*/pytest-*/*/lab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("lab")
-    nodes = lifecycle.up(folder, ["gpu05", "gpu06"], "seed-incident", say=lambda _t: None, subnet=TEST_SUBNET)
-    yield folder, {n.name: n for n in nodes}
-    lifecycle.down(folder, say=lambda _t: None)
+"""The test suite's lab listens on 127.0.6.x: never on an operator's own lab (127.0.5.x). Every other lab of
+the suite has a subnet of its own too (tests/lab/own_lab.py, ``SUBNETS``)."""

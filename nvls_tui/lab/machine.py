@@ -164,9 +164,7 @@ def boot(node: LabNode, binds: Sequence[str] = (), v1: Sequence[str] = ()) -> No
     ``v1``: cgroup v1 controllers the node gets a hierarchy of its own in (``--slurm``'s job tracking).
     """
     log = open(Path(node.folder, "console.log"), "wb")  # noqa: SIM115 - nspawn owns it until down
-    argv = ["systemd-nspawn", "-q", "-D", str(node.root), "-M", node.name, "--register=no", "--keep-unit",
-            "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", *_code_binds(), *binds, "--boot", "--",
-            f"systemd.unit={TARGET}", "systemd.firstboot=off"]
+    argv = nspawn_argv(node, [*_code_binds(), *binds])
     # cgroup v2 only, as on the write-up's Ubuntu 22.04 nodes; a hybrid v1 layout inside the container
     # loses unit cgroups ("Failed to attach to cgroup ...: No such file or directory", status 219).
     env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1"}
@@ -190,6 +188,32 @@ def boot(node: LabNode, binds: Sequence[str] = (), v1: Sequence[str] = ()) -> No
         time.sleep(0.1)
     if not node.leader_pid:
         raise LabError(f"{node.name}: the container's systemd did not start within 60 s")
+
+
+MACHINE_NAME_MAX = 64
+"""The longest machine name systemd-nspawn takes (a host name's limit)."""
+
+
+def machine_name(node: LabNode) -> str:
+    """The node's machine name for systemd-nspawn: its name and its address (``gpu05-127-0-6-10``).
+
+    nspawn keeps host-wide state under the machine name, not under the container's folder: with
+    ``--register=no`` still ``/run/systemd/nspawn/propagate/NAME``, made at start and removed when that
+    container exits. Two labs up at once may both have a gpu05 (the test suite's labs boot side by side),
+    and the first to go down removed the other's folder. A node's address is its own while it runs (its
+    sshd listens there: ``up`` refuses one in use), so a name that holds it is the node's alone. The
+    node's host name stays its own name (``--hostname``): kubelet and Slurm inside know it by that.
+    """
+    suffix = "-" + node.address.replace(".", "-")
+    return node.name[:MACHINE_NAME_MAX - len(suffix)] + suffix
+
+
+def nspawn_argv(node: LabNode, binds: Sequence[str] = ()) -> list[str]:
+    """The systemd-nspawn command that boots ``node`` (systemd as PID 1 into the lab's target), with
+    ``binds`` (more ``--bind``/``--bind-ro`` options) after the node's hardware store."""
+    return ["systemd-nspawn", "-q", "-D", str(node.root), "-M", machine_name(node), f"--hostname={node.name}",
+            "--register=no", "--keep-unit", "--console=passive", f"--bind={node.hw}:/var/lib/nvls-lab", *binds,
+            "--boot", "--", f"systemd.unit={TARGET}", "systemd.firstboot=off"]
 
 
 def _code_binds() -> list[str]:
@@ -386,8 +410,10 @@ def save_state(folder: Path, scenario: str, nodes: list[LabNode], slurm: dict[st
                kube: dict[str, int] | None = None) -> None:
     """Write ``DIR/lab.json``: what ``lab down`` must undo (``slurm``: the host's Slurm daemons, if any;
     ``kube``: the lab's Kubernetes API server, ``{"pid": N}``, if any)."""
-    # owner: the process that made the lab (a test run that was killed leaves a lab whose owner is gone).
-    data: dict[str, object] = {"scenario": scenario, "owner": os.getpid(), "nodes": [asdict(n) for n in nodes]}
+    # owner: the process that made the lab (a test run that was killed leaves a lab whose owner is gone), and
+    # when it started: a PID alone may since name another process (another run's worker, whose labs are live).
+    data: dict[str, object] = {"scenario": scenario, "owner": os.getpid(), "owner_start": process_start(os.getpid()),
+                               "nodes": [asdict(n) for n in nodes]}
     if slurm is not None:
         data["slurm"] = slurm
     if kube is not None:
@@ -424,13 +450,32 @@ def load_kube(folder: Path) -> dict[str, int] | None:
     return data if isinstance(data, dict) else None
 
 
-def owner_alive(folder: Path) -> bool:
-    """True when the process that made the lab in ``folder`` still runs."""
+def process_start(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s 22nd field), or None if it is gone:
+    with the PID, names one process for as long as the machine runs."""
     try:
-        owner = int(json.loads((folder / "lab.json").read_text()).get("owner", 0))
-    except (OSError, ValueError, TypeError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def owner_alive(folder: Path) -> bool:
+    """True when the process that made the lab in ``folder`` still runs (its PID, and where ``lab.json`` says
+    when it started, that start: a reused PID is not the owner).
+
+    Labs boot side by side in the test suite, one xdist worker each: a worker's sweep of a killed run's labs
+    (:func:`nvls_tui.lab.lifecycle.down_abandoned`) asks this of every other worker's lab, which must stay up.
+    """
+    try:
+        data = json.loads((folder / "lab.json").read_text())
+        owner, start = int(data.get("owner", 0)), data.get("owner_start")
+    except (OSError, ValueError, TypeError, AttributeError):
         return False
-    return owner > 0 and Path(f"/proc/{owner}").exists()
+    if owner <= 0:
+        return False
+    now = process_start(owner)
+    return now is not None and (start is None or now == start)
 
 
 def running(node: LabNode) -> bool:

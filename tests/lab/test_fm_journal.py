@@ -481,31 +481,17 @@ async def test_the_node_screen_lists_fm_log_error_like_any_finding():
 
 # -- a lab node: the real systemd, journald and journalctl --------------------------------------------------------
 
-LAB_NODE = "gpu-fmj01"
+LAB_NODE = "gpu08"
+"""The shared healthy lab's node that this file reads (tests/lab/conftest.py): test_hung_every_transport.py wedges
+the other one's nvidia-smi."""
 TEAM_ERROR = "failed to release multicast team with handle 17117060486525261364, cannot find the team"
 
 
 @pytest.fixture(scope="module")
-def fmj_lab(tmp_path_factory):
-    """One healthy lab node of this file's own (127.0.19.x): ``(folder, LabNode)``."""
-    import tempfile
-
-    from nvls_tui.lab import lifecycle
-    from nvls_tui.lab.machine import missing_requirements, owner_alive
-    from tests.conftest import TEST_SUBNET
-
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/fmjlab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/fmjlab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("fmjlab")
-    (node,) = lifecycle.up(folder, [LAB_NODE], "healthy", say=lambda _t: None, subnet=TEST_SUBNET + 13)
-    yield folder, node
-    lifecycle.down(folder, say=lambda _t: None)
+def fmj_lab(healthy_lab):
+    """A healthy lab node, the shared healthy lab's gpu08: ``(folder, LabNode)``."""
+    folder, nodes, _slurm = healthy_lab
+    return folder, nodes[LAB_NODE]
 
 
 def _lab_check(folder: Path) -> dict:
@@ -529,7 +515,7 @@ def _until(what: str, probe, timeout: float = 60.0):
 
 
 @pytest.mark.lab
-@pytest.mark.xdist_group("lab")
+@pytest.mark.xdist_group("lab-healthy")
 def test_check_reads_a_lab_nodes_real_fm_journal_from_the_units_last_start(fmj_lab):
     """The lab's FM unit runs under the node's real systemd 252 and logs to its real journald: check over
     real SSH reads it healthy; FM's team ERROR logged from inside the unit's cgroup (journald files it under the

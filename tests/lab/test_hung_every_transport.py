@@ -12,7 +12,6 @@ the slack scales with the machine's load, ``tests/waiting.scaled``).
 
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -24,7 +23,7 @@ from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.poll.evidence import TIMED_OUT
 from nvls_tui.poll.once import poll_deadline, poll_once
-from tests.conftest import TEST_SUBNET
+from tests.lab.conftest import HEALTHY_NODES
 from tests.sshd_rig import find_sshd
 from tests.waiting import scaled
 
@@ -32,9 +31,7 @@ TIMEOUT = 5.0
 """``--timeout`` for every transport: a hung command is cut off after it."""
 SLACK = 2.5
 """Seconds a hung poll may take beyond healthy + TIMEOUT (before the load scaling): process start-up."""
-LAB_SUBNET = TEST_SUBNET + 4
-"""127.0.10.x (and Slurm's ports of that subnet): no other test's lab uses them."""
-LAB_NODES = ["gpu07", "gpu08"]
+LAB_NODES = list(HEALTHY_NODES)
 
 Poll = Callable[[str], Awaitable[NodeState]]
 """``poll("hung")`` or ``poll("healthy")``: one poll of that node through the transport under test."""
@@ -97,34 +94,27 @@ def ssh_poll(rigs) -> Poll:
 
 
 @pytest.fixture(scope="module")
-def srun_lab(tmp_path_factory):
-    """Two lab nodes acting ``healthy`` under the lab's real Slurm; the first one's nvidia-smi hangs."""
+def srun_lab(healthy_lab):
+    """The shared healthy lab under the lab's real Slurm (tests/lab/conftest.py); the first node's nvidia-smi
+    hangs while this file runs, and answers again after."""
     import subprocess
 
-    from nvls_tui.lab import lifecycle
-    from nvls_tui.lab import slurm as lab_slurm
-    from nvls_tui.lab.machine import missing_requirements, owner_alive
+    folder, nodes, slurm = healthy_lab
+    if not slurm:
+        pytest.skip("no Slurm here (scripts/system-deps.sh installs it)")
 
-    problem = missing_requirements() or lab_slurm.missing()
-    if problem:
-        pytest.skip(f"no Slurm lab here: {problem} (scripts/system-deps.sh installs what it needs)")
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/hunglab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/hunglab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("hunglab")
-    lifecycle.up(folder, LAB_NODES, "healthy", say=lambda _t: None, subnet=LAB_SUBNET, slurm=True)
-    try:
-        # On the node, as an operator's wedged driver would leave it: nvidia-smi never returns.
-        wedge = ("mv /usr/bin/nvidia-smi /usr/bin/nvidia-smi.sim && printf '#!/bin/sh\\nexec sleep 600\\n' "
-                 "> /usr/bin/nvidia-smi && chmod 755 /usr/bin/nvidia-smi")
-        done = subprocess.run(["ssh", "-F", str(folder / "ssh_config"), LAB_NODES[0], wedge], capture_output=True,
+    def on_node(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["ssh", "-F", str(folder / "ssh_config"), LAB_NODES[0], command], capture_output=True,
                               text=True, timeout=scaled(60), check=False)
-        assert done.returncode == 0, done.stderr
-        yield folder
-    finally:
-        lifecycle.down(folder, say=lambda _t: None)
+
+    # On the node, as an operator's wedged driver would leave it: nvidia-smi never returns.
+    done = on_node("mv /usr/bin/nvidia-smi /usr/bin/nvidia-smi.sim && printf '#!/bin/sh\\nexec sleep 600\\n' "
+                   "> /usr/bin/nvidia-smi && chmod 755 /usr/bin/nvidia-smi")
+    assert done.returncode == 0, done.stderr
+    yield folder
+    # The lab is shared: the node's own nvidia-smi back, and answering.
+    done = on_node("mv /usr/bin/nvidia-smi.sim /usr/bin/nvidia-smi && nvidia-smi -L")
+    assert done.returncode == 0 and done.stdout.startswith("GPU 0: "), (done.stdout, done.stderr)
 
 
 def srun_poll(folder: Path) -> Poll:
@@ -147,7 +137,7 @@ def srun_poll(folder: Path) -> Poll:
     "simulated",
     pytest.param("ssh", marks=[pytest.mark.ssh,
                                pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]),
-    pytest.param("srun-lab", marks=[pytest.mark.lab, pytest.mark.xdist_group("lab")]),
+    pytest.param("srun-lab", marks=[pytest.mark.lab, pytest.mark.xdist_group("lab-healthy")]),
 ])
 def transport(request, monkeypatch) -> Poll:
     if request.param == "local":

@@ -1,7 +1,8 @@
 """The lab tier: two lab nodes (real systemd, journald, sshd, processes), booted once, reached over real SSH.
 
-Every test here runs on one xdist worker, in file order (the group ``lab``): the seed incident is read
-first, then repaired, then the nodes are used for what needs a repaired node.
+Every test of the session's lab runs on one xdist worker, in file order (the group ``lab``): the seed incident
+is read first, then repaired, then the nodes are used for what needs a repaired node. The tests of ``lab up``
+and ``lab down`` themselves boot a lab of their own (``lab01``) or none, beside it (the group ``lab-lab01``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from nvls_tui.backends.base import BackendOptions, ProcessChanged, ProcessIdenti
 from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import SshTarget
 from nvls_tui.lab import lifecycle
-from nvls_tui.lab.machine import LabNode, missing_requirements, mounted_under, node_run
-from tests.conftest import LAB_COMMAND_TIMEOUT, TEST_SUBNET
+from nvls_tui.lab.machine import LabNode, machine_name, missing_requirements, mounted_under, node_run
+from tests.conftest import LAB_COMMAND_TIMEOUT
+from tests.lab.own_lab import SUBNETS
 from tests.waiting import scaled
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+pytestmark = pytest.mark.lab
+SESSION_LAB = pytest.mark.xdist_group("lab")
+OWN_LAB = pytest.mark.xdist_group("lab-lab01")
 
 
 
@@ -62,6 +66,7 @@ def is_active(node: LabNode, *units: str) -> list[str]:
     return node_run(node, "systemctl", "is-active", *units, check=False).stdout.split()
 
 
+@SESSION_LAB
 def test_check_reads_the_seed_incident_from_real_systemd_and_real_processes(lab):
     folder, _nodes = lab
     nodes = check_json(folder, "gpu[05-06]")
@@ -88,6 +93,7 @@ def test_check_reads_the_seed_incident_from_real_systemd_and_real_processes(lab)
         assert holders[kind]["pid"] > 1
 
 
+@SESSION_LAB
 def test_a_reset_is_refused_while_a_real_pod_process_holds_a_device(lab):
     _folder, nodes = lab
     done = node_run(nodes["gpu06"], "nvidia-smi", "-r", check=False)
@@ -95,6 +101,7 @@ def test_a_reset_is_refused_while_a_real_pod_process_holds_a_device(lab):
     assert "currently being used by one or more other processes" in done.stdout
 
 
+@SESSION_LAB
 def test_kubelet_recreates_a_killed_pod_with_a_new_pid_in_its_kubepods_slice(lab):
     _folder, nodes = lab
     node = nodes["gpu06"]
@@ -119,6 +126,7 @@ def test_kubelet_recreates_a_killed_pod_with_a_new_pid_in_its_kubepods_slice(lab
     assert "cri-containerd-" in cgroup
 
 
+@SESSION_LAB
 def test_repair_yes_repairs_both_nodes_and_real_systemd_shows_every_unit_back(lab):
     folder, nodes = lab
     done = cli("repair", "--yes", "--json", "--ssh-config", str(folder / "ssh_config"), "gpu[05-06]", timeout=300)
@@ -134,6 +142,7 @@ def test_repair_yes_repairs_both_nodes_and_real_systemd_shows_every_unit_back(la
     assert {h: n["verdict"] for h, n in after.items()} == {"gpu05": "healthy", "gpu06": "healthy"}
 
 
+@SESSION_LAB
 async def test_a_pid_reused_by_another_process_is_not_signalled(lab):
     folder, nodes = lab
     node = nodes["gpu05"]
@@ -164,6 +173,7 @@ async def test_a_pid_reused_by_another_process_is_not_signalled(lab):
         node_run(node, "systemctl", "start", "kubelet")
 
 
+@OWN_LAB
 @pytest.mark.skipif(os.geteuid() != 0, reason="as an ordinary user the first sentence is about root (tested below)")
 def test_lab_up_without_systemd_nspawn_names_the_package_in_one_line(tmp_path):
     bare = tmp_path / "bin"
@@ -196,6 +206,7 @@ raise SystemExit(nvls_tui.cli.main(sys.argv[1:]))
 """
 
 
+@OWN_LAB
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an ordinary user")
 def test_lab_up_as_an_ordinary_user_says_it_needs_root_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-c", _AS_NOBODY, "lab", "up", "--dir", str(tmp_path / "lab")],
@@ -204,14 +215,20 @@ def test_lab_up_as_an_ordinary_user_says_it_needs_root_in_one_line(tmp_path):
     assert done.stderr.strip() == "nvls-tui: lab up needs root: it mounts overlays and boots systemd-nspawn containers"
 
 
+@OWN_LAB
 def test_lab_down_leaves_no_process_mount_or_file_behind(tmp_path):
     problem = missing_requirements()
     if problem:
         pytest.skip(f"the lab cannot boot here: {problem}")
-    folder = tmp_path / "lab"
-    nodes = lifecycle.up(folder, ["lab01"], "healthy", say=lambda _t: None, subnet=TEST_SUBNET + 1)
+    folder = tmp_path / "downlab"
+    nodes = lifecycle.up(folder, ["lab01"], "healthy", say=lambda _t: None, subnet=SUBNETS["downlab"])
     pids = [nodes[0].nspawn_pid, nodes[0].leader_pid]
     assert mounted_under(folder)
+    # What nspawn keeps on the host under the machine's name is this node's alone (another lab may have a
+    # lab01 up at once); inside, the node's host name is its own name.
+    own = Path(NSPAWN_PROPAGATE, machine_name(nodes[0]))
+    assert machine_name(nodes[0]) == f"lab01-{nodes[0].address.replace('.', '-')}" and own.is_dir()
+    assert node_run(nodes[0], "hostname").stdout.strip() == "lab01"
     assert cli("lab", "status", "--dir", str(folder)).stdout.split() == ["lab01", nodes[0].address, "running"]
     done = cli("lab", "down", "--dir", str(folder))
     assert done.returncode == 0, done.stderr
@@ -222,6 +239,11 @@ def test_lab_down_leaves_no_process_mount_or_file_behind(tmp_path):
         time.sleep(0.1)
     assert [p for p in pids if _alive(p)] == []
     assert sorted(p.name for p in folder.iterdir()) == []
+    assert not own.exists()
+
+
+NSPAWN_PROPAGATE = "/run/systemd/nspawn/propagate"
+"""Where systemd-nspawn keeps a folder per machine name while the machine runs, with ``--register=no`` too."""
 
 
 def _alive(pid: int) -> bool:
@@ -232,6 +254,7 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
+@SESSION_LAB
 def test_fm_killed_mid_repair_fails_the_repair_and_still_restores_every_unit(lab):
     folder, nodes = lab
     node = nodes["gpu05"]
@@ -263,6 +286,7 @@ def test_fm_killed_mid_repair_fails_the_repair_and_still_restores_every_unit(lab
     node_run(node, "systemctl", "start", fm)  # leave FM running for the tests after this one
 
 
+@SESSION_LAB
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_console_repairs_a_lab_node_in_a_real_terminal(lab, tmp_path):
     from tests.tmux.test_e2e_tmux import Tmux
@@ -298,6 +322,7 @@ def test_the_console_repairs_a_lab_node_in_a_real_terminal(lab, tmp_path):
     assert is_active(node, "kubelet", "nvidia-dcgm", "nvidia-snapshot.timer", fm) == ["active"] * 4
 
 
+@OWN_LAB
 def test_lab_down_and_up_never_touch_a_folder_that_is_not_a_lab(tmp_path):
     ssh = tmp_path / "dot-ssh"
     ssh.mkdir()

@@ -13,23 +13,19 @@ writes, systemd's and Slurm's own words), with deadlines only.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from nvls_tui.lab import bastion as lab_bastion
-from nvls_tui.lab import lifecycle
-from nvls_tui.lab import slurm as lab_slurm
-from nvls_tui.lab.machine import LabNode, missing_requirements, node_run
-from tests.conftest import LAB_COMMAND_TIMEOUT, TEST_SUBNET
+from nvls_tui.lab.machine import LabNode, node_run
+from tests.conftest import LAB_COMMAND_TIMEOUT
+from tests.lab.own_lab import own_lab
 from tests.lab.test_lab_golden import kill_fm
 from tests.waiting import scaled, until_sync
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab-autopilot")]
 
-SUBNET = TEST_SUBNET + 19
-"""127.0.25.x (and Slurm's ports of that subnet): no other test's lab uses them."""
 NODES = ("gpu05", "gpu06")
 UNIT = lab_bastion.UNIT
 HOSTS_FILE = "/etc/nvls-tui/autopilot-hosts"
@@ -48,15 +44,8 @@ REPAIR_TIMEOUT = 240.0
 @pytest.fixture(scope="module")
 def aplab(tmp_path_factory):
     """``(folder, {name: LabNode})``: gpu05 and gpu06 acting the seed incident, Slurm over them, the bastion."""
-    problem = missing_requirements() or lab_slurm.missing()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/system-deps.sh installs what it needs)")
-    lifecycle.down_abandoned(Path(tempfile.gettempdir()), "aplab")
-    folder = tmp_path_factory.mktemp("aplab")
-    machines = lifecycle.up(folder, list(NODES), "seed-incident", say=lambda _t: None, subnet=SUBNET, slurm=True,
-                            bastion=True)
-    yield folder, {m.name: m for m in machines}
-    lifecycle.down(folder, say=lambda _t: None)
+    with own_lab(tmp_path_factory, "aplab", list(NODES), "seed-incident", slurm=True, bastion=True) as (folder, machines):
+        yield folder, {m.name: m for m in machines}
 
 
 class Service:

@@ -11,41 +11,25 @@ test_lab.py's one-node lab on 127.0.7.x, test_lab_slurm.py's on 127.0.8.x), boot
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from nvls_tui.lab import lifecycle
-from nvls_tui.lab.machine import missing_requirements, node_run, owner_alive
+from nvls_tui.lab.machine import node_run
 from nvls_tui.sim.faults import H200_ABSENT_DEVICES
-from tests.conftest import TEST_SUBNET
+from tests.lab.own_lab import own_lab
 from tests.lab.test_lab import check_json, cli  # the lab's own helpers: the real command line
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab-device-files")]
 
-SUBNET = TEST_SUBNET + 3
-"""127.0.9.x: no other test's lab uses it."""
 NODE = "gpu07"
 
 
 @pytest.fixture(scope="module")
 def h200_lab(tmp_path_factory):
     """One lab node acting ``missing-device-files``: ``(folder, LabNode)``."""
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    # A run that was killed leaves its lab on this file's addresses: its lab.json says what to stop,
-    # and whose it was (a running session's lab is left alone).
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/h200lab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/h200lab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("h200lab")
-    (node,) = lifecycle.up(folder, [NODE], "missing-device-files", say=lambda _t: None, subnet=SUBNET)
-    yield folder, node
-    lifecycle.down(folder, say=lambda _t: None)
+    with own_lab(tmp_path_factory, "h200lab", [NODE], "missing-device-files") as (folder, (node,)):
+        yield folder, node
 
 
 def dev_files(node) -> set[str]:

@@ -12,25 +12,20 @@ this file's own (``ctrlab*`` on 127.0.13.x), booted once.
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from nvls_tui.lab import lifecycle
-from nvls_tui.lab.machine import missing_requirements, node_run, owner_alive
+from nvls_tui.lab.machine import node_run
 from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.sim.base_nodes import pod_uid
 from nvls_tui.sim.faults import DRIVER_POD_ROLE
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.render_system import systemctl
-from tests.conftest import TEST_SUBNET
+from tests.lab.own_lab import own_lab
 from tests.lab.test_lab import check_json, cli  # the lab's own helpers: the real command line
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab-fm-container")]
 
-SUBNET = TEST_SUBNET + 7
-"""127.0.13.x: no other test's lab uses it."""
 NODE = "gpu-ctr01"
 FM = "nvidia-fabricmanager.service"
 MOVE = ("kubectl delete pod -n gpu-operator -l app=nvidia-driver-daemonset "
@@ -40,18 +35,8 @@ MOVE = ("kubectl delete pod -n gpu-operator -l app=nvidia-driver-daemonset "
 @pytest.fixture(scope="module")
 def ctr_lab(tmp_path_factory):
     """One lab node acting ``fm-in-container``: ``(folder, LabNode)``."""
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/ctrlab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/ctrlab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("ctrlab")
-    (node,) = lifecycle.up(folder, [NODE], "fm-in-container", say=lambda _t: None, subnet=SUBNET)
-    yield folder, node
-    lifecycle.down(folder, say=lambda _t: None)
+    with own_lab(tmp_path_factory, "ctrlab", [NODE], "fm-in-container") as (folder, (node,)):
+        yield folder, node
 
 
 def _sim_node():

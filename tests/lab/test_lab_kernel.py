@@ -15,7 +15,6 @@ import json
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,8 @@ import pytest
 from nvls_tui.lab import kernel_log
 from nvls_tui.lab.acts import LATER_KERNEL_LINE
 from nvls_tui.sim.state import LogLine
-from tests.conftest import TEST_SUBNET
+from tests.lab.own_lab import own_lab
 
-SUBNET = TEST_SUBNET + 11
-"""127.0.17.x: no other test's lab uses it."""
 NODE = "gpu-rot01"
 BOOT = 1_786_000_000.0
 OOS = ("NVRM: nvCheckOkFailedNoLog: Check failed: NVLink fabric state cached by the driver is out of sync "
@@ -114,21 +111,8 @@ def test_util_linux_dmesg_reads_the_ring_buffer_file_and_a_wrapped_one_drops_who
 @pytest.fixture(scope="module")
 def rot_lab(tmp_path_factory):
     """One lab node acting ``journal-rotated``: ``(folder, LabNode)``."""
-    from nvls_tui.lab import lifecycle
-    from nvls_tui.lab.machine import missing_requirements, owner_alive
-
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/rotlab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/rotlab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("rotlab")
-    (node,) = lifecycle.up(folder, [NODE], "journal-rotated", say=lambda _t: None, subnet=SUBNET)
-    yield folder, node
-    lifecycle.down(folder, say=lambda _t: None)
+    with own_lab(tmp_path_factory, "rotlab", [NODE], "journal-rotated") as (folder, (node,)):
+        yield folder, node
 
 
 def _shape(message: str) -> str:
@@ -142,7 +126,7 @@ def _time(stamp: str) -> float:
 
 
 @pytest.mark.lab
-@pytest.mark.xdist_group("lab")
+@pytest.mark.xdist_group("lab-kernel")
 def test_check_on_the_vacuumed_node_reads_the_fault_from_the_ring_buffer_as_the_simulator_does(rot_lab):
     from tests.lab.test_lab import check_json, cli
 
@@ -165,7 +149,7 @@ def test_check_on_the_vacuumed_node_reads_the_fault_from_the_ring_buffer_as_the_
 
 
 @pytest.mark.lab
-@pytest.mark.xdist_group("lab")
+@pytest.mark.xdist_group("lab-kernel")
 def test_the_nodes_journalctl_and_dmesg_are_the_real_tools_over_the_kernel_files(rot_lab):
     from nvls_tui.lab.machine import node_run
 
@@ -194,7 +178,7 @@ def test_the_nodes_journalctl_and_dmesg_are_the_real_tools_over_the_kernel_files
 
 
 @pytest.mark.lab
-@pytest.mark.xdist_group("lab")
+@pytest.mark.xdist_group("lab-kernel")
 def test_a_failed_hand_on_fails_the_read_never_a_silent_gap(rot_lab):
     from nvls_tui.lab.machine import node_run
 

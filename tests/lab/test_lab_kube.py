@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,10 @@ import pytest
 from nvls_tui.lab import cluster
 from nvls_tui.lab.kube_standin import load_state, running
 from nvls_tui.lab.kube_standin.controller import Timing
-from nvls_tui.lab.machine import LabNode, load_kube, missing_requirements, node_run, owner_alive
-from tests.conftest import TEST_SUBNET
+from nvls_tui.lab.machine import LabNode, load_kube, node_run
+from tests.lab.own_lab import own_lab
 
 NODE = "gpu-k8s01"
-SUBNET = TEST_SUBNET + 15
-"""127.0.21.x: no other test's lab uses it."""
 PAUSED = "paused-for-nvls-repair"
 STOPPED_AT = "nvls-tui/repair-stopped-at"
 
@@ -109,23 +106,11 @@ needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None,
 @pytest.fixture(scope="module")
 def k8s_lab(tmp_path_factory):
     """One lab node acting ``k8s-incident`` with the lab's API server: ``(folder, LabNode)``."""
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is missing (scripts/system-deps.sh installs one)")
-    from nvls_tui.lab import lifecycle
-
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/k8slab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/k8slab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("k8slab")
-    (node,) = lifecycle.up(folder, [NODE], "k8s-incident", say=lambda _t: None, subnet=SUBNET)
-    yield folder, node
-    pid = int((load_kube(folder) or {}).get("pid", 0))
-    lifecycle.down(folder, say=lambda _t: None)
+    with own_lab(tmp_path_factory, "k8slab", [NODE], "k8s-incident") as (folder, (node,)):
+        yield folder, node
+        pid = int((load_kube(folder) or {}).get("pid", 0))
     assert pid and not cluster.is_server(pid, folder)  # lab down stopped the server too
     assert not (folder / cluster.KUBECONFIG).exists()
 
@@ -211,7 +196,7 @@ def operand_labels(node: dict) -> dict[str, str]:
 
 
 @pytest.mark.lab
-@pytest.mark.xdist_group("lab")
+@pytest.mark.xdist_group("lab-kube")
 def test_the_pods_are_real_processes_in_their_kubepods_slices(k8s_lab):
     folder, node = k8s_lab
     running_pods = pods(folder)
@@ -238,7 +223,7 @@ def test_the_pods_are_real_processes_in_their_kubepods_slices(k8s_lab):
 
 
 @pytest.mark.lab
-@pytest.mark.xdist_group("lab")
+@pytest.mark.xdist_group("lab-kube")
 def test_killed_mid_quiesce_then_restore_puts_the_labels_back_and_keeps_the_cordon(k8s_lab, tmp_path):
     folder, node = k8s_lab
     before = operand_labels(k8s_node(folder))
@@ -270,7 +255,7 @@ def test_killed_mid_quiesce_then_restore_puts_the_labels_back_and_keeps_the_cord
 
 
 @pytest.mark.lab
-@pytest.mark.xdist_group("lab")
+@pytest.mark.xdist_group("lab-kube")
 def test_repair_pauses_evicts_meets_the_real_effect_and_restores(k8s_lab, tmp_path):
     folder, node = k8s_lab
     # As the lab came up: the previous test's kept cordon is lifted, as its report says to.

@@ -12,26 +12,22 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.diagnosis import diagnose
-from nvls_tui.lab import lifecycle
-from nvls_tui.lab.machine import missing_requirements, node_run, owner_alive, run
+from nvls_tui.lab.machine import node_run, run
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.poll.probe import SECTIONS
 from nvls_tui.sim.commands import execute
 from nvls_tui.sim.fleet import load_fleet
-from tests.conftest import TEST_SUBNET
+from tests.lab.own_lab import own_lab
 from tests.lab.test_lab import check_json, cli  # the lab's own helpers: the real command line
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab-restarters")]
 
-SUBNET = TEST_SUBNET + 9
-"""127.0.15.x: no other test's lab uses it."""
 NODE = "gpu-nr01"
 FM = "nvidia-fabricmanager.service"
 TIMERS = ("apt-daily.timer", "apt-daily-upgrade.timer")
@@ -42,18 +38,8 @@ STAMPS = "ActiveEnterTimestamp,InactiveEnterTimestamp,ActiveState"
 @pytest.fixture(scope="module")
 def nr_lab(tmp_path_factory):
     """One lab node acting ``fm-restarters``: ``(folder, LabNode)``."""
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/nrlab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/nrlab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("nrlab")
-    (node,) = lifecycle.up(folder, [NODE], "fm-restarters", say=lambda _t: None, subnet=SUBNET)
-    yield folder, node
-    lifecycle.down(folder, say=lambda _t: None)
+    with own_lab(tmp_path_factory, "nrlab", [NODE], "fm-restarters") as (folder, (node,)):
+        yield folder, node
 
 
 def show(node, units, props=STAMPS) -> dict[str, dict[str, str]]:

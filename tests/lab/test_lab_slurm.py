@@ -11,22 +11,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from nvls_tui.lab import lifecycle
 from nvls_tui.lab import slurm as lab_slurm
-from nvls_tui.lab.machine import missing_requirements, mounted_under, owner_alive
-from tests.conftest import TEST_SUBNET
+from nvls_tui.lab.machine import missing_requirements, mounted_under
+from tests.lab.own_lab import SUBNETS, own_lab
 from tests.lab.test_lab import cli, poll  # the lab's own helpers: real processes, deadlines only
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab-slurm")]
 
-SUBNET = TEST_SUBNET + 2
-"""127.0.8.x (and Slurm's ports of that subnet): no other test's lab uses them."""
+SUBNET = SUBNETS["slurmlab"]
+"""This file's lab's subnet (tests/lab/own_lab.py): 127.0.8.x and Slurm's ports of it are its alone."""
 NODES = ["gpu05", "gpu06"]
 
 
@@ -73,25 +71,8 @@ def alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def slurm_lab(tmp_path_factory):
     """gpu05 and gpu06 acting the seed incident, with the lab's Slurm cluster over them: the folder."""
-    problem = missing_requirements()
-    if problem:
-        pytest.skip(f"the lab cannot boot here: {problem} (scripts/test.sh installs what it needs)")
-    problem = lab_slurm.missing()
-    if problem:
-        pytest.skip(f"no Slurm here: {problem} (scripts/system-deps.sh installs it)")
-    # A run that was killed leaves its Slurm lab on this file's addresses and ports: its lab.json says
-    # what to stop, and whose it was (a running session's lab is left alone).
-    root = Path(tempfile.gettempdir())
-    for stale in [*root.glob("pytest-of-*/pytest-*/slurmlab*/lab.json"),
-                  *root.glob("pytest-of-*/pytest-*/*/slurmlab*/lab.json")]:
-        if not owner_alive(stale.parent):
-            lifecycle.down(stale.parent, say=lambda _t: None)
-    folder = tmp_path_factory.mktemp("slurmlab")
-    started = time.monotonic()
-    lifecycle.up(folder, NODES, "seed-incident", say=lambda _t: None, subnet=SUBNET, slurm=True)
-    print(f"lab up --slurm: {time.monotonic() - started:.1f} s")
-    yield folder
-    lifecycle.down(folder, say=lambda _t: None)
+    with own_lab(tmp_path_factory, "slurmlab", NODES, "seed-incident", slurm=True) as (folder, _nodes):
+        yield folder
 
 
 def test_lab_up_slurm_says_what_to_install_when_slurm_is_missing(tmp_path, monkeypatch, capsys):

@@ -25,6 +25,7 @@ def test_the_products_default_per_command_timeout_is_the_20_s_the_lab_tests_ran_
 
 
 @pytest.mark.lab
+@pytest.mark.xdist_group("lab-timeouts")  # every lab test names a lab group (tests/conftest.py); it boots none
 def test_a_lab_tests_nvls_tui_commands_get_the_scaled_lab_timeout_from_its_config_file():
     settings = settings_of("check", "sim:healthy/hgx01")
     assert settings.timeout >= LAB_COMMAND_TIMEOUT > 20.0
