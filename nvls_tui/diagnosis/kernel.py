@@ -110,6 +110,8 @@ def kernel_findings(state: NodeState) -> list[Finding]:
     for event in events:
         if event.code in ("XID", "SXID"):
             readings.setdefault(_device_key(event), []).append(read_xid(event))
+    # Weighed once per device and Xid, not again for each of its lines (n lines of one device were n x n).
+    strongest_of = {key: strongest(found) for key, found in readings.items()}
     groups: dict[tuple[Severity, str, str], list[str]] = {}
     stands: dict[tuple[Severity, str, str], XidReading] = {}
     for event in events:
@@ -121,7 +123,7 @@ def kernel_findings(state: NodeState) -> list[Finding]:
         elif event.code == FM_NOT_PRESENT and FM_NOT_PRESENT not in codes_seen:
             findings.append(Finding("FABRIC_MANAGER_NOT_PRESENT", Severity.ERROR, _not_present_message(state)))
         elif event.code in ("XID", "SXID"):
-            reading = strongest(readings[_device_key(event)])
+            reading = strongest_of[_device_key(event)]
             key = (reading.severity, f"{'Xid' if event.code == 'XID' else 'SXid'} {event.xid}", reading.tail)
             if key not in groups:
                 groups[key] = []

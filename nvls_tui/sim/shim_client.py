@@ -13,7 +13,10 @@ the command outlives it.
 
 No server answering (the first command on a node): start one (detached, its own session, nothing of
 this process's descriptors), wait for it a bounded time, and where it still does not answer, run the
-command the old way (``exec python -m nvls_tui.sim.shim_main DIR CMD ...``): same behaviour, slower.
+command the old way (``exec python -m nvls_tui.sim.shim_main DIR CMD ...``): same behaviour, slower. A
+server that exits with a failure (it cannot listen on DIR's socket: a directory in its place) will never
+answer: the old way at once, not after the whole bound. One that exits 0 found another server serving
+DIR: that one is waited for.
 
 Run by path with ``-I -S``: this file must import nothing but built-in modules.
 """
@@ -52,13 +55,24 @@ def _connect(directory: str):
         os.close(here)
 
 
-def _start_server(pkg_root: str, directory: str) -> None:
-    """Start DIR's server detached: a session of its own, /dev/null for 0-2, no other descriptor of ours."""
+def _start_server(pkg_root: str, directory: str) -> int:
+    """Start DIR's server detached: a session of its own, /dev/null for 0-2, no other descriptor of ours.
+    Its PID (it is this process's child until this process ends)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = pkg_root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     null = [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_RDWR, 0) for fd in (0, 1, 2)]
-    os.posix_spawn(sys.executable, [sys.executable, "-m", "nvls_tui.sim.shim_server", directory], env,
-                   file_actions=null, setsid=True)
+    return os.posix_spawn(sys.executable, [sys.executable, "-m", "nvls_tui.sim.shim_server", directory], env,
+                          file_actions=null, setsid=True)
+
+
+def _failed(server: int) -> bool:
+    """Whether the server this process started has exited with a failure: it will never answer. An exit 0
+    (another server had DIR's lock) is not one: that other server answers soon."""
+    try:
+        pid, status = os.waitpid(server, os.WNOHANG)
+    except ChildProcessError:  # reaped already: it had exited 0
+        return False
+    return pid == server and os.waitstatus_to_exitcode(status) != 0
 
 
 def _send_signals(sock, pending: list[int]) -> None:
@@ -92,9 +106,9 @@ def main() -> None:
         _old_way(pkg_root, args)  # a working directory we cannot name: the old way keeps it as it is
     sock = _connect(directory)
     if sock is None:
-        _start_server(pkg_root, directory)
+        server = _start_server(pkg_root, directory)
         deadline = time.monotonic() + WAIT_FOR_SERVER_S
-        while sock is None and time.monotonic() < deadline:
+        while sock is None and time.monotonic() < deadline and not _failed(server):
             time.sleep(0.02)  # the server's import: bounded above, then the old way
             sock = _connect(directory)
         if sock is None:

@@ -54,10 +54,15 @@ class _TwoSlowCommands(Backend):
         raise NotImplementedError
 
 
-def test_piped_progress_keeps_a_long_host_name_whole():
+def test_piped_progress_keeps_a_long_host_name_whole(monkeypatch):
+    import nvls_tui.headless.check as check
+
+    # The progress line's first word after 0.5 s, then every 0.5 s (the product's 2 s and 5 s made this 2.6 s).
+    monkeypatch.setattr(check, "QUIET_S", 0.5)
+    monkeypatch.setattr(check, "EVERY_S", 0.5)
     stream = io.StringIO()  # not a terminal: plain lines
     node = _TwoSlowCommands(LONG_HOST, ("nvidia-smi", "-q"), ("nvidia-smi", "-q"), hold=0)
-    asyncio.run(poll_all([node], 2.6, stream))
+    asyncio.run(poll_all([node], 1.2, stream))
     lines = [line for line in stream.getvalue().splitlines() if "waiting for" in line]
     assert lines, stream.getvalue()
     assert all(f"{LONG_HOST} `nvidia-smi -q`" in line for line in lines), lines

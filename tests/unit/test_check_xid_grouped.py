@@ -52,3 +52,24 @@ def test_one_line_reads_as_before_and_nvlink_xids_stay_errors_apart():
         (Severity.ERROR, "Xid 74 on 2 GPUs (2 lines): 0000:97:00, 0000:ba:00"),
         (Severity.WARNING, "Xid 13 on 0000:97:00"),
     ]
+
+
+def test_one_devices_many_lines_are_weighed_once_not_once_a_line(monkeypatch):
+    """The strongest reading of a device's lines was taken again for each of its lines: a log of n lines of one
+    Xid on one GPU cost n x n comparisons (analyze's escaped kernel-line paste: 256 KiB grew to 1.5 s of CPU,
+    most of it here). It is taken once per device and Xid, and reads the same."""
+    import nvls_tui.diagnosis.kernel as kernel
+
+    weighed: list[int] = []
+
+    def counted(readings):
+        weighed.append(len(readings))
+        return strongest(readings)
+
+    strongest = kernel.strongest
+    monkeypatch.setattr(kernel, "strongest", counted)
+    line = "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001\n"
+    state = node_with(line * 500 + "kernel: NVRM: Xid (PCI:0000:97:00): 74, pid=1, name=python3, NVLink: fatal error\n")
+    assert xid_messages(kernel_findings(state)) == [(Severity.WARNING, "Xid 45 on 0000:dc:00 (500 lines)"),
+                                                     (Severity.ERROR, "Xid 74 on 0000:97:00")]
+    assert sorted(weighed) == [1, 500]

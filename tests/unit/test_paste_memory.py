@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import tracemalloc
+from typing import Any
 
 import pytest
 
@@ -29,32 +30,33 @@ PASTES = {
     "escaped, one-character lines": ("x\\n", 256 << 10),
     "escaped CRLF, two-character lines": ("ab\\r\\n", 256 << 10),
     "one-character lines": ("x\n", 256 << 10),
-    # 256 KiB as the others: its multiple does not grow with the size (11.0 at 256 KiB and at 512 KiB, 2026-12-06), and reading
-    # it grows faster than its size (0.9 s of CPU at 256 KiB, 3.1 s at 512 KiB; at 2 MiB 155 s of the suite's
-    # CPU on a loaded machine, its longest test); bench/paste_memory.py measures the larger pastes.
+    # 256 KiB as the others: its multiple does not grow with the size (11.0 at 256 KiB and at 512 KiB, 2026-12-06).
+    # Reading it grew faster than its size (the diagnosis weighed one GPU's n Xid lines n x n times: 1.45 s of CPU
+    # at 256 KiB, 0.38 s since, 2026-12-07); bench/paste_memory.py measures the larger pastes.
     "escaped, kernel lines": (f"{XID}\\n", 256 << 10),
 }
 
 
-def peak_multiple(read, text: str) -> float:
-    """The most memory ``read(text)`` held at once, as a multiple of the text's size."""
+def peak_multiple(read, text: str) -> tuple[float, Any]:
+    """The most memory ``read(text)`` held at once, as a multiple of the text's size, and what it read (one
+    read serves both: the tests' assertions on the result are on the read whose memory was measured)."""
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        read(text)
+        result = read(text)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return (peak - base) / len(text)
+    return (peak - base) / len(text), result
 
 
 @pytest.mark.parametrize(("unit", "size"), PASTES.values(), ids=PASTES.keys())
 def test_reading_a_paste_holds_a_small_multiple_of_it(unit, size):
     text = XID + "\n" + unit * (size // len(unit))
     assert len(unwrap(text).text) > size // 3  # read inside, not refused
-    entry = analyze_text(text, "paste.txt")
+    multiple, entry = peak_multiple(lambda t: analyze_text(t, "paste.txt"), text)
     assert entry["kind"] == "kernel-log" and entry["data"]["events"]  # and the Xid found in it
-    assert peak_multiple(lambda t: analyze_text(t, "paste.txt"), text) <= MULTIPLE
+    assert multiple <= MULTIPLE
 
 
 def test_escapes_read_with_plain_replaces_read_as_the_regex_reads_them():
@@ -71,6 +73,6 @@ def test_a_mixed_paste_read_part_by_part_holds_a_small_multiple_of_it():
     kernel = f"[ 1234.567890] {XID}\n"
     nccl = "[1,0]<stdout>:gpu05:22:28 [0] NCCL INFO Channel 00/02 :    0   1\n"
     text = kernel * ((128 << 10) // len(kernel)) + nccl * ((128 << 10) // len(nccl))
-    entry = analyze_text(text, "paste.txt")
+    multiple, entry = peak_multiple(lambda t: analyze_text(t, "paste.txt"), text)
     assert [p["kind"] for p in entry["parts"]] == ["kernel-log", "nccl-tests"]
-    assert peak_multiple(lambda t: analyze_text(t, "paste.txt"), text) <= MULTIPLE
+    assert multiple <= MULTIPLE

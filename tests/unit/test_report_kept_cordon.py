@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nvls_tui.cli import main
 from nvls_tui.report.markdown import report_from_file
+
+
+@pytest.fixture(autouse=True)
+def _frozen_clock(monkeypatch):
+    """The simulated fleet's clock frozen: the repair's waits (FM's start, the smoke test, the operands' pods)
+    move it on instead of passing in real time (they took 11 s a repair at the default real-time speed)."""
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
 
 
 def left_line(report: str, host: str) -> str:

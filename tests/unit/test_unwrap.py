@@ -9,6 +9,7 @@ public captures under tests/fixtures/wrapped/.
 from __future__ import annotations
 
 import pathlib
+import random
 import shutil
 import struct
 import subprocess
@@ -284,3 +285,25 @@ def test_srun_labels_name_the_ranks():
     inside = unwrap(labelled)
     assert inside.forms == ("srun-label",) and inside.ranks == [0, 3]
     assert inside.text.splitlines() == [text for _, text in pairs]
+
+
+def test_a_layer_most_lines_cannot_carry_any_more_is_given_up_where_that_is_known():
+    """``_mostly`` stops reading once even the lines still unread, all carrying, could not make most: a paste
+    of 1,000 lines no layer carries costs each of the ~20 layers tried ~200 looks, not 1,000 (the paste
+    tests' reads spent most of their time there)."""
+    from nvls_tui.parsers.unwrap import _mostly
+
+    looked: list[str] = []
+    assert not _mostly(["plain text"] * 1000, lambda text: looked.append(text) or False)
+    assert len(looked) == 201  # the 201st miss leaves 799 unread: 799 < 80 % of 1,000
+
+
+def test_giving_up_early_reads_as_reading_every_line():
+    from nvls_tui.parsers.unwrap import MOST, _mostly
+
+    rng = random.Random(37)
+    for _ in range(5_000):
+        lines = [rng.choice(["x", "", " ", "y"]) for _ in range(rng.randint(0, 30))]
+        nonblank = [line for line in lines if line.strip()]
+        carried = sum(line == "x" for line in nonblank)
+        assert _mostly(lines, lambda text: text == "x") == (carried > 0 and carried >= MOST * len(nonblank)), lines

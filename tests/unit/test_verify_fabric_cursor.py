@@ -36,7 +36,9 @@ def journal_reads(fleet, host: str) -> list[list[str]]:
     return [argv for _, argv in fleet.node(host).cmdlog if argv[:1] == ["journalctl"] and "-b" not in argv]
 
 
-def test_a_node_whose_clock_stepped_back_is_repaired_despite_a_line_dated_after_t0_but_logged_before(capsys):
+def test_a_node_whose_clock_stepped_back_is_repaired_despite_a_line_dated_after_t0_but_logged_before(capsys,
+                                                                                                    monkeypatch):
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")  # the repair's waits move the frozen clock on, not real time
     code = main(["repair", "sim:clock-step/gpu-ahead01", "--yes", "--json"])
     doc = json.loads(capsys.readouterr().out)
     (node,) = doc["nodes"]
