@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from nvls_tui.backends.base import Backend, CommandResult, Fenced, join_argv
+from nvls_tui.backends.base import Backend, BackendError, CommandResult, Fenced, join_argv
 from nvls_tui.model import NodeState
 from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.runbook.changes import Change
@@ -100,6 +100,8 @@ class NodeContext:
         self.durable = durable
         self.fence: str | None = None
         self.lock_lost: str | None = None
+        # Whose the lock is now, in words (set by the lock this run holds): what a refused fence reports.
+        self.whose_lock: Callable[[], Awaitable[str | None]] | None = None
         self.performer: object | None = None
         self.performed: list[Change] = outcome.changes  # the outcome keeps them
         self._sink = sink
@@ -151,6 +153,17 @@ class NodeContext:
         if self.fence is not None and self.lock_lost is not None:
             raise LockLost(self.lock_lost)
         return self.fence
+
+    async def lose_lock_to_fence(self) -> LockLost:
+        """The node's fence refused a command of this run: the lock is lost, and the words say whose it is now
+        where its owner file can be read (the operator's next question); the plain words where it cannot."""
+        why = None
+        if self.lock_lost is None and self.whose_lock is not None:
+            try:
+                why = await self.whose_lock()
+            except (BackendError, Refused):
+                why = None  # cannot see: the words without the owner
+        return self.lose_lock(why and f"{why} (the node refused this run's command at its fence)")
 
     def lose_lock(self, why: str | None = None) -> LockLost:
         """Remember (once, loudly) that the lock is no longer this run's; the exception to raise."""
@@ -238,7 +251,7 @@ class NodeContext:
         except Fenced as exc:
             self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
                                       duration=clock() - started, error=f"not run: {exc}"))
-            raise self.lose_lock() from None
+            raise await self.lose_lock_to_fence() from None
         except Exception as exc:
             self.emit(CommandFinished(host=self.host, step=self.step, argv=argv, exit_status=None,
                                       duration=clock() - started, error=str(exc) or type(exc).__name__))

@@ -167,7 +167,7 @@ async def _signal(ctx: NodeContext, change: SignalHolder, *, kind: str, user: st
     except Fenced:
         ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=change.pid, signal=name, command=change.command,
                                   holder_kind=kind, outcome="not signalled: the lock is not this run's"))
-        raise ctx.lose_lock() from None
+        raise await ctx.lose_lock_to_fence() from None
     ctx.emit(ProcessSignalled(host=ctx.host, step=ctx.step, pid=change.pid, signal=name, command=change.command,
                               holder_kind=kind, outcome=said))
     return found, detail

@@ -419,6 +419,7 @@ class NodeLock:
     def _hold(self, mine: LockOwner) -> None:
         self.owner = mine
         self.ctx.fence = self.run_id  # from now on every command of the run is fenced by this lock
+        self.ctx.whose_lock = self.whose
         _HELD.add((self.ctx.host, self.run_id))
         self._beating = asyncio.ensure_future(self._beat_forever())
 
@@ -452,9 +453,7 @@ class NodeLock:
         except Refused:
             return None  # cannot see: keep beating; the fence stops the run's next command if it is gone
         if self.owner is None or owner is None or owner.run_id != self.run_id:
-            return (f"the lock of {self.ctx.host} now belongs to {owner.words()}" if owner is not None else
-                    f"the lock of {self.ctx.host} names no readable owner now" if there else
-                    f"the lock of {self.ctx.host} is gone")
+            return self._whose_words(there, owner)
         self.owner = replace(self.owner, heartbeat=_utc(), beat=self.owner.beat + 1)
         try:
             await self._write(self.owner, ctx)
@@ -463,6 +462,21 @@ class NodeLock:
             return (f"the lock of {self.ctx.host} now belongs to {owner.words()}" if owner is not None else
                     f"the lock of {self.ctx.host} is no longer this run's")
         return None
+
+    def _whose_words(self, there: bool, owner: LockOwner | None) -> str:
+        return (f"the lock of {self.ctx.host} now belongs to {owner.words()}" if owner is not None else
+                f"the lock of {self.ctx.host} names no readable owner now" if there else
+                f"the lock of {self.ctx.host} is gone")
+
+    async def whose(self) -> str | None:
+        """Whose the lock is now, in words, where it is no longer this run's (None while it still is).
+
+        Raises:
+            Refused: the owner file cannot be read.
+            BackendError: the node cannot be reached.
+        """
+        there, owner = await self.read_owner(self._heartbeat_context())
+        return None if owner is not None and owner.run_id == self.run_id else self._whose_words(there, owner)
 
     async def _beat_forever(self) -> None:
         ctx = self._heartbeat_context()
@@ -547,6 +561,7 @@ class NodeLock:
         """This run holds no lock any more: nothing of it is fenced now."""
         self.owner = None
         self.ctx.fence = None
+        self.ctx.whose_lock = None
 
 
 __all__ = ["AGE_ARGVS", "HEARTBEAT_STEP", "LIVE", "OWNER_FILE", "STALE", "UNJUDGED", "LockHeld", "LockOwner",

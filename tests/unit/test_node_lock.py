@@ -135,6 +135,22 @@ async def test_a_run_leaves_another_runs_record_and_lock_alone():
     assert json.loads(node.files[OWNER_FILE])["run_id"] == "run-other" and LOCK_DIR in node.dirs
 
 
+async def test_a_run_whose_command_the_fence_refuses_names_the_run_that_holds_the_lock_now():
+    # The same take-over as above, found by the fence rather than by an abort: the run's next command (its wait
+    # for the holders) is refused on the node. Under load this path and the abort's raced, and the fence's words
+    # named no owner; the operator needs to know whose run owns the node now.
+    fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
+    with_workload(fleet)
+    book, task = await waiting_repair(fleet)
+    node = fleet.node("gpu05")
+    owner = json.loads(node.files[OWNER_FILE])
+    node.files[OWNER_FILE] = json.dumps({**owner, "run_id": "run-other", "tool_pid": 1})
+    lost = await asyncio.wait_for(task, 30)
+    assert lost.result == "failed" and "LOCK LOST" in lost.message
+    assert "now belongs to run run-other" in lost.message
+    assert json.loads(node.files[OWNER_FILE])["run_id"] == "run-other" and LOCK_DIR in node.dirs
+
+
 async def test_a_stale_lock_needs_force_and_the_take_over_is_audited():
     fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
     before = await units_and_pm(SimulatedBackend(fleet, "gpu05"))
