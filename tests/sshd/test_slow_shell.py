@@ -26,12 +26,19 @@ from tests.sshd_rig import SshdRig, find_sshd
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(find_sshd() is None, reason="openssh-server is not installed")]
 
-TIMEOUT = 6.0
-SLOW = 7.0  # the slow node's ~/.bashrc: longer than --timeout, well within the second shell's 1.5 of them
+TIMEOUT = 5.0
+SLOW = 5.2
+"""The slow node's ``~/.bashrc``: longer than ``--timeout`` (by any amount: the client's clock starts before the
+shell does, so the marker can never come in time), and 2.3 s inside the second shell's 1.5 timeouts (2 s before this file was cut), which is
+room for sshd to open the session on a busy machine. Each check or repair on it waits out ``TIMEOUT + SLOW``,
+so both are as short as that room allows (docs/performance.md)."""
 
 
-@pytest.fixture
-def rig(tmp_path):
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory):
+    """One rig for the module: no command ever starts on its nodes (each one's shell is stopped before it runs a
+    command), so no test changes what another sees."""
+    tmp_path = tmp_path_factory.mktemp("slow-shell")
     homes = {"slow": tmp_path / "home-slow", "stuck": tmp_path / "home-stuck"}
     for name, seconds in (("slow", SLOW), ("stuck", 3600)):
         homes[name].mkdir()
