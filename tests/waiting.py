@@ -124,6 +124,22 @@ async def palette_settled(pilot, typed: str, command: str, timeout: float = DEFA
     await wait_until(pilot, settled, f"the palette to search “{typed}” and offer “{command}”", timeout)
 
 
+async def click_shown(pilot, selector: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Click the widget ``selector`` once it is laid out on the screen, and fail if the click reached another.
+
+    Pilot.click aims at the widget's region as it is when called: on a screen pushed but not laid out yet
+    that region is empty and the click lands at 0,0 (a confirmation's button then was never pressed, and the
+    test waited out its deadline for what the button starts). Fewer frames make that window wider.
+    """
+
+    def shown() -> bool:
+        found = pilot.app.screen.query(selector)
+        return bool(found) and found.first().region.area > 0
+
+    await wait_until(pilot, shown, f"{selector} laid out on the screen", timeout)
+    assert await pilot.click(selector), f"the click on {selector} reached another widget"
+
+
 async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
     """Wait (outside an app) until ``predicate()`` holds; fail naming ``what``."""
     deadline = Deadline(timeout)
@@ -144,5 +160,5 @@ def until_sync(predicate: Callable[[], object], timeout: float, what: str, every
     return value
 
 
-__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "Deadline", "first_poll", "open_node_screen", "palette_settled", "scaled", "until",
+__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "Deadline", "click_shown", "first_poll", "open_node_screen", "palette_settled", "scaled", "until",
            "until_sync", "wait_until"]

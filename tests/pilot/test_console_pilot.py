@@ -9,7 +9,7 @@ from nvls_tui.console.screens.node import NodeScreen
 from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.model import NodeState, Verdict
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
-from tests.waiting import first_poll, open_node_screen, palette_settled, wait_until
+from tests.waiting import click_shown, first_poll, open_node_screen, palette_settled, wait_until
 
 SIZE = (160, 48)
 
@@ -90,7 +90,7 @@ async def test_selecting_and_sigterming_holders_removes_them():
         assert modal.title_text == "Send SIGTERM to 2 processes on gpu05?"
         assert modal.lines[0] == "4000(root) /usr/bin/dcgm-exporter --instance 0"
         assert app.focused.id == "cancel"  # a stray Enter changes nothing
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: len(app.fleet.get("gpu05").holders) == 1, "the re-poll")
         assert backends["gpu05"].signalled == [4000, 4001]
         assert [h.pid for h in app.fleet.get("gpu05").holders] == [4002]
@@ -117,7 +117,7 @@ async def test_a_pid_that_changed_is_reported_and_not_signalled():
         backends["gpu05"].changed_pids = {4001}
         await pilot.press("a", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: notes, "the outcome notification")
         message, severity = notes[0]
         assert backends["gpu05"].signalled == [4000, 4002]
@@ -180,7 +180,7 @@ async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert app.screen.lines == ["systemctl stop kubelet.service"]
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: ("systemctl", "stop", "kubelet.service") in backends["gpu05"].ran,
                          "systemctl")
         # The state before is asked first (it goes to the ledger and the audit log), then the stop.

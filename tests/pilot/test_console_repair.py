@@ -29,7 +29,7 @@ from nvls_tui.runbook.drift import steady_units
 from nvls_tui.runbook.steps import persistence_modes, unit_states
 from nvls_tui.sim.fleet import load_fleet
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import first_poll, wait_until
+from tests.waiting import click_shown, first_poll, wait_until
 
 SIZE = (160, 48)
 REFUSAL = ("The following GPUs could not be reset:\n  GPU 00000000:18:00.0: In use by another client\n\n"
@@ -194,7 +194,7 @@ async def test_aborting_mid_run_restores_everything_and_never_starts_fabric_mana
         assert column.run.current == "reset" and column.run.running
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the abort confirmation")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: isinstance(app.screen, RunbookScreen), "the runbook again")
         gate.set()
         await wait_until(pilot, lambda: screen.finished_at is not None, "the aborted run to end")

@@ -22,7 +22,7 @@ from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import gpu_devices
 from tests.pilot.test_console_repair import SIZE, start_repair, wait_until
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import open_node_screen
+from tests.waiting import click_shown, open_node_screen
 
 
 async def confirm(app, pilot, typed: str | None = None) -> None:
@@ -31,7 +31,7 @@ async def confirm(app, pilot, typed: str | None = None) -> None:
         assert app.screen.query_one("#confirm").disabled  # nothing happens before the name is typed
         await pilot.press(*typed)
         await pilot.pause()
-    await pilot.click("#confirm")
+    await click_shown(pilot, "#confirm")
     await wait_until(pilot, lambda: isinstance(app.screen, StreamPane), "the side pane")
 
 
@@ -139,7 +139,7 @@ async def test_a_workload_holder_waits_for_the_operator_who_selects_and_sigterms
         await pilot.press("t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the SIGTERM confirmation")
         assert "python3 train.py" in str(app.screen.lines)
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: screen.finished_at is not None, "the repair to go on and end")
         assert column.run.result == "repaired", column.run.message
         assert job.pid not in node.procs

@@ -15,7 +15,7 @@ from nvls_tui.runbook.steps import unit_states
 from nvls_tui.sim.fleet import load_fleet
 from tests.unit.test_node_lock import hand_record, waiting_repair, with_workload
 from tests.unit.test_runbook_sim import FAST, SPEED, FaultBackend
-from tests.waiting import first_poll, open_node_screen, wait_until
+from tests.waiting import click_shown, first_poll, open_node_screen, wait_until
 
 
 async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every_unit_back(tmp_path):
@@ -35,14 +35,14 @@ async def test_a_restarted_console_shows_the_interrupted_repair_and_u_puts_every
         app.notify = lambda message, **kw: notes.append(message)
         await pilot.press("U")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: notes, "the outcome")
         # The dead run's lock is stale: U says so, and only a confirmed take-over restores.
         assert "stale" in notes[0] and "Press U again" in notes[0] and app.fleet.get("gpu05").repair_record
         await pilot.press("U")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the take-over confirmation")
         assert "Take over the stale lock" in app.screen.title_text
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: len(notes) > 1, "the outcome")
         await wait_until(pilot, lambda: not app.fleet.get("gpu05").repair_record, "the record to be gone")
         state = app.fleet.get("gpu05")
@@ -61,7 +61,7 @@ async def restore_with_u(app, pilot, notes: list[str]) -> str:
     app.notify = lambda message, **kw: notes.append(message)
     await pilot.press("U")
     await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    await pilot.click("#confirm")
+    await click_shown(pilot, "#confirm")
     await wait_until(pilot, lambda: notes, "the outcome")
     return notes[-1]
 

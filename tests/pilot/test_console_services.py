@@ -21,7 +21,7 @@ from nvls_tui.poll.poller import default_diagnose
 from nvls_tui.runbook.session import Session
 from tests.pilot.test_console_workers import Flow
 from tests.test_console_fakes import FIXED_NOW, FakeBackend, fixed_clock, make_node
-from tests.waiting import wait_until
+from tests.waiting import click_shown, wait_until
 
 SIZE = (160, 48)
 
@@ -114,7 +114,7 @@ async def test_a_sigterm_on_a_screen_in_a_bare_app_goes_through_the_session_it_w
         await node_screen(app, pilot)
         await pilot.press("a", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: flow.of(ActionFinished), "the SIGTERM's end")
     assert app.asked == [("start_action", "SIGTERM on gpu05")]
     assert backend.signalled == [4000, 4001]

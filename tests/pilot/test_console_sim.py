@@ -10,7 +10,7 @@ from nvls_tui.model import Verdict
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.processes import POD_RESTART
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import first_poll, open_node_screen, wait_until
+from tests.waiting import click_shown, first_poll, open_node_screen, wait_until
 
 SIZE = (160, 48)
 
@@ -24,7 +24,7 @@ def holders(app, host="gpu05"):
 async def confirm_sigterm(app, pilot) -> None:
     await pilot.press("t")
     await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    await pilot.click("#confirm")
+    await click_shown(pilot, "#confirm")
     await wait_until(pilot, lambda: isinstance(app.screen, NodeScreen), "the node screen again")
 
 

@@ -29,7 +29,7 @@ from tests.pilot.test_console_repair import SIZE, plain, start_repair
 from tests.pilot.test_console_repair_actions import confirm
 from tests.pilot.test_operations_console import DCGM, unit_by_hand
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import first_poll, open_node_screen, wait_until
+from tests.waiting import click_shown, first_poll, open_node_screen, wait_until
 
 
 class GatedReadBackend(SimulatedBackend):
@@ -124,7 +124,7 @@ async def test_a_sigterm_from_the_node_screen_posts_action_started_then_finished
         victim = app.fleet.get("gpu05").holders[0]
         await pilot.press("space", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: flow.of(ActionFinished), "the action's end")
     assert [type(m) for m in flow] == [ActionStarted, ActionFinished]
     started, finished = flow

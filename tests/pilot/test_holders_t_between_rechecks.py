@@ -23,7 +23,7 @@ from nvls_tui.poll.probe import RECORD_FILE
 from nvls_tui.sim.fleet import load_fleet
 from tests.pilot.test_console_repair import SIZE, start_repair
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import wait_until
+from tests.waiting import click_shown, wait_until
 
 HOST = "gpu-evil01"
 
@@ -64,7 +64,7 @@ async def test_space_then_t_while_the_runbook_rereads_the_holders_opens_the_sigt
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the SIGTERM confirmation", timeout=5)
         first = column.run.holders[0].pid
         assert f"{first}(mallory)" in "\n".join(map(str, app.screen.lines))
-        await pilot.click("#confirm")  # confirmed while the re-read still runs
+        await click_shown(pilot, "#confirm")  # confirmed while the re-read still runs
         await pilot.pause()
         gate.set()
         await wait_until(pilot, lambda: first not in node.procs, "the SIGTERM to reach the picked process")

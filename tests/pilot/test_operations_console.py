@@ -33,7 +33,7 @@ from tests.pilot.test_console_repair import (
 )
 from tests.pilot.test_console_repair_actions import confirm
 from tests.test_console_fakes import fixed_clock
-from tests.waiting import first_poll, open_node_screen
+from tests.waiting import click_shown, first_poll, open_node_screen
 
 DCGM = "nvidia-dcgm.service"
 
@@ -65,7 +65,7 @@ async def unit_by_hand(app, pilot, node: NodeScreen, key: str, unit: str, after:
     await pick_unit(node, pilot, unit)
     await pilot.press(key)
     await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), f"the {key} confirmation")
-    await pilot.click("#confirm")
+    await click_shown(pilot, "#confirm")
     await wait_until(pilot, lambda: app.fleet.get(node.host).service(unit).active == after, f"{unit} {after}")
 
 
@@ -73,7 +73,7 @@ async def abort_confirmed(app, pilot, key: str = "a") -> None:
     """Press the abort ``key`` on the runbook screen and confirm it."""
     await pilot.press(key)
     await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the abort confirmation")
-    await pilot.click("#confirm")
+    await click_shown(pilot, "#confirm")
     await wait_until(pilot, lambda: isinstance(app.screen, RunbookScreen), "the runbook again")
 
 
@@ -85,7 +85,7 @@ async def test_a_sigterm_from_the_node_screen_is_in_the_session_audit_log(tmp_pa
         victim = app.fleet.get("gpu05").holders[0]
         await pilot.press("space", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: any(r.get("event") == "process-signalled" for r in records(tmp_path)),
                          "the signal's audit record")
         assert isinstance(app.screen, NodeScreen) and node.selected == {}
@@ -280,7 +280,7 @@ async def test_a_holder_that_appears_between_plan_and_apply_is_caught_and_the_co
         question = app.screen
         assert "changed since the plan" in question.title_text
         assert any(str(job.pid) in line and "appeared" in line for line in question.lines)
-        await pilot.click("#confirm")  # plan again
+        await click_shown(pilot, "#confirm")  # plan again
         await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and app.screen.outcomes, "a new plan")
     assert not any(argv[:2] in (["nvidia-smi", "-r"], ["systemctl", "stop"]) for _, argv in node.cmdlog)
 
@@ -338,7 +338,7 @@ async def test_a_aborts_only_the_focused_node_and_the_other_goes_on_to_be_repair
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the abort confirmation")
         assert app.screen.title_text == "Abort the repair of gpu05?"
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: isinstance(app.screen, RunbookScreen), "the runbook again")
         gate.set()
         await wait_until(pilot, lambda: screen.finished_at is not None, "both runs to end")
@@ -368,7 +368,7 @@ async def test_quitting_mid_repair_asks_then_aborts_restores_and_exits_with_a_su
         assert screen.running
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the quit question again")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         gate.set()
         await wait_until(pilot, lambda: app.return_code is not None, "the console to exit")
         summary = app.exit_summary()
@@ -408,7 +408,7 @@ async def test_a_sigterm_from_a_waiting_runbook_column_is_in_the_repair_audit_lo
         await wait_until(pilot, lambda: column.asking, "the runbook to wait on the workload")
         await pilot.press("space", "t")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the SIGTERM confirmation")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: screen.finished_at is not None, "the repair to end")
     recs = records(tmp_path, "repair-*.jsonl")
     signalled = [r for r in recs if r.get("event") == "process-signalled" and r.get("pid") == job.pid]

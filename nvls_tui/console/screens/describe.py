@@ -7,9 +7,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, RichLog, Static, Tree
+from textual.widgets import RichLog, Static, Tree
 
 from nvls_tui.console.services import ConsoleServices
+from nvls_tui.console.widgets.settled_footer import SettledFooter
 from nvls_tui.kube.client import KubeError
 from nvls_tui.model.kube import NodeEvents
 from nvls_tui.views.describe import HEADING, NOTE, XrayNode, describe_lines, xray
@@ -36,7 +37,7 @@ class DescribeScreen(Screen[None]):
         yield Static(Text(f"Describe {self.host}: its Kubernetes and Slurm sides (as last read) · Esc back",
                           style="bold"), id="describe-header")
         yield RichLog(id="describe-log", wrap=True, markup=False, highlight=False)
-        yield Footer(compact=True)
+        yield SettledFooter(compact=True)
 
     def on_mount(self) -> None:
         """Draw what the console last read of the node, and read its events from its cluster."""
@@ -84,7 +85,7 @@ class XrayScreen(Screen[None]):
         yield Static(Text(f"X-ray of {self.host}: which process holds which GPU, for which pod, job or unit · "
                           "Enter folds · Esc back", style="bold"), id="xray-header")
         yield Tree(Text(self.host), id="xray-tree")
-        yield Footer(compact=True)
+        yield SettledFooter(compact=True)
 
     def on_mount(self) -> None:
         """Build the tree from what the console last read of the node, every branch open."""

@@ -14,7 +14,7 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from nvls_tui.console.bindings import bindings_for, current_key, destructive_actions, help_first, relabel
 from nvls_tui.console.commands import Command, ScreenCommands, scope_commands
@@ -26,6 +26,7 @@ from nvls_tui.console.widgets.fleet_grid import FleetGrid, versions_line
 from nvls_tui.console.widgets.hanging import Hanging
 from nvls_tui.console.widgets.node_text import header_text
 from nvls_tui.console.widgets.ordered_input import OrderedInput
+from nvls_tui.console.widgets.settled_footer import SettledFooter
 from nvls_tui.model import Fleet, Verdict
 from nvls_tui.views.fleet_sort import SortOrder, cell_value, ordered
 from nvls_tui.views.fleet_top import AnswerTimes, hosts_within, late_words
@@ -119,7 +120,7 @@ class FleetScreen(OnConsole, Screen[None]):
         yield FleetGrid(self.services.live.fleet.hosts, width=self.app.size.width, id="grid")
         yield Static(id="empty")
         yield Static(id="preview", classes="panel")
-        yield Footer(compact=True)
+        yield SettledFooter(compact=True)
 
     def on_mount(self) -> None:
         """Draw what is known and follow every change of the app's fleet."""

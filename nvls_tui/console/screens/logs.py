@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, RichLog, Static, TabbedContent, TabPane
+from textual.widgets import RichLog, Static, TabbedContent, TabPane
 
 from nvls_tui.backends.base import BackendError
 from nvls_tui.console.bindings import bindings_for, help_first
@@ -27,6 +27,7 @@ from nvls_tui.console.screens.searching import SEARCH_ACTIONS, Searching, Where
 from nvls_tui.console.screens.typed import OnConsole
 from nvls_tui.console.widgets import cells
 from nvls_tui.console.widgets.banner import ModeBanner
+from nvls_tui.console.widgets.settled_footer import SettledFooter
 from nvls_tui.textsafe import one_line
 from nvls_tui.views.node_logs import (
     FM_ARGV,
@@ -99,7 +100,7 @@ class LogsScreen(Searching, OnConsole, Screen[None]):
                     yield Static(id=f"status-{tab}", classes="logs-status")
                     yield RichLog(id=f"log-{tab}", max_lines=2 * LINES + 100, wrap=True, min_width=20,
                                   markup=False, highlight=False)
-        yield Footer(compact=True)
+        yield SettledFooter(compact=True)
 
     def on_mount(self) -> None:
         """Read every tab at once (each in its own worker)."""

@@ -11,7 +11,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from nvls_tui.console.bindings import back_shown, bindings_for, destructive_actions, help_first, spec_of_action
 from nvls_tui.console.commands import Command, ScreenCommands, scope_commands
@@ -36,7 +36,8 @@ from nvls_tui.console.widgets.node_text import (
     unread_subtitle,
     versions_line,
 )
-from nvls_tui.console.widgets.tables import cursor_key, room_for, sync_rows
+from nvls_tui.console.widgets.settled_footer import SettledFooter
+from nvls_tui.console.widgets.tables import SettledTable, cursor_key, room_for, sync_rows
 from nvls_tui.diagnosis import current_kernel_events
 from nvls_tui.diagnosis.story import kernel_when
 from nvls_tui.model import Holder, NodeState
@@ -100,26 +101,26 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
                          id="banner")
         with VerticalScroll(id="node-body"):
-            yield DataTable(id="gpus", cursor_type="row", classes="panel")
+            yield SettledTable(id="gpus", cursor_type="row", classes="panel")
             # The findings take the body's whole width (a third of it hid two of gpu05's three at
             # 120x40) and scroll, with a scrollbar, where they are taller than their box.
             with VerticalScroll(id="findings-box", classes="panel"):
                 yield Static(id="findings")
             with Horizontal(id="node-mid"):
-                yield DataTable(id="units", cursor_type="row", classes="panel")
-                yield DataTable(id="switches", cursor_type="none", classes="panel")
+                yield SettledTable(id="units", cursor_type="row", classes="panel")
+                yield SettledTable(id="switches", cursor_type="none", classes="panel")
             # Where the kernel log falls short of the boot (rotated, vacuumed, no journal): from when it covers.
             coverage = Static(id="kernel-coverage")
             coverage.display = False  # until a poll says the log falls short
             yield coverage
-            yield DataTable(id="kernel", cursor_type="row", classes="panel")
+            yield SettledTable(id="kernel", cursor_type="row", classes="panel")
             # The kernel line under the cursor in full, where the table had to cut it.
             yield Static(id="kernel-detail")
             with Vertical(id="holders-box"):
-                yield DataTable(id="holders", cursor_type="row", classes="panel")
+                yield SettledTable(id="holders", cursor_type="row", classes="panel")
                 # The holder under the cursor in full: its pod's container and owner, its whole command.
                 yield Static(id="holder-detail")
-        yield Footer(compact=True)
+        yield SettledFooter(compact=True)
 
     def on_mount(self) -> None:
         """Create the columns, draw the node, follow the app's fleet."""

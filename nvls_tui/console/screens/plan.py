@@ -26,7 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Checkbox, Footer, Input, Select, Static
+from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from nvls_tui.binding_table import current_key
 from nvls_tui.console.messages import PlanApproved
@@ -34,6 +34,7 @@ from nvls_tui.console.screens.typed import OnConsole
 from nvls_tui.console.widgets import palette
 from nvls_tui.console.widgets.banner import ModeBanner
 from nvls_tui.console.widgets.ordered_input import OrderedInput
+from nvls_tui.console.widgets.settled_footer import SettledFooter
 from nvls_tui.console.widgets.step_list import duration_text, spinner
 from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome, StepOutcome
@@ -183,7 +184,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
                 yield OrderedInput(placeholder="type the node names to confirm", id="plan-typed")
                 yield Button("Cancel", id="plan-cancel")
                 yield Button("Repair", id="plan-go", variant="error", disabled=True)
-        yield Footer(compact=True)
+        yield SettledFooter(compact=True)
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the confirmation to the new size."""

@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widgets import Footer, SelectionList, Static, TabbedContent, TabPane
+from textual.widgets import SelectionList, Static, TabbedContent, TabPane
 
 from nvls_tui.console.bindings import bindings_for
 from nvls_tui.console.commands import Command, ScreenCommands, scope_commands
@@ -36,6 +36,7 @@ from nvls_tui.console.screens.typed import OnConsole
 from nvls_tui.console.services import services_of
 from nvls_tui.console.widgets import palette
 from nvls_tui.console.widgets.banner import ModeBanner
+from nvls_tui.console.widgets.settled_footer import SettledFooter
 from nvls_tui.console.widgets.step_list import duration_text
 from nvls_tui.model.scheduler import Job
 from nvls_tui.runbook.actions import holder_label
@@ -125,7 +126,7 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
                 for column in columns:
                     with TabPane(column.host, id=f"tab-{column.id}"):
                         yield column
-        yield Footer(compact=True)
+        yield SettledFooter(compact=True)
 
     def _threshold(self, host: str) -> float:
         state = self.services.live.fleet.get(host)

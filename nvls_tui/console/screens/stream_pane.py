@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from nvls_tui.console.bindings import bindings_for
 from nvls_tui.console.messages import ActionFailed, ActionFinished
@@ -25,6 +25,7 @@ from nvls_tui.console.screens.runbook_column import RunbookColumn
 from nvls_tui.console.screens.searching import SEARCH_ACTIONS, Searching
 from nvls_tui.console.screens.typed import OnConsole
 from nvls_tui.console.widgets import palette
+from nvls_tui.console.widgets.settled_footer import SettledFooter
 from nvls_tui.console.widgets.step_list import duration_text
 from nvls_tui.runbook.events import RunbookEvent
 from nvls_tui.runbook.outcome import NodeOutcome
@@ -70,7 +71,7 @@ class StreamPane(Searching, OnConsole, ModalScreen[None]):
             state = self.services.live.fleet.get(self.host)
             threshold = threshold_for(state.gpus if state else (), DEFAULT_THRESHOLDS, None)
             yield RunbookColumn(self.host, threshold=threshold, step_names=self.action_spec.steps, id="stream-column")
-            yield Footer(compact=True)
+            yield SettledFooter(compact=True)
 
     def on_mount(self) -> None:
         """Start the action in a worker and tick the spinner."""

@@ -101,6 +101,16 @@ def _running(run: NodeRun, step: StepView, now: float) -> Text:
 class StepList(Static):
     """The steps of one run (see :func:`step_lines`); call :meth:`show` on every change and tick."""
 
+    _shown: tuple | None = None
+
     def show(self, run: NodeRun, now: float) -> None:
-        """Redraw from ``run`` at time ``now``."""
-        self.update(step_lines(run, now, max(30, self.size.width or 40)))
+        """Redraw from ``run`` at time ``now``; a redraw that would draw what is shown is skipped.
+
+        Every event of a run calls this, and most (a line of output, a poll) leave the steps' words as
+        they were; ``update`` would still ask the screen for a layout each time."""
+        lines = step_lines(run, now, max(30, self.size.width or 40))
+        shown = (lines.plain, tuple(lines.spans), str(lines.style))
+        if shown == self._shown:
+            return
+        self._shown = shown
+        self.update(lines)

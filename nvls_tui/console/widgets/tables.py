@@ -91,3 +91,22 @@ def cursor_key(table: DataTable) -> str | None:
     if 0 <= table.cursor_row < len(keys):
         return keys[table.cursor_row]
     return None
+
+
+class SettledTable(DataTable):
+    """A DataTable whose rows are drawn again once its columns' widths settle.
+
+    ``update_cell(update_width=True)`` (what :func:`sync_rows` writes with) changes the cell at once but
+    measures its column only when the table is idle, and the rows drawn in between stay cached under the
+    same key: until the next change they kept the old widths (a narrowed column's right-hand neighbours
+    stayed where they were; the last column was drawn past the table's edge and cut). The node screen's
+    snapshots then depended on whether a frame fell in between. Here a measure that changed a width
+    invalidates those rows, so what is drawn follows the widths, whatever the frames.
+    """
+
+    def _update_column_widths(self, updated_cells: set) -> None:
+        before = [column.content_width for column in self.ordered_columns]
+        super()._update_column_widths(updated_cells)
+        if [column.content_width for column in self.ordered_columns] != before:
+            self._update_count += 1  # the key of DataTable's row and line caches: the old rows are not reused
+            self.refresh()
