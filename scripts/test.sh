@@ -21,4 +21,6 @@ echo "mypy: $(.venv/bin/mypy --version)"
 # tests' own helpers (tests/waiting.py, tests/sshd_rig.py, ...) too: every worker and nested pytest imports them.
 .venv/bin/python -m compileall -q nvls_tui tests snapshots bench >/dev/null
 wait "$warm" || true  # a collection error shows in the run itself
-exec env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 2 "$@"
+# Three workers on two cores: the lab tier is mostly waiting (boots, systemd, Slurm: its groups ran 2.5 times faster
+# at -n 3 than on one worker, and slower at -n 4: docs/performance.md), and that waiting overlaps the other tiers' CPU.
+exec env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 3 "$@"
