@@ -60,7 +60,7 @@ def lab_group_problem(marks: set[str], groups: set[str], fixtures: set[str]) -> 
 
 
 def pytest_collection_modifyitems(config, items):
-    """Marks each test with its tiers, then hands out long tests first and short ones last, so that both
+    """Marks each test with its tiers, then hands out long tests first and short ones last, so that the
     workers (``pytest -n 3`` in scripts/test.sh) stay busy to the end.
 
     ``--dist loadgroup`` hands each xdist group to one worker as a whole, the groups with the most tests
