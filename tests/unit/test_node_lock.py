@@ -117,14 +117,21 @@ async def test_the_live_run_refreshes_its_heartbeat_while_it_waits_for_holders()
     await asyncio.wait_for(task, 30)
 
 
-async def test_a_run_leaves_another_runs_record_and_lock_alone():
+async def taken_over_while_waiting():
+    """A repair of gpu05 waiting for its holders, whose lock another run (``run-other``) now owns, as after a
+    ``--force`` take-over: ``(fleet, node, book, task)``."""
     fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
     with_workload(fleet)
     book, task = await waiting_repair(fleet)
     node = fleet.node("gpu05")
-    # Someone else's run now owns the node (as after a --force take-over): its record and its lock.
     owner = json.loads(node.files[OWNER_FILE])
     node.files[OWNER_FILE] = json.dumps({**owner, "run_id": "run-other", "tool_pid": 1})
+    return fleet, node, book, task
+
+
+async def test_a_run_leaves_another_runs_record_and_lock_alone():
+    # Someone else's run now owns the node: its lock, and its record too.
+    _, node, book, task = await taken_over_while_waiting()
     node.files[RECORD_FILE] = hand_record({"kubelet.service": "active"}, run_id="run-other")
     book.abort()
     first = await asyncio.wait_for(task, 30)
@@ -139,12 +146,7 @@ async def test_a_run_whose_command_the_fence_refuses_names_the_run_that_holds_th
     # The same take-over as above, found by the fence rather than by an abort: the run's next command (its wait
     # for the holders) is refused on the node. Under load this path and the abort's raced, and the fence's words
     # named no owner; the operator needs to know whose run owns the node now.
-    fleet = load_fleet("sim:seed-incident/gpu05", speed=SPEED)
-    with_workload(fleet)
-    book, task = await waiting_repair(fleet)
-    node = fleet.node("gpu05")
-    owner = json.loads(node.files[OWNER_FILE])
-    node.files[OWNER_FILE] = json.dumps({**owner, "run_id": "run-other", "tool_pid": 1})
+    _, node, _, task = await taken_over_while_waiting()
     lost = await asyncio.wait_for(task, 30)
     assert lost.result == "failed" and "LOCK LOST" in lost.message
     assert "now belongs to run run-other" in lost.message
