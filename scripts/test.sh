@@ -21,6 +21,7 @@ echo "mypy: $(.venv/bin/mypy --version)"
 # tests' own helpers (tests/waiting.py, tests/sshd_rig.py, ...) too: every worker and nested pytest imports them.
 .venv/bin/python -m compileall -q nvls_tui tests snapshots bench >/dev/null
 wait "$warm" || true  # a collection error shows in the run itself
-# Three workers on two cores: the lab tier is mostly waiting (boots, systemd, Slurm: its groups ran 2.5 times faster
-# at -n 3 than on one worker, and slower at -n 4: docs/performance.md), and that waiting overlaps the other tiers' CPU.
-exec env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 3 "$@"
+# Four workers on two cores, at most two of them in lab groups at a time (tests/lab_slots.py): the lab tier is mostly
+# waiting (boots, systemd, Slurm), and with every worker in a lab (loadgroup hands the big groups out first) a quarter
+# of the CPU went idle; the other two workers run the CPU-bound tiers beside the labs (docs/performance.md).
+exec env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 4 --lab-slots 2 "$@"

@@ -59,6 +59,22 @@ def lab_group_problem(marks: set[str], groups: set[str], fixtures: set[str]) -> 
     return None
 
 
+def pytest_addoption(parser):
+    parser.addoption("--lab-slots", type=int, default=None, metavar="N",
+                     help="with --dist loadgroup: at most N workers in lab groups at once, the others run the rest "
+                          "(tests/lab_slots.py; scripts/test.sh sets it)")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--lab-slots N``: loadgroup scheduling that keeps the other workers on the CPU-bound tiers while N run labs."""
+    slots = config.getoption("lab_slots")
+    if slots is None or config.getoption("dist") != "loadgroup":
+        return None
+    from tests.lab_slots import LabSlotScheduling
+
+    return LabSlotScheduling(config, log, slots=slots)
+
+
 def pytest_collection_modifyitems(config, items):
     """Marks each test with its tiers, then hands out long tests first and short ones last, so that the
     workers (``pytest -n 3`` in scripts/test.sh) stay busy to the end.
