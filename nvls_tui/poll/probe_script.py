@@ -129,7 +129,10 @@ _KERNEL_AWK = (
 # before (fail closed). Where both are true ($nj) the kernel awk does not start journalctl (see _KERNEL_AWK).
 _NO_JOURNAL = (
     'nojf() { if [ -e "$1" ] || [ -L "$1" ]; then [ -d "$1" ] && [ -r "$1" ] && [ -x "$1" ] || return 1',
-    '  for jf in "$1"/* "$1"/.[!.]* "$1"/..?*; do { [ -e "$jf" ] || [ -L "$jf" ]; } && return 1; done; return 0; fi',
+    # One loop per pattern: a bash told to fail on a glob that matches nothing (failglob) skips that loop only.
+    '  for jf in "$1"/*; do { [ -e "$jf" ] || [ -L "$jf" ]; } && return 1; done',
+    '  for jf in "$1"/.[!.]*; do { [ -e "$jf" ] || [ -L "$jf" ]; } && return 1; done',
+    '  for jf in "$1"/..?*; do { [ -e "$jf" ] || [ -L "$jf" ]; } && return 1; done; return 0; fi',
     '  jp=${1%/*}; [ -d "${jp:-/}" ] && [ -x "${jp:-/}" ] && return 0',
     '  [ -n "$jp" ] && ! [ -e "$jp" ] && ! [ -L "$jp" ] && nojf "$jp"; }',
     f'jr=${{{JOURNAL_ROOT_ENV}:-}}; nj=; ' + ' && '.join(f'nojf "$jr{d}"' for d in JOURNAL_DIRS) + ' && nj=1',
