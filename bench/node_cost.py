@@ -137,9 +137,12 @@ def external_commands(text: str) -> list[Started]:
     A small reader of the probe's own shapes: simple commands, pipelines, ``&&``/``||`` lists,
     ``$(...)``, ``{ ...; }``, ``if``, ``for`` and ``case`` (its word and patterns are no commands);
     redirections and assignments skipped; ``sudo -n CMD`` is two processes (sudo forks the command).
-    A command after ``&&``/``||``, in an ``if`` or in a ``case`` branch is conditional.
+    A command after ``&&``/``||``, in an ``if`` or in a ``case`` branch is conditional. A call of a shell
+    function the same text defines (``name() { ...; }``) starts nothing itself: its body's commands are
+    listed where it is defined.
     """
     found: list[Started] = []
+    functions = set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{", text, re.M))
     for line in _without_heredoc_text(text):
         lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
@@ -197,7 +200,9 @@ def external_commands(text: str) -> list[Started]:
                     if_depth = max(0, if_depth - 1)
                 at_command = False
             elif tok.startswith("cmd="):  # awk -v cmd=...: the command the kernel section's awk runs
-                found += [Started(c.name, c.conditional or cond) for c in external_commands(tok[4:])]
+                # (only where the node keeps a journal, where its awk is given nj=)
+                found += [Started(c.name, c.conditional or cond or "-v nj=" in line)
+                          for c in external_commands(tok[4:])]
             elif tok.startswith("rcmd="):  # ... and the ring's, which it runs only where the journal falls short
                 found += [Started(c.name, True) for c in external_commands(tok[5:])]
             elif at_command and ASSIGNMENT.match(tok):
@@ -205,7 +210,7 @@ def external_commands(text: str) -> list[Started]:
             elif at_command or sudo:
                 if sudo and tok.startswith("-"):
                     continue
-                if tok not in SH_BUILTINS:
+                if tok not in SH_BUILTINS and tok not in functions:
                     found.append(Started(tok, cond))
                 sudo = tok in ("sudo", "exec")  # their command follows (sudo forks it, exec replaces the shell)
                 at_command = False

@@ -2,7 +2,7 @@
 
 Each simulated node gets a port of its own (one sshd per 16 ports: OpenSSH's MAX_LISTEN_SOCKS). A ``Match LocalPort`` block per port puts that
 node's shim directory first on PATH (``SetEnv``; ``NVLS_TUI_PROC`` names its simulated /proc files where
-the shims keep them), so any command run over SSH on port N behaves as node N. Keys, known_hosts and the config live in a temporary directory; nothing outside it is
+the shims keep them, ``NVLS_TUI_JOURNAL_ROOT`` the folder its journal folders are under), so any command run over SSH on port N behaves as node N. Keys, known_hosts and the config live in a temporary directory; nothing outside it is
 touched except ``/run/sshd`` (the privilege-separation directory sshd insists on when run as root).
 Only loopback, ever.
 
@@ -36,6 +36,7 @@ import psutil
 from nvls_tui.backends.base import BackendOptions
 from nvls_tui.backends.ssh import SshBackend
 from nvls_tui.backends.ssh.targets import parse_target
+from nvls_tui.poll.probe import JOURNAL_ROOT_ENV
 from nvls_tui.sim.shim_server import SOCKET_NAME as SHIM_SOCKET
 
 LOOPBACK = "127.0.0.1"
@@ -216,7 +217,9 @@ class SshdRig:
             lines += [
                 f"Match LocalPort {n.port}",
                 f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} {shell} NVLS_TUI_SIMULATED=1 "
-                f"NVLS_TUI_SIM_NODE={n.name}" + (f" NVLS_TUI_PROC={n.dir / 'proc'}" if (n.dir / "proc").is_dir() else ""),
+                f"NVLS_TUI_SIM_NODE={n.name}" + (f" NVLS_TUI_PROC={n.dir / 'proc'}" if (n.dir / "proc").is_dir() else "")
+                # The node's journal folders are under DIR (the shims' placeholder), never this machine's.
+                + (f" {JOURNAL_ROOT_ENV}={n.dir}" if (n.dir / "var" / "log").is_dir() else ""),
             ]
         path = self.root / f"sshd_config.{index}"
         path.write_text("\n".join(lines) + "\n")

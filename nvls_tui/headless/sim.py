@@ -53,5 +53,5 @@ def _shims(sim: SimCommand) -> int:
         return 2
     mode = "static (pre-rendered, read-only)" if sim.static else "live"
     print(f"wrote {root}/bin: sim:{sim.scenario}/{sim.node}, {mode}; put {root}/bin first on PATH and set "
-          f"NVLS_TUI_PROC={root}/proc")
+          f"NVLS_TUI_PROC={root}/proc NVLS_TUI_JOURNAL_ROOT={root}")
     return 0

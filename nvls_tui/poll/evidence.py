@@ -147,10 +147,12 @@ def missing_evidence(section: str, result: CommandResult | None, *, root: bool |
         if not result.truncated and result.exit_status not in (-1, 124) and denied:
             hint = " (use --sudo, or add the user to the systemd-journal group)" if root is not True else ""
             return _missing(section, PERMISSION, f"journalctl cannot read the system journal: {denied}{hint}")
-        found = _general(section, result, tool, frozenset({0}))
-        if found is None and _JOURNAL_NONE in text:
+        # No journal at all, in journalctl's words (systemd 252 exits 1 with them, others 0), or in the node's
+        # own where its script did not start journalctl for want of a journal folder holding a file
+        # (probe.JOURNAL_NO_FILES_LINE, which quotes them, with status 1): one reading for all.
+        if not result.truncated and result.exit_status in (0, 1) and _JOURNAL_NONE in text:
             return _missing(section, FAILED, "journalctl found no journal on the node (is systemd-journald running?)")
-        return found
+        return _general(section, result, tool, frozenset({0}))
     if section in ("record", "smoke", "simulated"):
         if result.exit_status == 1 and _ABSENT_FILE.search(text):
             return None  # the file does not exist: nothing to read, and that is an answer

@@ -98,7 +98,20 @@ JOURNAL_HUNG_EXIT = 4
 # prints JOURNAL_NONE_NOT_RUN, which names journalctl's words and reads as they did (FAILED, evidence.py).
 JOURNAL_NONE_LINE = "No journal files were found."
 JOURNAL_NONE_EXIT = 5
-JOURNAL_NONE_NOT_RUN = f"-- nvls-tui not run: the kernel section's journalctl said: {JOURNAL_NONE_LINE}"
+JOURNAL_NONE_NOT_RUN = f"-- nvls-tui not run: the kernel section found no journal on the node: {JOURNAL_NONE_LINE}"
+# journald keeps its files in these folders and nowhere else (volatile, then persistent storage), and journalctl
+# reads them from there. Where neither holds a file (each absent beneath a folder the shell can search, or an
+# empty folder it can read: a container without journald, whose systemd package left /var/log/journal empty), the
+# kernel section does not start journalctl (~1-2 ms of CPU, its own start) and says so in JOURNAL_NO_FILES_LINE
+# with journalctl's exit status for that answer (1), read as journalctl's own "No journal files were found."
+# (journal_absent; evidence.py). Fail closed: a folder that exists but cannot be read, or whose parent cannot
+# be searched, still runs journalctl.
+JOURNAL_DIRS = ("/run/log/journal", "/var/log/journal")
+# The folder those paths are taken under (default: the node's /): a shell serving a simulated node (the
+# shims behind a real sshd) has one of its own, DIR (nvls_tui.sim.shims), as it has its own /proc.
+JOURNAL_ROOT_ENV = "NVLS_TUI_JOURNAL_ROOT"
+JOURNAL_NO_FILES_LINE = (f"-- nvls-tui journalctl not run: {' and '.join(JOURNAL_DIRS)} hold no file: "
+                         f"{JOURNAL_NONE_LINE}")
 _JOURNAL_HUNG = re.compile(r"^-- nvls-tui not run: journalctl did not answer in the (\w+) section$", re.M)
 # The sections held in shell variables (the gpus fallback, the holders table the PID list is read from)
 # are cut on the node: an nvidia-smi that printed without end grew the poll's
@@ -296,10 +309,14 @@ def fm_unit_absent(units: CommandResult | None) -> bool:
 
 
 def journal_absent(sections: Mapping[str, CommandResult]) -> bool:
-    """Whether the kernel section's journalctl found no journal at all (:data:`JOURNAL_NONE_LINE`): FM's
-    journal is then not asked (:func:`fm_log_no_journal`), as the script does."""
+    """Whether the kernel section found no journal at all: journalctl said so (:data:`JOURNAL_NONE_LINE`), or
+    the node's script did not start it, none of :data:`JOURNAL_DIRS` holding a file (:data:`JOURNAL_NO_FILES_LINE`).
+    FM's journal is then not asked (:func:`fm_log_no_journal`), as the script does."""
     kernel = sections.get("kernel")
-    return kernel is not None and JOURNAL_NONE_LINE in kernel.output.splitlines()
+    if kernel is None:
+        return False
+    lines = kernel.output.splitlines()
+    return JOURNAL_NONE_LINE in lines or JOURNAL_NO_FILES_LINE in lines
 
 
 def fm_log_no_journal() -> CommandResult:
@@ -368,6 +385,9 @@ __all__ = [
     "JOURNAL_NONE_EXIT",
     "JOURNAL_NONE_LINE",
     "JOURNAL_NONE_NOT_RUN",
+    "JOURNAL_DIRS",
+    "JOURNAL_NO_FILES_LINE",
+    "JOURNAL_ROOT_ENV",
     "JOURNAL_HUNG_LINE",
     "JOURNAL_SECTIONS",
     "JOURNAL_TOOL",

@@ -32,11 +32,14 @@ from nvls_tui.poll.probe import (
     FILE_STATUS_WORD,
     FM_LOG_NOT_RUN_LINE,
     FM_UNIT_NAME,
+    JOURNAL_DIRS,
     JOURNAL_HUNG_EXIT,
     JOURNAL_HUNG_LINE,
+    JOURNAL_NO_FILES_LINE,
     JOURNAL_NONE_EXIT,
     JOURNAL_NONE_LINE,
     JOURNAL_NONE_NOT_RUN,
+    JOURNAL_ROOT_ENV,
     JOURNAL_SECTIONS,
     MARK,
     NEWLINE_ADDED,
@@ -96,7 +99,9 @@ _CGROUP_LIST = (
 # the same filter in Python. It exits JOURNAL_HUNG_EXIT where journalctl timed out (coreutils timeout's 124):
 # the ring buffer is read all the same, and the poll asks no other journalctl. Where the script reads the
 # ring section too, this awk reads it as well right after its own end marker (``rcmd``, the ring's dmesg,
-# with _RING_FN), whenever it exits non-zero: no second awk for the ring.
+# with _RING_FN), whenever it exits non-zero: no second awk for the ring. Where the node keeps no journal
+# (``nj``, see _NO_JOURNAL) it starts no journalctl: it takes JOURNAL_NO_FILES_LINE as journalctl's message
+# and 1 as its status (what journalctl answers there, "No journal files were found.") and goes on as for them.
 _KERNEL_AWK = (
     "function take(s) {if (s ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T/) {v++; h = (s ~ /" + KERNEL_PATTERN
     + "/); if (v == 1) {f = h; ft = s; sub(/ .*/, \"\", ft); fb = (index(s, \"kernel: Linux version \") > 0)}"
@@ -105,14 +110,32 @@ _KERNEL_AWK = (
     + str(KERNEL_LINES) + "] \"\\n\" s}"
     " else if (index(s, \"-- cursor: \") == 1) {cur = s; pe = 0} else if (index(s, \"-- \") == 1) pe = 0;"
     " else {pe = 0; if (e < " + str(NOTE_LINES) + ") msg[e++] = s}}"
-    " BEGIN {while ((cmd | getline s) > 0) take(s); st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256;"
+    " BEGIN {if (nj) {msg[e++] = \"" + JOURNAL_NO_FILES_LINE + "\"; st = 1} else {while ((cmd | getline s) > 0) take(s);"
+    " st = close(cmd); if (st >= 256 && st % 256 == 0) st = st / 256}"
     " for (i = 0; i < e; i++) print msg[i]; for (i = (n > " + str(KERNEL_LINES) + " ? n - " + str(KERNEL_LINES)
     + " : 0); i < n; i++) print r[i % " + str(KERNEL_LINES) + "]; if (cur != \"\") print cur;"
     " if (v) print \"" + FIRST_LINE + "\" ft \" \" fb;"
     " print \"" + VISITED_LINE + "\" v + 0 \" first \" f + 0 \" last \" l + 0; print m \" end kernel \" st;"
     " code = st == 124 ? " + str(JOURNAL_HUNG_EXIT) + " : ((st != 0 || (whole && !(v && fb))) ? " + str(RING_NEEDED)
-    + " : 0); for (i = 0; i < e; i++) if (st != 0 && msg[i] == \"" + JOURNAL_NONE_LINE + "\") none = 1;"
+    + " : 0); for (i = 0; i < e; i++) if (st != 0 && (msg[i] == \"" + JOURNAL_NONE_LINE + "\" || msg[i] == \""
+    + JOURNAL_NO_FILES_LINE + "\")) none = 1;"
     + "{RING}" + " exit (none ? " + str(JOURNAL_NONE_EXIT) + " : code)}"
+)
+# Whether the node keeps a journal at all (JOURNAL_DIRS, under $NVLS_TUI_JOURNAL_ROOT where a shell serving a
+# simulated node sets it): builtins only (test, a glob). ``nojf PATH`` is true only where PATH surely holds no
+# file: it is absent and its parent a folder the shell can search (a parent that is absent itself is asked the
+# same), or it is a folder the shell can read and search with no entry in it, hidden ones included. Anything
+# else (a folder it cannot read, a parent it cannot search, a link, a file) is false: journalctl runs, as
+# before (fail closed). Where both are true ($nj) the kernel awk does not start journalctl (see _KERNEL_AWK).
+_NO_JOURNAL = (
+    'nojf() { if [ -e "$1" ] || [ -L "$1" ]; then [ -d "$1" ] && [ -r "$1" ] && [ -x "$1" ] || return 1',
+    # One loop per pattern: a bash told to fail on a glob that matches nothing (failglob) skips that loop only.
+    '  for jf in "$1"/*; do { [ -e "$jf" ] || [ -L "$jf" ]; } && return 1; done',
+    '  for jf in "$1"/.[!.]*; do { [ -e "$jf" ] || [ -L "$jf" ]; } && return 1; done',
+    '  for jf in "$1"/..?*; do { [ -e "$jf" ] || [ -L "$jf" ]; } && return 1; done; return 0; fi',
+    '  jp=${1%/*}; [ -d "${jp:-/}" ] && [ -x "${jp:-/}" ] && return 0',
+    '  [ -n "$jp" ] && ! [ -e "$jp" ] && ! [ -L "$jp" ] && nojf "$jp"; }',
+    f'jr=${{{JOURNAL_ROOT_ENV}:-}}; nj=; ' + ' && '.join(f'nojf "$jr{d}"' for d in JOURNAL_DIRS) + ' && nj=1',
 )
 # Where the script reads the ring too (only then is _RING_FN in the program: awk refuses a call to a
 # function it does not define, even one never made).
@@ -259,7 +282,8 @@ def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | N
                 ring = f"-v {shlex.quote('rcmd=exec ' + ring_prefix + _glob_safe_join(RING_ARGV) + ' 2>&1')} "
             program = (_RING_FN + " " if ring else "") + _KERNEL_AWK.replace("{RING}", _KERNEL_RING_CALL if ring else "")
             # awk runs its command through `sh -c`, which dash forks once more for it: `exec` spares that.
-            lines += [begin, f"awk -v m=\"$m\" -v whole={whole} -v {shlex.quote('cmd=exec ' + cmd)} {ring}"
+            lines += [*_NO_JOURNAL, begin,
+                      f"awk -v m=\"$m\" -v whole={whole} -v nj=\"$nj\" -v {shlex.quote('cmd=exec ' + cmd)} {ring}"
                              f"{shlex.quote(program)}; rk=$?",
                       f"case $rk in {JOURNAL_HUNG_EXIT}) jh=kernel; rk={RING_NEEDED};; "
                       f"{JOURNAL_NONE_EXIT}) jn=1; rk={RING_NEEDED};; esac"]

@@ -14,6 +14,9 @@ A real sshd can then serve simulated nodes: put ``DIR/bin`` first on PATH (or co
 - ``DIR/proc``: the node's ``/proc/PID/stat`` and ``cgroup`` files (``sim/proc_files.py``): the poll
   reads the holders' parents and cgroups with shell builtins, from ``$NVLS_TUI_PROC`` where it is set, so
   a shell that serves the node must have ``NVLS_TUI_PROC=DIR/proc`` in its environment.
+- ``DIR/var/log/journal``: the node's journal folder, holding a placeholder (the poll starts journalctl only
+  where a journal folder holds a file: ``probe.JOURNAL_DIRS``, under ``$NVLS_TUI_JOURNAL_ROOT`` where it is set),
+  so a shell that serves the node must have ``NVLS_TUI_JOURNAL_ROOT=DIR`` in its environment.
 - ``DIR/devices``: the node's ``/dev/nvidia*`` files, one a line (``Node.device_files()``). The shims
   never read the machine's own ``/dev``; a shell that serves the node must not either: the poll's
   ``fuser -v /dev/nvidia*`` is expanded by that shell, so it must see a ``/dev`` holding these files
@@ -33,6 +36,7 @@ from nvls_tui.poll.kernel_tail import kernel_argv, last_cursor
 from nvls_tui.poll.probe import (
     CONFIG_STAMP_ARGV,
     DEVICE_LIST_ARGV,
+    JOURNAL_DIRS,
     PICK,
     QUICK,
     SECTIONS,
@@ -77,6 +81,8 @@ _NO_SLURM = (
 
 DEVICES_FILE = "devices"
 """``DIR/devices``: the node's /dev/nvidia* files, one a line (what a shell serving the node must see)."""
+JOURNAL_FOLDER = "nvls-tui-simulated"
+"""``DIR/var/log/journal/JOURNAL_FOLDER``: where journald keeps a machine's files (its machine id; here a name)."""
 
 # The caller's timeout ends it: the SSH transport kills the command's process group (its login shell's $$).
 _SILENT = "#!/bin/sh\n# nvls-tui shim: this simulated node does not answer\nexec sleep 3600\n"
@@ -190,6 +196,12 @@ def write_shims(directory: str | os.PathLike[str], scenario: str, node: str, sta
     (root / PROC_DIR).mkdir(exist_ok=True)
     NodeStore(root).save(state, fleet.clock)
     (root / DEVICES_FILE).write_text("".join(f"{path}\n" for path in state.device_files()))
+    # The node's journal folder (NVLS_TUI_JOURNAL_ROOT=DIR): the poll starts journalctl only where one of
+    # probe.JOURNAL_DIRS holds a file, and a simulated node's journal is its journalctl shim's; the folder
+    # holds one placeholder, which nothing reads.
+    journal = root / JOURNAL_DIRS[-1].lstrip("/") / JOURNAL_FOLDER
+    journal.mkdir(parents=True, exist_ok=True)
+    (journal / "system.journal").touch()
     for command in FILE_COMMANDS:
         _write(root / "bin" / command, _file_script(root, command, static))
     _write(root / "bin" / "sudo", _sudo_script(root))

@@ -25,10 +25,11 @@ import pytest
 from nvls_tui.model import NodeState
 from nvls_tui.poll.evidence import TIMED_OUT
 from nvls_tui.poll.once import poll_deadline, poll_once
-from nvls_tui.poll.probe import new_nonce
+from nvls_tui.poll.probe import JOURNAL_ROOT_ENV, new_nonce
 from nvls_tui.poll.probe_output import split_probe_output
 from nvls_tui.poll.probe_script import probe_script
 from tests.sshd_rig import find_sshd
+from tests.unit.test_probe_journal_dirs import journal_in
 from tests.waiting import scaled
 
 TIMEOUT = 4.0
@@ -148,11 +149,12 @@ async def test_a_hung_journalctl_costs_one_timeout_and_fm_log_reads_timed_out_wi
     assert hung_took <= healthy_took + TIMEOUT + scaled(SLACK), (hung_took, healthy_took)
 
 
-def run_script(script: str, path: str) -> tuple[str, float]:
-    """Run a probe script with a real ``sh`` on this machine: (its output, seconds it took)."""
+def run_script(script: str, path: str, root: Path) -> tuple[str, float]:
+    """Run a probe script with a real ``sh`` on this machine, ``root`` holding the node's journal folder: (its
+    output, seconds it took)."""
     began = time.monotonic()
     done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=scaled(60),
-                          env={"PATH": path}, check=False)
+                          env={"PATH": path, JOURNAL_ROOT_ENV: str(journal_in(root))}, check=False)
     return done.stdout, time.monotonic() - began
 
 
@@ -163,7 +165,7 @@ def test_the_one_script_form_asks_journalctl_once_when_it_hangs(tmp_path):
     hung = hung_bin(tmp_path / "bin")
     nonce = new_nonce()
     script = probe_script(False, nonce, only=("kernel", "ring", "fm_log", "clock"), section_timeout=1.0)
-    out, took = run_script(script, f"{hung}:{os.environ['PATH']}")
+    out, took = run_script(script, f"{hung}:{os.environ['PATH']}", tmp_path / "root")
     sections = split_probe_output(out, nonce)
     assert sections["kernel"][0] == 124
     status, text = sections["fm_log"]
@@ -180,7 +182,7 @@ def test_the_second_script_over_ssh_skips_journalctl_when_the_first_saw_it_hang(
 
     nonce = new_nonce()
     script = probe_script(False, nonce, only=("ring", "fm_log", "clock"), journal_hung="kernel")
-    out, _ = run_script(script, os.environ["PATH"])
+    out, _ = run_script(script, os.environ["PATH"], tmp_path / "root")
     sections = split_probe_output(out, nonce)
     assert sections["fm_log"] == (124, f"-- nvls-tui not run: {REASON}\n")
     assert sections["clock"][0] == 0 and sections["ring"][0] == 0

@@ -12,10 +12,12 @@ import pytest
 from nvls_tui.model import CommandResult, KernelEvent
 from nvls_tui.poll.kernel_coverage import merge, read_kernel
 from nvls_tui.poll.kernel_tail import RING_SKIPPED, filter_journal, filter_ring
+from nvls_tui.poll.probe import JOURNAL_ROOT_ENV
 from nvls_tui.poll.probe_output import split_probe_output
 from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim.commands import execute
 from nvls_tui.sim.fleet import load_fleet
+from tests.unit.test_probe_journal_dirs import journal_in
 
 NVLS = [".venv/bin/nvls-tui"]
 
@@ -87,7 +89,7 @@ def _node_script(tmp_path, journal: str, ring: str) -> dict:
         (tmp_path / name).write_text(f"#!/bin/sh\ncat {tmp_path / name}.out\n")
         (tmp_path / name).chmod(0o755)
     done = subprocess.run(["sh", "-c", probe_script(only=("kernel", "ring"))], capture_output=True, text=True,
-                          env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, check=True)
+                          env={"PATH": f"{tmp_path}:/usr/bin:/bin", JOURNAL_ROOT_ENV: str(journal_in(tmp_path / "root"))}, check=True)
     return split_probe_output(done.stdout)
 
 

@@ -14,11 +14,13 @@ import pytest
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.model import CommandResult
 from nvls_tui.poll.kernel_tail import CURSOR_LINE, KernelTail, filter_journal, kernel_argv
+from nvls_tui.poll.probe import JOURNAL_ROOT_ENV
 from nvls_tui.sim.commands import execute
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.shims import write_shims
 from nvls_tui.sim.store import NodeStore
 from tests.sshd_rig import SshdRig, backend_for, find_sshd
+from tests.unit.test_probe_journal_dirs import journal_in
 
 NEW = "NVRM: Xid (PCI:0000:5a:00): 79, pid=0, GPU has fallen off the bus."
 LATER = "NVRM: Xid (PCI:0000:18:00): 48, pid=0, An uncorrectable double bit error."
@@ -175,7 +177,7 @@ def test_the_python_filter_is_the_probe_awk(tmp_path):
     (tmp_path / "journalctl").chmod(0o755)
     (tmp_path / "out").write_text(raw.stdout)
     done = subprocess.run(["sh", "-c", probe_script(only=("kernel",))], capture_output=True, text=True,
-                          env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, check=True)
+                          env={"PATH": f"{tmp_path}:/usr/bin:/bin", JOURNAL_ROOT_ENV: str(journal_in(tmp_path / "root"))}, check=True)
     body = done.stdout.split("begin kernel\n", 1)[1].rsplit("@@nvls-tui-0 end kernel", 1)[0]
     assert body == filter_journal(raw.stdout)
     assert sum(ln[:4].isdigit() for ln in body.splitlines()) == 300 and "eth0" not in body

@@ -19,12 +19,21 @@ from nvls_tui.model import CommandResult
 from nvls_tui.poll.assemble import assemble_node_state
 from nvls_tui.poll.config_cache import ConfigCache
 from nvls_tui.poll.evidence import FAILED
-from nvls_tui.poll.probe import CONFIG_STAMP, CONFIG_STAMP_ARGV, RECORD_FILE, SIMULATED_MARKER, STATE_DIR, section_argv
+from nvls_tui.poll.probe import (
+    CONFIG_STAMP,
+    CONFIG_STAMP_ARGV,
+    JOURNAL_ROOT_ENV,
+    RECORD_FILE,
+    SIMULATED_MARKER,
+    STATE_DIR,
+    section_argv,
+)
 from nvls_tui.poll.probe_output import SectionReader, split_probe_output
 from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import backend_for, find_sshd
+from tests.unit.test_probe_journal_dirs import journal_in
 from tests.unit.test_probe_script import SHELLS
 
 LOGGED = ("cat", "grep", "apt-config", "find")
@@ -276,7 +285,7 @@ def test_where_the_journal_falls_short_one_awk_reads_the_journal_and_the_ring(tm
     real_awk = next(f"{d}/awk" for d in ("/usr/bin", "/bin") if os.access(f"{d}/awk", os.X_OK))
     (tmp_path / "awk").write_text(f'#!/bin/sh\necho awk >> "{log}"\nexec {real_awk} "$@"\n')
     (tmp_path / "awk").chmod(0o755)
-    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C", JOURNAL_ROOT_ENV: str(journal_in(tmp_path / "root"))}
     for only, awks in ((("kernel", "ring"), 1), (("ring",), 1)):  # the ring alone: a later script's
         log.write_text("")
         out = subprocess.run([shell, "-c", probe_script(only=only)], env=env, capture_output=True, text=True,
@@ -293,7 +302,7 @@ def test_the_kernel_section_alone_reads_the_journal(tmp_path, shell):
     (tmp_path / "journalctl").write_text("#!/bin/sh\necho '2026-12-06T10:00:00+0000 h kernel: Linux version 6.8'\n"
                                          "echo '2026-12-06T10:00:01+0000 h kernel: NVRM: Xid 79'\n")
     (tmp_path / "journalctl").chmod(0o755)
-    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C", JOURNAL_ROOT_ENV: str(journal_in(tmp_path / "root"))}
     done = subprocess.run([shell, "-c", probe_script(only=("kernel",))], env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.stderr == ""
@@ -307,7 +316,7 @@ def test_the_kernel_awk_runs_journalctl_and_dmesg_without_a_shell_between(tmp_pa
     for name in ("journalctl", "dmesg"):
         (tmp_path / name).write_text(f'#!/bin/sh\necho "{name}\'s parent: $(cat /proc/$PPID/comm)"\nexit 1\n')
         (tmp_path / name).chmod(0o755)
-    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C", JOURNAL_ROOT_ENV: str(journal_in(tmp_path / "root"))}
     out = subprocess.run([shell, "-c", probe_script(only=("kernel", "ring"))], env=env, capture_output=True,
                          text=True, timeout=60).stdout
     sections = split_probe_output(out)
@@ -396,7 +405,7 @@ def test_fm_s_journalctl_is_not_run_where_the_kernel_s_found_no_journal_at_all(t
     (tmp_path / "dmesg").write_text("#!/bin/sh\necho '[    0.000000] Linux version 6.8.0'\n")
     for tool in ("journalctl", "dmesg"):
         (tmp_path / tool).chmod(0o755)
-    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C"}
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "LC_ALL": "C", JOURNAL_ROOT_ENV: str(journal_in(tmp_path / "root"))}
     out = subprocess.run([shell, "-c", probe_script(only=("kernel", "ring", "fm_log"))], env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.stderr == ""

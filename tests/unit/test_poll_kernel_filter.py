@@ -13,8 +13,10 @@ from nvls_tui.diagnosis import diagnose
 from nvls_tui.model import NodeState
 from nvls_tui.parsers.kernel_log import parse_kernel_log, unread_kernel_lines
 from nvls_tui.poll.kernel_tail import filter_journal, filter_ring
+from nvls_tui.poll.probe import JOURNAL_ROOT_ENV
 from nvls_tui.poll.probe_output import split_probe_output
 from nvls_tui.poll.probe_script import probe_script
+from tests.unit.test_probe_journal_dirs import journal_in
 
 # Lines of NVIDIA's kernel modules other than NVRM and nvidia-nvswitch (journal form, short-iso, as the poll reads
 # it): the modeset driver's GPU-progress timeout as operators post it; the uvm and nvlink lines are only shaped like
@@ -41,7 +43,8 @@ def test_the_nodes_awk_keeps_them_too(tmp_path):
     (tmp_path / "journalctl").write_text(f"#!/bin/sh\ncat {tmp_path / 'journalctl.out'}\n")
     (tmp_path / "journalctl").chmod(0o755)
     done = subprocess.run(["sh", "-c", probe_script(only=("kernel",))], capture_output=True, text=True,
-                          env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, check=False)
+                          env={"PATH": f"{tmp_path}:/usr/bin:/bin", JOURNAL_ROOT_ENV: str(journal_in(tmp_path / "root"))},
+                          check=False)
     body = split_probe_output(done.stdout)["kernel"][1]
     assert body == filter_journal(journal)
     for line in LINES:
