@@ -217,15 +217,16 @@ class KernelTail:
         notes, entries, cursor, visited, head = [], [], None, None, None
         entry = False
         for line in result.stdout.splitlines():
-            if line.startswith(CURSOR_LINE):
+            # An entry first (most lines are): its date never starts the filter's own lines ("-- ...").
+            if _ENTRY.match(line):
+                entries.append(line)
+                entry = True
+            elif line.startswith(CURSOR_LINE):
                 cursor, entry = line[len(CURSOR_LINE):].strip(), False
             elif (m := _VISITED.match(line)) is not None:
                 visited, entry = (int(m.group(1)), m.group(2) == "1", m.group(3) == "1"), False
             elif (m := _FIRST.match(line)) is not None:
                 head, entry = (m.group(1), m.group(2) == "1"), False
-            elif _ENTRY.match(line):
-                entries.append(line)
-                entry = True
             elif entry and line[:1] in (" ", "\t"):
                 entries[-1] += "\n" + line  # an indented line of the entry's message
             else:
@@ -263,4 +264,4 @@ class KernelTail:
         said = (f"{JOURNAL_SINCE}none" if self.since is None or self.since[0] is None
                 else f"{JOURNAL_SINCE}{self.since[0]} boot {1 if self.since[1] else 0}")
         return dataclasses.replace(result, argv=_whole_boot(result.argv),
-                                   stdout="".join(n + "\n" for n in notes + merged + [said]))
+                                   stdout="\n".join([*notes, *merged, said]) + "\n")
