@@ -170,9 +170,10 @@ def _glob_safe_join(argv: tuple[str, ...]) -> str:
 
 # What changes from one node or one poll to the next (the nonce, the node's journal cursor, its configuration
 # stamp) goes into a script written once per kind of poll (these stand-ins, each valid where it stands, so the
-# script is written exactly as for a real value) and is put in by one substitution: the script's own text
-# (about 110 us of quoting and joining) was written again for every node of every poll (docs/performance.md,
-# 2026-12-07). tests/unit/test_probe_script_written_once.py holds that the result is the script written whole.
+# script is written exactly as for a real value), cut at the stand-ins, and joined with each poll's values: the
+# script's own text (about 60 us of quoting and joining) was written again for every node of every poll
+# (docs/performance.md, 2026-12-07). tests/unit/test_probe_script_written_once.py holds that the result is the
+# script written whole.
 _NONCE_STAND_IN = "NVLSTUINONCESTANDIN"
 _CURSOR_STAND_IN = f"s={'e' * 32};i=e;b={'e' * 32};m=e;t=e;x=e"
 _STAMP_STAND_IN = "NVLSTUISTAMPSTANDIN"
