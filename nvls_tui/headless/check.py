@@ -450,8 +450,8 @@ def run(settings: Settings) -> int:
     slurm = scheduler_from_settings(settings)
     out: MetricsOut | None = None
     if settings.metrics_textfile or settings.metrics_listen:
-        # Imported only when asked: prometheus_client and the metrics core are about a fifth of a second of
-        # every check's start, which a check without metrics (a script's, a bench's) should not pay.
+        # Imported only when asked: prometheus_client and the metrics core are a few hundredths of a second of
+        # CPU at every check's start, which a check without metrics (a script's, a bench's) need not pay.
         from nvls_tui.headless.metrics_out import MetricsSetupError, metrics_out
 
         if settings.metrics_listen and settings.watch is None:
