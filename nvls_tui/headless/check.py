@@ -10,10 +10,9 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from nvls_tui.backends.base import Activity, Backend, InvalidArgument, join_argv
-from nvls_tui.headless.metrics_out import MetricsOut, MetricsSetupError, metrics_out
 from nvls_tui.model import NodeState, Severity, Verdict
 from nvls_tui.model.jsonout import node_json
 from nvls_tui.model.node import Diagnosis
@@ -22,6 +21,9 @@ from nvls_tui.poll.once import poll_deadline, poll_once
 from nvls_tui.settings import Settings
 from nvls_tui.targets import kube_from_settings, read_targets, resolve_backends, scheduler_from_settings, target_words
 from nvls_tui.textsafe import one_line
+
+if TYPE_CHECKING:
+    from nvls_tui.headless.metrics_out import MetricsOut
 
 VERDICT_STYLE = {
     Verdict.BROKEN: "bold red",
@@ -446,10 +448,16 @@ def run(settings: Settings) -> int:
     settings = replace(settings, targets=tuple(words), hosts_file=None, demo=False)
     read = {"read": words, "from": sources}
     slurm = scheduler_from_settings(settings)
-    if settings.metrics_listen and settings.watch is None:
-        raise MetricsSetupError("--metrics-listen serves the metrics while --watch runs: add --watch SECONDS "
-                                "(a single check can write --metrics-textfile)")
-    out = metrics_out(settings)  # a folder that cannot be written or an address in use: refused before any poll
+    out: MetricsOut | None = None
+    if settings.metrics_textfile or settings.metrics_listen:
+        # Imported only when asked: prometheus_client and the metrics core are a few hundredths of a second of
+        # CPU at every check's start, which a check without metrics (a script's, a bench's) need not pay.
+        from nvls_tui.headless.metrics_out import MetricsSetupError, metrics_out
+
+        if settings.metrics_listen and settings.watch is None:
+            raise MetricsSetupError("--metrics-listen serves the metrics while --watch runs: add --watch SECONDS "
+                                    "(a single check can write --metrics-textfile)")
+        out = metrics_out(settings)  # a folder that cannot be written or an address in use: refused before any poll
     try:
         if settings.watch is None:
             results, elapsed = poll_round(settings, slurm, AfterPoll())

@@ -20,9 +20,10 @@ from collections.abc import Iterator
 
 from nvls_tui import catalogues
 from nvls_tui.model import KernelEvent
-from nvls_tui.parsers.base import Parsed
+from nvls_tui.parsers.base import Parsed, literals_pattern
 from nvls_tui.parsers.driver_failures import SCAN as _FAILURE_WORDS
 from nvls_tui.parsers.driver_failures import driver_failure
+from nvls_tui.parsers.unread import ANCHORS as _UNREAD_ANCHORS
 from nvls_tui.parsers.unread import nvidia_error_line
 
 OUT_OF_SYNC = "NV_ERR_FABRIC_STATE_OUT_OF_SYNC"
@@ -87,13 +88,22 @@ _SCAN = re.compile(rf"out of sync|not loaded|Xid \(|NV_ERR_|fallen off the bus|\
 # A literal, in lower case, that every match of each of _SCAN's words contains (tests/unit/test_unread_fast_path.py
 # holds it): one search for these in the lower-cased log finds the lines worth the pattern, at a fraction of the
 # pattern's own cost over the whole log (a fresh poll's largest bastion cost, docs/performance.md 2026-12-07).
-_SCAN_ANCHORS = re.compile("|".join(re.escape(a) for a in (
+SCAN_LITERALS = (
     "out of sync", "not loaded", "xid (", "nv_err_", "fallen off the bus", "(0x000000", "failed with status 0x",
     "nvlink", "rminitadapter failed", "rm_init_adapter", "fsp boot cmds failed", "rm cannot boot",
     "fsp response reported error", "installed in this system is not supported by", "probe with driver nvidia failed",
     "nvidia probe routine failed", "none of the nvidia devices were initialized", "api mismatch",
     "heartbeat timed out", "gsp timeout", "waiting for rpc response from gpu", "kflcncoredump",
-    "failed to insert module 'nvidia", "modprobe nvidia")))
+    "failed to insert module 'nvidia", "modprobe nvidia")
+_SCAN_ANCHORS = re.compile("|".join(re.escape(a) for a in SCAN_LITERALS))
+# The lines worth either reader's look, found in one search of the lower-cased log: a line that holds one of the
+# scan's literals or one of the unread words' (nvls_tui.parsers.unread.ANCHORS). Each literal that holds another
+# is left out (the shorter one finds its lines), and the rest are written as one tree (literals_pattern): one
+# pass over the log for both readers, instead of one for each and a test of every line (a fresh poll's largest
+# bastion cost, docs/performance.md, 2026-12-07).
+_WORTH_LITERALS = tuple(sorted(w for w in {*SCAN_LITERALS, *_UNREAD_ANCHORS}
+                               if not any(other != w and other in w for other in {*SCAN_LITERALS, *_UNREAD_ANCHORS})))
+_WORTH = literals_pattern(_WORTH_LITERALS)
 # The opening line of the driver's split "fallen off the bus" message (one printk per line).
 _SPLIT_OPEN = re.compile(r"NVRM: The NVIDIA GPU [0-9A-Fa-f:.]+\s*$")
 _SPLIT_MORE = re.compile(r"^NVRM: (?:\(PCI ID|installed in this system|fallen off the bus)")
@@ -168,30 +178,43 @@ def join_record(lines: list[str]) -> str:
     return " ".join([head, *(r[len("NVRM:"):].strip() if r.startswith("NVRM:") else r for r in rest)])
 
 
-def _scan(text: str) -> Iterator[re.Match[str]]:
+def worth_lines(text: str) -> list[tuple[int, int]] | None:
+    """Where the lines of ``text`` that hold one of :data:`_WORTH`'s literals (in lower case) begin and end
+    (the end at the line's ``\n``, or the text's end), in order, each once: the only lines either reader
+    (:func:`parse_kernel_log`, :func:`unread_kernel_lines`) can find anything in. None for a text that is not
+    ASCII (lower-casing it could move its characters): the readers then read every line, as before."""
+    if not text.isascii():
+        return None
+    lines: list[tuple[int, int]] = []
+    line_end = -1
+    for found in _WORTH.finditer(text.lower()):
+        if found.start() < line_end:
+            continue  # a line already listed (no literal spans a line)
+        start = text.rfind("\n", 0, found.start()) + 1
+        line_end = text.find("\n", found.start())
+        line_end = len(text) if line_end < 0 else line_end
+        lines.append((start, line_end))
+    return lines
+
+
+def _scan(text: str, worth: list[tuple[int, int]] | None) -> Iterator[re.Match[str]]:
     """The first match of :data:`_SCAN` on each line of ``text`` that has one, in order (what ``_SCAN.finditer``
     gives, less the later matches of a line, which the caller skips: no word of it spans a line). Only the lines
-    that hold one of :data:`_SCAN_ANCHORS` are searched; a text that is not ASCII is searched whole, as before
-    (lower-casing it could move its characters)."""
-    if not text.isascii():
+    ``worth`` names are searched (every match of _SCAN holds one of :data:`SCAN_LITERALS`, so no other line has
+    one); a text that is not ASCII (``worth`` None) is searched whole, as before."""
+    if worth is None:
         yield from _SCAN.finditer(text)
         return
-    line_end = -1
-    for anchor in _SCAN_ANCHORS.finditer(text.lower()):
-        if anchor.start() < line_end:
-            continue  # a line already searched
-        start = text.rfind("\n", 0, anchor.start()) + 1
-        line_end = text.find("\n", anchor.start())
-        line_end = len(text) if line_end < 0 else line_end
-        if m := _SCAN.search(text, start, line_end):
+    for start, end in worth:
+        if m := _SCAN.search(text, start, end):
             yield m
 
 
-def _candidate_lines(text: str):
+def _candidate_lines(text: str, worth: list[tuple[int, int]] | None = None):
     """The records of ``text`` that contain a word worth classifying, each once, in order, joined into
-    one line each (see :func:`join_record`)."""
+    one line each (see :func:`join_record`); ``worth``: :func:`worth_lines` of ``text``, where known."""
     done = -1
-    for m in _scan(text):
+    for m in _scan(text, worth_lines(text) if worth is None else worth):
         if m.start() < done:
             continue  # inside the record just given
         start = text.rfind("\n", 0, m.start()) + 1
@@ -273,11 +296,13 @@ def _same_second(a: str | None, b: str | None) -> bool:
         return len(a) >= 19 and a[:19] == b[:19]
 
 
-def parse_kernel_log(text: str) -> Parsed[tuple[KernelEvent, ...]]:
-    """Every fabric-relevant event of a kernel log, in log order (unrelated lines are skipped)."""
+def parse_kernel_log(text: str, *, worth: list[tuple[int, int]] | None = None) -> Parsed[tuple[KernelEvent, ...]]:
+    """Every fabric-relevant event of a kernel log, in log order (unrelated lines are skipped).
+
+    ``worth``: :func:`worth_lines` of ``text`` where the caller has it already (:func:`read_kernel_text`)."""
     events = []
     previous = ""
-    for line in _candidate_lines(text):
+    for line in _candidate_lines(text, worth):
         event = classify_kernel_line(line)
         if event is None and _CORE_DOWN.search(line) and _CORE_UP.search(previous) and _same_second(
                 _timestamp(previous.strip()), _timestamp(line.strip())):
@@ -303,11 +328,64 @@ def _each_line(text: str) -> Iterator[str]:
 UNREAD = "UNREAD"
 
 
-def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
+def unread_kernel_lines(text: str, *, worth: list[tuple[int, int]] | None = None) -> tuple[KernelEvent, ...]:
     """The lines of ``text`` in which the driver or an ``nvidia-*`` module says something went wrong that
     :func:`classify_kernel_line` does not read (``NVRM: RmInitAdapter failed!``, an NVSwitch's ``Link training
     failed``), each an event of code :data:`UNREAD` with its time stamp. The indented lines of a record whose
-    head a rule reads are read with it."""
+    head a rule reads are read with it.
+
+    Only the lines :func:`worth_lines` names can say something went wrong (each word holds one of its literals):
+    they alone are read, each continued record's first line found by looking back from it. ``worth``: those
+    lines where the caller has them already (:func:`read_kernel_text`)."""
+    if worth is None:
+        worth = worth_lines(text)
+    if worth is None:
+        return _unread_every_line(text)
+    out: list[KernelEvent] = []
+    read: dict[str, bool] = {}  # a record's first line -> whether a rule reads it (classified once)
+    head: str | None = None  # the first line of the record the last line looked at belongs to
+    after = 0  # where the line after the last line looked at begins
+    for start, end in worth:
+        raw = text[start:end].rstrip("\r")
+        line = raw.strip()
+        continuation = raw[:1] in (" ", "\t") and _timestamp(line) is None
+        if continuation:
+            head = _head_above(text, start, after, head)
+        after = end + 1
+        if not continuation:
+            head = line
+        if not nvidia_error_line(line):
+            continue
+        if continuation:
+            if head is not None and head not in read:
+                read[head] = classify_kernel_line(head) is not None
+            if (head is not None and read[head]) or classify_kernel_line(line) is not None:
+                continue  # a later line of a record a rule read, or one a rule reads itself
+        else:
+            read[line] = classify_kernel_line(line) is not None
+            if read[line]:
+                continue
+        out.append(KernelEvent(code=UNREAD, line=line, timestamp=_timestamp(line)))
+    return tuple(out)
+
+
+def _head_above(text: str, start: int, stop: int, known: str | None) -> str | None:
+    """The first line of the record that the line at ``start`` continues: the nearest line above it that is
+    neither empty nor a continuation, looked for up to the line at ``stop``; ``known`` (the record's first line
+    as of that line, None at the text's start) where no such line lies between."""
+    at = start
+    while at > stop:
+        above = text.rfind("\n", 0, at - 1) + 1
+        raw = text[above:at - 1].rstrip("\r")
+        at = above
+        line = raw.strip()
+        if line and not (raw[:1] in (" ", "\t") and _timestamp(line) is None):
+            return line
+    return known
+
+
+def _unread_every_line(text: str) -> tuple[KernelEvent, ...]:
+    """:func:`unread_kernel_lines` read line by line: for a text that is not ASCII."""
     out: list[KernelEvent] = []
     head: str | None = None  # the record's first line: classified only when a later line of it needs that
     head_read: bool | None = False
@@ -334,5 +412,14 @@ def unread_kernel_lines(text: str) -> tuple[KernelEvent, ...]:
     return tuple(out)
 
 
+def read_kernel_text(text: str) -> tuple[tuple[KernelEvent, ...], tuple[KernelEvent, ...]]:
+    """:func:`parse_kernel_log`'s events and :func:`unread_kernel_lines`' of one text, from one search of it for
+    the lines worth a look (a poll reads both of every kernel section)."""
+    worth = worth_lines(text)
+    if worth is None:
+        return parse_kernel_log(text).value, unread_kernel_lines(text)
+    return parse_kernel_log(text, worth=worth).value, unread_kernel_lines(text, worth=worth)
+
+
 __all__ = ["FELL_OFF_BUS", "FM_NOT_PRESENT", "GPU_INIT_FAILED", "MODULE_FAILED", "NVLINK_FAILED", "OUT_OF_SYNC", "UNREAD", "classify_kernel_line", "join_record", "message",
-           "parse_kernel_log", "unread_kernel_lines"]
+           "parse_kernel_log", "read_kernel_text", "unread_kernel_lines", "worth_lines"]

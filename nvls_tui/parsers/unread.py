@@ -35,8 +35,11 @@ ERROR_WORDS = (
 ERROR_CODES = (("nv_err_", r"\bNV_ERR_[A-Z0-9_]+"), ("xid (", r"\bS?Xid \("))
 _ERROR = re.compile(r"\b(?:" + "|".join(w for _, w in ERROR_WORDS) + r")\b|" + "|".join(w for _, w in ERROR_CODES),
                     re.IGNORECASE)
+#: Each word's literal, in lower case: a line without any of them says nothing wrong (the kernel log's reader
+#: looks for them in the whole log at once, nvls_tui.parsers.kernel_log).
+ANCHORS = tuple(a for a, _ in (*ERROR_WORDS, *ERROR_CODES))
 # One search of the literals, in lower case, costs less than a test of each in turn.
-_ERROR_ANCHORS = re.compile("|".join(re.escape(a) for a, _ in (*ERROR_WORDS, *ERROR_CODES)))
+_ERROR_ANCHORS = re.compile("|".join(re.escape(a) for a in ANCHORS))
 # An NCCL INFO line may say "error" in passing (a fallback it took): NCCL's own level says it is no error.
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 # The kernel's own notices about a module it loads (an unsigned DKMS build taints the kernel): no fault.
@@ -73,5 +76,5 @@ def says_wrong(line: str) -> bool:
     return bool(_ERROR.search(line))
 
 
-__all__ = ["ERROR_CODES", "ERROR_WORDS", "LINE_MAX", "QUOTED", "might_say_wrong", "nvidia_error_line", "quote",
+__all__ = ["ANCHORS", "ERROR_CODES", "ERROR_WORDS", "LINE_MAX", "QUOTED", "might_say_wrong", "nvidia_error_line", "quote",
            "says_wrong"]

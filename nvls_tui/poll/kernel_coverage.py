@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from nvls_tui.diagnosis.story import node_time
 from nvls_tui.model import CommandResult, KernelEvent, MissingEvidence
 from nvls_tui.model.node import KernelCoverage
-from nvls_tui.parsers.kernel_log import message, parse_kernel_log, unread_kernel_lines
+from nvls_tui.parsers.kernel_log import message, read_kernel_text
 from nvls_tui.poll.evidence import missing_evidence
 from nvls_tui.poll.kernel_tail import RING_SKIPPED, filter_ring, journal_coverage
 
@@ -116,9 +116,9 @@ def read_kernel(kernel: CommandResult | None, ring: CommandResult | None, *, roo
     journal_unread: tuple[KernelEvent, ...] = ()
     said = None
     if why is None and kernel is not None:
-        journal_events = parse_kernel_log(kernel.output).value
-        journal_unread = unread_kernel_lines(kernel.output)
-        said = journal_coverage(kernel.output)
+        text = kernel.output
+        journal_events, journal_unread = read_kernel_text(text)
+        said = journal_coverage(text)
         if said is None:
             # An older probe's section: it does not say what it covers, and read no ring buffer.
             return KernelRead(journal_events, None, None, journal_unread)
@@ -142,7 +142,8 @@ def read_kernel(kernel: CommandResult | None, ring: CommandResult | None, *, roo
                                                          tuple(notes)), None, journal_unread)
     text = filter_ring(ring.output)
     start, ring_whole = _ring_start(text)
-    ring_events = _on_clock(parse_kernel_log(text).value, boot)
+    ring_read, ring_unread = read_kernel_text(text)
+    ring_events = _on_clock(ring_read, boot)
     ring_since = _iso(boot + start) if boot is not None and start is not None else None
     candidates = [t for t in (ring_since, journal_since) if t is not None and node_time(t) is not None]
     since = min(candidates, key=lambda t: node_time(t) or 0.0) if candidates else None
@@ -150,7 +151,7 @@ def read_kernel(kernel: CommandResult | None, ring: CommandResult | None, *, roo
         notes.append("the node's boot time could not be read, so the ring buffer's lines are not dated")
     return KernelRead(merge(journal_events, ring_events),
                       KernelCoverage(since, (*sources, RING), ring_whole, journal_since, tuple(notes)), None,
-                      merge(journal_unread, _on_clock(unread_kernel_lines(text), boot)))
+                      merge(journal_unread, _on_clock(ring_unread, boot)))
 
 
 __all__ = ["JOURNAL", "RING", "SAME_LINE_S", "KernelRead", "merge", "read_kernel"]

@@ -58,6 +58,8 @@ _VISITED = re.compile(r"^-- nvls-tui visited (\d+) first ([01]) last ([01])$")
 _FIRST = re.compile(r"^-- nvls-tui first (\S+) ([01])$")
 _SINCE = re.compile(r"^-- nvls-tui journal since (\S+)(?: boot ([01]))?$")
 _RING_STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] ")
+# What ends a line for str.splitlines.
+_LINE_BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 _RING_FIRST = re.compile(r"^-- nvls-tui ring first (\S+) ([01])$")
 
 
@@ -71,7 +73,13 @@ def journal_coverage(text: str) -> tuple[str | None, bool] | None:
     """What a kernel section (as the tail hands it on) says the journal covers: (the time of its first
     entry this boot, whether that entry is the boot's first line); (None, False) when it holds no entry
     of this boot; None when the section does not say (an older probe's capture)."""
-    for line in text.splitlines():
+    # The lines before the first that holds the words cannot say it: read from that line's start (the tail
+    # writes it last, after the 300 kernel lines, and every poll of a node reads it).
+    at = text.find(JOURNAL_SINCE)
+    if at < 0:
+        return None
+    start = max(text.rfind(b, 0, at) for b in _LINE_BREAKS) + 1  # where str.splitlines starts that line
+    for line in text[start:].splitlines():
         if (m := _SINCE.match(line)) is not None:
             return (None, False) if m.group(1) == "none" else (m.group(1), m.group(2) == "1")
     return None
@@ -217,15 +225,16 @@ class KernelTail:
         notes, entries, cursor, visited, head = [], [], None, None, None
         entry = False
         for line in result.stdout.splitlines():
-            if line.startswith(CURSOR_LINE):
+            # An entry first (most lines are): its date never starts the filter's own lines ("-- ...").
+            if _ENTRY.match(line):
+                entries.append(line)
+                entry = True
+            elif line.startswith(CURSOR_LINE):
                 cursor, entry = line[len(CURSOR_LINE):].strip(), False
             elif (m := _VISITED.match(line)) is not None:
                 visited, entry = (int(m.group(1)), m.group(2) == "1", m.group(3) == "1"), False
             elif (m := _FIRST.match(line)) is not None:
                 head, entry = (m.group(1), m.group(2) == "1"), False
-            elif _ENTRY.match(line):
-                entries.append(line)
-                entry = True
             elif entry and line[:1] in (" ", "\t"):
                 entries[-1] += "\n" + line  # an indented line of the entry's message
             else:
@@ -263,4 +272,4 @@ class KernelTail:
         said = (f"{JOURNAL_SINCE}none" if self.since is None or self.since[0] is None
                 else f"{JOURNAL_SINCE}{self.since[0]} boot {1 if self.since[1] else 0}")
         return dataclasses.replace(result, argv=_whole_boot(result.argv),
-                                   stdout="".join(n + "\n" for n in notes + merged + [said]))
+                                   stdout="\n".join([*notes, *merged, said]) + "\n")

@@ -7,6 +7,8 @@ node (docs/performance.md); the sections it holds in shell variables are capped 
 
 from __future__ import annotations
 
+import functools
+import re
 import shlex
 
 from nvls_tui.poll.evidence import TIMED_OUT_STATUS
@@ -189,10 +191,50 @@ def _glob_safe_join(argv: tuple[str, ...]) -> str:
     return " ".join(a if a == "/dev/nvidia*" else shlex.quote(a) for a in argv)
 
 
+# What changes from one node or one poll to the next (the nonce, the node's journal cursor, its configuration
+# stamp) goes into a script written once per kind of poll (these stand-ins, each valid where it stands, so the
+# script is written exactly as for a real value), cut at the stand-ins, and joined with each poll's values: the
+# script's own text (about 60 us of quoting and joining) was written again for every node of every poll
+# (docs/performance.md, 2026-12-07). tests/unit/test_probe_script_written_once.py holds that the result is the
+# script written whole.
+_NONCE_STAND_IN = "NVLSTUINONCESTANDIN"
+_CURSOR_STAND_IN = f"s={'e' * 32};i=e;b={'e' * 32};m=e;t=e;x=e"
+_STAMP_STAND_IN = "NVLSTUISTAMPSTANDIN"
+_STAND_INS = re.compile("(" + "|".join(re.escape(s) for s in (_NONCE_STAND_IN, _CURSOR_STAND_IN, _STAMP_STAND_IN)) + ")")
+
+
 def probe_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
                  kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None,
                  journal_hung: str | None = None, config_stamp: str | None = None) -> str:
-    """The whole poll as one POSIX sh script.
+    """The whole poll as one POSIX sh script (see :func:`written_script` for the arguments).
+
+    The script of this kind of poll is written once (:func:`_written_once`); this poll's nonce, cursor and
+    stamp are put into it in one pass, so what they hold is never read as a stand-in.
+    """
+    if not nonce.isalnum():
+        raise ValueError("the probe nonce must be letters and digits")
+    cursor = kernel_cursor if kernel_cursor is not None and CURSOR.fullmatch(kernel_cursor) else None
+    stamp = config_stamp if config_stamp and len(config_stamp) <= CONFIG_STAMP_MAX else None
+    pieces = _written_once(sudo, None if only is None else tuple(only), cursor is not None, cap, section_timeout,
+                           journal_hung, stamp is not None)
+    values = {_NONCE_STAND_IN: nonce, _CURSOR_STAND_IN: cursor or "", _STAMP_STAND_IN: shlex.quote(stamp or "")}
+    # The text between the stand-ins, and each stand-in's value: what a value holds is never read again.
+    return "".join(values[piece] if i % 2 else piece for i, piece in enumerate(pieces))
+
+
+@functools.lru_cache(maxsize=64)
+def _written_once(sudo: bool, only: tuple[str, ...] | None, cursor: bool, cap: int, section_timeout: float | None,
+                  journal_hung: str | None, stamp: bool) -> tuple[str, ...]:
+    """:func:`written_script` with the stand-ins in place of the nonce, the cursor and the stamp, cut at them:
+    the text before the first, the first stand-in, the text up to the next, and so on."""
+    return tuple(_STAND_INS.split(written_script(sudo, _NONCE_STAND_IN, only, _CURSOR_STAND_IN if cursor else None, cap,
+                                                 section_timeout, journal_hung, _STAMP_STAND_IN if stamp else None)))
+
+
+def written_script(sudo: bool = False, nonce: str = "0", only: tuple[str, ...] | None = None,
+                   kernel_cursor: str | None = None, cap: int = SECTION_CAP, section_timeout: float | None = None,
+                   journal_hung: str | None = None, config_stamp: str | None = None) -> str:
+    """The whole poll as one POSIX sh script, written out (:func:`probe_script` gives the same text).
 
     Args:
         sudo: prefix the privileged commands with ``sudo -n`` (never prompts).
@@ -371,4 +413,4 @@ def _files_read(names: list[str], bound: str) -> list[str]:
             f"{bound}cat {' '.join(shlex.quote(p) for p in paths)} 2>&1 {' '.join(redirections)}", *docs]
 
 
-__all__ = ["probe_script"]
+__all__ = ["probe_script", "written_script"]
