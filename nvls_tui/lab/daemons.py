@@ -23,12 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvls_tui.lab.hardware import FM_PID_FILE, hardware, hw_dir
-from nvls_tui.lab.tools import gpu_files, holding
-from nvls_tui.sim import fabric
-from nvls_tui.sim.base_nodes import PODS, pod_uid
-from nvls_tui.sim.processes import fm_went_away
-from nvls_tui.sim.state import digest
+from nvls_tui.lab.devices import gpu_files, holding
+
+# The simulator (the node's hardware model, the pods' table) is imported where it is used, not here: every start of
+# a holder (a DCGM or pod restart, a job) is a Python process of its own that needs none of it, and importing it was
+# most of such a start's CPU.
 
 FM_CONFIGURED = ("Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink "
                  "Peer-to-Peer support will be enabled once the GPUs are successfully registered with the "
@@ -49,6 +48,8 @@ class Pod:
 
 def node_pods(host: str) -> tuple[Pod, ...]:
     """The GPU Operator pods of ``host``: the simulator's pods (roles, programs, uids), as real processes."""
+    from nvls_tui.sim.base_nodes import PODS, pod_uid
+
     return tuple(Pod(role, argv[0].rsplit("/", 1)[-1], pod_uid(host, role))
                  for role, argv, _pid in PODS)
 
@@ -76,6 +77,10 @@ def fabric_manager(args: list[str]) -> int:
         from nvls_tui.lab.tools import main as tool
 
         return tool("nv-fabricmanager", args)
+    from nvls_tui.lab.hardware import FM_PID_FILE, hardware, hw_dir
+    from nvls_tui.sim import fabric
+    from nvls_tui.sim.processes import fm_went_away
+
     folder = hw_dir()
     with hardware() as (node, clock):
         if node.fm_mismatch:
@@ -106,6 +111,8 @@ def holder(program: str, args: list[str]) -> int:
         files.append("/dev/nvidia-uvm")
 
     def persistence(on: bool) -> None:
+        from nvls_tui.lab.hardware import hardware
+
         with hardware() as (node, _clock):
             for gpu in node.gpus:
                 gpu.persistence = on
@@ -163,6 +170,8 @@ def job_holder(args: list[str]) -> int:
 
 def _pod_argv(pod: Pod, salt: int) -> list[str]:
     """``systemd-run --scope`` into the pod's slice: the process lands in a real kubepods cgroup."""
+    from nvls_tui.sim.state import digest
+
     container = digest(os.uname().nodename, pod.role, salt)[:64]
     slice_ = f"kubepods-besteffort-pod{pod.uid.replace('-', '_')}.slice"
     return ["systemd-run", "--quiet", "--scope", f"--slice={slice_}", f"--unit=cri-containerd-{container}",

@@ -12,6 +12,7 @@ is the node's. Root's start-up files are the image's minimal ones (:data:`ROOT_P
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nvls_tui.lab.hardware import HW_DIR
@@ -216,3 +217,24 @@ def enabled_links(slurm: SlurmImage | None = None) -> dict[str, str]:
         for name in ("slurm.conf", "gres.conf", "cgroup.conf"):
             links[f"{SLURM_ETC}/{name}"] = f"{folder}/{name}"
     return links
+
+
+HOST_TIMERS = "/etc/systemd/system/timers.target.wants"
+"""Where the host's packages enable their timers (Debian's ``systemctl enable``); a node's overlay shows them."""
+KEPT_TIMERS = ("apt-daily.timer", "apt-daily-upgrade.timer")
+"""The host's timers a lab node keeps: apt's, which the fm-restarters scenario runs (unattended-upgrades,
+needrestart) and a repair's quiesce stops and starts again (nvls_tui.parsers.restarters)."""
+
+
+def masked_links(host_timers: Iterable[str]) -> dict[str, str]:
+    """``{unit path: /dev/null}``: the host's enabled timers a lab node masks (all but :data:`KEPT_TIMERS`).
+
+    The node's target pulls in basic.target and with it timers.target, which started every timer the host
+    enables, in every node: the Prometheus node exporter's collectors (``OnBootSec=0``, two of them every
+    minute: apt_info.py, smartmon, ipmitool ...), man-db's, dpkg's backup. Nothing of the lab reads them; on this
+    project's machines they were about 1.6 of a node's 2.9 cpu-s at boot. The lab's own units (``nvidia-snapshot.timer``) are never masked.
+    """
+    own = set(unit_files([]))
+    return {f"/etc/systemd/system/{t}": "/dev/null" for t in sorted(host_timers)
+            if t.endswith(".timer") and t not in KEPT_TIMERS and t not in own}
+

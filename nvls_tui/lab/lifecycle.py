@@ -29,7 +29,7 @@ from nvls_tui.lab import bastion as bastion_
 from nvls_tui.lab import cluster as kube_
 from nvls_tui.lab import slurm as slurm_
 from nvls_tui.lab.hardware import new_hardware
-from nvls_tui.lab.image import OWN_DIRS, SSH_PORT, SlurmImage, enabled_links, node_files
+from nvls_tui.lab.image import HOST_TIMERS, OWN_DIRS, SSH_PORT, SlurmImage, enabled_links, masked_links, node_files
 from nvls_tui.lab.machine import (
     DEFAULT_SUBNET,
     LabError,
@@ -113,6 +113,14 @@ def _write_files(upper: Path, files: dict[str, tuple[str, int]], links: dict[str
             target.symlink_to(dest)
 
 
+def _masked_timers() -> dict[str, str]:
+    """The host's timers a machine of the lab masks (:func:`nvls_tui.lab.image.masked_links`)."""
+    try:
+        return masked_links(os.listdir(HOST_TIMERS))
+    except OSError:  # a host that enables no timer
+        return {}
+
+
 def _host_key(upper: Path, name: str) -> None:
     host_key = upper / "etc" / "ssh" / "ssh_host_ed25519_key"
     host_key.unlink(missing_ok=True)
@@ -125,7 +133,7 @@ def _write_layer(node: LabNode, lab_key: str, scenario: str, slurm: SlurmImage |
     devices = _hardware(node, scenario)
     upper = _own_homes(node)
     _write_files(upper, node_files(node.name, node.address, sys.executable, lab_key, devices, slurm),
-                 enabled_links(slurm))
+                 {**enabled_links(slurm), **_masked_timers()})
     os.chmod(upper / "root" / ".ssh", 0o700)
     _host_key(upper, node.name)
     return devices
@@ -137,7 +145,7 @@ def _write_bastion(folder: Path, bastion: LabNode, nodes: list[LabNode], lab_key
     bastion.hw.mkdir(parents=True, exist_ok=True)  # boot() binds every machine's; the bastion's stays empty
     files = bastion_.files(bastion, nodes, sys.executable, lab_key, (folder / "id_ed25519").read_text(),
                            _known_hosts(nodes), bastion_.unit_source().read_text())
-    _write_files(upper, {**files, **(bastion_.slurm_files(folder) if slurm else {})}, {})
+    _write_files(upper, {**files, **(bastion_.slurm_files(folder) if slurm else {})}, _masked_timers())
     os.chmod(upper / "root" / ".ssh", 0o700)
     _host_key(upper, bastion.name)
 

@@ -16,13 +16,12 @@ coreutils.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import sys
 import time
-from collections.abc import Iterator
 
 from nvls_tui.lab import kernel_log
+from nvls_tui.lab.devices import gpu_files, holding
 from nvls_tui.lab.hardware import hardware
 from nvls_tui.sim.commands import HANG, Output, execute
 from nvls_tui.sim.processes import advance
@@ -31,35 +30,6 @@ from nvls_tui.sim.shim_main import tool_env, unwind_on_hangup, write_now, write_
 from nvls_tui.sim.state import Node
 
 STAND_INS = ("nvidia-smi", "nv-fabricmanager", "lspci", "all_reduce_perf", "kernel-log")
-
-
-@contextlib.contextmanager
-def holding(paths: list[str], mapped: bool = False) -> Iterator[None]:
-    """Keep ``paths`` open for the duration: a real process holding device files.
-
-    Opened read-write, as CUDA and NVML open the devices (fuser's ``F``); with ``mapped``, the first
-    page of each is mapped too, as the long-lived daemons map theirs (fuser's ``m``).
-    """
-    fds, maps = [], []
-    try:
-        for path in paths:
-            with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDWR)
-                fds.append(fd)
-                if mapped:
-                    maps.append(mmap.mmap(fd, mmap.PAGESIZE))
-        yield
-    finally:
-        for area in maps:
-            area.close()
-        for fd in fds:
-            os.close(fd)
-
-
-def gpu_files() -> list[str]:
-    """The GPU device files of this node, and the control file, as a CUDA program opens them."""
-    names = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdecimal())
-    return ["/dev/nvidiactl", *(f"/dev/{n}" for n in names)]
 
 
 def _replay(plan: Plan) -> int:

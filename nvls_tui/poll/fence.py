@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from nvls_tui.poll.probe import LOCK_DIR
+from nvls_tui.poll.node_paths import LOCK_DIR
 
 OWNER_FILE = f"{LOCK_DIR}/owner.json"
 # sh's $0 for the fence: what `ps` shows while a fenced command starts.

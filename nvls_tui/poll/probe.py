@@ -29,13 +29,8 @@ from nvls_tui.poll.kernel_tail import (
     KERNEL_PATTERN,
     kernel_argv,
 )
+from nvls_tui.poll.node_paths import LOCK_DIR, RECORD_FILE, SIMULATED_MARKER, SMOKE_FILE, STATE_DIR
 
-STATE_DIR = "/var/lib/nvls-tui"
-RECORD_FILE = f"{STATE_DIR}/repair.json"
-SMOKE_FILE = f"{STATE_DIR}/last-smoke.json"
-# A simulated node (shims behind a real sshd) carries this file, so it is labelled as simulated.
-SIMULATED_MARKER = f"{STATE_DIR}/SIMULATED"
-LOCK_DIR = f"{STATE_DIR}/lock"
 # The node's /dev/nvidia* files, directories (nvidia-caps) left out: the runbook's fuser names these
 # only (nvls_tui.runbook.quiesce.present_devices), since a node may lack some of the shared ones.
 DEVICE_LIST_ARGV = ("find", "/dev", "-maxdepth", "1", "-name", "nvidia*", "!", "-type", "d")

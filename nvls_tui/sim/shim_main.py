@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 
-from nvls_tui.poll.probe import STATE_DIR
+from nvls_tui.poll.node_paths import STATE_DIR
 from nvls_tui.sim import files
 from nvls_tui.sim.clock import SimClock
 from nvls_tui.sim.commands import HANG, Output, execute

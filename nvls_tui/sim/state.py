@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from nvls_tui.poll.probe import SIMULATED_MARKER, STATE_DIR
+from nvls_tui.poll.node_paths import SIMULATED_MARKER, STATE_DIR
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 H100_NAME = "NVIDIA H100 80GB HBM3"

@@ -116,3 +116,24 @@ def test_check_says_how_long_a_lab_nodes_shell_took_to_start(lab):
     assert node["verdict"] == "unreachable", message
     took = re.search(r"the node's shell took (\d+) s to start: its start-up files\?", message)
     assert took and 7 <= int(took.group(1)) <= 10, message
+
+
+def test_the_hosts_timers_do_not_run_on_the_node_but_apts_do(lab):
+    """The host's packages enable timers (the Prometheus node exporter's collectors, man-db, dpkg's backup) that
+    basic.target started in every lab node, some at boot and every minute: a node masks them (issue 37 item 4). It
+    keeps apt's, which the restarters scenario runs and a repair's quiesce stops and starts, and its own."""
+    from nvls_tui.lab.image import HOST_TIMERS, KEPT_TIMERS
+
+    _folder, nodes = lab
+    host = sorted(p.name for p in Path(HOST_TIMERS).glob("*.timer"))
+    masked = [t for t in host if t not in KEPT_TIMERS]
+    if masked:
+        states = node_run(nodes["gpu06"], "systemctl", "is-enabled", *masked, check=False).stdout.split()
+        assert dict(zip(masked, states, strict=True)) == dict.fromkeys(masked, "masked")
+    listed = node_run(nodes["gpu06"], "systemctl", "list-units", "--type=timer", "--state=active", "--no-legend",
+                      "--plain").stdout
+    active = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    systemds = {p.name for p in Path("/lib/systemd/system/timers.target.wants").glob("*.timer")}
+    assert "nvidia-snapshot.timer" in active
+    assert {t for t in KEPT_TIMERS if t in host} <= active
+    assert active - systemds - set(KEPT_TIMERS) == {"nvidia-snapshot.timer"}, sorted(active)
