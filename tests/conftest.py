@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from tests.sshd_rig import SshdRig, find_sshd, node_names
@@ -73,6 +75,18 @@ def pytest_xdist_make_scheduler(config, log):
     from tests.lab_slots import LabSlotScheduling
 
     return LabSlotScheduling(config, log, slots=slots)
+
+
+def pytest_collection_finish(session):
+    """Freeze what the run holds once its tests are collected (the imports, the collected tests, pytest's own).
+
+    Every full collection walked that whole heap again, and each console a test starts settled the collector
+    with one at its first poll (about 0.15 s of CPU each in a worker's heap). Frozen, those objects leave every
+    later collection; a console then finds the process's own freeze and leaves it in place
+    (``console.app.settle_garbage_collector``), so its garbage is collected among the young objects only.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -66,22 +66,32 @@ def style_dir() -> Path:
     return packaged if packaged.is_dir() else package.parent / "styles"
 
 
-def settle_garbage_collector() -> None:
-    """Keep the collector from pausing the keyboard once the console has settled.
+def settle_garbage_collector() -> bool:
+    """Keep the collector from pausing the keyboard once the console has settled; True if it froze the heap.
 
     With hundreds of nodes a full (generation 2) collection walked every widget and every node
     state and stopped the event loop for 200-500 ms at a time (bench/ui_bench.py). Freezing what
     exists after the first full poll takes those long-lived objects out of every later collection,
     and larger thresholds make the collections that remain rarer.
+
+    A process that froze objects of its own before (a test worker freezes its imports and collected
+    tests once) keeps its freeze: the console only raises the thresholds. Its release could not give
+    back only the console's objects (``gc.unfreeze`` thaws all), and a full collection here would walk
+    that process's whole heap again for every console it starts.
     """
-    gc.collect()
-    gc.freeze()
+    froze = gc.get_freeze_count() == 0
+    if froze:
+        gc.collect()  # what is garbage now is not frozen with the rest
+        gc.freeze()
     gc.set_threshold(20_000, 20, 20)
+    return froze
 
 
-def release_garbage_collector() -> None:
-    """Undo :func:`settle_garbage_collector` (the app is gone; its objects may be collected)."""
-    gc.unfreeze()
+def release_garbage_collector(froze: bool) -> None:
+    """Undo :func:`settle_garbage_collector` (the app is gone; its objects may be collected): the default
+    thresholds again, and the freeze given back if the settle made it (``froze``, what it returned)."""
+    if froze:
+        gc.unfreeze()
     gc.set_threshold(*DEFAULT_GC_THRESHOLD)
 
 
@@ -188,6 +198,7 @@ class NvlsApp(KeyHolding):
         # A long repair's end rings the bell and raises a desktop notification (nvls_tui/console/notify.py).
         self.notifier = Notifier(notify, self._write_terminal, time.monotonic)
         self._signals: SignalExit | None = None  # SIGINT, SIGTERM, SIGHUP: abort, restore, exit (console_signals)
+        self._froze_collector = False  # the first poll's settle froze the heap: the end gives it back
 
     @classmethod
     def from_settings(cls, settings: Settings, *, poll_process: bool = True) -> NvlsApp:
@@ -266,7 +277,7 @@ class NvlsApp(KeyHolding):
         await self.session.close()
         if self.ask is not None:
             self.ask.close()
-        release_garbage_collector()
+        release_garbage_collector(self._froze_collector)
 
     def polls_paused(self, host: str):
         """Hold ``host``'s poller while an action runs on it (the session asks for this).
@@ -336,14 +347,14 @@ class NvlsApp(KeyHolding):
     def fold_polls(self, results: list[PollResult]) -> None:
         """Fold one batch of the poller process's polls into the fleet (one change of ``fleet``)."""
         if self.store.fold_polls(results):
-            settle_garbage_collector()  # most nodes in: do not wait for a hung node (it may take a timeout)
+            self._froze_collector = settle_garbage_collector()  # most nodes in: do not wait for a hung node (it may take a timeout)
         self._ask_round([r.state.host for r in results])
 
     def on_node_polled(self, message: NodePolled) -> None:
         """Fold one poll into the fleet (screens redraw from the ``fleet`` watcher)."""
         self.store.fold(message.state, message.diagnosis)
         if self.store.note_polled(message.state.host):
-            settle_garbage_collector()
+            self._froze_collector = settle_garbage_collector()
         self._ask_round([message.state.host])
 
     def _ask_round(self, hosts: Sequence[str]) -> None:
