@@ -25,15 +25,18 @@ from nvls_tui.parsers.unwrap import _UNESCAPE, _UNESCAPED, _unescape, unwrap
 MULTIPLE = 16
 XID = "NVRM: Xid (PCI:0000:97:00): 45, pid=4242, name=python, Ch 00000008"
 
+# 128 KiB each: no shape's multiple grows with the paste's size (2026-12-07, tracemalloc, 128 / 256 KiB: 5.6 / 4.7,
+# 11.5 / 11.3, 5.3 / 5.4, 11.1 / 11.1; the kernel lines 11.0 at 256 and 512 KiB, 2026-12-06), and a traced read
+# costs CPU in proportion (1.6 / 3.0 s for the one-character escapes); bench/paste_memory.py measures the larger
+# pastes. The kernel lines' read grew faster than its size once (the diagnosis weighed one GPU's n Xid lines n x n
+# times: 1.45 s of CPU at 256 KiB, 0.38 s since, 2026-12-07).
+PASTE = 128 << 10
 PASTES = {
     # shape: (one line of it, size): the shortest lines take the longest to read, their multiple is the same
-    "escaped, one-character lines": ("x\\n", 256 << 10),
-    "escaped CRLF, two-character lines": ("ab\\r\\n", 256 << 10),
-    "one-character lines": ("x\n", 256 << 10),
-    # 256 KiB as the others: its multiple does not grow with the size (11.0 at 256 KiB and at 512 KiB, 2026-12-06).
-    # Reading it grew faster than its size (the diagnosis weighed one GPU's n Xid lines n x n times: 1.45 s of CPU
-    # at 256 KiB, 0.38 s since, 2026-12-07); bench/paste_memory.py measures the larger pastes.
-    "escaped, kernel lines": (f"{XID}\\n", 256 << 10),
+    "escaped, one-character lines": ("x\\n", PASTE),
+    "escaped CRLF, two-character lines": ("ab\\r\\n", PASTE),
+    "one-character lines": ("x\n", PASTE),
+    "escaped, kernel lines": (f"{XID}\\n", PASTE),
 }
 
 
