@@ -16,13 +16,19 @@ from nvls_tui.metrics.build import Round, registry_for
 from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.sim.fleet import load_fleet
+from tests.waiting import scaled
 
 PROMTOOL = shutil.which("promtool")
 
 
 def sim_results(spec: str) -> list[tuple[NodeState, Diagnosis]]:
-    """One poll of the simulated fleet ``spec``, diagnosed."""
-    states = asyncio.run(poll_all(sim_backends(load_fleet(spec)), 30.0))
+    """One poll of the simulated fleet ``spec``, diagnosed, on a frozen clock.
+
+    At real speed the nodes' short-lived processes came and went during a slow poll: gpu06's ``watch -n 1
+    nvidia-smi`` starts a new nvidia-smi every 2 simulated seconds, and one that ended between the holders' read
+    and their parents' read was no longer the watch loop's (its ``watch`` holder read 0 under load).
+    """
+    states = asyncio.run(poll_all(sim_backends(load_fleet(spec, speed=0)), scaled(30.0)))
     return [(s, diagnose_guarded(s)) for s in states]
 
 

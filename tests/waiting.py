@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -57,6 +57,36 @@ class Deadline:
         """How long it waited, for the failure's message."""
         waited = time.monotonic() - self.start
         return f"{self.timeout:g}s" if self.stretch <= 1.0 else f"{waited:.0f}s ({self.timeout:g}s stretched by load)"
+
+
+def give_up_on(app, hung: Iterable[str], after: float) -> None:
+    """Set the poll deadlines of a console ``app`` that a test means to see give up on the nodes ``hung``.
+
+    Those nodes' polls hang (a wedged nvidia-smi), so they are cut off at ``after`` seconds whatever the
+    machine's speed: that deadline is the one the test shows (``no answer within 0.5 s``) and stays as given.
+    Every other node must answer, and on a loaded machine a short deadline cut a healthy node off too (its
+    in-process poll took longer than 0.5 s under two spinners): it gets a bound on a hang instead, scaled.
+    The console takes one deadline for every node; its pollers hold it each, read at every poll.
+    """
+    cut = set(hung)
+    assert cut <= set(app.pollers), f"no poller of {sorted(cut - set(app.pollers))} in this console"
+    for host, poller in app.pollers.items():
+        poller.timeout = after if host in cut else scaled(DEFAULT_TIMEOUT)
+
+
+def waits_recorded(monkeypatch) -> list[float]:
+    """Make the simulator record each wait for a hung command (one ``--timeout`` waited out) instead of sleeping it,
+    and return the list it appends to: a test holds "one timeout, not two" by what was waited out, not by a clock."""
+    from nvls_tui.backends import simulated
+
+    seen: list[float] = []
+
+    async def record(seconds: float) -> None:
+        seen.append(seconds)
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(simulated, "wait_out", record)
+    return seen
 
 
 async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -160,5 +190,5 @@ def until_sync(predicate: Callable[[], object], timeout: float, what: str, every
     return value
 
 
-__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "Deadline", "click_shown", "first_poll", "open_node_screen", "palette_settled", "scaled", "until",
-           "until_sync", "wait_until"]
+__all__ = ["DEFAULT_TIMEOUT", "SCALE_ENV", "Deadline", "click_shown", "first_poll", "give_up_on", "open_node_screen", "palette_settled", "scaled", "until",
+           "until_sync", "wait_until", "waits_recorded"]

@@ -19,15 +19,19 @@ from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.console.widgets.node_text import header_text
 from nvls_tui.model import NodeState
 from nvls_tui.sim.fleet import load_fleet
-from tests.waiting import first_poll, open_node_screen
+from tests.waiting import first_poll, give_up_on, open_node_screen, scaled
 
 NOW = 1_785_000_000.0
 WEDGED = "gpu-wedged01"
 
 
 def wedged_console() -> NvlsApp:
-    return NvlsApp(sim_backends(load_fleet("sim:wedged", speed=0)), poll_interval=None, clock=lambda: NOW,
-                   poll_timeout=0.5)
+    """sim:wedged on a frozen clock: gpu-wedged01's poll is given up on after 0.5 s (its nvidia-smi hangs, so
+    it is never read), gpu-ok01 answers however slow the machine is (a 0.5 s deadline for it too read a healthy
+    node as never read under load)."""
+    app = NvlsApp(sim_backends(load_fleet("sim:wedged", speed=0)), poll_interval=None, clock=lambda: NOW)
+    give_up_on(app, [WEDGED], 0.5)
+    return app
 
 
 def test_a_state_never_read_has_every_section_unknown_and_a_stale_one_keeps_what_it_read():
@@ -80,10 +84,15 @@ def closed_port() -> int:
 
 
 def test_check_shows_question_marks_for_an_unreachable_node():
-    env = {**os.environ, "COLUMNS": "200"}
+    # A frozen simulated clock: the holders counted below include the minutely nvidia-snapshot run, which holds
+    # the GPUs for the first 3 s of each minute; at real speed a slow machine read the node after it had ended.
+    env = {**os.environ, "COLUMNS": "200", "NVLS_TUI_SIM_SPEED": "0"}
     gone = f"root@127.0.0.1:{closed_port()}"  # connection refused: nothing of it was read
-    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "check", "sim:wedged", gone, "--timeout", "2"],
-                          capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    # The hung nvidia-smi is waited out once per --timeout and the whole poll gets three of them: scaled, so that
+    # on a loaded machine the rest of gpu-wedged01's poll still fits (past it the node would read unreachable).
+    timeout = f"{scaled(2):.0f}"
+    done = subprocess.run([sys.executable, "-m", "nvls_tui.cli", "check", "sim:wedged", gone, "--timeout", timeout],
+                          capture_output=True, text=True, timeout=scaled(120), env=env, stdin=subprocess.DEVNULL)
     row = next(line for line in done.stdout.splitlines() if gone in line and "│" in line)
     cells = [c.strip() for c in row.strip("│ ").split("│")]
     assert cells[:2] == [gone, "unreachable"], row

@@ -14,11 +14,8 @@ records what it was asked to wait), and over SSH the sections that ran into the 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from nvls_tui.backends import simulated
 from nvls_tui.backends.simulated import SimulatedBackend
 from nvls_tui.diagnosis import diagnose
 from nvls_tui.headless.check import poll_all
@@ -26,6 +23,7 @@ from nvls_tui.model import Verdict
 from nvls_tui.poll.evidence import NOT_RUN, TIMED_OUT
 from nvls_tui.sim.fleet import load_fleet
 from tests.sshd_rig import backend_for, find_sshd
+from tests.waiting import waits_recorded
 
 TIMEOUT = 7.0
 
@@ -33,14 +31,7 @@ TIMEOUT = 7.0
 @pytest.fixture
 def waits(monkeypatch) -> list[float]:
     """The simulator's waits for hung commands, recorded instead of slept (a fake sleeping clock)."""
-    seen: list[float] = []
-
-    async def record(seconds: float) -> None:
-        seen.append(seconds)
-        await asyncio.sleep(0)
-
-    monkeypatch.setattr(simulated, "wait_out", record)
-    return seen
+    return waits_recorded(monkeypatch)
 
 
 def wedged_fleet() -> tuple[SimulatedBackend, SimulatedBackend]:

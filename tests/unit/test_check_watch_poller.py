@@ -8,6 +8,7 @@ with the command however it ends (Ctrl-C, SIGTERM, SIGKILL): none is ever left b
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 from nvls_tui.headless.check import _not_read
 from nvls_tui.model import NodeState
 from tests.unit.test_check_watch import _read_until
+from tests.waiting import scaled
 
 REPO = Path(__file__).parents[2]
 NVLS_TUI = [sys.executable, "-m", "nvls_tui.cli"]
@@ -58,9 +60,9 @@ def _wait_gone(pid: int, timeout: float = 20) -> bool:
     return _gone(pid)
 
 
-def _watch(*args: str) -> subprocess.Popen:
+def _watch(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([*NVLS_TUI, "check", "--watch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, cwd=REPO)
+                            stdin=subprocess.DEVNULL, cwd=REPO, env=env)
 
 
 def _docs(text: str) -> list[dict]:
@@ -68,11 +70,15 @@ def _docs(text: str) -> list[dict]:
 
 
 def test_every_round_through_the_poller_reads_what_a_single_check_reads():
+    # Both on a frozen simulated clock: each process's clock starts when it does and a node is built at its
+    # first read, so on a slow machine the two read different moments of the simulated nodes (processes started
+    # seconds later by the clock, the minutely nvidia-snapshot run over, with its nvidia-smi holder gone).
+    frozen = {**os.environ, "NVLS_TUI_SIM_SPEED": "0"}
     single = subprocess.run([*NVLS_TUI, "check", "--json", "sim:seed-incident"], capture_output=True, text=True,
-                            timeout=120, check=False, stdin=subprocess.DEVNULL, cwd=REPO)
+                            timeout=scaled(120), check=False, stdin=subprocess.DEVNULL, cwd=REPO, env=frozen)
     assert single.returncode == 1, single.stderr
     once = json.loads(single.stdout)["nodes"]
-    proc = _watch("0.2", "--json", "sim:seed-incident")
+    proc = _watch("0.2", "--json", "sim:seed-incident", env=frozen)
     try:
         assert proc.stdout is not None
         seen = _read_until(proc.stdout.fileno(), lambda t: t.count("\n") >= 3)

@@ -29,9 +29,25 @@ from nvls_tui.sim.files import age_file
 from nvls_tui.sim.fleet import load_fleet
 from tests.unit.test_node_lock import FAST, SPEED, WAITING, with_workload
 from tests.unit.test_runbook_sim import units_and_pm
-from tests.waiting import until
+from tests.waiting import scaled, until
 
 QUICK_WATCH = dataclasses.replace(FAST, heartbeat_interval=0.05, command_timeout=0.5)
+
+
+def until_a_heartbeat(node):
+    """The force's watch (``RepairOptions.sleep``) as long as the live run takes to beat once more: its
+    ``0.6 s`` is two of the run's 0.05 s heartbeats and a command timeout on an idle machine, and a loaded one ran
+    the run's beat (in this event loop, among its re-checks of the holders) after it. The window's length is the
+    product's bet on the owner's heartbeat interval; what this test holds is what the watch makes of a beat
+    that came inside it (a live run: refused). A beat that never comes still fails here, on a scaled bound."""
+
+    async def sleep(seconds: float) -> None:
+        before = json.loads(node.files[OWNER_FILE])["beat"]
+        await asyncio.sleep(seconds)
+        await until(lambda: json.loads(node.files[OWNER_FILE])["beat"] > before, scaled(30),
+                    "the live run's next heartbeat")
+
+    return sleep
 
 
 def commands_since(node, mark: int) -> list[list[str]]:
@@ -181,7 +197,8 @@ async def test_force_on_an_unjudgeable_lock_of_a_live_run_sees_its_heartbeat_and
     await until(lambda: book.context.step == "verify-no-holders" or task.done(), 30, "the repair to wait")
     node = fleet.node("gpu05")
     node.missing_tools.append("stat")  # the file's time cannot be read: the age is unknown
-    refused = await restore_node(SimulatedBackend(fleet, "gpu05"), QUICK_WATCH, force=True)
+    watching = dataclasses.replace(QUICK_WATCH, sleep=until_a_heartbeat(node))
+    refused = await restore_node(SimulatedBackend(fleet, "gpu05"), watching, force=True)
     assert refused.result == "refused" and "alive" in refused.message and "changed while it was watched" in \
         refused.message, refused.message
     assert refused.to_json()["lock_owner"]["status"] == "live"
