@@ -15,7 +15,7 @@ from nvls_tui.console.app import NvlsApp
 from nvls_tui.model import Verdict
 from tests.sshd_rig import backend_for
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
-from tests.waiting import wait_until
+from tests.waiting import give_up_on, wait_until
 
 SIZE = (160, 48)
 
@@ -54,7 +54,8 @@ async def test_nodes_whose_backend_raises_hangs_or_drops_mid_poll_leave_the_cons
     raising = RaisingBackend(make_node("gpu02"))
     hanging = FakeBackend(make_node("gpu03"), hang=True)
     dropping = DroppingBackend(make_node("gpu04"))
-    app = NvlsApp([good, raising, hanging, dropping], poll_interval=None, poll_timeout=0.5, clock=fixed_clock)
+    app = NvlsApp([good, raising, hanging, dropping], poll_interval=None, clock=fixed_clock)
+    give_up_on(app, ["gpu03"], 0.5)  # only the hanging node is cut off at 0.5 s, however busy the machine is
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: all(app.verdict(h) is not None for h in app.backends),
                          "every node to have a verdict")
