@@ -313,15 +313,21 @@ def parse_kernel_log(text: str, *, worth: list[tuple[int, int]] | None = None) -
     return Parsed(tuple(events))
 
 
-def _each_line(text: str) -> Iterator[str]:
-    """The lines of ``text`` one at a time (``\\n`` or ``\\r\\n``), never all at once: a paste of millions of short
-    lines must not be held twice over (issue 34, item 9b)."""
+def _line_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Where each line of ``text`` begins and ends (at its ``\n``, or the text's end), one at a time, never all at
+    once: a paste of millions of short lines must not be held twice over (issue 34, item 9b)."""
     start, size = 0, len(text)
     while start < size:
         end = text.find("\n", start)
         end = size if end < 0 else end
-        yield text[start:end].rstrip("\r")
+        yield start, end
         start = end + 1
+
+
+def _each_line(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (``\n`` or ``\r\n``), as :func:`_line_spans` finds them."""
+    for start, end in _line_spans(text):
+        yield text[start:end].rstrip("\r")
 
 
 #: The code of a kernel line from NVIDIA's stack that says something went wrong and that no rule reads.
@@ -335,35 +341,38 @@ def unread_kernel_lines(text: str, *, worth: list[tuple[int, int]] | None = None
     head a rule reads are read with it.
 
     Only the lines :func:`worth_lines` names can say something went wrong (each word holds one of its literals):
-    they alone are read, each continued record's first line found by looking back from it. ``worth``: those
-    lines where the caller has them already (:func:`read_kernel_text`)."""
+    they alone are read, each continued record's first line found by looking back from it; a text that is not
+    ASCII is read line by line. ``worth``: those lines where the caller has them already (:func:`read_kernel_text`)."""
     if worth is None:
         worth = worth_lines(text)
-    if worth is None:
-        return _unread_every_line(text)
     out: list[KernelEvent] = []
-    read: dict[str, bool] = {}  # a record's first line -> whether a rule reads it (classified once)
     head: str | None = None  # the first line of the record the last line looked at belongs to
+    head_read: bool | None = None  # whether a rule reads ``head`` (classified once, when a line needs it)
     after = 0  # where the line after the last line looked at begins
-    for start, end in worth:
+    for start, end in _line_spans(text) if worth is None else worth:
         raw = text[start:end].rstrip("\r")
         line = raw.strip()
         continuation = raw[:1] in (" ", "\t") and _timestamp(line) is None
-        if continuation:
-            head = _head_above(text, start, after, head)
+        if continuation and start > after:  # lines between were not looked at: the record may have begun there
+            above = _head_above(text, start, after, head)
+            if above != head:
+                head, head_read = above, None
         after = end + 1
+        if not line:
+            continue
         if not continuation:
-            head = line
+            head, head_read = line, None
+        # Most lines say nothing wrong: that test first, and the rules (many patterns) only for the rest.
         if not nvidia_error_line(line):
             continue
         if continuation:
-            if head is not None and head not in read:
-                read[head] = classify_kernel_line(head) is not None
-            if (head is not None and read[head]) or classify_kernel_line(line) is not None:
+            if head_read is None:
+                head_read = head is not None and classify_kernel_line(head) is not None
+            if head_read or classify_kernel_line(line) is not None:
                 continue  # a later line of a record a rule read, or one a rule reads itself
         else:
-            read[line] = classify_kernel_line(line) is not None
-            if read[line]:
+            head_read = classify_kernel_line(line) is not None
+            if head_read:
                 continue
         out.append(KernelEvent(code=UNREAD, line=line, timestamp=_timestamp(line)))
     return tuple(out)
@@ -384,40 +393,10 @@ def _head_above(text: str, start: int, stop: int, known: str | None) -> str | No
     return known
 
 
-def _unread_every_line(text: str) -> tuple[KernelEvent, ...]:
-    """:func:`unread_kernel_lines` read line by line: for a text that is not ASCII."""
-    out: list[KernelEvent] = []
-    head: str | None = None  # the record's first line: classified only when a later line of it needs that
-    head_read: bool | None = False
-    for raw in _each_line(text):
-        line = raw.strip()
-        if not line:
-            continue
-        continuation = raw[:1] in (" ", "\t") and _timestamp(line) is None
-        if not continuation:
-            head, head_read = line, None
-        # Most lines say nothing wrong: that test first, and the rules (many patterns) only for the rest.
-        if not nvidia_error_line(line):
-            continue
-        if continuation:
-            if head_read is None:
-                head_read = head is not None and classify_kernel_line(head) is not None
-            if head_read or classify_kernel_line(line) is not None:
-                continue  # a later line of a record a rule read, or one a rule reads itself
-        else:
-            head_read = classify_kernel_line(line) is not None
-            if head_read:
-                continue
-        out.append(KernelEvent(code=UNREAD, line=line, timestamp=_timestamp(line)))
-    return tuple(out)
-
-
 def read_kernel_text(text: str) -> tuple[tuple[KernelEvent, ...], tuple[KernelEvent, ...]]:
     """:func:`parse_kernel_log`'s events and :func:`unread_kernel_lines`' of one text, from one search of it for
     the lines worth a look (a poll reads both of every kernel section)."""
     worth = worth_lines(text)
-    if worth is None:
-        return parse_kernel_log(text).value, unread_kernel_lines(text)
     return parse_kernel_log(text, worth=worth).value, unread_kernel_lines(text, worth=worth)
 
 
