@@ -91,7 +91,7 @@ def pytest_collection_finish(session):
 
 def pytest_collection_modifyitems(config, items):
     """Marks each test with its tiers, then hands out long tests first and short ones last, so that the
-    workers (``pytest -n 3`` in scripts/test.sh) stay busy to the end.
+    workers (``pytest -n 4 --lab-slots 2`` in scripts/test.sh) stay busy to the end.
 
     ``--dist loadgroup`` hands each xdist group to one worker as a whole, the groups with the most tests
     first (the lab's: ``lab`` and one ``lab-<name>`` per file with a lab of its own, so labs boot side by
