@@ -325,7 +325,8 @@ class LocalBackend(Backend):
                 # Drain what is left, or the pipe (no longer read) would never be seen to close.
                 drain = asyncio.ensure_future(_drain(proc.stdout))
                 try:
-                    await asyncio.wait_for(proc.wait(), 5)
+                    async with asyncio.timeout(5):
+                        await proc.wait()
                 except TimeoutError:
                     proc.kill()
                     await _reap(proc)

@@ -138,7 +138,10 @@ class SimulatedBackend(Backend):
             return self._capped(argv, result.exit_status, result.stdout, result.stderr, time.monotonic() - began)
 
         try:
-            return await asyncio.wait_for(go(), limit)
+            # asyncio.timeout, not wait_for: 3.11's wait_for drops a cancel that comes as the command finishes
+            # (a repair's heartbeat then never stopped: tests/unit/test_cancel_is_never_lost.py).
+            async with asyncio.timeout(limit):
+                return await go()
         except TimeoutError as exc:
             raise CommandTimeout(f"`{join_argv(argv)}` did not finish within {limit:g} s on {self.host}") from exc
 

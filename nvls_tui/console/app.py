@@ -385,7 +385,8 @@ class NvlsApp(KeyHolding):
     async def wait_for_first_poll(self, timeout: float = 10.0) -> None:
         """Return once every node has been polled at least once (a screenshot script; tests use
         ``tests.waiting.first_poll``, which also draws the grid's coalesced redraw)."""
-        await asyncio.wait_for(self.store.first_round.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self.store.first_round.wait()
 
     # ---- what screens and the palette call ------------------------------------------------------
     def verdict(self, host: str) -> Verdict | None:

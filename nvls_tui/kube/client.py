@@ -101,8 +101,8 @@ async def run_kubectl(argv: Sequence[str], timeout: float, max_output: int) -> t
         return b"".join(chunks)
 
     try:
-        out, err, _ = await asyncio.wait_for(asyncio.gather(bounded(proc.stdout), bounded(proc.stderr),
-                                                            proc.wait()), timeout)
+        async with asyncio.timeout(timeout):
+            out, err, _ = await asyncio.gather(bounded(proc.stdout), bounded(proc.stderr), proc.wait())
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

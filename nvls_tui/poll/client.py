@@ -125,7 +125,8 @@ class PollerClient:
             await self._ended(f"the poller process did not start: {one_line(str(exc) or type(exc).__name__)}")
             raise PollerFailed(self.reason or "the poller process did not start") from None
         try:
-            hello = await asyncio.wait_for(wire.receive(reader), START_TIMEOUT)
+            async with asyncio.timeout(START_TIMEOUT):
+                hello = await wire.receive(reader)
         except (TimeoutError, wire.WireError, EOFError, OSError) as exc:
             await self._ended(f"the poller process did not start: {exc or type(exc).__name__}")
             raise PollerFailed(self.reason or "the poller process did not start") from None
@@ -459,7 +460,8 @@ class Rounds:
                 raise PollerGone(self.client.reason or "the poller process is not running")
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), 0.5)  # wakes to see a process that ended
+                async with asyncio.timeout(0.5):  # wakes to see a process that ended
+                    await self._changed.wait()
         return [self.latest[h] for h in self.client.hosts]
 
     def pending(self) -> list[str]:

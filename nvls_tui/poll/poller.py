@@ -191,6 +191,7 @@ class NodePoller:
     async def pause(self, delay: float) -> None:
         """Wait ``delay`` seconds, or less when poked (an action just changed the node)."""
         try:
-            await asyncio.wait_for(self._poke.wait(), delay)
+            async with asyncio.timeout(delay):
+                await self._poke.wait()
         except TimeoutError:
             pass

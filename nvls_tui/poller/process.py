@@ -163,7 +163,8 @@ async def serve(read_fd: int, write_fd: int) -> int:
     finally:
         # All at once and bounded: the console waits for this process when it quits.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.gather(*(b.close() for b in backends), return_exceptions=True), 2.0)
+            async with asyncio.timeout(2.0):
+                await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
         capper.cancel()
     return 0
 

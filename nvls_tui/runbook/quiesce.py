@@ -409,7 +409,8 @@ async def _ask_operator(ctx: NodeContext, state: NodeState, holders: tuple[Holde
     if ctx.operator is None:
         return
     try:
-        decision = await asyncio.wait_for(ctx.operator.resolve_holders(ctx.host, holders), remaining)
+        async with asyncio.timeout(remaining):
+            decision = await ctx.operator.resolve_holders(ctx.host, holders)
     except TimeoutError:
         return
     if decision.abort:

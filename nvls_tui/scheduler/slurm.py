@@ -74,7 +74,8 @@ class Slurm:
         except OSError as exc:
             raise SlurmError(f"`{argv[0]}` could not be run: {exc.strerror or exc}") from exc
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                out, err = await proc.communicate()
         except TimeoutError:
             proc.kill()
             await proc.wait()

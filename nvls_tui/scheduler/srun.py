@@ -69,7 +69,8 @@ async def poll_via_srun(slurm: Slurm, nodes: Sequence[str], timeout: float, cap:
     try:
         proc = await asyncio.create_subprocess_exec(*argv, env=slurm.env(), stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        async with asyncio.timeout(timeout):
+            out, err = await proc.communicate()
     except TimeoutError:  # before OSError, which it is a kind of: srun is stopped, not left running
         proc.kill()
         await proc.wait()

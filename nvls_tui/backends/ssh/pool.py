@@ -333,7 +333,8 @@ class SshConnector:
         if conn is not None:
             conn.close()
             try:
-                await asyncio.wait_for(conn.wait_closed(), 5)
+                async with asyncio.timeout(5):
+                    await conn.wait_closed()
             except (TimeoutError, asyncssh.Error, OSError):
                 pass
         shared, self._jump = self._jump, None

@@ -206,7 +206,8 @@ class RunbookColumn(Vertical):
         self._decision = asyncio.get_running_loop().create_future()
         self.screen.refresh_bindings()  # t applies from the first pick: the footer must say so now
         try:
-            return await asyncio.wait_for(asyncio.shield(self._decision), recheck)
+            async with asyncio.timeout(recheck):
+                return await asyncio.shield(self._decision)
         except TimeoutError:
             return HolderDecision()
         finally:
