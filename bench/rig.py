@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
 
+from nvls_tui.poll.kernel_tail import starts_boot
 from nvls_tui.poll.probe_script import probe_script
 from nvls_tui.sim.shims import write_shims
 from tests.sshd_rig import LOOPBACK, SshdRig
@@ -79,7 +80,11 @@ def pad_node(node_dir: Path, target_bytes: int = PROBE_BYTES) -> int:
     if room and missing:
         width = max(80, missing // room)
         pad = _padding_lines(kept[0] if kept else "", room, width)
-        journal.write_text("\n".join(pad) + "\n" + original)
+        # After the boot's first line (``Linux version``), as a node's driver lines come: a journal that
+        # reaches back to its boot, so a re-poll reads from its cursor (padding before that line would make
+        # every node's journal look rotated, and every poll read the whole boot and the ring buffer).
+        head = 1 if kept and starts_boot(kept[0]) else 0
+        journal.write_text("\n".join([*kept[:head], *pad, *kept[head:]]) + "\n")
     return probe_bytes(node_dir)
 
 

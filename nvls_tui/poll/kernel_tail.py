@@ -63,7 +63,7 @@ _LINE_BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028"
 _RING_FIRST = re.compile(r"^-- nvls-tui ring first (\S+) ([01])$")
 
 
-def _starts_boot(entry: str) -> bool:
+def starts_boot(entry: str) -> bool:
     """Whether a journal entry (short-iso) or a dmesg line is the kernel's first line of a boot."""
     return f"kernel: {BOOT_WORDS}" in entry.split("\n", 1)[0] or bool(
         (m := _RING_STAMP.match(entry)) and entry[m.end():].startswith(BOOT_WORDS))
@@ -101,7 +101,7 @@ def filter_ring(text: str) -> str:
     for line in text.splitlines():
         if (m := _RING_STAMP.match(line)) is not None:
             if first is None:
-                first = f"{RING_FIRST}{m.group(1)} {1 if _starts_boot(line) else 0}"
+                first = f"{RING_FIRST}{m.group(1)} {1 if starts_boot(line) else 0}"
             keep = bool(_PATTERN.search(line))
             if keep:
                 kept.append(line)
@@ -152,7 +152,7 @@ def filter_journal(text: str) -> str:
             hit = 1 if _PATTERN.search(line) else 0
             if visited == 1:
                 first = hit
-                head = f"{FIRST_LINE}{line.split(' ', 1)[0]} {1 if _starts_boot(line) else 0}"
+                head = f"{FIRST_LINE}{line.split(' ', 1)[0]} {1 if starts_boot(line) else 0}"
             last = hit
             if hit:
                 kept.append(line)
