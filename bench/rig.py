@@ -65,7 +65,7 @@ def _padding_lines(first_line: str, count: int, width: int) -> list[str]:
     return lines
 
 
-def pad_node(node_dir: Path, target_bytes: int = PROBE_BYTES) -> int:
+def pad_node(node_dir: Path, env: dict[str, str], target_bytes: int = PROBE_BYTES) -> int:
     """Pad one static node's kernel log so its probe output is about ``target_bytes``.
 
     Returns:
@@ -73,7 +73,7 @@ def pad_node(node_dir: Path, target_bytes: int = PROBE_BYTES) -> int:
     """
     journal = next((node_dir / "static").glob("journalctl.*.out"))
     original = journal.read_text()
-    base = probe_bytes(node_dir)
+    base = probe_bytes(node_dir, env)
     kept = [ln for ln in original.splitlines() if ln]
     room = max(0, KERNEL_TAIL - len(kept))
     missing = max(0, target_bytes - base)
@@ -85,13 +85,15 @@ def pad_node(node_dir: Path, target_bytes: int = PROBE_BYTES) -> int:
         # every node's journal look rotated, and every poll read the whole boot and the ring buffer).
         head = 1 if kept and starts_boot(kept[0]) else 0
         journal.write_text("\n".join([*kept[:head], *pad, *kept[head:]]) + "\n")
-    return probe_bytes(node_dir)
+    return probe_bytes(node_dir, env)
 
 
-def probe_bytes(node_dir: Path) -> int:
-    """Bytes one probe prints on this node (run locally through /bin/sh with the node's shims)."""
-    env = {"PATH": f"{node_dir / 'bin'}:/usr/bin:/bin", "LC_ALL": "C", "HOME": str(node_dir)}
-    out = subprocess.run(["sh", "-c", probe_script()], env=env, capture_output=True, timeout=30, check=False)
+def probe_bytes(node_dir: Path, env: dict[str, str]) -> int:
+    """Bytes one probe prints on this node: run locally through /bin/sh with the node's shims, in the environment
+    its sshd gives every command (``env``; without the node's journal folders the probe starts no journalctl, and
+    the size measured left the kernel log out: 13 KB where the node sends 48)."""
+    out = subprocess.run(["sh", "-c", probe_script()], env={**env, "LC_ALL": "C"}, capture_output=True, timeout=30,
+                         check=False)
     return len(out.stdout)
 
 
@@ -115,7 +117,8 @@ class BenchRig:
     def _populate(self, name: str, node_dir: Path) -> None:
         scenario_node = name if int(name[3:]) <= 256 else "gpu001"
         write_shims(node_dir, SCENARIO, scenario_node, static=True)
-        self.sizes[name] = pad_node(node_dir, self.probe_target) if self.probe_target else probe_bytes(node_dir)
+        env = self.rig.session_env(name, node_dir)
+        self.sizes[name] = pad_node(node_dir, env, self.probe_target) if self.probe_target else probe_bytes(node_dir, env)
 
     # ----- life cycle -------------------------------------------------------------------------
     def start(self) -> BenchRig:

@@ -185,6 +185,22 @@ class SshdRig:
             "".join(f"[{LOOPBACK}]:{n.port} {self.host_public}\n" for n in self.nodes.values())
         )
 
+    def session_env(self, name: str, node_dir: Path) -> dict[str, str]:
+        """What node ``name``'s sshd sets in the environment of every command it runs (``SetEnv``)."""
+        # SHLVL=1 makes bash skip ~/.bashrc for sshd commands (it only reads it at level 1),
+        # so a root .bashrc that prepends pyenv/cargo to PATH cannot shadow the node's shims.
+        # A node with a home of its own gets SHLVL=0: its shells read that home's ~/.bashrc.
+        home = self.homes.get(name)
+        env = {"PATH": f"{node_dir / 'bin'}{self.path_tails.get(name, ':/usr/bin:/bin')}"}
+        env.update({"SHLVL": "1"} if home is None else {"SHLVL": "0", "HOME": str(home)})
+        env.update({"NVLS_TUI_SIMULATED": "1", "NVLS_TUI_SIM_NODE": name})
+        if (node_dir / "proc").is_dir():
+            env["NVLS_TUI_PROC"] = str(node_dir / "proc")
+        if (node_dir / "var" / "log").is_dir():
+            # The node's journal folders are under DIR (the shims' placeholder), never this machine's.
+            env[JOURNAL_ROOT_ENV] = str(node_dir)
+        return env
+
     def _write_config(self, index: int, nodes: list[RigNode]) -> Path:
         lines = [f"Port {n.port}" for n in nodes]
         lines += [
@@ -209,18 +225,8 @@ class SshdRig:
             "ClientAliveInterval 0",
         ]
         for n in nodes:
-            # SHLVL=1 makes bash skip ~/.bashrc for sshd commands (it only reads it at level 1),
-            # so a root .bashrc that prepends pyenv/cargo to PATH cannot shadow the node's shims.
-            # A node with a home of its own gets SHLVL=0: its shells read that home's ~/.bashrc.
-            home = self.homes.get(n.name)
-            shell = "SHLVL=1" if home is None else f"SHLVL=0 HOME={home}"
-            lines += [
-                f"Match LocalPort {n.port}",
-                f"    SetEnv PATH={n.bin}{self.path_tails.get(n.name, ':/usr/bin:/bin')} {shell} NVLS_TUI_SIMULATED=1 "
-                f"NVLS_TUI_SIM_NODE={n.name}" + (f" NVLS_TUI_PROC={n.dir / 'proc'}" if (n.dir / "proc").is_dir() else "")
-                # The node's journal folders are under DIR (the shims' placeholder), never this machine's.
-                + (f" {JOURNAL_ROOT_ENV}={n.dir}" if (n.dir / "var" / "log").is_dir() else ""),
-            ]
+            env = self.session_env(n.name, n.dir)
+            lines += [f"Match LocalPort {n.port}", "    SetEnv " + " ".join(f"{k}={v}" for k, v in env.items())]
         path = self.root / f"sshd_config.{index}"
         path.write_text("\n".join(lines) + "\n")
         return path

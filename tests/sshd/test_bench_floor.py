@@ -72,6 +72,19 @@ def _floor_lines(rig: BenchRig) -> tuple[str, str]:
     return asyncio.run(both())
 
 
+def _first_answer(rig: BenchRig) -> str:
+    """What the rig's node prints for the probe over SSH (the floor's first round)."""
+    async def answer() -> str:
+        known = asyncssh.read_known_hosts(str(rig.rig.known_hosts))
+        conn = await _connect("127.0.0.1", rig.port("gpu001"), str(rig.rig.client_key), known)
+        try:
+            return await _probe(conn, rig.probe_file().read_text())
+        finally:
+            conn.close()
+
+    return asyncio.run(answer())
+
+
 def _script(line: str) -> str:
     """The probe script of a command line, without its nonce and nvls-tui's process-group marker."""
     return NONCE.sub("@@nvls-tui-N", line[line.index("sh -c "):])
@@ -82,6 +95,15 @@ def test_a_bench_node_s_journal_reaches_back_to_its_boot(bench_rig):
     first = journal.splitlines()[0]
     assert f"kernel: {BOOT_WORDS}" in first
     assert len(journal.splitlines()) > 250  # padded towards the 300-line tail a node up for days fills
+
+
+def test_the_probe_size_the_rig_reports_is_what_its_node_sends_over_ssh(bench_rig):
+    """The rig measures each node's probe locally; the node's sshd gives it its journal, so must the measure."""
+    answer = _first_answer(bench_rig)
+    sent = len(answer.encode())
+    assert "-- cursor: " in answer  # the node's journalctl ran
+    assert abs(bench_rig.sizes["gpu001"] - sent) < 200  # the nonce and the clock differ, nothing else
+    assert bench_rig.sizes["gpu001"] > 40_000  # padded to PROBE_BYTES (48 KB), not the 13 KB without the journal
 
 
 def test_the_floor_s_second_round_sends_nvls_tui_s_second_poll(bench_rig, tmp_path, monkeypatch):
