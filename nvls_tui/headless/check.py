@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -174,8 +174,12 @@ async def poll_all(backends: list[Backend], deadline: float, progress: TextIO | 
     started = time.monotonic()
     polls = [asyncio.ensure_future(poll_once(b, deadline)) for b in backends]
     closing: list[asyncio.Future] = []
+
+    def close_when_done(backend: Backend) -> Callable[[asyncio.Future], None]:
+        return lambda _poll: closing.append(asyncio.ensure_future(backend.close()))
+
     for backend, poll in zip(backends, polls, strict=True):
-        poll.add_done_callback(lambda _, b=backend: closing.append(asyncio.ensure_future(b.close())))
+        poll.add_done_callback(close_when_done(backend))
     line = ProgressLine(progress) if progress is not None else None
     reporter = asyncio.ensure_future(_report(backends, polls, line, deadline, started)) if line else None
     try:
