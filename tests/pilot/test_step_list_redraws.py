@@ -6,6 +6,8 @@ that had not changed. A show that would draw what is shown is skipped; one that 
 
 from __future__ import annotations
 
+import functools
+
 from textual.app import App, ComposeResult
 
 from nvls_tui.console.widgets.step_list import StepList, step_lines
@@ -19,11 +21,23 @@ class Steps(App[None]):
         yield StepList()
 
 
+async def laid_out(app: Steps, pilot) -> StepList:
+    """The app's step list once it has its width."""
+    steps = app.query_one(StepList)
+    await wait_until(pilot, lambda: steps.size.width > 0, "the step list laid out")
+    return steps
+
+
+def noting_layout(refresh, layouts: list[bool], *regions, **kwargs):
+    """``refresh``, noting in ``layouts`` whether it asked for a layout."""
+    layouts.append(bool(kwargs.get("layout")))
+    return refresh(*regions, **kwargs)
+
+
 async def test_a_show_that_changes_nothing_is_not_drawn_again_and_a_change_is():
     app = Steps()
     async with app.run_test(size=(80, 10)) as pilot:
-        steps = app.query_one(StepList)
-        await wait_until(pilot, lambda: steps.size.width > 0, "the step list laid out")
+        steps = await laid_out(app, pilot)
         drawn: list[str] = []
         original = steps.update
 
@@ -51,16 +65,9 @@ async def test_a_redraw_of_as_many_lines_that_fit_asks_for_no_layout_and_a_new_l
     list without a layout of the whole screen (each was a layout frame of the runbook, over and over)."""
     app = Steps()
     async with app.run_test(size=(80, 10)) as pilot:
-        steps = app.query_one(StepList)
-        await wait_until(pilot, lambda: steps.size.width > 0, "the step list laid out")
+        steps = await laid_out(app, pilot)
         layouts: list[bool] = []
-        original = steps.refresh
-
-        def counted(*regions, **kwargs):
-            layouts.append(bool(kwargs.get("layout")))
-            return original(*regions, **kwargs)
-
-        steps.refresh = counted  # type: ignore[method-assign]
+        steps.refresh = functools.partial(noting_layout, steps.refresh, layouts)  # type: ignore[method-assign]
         run = NodeRun("gpu05")
         run.apply(StepStarted(host="gpu05", step="drain"), 0.0)
         steps.show(run, 10.0)  # the first drawing: a layout
