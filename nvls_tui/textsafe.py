@@ -77,6 +77,23 @@ def clean_deep(value: Any) -> Any:
     return value
 
 
+# In a JSON text: a character other than printable ASCII and the newline, or an escape (\b, \f, \r, \uXXXX)
+# that can decode into one. (An escaped backslash before b, f, r or u matches too: a miss costs a walk, no more.)
+_JSON_MAY_DECODE_UNSAFE = re.compile(r"[^ -~\n]|\\[bfru]")
+
+
+def json_is_plain(text: str) -> bool:
+    """True when every string ``json.loads(text)`` can decode (keys included) is one :func:`clean` leaves as it is,
+    so that :func:`clean_deep` of it would change nothing.
+
+    Such a text is printable ASCII and its escapes are only ``\\"``, ``\\\\``, ``\\/``, ``\\n`` and ``\\t``:
+    what they decode into is printable ASCII, tabs and newlines, clean's own fast path. A record nvls-tui
+    wrote is almost always so; anything else (``\\u001b``, ``\\r``, any non-ASCII character) answers False
+    and is cleaned as before.
+    """
+    return _JSON_MAY_DECODE_UNSAFE.search(text) is None
+
+
 def clean_line(line: str) -> str:
     """One line of a stream, cleaned, without its line ending."""
     return clean(line.rstrip("\r\n"))
@@ -107,4 +124,4 @@ def markdown_code(text: object) -> str:
     return f"{fence}{pad}{plain}{pad}{fence}"
 
 
-__all__ = ["clean", "clean_deep", "clean_line", "markdown_code", "markdown_text", "one_line"]
+__all__ = ["clean", "clean_deep", "clean_line", "json_is_plain", "markdown_code", "markdown_text", "one_line"]

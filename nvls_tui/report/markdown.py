@@ -24,9 +24,10 @@ from nvls_tui.report.summary import log_ends, node_summary, restore_advice
 from nvls_tui.report.tables import before_after, holders_section, manual_section, results_table, smoke_section
 from nvls_tui.report.text import code_span, prose
 from nvls_tui.report.timeline import timeline_table
-from nvls_tui.runbook.event_records import record_problem
+from nvls_tui.runbook.event_records import NotAnEvent
 from nvls_tui.runbook.log_entries import LogEntry, read_entry
-from nvls_tui.textsafe import clean_deep
+from nvls_tui.runbook.record_schema import fields_problem, shape_problem
+from nvls_tui.textsafe import clean_deep, json_is_plain
 
 
 @dataclass
@@ -49,7 +50,8 @@ def read_record(line: str) -> LogEntry | str:
     """One line of the log as a record read back into its event (node text cleaned), or why it is none.
 
     Any failure is the line's (a torn write, a hand edit, a line nested past Python's recursion limit):
-    it is named in the report, never the end of it.
+    it is named in the report, never the end of it. The record is checked as the report reads it, cleaned
+    (a key that only cleaning makes a field's name is that field), and checked and decoded once.
     """
     try:
         value = json.loads(line)
@@ -57,8 +59,17 @@ def read_record(line: str) -> LogEntry | str:
         return "nested deeper than any audit record"
     except ValueError as exc:
         return "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not JSON ({exc})"
-    problem = record_problem(value)
-    return problem if problem is not None else read_entry(clean_deep(value))
+    problem = shape_problem(value)  # first: cleaning walks the record recursively
+    if problem is not None:
+        return problem
+    record = value if json_is_plain(line) else clean_deep(value)  # plain: cleaning would change nothing
+    problem = fields_problem(record)
+    if problem is not None:
+        return problem
+    try:
+        return read_entry(record)
+    except NotAnEvent as exc:
+        return str(exc)
 
 
 def load_audit_log(path: str | os.PathLike[str]) -> AuditLogContents:

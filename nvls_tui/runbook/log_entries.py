@@ -25,7 +25,7 @@ from typing import Any
 from nvls_tui.runbook import events as ev
 from nvls_tui.runbook.bookkeeping import legacy_bookkeeping, legacy_purpose
 from nvls_tui.runbook.changes import Change
-from nvls_tui.runbook.event_records import EVENT_KINDS, from_record
+from nvls_tui.runbook.event_records import EVENT_KINDS, decoded
 from nvls_tui.runbook.logged_changes import change_made
 
 
@@ -103,7 +103,8 @@ class LogEntry:
 
 
 def read_entry(record: Mapping[str, Any]) -> LogEntry:
-    """A checked record (:func:`event_records.record_problem` passed it) as its :class:`LogEntry`.
+    """A checked record (:func:`event_records.record_problem` or :func:`record_schema.fields_problem` passed it)
+    as its :class:`LogEntry`. Its fields are not checked again here: the reader checked them once.
 
     Raises:
         event_records.NotAnEvent: a record naming a runbook event that does not decode into it.
@@ -111,7 +112,7 @@ def read_entry(record: Mapping[str, Any]) -> LogEntry:
     kind = record.get("event")
     event: ev.RunbookEvent | OtherRecord
     if isinstance(kind, str) and kind in EVENT_KINDS:
-        event = from_record(dict(record))
+        event = decoded(dict(record))
     else:
         event = OtherRecord(kind=kind if isinstance(kind, str) else None, host=_text(record.get("node")),
                             step=_text(record.get("step")) or "", run_id=_text(record.get("run_id")))

@@ -172,25 +172,38 @@ _ANY_EVENT = fields(RECORD)
 
 
 def _too_deep(value: Any) -> bool:
-    """True when ``value`` nests deeper than :data:`MAX_DEPTH` (walked without recursion)."""
-    stack = [(value, 0)]
+    """True when ``value`` nests deeper than :data:`MAX_DEPTH` (walked without recursion; only the containers
+    are stacked, a record's many scalars are passed over where they are)."""
+    stack = [(value, 0)] if isinstance(value, dict | list) else []
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth >= MAX_DEPTH:
-                return True
-            stack.extend((inner, depth + 1) for inner in (item.values() if isinstance(item, dict) else item))
+        if depth >= MAX_DEPTH:
+            return True
+        for inner in item.values() if isinstance(item, dict) else item:
+            if isinstance(inner, dict | list):
+                stack.append((inner, depth + 1))
     return False
 
 
-def record_problem(value: Any) -> str | None:
-    """Why a decoded JSONL line is no audit record the report may read (None: it is one)."""
+def shape_problem(value: Any) -> str | None:
+    """Why a decoded JSONL line cannot be a record at all (not an object, or nested past :data:`MAX_DEPTH`), or
+    None. A line that passes may be walked recursively (cleaned, say) before its fields are checked."""
     if not isinstance(value, dict):
         return f"{_kind_of(value)}, not a record"
     if _too_deep(value):
         return "nested deeper than any audit record"
-    check = _BY_EVENT.get(value["event"]) if isinstance(value.get("event"), str) else None
-    return (check or _ANY_EVENT)(value, "")
+    return None
 
 
-__all__ = ["HOLDER", "MAX_DEPTH", "SMOKE", "record_problem"]
+def fields_problem(record: dict[str, Any]) -> str | None:
+    """Why a record of a sound shape (:func:`shape_problem` passed it) holds a field of the wrong kind, or None."""
+    check = _BY_EVENT.get(record["event"]) if isinstance(record.get("event"), str) else None
+    return (check or _ANY_EVENT)(record, "")
+
+
+def record_problem(value: Any) -> str | None:
+    """Why a decoded JSONL line is no audit record the report may read (None: it is one)."""
+    return shape_problem(value) or fields_problem(value)
+
+
+__all__ = ["HOLDER", "MAX_DEPTH", "SMOKE", "fields_problem", "record_problem", "shape_problem"]

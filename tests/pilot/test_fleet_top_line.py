@@ -8,6 +8,7 @@ from nvls_tui.backends.simulated import sim_backends
 from nvls_tui.console.app import NvlsApp
 from nvls_tui.console.screens.fleet import FleetScreen
 from nvls_tui.console.widgets.banner import FleetSummary
+from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.model import Fleet, NodeState
 from nvls_tui.sim.fleet import load_fleet
 from nvls_tui.views.fleet_top import AnswerTimes, hosts_within, late_words
@@ -67,7 +68,9 @@ async def test_the_top_line_is_quiet_on_a_calm_fleet_and_names_a_late_answer():
 
 
 async def test_a_big_selection_stays_visible_at_160_columns(tmp_path):
-    app = NvlsApp(sim_backends(load_fleet("sim:fleet-256", speed=0)), poll_interval=None,
+    # 40 of fleet-256's first 48 nodes (two of them broken, so sorted first): a selection far past what the line
+    # can name. The other 208 nodes were polled and drawn for nothing (3.7 of this file's 4.3 cpu-s).
+    app = NvlsApp(sim_backends(load_fleet("sim:fleet-256/gpu[001-048]", speed=0)), poll_interval=None,
                   clock=lambda: 1_786_810_200.0, audit_dir=str(tmp_path))
     async with app.run_test(size=(160, 48)) as pilot:
         await first_poll(app, timeout=60)
@@ -103,3 +106,36 @@ async def test_the_selection_is_read_whole_at_120_columns(tmp_path):
             assert len(line) <= width, (width, line)
             assert "gpu05 gpu06" in line, (width, line)
             assert "healthy   selected" in line, (width, line)  # no stray " · " after the counts' blanks
+
+
+async def test_picking_a_node_repaints_its_row_and_the_cursors_not_the_whole_grid(tmp_path):
+    """Space on a node marked its host cell with DataTable's ``update_cell``, which bumps the update count every
+    render cache keys on and repaints the whole table: each pick rendered every cell on screen again (at 1,024
+    nodes, a whole grid per keystroke; in this file's big selection 1,300 lines for 40 picks), and the redraw set the
+    grid's border title again, which repaints the whole grid even when its words are the same. The mark is now
+    written as the grid's polls write (``bulk_rows.write_cells``), the title only when it changes: only the rows
+    that changed paint again."""
+    app = NvlsApp(sim_backends(load_fleet("sim:fleet-256/gpu[001-048]", speed=0)), poll_interval=None,
+                  clock=lambda: 1_786_810_200.0, audit_dir=str(tmp_path))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await first_poll(app, timeout=60)
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        grid = screen.query_one(FleetGrid)
+        await pilot.pause()
+        whole, count = [], grid._update_count
+        original = grid.refresh
+        grid.refresh = lambda *regions, **kwargs: (whole.append(kwargs) if not regions else None,
+                                                   original(*regions, **kwargs))[1]
+        first = grid.current_host
+        await pilot.press("space")
+        await wait_until(pilot, lambda: screen.selected == [first], "the pick")
+        await pilot.pause()
+        assert whole == [] and grid._update_count == count
+        line = next(grid.render_line(y).text for y in range(grid.size.height) if f"● {first}" in grid.render_line(y).text)
+        assert line.lstrip().startswith(f"● {first}")
+        await pilot.press("up", "space")  # and the pick taken back: the host as the grid drew it
+        await wait_until(pilot, lambda: screen.selected == [], "the pick taken back")
+        await pilot.pause()
+        assert whole == [] and grid._update_count == count
+        assert not any("●" in grid.render_line(y).text for y in range(grid.size.height))

@@ -211,6 +211,34 @@ def test_a_bad_line_is_named_with_what_is_wrong_with_it(tmp_path):
     assert "  - line 6: nested deeper than any audit record" in report
 
 
+def test_a_record_nested_as_deep_as_a_run_may_is_read_and_one_level_deeper_is_not():
+    from nvls_tui.runbook.record_schema import MAX_DEPTH, shape_problem
+
+    def nested(levels: int) -> dict:
+        """A record whose deepest container is ``levels`` below it, in a field no check reads."""
+        inner: Any = []
+        for _ in range(levels - 1):
+            inner = [1, "a", inner, {"k": None}]
+        return {"event": "note", "extra": inner}
+
+    assert shape_problem(nested(MAX_DEPTH - 1)) is None
+    assert shape_problem(nested(MAX_DEPTH)) == "nested deeper than any audit record"
+    assert shape_problem({"event": "note", "extra": {"k": nested(MAX_DEPTH - 1)}}) == "nested deeper than any audit record"
+
+
+def test_a_field_whose_name_is_whole_only_once_cleaned_is_checked_as_the_report_reads_it():
+    """The record is checked as it is read: cleaned. A key with a control character in it named no field
+    when the raw line was checked and then, cleaned, the field itself, unchecked: a list where the report
+    reads a whole number sank the whole report (NotAnEvent out of ``load_audit_log``)."""
+    lines = list(base_lines())
+    record = json.loads(next(line for line in lines if '"command-finished"' in line))
+    lines.insert(3, json.dumps({**record, "exit_st\u0000atus": [0]}))
+    contents = load_audit_log_from(lines)
+    assert contents.unreadable == [4]
+    assert contents.problems == {4: "`exit_status` is a list, not a whole number"}
+    assert without_bad_line_bullets(render_report(contents, "log")) == without_bad_line_bullets(base_report())
+
+
 NODE_TIMES = st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59)).map(
     lambda moment: moment.strftime("%Y-%m-%d %H:%M:%S").rjust(19, "0"))
 

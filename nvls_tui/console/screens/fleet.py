@@ -22,6 +22,7 @@ from nvls_tui.console.messages import PlanApproved
 from nvls_tui.console.screens.typed import OnConsole
 from nvls_tui.console.widgets import cells, palette
 from nvls_tui.console.widgets.banner import FleetSummary, ModeBanner, summary_text
+from nvls_tui.console.widgets.bulk_rows import write_cells
 from nvls_tui.console.widgets.fleet_grid import FleetGrid, versions_line
 from nvls_tui.console.widgets.hanging import Hanging
 from nvls_tui.console.widgets.node_text import header_text
@@ -205,7 +206,7 @@ class FleetScreen(OnConsole, Screen[None]):
         self._follow_repairs(grid)
         grid.show(fleet, self.services.live.diagnoses, order, self.services.clock(), ages=ages)
         grid.mark_sorted(self.grid_order.column, self.grid_order.arrow())
-        grid.border_title = versions_line(fleet, grid.show_versions)
+        grid.show_title(versions_line(fleet, grid.show_versions))
         mark_selected(grid, self.selected, self.services.live, self.services.clock)
         ask = self.services.ask
         self.proposal_marks = mark_proposed(grid, ask.proposed if ask is not None else [], self.selected,
@@ -600,8 +601,9 @@ class FleetScreen(OnConsole, Screen[None]):
 def mark_selected(grid: FleetGrid, selected: list[str], live: LiveFleet, clock: Callable[[], float]) -> None:
     """Show the nodes picked for a repair in the host column (reversed blue), others as the grid drew them.
 
-    Only the host cell changes, through the DataTable's own ``update_cell``: the grid's diff keeps
-    its own idea of the cell, so a later poll that changes nothing leaves the mark in place.
+    Only the host cell changes, written as the grid's polls write (``bulk_rows.write_cells``: the rows that
+    changed paint again, not the whole grid, as DataTable's ``update_cell`` would at every pick): the grid's
+    diff keeps its own idea of the cell, so a later poll that changes nothing leaves the mark in place.
     """
     from rich.text import Text
 
@@ -609,16 +611,18 @@ def mark_selected(grid: FleetGrid, selected: list[str], live: LiveFleet, clock: 
     if not selected and not grid.marked:
         return  # nothing picked and nothing marked: no need to read 1,024 host cells
     grid.marked = set(selected)
+    writes: list[tuple[str, str, Text]] = []
     for host in grid.visible_hosts:
         cell = grid.get_cell(host, "host")
         want_mark = host in selected
         has_mark = isinstance(cell, Text) and cell.style == selected_style
         if want_mark and not has_mark:
-            grid.update_cell(host, "host", Text(f"● {host}", style=selected_style))
+            writes.append((host, "host", Text(f"● {host}", style=selected_style)))
         elif has_mark and not want_mark:
             state = live.fleet.get(host)
             if state is not None:
-                grid.update_cell(host, "host", grid.row_cells(state, live.diagnoses.get(host), clock())["host"])
+                writes.append((host, "host", grid.row_cells(state, live.diagnoses.get(host), clock())["host"]))
+    write_cells(grid, writes)
 
 
 def mark_proposed(grid: FleetGrid, proposed: list[str], selected: list[str], marked: set[str], live: LiveFleet,
@@ -631,14 +635,16 @@ def mark_proposed(grid: FleetGrid, proposed: list[str], selected: list[str], mar
         return marked
     want = {h for h in proposed if h not in selected} & set(grid.visible_hosts)
     style = palette.bold("note")
+    writes: list[tuple[str, str, Text]] = []  # written as mark_selected writes: only these rows paint again
     for host in want:  # the cell itself is read: a row the grid wrote afresh (forget_row) lost its mark
         cell = grid.get_cell(host, "host")
         if not (isinstance(cell, Text) and cell.style == style and cell.plain.startswith("⚑")):
-            grid.update_cell(host, "host", Text(f"⚑ {host}", style=style))
+            writes.append((host, "host", Text(f"⚑ {host}", style=style)))
     for host in marked - want:
         state = live.fleet.get(host)
         if host not in selected and state is not None and host in grid.visible_hosts:
-            grid.update_cell(host, "host", grid.row_cells(state, live.diagnoses.get(host), clock())["host"])
+            writes.append((host, "host", grid.row_cells(state, live.diagnoses.get(host), clock())["host"]))
+    write_cells(grid, writes)
     return want
 
 

@@ -87,6 +87,7 @@ class RunbookColumn(Vertical):
         self._decision: asyncio.Future[HolderDecision] | None = None
         self._asked = False  # the runbook asked about this wait's holders (reset when the wait ends)
         self._early: HolderDecision | None = None  # decided between two questions: the next one's answer
+        self._subtitle: str | None = None  # the border subtitle last set (redraw)
 
     def compose(self) -> ComposeResult:
         """Steps, holders (hidden), the plot (hidden until a smoke test), summary (hidden), output."""
@@ -128,8 +129,11 @@ class RunbookColumn(Vertical):
             self.query_one(StepList).show(run, now)
             self.set_class(run.running, "-running")
             done = f"{run.done_steps}/{len(run.steps)} steps"
-            self.border_subtitle = (f"{run.current or '…'} · {done} · {duration_text(run.elapsed(now))}"
-                                    if run.running else (run.result or "waiting"))
+            subtitle = (f"{run.current or '…'} · {done} · {duration_text(run.elapsed(now))}"
+                        if run.running else (run.result or "waiting"))
+            if subtitle != self._subtitle:  # Textual repaints the whole column at every set, even to the same words
+                self._subtitle = subtitle
+                self.border_subtitle = subtitle
         if "plot" in parts and run.smoke is not None:
             box = self.query_one(".smoke-box")
             box.display = True

@@ -146,8 +146,16 @@ class FleetGrid(DataTable):
         self._keep: str | None = None  # the host under the cursor across a change of columns
         self._sort_mark: tuple[str, str] | None = None  # (column, arrow) its header shows (mark_sorted)
         self.marked: set[str] = set()  # hosts the screen marked as picked for a repair (mark_selected)
+        self._title: str | None = None  # the border title last set (show_title)
         # The console's last failed or aborted repair of a host, while still the news (the screen's memory).
         self.last_repair: Callable[[str], LastRepair | None] = lambda _host: None
+
+    def show_title(self, title: str) -> None:
+        """Put ``title`` on the grid's border. Textual repaints the whole grid at every set of ``border_title``, even
+        to the words it shows: every redraw after a poll and every pick set it again."""
+        if title != self._title:
+            self._title = title
+            self.border_title = title
 
     @property
     def compact(self) -> bool:

@@ -9,6 +9,7 @@ from a free-running timer, so a frozen clock gives a fixed picture.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
@@ -107,10 +108,15 @@ class StepList(Static):
         """Redraw from ``run`` at time ``now``; a redraw that would draw what is shown is skipped.
 
         Every event of a run calls this, and most (a line of output, a poll) leave the steps' words as
-        they were; ``update`` would still ask the screen for a layout each time."""
+        they were; ``update`` would still ask the screen for a layout each time. A redraw of new words asks for
+        one only when the list's height can change: another count of lines, or a line wider than the list
+        (it would wrap); the list is ``height: auto``, so as many lines that fit take the rows they took."""
         lines = step_lines(run, now, max(30, self.size.width or 40))
         shown = (lines.plain, tuple(lines.spans), str(lines.style))
         if shown == self._shown:
             return
-        self._shown = shown
-        self.update(lines)
+        before, self._shown = self._shown, shown
+        rows, rows_before = lines.plain.split("\n"), before[0].split("\n") if before is not None else []
+        same_height = len(rows) == len(rows_before) and all(
+            cell_len(row) <= self.size.width for row in (*rows, *rows_before))
+        self.update(lines, layout=not same_height)
