@@ -131,6 +131,23 @@ def parse_nodes(text: str) -> Parsed[dict[str, KubeNode]]:
     return Parsed(out)
 
 
+def parse_node(text: str) -> Parsed[KubeNode | None]:
+    """One Node as kubectl prints a single object (``kubectl patch node N ... -o json``: the API's answer to the
+    write) -> KubeNode (no pods); what is not JSON, not a Node, or a Node that cannot be read whole: None and a
+    warning. kubectl's own lines after the object (a warning on stderr, appended by the caller) are not read."""
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text.lstrip())
+    except ValueError as exc:
+        return Parsed(None, (f"kubectl printed text that is not JSON ({one_line(str(exc), 80)})",))
+    if not isinstance(data, dict) or data.get("kind") != "Node":
+        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
+        return Parsed(None, (f"kubectl printed no Node (kind {one_line(str(kind), 40)})",))
+    node, problem = _node(data)
+    if node is None:
+        return Parsed(None, (f"kubectl printed {problem}",))
+    return Parsed(node)
+
+
 def _owner(meta: dict[str, Any]) -> tuple[str | None, str | None]:
     refs = [r for r in meta.get("ownerReferences") or () if isinstance(r, dict)]
     ref = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
@@ -229,4 +246,4 @@ def parse_events(text: str) -> Parsed[list[KubeEvent]]:
                   read.warnings)
 
 
-__all__ = ["container_id_of", "parse_events", "parse_nodes", "parse_pods"]
+__all__ = ["container_id_of", "parse_events", "parse_node", "parse_nodes", "parse_pods"]

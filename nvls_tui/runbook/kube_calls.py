@@ -1,6 +1,6 @@
 """The repair's calls to the Kubernetes API: each audited (:func:`call` for a read or a wait, :func:`make` for a
 change, through the door), the argv of each read and wait, the node and its pods read, and a label written only
-on the read it was decided on (:func:`conditional_label`).
+on the node it was decided on (:func:`conditional_label`: a read, or the API's answer to the write before).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from nvls_tui.kube.client import Kubectl, KubeError
 from nvls_tui.model.kube import KubeNode, KubePod
-from nvls_tui.parsers.kube import parse_nodes, parse_pods
+from nvls_tui.parsers.kube import parse_node, parse_nodes, parse_pods
 from nvls_tui.runbook.changes import PAUSED, InCluster, SetOperandLabel
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.door import perform
@@ -79,16 +79,31 @@ async def make(ctx: NodeContext, kube: Kubectl, change: InCluster, *, abortable:
         Aborted: the operator asked to stop (abortable changes), or the audit log cannot take it.
         KubeError: kubectl could not be run or did not answer in time (after the event).
     """
+    status, printed, _ = await answered(ctx, kube, change, abortable=abortable)
+    return status, printed
+
+
+async def answered(ctx: NodeContext, kube: Kubectl, change: InCluster, *,
+                   abortable: bool = True) -> tuple[int, str, str]:
+    """:func:`make`, and kubectl's stdout whole besides (the object a write printed: the audit log keeps the
+    first 64 KiB of stdout and stderr, a Node with its images can be longer); the dry run's is empty.
+
+    Raises:
+        Aborted, KubeError: as :func:`make`.
+    """
     if abortable:
         ctx.check_abort()
+    stdout = ""
 
     async def via(argv: Sequence[str]) -> tuple[int, str]:
+        nonlocal stdout
         ctx.record_command(tuple(argv))
         status, out, err = await kube.run_status(*argv[len(change.kubectl):])
+        stdout = out
         return status, (out + err)[:65536]
 
     result = await perform(ctx, change, via=via)
-    return result.exit_status, result.stdout
+    return result.exit_status, result.stdout, stdout
 
 
 def timed(kube: Kubectl, timeout: float | None) -> Kubectl:
@@ -141,16 +156,31 @@ async def read_pods(ctx: NodeContext, kube: Kubectl, node: str) -> tuple[KubePod
 WRITTEN, LEFT = "written", "left"
 
 
+def node_after(printed: str, name: str, sent: str | None) -> KubeNode | None:
+    """The node as the API answered a conditioned write (``-o json``), the next decision's read; None where the
+    answer is not this node read whole, or carries the resourceVersion the write was conditioned on (a kubectl
+    that prints what it sent, not what the server stored: the node is then read again)."""
+    parsed = parse_node(printed)
+    node = parsed.value
+    if parsed.warnings or node is None or node.node != name or not node.resource_version:
+        return None
+    return node if node.resource_version != sent else None
+
+
 async def conditional_label(ctx: NodeContext, kube: Kubectl, name: str, key: str, value: str | None,
                             still: Callable[[str | None], bool], node: KubeNode | None = None, *,
-                            abortable: bool = True) -> tuple[str, str | None]:
-    """Read the node (unless ``node`` was read just now), decide on what it says (``still(the label's value)``),
-    and write ``key`` conditioned on that read; where someone wrote the node in between (409 Conflict), read
-    and decide again. Never a write over a change the decision did not see.
+                            abortable: bool = True) -> tuple[str, str | None, KubeNode | None]:
+    """Decide on ``node`` (read now where None: the first write of a step, or after a 409) what ``still(the
+    label's value)`` says, and write ``key`` conditioned on that node's resourceVersion; where someone wrote the
+    node in between (409 Conflict), read and decide again. Never a write over a change the decision did not see.
+
+    The write prints the API's answer (the node after it, :func:`node_after`): the next label's decision is made
+    on it, conditioned on its resourceVersion as on a read, with no read in between.
 
     Returns:
-        (:data:`WRITTEN`, None); (:data:`LEFT`, the value read: the label no longer reads as decided, so it is
-        left as someone set it); (``failed``, kubectl's words or why).
+        (:data:`WRITTEN`, None, the node the API answered with); (:data:`LEFT`, the value read: the label no
+        longer reads as decided, so it is left as someone set it, the node it was decided on);
+        (``failed``, kubectl's words or why, None). The node returned is the next decision's (None: read again).
 
     Raises:
         KubeError: kubectl could not be run or did not answer (a write may have gone through).
@@ -159,19 +189,19 @@ async def conditional_label(ctx: NodeContext, kube: Kubectl, name: str, key: str
         if node is None:
             node = await read_node(ctx, kube, name, abortable=abortable)
             if node is None:
-                return "failed", f"the cluster has no node {name} any more"
+                return "failed", f"the cluster has no node {name} any more", None
         current = node.label(key)
         if not still(current):
-            return LEFT, current
+            return LEFT, current, node
         change = SetOperandLabel(name, key, value, current, prefix(kube), resource_version=node.resource_version)
-        status, printed = await make(ctx, kube, change, abortable=abortable)
+        status, printed, stdout = await answered(ctx, kube, change, abortable=abortable)
         if status == 0:
-            return WRITTEN, None
+            return WRITTEN, None, node_after(stdout, name, node.resource_version)
         said = kubectl_said(status, printed)
         if CONFLICT not in said:
-            return "failed", said
+            return "failed", said, None
         node = None  # written by someone since the read: read again, decide again
-    return "failed", f"the node changed under every one of {CONFLICT_TRIES} writes (409 Conflict each time)"
+    return "failed", f"the node changed under every one of {CONFLICT_TRIES} writes (409 Conflict each time)", None
 
 
 def pausable(value: str | None) -> bool:
@@ -182,6 +212,7 @@ def reads_paused(value: str | None) -> bool:
     return value == PAUSED
 
 
-__all__ = ["CONFLICT", "CONFLICT_TRIES", "LEFT", "WRITTEN", "call", "conditional_label", "kubectl_said", "make",
+__all__ = ["CONFLICT", "CONFLICT_TRIES", "LEFT", "WRITTEN", "answered", "call", "conditional_label", "kubectl_said",
+           "make", "node_after",
            "pausable", "prefix", "read_node", "read_node_args", "read_pods", "read_pods_args", "reads_paused",
            "timed", "wait_delete_args"]

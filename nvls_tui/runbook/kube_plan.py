@@ -39,9 +39,9 @@ from nvls_tui.runbook.kube_waits import (
     new_driver_pod_wait,
 )
 
-#: Why the node is read again before each label write (the plan's words after the read).
-BEFORE_LABEL_WRITE = ("before each label write: the write is conditioned on the resourceVersion this read finds "
-                      f"({READ_AT_RUN_TIME})")
+#: Why the node is read again before the first label write (the plan's words after the read).
+BEFORE_LABEL_WRITE = ("before the label writes: the first is conditioned on the resourceVersion this read finds "
+                      f"({READ_AT_RUN_TIME}), each next one on the node the write before answered with")
 
 
 def _identity_reads(hold: KubeHold) -> list[Read]:
@@ -64,12 +64,13 @@ def cluster_entries(kube: Kubectl, hold: KubeHold, state: NodeState, *, wait_pod
     node, kubectl = hold.node, prefix(kube)
     node_read = Read((*kubectl, *read_node_args(node)))
     pods_read = Read((*kubectl, *read_pods_args(node)))
-    # The cordon and each label write move the node's resourceVersion: each write is decided on a read just before.
+    # The cordon and each label write move the node's resourceVersion: the first write is decided on a read just
+    # before it, each next one on the node the write before printed (the API's answer).
     label_read = Read(node_read.argv, note=BEFORE_LABEL_WRITE)
     pre: list[PlanEntry] = [node_read, *_identity_reads(hold), pods_read]
     cordon: list[PlanEntry] = ([CordonKept(node, hold.inherited)] if hold.cordoned_before else [Cordon(node, kubectl)])
-    quiesce: list[PlanEntry] = [entry for key, before in hold.labels.items()
-                                for entry in (label_read, SetOperandLabel(node, key, PAUSED, before, kubectl))]
+    quiesce: list[PlanEntry] = [label_read] if hold.labels else []
+    quiesce += [SetOperandLabel(node, key, PAUSED, before, kubectl) for key, before in hold.labels.items()]
     quiesce += [LabelKept(node, key, value) for key, value in hold.kept.items()]
     quiesce += deletion_waits(kube, operand_pods(hold.pods, list(hold.labels)), operand_timeout, OPERANDS_GONE)
     workloads = workload_pods(hold.pods, state)
@@ -86,9 +87,7 @@ def cluster_entries(kube: Kubectl, hold: KubeHold, state: NodeState, *, wait_pod
                             new_driver_pod_wait(kubectl, node, operand_timeout)]
         entries["fabric-manager"] = [Aside("no host unit: the new driver pod starts Fabric Manager")]
     restore: list[PlanEntry] = [node_read]
-    for i, (key, before) in enumerate(hold.labels.items()):
-        restore += [label_read] if i else []
-        restore.append(SetOperandLabel(node, key, before, PAUSED, kubectl))
+    restore += [SetOperandLabel(node, key, before, PAUSED, kubectl) for key, before in hold.labels.items()]
     if not hold.cordoned_before or hold.inherited:
         restore.append(Uncordon(node, kubectl))
         if hold.annotated:

@@ -144,11 +144,12 @@ async def pause_operands(ctx: NodeContext, kube: Kubectl, hold: KubeHold) -> Non
     Raises:
         StepFailed: a label could not be set, or an operand pod outlived the wait.
     """
+    # The first write is decided on a read (the cordon moved the node's resourceVersion); each next one on the
+    # node the write before answered with. An administrator's value set meanwhile wins either way (the 409).
+    node = None
     for key in hold.labels:
-        # Read before each write: the cordon and the write before moved the node's resourceVersion, and an
-        # administrator may have set the label meanwhile (their value wins).
         try:
-            result, said = await conditional_label(ctx, kube, hold.node, key, PAUSED, pausable)
+            result, said, node = await conditional_label(ctx, kube, hold.node, key, PAUSED, pausable, node)
         except KubeError as exc:
             hold.paused.append(key)  # it may have gone through: the restore puts it back where it reads paused
             raise StepFailed(f"whether {key} was paused on {hold.node} is unknown: {exc}") from None

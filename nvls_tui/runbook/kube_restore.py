@@ -77,7 +77,7 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
                  "warning")
         now = None
     current = dict(now.labels) if now is not None else None
-    fresh = now  # the read the next label write is decided on (None: read again first)
+    fresh = now  # the node the next label write is decided on: this read, then each write's answer (None: read)
     for key, before in hold.labels.items():
         if current is not None and current.get(key) != PAUSED:
             continue  # not paused (never reached, or changed by someone since): left as it is
@@ -91,12 +91,11 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
         result: str | None
         said: str | None
         try:
-            result, said = await conditional_label(ctx, kube, hold.node, key, before, reads_paused, fresh,
-                                                   abortable=False)
+            result, said, fresh = await conditional_label(ctx, kube, hold.node, key, before, reads_paused, fresh,
+                                                          abortable=False)
         except KubeError as exc:
             failed.append(f"label {key} ({exc})")
-            result = said = None
-        fresh = None
+            result = said = fresh = None
         if result == WRITTEN:
             done.append(words)
         elif result == LEFT:

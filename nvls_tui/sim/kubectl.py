@@ -14,9 +14,10 @@ metadata.name=NODE``, ``get pods --all-namespaces --field-selector spec.nodeName
 server does not select events by gets its 400) with
 kubectl's list shape and the API's fields, and the repair's writes (runbook/kube_repair.py) with what kubectl
 1.32 prints against a real API server, exit status included: ``cordon``/``uncordon``, ``label node``
-(``--overwrite K=V``, ``K-``), ``annotate node``, ``wait --for=delete pod/...`` and the Eviction subresource
+(``--overwrite K=V``, ``K-``), ``patch node --type=merge -o json`` of the labels (the conditioned label write:
+the node after it), ``annotate node``, ``wait --for=delete pod/...`` and the Eviction subresource
 (``create --raw .../eviction -f FILE``; a pod with a budget that allows no disruption gets the 429); a label
-or annotation conditioned on a ``--resource-version`` the node no longer has gets the API server's 409 (each
+or annotation conditioned on a resourceVersion the node no longer has gets the API server's 409 (each
 write moves the node's resourceVersion, ``Node.k8s_rv``). The
 cluster acts on them at once: a deploy label that no longer reads ``true`` takes its operand's pods off the
 node (their processes end with SIGTERM, as kubelet ends a deleted pod's containers), ``true`` (or unset) brings
@@ -233,7 +234,7 @@ def kubectl(nodes: Sequence[Node], argv: Sequence[str], now: float) -> tuple[int
             and words[5:] == ["-o", "json"]:
         return _events(nodes, words[4])
     writes = {"cordon": _cordon, "uncordon": _cordon, "label": _label, "annotate": _annotate, "wait": _wait,
-              "create": _evict, "delete": _delete}
+              "create": _evict, "delete": _delete, "patch": _patch}
     verb = words[0] if words else ""
     if verb in writes:
         return writes[verb](nodes, words, now)
@@ -319,6 +320,39 @@ def _label(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, st
     node.k8s_rv += 1
     _reconcile_operands(node, now)
     return 0, out + f"node/{node.name} {'unlabeled' if all(c.endswith('-') for c in changes) else 'labeled'}\n", ""
+
+
+def _patch(nodes: Sequence[Node], words: list[str], now: float) -> tuple[int, str, str]:
+    """``patch node NODE --type=merge -o json -p '{"metadata":{"labels":{K:V|null},"resourceVersion":RV}}'``: a
+    merge patch of the node's labels (the conditioned label write), printed as the API answers it (the node after
+    the write, kubectl's four-space JSON); a resourceVersion the node no longer has is the 409."""
+    flags = words[3:]
+    if words[1:2] != ["node"] or len(words) < 3 or "--type=merge" not in flags or "-p" not in flags[:-1]:
+        return 1, "", "error: the simulated cluster only patches a node: patch node N --type=merge -o json -p PATCH\n"
+    node = _node_named(nodes, words[2])
+    if node is None:
+        return _not_found("nodes", words[2])
+    raw = flags[flags.index("-p") + 1]
+    try:
+        patch = json.loads(raw)
+    except ValueError:
+        return 1, "", f"error: unable to parse \"{raw}\": yaml: did not find expected node content\n"
+    meta = patch.get("metadata") if isinstance(patch, dict) else None
+    if not isinstance(meta, dict) or set(patch) != {"metadata"} or not set(meta) <= {"labels", "resourceVersion"}:
+        return 1, "", "error: the simulated cluster only merge-patches a node's labels and resourceVersion\n"
+    wanted = meta.get("resourceVersion")
+    if wanted is not None and str(wanted) != str(node.k8s_rv):
+        return 1, "", _CONFLICT.format(name=node.name)
+    labels = node_labels(node)
+    changes = {k: v for k, v in (meta.get("labels") or {}).items() if labels.get(k) != v}
+    for key, value in changes.items():
+        node.k8s_labels[key] = "" if value is None else str(value)  # "" over a default: gone (node_labels)
+    if changes:
+        node.k8s_rv += 1
+        _reconcile_operands(node, now)
+    if "json" in flags:
+        return 0, json.dumps(node_json(node, now), indent=4) + "\n", ""
+    return 0, f"node/{node.name} patched{'' if changes else ' (no change)'}\n", ""
 
 
 def operand_of(owner: str) -> str:

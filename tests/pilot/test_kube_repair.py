@@ -76,6 +76,13 @@ def test_a_repair_cordons_pauses_only_true_labels_evicts_resets_and_puts_everyth
     # The operands' and the workload's processes ended through the cluster, never by a signal of the repair.
     assert set(r.kubelet.ended) >= operands | {vllm}
     assert not any(c.startswith("kill") and any(o in c for o in operands) for c in commands)
+    # The node is read once before the label writes of each of quiesce and restore (and once by the survey):
+    # each later write is decided on the node the write before answered with, and none met a 409.
+    calls = _kubectl_lines(commands)
+    assert len([c for c in calls if " get nodes " in c]) == 3, calls
+    assert len(calls) == 21, calls
+    assert not any(" label " in c for c in calls)  # a conditioned write is a merge patch that prints its answer
+    assert len([m for m, _, _ in writes if m == "PATCH"]) == 2 + 2 * len(PAUSED)  # cordon, uncordon, the labels
 
 
 def test_every_kubectl_call_is_in_the_audit_log_and_the_dry_run_lists_them_in_order(rig, tmp_path):
@@ -94,6 +101,7 @@ def test_every_kubectl_call_is_in_the_audit_log_and_the_dry_run_lists_them_in_or
         words = [w if not w.endswith(".json") or w.startswith("/api") else "EVICTION.json" for w in words]
         # The dry run cannot know the resourceVersion each label write is conditioned on: it says so.
         words = [re.sub(r"^--resource-version=\d+$", f"--resource-version={READ_AT_RUN_TIME}", w) for w in words]
+        words = [re.sub(r'"resourceVersion":"\d+"', f'"resourceVersion":"{READ_AT_RUN_TIME}"', w) for w in words]
         # The request timeout stays: a wait's is its own (its --timeout and the slack), in the plan as in the run.
         return " ".join(words)
 
@@ -237,6 +245,27 @@ def test_the_simulated_kubectl_writes_answer_as_the_real_kubectl_against_the_sta
         # A write conditioned on a resourceVersion the node no longer has (1: both have moved past it).
         both("label", "node", "gpu06", "--overwrite", "--resource-version=1", "nvidia.com/gpu.deploy.dcgm=x")
         both("annotate", "node", "gpu06", "--resource-version=1", "nvls-tui/repair-stopped-at=reset")
+        stale = '{"metadata":{"labels":{"nvidia.com/gpu.deploy.dcgm":"x"},"resourceVersion":"1"}}'
+        both("patch", "node", "gpu06", "--type=merge", "-o", "json", "-p", stale)
+        both("patch", "node", "gpu09", "--type=merge", "-o", "json", "-p", stale)
+
+        def patched(key: str, value: str | None) -> None:
+            """The conditioned label write on each side's node as it is now: the same exit status and stderr, and
+            each prints its node after the write (its own ids: the label and the stored resourceVersion)."""
+            rvs = (standin.store.find("nodes", "", "gpu06")["metadata"]["resourceVersion"], str(node.k8s_rv))
+            bodies = [json.dumps({"metadata": {"labels": {key: value}, "resourceVersion": rv}}) for rv in rvs]
+            argv = ["patch", "node", "gpu06", "--type=merge", "-o", "json", "-p"]
+            real = subprocess.run(["kubectl", "--kubeconfig", standin.kubeconfig, "--request-timeout=9s", *argv,
+                                   bodies[0]], capture_output=True, text=True, timeout=60)
+            sim = sim_kubectl([node], ["kubectl", "--request-timeout=9s", *argv, bodies[1]], fleet.clock.now())
+            assert (sim[0], sim[2]) == (real.returncode, real.stderr) == (0, "")
+            stored = (standin.store.find("nodes", "", "gpu06")["metadata"]["resourceVersion"], str(node.k8s_rv))
+            for printed, rv, before in zip((json.loads(real.stdout), json.loads(sim[1])), stored, rvs, strict=True):
+                assert printed["kind"] == "Node" and printed["metadata"]["labels"].get(key) == value
+                assert printed["metadata"]["resourceVersion"] == rv != before  # the server's answer, after the write
+
+        patched("nvidia.com/gpu.deploy.dcgm", "paused-for-nvls-repair")
+        patched("nvidia.com/gpu.deploy.dcgm", None)
         both("annotate", "node", "gpu06", "nvls-tui/repair-stopped-at=reset", "--overwrite")
         both("annotate", "node", "gpu06", "nvls-tui/repair-stopped-at-")
         both("wait", "--for=delete", "pod/POD", "-n", "gpu-operator", "--timeout=1s", real_pod=real_dp, sim_pod=sim_dp)

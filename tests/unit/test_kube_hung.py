@@ -41,7 +41,7 @@ def hanging_kubectl(tmp_path, pattern: str) -> str:
 def test_a_label_call_that_hangs_fails_the_repair_in_one_line_and_the_restore_runs(rig, tmp_path):
     r = rig()
     before = r.labels()
-    r.kubectl = dataclasses.replace(r.kubectl, binary=hanging_kubectl(tmp_path, f"*\" label node {NODE} \"*{PAUSED_VALUE}*"),
+    r.kubectl = dataclasses.replace(r.kubectl, binary=hanging_kubectl(tmp_path, f"*\" patch node {NODE} \"*{PAUSED_VALUE}*"),
                                     timeout=TIMEOUT)
     outcome = r.repair()
 
@@ -51,7 +51,7 @@ def test_a_label_call_that_hangs_fails_the_repair_in_one_line_and_the_restore_ru
     assert "\n" not in outcome.message
     # The timeout and the call, as the operator would type it (the global flags left out).
     assert f"did not answer within {TIMEOUT:.0f} s" in first, first
-    assert f"kubectl label node {NODE} " in first and PAUSED_VALUE in first, first
+    assert f"kubectl patch node {NODE} " in first and PAUSED_VALUE in first, first
     quiesce = next(s for s in outcome.steps if s.name == "quiesce")
     assert quiesce.status == "failed" and "KubeError" not in quiesce.message
     # The restore ran: no label was changed (the call never reached the API), the cordon stays with the step.

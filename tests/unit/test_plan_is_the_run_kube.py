@@ -64,7 +64,7 @@ def test_on_kubernetes_the_dry_run_hands_the_door_every_change_the_run_makes_the
     # The run filled in what only it knows; the plan says where it comes from.
     assert all(c.resource_version for c in paused)
     assert all(c.resource_version is None for c in cluster(plan.changes) if isinstance(c, SetOperandLabel))
-    assert any("--resource-version=<read at run time>" in line for s in plan.steps for line in s.commands)
+    assert any('"resourceVersion":"<read at run time>"' in line for s in plan.steps for line in s.commands)
     # The cordon, the pause and the evictions go before the node's own stops; the labels back and the uncordon
     # after the units are started again.
     first_stop = next(i for i, c in enumerate(run.changes) if isinstance(c, UnitChange) and c.verb == "stop")

@@ -90,14 +90,42 @@ class Uncordon(InCluster):
         return Cordon(self.node, self.kubectl)
 
 
+def label_patch(key: str, value: str | None, resource_version: str) -> str:
+    """The JSON merge patch (RFC 7386) of one conditioned label write: the label (``null`` removes it) and the
+    resourceVersion the API holds the write to (a precondition: 409 Conflict where the node has moved on;
+    kubernetes/kubernetes#63104)."""
+    return json.dumps({"metadata": {"labels": {key: value}, "resourceVersion": resource_version}},
+                      separators=(",", ":"))
+
+
+def read_label_patch(body: str) -> tuple[str, str | None, str | None] | None:
+    """(key, value, resourceVersion) of a :func:`label_patch` body; None where it is not one label's patch."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    if not isinstance(labels, dict) or len(labels) != 1:
+        return None
+    ((key, value),) = labels.items()
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if not isinstance(key, str) or not (value is None or isinstance(value, str)) or not isinstance(rv, str | None):
+        return None
+    return key, value, rv
+
+
 @dataclass(frozen=True, slots=True)
 class SetOperandLabel(InCluster):
-    """A GPU Operator operand label set (``--overwrite KEY=VALUE``) or removed (``KEY-``: it was unset before).
+    """A GPU Operator operand label set to ``value`` or removed (``value`` None: it was unset before).
 
-    A conditioned write carries the node's ``resource_version`` as read right before it (the API refuses it
-    with 409 Conflict where anyone wrote the node since): the run fills it in; the plan, which cannot know it,
-    shows :data:`READ_AT_RUN_TIME`, and neither equality nor :meth:`planned` looks at it. An unconditioned
-    write is the restore's where the node could not be read. The label stays the last word of the argv.
+    A conditioned write is a JSON merge patch (:func:`label_patch`) that carries the node's ``resource_version``
+    as the decision saw it (the API refuses it with 409 Conflict where anyone wrote the node since, as it does
+    ``kubectl label --resource-version``, which sends the same PATCH body) and prints the server's answer
+    (``-o json``: the node after the write, the next write's decision is made on it, no read in between). The
+    run fills the resourceVersion in; the plan, which cannot know it, shows :data:`READ_AT_RUN_TIME`, and neither
+    equality nor :meth:`planned` looks at it. An unconditioned write (``kubectl label --overwrite KEY=VALUE`` or
+    ``KEY-``) is the restore's where the node could not be read. The label stays in the argv's last word.
     """
 
     node: str
@@ -109,10 +137,12 @@ class SetOperandLabel(InCluster):
     conditioned: bool = True
 
     def commands(self) -> tuple[Command, ...]:
-        rv = (f"--resource-version={self.resource_version or READ_AT_RUN_TIME}",) if self.conditioned else ()
+        if self.conditioned:
+            body = label_patch(self.key, self.value, self.resource_version or READ_AT_RUN_TIME)
+            return (self.call("patch", "node", self.node, "--type=merge", "-o", "json", "-p", body),)
         if self.value is None:
-            return (self.call("label", "node", self.node, *rv, f"{self.key}-"),)
-        return (self.call("label", "node", self.node, "--overwrite", *rv, f"{self.key}={self.value}"),)
+            return (self.call("label", "node", self.node, f"{self.key}-"),)
+        return (self.call("label", "node", self.node, "--overwrite", f"{self.key}={self.value}"),)
 
     @property
     def pauses(self) -> bool:
@@ -254,6 +284,10 @@ def read_cluster_change(argv: Sequence[str]) -> InCluster | None:
             key, is_set, value = rest[-1].partition("=")
             return SetOperandLabel(node, key if is_set else key.rstrip("-"), value if is_set else None, None,
                                    kubectl, resource_version=rv, conditioned=rv is not None)
+        case ["patch", "node", node, *rest] if len(rest) >= 2 and rest[-2] == "-p":
+            label = read_label_patch(rest[-1])
+            if label is not None:
+                return SetOperandLabel(node, label[0], label[1], None, kubectl, resource_version=label[2])
         case ["annotate", "node", node, said, *_] if said.startswith((f"{STOPPED_AT}=", f"{STOPPED_AT}-")):
             _, is_set, step = said.partition("=")
             return Annotate(node, step if is_set else None, kubectl)
@@ -300,4 +334,4 @@ class LabelKept(Remark):
 
 __all__ = ["Annotate", "CordonKept", "Cordon", "DeleteDriverPod", "EVICTION_FILE", "EvictPod", "InCluster",
            "LabelKept", "PAUSED", "READ_AT_RUN_TIME", "STOPPED_AT", "SetOperandLabel", "Uncordon", "eviction_body",
-           "read_cluster_change"]
+           "label_patch", "read_cluster_change", "read_label_patch"]
