@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 
 from nvls_tui.kube.client import Kubectl, KubeError
+from nvls_tui.model.kube import KubeNode
 from nvls_tui.runbook.changes import PAUSED, STOPPED_AT, Annotate, InCluster, SetOperandLabel, Uncordon
 from nvls_tui.runbook.context import NodeContext
 from nvls_tui.runbook.event_records import record_problem
@@ -38,7 +39,7 @@ def uncordon_words(node: str) -> str:
 
 
 async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: bool, stopped_at: str | None,
-                 blind: bool = False) -> tuple[list[str], list[str]]:
+                 blind: bool = False, read: KubeNode | None = None) -> tuple[list[str], list[str]]:
     """Put the paused labels back, then lift this repair's cordon after a pass, or keep it with the step named.
 
     Only labels that still read :data:`PAUSED` are put back (an administrator's change meanwhile is kept); where
@@ -49,6 +50,8 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
         passed: the smoke test passed (the only case a cordon comes off).
         stopped_at: the step the repair stopped at (for the annotation); None after a pass.
         blind: a restore from the record: the labels the run set are not known, only those it meant to.
+        read: the node as the caller read it just now (``repair --restore``'s proof that it is this machine): the
+            first label is decided on it (each write is held to its resourceVersion); None: read here.
 
     Returns:
         (what was done, what could not be done): phrases for the run's message.
@@ -70,12 +73,13 @@ async def settle(ctx: NodeContext, kube: Kubectl, hold: KubeHold, *, passed: boo
 
     kubectl = prefix(kube)
 
+    now = read
     try:
-        now = await read_node(ctx, kube, hold.node, abortable=False)
+        if now is None:
+            now = await read_node(ctx, kube, hold.node, abortable=False)
     except KubeError as exc:
         ctx.note(f"{hold.node} could not be read from the cluster ({exc}): putting the paused labels back blindly",
                  "warning")
-        now = None
     current = dict(now.labels) if now is not None else None
     fresh = now  # the node the next label write is decided on: this read, then each write's answer (None: read)
     for key, before in hold.labels.items():

@@ -82,7 +82,8 @@ def _cluster_back(ctx: NodeContext, record: RepairRecord, kube: Kubectl | None,
             return [f"the labels and cordon of Kubernetes node {hold.node}: {refusal}"]
         step = kube_repair.step_in_log(record.audit_log, record.host) or kube_repair.INTERRUPTED
         try:
-            done, failed = await kube_repair.settle(ctx, kube, hold, passed=False, stopped_at=step, blind=True)
+            done, failed = await kube_repair.settle(ctx, kube, hold, passed=False, stopped_at=step, blind=True,
+                                                    read=found)
         except KubeError as exc:
             return [f"the cluster ({exc})"]
         outcome.kube = {"node": hold.node, "restored": done, "failed": failed}

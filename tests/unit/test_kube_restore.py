@@ -81,10 +81,14 @@ def test_killed_at_any_step_and_restored_the_labels_are_as_before_and_a_cordon_i
     log = crash(r, tmp_path, at)
     node = r.fleet.node(NODE)
     assert (RECORD_FILE in node.files) == (stopped is not None or at[1] == "cordon")
+    recorded, sent = RECORD_FILE in node.files, len(r.standin.requests())
 
     outcome = asyncio.run(restore_node(r.backend, FAST, force=True, kube=r.kubectl))
 
     assert outcome.result == "restored", outcome.message
+    # The node is read once: the read that proves it is this machine is the one the labels are decided on.
+    reads = [p for m, p, _, _ in r.standin.requests()[sent:] if m == "GET" and p.startswith("/api/v1/nodes?")]
+    assert len(reads) == (1 if recorded else 0), reads
     r.standin.wait_for(lambda s: r.labels() == before)
     annotations = r.node()["metadata"].get("annotations") or {}
     if stopped is None:  # killed before the cordon went out: the node is as it was
