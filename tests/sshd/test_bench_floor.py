@@ -58,20 +58,6 @@ def _nvls_lines(rig: BenchRig, work: Path, monkeypatch) -> list[str]:
     return sent
 
 
-def _floor_lines(rig: BenchRig) -> tuple[str, str]:
-    """The floor's first and second command lines for the rig's node."""
-    async def both() -> tuple[str, str]:
-        known = asyncssh.read_known_hosts(str(rig.rig.known_hosts))
-        conn = await _connect("127.0.0.1", rig.port("gpu001"), str(rig.rig.client_key), known)
-        try:
-            first = rig.probe_file().read_text()
-            return first, _again(await _probe(conn, first))
-        finally:
-            conn.close()
-
-    return asyncio.run(both())
-
-
 def _first_answer(rig: BenchRig) -> str:
     """What the rig's node prints for the probe over SSH (the floor's first round)."""
     async def answer() -> str:
@@ -83,6 +69,11 @@ def _first_answer(rig: BenchRig) -> str:
             conn.close()
 
     return asyncio.run(answer())
+
+
+def _floor_lines(rig: BenchRig) -> tuple[str, str]:
+    """The floor's first and second command lines for the rig's node (the second from its first answer)."""
+    return rig.probe_file().read_text(), _again(_first_answer(rig))
 
 
 def _script(line: str) -> str:
