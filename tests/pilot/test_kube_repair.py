@@ -297,6 +297,8 @@ def test_the_simulated_kubectl_writes_answer_as_the_real_kubectl_against_the_sta
 def test_sim_k8s_incident_repairs_headless_through_the_simulated_cluster(capsys, tmp_path, monkeypatch):
     from nvls_tui.cli import main
 
+    # A frozen simulated clock: FM's start and the smoke test move it on instead of sleeping 11 s of real time.
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     code = main(["repair", "sim:k8s-incident/gpu06", "--yes", "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -317,6 +319,8 @@ def test_the_report_says_what_changed_in_the_cluster(capsys, tmp_path, monkeypat
     from nvls_tui.cli import main
     from nvls_tui.report.markdown import report_from_file
 
+    # A frozen simulated clock: FM's start and the smoke test move it on instead of sleeping 11 s of real time.
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert main(["repair", "sim:k8s-incident/gpu06", "--yes", "--json"]) == 0
     node = json.loads(capsys.readouterr().out)["nodes"][0]
@@ -571,6 +575,8 @@ def test_the_simulated_kubectls_pod_delete_answers_as_the_real_one(tmp_path):
 def test_sim_k8s_fm_in_container_repairs_headless_by_restarting_the_driver_pod(capsys, tmp_path, monkeypatch):
     from nvls_tui.cli import main
 
+    # A frozen simulated clock: FM's start and the smoke test move it on instead of sleeping 11 s of real time.
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     code = main(["repair", "sim:k8s-fm-in-container", "--yes", "--json"])
     (node,) = json.loads(capsys.readouterr().out)["nodes"]

@@ -39,6 +39,8 @@ def _app(tmp_path, nodes: str) -> NvlsApp:
 
 
 def test_headless_end_line_says_the_cordon_someone_else_made_stays_and_how_to_lift_it(capsys, tmp_path, monkeypatch):
+    # A frozen simulated clock: FM's start and the smoke test move it on instead of sleeping 11 s of real time.
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert main(["repair", "sim:k8s-incident/gpu05", "--yes"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("gpu05: "))
@@ -47,6 +49,8 @@ def test_headless_end_line_says_the_cordon_someone_else_made_stays_and_how_to_li
 
 
 def test_repair_json_lists_what_stays_and_nothing_for_a_cordon_it_lifted(capsys, tmp_path, monkeypatch):
+    # A frozen simulated clock: FM's start and the smoke test move it on instead of sleeping 11 s of real time.
+    monkeypatch.setenv("NVLS_TUI_SIM_SPEED", "0")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert main(["repair", "sim:k8s-incident/gpu[05-06]", "--yes", "--json"]) == 0
     nodes = {n["host"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
