@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import gc
+import signal
 
 import pytest
 
 from tests.sshd_rig import SshdRig, find_sshd, node_names
+
+# A suite started in the background by a shell without job control (`make test &`, a CI script's `cmd &`) inherits
+# SIGINT ignored, and so would every process a test starts: the tests that press Ctrl-C on a child (`check --watch`,
+# an interrupted repair) then waited out the child's own timeout and failed, unless an earlier test in the same worker
+# happened to reset the handler (an in-process repair's asyncio signal handlers do). A test's child is a terminal's
+# foreground job: Ctrl-C reaches it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SSHD_FIXTURES = {"rigs", "sshd_fleet", "private_sshd"}
 """Fixtures that start a loopback sshd: a test that takes one is in the SSH tier, marked or not."""
