@@ -2,7 +2,8 @@
 
 - ``nv-fabricmanager -c CFG``: Fabric Manager. It registers the fabric in the node's hardware (the
   simulator's rules decide whether NVLS will be in sync), logs FM's own messages to the journal
-  (stdout), records its PID, holds the NVSwitch control files and runs until SIGTERM.
+  (stdout), then daemonizes as the real one does (its unit is ``Type=forking``): the daemon's PID is
+  recorded before the starting process exits, and the daemon holds the NVSwitch control files until SIGTERM.
 - ``nv-hostengine``, ``nvidia-persistenced`` and the GPU Operator pods' programs: hold their device
   files until SIGTERM (persistenced also turns persistence mode on while it runs).
 - ``nvls-lab-hold [--daemonize] [GPU ...]``: a job's CUDA program (``sbatch --wrap 'exec nvls-lab-hold 0 1'``):
@@ -88,9 +89,17 @@ def fabric_manager(args: list[str]) -> int:
                   f"driver version {node.driver}. Please update with matching NVIDIA driver package.", flush=True)
             return 1
         fabric.fm_started(node, clock.now())
-        (folder / FM_PID_FILE).write_text(f"{os.getpid()}\n")
     _say("Connected to 1 node.")
     _say(FM_CONFIGURED)
+    # The real unit is Type=forking: FM daemonizes once the fabric is configured, so `systemctl start` returns only
+    # then. A stand-in that ran in the foreground (Type=simple) let the start return at its exec, and the repair's
+    # first registration read (an nvidia-smi holding the GPUs) could land while FM was still starting: the fabric
+    # came up out of sync and the smoke test failed with 802 (a lab flake, never a real node's behaviour).
+    daemon = os.fork()
+    if daemon:
+        (folder / FM_PID_FILE).write_text(f"{daemon}\n")  # before the parent exits: then systemd calls it started
+        os._exit(0)
+    os.setsid()
 
     def went_away() -> None:
         with hardware() as (node, _clock):

@@ -140,7 +140,8 @@ def unit_files(device_files: list[str], slurm: SlurmImage | None = None) -> dict
                                      f"ExecStart=/bin/sh -c 'truncate -s 4096 {touch} && chmod 0666 {touch}'\n"),
         "nvidia-fabricmanager.service": _unit(
             d["nvidia-fabricmanager.service"],
-            f"Type=simple\nExecStart=/usr/bin/nv-fabricmanager -c {FM_CFG}\nSyslogIdentifier=nv-fabricmanager"),
+            # Type=forking as NVIDIA's own unit: `systemctl start` returns once FM has configured the fabric.
+            f"Type=forking\nExecStart=/usr/bin/nv-fabricmanager -c {FM_CFG}\nSyslogIdentifier=nv-fabricmanager"),
         "nvidia-dcgm.service": _unit(d["nvidia-dcgm.service"],
                                      "Type=simple\nExecStart=/usr/bin/nv-hostengine -n --service-account nvidia-dcgm"),
         "nvidia-persistenced.service": _unit(d["nvidia-persistenced.service"],

@@ -136,6 +136,11 @@ def test_repair_yes_repairs_both_nodes_and_real_systemd_shows_every_unit_back(la
     for node in nodes.values():
         states = is_active(node, "kubelet", "nvidia-dcgm", "nvidia-snapshot.timer", "nvidia-fabricmanager")
         assert states == ["active"] * 4, node_run(node, "journalctl", "-n", "40", "--no-pager", check=False).stdout
+        # FM forks as NVIDIA's unit does: the start returned once the daemon systemd runs had registered the fabric
+        # (a foreground stand-in let the repair's first nvidia-smi race FM's start: out of sync, CUDA 802).
+        shown = node_run(node, "systemctl", "show", "-p", "Type", "-p", "MainPID", "nvidia-fabricmanager").stdout
+        registered = node_run(node, "cat", "/var/lib/nvls-lab/fm.pid").stdout.strip()
+        assert sorted(shown.split()) == ["MainPID=" + registered, "Type=forking"], (shown, registered)
     # The repair found the watch loop (parent first) and stopped it: nothing of it is left.
     assert node_run(nodes["gpu05"], "pgrep", "-u", "ubuntu", "-x", "watch", check=False).stdout == ""
     after = check_json(folder, "gpu[05-06]")
