@@ -22,6 +22,8 @@ from nvls_tui.views.runbook import repair_options
 from tests.waiting import first_poll, wait_until
 
 FIXED_NOW = 1_785_000_000.0
+# Every snapshot test on one worker (tests/unit/test_snapshot_group.py says why).
+pytestmark = pytest.mark.xdist_group("snapshots")
 # Every screen at the two sizes operators use: a wide terminal and the 80x24 of a console over a jump host.
 SIZES = pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
 HOSTS = ["gpu05", "gpu06"]
