@@ -200,7 +200,13 @@ def resolve_backends(settings: Settings) -> list[Backend]:
             ssh_words.append(word)
     if ssh_words:
         from nvls_tui.backends.ssh import SshBackend
+        from nvls_tui.backends.ssh.pool import identities
         from nvls_tui.backends.ssh.targets import parse_target, parse_targets
+
+        # asyncssh's word for a key it cannot open names the node, not the file (`gpu01: No such file or
+        # directory`, on every node), and a FIFO blocks its read: the key is named here, once, before any connection.
+        for key in identities(options):
+            require_regular_file(key, settings.named("ssh.identity", "--identity"))
 
         if options.jump:
             parse_target(options.jump)  # refuse shell syntax in --jump as a usage error, before any connection
