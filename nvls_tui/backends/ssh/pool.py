@@ -7,6 +7,7 @@ Kept apart from ``ssh.py`` so the command side (run, stream, signal, snapshot) r
 from __future__ import annotations
 
 import asyncio
+import functools
 import getpass
 import os
 import socket
@@ -169,21 +170,17 @@ class _Watcher(asyncssh.SSHClient):
         self._on_lost(self._conn, exc)
 
 
-_EXPANDED: dict[str, list[str]] = {}
-
-
+@functools.cache
 def expanded_algorithms() -> dict[str, list[str]]:
     """``KEX_PREFERENCE`` and ``CIPHER_PREFERENCE`` as the name lists asyncssh makes of them, made once a process.
 
     asyncssh matches a ``^...`` string against every algorithm it knows each time it builds a connection's options
     (~95 us of a ~370 us build); the result depends on asyncssh alone, and the names select the same algorithms.
     """
-    if not _EXPANDED:
-        built = asyncssh.SSHClientConnectionOptions(config=[], known_hosts=None, client_keys=None,
-                                                    kex_algs=KEX_PREFERENCE, encryption_algs=CIPHER_PREFERENCE)
-        _EXPANDED["kex_algs"] = [name.decode("ascii") for name in built.kex_algs]
-        _EXPANDED["encryption_algs"] = [name.decode("ascii") for name in built.encryption_algs]
-    return _EXPANDED
+    built = asyncssh.SSHClientConnectionOptions(config=[], known_hosts=None, client_keys=None,
+                                                kex_algs=KEX_PREFERENCE, encryption_algs=CIPHER_PREFERENCE)
+    return {"kex_algs": [name.decode("ascii") for name in built.kex_algs],
+            "encryption_algs": [name.decode("ascii") for name in built.encryption_algs]}
 
 
 def connect_kwargs(target: SshTarget, options: BackendOptions, known: asyncssh.SSHKnownHosts,
