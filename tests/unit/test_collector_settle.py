@@ -53,3 +53,35 @@ def test_a_process_that_froze_its_own_objects_first_keeps_its_freeze_and_the_con
     assert seen["froze"] is False
     assert seen["settled"] == [seen["before"], [20_000, 20, 20]]
     assert seen["released"] == [seen["before"], seen["default"]]
+
+
+COUNTING = r"""
+import gc, json, sys
+from nvls_tui.console import app
+counted = []
+real = gc.get_freeze_count
+def counting():
+    counted.append(1)
+    return real()
+gc.get_freeze_count = counting
+if sys.argv[1] == "froze-first":
+    held = [[i] for i in range(1000)]
+    gc.collect(); gc.freeze()
+froze = []
+for _ in range(3):                     # three consoles, one after another, in one process
+    done = app.settle_garbage_collector()
+    froze.append(done)
+    app.release_garbage_collector(done)
+print(json.dumps({"counted": len(counted), "froze": froze, "frozen_after": real()}))
+"""
+
+
+def test_consoles_started_one_after_another_count_the_frozen_objects_once_a_process():
+    """``gc.get_freeze_count`` walks every frozen object (about 8 ms at a test worker's 276,000): a console asks it
+    once a process, not at every start (the suite starts hundreds of consoles in each frozen worker)."""
+    for case, froze in (("alone", [True, True, True]), ("froze-first", [False, False, False])):
+        out = subprocess.run([sys.executable, "-c", COUNTING, case], capture_output=True, text=True, check=True).stdout
+        seen = json.loads(out)
+        assert seen["froze"] == froze, case
+        assert seen["counted"] <= 1, case
+        assert (seen["frozen_after"] > 1000) is (case == "froze-first"), case
