@@ -8,12 +8,13 @@ test:
 	bash scripts/test.sh
 
 # The edit loop: every test but the lab's, the loopback sshd's, the real terminal's and the real Prometheus'
-# (tests/conftest.py marks each test with its tiers), on four workers: at two, half the two cores idled while tests
-# waited (371 s against 231 s, docs/performance.md). `make test` runs them all, with the linters.
+# (tests/conftest.py marks each test with its tiers), on six workers: at two, half the two cores idled while tests
+# waited (371 s against 231 s), and at four still 60 of 420 cpu-s (docs/performance.md). `make test` runs them all,
+# with the linters.
 # Byte-code may be written here (PYTHONDONTWRITEBYTECODE unset): pytest then keeps the rewritten test modules
 # and plugins it would otherwise rebuild in each worker at every run (scripts/test.sh says more).
 test-fast: venv
-	env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 4 -m "not lab and not ssh and not tmux and not prometheus"
+	env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 6 -m "not lab and not ssh and not tmux and not prometheus"
 
 bench: venv
 	bash scripts/bench.sh

@@ -107,7 +107,10 @@ def pytest_collection_modifyitems(config, items):
     side; :func:`lab_group_problem` holds every lab test to them), and every other test out one by one in
     this order: with the SSH tier's repairs (tens of seconds each) spread through the
     alphabet, one worker could run the last of them alone while the other had nothing left. Modules move
-    as a whole (a module-scoped fixture is set up once) and keep their order within a weight.
+    as a whole (a module-scoped fixture is set up once) and keep their order within a weight, except the tests
+    marked ``long`` (seconds each), which go first of their weight: late in the alphabet (the 1,024-node fleet of
+    tests/unit/test_sim_scenarios.py, the 300 examples of test_report_bad_lines.py) they were the last tests
+    running, one worker busy for 5-10 s after the others had finished.
     """
     module_marks: dict[str, set[str]] = {}
     problems = []
@@ -122,7 +125,13 @@ def pytest_collection_modifyitems(config, items):
             problems.append(f"{item.nodeid}: {problem}")
     if problems:
         raise pytest.UsageError("\n".join(problems))
-    items.sort(key=lambda item: _weight(module_marks[item.nodeid.split("::")[0]]))
+    items.sort(key=lambda item: hand_out_order(module_marks[item.nodeid.split("::")[0]],
+                                               item.get_closest_marker("long") is not None))
+
+
+def hand_out_order(module_marks: set[str], long: bool) -> tuple[int, bool]:
+    """The sort key of a test: its module's weight (:func:`_weight`), then a ``long`` test before the rest."""
+    return _weight(module_marks), not long
 
 
 @pytest.fixture(autouse=True)

@@ -19,6 +19,8 @@ import asyncio
 import json
 import random
 
+import pytest
+
 from nvls_tui.audit.log import AuditLog
 from nvls_tui.autopilot.decide import DAY_S, Autopilot, Limits
 from nvls_tui.autopilot.pilot import Pilot
@@ -79,6 +81,7 @@ class SoakFleet:
         return out
 
 
+@pytest.mark.long  # seconds: handed out first of its tier (tests/conftest.py)
 def test_soak_200_rounds_64_nodes_no_budget_overrun_no_excess_concurrency_every_decision_audited(tmp_path):
     rng = random.Random(40)
     sim = SoakFleet(rng)

@@ -78,6 +78,7 @@ def emitted_codes() -> dict[str, str]:
     return found
 
 
+@pytest.mark.long  # seconds: handed out first of its tier (tests/conftest.py)
 def test_every_code_the_code_emits_is_in_the_registry():
     emitted = emitted_codes()
     assert len(emitted) >= 20, emitted  # the scan finds the codes (a broken scan finds none)

@@ -17,7 +17,8 @@ import pytest
 from nvls_tui.runbook.kube_repair import PAUSED as PAUSED_VALUE
 from tests.kube_rig import NODE, rigs
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+              pytest.mark.long]  # each test seconds: handed out first of its tier (tests/conftest.py)
 
 DCGM_EXPORTER = "nvidia.com/gpu.deploy.dcgm-exporter"
 DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"

@@ -300,6 +300,7 @@ def _eviction(tmp_path: Path, name: str, namespace: str) -> str:
 
 
 @needs_kubectl
+@pytest.mark.long  # seconds: handed out first of its tier (tests/conftest.py)
 def test_eviction_refused_by_the_disruption_budget(cluster, tmp_path):
     vllm = next(n for n, p in pods_on(cluster, "gpu01").items() if p["metadata"]["namespace"] == "inference")
     url = f"/api/v1/namespaces/inference/pods/{vllm}/eviction"

@@ -53,6 +53,7 @@ def peak_multiple(read, text: str) -> tuple[float, Any]:
     return (peak - base) / len(text), result
 
 
+@pytest.mark.long  # seconds: handed out first of its tier (tests/conftest.py)
 @pytest.mark.parametrize(("unit", "size"), PASTES.values(), ids=PASTES.keys())
 def test_reading_a_paste_holds_a_small_multiple_of_it(unit, size):
     text = XID + "\n" + unit * (size // len(unit))

@@ -35,7 +35,8 @@ from tests.kube_rig import NODE as HOST
 from tests.unit.test_kube_restore import crash
 from tests.unit.test_plan_is_the_run import compared
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+              pytest.mark.long]  # each test seconds: handed out first of its tier (tests/conftest.py)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -184,6 +185,7 @@ def arbitrary_record(draw) -> str:
     return json.dumps(record)
 
 
+@pytest.mark.long  # seconds: handed out first of its tier (tests/conftest.py)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(min_value=0, max_value=len(base_lines())), arbitrary_record() | BAD_LINES),
                 min_size=1, max_size=6))

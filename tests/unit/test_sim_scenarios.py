@@ -119,6 +119,7 @@ def test_fleet_256_has_a_few_broken_nodes():
     assert fleet.sh("gpu018", "systemctl", "is-active", "nvidia-fabricmanager").stdout == "active\n"
 
 
+@pytest.mark.long  # seconds: handed out first of its tier (tests/conftest.py)
 @pytest.mark.parametrize(("target", "broken", "degraded"), [
     ("sim:fleet-256", ["gpu017", "gpu042", "gpu128"], ["gpu201"]),
     ("sim:fleet-1024", ["gpu0017", "gpu0042", "gpu0128"], ["gpu0201"]),
