@@ -23,9 +23,13 @@ fi
 
 # ansible-core and parallel-ssh live in a venv of their own, so the project's venv stays clean.
 ANCHORS=bench/.venv-anchors
+base() { "$1" -c 'import sys; print(sys._base_executable)'; }
+if [ -x "$ANCHORS/bin/python" ] && [ "$(base "$ANCHORS/bin/python")" != "$(base .venv/bin/python)" ]; then
+    rm -rf "$ANCHORS"   # made with another interpreter than .venv: the Python clients run on one build of CPython
+fi
 if [ ! -x "$ANCHORS/bin/ansible" ] || ! "$ANCHORS/bin/python" -c 'import pssh' 2>/dev/null; then
     echo "bench: installing ansible-core and parallel-ssh into $ANCHORS"
-    [ -x "$ANCHORS/bin/python" ] || python3 -m venv "$ANCHORS"
+    [ -x "$ANCHORS/bin/python" ] || "$(base .venv/bin/python)" -m venv "$ANCHORS"   # .venv's interpreter
     "$ANCHORS/bin/python" -m pip install -q ansible-core parallel-ssh
 fi
 
