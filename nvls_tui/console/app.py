@@ -79,7 +79,8 @@ def settle_garbage_collector() -> bool:
     back only the console's objects (``gc.unfreeze`` thaws all), and a full collection here would walk
     that process's whole heap again for every console it starts. Whether it did is asked once a process, at the
     first settle: ``gc.get_freeze_count`` walks every frozen object (about 8 ms at a test worker's 276,000, at
-    each of the hundreds of consoles a worker starts), so a process freezes its own objects before its first console.
+    each of the hundreds of consoles a worker starts); a process that freezes objects of its own does so before its
+    first console.
     """
     if _FREEZE["theirs"] is None:
         _FREEZE["theirs"] = gc.get_freeze_count() > 0
