@@ -571,6 +571,12 @@ class Runbook:
             record.message = "nothing was changed"
             return
         if ctx.lock_lost is not None:
+            if self.outcome.result == ABORTED:
+                # A heartbeat found the take-over after the abort was handled: the same words as when it came
+                # first (``run``'s Aborted case), so the operator learns whose run holds the node now.
+                step = self._stopped_at or "preflight"
+                self.outcome.reason = f"{step}: {ctx.lock_lost}"
+                self._fail_current(lock_lost_words(self.host, step, ctx.lock_lost), FAILED)
             await self._let_go_lost(record)
             return
         try:

@@ -250,3 +250,22 @@ async def test_a_restore_whose_lock_is_already_gone_reports_restored():
     outcome = await restore_node(SimulatedBackend(fleet, "gpu05"), FAST)
     assert outcome.result == "restored", outcome.message
     assert "kubelet.service" in outcome.restored and not fleet.node("gpu05").files.get(RECORD_FILE)
+
+
+async def test_a_take_over_a_heartbeat_finds_after_the_abort_but_before_the_restore_says_lock_lost():
+    # Under load (a -n 8 run of the suite) the abort was handled first (result: aborted) and the heartbeat found the
+    # take-over only then, before the restore step: the restore was skipped, as it should be, but the run ended
+    # "aborted", its words naming no other run. Whichever comes first, a lock lost before the restore is the
+    # lock-lost failure that names the run that holds the node now.
+    _, node, book, task = await taken_over_while_waiting()
+    restore_step = book._restore_step
+
+    async def heartbeat_lands_first():  # the window between the abort's handling and the restore step
+        book.context.lose_lock("the lock of gpu05 now belongs to run run-other (operator mallory)")
+        await restore_step()
+
+    book._restore_step = heartbeat_lands_first
+    book.abort()
+    first = await asyncio.wait_for(task, 30)
+    assert first.result == "failed" and "LOCK LOST" in first.message and "run-other" in first.message, first.message
+    assert json.loads(node.files[OWNER_FILE])["run_id"] == "run-other" and LOCK_DIR in node.dirs
