@@ -257,8 +257,7 @@ class Runbook:
         except Aborted as exc:
             step = ctx.step or "preflight"
             if ctx.lock_lost is not None:  # a fence refused, or a heartbeat found the lock gone
-                self.outcome.reason = f"{step}: {ctx.lock_lost}"
-                self._fail_current(lock_lost_words(self.host, step, ctx.lock_lost), FAILED)
+                self._fail_lock_lost(step, ctx.lock_lost)
             else:
                 self.outcome.reason = f"{step}: {exc}"
                 self._fail_current(f"{aborted_words(self.outcome, step, self.signalled)} ({exc})", ABORTED)
@@ -550,6 +549,11 @@ class Runbook:
         self.outcome.result = result
         self.outcome.message = message
 
+    def _fail_lock_lost(self, step: str, why: str) -> None:
+        """The run ends failed at ``step`` because its lock is another run's (or gone): ``why`` says whose."""
+        self.outcome.reason = f"{step}: {why}"
+        self._fail_current(lock_lost_words(self.host, step, why), FAILED)
+
     async def _finish(self, cancelled: asyncio.CancelledError | None) -> asyncio.CancelledError | None:
         """Run the restore step, shielded so a second Ctrl-C cannot leave the node half-done."""
         task = asyncio.ensure_future(self._restore_step())
@@ -574,9 +578,7 @@ class Runbook:
             if self.outcome.result == ABORTED:
                 # A heartbeat found the take-over after the abort was handled: the same words as when it came
                 # first (``run``'s Aborted case), so the operator learns whose run holds the node now.
-                step = self._stopped_at or "preflight"
-                self.outcome.reason = f"{step}: {ctx.lock_lost}"
-                self._fail_current(lock_lost_words(self.host, step, ctx.lock_lost), FAILED)
+                self._fail_lock_lost(self._stopped_at or "preflight", ctx.lock_lost)
             await self._let_go_lost(record)
             return
         try:
