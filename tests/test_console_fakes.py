@@ -29,6 +29,7 @@ from nvls_tui.model import (
     SmokeResult,
     SwitchState,
 )
+from nvls_tui.poll.probe import STATE_DIR
 
 FIXED_NOW = 1_785_000_000.0
 
@@ -68,6 +69,9 @@ class FakeBackend(Backend):
         changed_pids: PIDs that now belong to another process (``signal`` refuses them).
         signalled: PIDs that really got a signal.
         ran: every argv passed to ``run``.
+        files, dirs: the node's repair lock as the lock's own commands leave it (``mkdir``, ``tee``, ``mv``,
+            ``cat``, ``rm``, ``rmdir`` of paths under ``/var/lib/nvls-tui``), so a change by hand takes and gives
+            back the lock as on a node; every other command succeeds and changes nothing but a unit's stop.
     """
 
     def __init__(self, state: NodeState, *, hang: bool = False) -> None:
@@ -79,6 +83,8 @@ class FakeBackend(Backend):
         self.signalled: list[int] = []
         self.ran: list[tuple[str, ...]] = []
         self.snapshots = 0
+        self.files: dict[str, str] = {}
+        self.dirs: set[str] = set()
 
     async def snapshot(self) -> NodeState:
         self.snapshots += 1
@@ -98,6 +104,8 @@ class FakeBackend(Backend):
     async def run(self, argv: Sequence[str], timeout: float | None = None, *, privileged: bool = False,
                   env=None, stdin=None, fence=None) -> CommandResult:
         self.ran.append(tuple(argv))
+        if any(str(word).startswith(STATE_DIR) for word in argv[1:]):
+            return self._lock_files(tuple(argv), stdin)
         if tuple(argv[:2]) == ("systemctl", "is-active"):
             active = next((s.active for s in self.state.services if s.name == argv[2]), "inactive")
             return CommandResult(tuple(argv), 0 if active == "active" else 3, active + "\n")
@@ -106,6 +114,31 @@ class FakeBackend(Backend):
                 s.__class__(s.name, "inactive", "dead", s.load) if s.name == argv[2] else s
                 for s in self.state.services))
         return CommandResult(tuple(argv), 0)
+
+    def _lock_files(self, argv: tuple[str, ...], stdin) -> CommandResult:
+        """The lock's own commands, on the paths they name (coreutils' words where a path is missing)."""
+        verb, paths = argv[0], [a for a in argv[1:] if not a.startswith("-")]
+        missing = CommandResult(argv, 1, "", f"{verb}: {paths[0] if paths else ''}: No such file or directory")
+        if verb == "mkdir":
+            if "-p" not in argv and paths[0] in self.dirs:
+                return CommandResult(argv, 1, "", f"mkdir: cannot create directory '{paths[0]}': File exists")
+            self.dirs.add(paths[0])
+        elif verb == "tee":
+            self.files[paths[0]] = stdin.decode() if isinstance(stdin, bytes) else (stdin or "")
+        elif verb == "mv":
+            if paths[0] not in self.files:
+                return missing
+            self.files[paths[1]] = self.files.pop(paths[0])
+        elif verb == "cat":
+            return CommandResult(argv, 0, self.files[paths[0]]) if paths[0] in self.files else missing
+        elif verb == "rm":
+            for path in paths:
+                self.files.pop(path, None)
+        elif verb == "rmdir":
+            if paths[0] not in self.dirs:
+                return missing
+            self.dirs.discard(paths[0])
+        return CommandResult(argv, 0)
 
     def stream(self, argv, *, env=None, pty=False, privileged=False, fence=None):
         raise NotImplementedError("the console part 1 never streams")

@@ -10,6 +10,8 @@ repair's record, and repairs of several nodes with any strategy. Every one of th
 * pauses that node's poller while it runs (a poll's nvidia-smi opens the devices and can make a
   reset refuse);
 * runs at most one at a time per node (a second is refused, not queued behind the first);
+* holds the node's repair lock while it changes the node (a SIGTERM or a unit by hand as well as a single
+  action or a repair): refused, naming the owner, while another run holds it, and its commands fenced by it;
 * ends in an outcome whose sentence is in the past tense, which screens show as they are.
 
 What the operator changes by hand is remembered in the session's :class:`Ledger`: a later repair's
@@ -34,7 +36,7 @@ from nvls_tui.kube.client import Kubectl
 from nvls_tui.model import Holder
 from nvls_tui.runbook.actions import PidOutcome, summarise
 from nvls_tui.runbook.changes import UnitChange
-from nvls_tui.runbook.context import Aborted, NodeContext
+from nvls_tui.runbook.context import Aborted, NodeContext, Refused
 from nvls_tui.runbook.door import perform
 from nvls_tui.runbook.engine import Runbook, new_run_id
 from nvls_tui.runbook.events import (
@@ -47,6 +49,7 @@ from nvls_tui.runbook.events import (
 )
 from nvls_tui.runbook.kube_shared import shared_nodes
 from nvls_tui.runbook.ledger import SIGNALLED, STARTED, STOPPED, Ledger, ManualChange
+from nvls_tui.runbook.lock import NodeLock, whoami
 from nvls_tui.runbook.multi import RunGroup, refused_before, run_many
 from nvls_tui.runbook.outcome import RESTORED, NodeOutcome
 from nvls_tui.runbook.quiesce import signal_holder
@@ -206,8 +209,31 @@ class Session:
         finally:
             self.busy.pop(host, None)
 
+    @contextlib.asynccontextmanager
+    async def _locked(self, ctx: NodeContext) -> AsyncIterator[None]:
+        """Hold the node's repair lock for a change by hand, as a single action does; give it back after.
+
+        Another run's lock refuses the change before anything is sent (:class:`LockHeld` names its owner,
+        live or stale: a stale one is the restore's to take over, never a SIGTERM's); while it is held,
+        every command of the change goes out behind its fence.
+        """
+        lock = NodeLock(ctx, self.run_id, whoami())
+        await lock.take()
+        try:
+            yield
+        finally:
+            left = await lock.release(attempts=3)
+            if left:
+                ctx.note(f"could not release {left}", "error")
+
     def _refused(self, host: str, action: str, exc: Exception) -> ActionOutcome:
         return ActionOutcome(host, action, False, f"{action} on {host} was not done: {exc}", "error")
+
+    def _refused_in(self, ctx: NodeContext, action: str, words: str, exc: Exception) -> ActionOutcome:
+        """A change by hand the lock refused (or the node did not let be taken): nothing was sent; said in the log."""
+        refused = self._refused(ctx.host, words, exc)
+        ctx.emit(RunFinished(host=ctx.host, step=action, result="failed", message=refused.message))
+        return dataclasses.replace(refused, action=action, audit_log=ctx.outcome.audit_log)
 
     # ---- SIGTERM ---------------------------------------------------------------------------------
     async def sigterm(self, host: str, holders: Sequence[Holder]) -> ActionOutcome:
@@ -216,9 +242,11 @@ class Session:
             async with self._action(host, "sigterm") as ctx:
                 ctx.step = "sigterm"
                 ctx.emit(RunStarted(host=host, run_id=self.run_id, mode="sigterm"))
-                outcomes: list[PidOutcome] = []
-                for h in holders:
-                    outcomes.append(await self._send(ctx, h))
+                try:
+                    async with self._locked(ctx):
+                        outcomes = [await self._send(ctx, h) for h in holders]
+                except (Refused, BackendError) as exc:
+                    return self._refused_in(ctx, "sigterm", "SIGTERM", exc)
                 message, severity = summarise(host, outcomes)
                 sent = [o for o in outcomes if o.outcome == "signalled"]
                 for o in sent:
@@ -257,10 +285,14 @@ class Session:
             async with self._action(host, action) as ctx:
                 ctx.step = action
                 ctx.emit(RunStarted(host=host, run_id=self.run_id, mode=action))
-                asked = await ctx.run(("systemctl", "is-active", unit))
-                words = asked.stdout.split()
-                before = words[0] if words and words[0] in ACTIVE_STATES else seen
-                result = await perform(ctx, UnitChange(verb, unit, "stopped or started by hand in the console"))
+                try:
+                    async with self._locked(ctx):
+                        asked = await ctx.run(("systemctl", "is-active", unit))
+                        words = asked.stdout.split()
+                        before = words[0] if words and words[0] in ACTIVE_STATES else seen
+                        result = await perform(ctx, UnitChange(verb, unit, "stopped or started by hand in the console"))
+                except Refused as exc:
+                    return self._refused_in(ctx, action, f"{verb} {unit}", exc)
                 if result.ok:
                     change = ManualChange(host, STOPPED if verb == "stop" else STARTED, unit=unit, before=before)
                     self.ledger.record(change)

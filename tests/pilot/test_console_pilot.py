@@ -8,6 +8,7 @@ from nvls_tui.console.screens.help import HelpScreen
 from nvls_tui.console.screens.node import NodeScreen
 from nvls_tui.console.widgets.fleet_grid import FleetGrid
 from nvls_tui.model import NodeState, Verdict
+from nvls_tui.poll.probe import LOCK_DIR, STATE_DIR
 from tests.test_console_fakes import FakeBackend, fixed_clock, make_node
 from tests.waiting import click_shown, first_poll, open_node_screen, palette_settled, wait_until
 
@@ -183,9 +184,14 @@ async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
         await click_shown(pilot, "#confirm")
         await wait_until(pilot, lambda: ("systemctl", "stop", "kubelet.service") in backends["gpu05"].ran,
                          "systemctl")
-        # The state before is asked first (it goes to the ledger and the audit log), then the stop.
-        assert backends["gpu05"].ran == [("systemctl", "is-active", "kubelet.service"),
-                                         ("systemctl", "stop", "kubelet.service")]
+        # Under the node's lock (taken first, given back after), the state before is asked first (it goes to the
+        # ledger and the audit log), then the stop.
+        await wait_until(pilot, lambda: backends["gpu05"].ran[-1][0] == "rmdir", "the lock given back")
+        ran = backends["gpu05"].ran
+        assert [argv for argv in ran if argv[0] == "systemctl"] == [("systemctl", "is-active", "kubelet.service"),
+                                                                    ("systemctl", "stop", "kubelet.service")]
+        assert ran[1] == ("mkdir", LOCK_DIR) and ran[-1] == ("rmdir", LOCK_DIR)
+        assert backends["gpu05"].dirs == {STATE_DIR}
         await wait_until(pilot, lambda: app.fleet.get("gpu05").service("kubelet").active == "inactive",
                          "the re-poll")
     # From the palette as from the key: the stop is in the session's audit log.

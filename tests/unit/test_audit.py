@@ -14,6 +14,7 @@ from nvls_tui.audit.log import (
     redact_env,
     redact_text,
 )
+from nvls_tui.poll.probe import STATE_DIR
 from nvls_tui.runbook.events import CommandFinished, CommandStarted, ProcessSignalled
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
@@ -143,7 +144,7 @@ async def test_with_no_directory_to_fall_back_to_the_records_go_to_standard_erro
 
 async def test_the_message_the_console_shows_when_its_session_log_fails_names_the_fallback(tmp_path):
     """The console shows ``on_audit_failure``'s message as it comes. A unit stop is refused at its first
-    command (only the restore goes on without the log); that command's records are in the fallback."""
+    command, the lock's (only the restore goes on without the log); that command's records are in the fallback."""
     from nvls_tui.backends.simulated import sim_backends
     from nvls_tui.runbook.session import Session
     from nvls_tui.sim.fleet import load_fleet
@@ -158,7 +159,6 @@ async def test_the_message_the_console_shows_when_its_session_log_fails_names_th
     fallback = next((Path(os.environ["XDG_STATE_HOME"]) / "nvls-tui" / "audit-fallback").glob("session-*.jsonl"))
     assert not outcome.ok and messages and messages[0].endswith(f"what it could not take is in {fallback}")
     records = lines(fallback)
-    assert [r["argv"] for r in records if r["event"] == "command-started"] == [
-        ["systemctl", "is-active", "nvidia-dcgm.service"]]
+    assert [r["argv"] for r in records if r["event"] == "command-started"] == [["mkdir", "-p", STATE_DIR]]
     assert [r["error"] for r in records if r["event"] == "command-finished"] == [
         "not sent: the audit log could not be written"]

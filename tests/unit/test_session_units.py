@@ -169,13 +169,16 @@ async def test_a_read_only_session_refuses_every_action(tmp_path):
 
 async def test_the_state_before_a_stop_falls_back_to_what_the_operator_saw_when_the_node_cannot_say(tmp_path):
     backend = FakeBackend(make_node("gpu05"))
+    answer = backend.run
 
-    async def mute_run(argv, timeout=None, **kw):
-        backend.ran.append(tuple(argv))
-        from nvls_tui.backends.base import CommandResult
-        return CommandResult(tuple(argv), 0 if argv[1] == "stop" else 1, "", "Failed to connect to bus")
+    async def mute_is_active(argv, timeout=None, **kw):
+        if tuple(argv[:2]) == ("systemctl", "is-active"):
+            from nvls_tui.backends.base import CommandResult
+            backend.ran.append(tuple(argv))
+            return CommandResult(tuple(argv), 1, "", "Failed to connect to bus")
+        return await answer(argv, timeout, **kw)
 
-    backend.run = mute_run
+    backend.run = mute_is_active
     session = Session({"gpu05": backend}, audit_dir=str(tmp_path))
     done = await session.unit("gpu05", "stop", DCGM, seen="active")
     assert done.ok and "(it was active)" in done.message
