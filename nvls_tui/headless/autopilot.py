@@ -1,7 +1,9 @@
 """``nvls-tui autopilot TARGET ... [--mode observe|ask|auto] [limits] [--rounds N] [--json]``: issue 40.
 
-Each round polls every target as ``check`` does (the same :class:`~nvls_tui.poll.after_poll.AfterPoll`:
-carried across rounds, with the cluster's views, diagnosed), judges each node by the policy
+Each round polls every target as ``check --watch`` does (over SSH, one poller process keeps each node's
+connection and kernel-log cursor from one round to the next; simulated fleets, kept in this process so that a
+repair's changes are seen, are polled here, carried across rounds; the cluster's views folded in and each node
+diagnosed as ``check`` does), judges each node by the policy
 (:mod:`nvls_tui.autopilot.policy`), and lets the limits decide (:mod:`nvls_tui.autopilot.decide`). In
 ``auto`` mode the chosen nodes get the same repair as ``repair --yes`` (one
 :class:`~nvls_tui.runbook.session.Session`, the same door and audit log), and only a passing NVLS smoke test
@@ -18,6 +20,7 @@ finished (restores and resumes included): a repair is never cut short by a stop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import signal
@@ -56,20 +59,84 @@ def _limits(a: AutopilotSettings) -> Limits:
     return Limits(**given)
 
 
-def _poller(settings: Settings, after: AfterPoll) -> Callable[[], Polled]:
-    """A round of ``check`` (:func:`~nvls_tui.headless.check.poll_round`): every target polled (fresh
-    connections), carried, folded with the cluster's views (Slurm's too, where a cluster is configured),
-    diagnosed."""
-    from nvls_tui.headless.check import poll_round
+class _RoundsHere:
+    """A round of ``check`` (:func:`~nvls_tui.headless.check.poll_round`) in this process: every target polled
+    (fresh connections), carried, folded with the cluster's views (Slurm's too, where a cluster is configured),
+    diagnosed. For simulated fleets (kept here, so a repair's changes are seen), ``--via slurm`` and a test's
+    ``connect`` hook."""
+
+    def __init__(self, settings: Settings, slurm) -> None:
+        self.settings, self.slurm, self.after = settings, slurm, AfterPoll()
+
+    def __call__(self) -> Polled:
+        from nvls_tui.headless.check import poll_round
+
+        results, _ = poll_round(self.settings, self.slurm, self.after)
+        return results
+
+    def close(self) -> None:
+        """Nothing is kept between rounds."""
+
+
+class _KeptRounds:
+    """The rounds over one poller process (``headless/polled_rounds.py``, as ``check --watch``): a round after
+    the first re-polls every node over the connection and from the kernel-log cursor the last round left,
+    instead of a new SSH connection to every node every round. A process that ended is started again once,
+    at the round that found it gone (that round then polls afresh); ended twice, the round raises.
+    """
+
+    def __init__(self, settings: Settings, slurm) -> None:
+        self.settings, self.slurm, self.after = settings, slurm, AfterPoll()
+        self.loop = asyncio.new_event_loop()
+        self.rounds: Any = None
+
+    def __call__(self) -> Polled:
+        return self.loop.run_until_complete(self._next())
+
+    async def _next(self) -> Polled:
+        from nvls_tui.poll.client import PollerGone
+
+        try:
+            return await self._polled()
+        except PollerGone as exc:
+            _say(f"the poller process ended ({exc}); this round is read by a new one")
+            await self._end()
+            return await self._polled()
+
+    async def _polled(self) -> Polled:
+        from nvls_tui.headless.polled_rounds import PolledRounds
+
+        if self.rounds is None:
+            self.rounds = PolledRounds(self.settings, self.slurm, self.after)
+            try:
+                await self.rounds.start()
+            except BaseException:
+                await self._end()
+                raise
+        return await self.rounds.next(sys.stderr)
+
+    async def _end(self) -> None:
+        rounds, self.rounds = self.rounds, None
+        if rounds is not None:
+            await rounds.close()
+
+    def close(self) -> None:
+        """End the poller process (every exit path of the autopilot comes here)."""
+        try:
+            self.loop.run_until_complete(self._end())
+        finally:
+            self.loop.close()
+
+
+def _poller(settings: Settings) -> _RoundsHere | _KeptRounds:
+    """How the autopilot reads its rounds: over one poller process where every target is reached over SSH,
+    else here, round by round."""
     from nvls_tui.targets import scheduler_from_settings
 
     slurm = scheduler_from_settings(settings)
-
-    def poll() -> Polled:
-        results, _ = poll_round(settings, slurm, after)
-        return results
-
-    return poll
+    if settings.via == "slurm" or settings.connect is not None:
+        return _RoundsHere(settings, slurm)
+    return _KeptRounds(settings, slurm)
 
 
 def _repairer(settings: Settings, audit_dir: str) -> Repairer:
@@ -278,9 +345,12 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
     """Round after round until ``--rounds`` (or a signal) ends them."""
     state = autopilot.state
     emit = (lambda r: print(json.dumps(r, default=str), flush=True)) if settings.json else _print_line
-    with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
+    poll = _poller(settings)
+    with contextlib.ExitStack() as ending:
+        ending.callback(poll.close)  # the poller process ends with the autopilot, however it ends
+        audit = ending.enter_context(AuditLog.create(audit_dir, run_id, kind="autopilot"))
         _say(f"audit log: {audit.path}")  # stderr: --json's stdout stays one record per line
-        pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=_poller(settings, AfterPoll()),
+        pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=poll,
                       repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir),
                       publish=publish)
         pilot.record({"node": None, "action": "started", "reason": "start", "message": f"limits {limits.words()}; policy "

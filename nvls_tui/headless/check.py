@@ -516,14 +516,6 @@ def _watch(settings: Settings, slurm, every: float, read: dict[str, list[str]], 
     return watch.status if watch.status is not None else 130
 
 
-class _Remote:
-    """A node of the poller process as ``pending_text`` reads one: its host and what it waits on."""
-
-    def __init__(self, host: str, activity: Activity | None) -> None:
-        self.host = host
-        self.activity = activity
-
-
 class _Watch:
     """The rounds of one ``check --watch``: their number, how each is printed, the last status."""
 
@@ -564,60 +556,21 @@ class _Watch:
 
     async def rounds_polled(self, slurm) -> None:
         """Every round polled by one poller process (started here, ended with this command)."""
-        from nvls_tui.poll.client import PollerClient, PollerGone, Rounds
-        from nvls_tui.poller.process import poller_client
+        from nvls_tui.headless.polled_rounds import PolledRounds
+        from nvls_tui.poll.client import PollerGone
 
-        settings = self.settings  # its words already read (run): this process's nodes and the poller's are the same
-        backends = resolve_backends(settings)  # nothing connects here: the order, and the nodes kube maps
-        kube = kube_from_settings(settings, backends)  # a bad kubeconfig is refused before any node is polled
-        deadline = poll_deadline(settings.timeout)
-        client: PollerClient = poller_client(settings, backends, interval=None, poll_timeout=deadline)
-        rounds = Rounds(client)
-        after = AfterPoll()  # the poller process carries each node across rounds; the views are read here
+        rounds = PolledRounds(self.settings, slurm)  # its words already read (run): the poller's nodes are these
         try:
-            await client.start(rounds)
+            await rounds.start()
             while True:
                 began = time.monotonic()
                 try:
-                    polled = await _next_round(rounds, client, deadline, sys.stderr)
+                    results = await rounds.next(sys.stderr)
                 except PollerGone as exc:
                     raise PollerGone(f"check --watch: {exc}") from None
-                states = [r.state if r.ok else _not_read(r.state) for r in polled]
-                if kube is not None:
-                    await read_kube_view(kube, after)
-                if slurm is not None:
-                    await read_scheduler_view(slurm, after, states)
-                self.show(after.read_round(states, carry=False), time.monotonic() - began)
+                self.show(results, time.monotonic() - began)
                 await asyncio.sleep(max(0.0, self.every - (time.monotonic() - began)))
         finally:
-            await client.close()
-            await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
+            await rounds.close()
 
 
-def _not_read(state: NodeState) -> NodeState:
-    """A node this round could not read, as a single ``check`` shows it: unreachable with the reason and
-    nothing else (the poller keeps the last state it read, which this round did not see)."""
-    return NodeState(host=state.host, reachable=False, simulated=state.simulated, error=state.error)
-
-
-async def _next_round(rounds, client, deadline: float, progress: TextIO) -> list:
-    """One round of ``rounds``, saying on ``progress`` which nodes it still waits for, as ``check`` does."""
-    started = time.monotonic()
-    line = ProgressLine(progress)
-    task = asyncio.ensure_future(rounds.next())
-    try:
-        done, _ = await asyncio.wait({task}, timeout=min(QUIET_S, deadline / 2))
-        while not done:
-            pending = rounds.pending()
-            doing = await client.activities(pending)
-            waiting = [_Remote(h, doing.get(h)) for h in pending]
-            if waiting:
-                line.show(pending_text(waiting, len(client.hosts), time.monotonic(), started,
-                                       whole_hosts=not line.tty))
-            done, _ = await asyncio.wait({task}, timeout=line.every)
-        return task.result()
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        line.clear()

@@ -33,16 +33,23 @@ def test_a_breaker_closed_while_the_autopilot_runs_is_taken_and_never_written_ba
     real = command._poller
     rounds: list[int] = []
 
-    def poller(settings, after):
-        poll = real(settings, after)
+    class Closing:
+        """The autopilot's own rounds; the breaker closed from another shell as the second one is polled."""
 
-        def polled():
+        def __init__(self, settings):
+            self.poll = real(settings)
+
+        def __call__(self):
             rounds.append(len(rounds) + 1)
             if len(rounds) == 2:  # another shell, while the service polls its second round
                 assert main(["autopilot", "--close-breaker", "--state-dir", str(tmp_path)]) == 0
-            return poll()
+            return self.poll()
 
-        return polled
+        def close(self):
+            self.poll.close()
+
+    def poller(settings):
+        return Closing(settings)
 
     monkeypatch.setattr(command, "_poller", poller)
     rc = main(["autopilot", "sim:seed-incident", "--every", "0.01", "--json", "--state-dir", str(tmp_path),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nvls_tui.headless.check import _not_read
+from nvls_tui.headless.polled_rounds import not_read as _not_read
 from nvls_tui.model import NodeState
 from tests.unit.test_check_watch import _read_until
 from tests.waiting import scaled
