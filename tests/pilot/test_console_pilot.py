@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from nvls_tui.console.app import NvlsApp
 from nvls_tui.console.screens.confirm import ConfirmScreen
 from nvls_tui.console.screens.help import HelpScreen
@@ -197,6 +199,30 @@ async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
     # From the palette as from the key: the stop is in the session's audit log.
     (log,) = (tmp_path / "xdg-state" / "nvls-tui" / "audit").glob("session-*.jsonl")
     assert '"argv": ["systemctl", "stop", "kubelet.service"]' in log.read_text()
+
+
+async def test_a_unit_stop_on_a_node_another_run_holds_is_refused_with_its_owner_named():
+    # Another operator's repair (from another bastion) holds gpu05's lock: the stop is refused before it is sent.
+    app, backends = fleet()
+    held = backends["gpu05"]
+    held.dirs |= {STATE_DIR, LOCK_DIR}
+    held.files[f"{LOCK_DIR}/owner.json"] = json.dumps({
+        "run_id": "run-kim", "bastion": "bastion-2", "operator": "kim", "tool_pid": 4242,
+        "since": "2026-12-07T03:00:00+00:00", "heartbeat": "2026-12-07T03:01:00+00:00", "beat": 3})
+    async with app.run_test(size=SIZE) as pilot:
+        await open_node_screen(app, pilot, "gpu05")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"unit: Stop kubelet")
+        await palette_settled(pilot, "unit: Stop kubelet", "Stop kubelet")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await click_shown(pilot, "#confirm")
+        said = lambda: [str(n.message) for n in app._notifications if "was not done" in str(n.message)]  # noqa: E731
+        await wait_until(pilot, said, "the refusal")
+        assert "another run holds the lock of gpu05" in said()[0] and "run-kim" in said()[0]
+        assert not [argv for argv in held.ran if argv[0] == "systemctl"]  # nothing of the stop was sent
+        assert held.files[f"{LOCK_DIR}/owner.json"].count("run-kim") == 1  # the other run's lock left as it was
 
 
 async def test_a_remapped_key_runs_the_action_and_the_help_shows_it():
