@@ -27,7 +27,8 @@ class ManualChange:
         what: ``stopped``, ``started`` (a unit) or ``signalled`` (a process).
         unit: the unit, for a stop or start.
         before: the unit's ActiveState just before the change (what a restore goes back to).
-        pid, command, kind, signal: the process, for a signal.
+        pid, command, kind, signal: the process, for a signal (and for a stop that was a signal to the unit's
+            process: its PID and the signal).
     """
 
     host: str
@@ -46,7 +47,10 @@ class ManualChange:
         if self.what == SIGNALLED:
             return (f"{self.signal or 'SIGTERM'} by hand at {clock}: {self.pid} "
                     f"({self.kind or 'process'}: {(self.command or '?')[:80]})")
-        was = f" (it was {self.before})" if self.before else ""
+        why = [f"it was {self.before}"] if self.before else []
+        if self.signal and self.pid is not None:  # a unit whose process was signalled by hand
+            why.append(f"{self.signal} of its process {self.pid}")
+        was = f" ({'; '.join(why)})" if why else ""
         return f"{self.what} by hand at {clock}: {self.unit}{was}"
 
     def to_dict(self) -> dict:

@@ -56,7 +56,7 @@ from nvls_tui.runbook.quiesce import signal_holder
 from nvls_tui.runbook.recover import restore_node
 from nvls_tui.runbook.scheduling import SchedulerHook
 from nvls_tui.runbook.single import ACTIONS, run_single
-from nvls_tui.runbook.steps import HAND_UNITS, Operator, RepairOptions
+from nvls_tui.runbook.steps import HAND_UNITS, RUNNING, Operator, RepairOptions
 
 ACTIVE_STATES = frozenset({"active", "inactive", "failed", "activating", "deactivating", "reloading",
                            "maintenance", "refreshing"})
@@ -244,6 +244,7 @@ class Session:
                 ctx.emit(RunStarted(host=host, run_id=self.run_id, mode="sigterm"))
                 try:
                     async with self._locked(ctx):
+                        units = await self._units_before(ctx, holders)
                         outcomes = [await self._send(ctx, h) for h in holders]
                 except (Refused, BackendError) as exc:
                     return self._refused_in(ctx, "sigterm", "SIGTERM", exc)
@@ -252,12 +253,32 @@ class Session:
                 for o in sent:
                     self.ledger.record(ManualChange(host, SIGNALLED, pid=o.holder.pid, command=o.holder.command,
                                                     kind=str(o.holder.kind), signal="SIGTERM"))
+                for unit, (before, pid) in units.items():
+                    # A SIGTERM is a clean exit to systemd: the unit may well stay down. A stop by hand, then: the
+                    # next repair's restore starts it again (a start of a unit that came back changes nothing).
+                    if before in RUNNING and any(o.holder.unit == unit for o in sent):
+                        change = ManualChange(host, STOPPED, unit=unit, before=before, pid=pid, signal="SIGTERM")
+                        self.ledger.record(change)
+                        ctx.emit(ManualChanged(host=host, step="sigterm", change=change.to_dict()))
                 ok = all(o.outcome in ("signalled", "gone") for o in outcomes)
                 ctx.emit(RunFinished(host=host, step="sigterm", result="ok" if ok else "failed",
                                      message=message.splitlines()[0]))
                 return ActionOutcome(host, "sigterm", ok, message, severity, ctx.outcome.audit_log)
         except (Busy, OSError) as exc:
             return self._refused(host, "SIGTERM", exc)
+
+    @staticmethod
+    async def _units_before(ctx: NodeContext, holders: Sequence[Holder]) -> dict[str, tuple[str | None, int]]:
+        """``{unit: (its state before, the PID signalled)}`` for the units of the Units pane whose process is
+        among ``holders`` (a pod's process is kubelet's, not the unit's); read before any signal goes."""
+        units: dict[str, tuple[str | None, int]] = {}
+        for holder in holders:
+            unit = holder.unit
+            if unit and not holder.pod and unit in HAND_UNITS and unit not in units:
+                asked = await ctx.run(("systemctl", "is-active", unit))
+                words = asked.stdout.split()
+                units[unit] = (words[0] if words and words[0] in ACTIVE_STATES else None, holder.pid)
+        return units
 
     @staticmethod
     async def _send(ctx: NodeContext, h: Holder) -> PidOutcome:

@@ -42,8 +42,8 @@ def sigterm_consequences(holders: Sequence[Holder], state: NodeState | None) -> 
                    "kubelet.service first (s on the units table), or run the whole repair (r).")
     for holder in holders:
         if holder.unit and not holder.pod and holder.unit.endswith(".service"):
-            out.append(f"{holder.kind} {holder.pid} belongs to {holder.unit}: systemd may start it again; stopping "
-                       f"the unit (s) is the clean way.")
+            out.append(f"{holder.kind} {holder.pid} belongs to {holder.unit}: systemd may start it again or leave "
+                       f"the unit down (then the next repair starts it); stopping the unit (s) is the clean way.")
     pids = {h.pid for h in holders}
     loops = [h for h in holders if h.kind is HolderKind.NVIDIA_SMI and h.ppid and h.ppid not in pids
              and state is not None and any(p.pid == h.ppid and p.kind is HolderKind.WATCH for p in state.holders)]

@@ -33,8 +33,8 @@ def test_pods_under_a_running_kubelet_will_come_back():
 
 def test_a_units_process_is_better_stopped_as_the_unit():
     (line,) = sigterm_consequences([DCGM], state())
-    assert line == ("nv-hostengine 924303 belongs to nvidia-dcgm.service: systemd may start it again; stopping "
-                    "the unit (s) is the clean way.")
+    assert line == ("nv-hostengine 924303 belongs to nvidia-dcgm.service: systemd may start it again or leave the "
+                    "unit down (then the next repair starts it); stopping the unit (s) is the clean way.")
 
 
 def test_a_watch_loops_nvidia_smi_comes_back_unless_the_watch_goes_too():
