@@ -39,6 +39,7 @@ from nvls_tui.console.widgets.step_list import duration_text, spinner
 from nvls_tui.runbook.multi import STRATEGIES
 from nvls_tui.runbook.outcome import NodeOutcome, StepOutcome
 from nvls_tui.runbook.steps import RepairOptions
+from nvls_tui.textsafe import one_line
 from nvls_tui.views.deadlines import deadlines_line, duration_line, rechecks_first
 from nvls_tui.views.plan_summary import evictions, evictions_sentence, recheck_sentence, what_it_does
 from nvls_tui.views.runbook import Approval, repair_options
@@ -353,6 +354,11 @@ class PlanScreen(OnConsole, Screen[Approval]):
     def _submitted(self, event: Input.Submitted) -> None:
         if self.typed_ok(event.value):
             self.approve()
+        elif self.repairable and not self.dry_run_only and len(self.outcomes) == len(self.hosts):
+            # Enter with other words typed: say what to type rather than nothing (the names are the approval).
+            typed = one_line(" ".join(event.value.replace(",", " ").split()), 60) or "nothing"
+            self.notify(f"{typed} is not what this plan repairs: type {' '.join(self.repairable)} to go on "
+                        "(Esc cancels).", severity="warning", timeout=8)
 
     @on(Button.Pressed, "#plan-go")
     def _go(self) -> None:
