@@ -104,3 +104,26 @@ async def test_the_focused_panel_has_a_heavy_border_that_needs_no_colour():
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, NodeScreen), "the fleet")
         assert app.screen.query_one("#grid").styles.border_top[0] == "heavy"
+
+
+async def test_t_and_a_on_a_repair_that_has_ended_say_why_they_do_nothing():
+    # Found by a new operator's tmux pass (tenth session): the footer of a finished repair still read
+    # `t SIGTERM`, and t did nothing, without a word.
+    from nvls_tui.console.screens.runbook import RunbookScreen
+
+    app = sim_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: app.fleet.get("gpu05") is not None, "the first poll")
+        app.plan_repair(["gpu05"])
+        from nvls_tui.console.screens.plan import PlanScreen
+
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanScreen) and len(app.screen.outcomes) == 1, "the plan")
+        app.screen.query_one("#plan-typed").focus()
+        await pilot.press(*"gpu05", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunbookScreen) and app.screen.finished_at is not None,
+                         "the repair to end")
+        await pilot.press("t")
+        assert "no node waits for its holders" in await said(pilot, app, "no node waits")
+        await pilot.press("a")
+        assert "the repair has ended" in await said(pilot, app, "has ended")
+        assert isinstance(app.screen, RunbookScreen)

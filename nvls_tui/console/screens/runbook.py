@@ -328,6 +328,24 @@ class RunbookScreen(Searching, OnConsole, Screen[None]):
             return True if self.finished_at is not None and self.audit_path else None
         return True
 
+    def why_not(self, action: str) -> str | None:
+        """Why the key of ``action`` cannot act now, as the app's toast says it (None when it can act): a key
+        never does nothing without a word (issue 28 item 5)."""
+        if action in ("abort", "abort_all") and not (self.running and self._running_hosts()):
+            return "Nothing to abort: the repair has ended (Esc goes back to the fleet)." if self.finished_at \
+                is not None else "Nothing to abort yet: no node has started."
+        if action == "abort" and self.abort_target() is None:
+            return "Move to the column of the node to abort (Tab), or A aborts every node."
+        if action == "sigterm_holders" and not self.services.settings.read_only:
+            if not any(c.asking for c in self.columns.values()):
+                return ("t signals the holders a waiting node lists: no node waits for its holders now"
+                        + (" (the repair has ended)." if self.finished_at is not None else "."))
+            if not any(c.selected_pids for c in self.columns.values() if c.asking):
+                return "Select holders in a waiting column first (space)."
+        if action == "report" and self.finished_at is None:
+            return "The report is written once the repair has ended (e then)."
+        return None
+
     def _running_hosts(self) -> list[str]:
         return [h for h, c in self.columns.items() if c.run.result is None and h not in self.aborting]
 
