@@ -269,6 +269,13 @@ class _MetricsOut:
             self._server = None
 
 
+def _unusable(what: str, folder: str | Path, exc: OSError, verb: str = "") -> str:
+    """One line naming the folder the autopilot needs and why it cannot have it (not a bare ``[Errno ..]``)."""
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(folder) else ""
+    return (f"{what} {folder}{' ' + verb if verb else ''}: {exc.strerror or exc}{where}; --state-dir "
+            f"(or --audit-dir) names another")
+
+
 def _say(text: str) -> None:
     print(f"nvls-tui autopilot: {text}", file=sys.stderr, flush=True)
 
@@ -295,7 +302,12 @@ def run(settings: Settings) -> int:
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     autopilot = Autopilot(limits, state)
     if a.close_breaker:
-        with AuditLog.create(audit_dir, run_id, kind="autopilot") as audit:
+        try:
+            created = AuditLog.create(audit_dir, run_id, kind="autopilot")
+        except OSError as exc:
+            _say(_unusable("the audit log cannot be written in", audit_dir, exc))
+            return 2
+        with created as audit:
             was = state.breaker.reason
             autopilot.close_breaker(time.time())
             audit.write({"event": "autopilot", "node": None, "action": "breaker-closed", "reason": "operator",
@@ -313,7 +325,11 @@ def run(settings: Settings) -> int:
         return 2
     settings = _keep_simulated_fleets(dataclasses.replace(settings, targets=tuple(words), hosts_file=None,
                                                           demo=False))
-    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        _say(_unusable("the state directory", state_dir, exc, "cannot be made"))
+        return 2
     pause_path = state_dir / PAUSE_FILE
 
     def pause_now() -> None:  # SIGUSR1: the pause file, so the pause outlives this process and is undone by rm
@@ -348,7 +364,11 @@ def _rounds(settings: Settings, a: AutopilotSettings, autopilot: Autopilot, poli
     poll = _poller(settings)
     with contextlib.ExitStack() as ending:
         ending.callback(poll.close)  # the poller process ends with the autopilot, however it ends
-        audit = ending.enter_context(AuditLog.create(audit_dir, run_id, kind="autopilot"))
+        try:
+            audit = ending.enter_context(AuditLog.create(audit_dir, run_id, kind="autopilot"))
+        except OSError as exc:
+            _say(_unusable("the audit log cannot be written in", audit_dir, exc))
+            return 2
         _say(f"audit log: {audit.path}")  # stderr: --json's stdout stays one record per line
         pilot = Pilot(autopilot, policy, store, audit, mode=a.mode, poll=poll,
                       repair=_repairer(settings, audit_dir), emit=emit, drain=_drainer(settings, audit_dir),

@@ -233,3 +233,17 @@ def test_a_fleet_record_in_text_has_no_node_placeholder(capsys, tmp_path):
     assert any(line.startswith("round 2: breaker-tripped (breaker) gpu06 would be repair 2") for line in out)
     assert any(line.startswith("round 2 gpu05: repair (policy)") for line in out)
     assert not [line for line in out if " -: " in line]
+
+
+@pytest.mark.parametrize(("state", "close", "words"), [
+    ("/proc/nvls-tui-no-such-dir", False, "the state directory /proc/nvls-tui-no-such-dir cannot be made: "),
+    ("/proc", False, "the audit log cannot be written in /proc/audit: "),
+    ("/proc", True, "the audit log cannot be written in /proc/audit: "),
+])
+def test_a_state_or_audit_directory_that_cannot_be_used_is_named_in_one_line(capsys, state, close, words):
+    # Found by a new operator's tmux pass (tenth session): "nvls-tui: [Errno 2] No such file or directory:
+    # '/proc/audit'", a path never typed, and "[Errno 13] Permission denied: ..." with no word of what it was for.
+    args = ["--close-breaker"] if close else ["sim:seed-incident", "--rounds", "1"]
+    assert main(["autopilot", *args, "--state-dir", state]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "[Errno" not in err[0], err
