@@ -83,6 +83,9 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
     # The search keys first: while a search is on, n is its next match (the smoke test is T, on no search key).
     BINDINGS = [help_first(), *bindings_for("search"), *bindings_for("node"), back_shown()]
     COMMANDS = {ScreenCommands}
+    # No focus of Textual's choosing: it would scroll the body to its first panel; the mount focuses the holders
+    # without scrolling (the findings stay on the first screen).
+    AUTO_FOCUS = ""
 
     def __init__(self, host: str, services: ConsoleServices) -> None:
         super().__init__()
@@ -100,7 +103,9 @@ class NodeScreen(Searching, OnConsole, Screen[None]):
         yield Static(id="node-header")
         yield ModeBanner(simulated=self.services.settings.simulated, read_only=self.services.settings.read_only,
                          id="banner")
-        with VerticalScroll(id="node-body"):
+        # Not a tab stop of its own: it has no frame or title to show the focus (its panels are the stops, and
+        # it scrolls to the one that has the focus).
+        with VerticalScroll(id="node-body", can_focus=False):
             yield SettledTable(id="gpus", cursor_type="row", classes="panel")
             # The findings take the body's whole width (a third of it hid two of gpu05's three at
             # 120x40) and scroll, with a scrollbar, where they are taller than their box.
