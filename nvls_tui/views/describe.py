@@ -113,6 +113,11 @@ class XrayNode:
     children: tuple[XrayNode, ...] = field(default_factory=tuple)
 
 
+def pod_uid_words(pod: str) -> str:
+    """A pod the cluster did not name, by its uid: the cgroup's ``pod<uid>`` said ``pod uid <uid>`` (not "pod pod…")."""
+    return f"pod uid {pod.removeprefix('pod')}" if pod.startswith("pod") else f"pod {pod}"
+
+
 def _owner(h: Holder) -> str:
     if h.pod_ref is not None:
         ref = h.pod_ref
@@ -123,7 +128,7 @@ def _owner(h: Holder) -> str:
     if h.unit:
         return one_line(f"unit {h.unit}")
     if h.pod:
-        return one_line(f"pod {h.pod} (its name not read: no cluster)")
+        return one_line(f"{pod_uid_words(h.pod)} (its name not read: no cluster)")
     return "no unit, pod or job: a process started by hand"
 
 

@@ -16,6 +16,7 @@ from nvls_tui.diagnosis.story import when
 from nvls_tui.model import Holder, NodeState, Verdict
 from nvls_tui.model.node import ZERO_UUID, Diagnosis
 from nvls_tui.textsafe import one_line
+from nvls_tui.views.describe import pod_uid_words
 from nvls_tui.words import count
 
 
@@ -140,7 +141,7 @@ def holder_detail(h: Holder) -> str:
         owner = f"{ref.owner_kind} {ref.owner_name}" if ref.owner_kind and ref.owner_name else "a bare pod (no owner)"
         parts.append(one_line(f"pod {ref.namespace}/{ref.name}, container {ref.container or '?'}, owned by {owner}"))
     elif h.pod:
-        parts.append(one_line(f"pod {h.pod}"))
+        parts.append(one_line(pod_uid_words(h.pod)))
     if h.job is not None:
         parts.append(owner_text(h))
     elif h.unit:
