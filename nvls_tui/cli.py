@@ -499,9 +499,16 @@ def main(argv: list[str] | None = None, *,
         argv.insert(0, "console")
     parser = build_parser(_help_config(argv) if {"-h", "--help"} & set(argv) else None)
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
     except SystemExit as exc:  # argparse already printed a usage line
         return 0 if exc.code in (0, None) else 2
+    if unknown:  # said here, not by the top parser: the help that lists the flags is the subcommand's
+        words = [args.command, getattr(args, f"{args.command}_command", None)]
+        from nvls_tui.textsafe import one_line
+
+        print(f"nvls-tui: unrecognized arguments: {one_line(' '.join(unknown), 200)} (see nvls-tui "
+              f"{' '.join(w for w in words if w)} --help)", file=sys.stderr)
+        return 2
     try:
         split_watch(args, parser)
     except SystemExit as exc:
