@@ -173,7 +173,9 @@ class Pilot:
         decided = ap.decide(judged, now, paused=self.paused())
         decisions = list(decided.decisions)
         if self.mode == "observe":  # what it would do, recorded; nothing changes
-            decisions = [dataclasses.replace(d, action="would-repair") if d.action == "repair" else d
+            decisions = [dataclasses.replace(d, action="would-repair") if d.action == "repair" else
+                         dataclasses.replace(d, message="would trip" + d.message.removeprefix("tripped"))
+                         if d.reason == "breaker" and d.message.startswith("tripped the breaker") else d
                          for d in decisions]
         elif self.mode == "ask":  # proposed to a person one batch at a time: the canary alone until one passed
             batches = ap.batches([d.host for d in decisions if d.action == "repair"])
@@ -190,8 +192,9 @@ class Pilot:
         if self.mode == "auto":
             self._drain_escalated([d for d in decisions if d.action == "escalate"])
         if decided.tripped_now:
+            observing = " (observe: what auto would do; nothing is changed or saved)" if self.mode == "observe" else ""
             self.record({"node": None, "action": "breaker-tripped", "reason": "breaker",
-                         "message": ap.state.breaker.reason})
+                         "message": f"{ap.state.breaker.reason}{observing}"})
         self.save()
         self.flush()  # audit first: the decisions are on disk before any repair starts
         self._wave([d.host for d in decisions if d.action == "repair"])

@@ -247,3 +247,15 @@ def test_a_state_or_audit_directory_that_cannot_be_used_is_named_in_one_line(cap
     assert main(["autopilot", *args, "--state-dir", state]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0] and "[Errno" not in err[0], err
+
+
+def test_observe_says_the_breaker_would_trip_not_that_it_tripped(capsys, tmp_path):
+    # Found by a new operator's tmux pass (tenth session): observe printed "tripped the breaker" and a
+    # breaker-tripped record, though observe changes nothing and saves no state (the next run starts closed).
+    rc, lines, _ = _run(capsys, tmp_path, "--mode", "observe", "--rounds", "2")
+    assert rc == 0
+    (skip,) = [r for r in lines if r["node"] and r["reason"] == "breaker"]
+    assert skip["message"].startswith("would trip the breaker: ")
+    (trip,) = [r for r in lines if r["action"] == "breaker-tripped"]
+    assert trip["message"].endswith("(observe: what auto would do; nothing is changed or saved)")
+    assert not (tmp_path / "autopilot-state.json").exists()
