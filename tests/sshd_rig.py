@@ -379,8 +379,9 @@ class SshdRig:
     def kill_connections(self) -> int:
         """SIGKILL every per-connection sshd and session process (a node dropping off the network).
 
-        Also kills processes of those sessions that were already orphaned (reparented to init):
-        sshd makes each session its own session id, which survives reparenting.
+        Also kills processes of those sessions that were already orphaned (reparented to init): sshd makes
+        each session its own session id, which survives reparenting; and any process whose PATH starts in a
+        node of this rig (a session that outlived its connection, or left its session id with setsid).
 
         Returns:
             How many processes were killed.
@@ -394,9 +395,15 @@ class SshdRig:
                 pass
         sids.discard(os.getsid(0))
         listeners = {p.pid for p in self.procs}
+        here = f"{self.root}/nodes/"
         for proc in psutil.process_iter():
             try:
-                if proc not in children and proc.pid not in listeners and os.getsid(proc.pid) in sids:
+                if proc in children or proc.pid in listeners or proc.pid == os.getpid():
+                    continue
+                # A process of one of those sessions; or one that outlived its connection and left its session
+                # (a ~/.bashrc still sleeping, a command detached with setsid): every command sshd runs here has
+                # a node's bin directory, under this rig's root, first on its PATH (SetEnv).
+                if os.getsid(proc.pid) in sids or here in proc.environ().get("PATH", ""):
                     children.append(proc)
             except (OSError, psutil.Error):
                 pass

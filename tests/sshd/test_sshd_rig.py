@@ -136,3 +136,29 @@ async def test_a_stopped_rig_leaves_no_fork_server_and_a_running_one_shows_its_n
         rig.stop()
     await until(lambda: not fork_servers([rig.nodes["hgx01"].dir]), scaled(10), "the rig's stop ended the server")
     assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_a_stopped_rig_leaves_no_process_of_a_session_that_outlived_its_connection(tmp_path):
+    # Found after a CI run (tenth session): test_slow_shell's stuck node (a ~/.bashrc that sleeps an hour) left its
+    # login shell and sleep behind for the hour, reparented to init, once the connection had ended: the rig killed
+    # only the sessions it could still find below its sshd, or in their session ids.
+    from tests.sshd_rig import backend_for
+
+    rig = SshdRig(tmp_path / "rig", ["gpu05"], lambda name, d: write_shims(d, "seed-incident", name)).start()
+    try:
+        backend = backend_for(rig, "gpu05")
+        try:
+            # A process of its own session, detached from the connection: it outlives it.
+            await backend.run(["sh", "-c", "setsid sleep 3600 </dev/null >/dev/null 2>&1 &"])
+        finally:
+            await backend.close()
+
+        def stray() -> list[psutil.Process]:
+            return [p for p in psutil.process_iter(["cmdline", "environ"])
+                    if (p.info["cmdline"] or [])[:2] == ["sleep", "3600"]
+                    and str(rig.root) in ((p.info["environ"] or {}).get("PATH", ""))]
+
+        await until(lambda: stray(), scaled(30), "the detached sleep to start")
+    finally:
+        rig.stop()
+    assert stray() == []
