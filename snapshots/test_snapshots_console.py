@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nvls_tui.backends.simulated import sim_backends
@@ -87,7 +89,9 @@ def test_the_sigterm_confirmation(snap_compare, size):
 
 
 @SIZES
-def test_the_help_screen(snap_compare, size):
+def test_the_help_screen(snap_compare, size, monkeypatch):
+    # The title names the config file (XDG_CONFIG_HOME's): the usual one, so the picture is the same everywhere.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(Path.home() / ".config"))
     assert snap_compare(sim_app(), terminal_size=size, run_before=help_screen)
 
 

@@ -170,6 +170,7 @@ class NvlsApp(KeyHolding):
         poller: PollerClient | None = None,
         repair: Mapping[str, Any] | None = None,
         ask: AskMode | None = None,
+        config_path: Path | None = None,
     ) -> None:
         super().__init__(driver_class=ConsoleDriver)  # safe on a terminal that hung up (console_signals)
         self.poller = poller
@@ -183,6 +184,7 @@ class NvlsApp(KeyHolding):
         self.timeout = timeout
         self.clock = clock
         self.keymap = dict(keymap or {})
+        self.config_path = config_path  # the file --config named, or the one read; None: the XDG default's
         self.notes = list(notes)
         self.audit_dir = audit_dir
         self.simulated = any(b.simulated for b in backends)
@@ -237,7 +239,8 @@ class NvlsApp(KeyHolding):
         return cls(backends, read_only=settings.read_only, poll_interval=settings.poll_interval,
                    timeout=settings.timeout, keymap=dict(settings.keymap), audit_dir=settings.audit_dir,
                    slurm=scheduler_from_settings(settings), kube=kube_from_settings(settings, backends),
-                   notify=settings.notify, poller=poller, repair=settings.repair.tunables(), ask=ask)
+                   notify=settings.notify, poller=poller, repair=settings.repair.tunables(), ask=ask,
+                   config_path=settings.config_file)
 
     def _write_terminal(self, text: str) -> None:
         """Write raw text (a bell, an OSC sequence) to the terminal, past the screen's rendering."""
@@ -614,7 +617,7 @@ class NvlsApp(KeyHolding):
 
         if not isinstance(self.screen, HelpScreen):
             # The keys of the screen it is opened on come first.
-            self.push_screen(HelpScreen(self.keymap, self.read_only, screen_scope(self.screen)))
+            self.push_screen(HelpScreen(self.keymap, self.read_only, screen_scope(self.screen), self.config_path))
 
     async def action_back(self) -> None:
         """Go back one screen (never past the fleet)."""

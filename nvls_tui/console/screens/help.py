@@ -6,6 +6,8 @@ The keys of the screen it was opened on come first (then those that work anywher
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -17,6 +19,7 @@ from textual.widgets import DataTable, Input, Label, Static
 from nvls_tui.console.bindings import SCOPES, bindings_for, specs_for
 from nvls_tui.console.screens.searching import SEARCH_ACTIONS, Searching
 from nvls_tui.console.widgets import palette
+from nvls_tui.paths import config_file
 from nvls_tui.views.search import find
 
 SCOPE_TITLES = {"app": "anywhere", "fleet": "fleet", "node": "node", "runbook": "repair", "search": "search",
@@ -49,6 +52,12 @@ def scope_order(scope: str | None) -> list[str]:
     return first + [s for s in SCOPES if s not in first]
 
 
+def _tilde(path: Path) -> str:
+    """``path`` with the home directory as ``~`` (as an operator types it)."""
+    home = Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) and path != home else str(path)
+
+
 class HelpScreen(Searching, ModalScreen[None]):
     """Every binding: scope, key (after the user's keymap), id, what it does; the screen's own first.
 
@@ -56,14 +65,16 @@ class HelpScreen(Searching, ModalScreen[None]):
         keymap: binding id -> key from the config file.
         read_only: mark the actions that read-only mode refuses.
         scope: the binding scope of the screen the help was opened on (its keys come first).
+        config_path: the config file the keymap is read from (None: the XDG default's, read when shown).
     """
 
     BINDINGS = [*bindings_for("search"),
                 Binding("escape,question_mark,q", "close", "Close", tooltip="Close the help.")]
 
     def __init__(self, keymap: dict[str, str] | None = None, read_only: bool = False,
-                 scope: str | None = None) -> None:
+                 scope: str | None = None, config_path: Path | None = None) -> None:
         super().__init__()
+        self.config_path = config_path
         self.keymap = dict(keymap or {})
         self.read_only = read_only
         self.scope = scope
@@ -73,7 +84,7 @@ class HelpScreen(Searching, ModalScreen[None]):
         """A title, the key table, the legend of the fleet glyphs."""
         with Vertical(id="help-box"):
             here = f"{SCREEN_NAMES[self.scope]}'s keys first · " if self.scope in SCREEN_NAMES else ""
-            yield Label(Text(f"Keys  ({here}/ filters · remap in ~/.config/nvls-tui/config.toml: "
+            yield Label(Text(f"Keys  ({here}/ filters · remap in {_tilde(self.config_path or config_file())}: "
                              "[keymap] id = \"key\")"), id="help-title")
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
             yield Static(Text("GPU cells: " + GLYPHS, style="dim"), id="help-legend")
