@@ -34,6 +34,9 @@ from nvls_tui.autopilot.policy import Judged, Judgement
 from nvls_tui.autopilot.state import Repair, State
 
 DAY_S = 86400.0
+# The first words of a node's ``skip`` when its repair would pass the breaker's bound (observe says it would).
+TRIPPED = "tripped the breaker"
+WOULD_TRIP = "would trip the breaker"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +219,7 @@ class Autopilot:
                                              f"nodes and {self.limits.breaker_percent:g} % of the {len(judged)} "
                                              "nodes watched, at least 1)")
                 out.tripped_now = True
-                out.decisions.append(Decision(j.host, "skip", "breaker", f"tripped the breaker: "
+                out.decisions.append(Decision(j.host, "skip", "breaker", f"{TRIPPED}: "
                                               f"{self.state.breaker.reason}", j.why))
                 continue
             if slots <= 0:
@@ -282,4 +285,4 @@ class Autopilot:
         self.state.repairs = [r for r in self.state.repairs if r.ok is None or now - r.at < keep]
 
 
-__all__ = ["Autopilot", "Decision", "Limits", "Round"]
+__all__ = ["TRIPPED", "WOULD_TRIP", "Autopilot", "Decision", "Limits", "Round"]

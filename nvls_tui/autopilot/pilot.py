@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nvls_tui.audit.log import AuditLog
-from nvls_tui.autopilot.decide import Autopilot, Decision
+from nvls_tui.autopilot.decide import TRIPPED, WOULD_TRIP, Autopilot, Decision
 from nvls_tui.autopilot.policy import Judged, Policy
 from nvls_tui.autopilot.state import StateStore
 from nvls_tui.model import NodeState
@@ -174,8 +174,8 @@ class Pilot:
         decisions = list(decided.decisions)
         if self.mode == "observe":  # what it would do, recorded; nothing changes
             decisions = [dataclasses.replace(d, action="would-repair") if d.action == "repair" else
-                         dataclasses.replace(d, message="would trip" + d.message.removeprefix("tripped"))
-                         if d.reason == "breaker" and d.message.startswith("tripped the breaker") else d
+                         dataclasses.replace(d, message=WOULD_TRIP + d.message.removeprefix(TRIPPED))
+                         if d.reason == "breaker" and d.message.startswith(TRIPPED) else d
                          for d in decisions]
         elif self.mode == "ask":  # proposed to a person one batch at a time: the canary alone until one passed
             batches = ap.batches([d.host for d in decisions if d.action == "repair"])

@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nvls_tui import paths
 from nvls_tui.audit.log import AuditLog
@@ -41,6 +41,9 @@ from nvls_tui.backends.base import InvalidArgument
 from nvls_tui.metrics.autopilot import AutopilotRound
 from nvls_tui.poll.after_poll import AfterPoll
 from nvls_tui.settings import AutopilotSettings, Settings
+
+if TYPE_CHECKING:
+    from nvls_tui.headless.polled_rounds import PolledRounds
 
 
 def round_metrics(pilot: Pilot, hosts: Sequence[str]) -> AutopilotRound:
@@ -88,7 +91,7 @@ class _KeptRounds:
     def __init__(self, settings: Settings, slurm) -> None:
         self.settings, self.slurm, self.after = settings, slurm, AfterPoll()
         self.loop = asyncio.new_event_loop()
-        self.rounds: Any = None
+        self.rounds: PolledRounds | None = None
 
     def __call__(self) -> Polled:
         return self.loop.run_until_complete(self._next())

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nvls_tui.backends.base import Activity
+from nvls_tui.headless.check import QUIET_S, ProgressLine, pending_text, read_kube_view, read_scheduler_view
 from nvls_tui.model import NodeState
 from nvls_tui.model.node import Diagnosis
 from nvls_tui.poll.after_poll import AfterPoll
@@ -40,8 +41,6 @@ def not_read(state: NodeState) -> NodeState:
 
 async def next_round(rounds, client, deadline: float, progress: TextIO) -> list:
     """One round of ``rounds``, saying on ``progress`` which nodes it still waits for, as ``check`` does."""
-    from nvls_tui.headless.check import QUIET_S, ProgressLine, pending_text
-
     started = time.monotonic()
     line = ProgressLine(progress)
     task = asyncio.ensure_future(rounds.next())
@@ -109,12 +108,8 @@ class PolledRounds:
         polled = await next_round(self._rounds, self._client, self.deadline, progress)
         states = [r.state if r.ok else not_read(r.state) for r in polled]
         if self._kube is not None:
-            from nvls_tui.headless.check import read_kube_view
-
             await read_kube_view(self._kube, self.after)
         if self.slurm is not None:
-            from nvls_tui.headless.check import read_scheduler_view
-
             await read_scheduler_view(self.slurm, self.after, states)
         return self.after.read_round(states, carry=False)
 

@@ -275,9 +275,7 @@ class Session:
         for holder in holders:
             unit = holder.unit
             if unit and not holder.pod and unit in HAND_UNITS and unit not in units:
-                asked = await ctx.run(("systemctl", "is-active", unit))
-                words = asked.stdout.split()
-                units[unit] = (words[0] if words and words[0] in ACTIVE_STATES else None, holder.pid)
+                units[unit] = (await _unit_state(ctx, unit), holder.pid)
         return units
 
     @staticmethod
@@ -308,9 +306,7 @@ class Session:
                 ctx.emit(RunStarted(host=host, run_id=self.run_id, mode=action))
                 try:
                     async with self._locked(ctx):
-                        asked = await ctx.run(("systemctl", "is-active", unit))
-                        words = asked.stdout.split()
-                        before = words[0] if words and words[0] in ACTIVE_STATES else seen
+                        before = await _unit_state(ctx, unit) or seen
                         result = await perform(ctx, UnitChange(verb, unit, "stopped or started by hand in the console"))
                 except Refused as exc:
                     return self._refused_in(ctx, action, f"{verb} {unit}", exc)
@@ -522,6 +518,12 @@ class Session:
     def running(self) -> list[RepairRun]:
         """Repairs still going."""
         return [r for r in self.repairs if not r.finished]
+
+
+async def _unit_state(ctx: NodeContext, unit: str) -> str | None:
+    """The unit's ActiveState as ``systemctl is-active`` says it now (None: the node did not say one)."""
+    words = (await ctx.run(("systemctl", "is-active", unit))).stdout.split()
+    return words[0] if words and words[0] in ACTIVE_STATES else None
 
 
 def _with(options: RepairOptions, **changes: Any) -> RepairOptions:

@@ -157,33 +157,41 @@ async def test_read_only_hides_and_refuses_every_action_that_changes_a_node():
         assert "node.sigterm" not in footer_keys
 
 
+async def confirmation_from_the_palette(app, pilot, typed: str, match: str) -> None:
+    """``typed`` in the palette, its entry (``match``) chosen with Enter, until its confirmation is up."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*typed)
+    await palette_settled(pilot, typed, match)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+
+
 async def test_the_palette_runs_the_same_action_as_the_key():
     app, _ = fleet()
     async with app.run_test(size=SIZE) as pilot:
         node = await open_node_screen(app, pilot, "gpu05")
         await pilot.press("a")
         assert len(node.selected) == 3
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"SIGTERM selected on gpu05")
-        await palette_settled(pilot, "SIGTERM selected on gpu05", "SIGTERM selected on gpu05")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await confirmation_from_the_palette(app, pilot, "SIGTERM selected on gpu05", "SIGTERM selected on gpu05")
         assert app.screen.title_text == "Send SIGTERM to 3 processes on gpu05?"
+
+
+async def stop_kubelet_from_the_palette(app, pilot, *, shown: list[str] | None = None) -> None:
+    """On gpu05's node screen, ``unit: Stop kubelet`` from the palette; its confirmation shown, then confirmed."""
+    await open_node_screen(app, pilot, "gpu05")
+    await confirmation_from_the_palette(app, pilot, "unit: Stop kubelet", "Stop kubelet")
+    if shown is not None:  # what the confirmation lists, read before it is confirmed
+        shown.extend(app.screen.lines)
+    await click_shown(pilot, "#confirm")
 
 
 async def test_the_palette_stops_a_unit_after_a_confirmation(tmp_path):
     app, backends = fleet()
     async with app.run_test(size=SIZE) as pilot:
-        await open_node_screen(app, pilot, "gpu05")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"unit: Stop kubelet")
-        await palette_settled(pilot, "unit: Stop kubelet", "Stop kubelet")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        assert app.screen.lines == ["systemctl stop kubelet.service"]
-        await click_shown(pilot, "#confirm")
+        shown: list[str] = []
+        await stop_kubelet_from_the_palette(app, pilot, shown=shown)
+        assert shown == ["systemctl stop kubelet.service"]
         await wait_until(pilot, lambda: ("systemctl", "stop", "kubelet.service") in backends["gpu05"].ran,
                          "systemctl")
         # Under the node's lock (taken first, given back after), the state before is asked first (it goes to the
@@ -210,14 +218,7 @@ async def test_a_unit_stop_on_a_node_another_run_holds_is_refused_with_its_owner
         "run_id": "run-kim", "bastion": "bastion-2", "operator": "kim", "tool_pid": 4242,
         "since": "2026-12-07T03:00:00+00:00", "heartbeat": "2026-12-07T03:01:00+00:00", "beat": 3})
     async with app.run_test(size=SIZE) as pilot:
-        await open_node_screen(app, pilot, "gpu05")
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"unit: Stop kubelet")
-        await palette_settled(pilot, "unit: Stop kubelet", "Stop kubelet")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        await click_shown(pilot, "#confirm")
+        await stop_kubelet_from_the_palette(app, pilot)
         said = lambda: [str(n.message) for n in app._notifications if "was not done" in str(n.message)]  # noqa: E731
         await wait_until(pilot, said, "the refusal")
         assert "another run holds the lock of gpu05" in said()[0] and "run-kim" in said()[0]

@@ -139,6 +139,11 @@ STRATEGY_WORDS = {"parallel": "parallel: every node at once", "serial": "serial:
                   "canary": "canary: the first alone, stop at a failure"}
 
 
+def _typed_names(value: str) -> list[str]:
+    """The node names typed in the confirmation (spaces or commas between them)."""
+    return value.replace(",", " ").split()
+
+
 class PlanScreen(OnConsole, Screen[Approval]):
     """The dry run of ``hosts`` and the typed confirmation; posts :class:`PlanApproved` once approved.
 
@@ -332,7 +337,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
         names = self.repairable
         if self.dry_run_only:
             return False
-        return bool(names) and sorted(value.replace(",", " ").split()) == sorted(names)
+        return bool(names) and sorted(_typed_names(value)) == sorted(names)
 
     @on(Checkbox.Changed, "#plan-put-back")
     def _put_back(self) -> None:
@@ -356,7 +361,7 @@ class PlanScreen(OnConsole, Screen[Approval]):
             self.approve()
         elif self.repairable and not self.dry_run_only and len(self.outcomes) == len(self.hosts):
             # Enter with other words typed: say what to type rather than nothing (the names are the approval).
-            typed = one_line(" ".join(event.value.replace(",", " ").split()), 60) or "nothing"
+            typed = one_line(" ".join(_typed_names(event.value)), 60) or "nothing"
             self.notify(f"{typed} is not what this plan repairs: type {' '.join(self.repairable)} to go on "
                         "(Esc cancels).", severity="warning", timeout=8)
 
